@@ -1,0 +1,25 @@
+#!/bin/sh
+# Installs the Debian packages the build needs when any is missing (as root, with apt-get).
+# Prints nothing when everything is present.
+set -e
+need=""
+have_pc() { pkg-config --exists "$1" 2>/dev/null; }
+command -v cc >/dev/null 2>&1 || need="$need gcc"
+command -v make >/dev/null 2>&1 || need="$need make"
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+have_pc yaml-0.1 || need="$need libyaml-dev"
+have_pc jansson || need="$need libjansson-dev"
+have_pc oniguruma || need="$need libonig-dev"
+have_pc openssl || need="$need libssl-dev"
+if [ "${1:-}" = "--test" ]; then
+    have_pc cmocka || need="$need libcmocka-dev"
+    command -v python3 >/dev/null 2>&1 || need="$need python3"
+fi
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "missing build packages:$need (install them with apt-get as root)" >&2
+    exit 1
+fi
+echo "installing build packages:$need" >&2
+apt-get update -qq >/dev/null 2>&1 || true
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null

@@ -1,0 +1,141 @@
+/* json.c - jansson values to hv values. */
+#include "json.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hv *from_jansson(json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: {
+        hv *h = hv_hash_sized(json_object_size(j));
+        const char *k;
+        size_t klen;
+        json_t *v;
+        void *tmp;
+        json_object_keylen_foreach_safe(j, tmp, k, klen, v) hv_hash_set(h, hv_strn(k, klen), from_jansson(v));
+        return h;
+    }
+    case JSON_ARRAY: {
+        size_t i, n = json_array_size(j);
+        hv *a = hv_array_sized(n);
+        for (i = 0; i < n; i++)
+            hv_array_push(a, from_jansson(json_array_get(j, i)));
+        return a;
+    }
+    case JSON_STRING:
+        return hv_strn(json_string_value(j), json_string_length(j));
+    case JSON_INTEGER:
+        return hv_int((int64_t)json_integer_value(j));
+    case JSON_REAL:
+        return hv_float(json_real_value(j));
+    case JSON_TRUE:
+        return hv_true();
+    case JSON_FALSE:
+        return hv_false();
+    case JSON_NULL:
+    default:
+        return hv_undef();
+    }
+}
+
+hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!j) {
+        herr_set(err, HERR_ERROR, "Unable to parse (%s): %s", name, je.text);
+        herr_at(err, name, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0);
+        return NULL;
+    }
+    hv *v = from_jansson(j);
+    json_decref(j);
+    return v;
+}
+
+hv *hjson_load_file(const char *path, herr *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        herr_set(err, HERR_ERROR, "Unable to read %s", path);
+        herr_at(err, path, 0, 0);
+        return NULL;
+    }
+    sbuf b = {0};
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_addn(&b, buf, n);
+    fclose(f);
+    hv *v = hjson_parse(sb_str(&b), b.len, path, err);
+    sb_free(&b);
+    return v;
+}
+
+static void debug_str(sbuf *b, const char *s, size_t n)
+{
+    sb_addc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            sb_addc(b, '\\');
+            sb_addc(b, (char)c);
+        } else if (c < 0x20) {
+            sb_addf(b, "\\u%04x", c);
+        } else {
+            sb_addc(b, (char)c);
+        }
+    }
+    sb_addc(b, '"');
+}
+
+static void debug_val(sbuf *b, const hv *v)
+{
+    switch (hv_kind_of(v)) {
+    case HV_UNDEF: sb_adds(b, "null"); break;
+    case HV_BOOL: sb_adds(b, hv_bool_val(v) ? "true" : "false"); break;
+    case HV_INT: sb_addf(b, "%lld", (long long)hv_int_val(v)); break;
+    case HV_BIGINT: sb_adds(b, hv_bigint_digits(v)); break;
+    case HV_FLOAT: sb_addf(b, "%.17g", hv_float_val(v)); break;
+    case HV_STRING: debug_str(b, hv_str_ptr(v), hv_str_len(v)); break;
+    case HV_SYMBOL: sb_adds(b, "{\"symbol\":"); debug_str(b, hv_str_ptr(v), hv_str_len(v)); sb_addc(b, '}'); break;
+    case HV_SENSITIVE: sb_adds(b, "{\"sensitive\":"); debug_val(b, hv_sensitive_inner(v)); sb_addc(b, '}'); break;
+    case HV_ARRAY:
+        sb_addc(b, '[');
+        for (size_t i = 0; i < hv_array_len(v); i++) {
+            if (i)
+                sb_addc(b, ',');
+            debug_val(b, hv_array_get(v, i));
+        }
+        sb_addc(b, ']');
+        break;
+    case HV_HASH:
+        sb_addc(b, '{');
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            hv *k = hv_hash_key_at(v, i);
+            if (i)
+                sb_addc(b, ',');
+            if (hv_is(k, HV_STRING)) {
+                debug_str(b, hv_str_ptr(k), hv_str_len(k));
+            } else {
+                sbuf kb = {0};
+                debug_val(&kb, k);
+                debug_str(b, sb_str(&kb), kb.len);
+                sb_free(&kb);
+            }
+            sb_addc(b, ':');
+            debug_val(b, hv_hash_val_at(v, i));
+        }
+        sb_addc(b, '}');
+        break;
+    }
+}
+
+char *hjson_debug(const hv *v)
+{
+    sbuf b = {0};
+    debug_val(&b, v);
+    return sb_take(&b);
+}

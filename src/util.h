@@ -1,0 +1,61 @@
+/* util.h - allocation that never returns NULL, a growable string buffer, and the error record
+ * every stage fills in. */
+#ifndef HIERA_UTIL_H
+#define HIERA_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#if defined(__GNUC__)
+#define HIERA_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define HIERA_PRINTF(a, b)
+#endif
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) HIERA_PRINTF(1, 2);
+
+/* A growable NUL-terminated byte buffer. Zero-initialise (sbuf b = {0}) to start. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} sbuf;
+void sb_addn(sbuf *b, const char *s, size_t n);
+void sb_adds(sbuf *b, const char *s);
+void sb_addc(sbuf *b, char c);
+void sb_addf(sbuf *b, const char *fmt, ...) HIERA_PRINTF(2, 3);
+void sb_vaddf(sbuf *b, const char *fmt, va_list ap);
+char *sb_take(sbuf *b); /* returns the malloc'ed string ("" when empty) and resets b */
+void sb_free(sbuf *b);
+const char *sb_str(const sbuf *b); /* "" when empty; BORROWED */
+
+/* Error kinds. Puppet tells two families apart: a LookupError makes `puppet lookup` exit 1
+ * without printing anything (but --explain shows it), any other error is printed as
+ * "Error: Could not run: <message>". */
+typedef enum {
+    HERR_NONE = 0,
+    HERR_LOOKUP, /* Puppet::DataBinding::LookupError: silent exit 1 */
+    HERR_ERROR,  /* any other Puppet error: printed */
+} herr_kind;
+
+typedef struct {
+    herr_kind kind;
+    char *msg;  /* malloc'ed message, without file/line suffix */
+    char *file; /* malloc'ed path, or NULL */
+    int line;   /* 1-based, 0 when unknown */
+    int col;    /* 1-based, 0 when unknown */
+} herr;
+
+void herr_set(herr *e, herr_kind kind, const char *fmt, ...) HIERA_PRINTF(3, 4);
+void herr_setv(herr *e, herr_kind kind, const char *fmt, va_list ap);
+void herr_at(herr *e, const char *file, int line, int col); /* sets the location */
+void herr_clear(herr *e);
+void herr_move(herr *dst, herr *src); /* dst takes src's contents; src is cleared */
+bool herr_isset(const herr *e);
+
+#endif

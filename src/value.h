@@ -1,0 +1,113 @@
+/* value.h - the one value type of libhiera.
+ *
+ * A value (hv) is a reference-counted, heap-allocated node. The kinds are the data Puppet's
+ * lookup can produce: undef, boolean, 64-bit integer (with a decimal "bigint" escape hatch for
+ * the integers Ruby keeps exact beyond 64 bits), float, string, array, insertion-ordered hash,
+ * sensitive (a wrapper) and symbol (a Ruby Symbol as Psych loads ":name"; not valid Puppet data).
+ *
+ * Ownership, in one sentence (as jansson says it): every function that returns an hv* returns a
+ * NEW reference the caller must hv_decref(), except the accessors documented as BORROWED
+ * (hv_array_get, hv_hash_get*, hv_hash_key_at, hv_hash_val_at, hv_sensitive_inner); every
+ * function taking an hv* argument BORROWS it, except the ones documented as STEALING
+ * (hv_array_push, hv_hash_set, hv_sensitive_new) which take over the caller's reference.
+ *
+ * Values are mutable only while their creator holds the single reference (refcount 1);
+ * once shared they must be treated as immutable. hv_is_shared() tells. Not thread-safe:
+ * one value graph belongs to one thread at a time.
+ */
+#ifndef HIERA_VALUE_H
+#define HIERA_VALUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    HV_UNDEF = 0, /* Ruby nil, YAML ~, JSON null */
+    HV_BOOL,
+    HV_INT,       /* int64_t */
+    HV_BIGINT,    /* an integer outside int64_t, kept as decimal text ("-"? digits) */
+    HV_FLOAT,     /* double */
+    HV_STRING,    /* length-counted bytes, normally UTF-8; may contain NUL */
+    HV_ARRAY,
+    HV_HASH,      /* keys are values of any kind; insertion order is kept */
+    HV_SENSITIVE, /* wraps one value; never printed in clear */
+    HV_SYMBOL,    /* Ruby Symbol (name without the colon); loads from YAML, is not Puppet data */
+} hv_kind;
+
+typedef struct hv hv;
+
+/* ---- constructors (all return a new reference; never NULL except on out-of-memory abort) ---- */
+hv *hv_undef(void);
+hv *hv_true(void);
+hv *hv_false(void);
+hv *hv_bool(bool b);
+hv *hv_int(int64_t i);
+hv *hv_bigint(const char *digits, size_t len); /* digits: optional '-' then decimal digits */
+hv *hv_float(double d);
+hv *hv_str(const char *s);                  /* copies a NUL-terminated string */
+hv *hv_strn(const char *s, size_t len);     /* copies len bytes */
+hv *hv_str_take(char *s, size_t len);       /* takes a malloc'ed buffer of len+1 bytes, s[len]==0 */
+hv *hv_symbol(const char *name, size_t len);
+hv *hv_array(void);
+hv *hv_array_sized(size_t capacity);
+hv *hv_hash(void);
+hv *hv_hash_sized(size_t capacity);
+hv *hv_sensitive_new(hv *inner);            /* STEALS inner */
+
+/* ---- reference counting ---- */
+hv *hv_incref(hv *v);  /* returns v; NULL-safe */
+void hv_decref(hv *v); /* NULL-safe */
+bool hv_is_shared(const hv *v);
+
+/* ---- inspection ---- */
+hv_kind hv_kind_of(const hv *v);
+const char *hv_kind_name(hv_kind k); /* "undef", "boolean", ... for messages */
+static inline bool hv_is(const hv *v, hv_kind k) { return v && hv_kind_of(v) == k; }
+bool hv_is_integer(const hv *v); /* HV_INT or HV_BIGINT */
+bool hv_is_scalar(const hv *v);  /* bool, int, bigint, float, string (Puppet's Scalar) */
+bool hv_truthy(const hv *v);     /* Ruby truthiness: everything except undef and false */
+
+bool hv_bool_val(const hv *v);
+int64_t hv_int_val(const hv *v);
+const char *hv_bigint_digits(const hv *v); /* NUL-terminated decimal text */
+double hv_float_val(const hv *v);
+const char *hv_str_ptr(const hv *v); /* NUL-terminated (also for HV_SYMBOL); BORROWED */
+size_t hv_str_len(const hv *v);
+
+/* Source line (1-based) where the value started in its data file; 0 when unknown. */
+uint32_t hv_line(const hv *v);
+void hv_set_line(hv *v, uint32_t line);
+
+/* ---- arrays ---- */
+size_t hv_array_len(const hv *a);
+hv *hv_array_get(const hv *a, size_t i); /* BORROWED; NULL when out of range */
+void hv_array_push(hv *a, hv *v);        /* STEALS v */
+void hv_array_set(hv *a, size_t i, hv *v); /* STEALS v; i < len */
+void hv_array_truncate(hv *a, size_t n);   /* drops elements from n on */
+
+/* ---- hashes (insertion-ordered; key equality is Ruby eql?) ---- */
+size_t hv_hash_len(const hv *h);
+hv *hv_hash_key_at(const hv *h, size_t i); /* BORROWED */
+hv *hv_hash_val_at(const hv *h, size_t i); /* BORROWED */
+hv *hv_hash_get(const hv *h, const hv *key);                /* BORROWED; NULL when absent */
+hv *hv_hash_gets(const hv *h, const char *key);             /* string key; BORROWED */
+hv *hv_hash_getsn(const hv *h, const char *key, size_t len); /* BORROWED */
+long hv_hash_index(const hv *h, const hv *key);             /* position or -1 */
+/* Sets key to val, STEALING both. An existing key keeps its position (Ruby semantics) and its
+ * original key object; the new key reference is dropped. */
+void hv_hash_set(hv *h, hv *key, hv *val);
+void hv_hash_sets(hv *h, const char *key, hv *val); /* STEALS val */
+bool hv_hash_del(hv *h, const hv *key);             /* keeps the order of the others */
+
+/* ---- sensitive ---- */
+hv *hv_sensitive_inner(const hv *s); /* BORROWED */
+
+/* ---- whole values ---- */
+bool hv_eql(const hv *a, const hv *b);   /* Ruby eql?: same kinds and values, deep; 1 != 1.0 */
+bool hv_equal(const hv *a, const hv *b); /* Ruby ==: like eql? but 1 == 1.0 */
+uint64_t hv_hash_code(const hv *v);      /* consistent with hv_eql */
+hv *hv_copy(const hv *v);      /* shallow copy of arrays/hashes (elements shared), incref of others */
+hv *hv_deep_copy(const hv *v); /* fresh containers all the way down; scalars shared */
+
+#endif

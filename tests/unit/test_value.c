@@ -1,0 +1,86 @@
+/* Unit tests for the value type (src/value.c). */
+#include "testutil.h"
+
+static void test_hash_order_and_replace(void **state)
+{
+    (void)state;
+    hv *h = hv_hash();
+    hv_hash_sets(h, "b", hv_int(1));
+    hv_hash_sets(h, "a", hv_int(2));
+    hv_hash_sets(h, "b", hv_int(3)); /* replaced in place */
+    assert_value_json(h, "{\"b\":3,\"a\":2}");
+    assert_true(hv_hash_del(h, hv_hash_key_at(h, 0)));
+    assert_value_json(h, "{\"a\":2}");
+    hv_decref(h);
+}
+
+static void test_hash_index_large(void **state)
+{
+    (void)state;
+    hv *h = hv_hash();
+    char key[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        hv_hash_sets(h, key, hv_int(i));
+    }
+    for (int i = 0; i < 1000; i += 7) {
+        snprintf(key, sizeof key, "k%d", i);
+        hv *v = hv_hash_gets(h, key);
+        assert_non_null(v);
+        assert_int_equal(hv_int_val(v), i);
+    }
+    assert_null(hv_hash_gets(h, "nope"));
+    /* deleting keeps order and the index */
+    hv *k = hv_str("k500");
+    assert_true(hv_hash_del(h, k));
+    assert_null(hv_hash_get(h, k));
+    assert_int_equal(hv_hash_len(h), 999);
+    assert_string_equal(hv_str_ptr(hv_hash_key_at(h, 500)), "k501");
+    hv_decref(k);
+    hv_decref(h);
+}
+
+static void test_eql_is_ruby_eql(void **state)
+{
+    (void)state;
+    hv *one = hv_int(1), *onef = hv_float(1.0), *ones = hv_str("1");
+    assert_false(hv_eql(one, onef));
+    assert_true(hv_equal(one, onef));
+    assert_false(hv_eql(one, ones));
+    hv *h = hv_hash();
+    hv_hash_set(h, hv_incref(one), hv_str("int"));
+    hv_hash_set(h, hv_incref(ones), hv_str("str"));
+    assert_int_equal(hv_hash_len(h), 2);
+    assert_string_equal(hv_str_ptr(hv_hash_get(h, one)), "int");
+    assert_string_equal(hv_str_ptr(hv_hash_gets(h, "1")), "str");
+    hv_decref(h);
+    hv_decref(one);
+    hv_decref(onef);
+    hv_decref(ones);
+}
+
+static void test_deep_copy_independent(void **state)
+{
+    (void)state;
+    herr e = {0};
+    const char *src = "{\"a\":[1,2,{\"b\":null}],\"c\":\"x\"}";
+    hv *v = hjson_parse(src, strlen(src), "<t>", &e);
+    hv *c = hv_deep_copy(v);
+    assert_true(hv_eql(v, c));
+    hv_array_push(hv_hash_gets(c, "a"), hv_int(3));
+    assert_false(hv_eql(v, c));
+    assert_value_json(v, src);
+    hv_decref(v);
+    hv_decref(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hash_order_and_replace),
+        cmocka_unit_test(test_hash_index_large),
+        cmocka_unit_test(test_eql_is_ruby_eql),
+        cmocka_unit_test(test_deep_copy_independent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,59 @@
+/* testutil.h - shared by the cmocka unit tests in tests/unit/test_*.c. */
+#ifndef HIERA_TESTUTIL_H
+#define HIERA_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "json.h"
+#include "util.h"
+#include "value.h"
+
+/* Asserts that v renders (hjson_debug) exactly as the expected JSON text, compared after parsing
+ * the expectation, so key order matters and 1 differs from 1.0. */
+#define assert_value_json(v, expected_json) \
+    testutil_assert_value_json((v), (expected_json), __FILE__, __LINE__)
+
+static inline void testutil_assert_value_json(const hv *v, const char *expected, const char *file, int line)
+{
+    herr e = {0};
+    hv *want = hjson_parse(expected, strlen(expected), "<expected>", &e);
+    if (!want)
+        _fail(file, line);
+    char *got = hjson_debug(v), *exp = hjson_debug(want);
+    bool same = v && hv_eql(v, want);
+    if (!same)
+        print_error("value mismatch\n  expected %s\n       got %s\n", exp, got);
+    free(got);
+    free(exp);
+    hv_decref(want);
+    if (!same)
+        _fail(file, line);
+}
+
+/* Writes text to a fresh file under a temporary directory and returns its malloc'ed path. */
+static inline char *testutil_write_tmp(const char *name, const char *text)
+{
+    static char dir[64];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/hiera-test-XXXXXX");
+        if (!mkdtemp(dir))
+            abort();
+    }
+    char *path = xasprintf("%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        abort();
+    fwrite(text, 1, strlen(text), f);
+    fclose(f);
+    return path;
+}
+
+#endif
