@@ -2,9 +2,85 @@
 #include "json.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Numbers jansson refuses but Ruby's JSON accepts (integers beyond 64 bits stay exact, floats
+ * beyond double range become Infinity) are rewritten before parsing as marker strings
+ * "\u0000N<digits>" / "\u0000F<text>" and turned back afterwards. */
+#define NUM_MARK "\\u0000"
+
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static char *quote_overflowing_numbers(const char *text, size_t len, size_t *outlen, bool *changed)
+{
+    sbuf b = {0};
+    *changed = false;
+    size_t i = 0;
+    while (i < len) {
+        char c = text[i];
+        if (c == '"') {
+            size_t j = i + 1;
+            while (j < len && text[j] != '"') {
+                if (text[j] == '\\' && j + 1 < len)
+                    j++;
+                j++;
+            }
+            if (j < len)
+                j++;
+            sb_addn(&b, text + i, j - i);
+            i = j;
+            continue;
+        }
+        if (c == '-' || is_digit(c)) {
+            size_t j = i;
+            bool is_float = false;
+            if (text[j] == '-')
+                j++;
+            while (j < len && is_digit(text[j]))
+                j++;
+            if (j < len && text[j] == '.') {
+                is_float = true;
+                j++;
+                while (j < len && is_digit(text[j]))
+                    j++;
+            }
+            if (j < len && (text[j] == 'e' || text[j] == 'E')) {
+                is_float = true;
+                j++;
+                if (j < len && (text[j] == '+' || text[j] == '-'))
+                    j++;
+                while (j < len && is_digit(text[j]))
+                    j++;
+            }
+            char *tok = xstrndup(text + i, j - i);
+            bool overflow = false;
+            if (is_float) {
+                double d = strtod(tok, NULL);
+                overflow = isinf(d);
+            } else {
+                const char *d = tok[0] == '-' ? tok + 1 : tok;
+                size_t nd = strlen(d);
+                overflow = nd > 19 || (nd == 19 && strcmp(d, tok[0] == '-' ? "9223372036854775808" : "9223372036854775807") > 0);
+            }
+            if (overflow) {
+                sb_addf(&b, "\"" NUM_MARK "%c%s\"", is_float ? 'F' : 'N', tok);
+                *changed = true;
+            } else {
+                sb_adds(&b, tok);
+            }
+            free(tok);
+            i = j > i ? j : i + 1;
+            continue;
+        }
+        sb_addc(&b, c);
+        i++;
+    }
+    *outlen = b.len;
+    return sb_take(&b);
+}
 
 static hv *from_jansson(json_t *j)
 {
@@ -25,8 +101,15 @@ static hv *from_jansson(json_t *j)
             hv_array_push(a, from_jansson(json_array_get(j, i)));
         return a;
     }
-    case JSON_STRING:
-        return hv_strn(json_string_value(j), json_string_length(j));
+    case JSON_STRING: {
+        const char *str = json_string_value(j);
+        size_t n = json_string_length(j);
+        if (n > 2 && str[0] == 0 && str[1] == 'N')
+            return hv_bigint(str + 2, n - 2);
+        if (n > 2 && str[0] == 0 && str[1] == 'F')
+            return hv_float(str[2] == '-' ? -INFINITY : INFINITY);
+        return hv_strn(str, n);
+    }
     case JSON_INTEGER:
         return hv_int((int64_t)json_integer_value(j));
     case JSON_REAL:
@@ -45,6 +128,14 @@ hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
 {
     json_error_t je;
     json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!j && (strstr(je.text, "too big") || strstr(je.text, "overflow"))) {
+        size_t n2;
+        bool changed;
+        char *t2 = quote_overflowing_numbers(text, len, &n2, &changed);
+        if (changed)
+            j = json_loadb(t2, n2, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        free(t2);
+    }
     if (!j) {
         herr_set(err, HERR_ERROR, "Unable to parse (%s): %s", name, je.text);
         herr_at(err, name, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0);

@@ -15,6 +15,10 @@ typedef struct ptype ptype;
 ptype *ptype_parse(const char *text, herr *err);
 void ptype_free(ptype *t);
 
+/* Parses a type as `puppet lookup --type` does: only the names the type parser itself knows
+ * resolve (Data, RichData, resource types and unknown names are errors there, as in Puppet). */
+ptype *ptype_parse_cli(const char *text, herr *err);
+
 /* Whether v is an instance of t (Puppet's `v =~ T`). */
 bool ptype_match(const ptype *t, const hv *v);
 

@@ -34,13 +34,23 @@ char *sb_take(sbuf *b); /* returns the malloc'ed string ("" when empty) and rese
 void sb_free(sbuf *b);
 const char *sb_str(const sbuf *b); /* "" when empty; BORROWED */
 
-/* Error kinds. Puppet tells two families apart: a LookupError makes `puppet lookup` exit 1
- * without printing anything (but --explain shows it), any other error is printed as
- * "Error: Could not run: <message>". */
+/* Error kinds, after the Ruby exception classes Puppet's lookup raises, because they decide
+ * what `puppet lookup` does with the error:
+ *  - HERR_LOOKUP: Puppet::DataBinding::LookupError (no issue code). `puppet lookup` exits 1 and
+ *    prints nothing (--explain shows the message). A failing lookup in the global layer rewraps
+ *    it as a Puppet::Error "Lookup of key 'k' failed: ...".
+ *  - HERR_LOOKUP_ISSUE: a LookupError that carries an issue code (hiera.yaml semantic checks,
+ *    interpolation syntax); like HERR_LOOKUP but never rewrapped.
+ *  - HERR_PUPPET: any other Puppet::Error (type assertion, YAML load of hiera.yaml). Printed as
+ *    "Error: Could not run: <msg>", but inside a data provider's recursion guard it becomes a
+ *    HERR_LOOKUP with the same message.
+ *  - HERR_ERROR: any other Ruby StandardError (ArgumentError...): printed, never converted. */
 typedef enum {
     HERR_NONE = 0,
-    HERR_LOOKUP, /* Puppet::DataBinding::LookupError: silent exit 1 */
-    HERR_ERROR,  /* any other Puppet error: printed */
+    HERR_LOOKUP,
+    HERR_LOOKUP_ISSUE,
+    HERR_PUPPET,
+    HERR_ERROR,
 } herr_kind;
 
 typedef struct {

@@ -226,10 +226,12 @@ void hv_set_line(hv *v, uint32_t line)
 
 /* ---- arrays ---- */
 
-size_t hv_array_len(const hv *a) { return ((const hv_arr *)a)->n; }
+size_t hv_array_len(const hv *a) { return a && a->kind == HV_ARRAY ? ((const hv_arr *)a)->n : 0; }
 
 hv *hv_array_get(const hv *a, size_t i)
 {
+    if (!a || a->kind != HV_ARRAY)
+        return NULL;
     const hv_arr *arr = (const hv_arr *)a;
     return i < arr->n ? arr->items[i] : NULL;
 }
@@ -376,7 +378,7 @@ bool hv_equal(const hv *a, const hv *b) { return eq_impl(a, b, false); }
 
 /* ---- hashes ---- */
 
-size_t hv_hash_len(const hv *h) { return ((const hv_hashv *)h)->n; }
+size_t hv_hash_len(const hv *h) { return h && h->kind == HV_HASH ? ((const hv_hashv *)h)->n : 0; }
 hv *hv_hash_key_at(const hv *h, size_t i) { return ((const hv_hashv *)h)->items[i].key; }
 hv *hv_hash_val_at(const hv *h, size_t i) { return ((const hv_hashv *)h)->items[i].val; }
 
@@ -420,6 +422,8 @@ static long find_entry(const hv_hashv *h, const hv *key, uint64_t code)
 
 long hv_hash_index(const hv *h, const hv *key)
 {
+    if (!h || h->kind != HV_HASH)
+        return -1;
     return find_entry((const hv_hashv *)h, key, hv_hash_code(key));
 }
 
@@ -432,6 +436,8 @@ hv *hv_hash_get(const hv *h, const hv *key)
 hv *hv_hash_getsn(const hv *h, const char *key, size_t len)
 {
     /* a stack string node: hashing and equality only look at kind, len and bytes */
+    if (!h || h->kind != HV_HASH)
+        return NULL;
     const hv_hashv *hh = (const hv_hashv *)h;
     if (hh->n == 0)
         return NULL;

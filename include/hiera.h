@@ -1,0 +1,207 @@
+/* hiera.h - libhiera: Hiera 5 lookups (as Puppet 7 answers them) from C.
+ *
+ * Ownership, in one rule: a function whose result is a pointer returns something the caller
+ * owns and must release with the matching function named in its comment (hiera_free,
+ * hiera_value_decref, hiera_error_clear, free); a pointer argument is BORROWED (read during the
+ * call, never kept and never released) unless its comment says STEALS (the library takes over the
+ * caller's reference). Accessors marked BORROWED return pointers owned by their container: valid
+ * while the container is, never to be released.
+ *
+ * Threads: a `hiera` context, and the values it returns, belong to one thread at a time. Separate
+ * contexts may be used on separate threads when they do not share a hiera_cache.
+ *
+ * A minimal program:
+ *
+ *     hiera_error err = {0};
+ *     hiera_value *facts = hiera_value_load_file("facts.yaml", &err);
+ *     hiera_options o = {.codedir = "/etc/puppetlabs/code", .node = "web01.example.com", .facts = facts};
+ *     hiera *h = hiera_new(&o, &err);
+ *     hiera_value *v = NULL;
+ *     if (h && hiera_lookup_key(h, "ntp::servers", &v, &err) == HIERA_OK) {
+ *         char *json = hiera_render(v, HIERA_RENDER_JSON, &err);
+ *         puts(json);
+ *         free(json);
+ *         hiera_value_decref(v);
+ *     }
+ *     hiera_free(h);
+ *     hiera_value_decref(facts);
+ *     hiera_error_clear(&err);
+ */
+#ifndef HIERA_H
+#define HIERA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(HIERA_BUILD_SHARED) && defined(__GNUC__)
+#define HIERA_API __attribute__((visibility("default")))
+#else
+#define HIERA_API
+#endif
+
+#define HIERA_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+typedef enum {
+    HIERA_ERR_NONE = 0,
+    /* A lookup error (Puppet's LookupError): a merge of incompatible values, a recursive
+     * interpolation, a data file that cannot be parsed, a bad key... `puppet lookup` exits 1
+     * without printing these. */
+    HIERA_ERR_LOOKUP = 1,
+    /* Any other error: an invalid hiera.yaml, a type mismatch, bad options. `puppet lookup`
+     * prints these as "Error: Could not run: <message>". */
+    HIERA_ERR_FATAL = 2,
+} hiera_error_kind;
+
+typedef struct {
+    hiera_error_kind kind;
+    char *message; /* owned by the record; NULL when kind is HIERA_ERR_NONE */
+    char *file;    /* the file the error is about, or NULL */
+    int line;      /* 1-based, 0 when unknown */
+    int column;    /* 1-based, 0 when unknown */
+} hiera_error;
+
+/* Releases what an error record holds and zeroes it. Safe on a zeroed record. */
+HIERA_API void hiera_error_clear(hiera_error *err);
+
+/* ------------------------------------------------------------------ values */
+
+typedef struct hv hiera_value; /* reference-counted, immutable once returned */
+
+typedef enum {
+    HIERA_UNDEF = 0,
+    HIERA_BOOLEAN,
+    HIERA_INTEGER,   /* fits int64_t */
+    HIERA_BIGINT,    /* an integer beyond int64_t: read it with hiera_value_bigint */
+    HIERA_FLOAT,
+    HIERA_STRING,
+    HIERA_ARRAY,
+    HIERA_HASH,      /* insertion-ordered; keys are values (usually strings) */
+    HIERA_SENSITIVE, /* a wrapped value that must not be shown */
+    HIERA_SYMBOL,    /* a Ruby symbol read from YAML; not Puppet data */
+} hiera_kind;
+
+/* Reference counting: hiera_value_incref returns v; hiera_value_decref releases one reference
+ * (NULL-safe). Every hiera_value* returned by this API (except BORROWED accessors) must be
+ * released with hiera_value_decref. */
+HIERA_API hiera_value *hiera_value_incref(hiera_value *v);
+HIERA_API void hiera_value_decref(hiera_value *v);
+
+HIERA_API hiera_kind hiera_value_kind(const hiera_value *v);
+HIERA_API bool hiera_value_bool(const hiera_value *v);
+HIERA_API int64_t hiera_value_int(const hiera_value *v);
+HIERA_API const char *hiera_value_bigint(const hiera_value *v); /* BORROWED decimal text */
+HIERA_API double hiera_value_float(const hiera_value *v);
+HIERA_API const char *hiera_value_string(const hiera_value *v); /* BORROWED, NUL-terminated */
+HIERA_API size_t hiera_value_string_length(const hiera_value *v);
+HIERA_API size_t hiera_value_array_size(const hiera_value *v);
+HIERA_API hiera_value *hiera_value_array_get(const hiera_value *v, size_t i); /* BORROWED */
+HIERA_API size_t hiera_value_hash_size(const hiera_value *v);
+HIERA_API hiera_value *hiera_value_hash_key(const hiera_value *v, size_t i);   /* BORROWED */
+HIERA_API hiera_value *hiera_value_hash_value(const hiera_value *v, size_t i); /* BORROWED */
+HIERA_API hiera_value *hiera_value_hash_get(const hiera_value *v, const char *key); /* BORROWED */
+HIERA_API hiera_value *hiera_value_sensitive_unwrap(const hiera_value *v); /* BORROWED */
+
+/* Building values (for facts and defaults). Each returns a new reference. */
+HIERA_API hiera_value *hiera_value_undef(void);
+HIERA_API hiera_value *hiera_value_new_bool(bool b);
+HIERA_API hiera_value *hiera_value_new_int(int64_t i);
+HIERA_API hiera_value *hiera_value_new_float(double d);
+HIERA_API hiera_value *hiera_value_new_string(const char *s);
+HIERA_API hiera_value *hiera_value_new_array(void);
+HIERA_API hiera_value *hiera_value_new_hash(void);
+/* Appends to an array / sets a key of a hash that the caller still owns alone (just built).
+ * STEALS item / value. */
+HIERA_API void hiera_value_array_push(hiera_value *array, hiera_value *item);
+HIERA_API void hiera_value_hash_set(hiera_value *hash, const char *key, hiera_value *value);
+
+/* Parses JSON text / reads a facts file the way `puppet lookup --facts` does (.json as JSON,
+ * .yaml/.yml as YAML, anything else JSON then YAML). New reference, or NULL with err. */
+HIERA_API hiera_value *hiera_value_from_json(const char *text, hiera_error *err);
+HIERA_API hiera_value *hiera_value_load_file(const char *path, hiera_error *err);
+
+/* Text forms, as `puppet lookup --render-as` prints them (without puppet's final newline for
+ * json and s; yaml includes its own). Returns a malloc'ed string (release with free), or NULL
+ * with err (e.g. a float that JSON cannot hold). */
+typedef enum { HIERA_RENDER_JSON, HIERA_RENDER_YAML, HIERA_RENDER_S } hiera_render_format;
+HIERA_API char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error *err);
+
+/* ------------------------------------------------------------------ contexts */
+
+/* A context is one node in one environment: its facts, the configurations and the data files
+ * it has read. Configurations and data files are read on first use and then kept. */
+typedef struct hiera_ctx hiera;
+
+/* A cache of parsed files that contexts can share (one per process is typical). */
+typedef struct hiera_cache hiera_cache;
+HIERA_API hiera_cache *hiera_cache_new(void); /* release with hiera_cache_free */
+HIERA_API void hiera_cache_free(hiera_cache *c); /* after every context using it is freed */
+
+typedef struct {
+    const char *codedir;         /* NULL: Puppet's default (/etc/puppet/code as root) */
+    const char *confdir;         /* NULL: Puppet's default (/etc/puppet as root) */
+    const char *environmentpath; /* NULL: <codedir>/environments */
+    const char *hiera_config;    /* NULL: <codedir>/hiera.yaml if it exists, else <confdir>/hiera.yaml */
+    const char *environment;     /* NULL: "production" */
+    const char *node;            /* the node name (used in messages; certname comes from facts) */
+    const hiera_value *facts;    /* a hash of facts, BORROWED (copied); NULL: no facts */
+    hiera_cache *cache;          /* shared cache, BORROWED; NULL: the context keeps its own */
+} hiera_options;
+
+/* Creates a context. Checks what `puppet lookup` checks before any lookup: the facts rule for
+ * hostname/domain/fqdn/clientcert and that the environment exists. Returns NULL with err on
+ * failure. Release with hiera_free. */
+HIERA_API hiera *hiera_new(const hiera_options *options, hiera_error *err);
+HIERA_API void hiera_free(hiera *h);
+
+/* ------------------------------------------------------------------ lookups */
+
+typedef enum {
+    HIERA_OK = 0,
+    HIERA_NOT_FOUND = 1, /* no value and no default */
+    HIERA_ERROR = 2,     /* err says why */
+} hiera_status;
+
+enum {
+    HIERA_EXPLAIN_DATA = 1,    /* --explain */
+    HIERA_EXPLAIN_OPTIONS = 2, /* --explain-options */
+};
+
+typedef struct {
+    const char *const *keys;          /* names tried in order; the first found wins */
+    size_t nkeys;
+    const hiera_value *merge;         /* NULL (lookup_options decide), a strategy name string
+                                         ("first", "unique", "hash", "deep") or a hash with
+                                         "strategy" and deep options; BORROWED */
+    const hiera_value *default_value; /* NULL: no default; BORROWED */
+    const char *type;                 /* a Puppet type the value must match, or NULL */
+    int explain;                      /* HIERA_EXPLAIN_* bits; see hiera_explanation */
+} hiera_request;
+
+/* Looks keys up as `puppet lookup` does. On HIERA_OK *value receives a new reference (release
+ * with hiera_value_decref). HIERA_NOT_FOUND and HIERA_ERROR leave *value NULL; on HIERA_ERROR err
+ * is filled. */
+HIERA_API hiera_status hiera_lookup(hiera *h, const hiera_request *request, hiera_value **value, hiera_error *err);
+
+/* The common case: one key, lookup_options decide the merge, no default. */
+HIERA_API hiera_status hiera_lookup_key(hiera *h, const char *key, hiera_value **value, hiera_error *err);
+
+/* After a lookup made with explain bits: the explanation as Puppet prints it (a malloc'ed
+ * string, release with free) or as a tree (a new value: nodes with "type", "branches", "key",
+ * "value", "event"...). NULL when the last lookup did not explain. */
+HIERA_API char *hiera_explanation_text(hiera *h);
+HIERA_API hiera_value *hiera_explanation_tree(hiera *h);
+
+HIERA_API const char *hiera_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

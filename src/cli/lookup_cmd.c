@@ -1,0 +1,290 @@
+/* lookup_cmd.c - `hiera lookup`: the `puppet lookup` command line over libhiera. Flags, output
+ * and exit status follow lib/puppet/application/lookup.rb: the value rendered as yaml (default),
+ * json or s; exit 0 when found (or a default applies), 1 when not found or on a lookup error
+ * (nothing on stdout), 1 with "Error: Could not run: <message>" for other errors; with
+ * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RUN_HELP "Run 'puppet lookup --help' for more details"
+
+typedef struct {
+    const char *node, *facts, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
+    const char *merge, *prefix, *default_value, *type, *render_as;
+    bool has_default, sort_merged_arrays, merge_hash_arrays, explain, explain_options;
+    const char **keys;
+    size_t nkeys;
+} lookup_args;
+
+static const char *LOOKUP_USAGE =
+    "usage: hiera lookup [--help] [--type <TYPESTRING>] [--merge first|unique|hash|deep]\n"
+    "                    [--knock-out-prefix <PREFIX-STRING>] [--sort-merged-arrays]\n"
+    "                    [--merge-hash-arrays] [--explain] [--explain-options]\n"
+    "                    [--environment <ENV>] [--default <VALUE>] [--node <NODE-NAME>]\n"
+    "                    [--facts <FILE>] [--codedir <DIR>] [--confdir <DIR>]\n"
+    "                    [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
+    "                    [--render-as s|json|yaml] <keys>\n"
+    "\n"
+    "Looks up keys in Hiera 5 data exactly as `puppet lookup` does; the first key found wins.\n"
+    "Exit status: 0 found (or default), 1 not found or error.\n";
+
+static int fail(const char *fmt, const char *arg)
+{
+    fputs("Error: Could not run: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    return 1;
+}
+
+/* Puppet settings may be written with dashes or underscores; "--name=value" works too. */
+static bool flag_is(const char *given, size_t len, const char *name)
+{
+    if (strlen(name) != len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char a = given[i] == '-' ? '_' : given[i], b = name[i] == '-' ? '_' : name[i];
+        if (a != b)
+            return false;
+    }
+    return true;
+}
+
+static int parse(int argc, char **argv, lookup_args *a)
+{
+    a->keys = calloc((size_t)argc + 1, sizeof *a->keys);
+    bool options_done = false;
+    static const struct {
+        const char *name;
+        size_t off;
+    } value_flags[] = {
+        {"node", offsetof(lookup_args, node)},
+        {"facts", offsetof(lookup_args, facts)},
+        {"environment", offsetof(lookup_args, environment)},
+        {"codedir", offsetof(lookup_args, codedir)},
+        {"confdir", offsetof(lookup_args, confdir)},
+        {"environmentpath", offsetof(lookup_args, environmentpath)},
+        {"hiera_config", offsetof(lookup_args, hiera_config)},
+        {"merge", offsetof(lookup_args, merge)},
+        {"knock_out_prefix", offsetof(lookup_args, prefix)},
+        {"type", offsetof(lookup_args, type)},
+        {"render_as", offsetof(lookup_args, render_as)},
+    };
+    /* Puppet settings that take a value and do not matter here */
+    static const char *ignored_value_flags[] = {"vardir", "logdir", "rundir", "ssldir", "config", "basemodulepath",
+                                                "modulepath", "certname", "server", "strict", "log_level"};
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (options_done || arg[0] != '-' || arg[1] != '-' || arg[2] == 0) {
+            if (!options_done && strcmp(arg, "--") == 0) {
+                options_done = true;
+                continue;
+            }
+            a->keys[a->nkeys++] = arg;
+            continue;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        bool matched = false;
+        for (size_t f = 0; f < sizeof value_flags / sizeof *value_flags; f++) {
+            if (!flag_is(name, nlen, value_flags[f].name))
+                continue;
+            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                return fail("option '--%s' needs a value", value_flags[f].name), 1;
+            *(const char **)((char *)a + value_flags[f].off) = val;
+            matched = true;
+        }
+        if (matched)
+            continue;
+        if (flag_is(name, nlen, "default")) {
+            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                return fail("option '--%s' needs a value", "default"), 1;
+            a->default_value = val;
+            a->has_default = true;
+        } else if (flag_is(name, nlen, "sort_merged_arrays")) {
+            a->sort_merged_arrays = true;
+        } else if (flag_is(name, nlen, "merge_hash_arrays")) {
+            a->merge_hash_arrays = true;
+        } else if (flag_is(name, nlen, "explain")) {
+            a->explain = true;
+        } else if (flag_is(name, nlen, "explain_options")) {
+            a->explain_options = true;
+        } else if (flag_is(name, nlen, "help")) {
+            fputs(LOOKUP_USAGE, stdout);
+            exit(0);
+        } else if (flag_is(name, nlen, "compile") || flag_is(name, nlen, "debug") || flag_is(name, nlen, "verbose") ||
+                   flag_is(name, nlen, "trace") || flag_is(name, nlen, "color")) {
+            /* accepted for compatibility; no effect here */
+        } else {
+            bool known = false;
+            for (size_t f = 0; f < sizeof ignored_value_flags / sizeof *ignored_value_flags; f++)
+                if (flag_is(name, nlen, ignored_value_flags[f])) {
+                    known = true;
+                    if (!eq)
+                        i++;
+                }
+            if (!known) {
+                fprintf(stderr, "Error: Could not parse application options: invalid option: %s\n", arg);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void print_rendered(const char *text)
+{
+    /* Ruby's puts: a newline unless the text already ends with one */
+    fputs(text, stdout);
+    size_t n = strlen(text);
+    if (n == 0 || text[n - 1] != '\n')
+        fputc('\n', stdout);
+}
+
+int lookup_main(int argc, char **argv)
+{
+    lookup_args a = {0};
+    if (parse(argc, argv, &a)) {
+        free(a.keys);
+        return 1;
+    }
+    int rc = 1;
+    hiera_value *facts = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
+    hiera *h = NULL;
+    hiera_error err = {0};
+
+    if ((a.sort_merged_arrays || a.merge_hash_arrays || a.prefix) && (!a.merge || strcmp(a.merge, "deep") != 0)) {
+        fail("The options --knock-out-prefix, --sort-merged-arrays, and --merge-hash-arrays are only available with '--merge deep'\n%s",
+             RUN_HELP);
+        goto out;
+    }
+    if (a.merge) {
+        if (strcmp(a.merge, "first") && strcmp(a.merge, "hash") && strcmp(a.merge, "unique") && strcmp(a.merge, "deep")) {
+            fail("The --merge option only accepts 'first', 'hash', 'unique', or 'deep'\n%s", RUN_HELP);
+            goto out;
+        }
+        merge = hiera_value_new_hash();
+        hiera_value_hash_set(merge, "strategy", hiera_value_new_string(a.merge));
+        if (strcmp(a.merge, "deep") == 0) {
+            hiera_value_hash_set(merge, "sort_merged_arrays", hiera_value_new_bool(a.sort_merged_arrays));
+            hiera_value_hash_set(merge, "merge_hash_arrays", hiera_value_new_bool(a.merge_hash_arrays));
+            if (a.prefix)
+                hiera_value_hash_set(merge, "knockout_prefix", hiera_value_new_string(a.prefix));
+        }
+    }
+    bool explain = a.explain || a.explain_options;
+    if (a.nkeys == 0) {
+        if (a.explain_options && !a.explain) {
+            a.keys[a.nkeys++] = "__global__";
+        } else {
+            fail("%s", "No keys were given to lookup.");
+            goto out;
+        }
+    }
+    const char *format = a.render_as ? a.render_as : explain ? "s" : "yaml";
+    hiera_render_format rf;
+    if (!strcasecmp(format, "yaml")) {
+        rf = HIERA_RENDER_YAML;
+    } else if (!strcasecmp(format, "json") || !strcasecmp(format, "pson")) {
+        rf = HIERA_RENDER_JSON;
+    } else if (!strcasecmp(format, "s")) {
+        rf = HIERA_RENDER_S;
+    } else {
+        fail("Unknown rendering format '%s'", format);
+        goto out;
+    }
+    if (a.facts) {
+        facts = hiera_value_load_file(a.facts, &err);
+        if (!facts) {
+            fail("%s", err.message);
+            goto out;
+        }
+        if (hiera_value_kind(facts) != HIERA_HASH) {
+            fail("Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)", a.facts);
+            goto out;
+        }
+        static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
+        int n = 0;
+        for (int i = 0; i < 4; i++)
+            if (hiera_value_hash_get(facts, trusted[i]))
+                n++;
+        if (n && n != 4) {
+            fprintf(stderr, "Error: Could not run: When overriding any of the hostname,domain,fqdn,clientcert facts with %s "
+                            "given via the --facts flag, they must all be overridden.\n", a.facts);
+            goto out;
+        }
+    }
+    if (!facts || hiera_value_hash_size(facts) == 0) {
+        fail("No facts available for target node: %s", a.node ? a.node : "localhost");
+        goto out;
+    }
+    hiera_options o = {a.codedir, a.confdir, a.environmentpath, a.hiera_config, a.environment, a.node, facts, NULL};
+    h = hiera_new(&o, &err);
+    if (!h) {
+        fail("%s", err.message);
+        goto out;
+    }
+    if (a.has_default)
+        dflt = hiera_value_new_string(a.default_value);
+    hiera_request req = {a.keys, a.nkeys, merge, dflt, a.type, 0};
+    if (a.explain)
+        req.explain |= HIERA_EXPLAIN_DATA;
+    if (a.explain_options)
+        req.explain |= HIERA_EXPLAIN_OPTIONS;
+    hiera_status st = hiera_lookup(h, &req, &value, &err);
+    if (st == HIERA_ERROR && err.kind == HIERA_ERR_FATAL) {
+        fail("%s", err.message);
+        goto out;
+    }
+    if (explain) {
+        if (rf == HIERA_RENDER_S) {
+            char *text = hiera_explanation_text(h);
+            fputs(text ? text : "", stdout);
+            if (!text || !*text)
+                fputc('\n', stdout);
+            free(text);
+        } else {
+            hiera_value *tree = hiera_explanation_tree(h);
+            hiera_error rerr = {0};
+            char *text = hiera_render(tree, rf, &rerr);
+            hiera_value_decref(tree);
+            if (!text) {
+                fail("%s", rerr.message);
+                hiera_error_clear(&rerr);
+                goto out;
+            }
+            print_rendered(text);
+            free(text);
+        }
+        rc = 0;
+        goto out;
+    }
+    if (st == HIERA_OK) {
+        char *text = hiera_render(value, rf, &err);
+        if (!text) {
+            fail("%s", err.message);
+            goto out;
+        }
+        print_rendered(text);
+        free(text);
+        rc = 0;
+    } else if (st == HIERA_ERROR && err.message) {
+        /* puppet lookup says nothing about a lookup error; we say it on stderr */
+        fprintf(stderr, "Error: %s\n", err.message);
+    }
+out:
+    hiera_value_decref(value);
+    hiera_value_decref(facts);
+    hiera_value_decref(merge);
+    hiera_value_decref(dflt);
+    hiera_free(h);
+    hiera_error_clear(&err);
+    free(a.keys);
+    fflush(stdout);
+    return rc;
+}

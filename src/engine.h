@@ -1,0 +1,130 @@
+/* engine.h - the lookup engine's state, shared by lookup.c (layers, providers, merges, options)
+ * and interp.c (%{} interpolation, scope variables, dotted keys). The names follow Puppet's
+ * lookup classes (lib/puppet/pops/lookup/) so that the two can be read side by side. */
+#ifndef HIERA_ENGINE_H
+#define HIERA_ENGINE_H
+
+#include "hiera_int.h"
+
+typedef struct rregex rregex;
+
+/* A resolved location of a hierarchy entry (ResolvedLocation). */
+typedef struct {
+    char *path;     /* absolute path (or URI) */
+    char *original; /* as declared (for globs: the whole interpolated pattern) */
+    bool exists;
+    bool is_uri;
+    /* the data_hash function's result for this location, loaded once per context */
+    bool loaded;
+    hv *data;
+    herr data_err;
+} location;
+
+/* A hierarchy entry after interpolation (a FunctionProvider). */
+typedef struct {
+    const hlevel *lvl;
+    hv *options;     /* interpolated options; NULL means {} */
+    location *locs;
+    size_t nlocs;
+    bool nil_location; /* the entry declares no location: the function is called once without */
+    location nil_loc;
+    hv *lookup_key_memo; /* lookup_key functions: key -> value already answered */
+} provider;
+
+/* A data provider of one layer (ConfiguredDataProvider). */
+typedef struct {
+    layer_kind kind;
+    char *module;    /* module layers */
+    char *name;      /* "Global Data Provider (hiera configuration version 5)" etc. */
+    hcfg *cfg;       /* NULL: the layer has no provider */
+    herr cfg_err;    /* config creation failed: every use reports it */
+    bool expanded;
+    herr expand_err;
+    provider *provs;
+    size_t nprovs;
+    provider *dprovs; /* default_hierarchy */
+    size_t ndprovs;
+} layer;
+
+/* lookup_options compiled for one module (or for no module): literal keys and patterns. */
+typedef struct {
+    hv *literal;     /* hash key -> options, or NULL */
+    rregex **pats;
+    hv **pat_values;
+    size_t npats;
+} lo_compiled;
+
+struct hiera_ctx {
+    hiera_cache *cache;
+    bool own_cache;
+    char *codedir;
+    char *envpath;
+    char *env_name;
+    char *env_dir;          /* <envpath>/<env> */
+    char *global_config;    /* --hiera_config */
+    hv *scope;              /* top-scope variables */
+    explainer *ex;          /* NULL unless explaining */
+    bool global_only;
+    herr env_err;           /* the environment does not exist */
+
+    layer *global;
+    bool env_init;
+    layer *env;             /* NULL: no environment data provider */
+    herr env_provider_err;
+    hv *modules;            /* module name -> index into mod_layers (as int), or undef for none */
+    layer **mod_layers;
+    size_t nmod_layers;
+
+    /* lookup_options caches (LookupAdapter @lookup_options etc.) */
+    bool global_lo_done;
+    hv *global_lo;
+    herr global_lo_err;
+    bool env_lo_done;
+    hv *env_lo;
+    herr env_lo_err;
+    hv *lo_index;           /* module name ("" for none) -> index into lo_cache */
+    lo_compiled **lo_cache;
+    size_t nlo_cache;
+    hv *dlo_index;          /* module default_hierarchy lookup_options */
+    lo_compiled **dlo_cache;
+    size_t ndlo_cache;
+
+    /* Invocation name stack (recursion guard) */
+    char **stack;
+    size_t nstack, capstack;
+};
+
+/* Puppet's Invocation: what changes for a nested lookup. */
+typedef struct inv {
+    hiera_ctx *h;
+    const char *module_name; /* module of the key being looked up, or NULL */
+    const char *top_key;
+    const hv *local_scope;   /* mapped_paths: {var_name => value} overlay, or NULL */
+    const hcfg *config;      /* interpolating inside this hiera.yaml: errors name it */
+} inv;
+
+/* ---- interp.c ---- */
+
+/* Interpolation#interpolate: a new value with %{} expressions resolved in strings, array
+ * elements and hash keys/values. value is borrowed. */
+lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err);
+/* The 'scope' interpolation method: a variable with an optional dotted path; *out is undef when
+ * it is not defined. subject is the string being interpolated (for syntax errors). */
+lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err);
+/* SubLookup#split_key: the segments (strings; integers for digit segments) as a new array, or
+ * NULL when the key has a syntax error. */
+hv *split_key(const char *key, size_t len);
+/* SubLookup#sub_lookup: digs the segments (array, from index `from`) into value. */
+lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *value, hv **out, herr *err);
+
+/* ---- lookup.c ---- */
+
+/* The recursion guard (Invocation#check): fails with "Recursive lookup detected in [...]" when
+ * name is already being looked up; otherwise pushes it. */
+bool check_enter(inv *I, const char *name, herr *err);
+/* Pops the guard; a Puppet::Error raised inside becomes a LookupError (HERR_PUPPET -> HERR_LOOKUP). */
+void check_leave(inv *I, herr *err);
+/* The 'lookup'/'hiera'/'alias' interpolation method: a full lookup with default "". */
+lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err);
+
+#endif

@@ -1,0 +1,218 @@
+/* hiera_int.h - the internal shapes shared by the lookup stages:
+ *   config.c (hiera.yaml -> hcfg), cache.c (files -> parsed values), merge.c (strategies),
+ *   interp.c (%{} expressions), explain.c (the explanation tree), lookup.c (the engine).
+ */
+#ifndef HIERA_INT_H
+#define HIERA_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util.h"
+#include "value.h"
+
+typedef struct hiera_ctx hiera_ctx;
+typedef struct hiera_cache hiera_cache;
+typedef struct explainer explainer;
+
+/* ------------------------------------------------------------------ file cache (cache.c) */
+
+typedef enum {
+    FMT_YAML,   /* Puppet's yaml_data (Psych safe_load, symbols, aliases) */
+    FMT_JSON,   /* json_data */
+    FMT_HOCON,  /* hocon_data */
+    FMT_CONFIG, /* a hiera.yaml (same YAML rules as FMT_YAML) */
+    FMT_YAML3,  /* Hiera 3's yaml backend (YAML.load under Psych 4) */
+    FMT_TEXT,   /* raw bytes (key files) */
+} file_format;
+
+/* Parses a file once per process and re-reads it only when stat() says it changed. The returned
+ * value is a NEW reference (values are immutable once cached). NULL with err filled when the file
+ * cannot be read or parsed (the error is cached too). *missing is set when the file does not exist. */
+hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
+hiera_cache *cache_new(void);
+void cache_free(hiera_cache *c);
+/* Whether path exists (Ruby's File.exist?: directories included). */
+bool cache_file_exists(hiera_cache *c, const char *path);
+
+/* ------------------------------------------------------------------ merge strategies (merge.c) */
+
+typedef enum {
+    MS_FIRST,
+    MS_DEFAULT, /* first found; what `merge: nil` means */
+    MS_UNIQUE,
+    MS_HASH,
+    MS_DEEP,
+    MS_UNCONSTRAINED_DEEP, /* Hiera 3 'deeper' through Puppet */
+    MS_REVERSE_DEEP,       /* Hiera 3 'deep' through Puppet */
+} ms_kind;
+
+typedef struct merge_strategy {
+    ms_kind kind;
+    hv *options;          /* the options hash as given (with or without "strategy"), or NULL */
+    char *knockout_prefix;
+    bool sort_merged_arrays, merge_hash_arrays, merge_debug;
+    /* Hiera 3 deep_merge options */
+    bool preserve_unmergeables;
+    char *unpack_arrays;
+} merge_strategy;
+
+/* Puppet's MergeStrategy.strategy(merge): merge is NULL/undef, a string or a hash. Returns a new
+ * strategy or NULL with err (HERR_ERROR: ArgumentError / TypeAssertionError messages). */
+merge_strategy *ms_from_value(const hv *merge, herr *err);
+merge_strategy *ms_new(ms_kind kind);
+void ms_free(merge_strategy *ms);
+const char *ms_name(const merge_strategy *ms);
+bool ms_is_first(const merge_strategy *ms);
+
+/* Puppet's strategy steps: convert_value for the first found value, merge(memo, value) for each
+ * next one (memo is the higher-priority side), merge_single when exactly one variant exists.
+ * All return new references; merge returns NULL with err on a type or deep_merge error.
+ * When `inplace` is set, deep merges may edit e1's containers (Puppet's deep_merge! does); only
+ * pass it for values nobody else holds except the explainer. */
+hv *ms_convert_value(const merge_strategy *ms, hv *v);
+hv *ms_merge_single(const merge_strategy *ms, hv *v);
+hv *ms_merge(const merge_strategy *ms, hv *e1, hv *e2, bool inplace, herr *err);
+
+/* The deep_merge gem's deep_merge!(source, dest, options) on private, mutable values. Consumes
+ * source and dest, returns the result (new reference) or NULL with err. */
+typedef struct {
+    const char *knockout_prefix;
+    bool preserve_unmergeables;
+    bool sort_merged_arrays;
+    bool merge_hash_arrays;
+    const char *unpack_arrays;
+} dm_options;
+hv *deep_merge_bang(hv *source, hv *dest, const dm_options *o, herr *err);
+
+/* ------------------------------------------------------------------ hiera.yaml (config.c) */
+
+typedef enum {
+    FN_NONE = 0,
+    FN_DATA_HASH,
+    FN_LOOKUP_KEY,
+    FN_DATA_DIG,
+    FN_HIERA3_BACKEND,
+    FN_V4_DATA_HASH,
+} fn_kind;
+
+typedef enum {
+    LOC_NONE = 0,
+    LOC_PATH,
+    LOC_PATHS,
+    LOC_GLOB,
+    LOC_GLOBS,
+    LOC_URI,
+    LOC_URIS,
+    LOC_MAPPED_PATHS,
+} loc_kind;
+
+typedef struct {
+    char *name;
+    fn_kind fkind;
+    char *fname;   /* function name, e.g. "yaml_data" */
+    char *datadir; /* entry's datadir, else defaults', else "data" (not yet interpolated) */
+    loc_kind lkind;
+    char **locs; /* declared locations (mapped_paths: the three strings) */
+    size_t nlocs;
+    hv *options; /* entry's options, else defaults' (not interpolated), or NULL */
+    char *extension; /* v3/v4: required extension appended to paths, or NULL */
+    bool v3_datadir_abs; /* v3: datadir is taken as given (relative to cwd), not config root */
+} hlevel;
+
+typedef enum { LAYER_GLOBAL, LAYER_ENV, LAYER_MODULE } layer_kind;
+
+typedef struct hcfg {
+    int version;   /* 3, 4 or 5 */
+    char *path;    /* the hiera.yaml, or NULL for the built-in default config */
+    char *root;    /* its folder */
+    hlevel *levels;
+    size_t nlevels;
+    hlevel *dlevels; /* default_hierarchy (module layer) */
+    size_t ndlevels;
+    bool has_default_hierarchy;
+    /* a problem Puppet only reports when the hierarchy is used (duplicate names, unknown
+     * functions, default_hierarchy outside a module): set, the config fails every lookup */
+    herr lazy_err;
+    /* v3 */
+    char *merge_behavior;     /* native | deep | deeper */
+    hv *deep_merge_options;   /* hash or NULL */
+    hv *raw;                  /* the loaded config hash (symbol keys made strings) */
+} hcfg;
+
+/* Loads and validates a hiera.yaml for a layer. path may name a missing file: the layer then gets
+ * Puppet's built-in default (v5 for global/env/module). Returns NULL with err on an invalid file.
+ * *ignored is set (and NULL returned without error) when Puppet ignores the file with a warning
+ * (a version 3 file in the environment or a module). */
+hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err);
+void config_free(hcfg *c);
+
+/* Line of the first line (from start_line) of the config file whose text, with quoted parts and
+ * comments handled as Puppet's find_line_matching does, matches the Ruby regexp; 0 when none. */
+int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line);
+
+/* ------------------------------------------------------------------ explanations (explain.c) */
+
+typedef enum {
+    EX_ROOT,
+    EX_TOP,         /* Searching for "key" (:data or :meta) */
+    EX_INVALID_KEY, /* Invalid key "lookup_options" */
+    EX_MERGE_SOURCE,
+    EX_MODULE,      /* module not found / provider not found */
+    EX_INTERPOLATE,
+    EX_MERGE,
+    EX_DATA_PROVIDER,
+    EX_HIERARCHY_ENTRY, /* a function provider: Hierarchy entry "name" */
+    EX_LOCATION,
+    EX_SUB_LOOKUP,
+    EX_SEGMENT,
+    EX_SCOPE,
+} ex_type;
+
+typedef enum {
+    EV_NONE,
+    EV_FOUND,
+    EV_FOUND_IN_OVERRIDES,
+    EV_FOUND_IN_DEFAULTS,
+    EV_RESULT,
+    EV_NOT_FOUND,
+    EV_LOCATION_NOT_FOUND,
+    EV_MODULE_NOT_FOUND,
+    EV_MODULE_PROVIDER_NOT_FOUND,
+} ex_event;
+
+explainer *ex_new(bool explain_options, bool only_explain_options);
+void ex_free(explainer *ex);
+bool ex_only_options(const explainer *ex);
+/* Pushes a node of the given type. text: the key / name / expression / path depending on type;
+ * text2: original path (EX_LOCATION), configuration path (EX_DATA_PROVIDER); ms: EX_MERGE's
+ * strategy (copied); segs: EX_SUB_LOOKUP's segments (copied); flag: EX_LOCATION is a URI. */
+void ex_push(explainer *ex, ex_type t, const char *text, const char *text2);
+void ex_push_merge(explainer *ex, const merge_strategy *ms);
+void ex_push_sub_lookup(explainer *ex, const hv *segments);
+void ex_push_segment(explainer *ex, const hv *segment);
+void ex_push_location(explainer *ex, const char *path, const char *original, bool is_uri);
+void ex_push_provider(explainer *ex, const char *name, const char *config_path, const char *module);
+void ex_pop(explainer *ex);
+void ex_found(explainer *ex, const hv *key, hv *value);      /* value borrowed (incref'd) */
+void ex_found_str(explainer *ex, const char *key, hv *value);
+void ex_found_in_defaults(explainer *ex, const char *key, hv *value);
+void ex_not_found(explainer *ex, const hv *key);
+void ex_not_found_str(explainer *ex, const char *key);
+void ex_location_not_found(explainer *ex);
+void ex_result(explainer *ex, hv *value);
+void ex_text(explainer *ex, const char *text);
+void ex_merge_source(explainer *ex, const char *source);
+void ex_module_event(explainer *ex, const char *module, ex_event ev);
+/* Puppet's text form (`--explain`). Returns a malloc'ed string. */
+char *ex_render_text(const explainer *ex);
+/* The tree as a value (`--explain --render-as json`), new reference. */
+hv *ex_to_value(const explainer *ex);
+
+/* ------------------------------------------------------------------ the engine (lookup.c) */
+
+typedef enum { LR_FOUND = 0, LR_NOT_FOUND = 1, LR_ERROR = 2 } lr;
+
+#endif

@@ -1,0 +1,550 @@
+/* interp.c - %{} interpolation, scope variables and dotted keys, as Puppet's Interpolation and
+ * SubLookup modules do them (lib/puppet/pops/lookup/interpolation.rb, sub_lookup.rb). */
+#include "engine.h"
+#include "render.h"
+#include "rregex.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ split_key */
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+/* Tries the token regexp (\s*"[^"]+"\s*|\s*'[^']+'\s*|[^'".]+) at position p; returns the end of
+ * the match or 0 when nothing matches there. */
+static size_t token_at(const char *s, size_t len, size_t p)
+{
+    for (int q = 0; q < 2; q++) {
+        char quote = q == 0 ? '"' : '\'';
+        size_t i = p;
+        while (i < len && is_space(s[i]))
+            i++;
+        if (i < len && s[i] == quote) {
+            size_t j = i + 1;
+            while (j < len && s[j] != quote)
+                j++;
+            if (j < len && j > i + 1) {
+                j++;
+                while (j < len && is_space(s[j]))
+                    j++;
+                return j;
+            }
+        }
+    }
+    size_t i = p;
+    while (i < len && s[i] != '\'' && s[i] != '"' && s[i] != '.')
+        i++;
+    return i > p ? i : 0;
+}
+
+/* /^(:?[+-]?[0-9]+)$/ then to_i (the ':?' is Puppet's, so ":5" is the integer 0) */
+static hv *integer_segment(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (i < n && s[i] == ':')
+        i++;
+    size_t num = i;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        i++;
+    size_t digits = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    if (i == digits || i != n)
+        return NULL;
+    if (num > 0)
+        return hv_int(0); /* ":5".to_i */
+    bool neg = s[num] == '-';
+    const char *d = s + digits;
+    size_t dn = n - digits;
+    while (dn > 1 && *d == '0') {
+        d++;
+        dn--;
+    }
+    if (dn < 19) {
+        long long v = strtoll(d, NULL, 10);
+        return hv_int(neg ? -v : v);
+    }
+    sbuf b = {0};
+    if (neg && !(dn == 1 && *d == '0'))
+        sb_addc(&b, '-');
+    sb_addn(&b, d, dn);
+    hv *r;
+    if (dn == 19 && strcmp(d, neg ? "9223372036854775808" : "9223372036854775807") <= 0)
+        r = hv_int(strtoll(sb_str(&b), NULL, 10));
+    else
+        r = hv_bigint(b.s, b.len);
+    sb_free(&b);
+    return r;
+}
+
+hv *split_key(const char *key, size_t len)
+{
+    bool special = false;
+    for (size_t i = 0; i < len; i++)
+        if (key[i] == '\'' || key[i] == '"' || key[i] == '.')
+            special = true;
+    hv *out = hv_array();
+    if (!special) {
+        hv_array_push(out, hv_strn(key, len));
+        return out;
+    }
+    /* String#split with a capturing regexp: pieces between matches and the matches themselves */
+    hv *pieces = hv_array();
+    size_t last = 0, p = 0;
+    while (p < len) {
+        size_t end = token_at(key, len, p);
+        if (!end) {
+            p++;
+            continue;
+        }
+        hv_array_push(pieces, hv_strn(key + last, p - last));
+        hv_array_push(pieces, hv_strn(key + p, end - p));
+        last = p = end;
+    }
+    hv_array_push(pieces, hv_strn(key + last, len - last));
+    while (hv_array_len(pieces) && hv_str_len(hv_array_get(pieces, hv_array_len(pieces) - 1)) == 0)
+        hv_array_truncate(pieces, hv_array_len(pieces) - 1);
+
+    bool ok = hv_array_len(pieces) > 0 && hv_str_len(hv_array_get(pieces, 0)) == 0;
+    size_t count = ok ? hv_array_len(pieces) - 1 : 0;
+    if (ok && count == 0)
+        ok = false;
+    size_t kept = 0;
+    for (size_t i = 1; ok && i < hv_array_len(pieces); i++) {
+        const hv *seg = hv_array_get(pieces, i);
+        if (hv_str_len(seg) == 1 && hv_str_ptr(seg)[0] == '.')
+            continue;
+        kept++;
+        /* strip, unquote, integers */
+        const char *s = hv_str_ptr(seg);
+        size_t n = hv_str_len(seg);
+        while (n && (is_space(*s) || *s == 0)) {
+            s++;
+            n--;
+        }
+        while (n && (is_space(s[n - 1]) || s[n - 1] == 0))
+            n--;
+        hv *v;
+        if (n && (s[0] == '"' || s[0] == '\''))
+            v = hv_strn(s + 1, n >= 2 ? n - 2 : 0);
+        else if (!(v = integer_segment(s, n)))
+            v = hv_strn(s, n);
+        hv_array_push(out, v);
+    }
+    if (ok && kept * 2 != count + 1)
+        ok = false;
+    hv_decref(pieces);
+    if (!ok) {
+        hv_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------ sub_lookup */
+
+static const char *ruby_class_name(const hv *v)
+{
+    switch (hv_kind_of(v)) {
+    case HV_UNDEF: return "NilClass";
+    case HV_BOOL: return hv_bool_val(v) ? "TrueClass" : "FalseClass";
+    case HV_INT: case HV_BIGINT: return "Integer";
+    case HV_FLOAT: return "Float";
+    case HV_STRING: return "String";
+    case HV_ARRAY: return "Array";
+    case HV_HASH: return "Hash";
+    case HV_SENSITIVE: return "Puppet::Pops::Types::PSensitiveType::Sensitive";
+    case HV_SYMBOL: return "Symbol";
+    }
+    return "Object";
+}
+
+static void seg_text(sbuf *b, const hv *seg)
+{
+    if (hv_is(seg, HV_STRING))
+        sb_addn(b, hv_str_ptr(seg), hv_str_len(seg));
+    else
+        ruby_to_s(b, seg);
+}
+
+lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *value, hv **out, herr *err)
+{
+    explainer *ex = I->h->ex;
+    if (ex) {
+        hv *segs = hv_array();
+        for (size_t i = from; i < hv_array_len(segments); i++)
+            hv_array_push(segs, hv_incref(hv_array_get(segments, i)));
+        ex_push_sub_lookup(ex, segs);
+        hv_decref(segs);
+    }
+    hv *cur = hv_incref(value);
+    lr r = LR_FOUND;
+    for (size_t i = from; i < hv_array_len(segments); i++) {
+        const hv *seg = hv_array_get(segments, i);
+        if (ex)
+            ex_push_segment(ex, seg);
+        if (hv_is(cur, HV_UNDEF)) {
+            if (ex)
+                ex_not_found(ex, seg);
+            r = LR_NOT_FOUND;
+        } else if (hv_is(seg, HV_INT) && hv_is(cur, HV_ARRAY)) {
+            int64_t ix = hv_int_val(seg);
+            if (ix < 0 || (uint64_t)ix >= hv_array_len(cur)) {
+                if (ex)
+                    ex_not_found(ex, seg);
+                r = LR_NOT_FOUND;
+            } else {
+                hv *next = hv_incref(hv_array_get(cur, (size_t)ix));
+                hv_decref(cur);
+                cur = next;
+            }
+        } else if (hv_is(cur, HV_HASH)) {
+            hv *next = hv_hash_get(cur, seg);
+            if (!next) {
+                if (ex)
+                    ex_not_found(ex, seg);
+                r = LR_NOT_FOUND;
+            } else {
+                hv_incref(next);
+                hv_decref(cur);
+                cur = next;
+            }
+        } else if (hv_is(cur, HV_INT) || hv_is(cur, HV_BIGINT) || hv_is(cur, HV_SYMBOL)) {
+            /* responds to [] but has no include?: Ruby's NoMethodError */
+            sbuf b = {0};
+            ruby_inspect(&b, cur);
+            herr_set(err, HERR_ERROR, "undefined method `include?' for %s:%s", sb_str(&b), ruby_class_name(cur));
+            sb_free(&b);
+            r = LR_ERROR;
+        } else {
+            sbuf b = {0};
+            seg_text(&b, seg);
+            herr_set(err, HERR_LOOKUP,
+                     "Data Provider type mismatch: Got %s when a hash-like object was expected to access value using '%s' from key '%s'",
+                     ruby_class_name(cur), sb_str(&b), key);
+            sb_free(&b);
+            r = LR_ERROR;
+        }
+        if (r == LR_FOUND && ex)
+            ex_found(ex, seg, cur);
+        if (ex)
+            ex_pop(ex);
+        if (r != LR_FOUND)
+            break;
+    }
+    if (ex)
+        ex_pop(ex);
+    if (r == LR_FOUND)
+        *out = cur;
+    else
+        hv_decref(cur);
+    return r;
+}
+
+/* ------------------------------------------------------------------ scope */
+
+/* A variable of the scope: the mapped_paths local first (unless the name is "::"-qualified). */
+static hv *scope_get(inv *I, const char *name, bool *exists)
+{
+    bool top = strncmp(name, "::", 2) == 0;
+    if (top)
+        name += 2;
+    else if (I->local_scope) {
+        hv *v = hv_hash_gets(I->local_scope, name);
+        if (v) {
+            *exists = true;
+            return v;
+        }
+    }
+    hv *v = hv_hash_gets(I->h->scope, name);
+    *exists = v != NULL;
+    return v;
+}
+
+lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err)
+{
+    hv *segs = split_key(key, strlen(key));
+    if (!segs) {
+        herr_set(err, HERR_LOOKUP, "Syntax error in string: %s", subject);
+        return LR_ERROR;
+    }
+    explainer *ex = I->h->ex;
+    const hv *root = hv_array_get(segs, 0);
+    char *rootname = hv_is(root, HV_STRING) ? xstrndup(hv_str_ptr(root), hv_str_len(root)) : NULL;
+    if (!rootname) {
+        sbuf b = {0};
+        ruby_to_s(&b, root);
+        rootname = sb_take(&b);
+    }
+    if (ex)
+        ex_push(ex, EX_SCOPE, "Global Scope", NULL);
+    bool exists = false;
+    hv *val = scope_get(I, rootname, &exists);
+    if (ex) {
+        if (exists)
+            ex_found_str(ex, rootname, val);
+        ex_pop(ex);
+    }
+    free(rootname);
+    lr r = LR_FOUND;
+    hv *result = hv_incref(val ? val : hv_undef());
+    if (!hv_is(result, HV_UNDEF) && hv_array_len(segs) > 1) {
+        hv *found = NULL;
+        r = sub_lookup(I, key, segs, 1, result, &found, err);
+        hv_decref(result);
+        if (r == LR_ERROR) {
+            hv_decref(segs);
+            return LR_ERROR;
+        }
+        result = r == LR_FOUND ? found : hv_undef();
+        r = LR_FOUND;
+    }
+    hv_decref(segs);
+    *out = result;
+    return r;
+}
+
+/* ------------------------------------------------------------------ interpolation */
+
+static void fail_issue(inv *I, herr *err, const char *msg)
+{
+    if (I->config && I->config->path)
+        herr_set(err, HERR_LOOKUP_ISSUE, "%s (file: %s)", msg, I->config->path);
+    else
+        herr_set(err, HERR_LOOKUP_ISSUE, "%s", msg);
+    if (I->config)
+        herr_at(err, I->config->path, 0, 0);
+}
+
+static bool is_word_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* get_method_and_data: /^(\w+)\((?:["]([^"]+)["]|[']([^']+)['])\)$/ (Ruby's ^ and $ are line
+ * anchors). Returns true for the method form with the method name and argument. */
+static bool method_form(const char *e, size_t n, char **method, char **arg)
+{
+    for (size_t start = 0; start <= n; start++) {
+        if (start > 0 && e[start - 1] != '\n')
+            continue;
+        size_t i = start;
+        while (i < n && is_word_char((unsigned char)e[i]))
+            i++;
+        if (i == start || i >= n || e[i] != '(')
+            continue;
+        size_t mend = i;
+        i++;
+        if (i >= n || (e[i] != '"' && e[i] != '\''))
+            continue;
+        char q = e[i++];
+        size_t abeg = i;
+        while (i < n && e[i] != q)
+            i++;
+        if (i >= n || i == abeg)
+            continue;
+        size_t aend = i++;
+        if (i >= n || e[i] != ')')
+            continue;
+        i++;
+        if (i != n && e[i] != '\n')
+            continue;
+        *method = xstrndup(e + start, mend - start);
+        *arg = xstrndup(e + abeg, aend - abeg);
+        return true;
+    }
+    return false;
+}
+
+static bool empty_interpolation(const char *e, size_t n)
+{
+    static const char *empties[] = {"", "::", "\"\"", "''", "\"::\"", "'::'"};
+    for (size_t i = 0; i < sizeof empties / sizeof *empties; i++)
+        if (strlen(empties[i]) == n && memcmp(empties[i], e, n) == 0)
+            return true;
+    return false;
+}
+
+static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, herr *err)
+{
+    const char *s = hv_str_ptr(subject);
+    size_t len = hv_str_len(subject);
+    explainer *ex = I->h->ex;
+    if (ex)
+        ex_push(ex, EX_INTERPOLATE, s, NULL);
+    sbuf b = {0};
+    size_t pos = 0;
+    lr r = LR_FOUND;
+    hv *alias_value = NULL;
+    while (pos < len) {
+        const char *open = memmem(s + pos, len - pos, "%{", 2);
+        if (!open)
+            break;
+        size_t obeg = (size_t)(open - s);
+        const char *close = memchr(s + obeg + 2, '}', len - obeg - 2);
+        if (!close)
+            break; /* unterminated: left as it is */
+        size_t cend = (size_t)(close - s);
+        sb_addn(&b, s + pos, obeg - pos);
+        pos = cend + 1;
+        /* expr.strip! */
+        const char *e = s + obeg + 2;
+        size_t en = cend - obeg - 2;
+        while (en && (is_space(*e) || *e == 0)) {
+            e++;
+            en--;
+        }
+        while (en && (is_space(e[en - 1]) || e[en - 1] == 0))
+            en--;
+        if (empty_interpolation(e, en))
+            continue;
+        char *method = NULL, *arg = NULL;
+        hv *value = NULL;
+        bool is_method = method_form(e, en, &method, &arg);
+        if (is_method && !allow_methods) {
+            fail_issue(I, err, "Interpolation using method syntax is not allowed in this context");
+            r = LR_ERROR;
+        } else if (is_method && !strcmp(method, "alias") && !(obeg == 0 && pos == len)) {
+            fail_issue(I, err, "'alias' interpolation is only permitted if the expression is equal to the entire string");
+            r = LR_ERROR;
+        } else if (is_method && (!strcmp(method, "lookup") || !strcmp(method, "hiera") || !strcmp(method, "alias"))) {
+            r = interp_global_lookup(I, arg, &value, err);
+            if (r == LR_FOUND && !strcmp(method, "alias")) {
+                alias_value = value;
+                value = NULL;
+            }
+        } else if (is_method && !strcmp(method, "literal")) {
+            value = hv_str(arg);
+        } else if (is_method && strcmp(method, "scope") != 0) {
+            char *msg = xasprintf("Unknown interpolation method '%s'", method);
+            fail_issue(I, err, msg);
+            free(msg);
+            r = LR_ERROR;
+        } else {
+            char *var = is_method ? xstrdup(arg) : xstrndup(e, en);
+            r = scope_lookup(I, var, s, &value, err);
+            free(arg);
+            arg = var;
+            free(method);
+            method = xstrdup("scope");
+        }
+        if (r == LR_FOUND && alias_value) {
+            free(method);
+            free(arg);
+            break;
+        }
+        if (r == LR_FOUND && value) {
+            /* the value found is interpolated again, under the recursion guard */
+            char *guard = !strcmp(method, "scope") ? xasprintf("scope:%s", arg) : xstrdup(arg);
+            if (check_enter(I, guard, err)) {
+                hv *again = NULL;
+                r = interpolate(I, value, allow_methods, &again, err);
+                check_leave(I, err);
+                if (r == LR_FOUND) {
+                    hv_decref(value);
+                    value = again;
+                }
+            } else {
+                r = LR_ERROR;
+            }
+            free(guard);
+        }
+        free(method);
+        free(arg);
+        if (r != LR_FOUND) {
+            hv_decref(value);
+            break;
+        }
+        if (value && !hv_is(value, HV_UNDEF))
+            ruby_to_s(&b, value);
+        hv_decref(value);
+    }
+    if (ex)
+        ex_pop(ex);
+    if (r != LR_FOUND) {
+        sb_free(&b);
+        return r;
+    }
+    if (alias_value) {
+        sb_free(&b);
+        *out = alias_value;
+        return LR_FOUND;
+    }
+    if (pos < len)
+        sb_addn(&b, s + pos, len - pos);
+    hv *res = hv_strn(sb_str(&b), b.len);
+    hv_set_line(res, hv_line(subject));
+    sb_free(&b);
+    *out = res;
+    return LR_FOUND;
+}
+
+lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err)
+{
+    bool fresh = I->h->ex != NULL; /* Puppet always builds new containers; only visible when explaining */
+    switch (hv_kind_of(value)) {
+    case HV_STRING:
+        if (!memmem(hv_str_ptr(value), hv_str_len(value), "%{", 2)) {
+            *out = hv_incref(value);
+            return LR_FOUND;
+        }
+        return interpolate_string(I, value, allow_methods, out, err);
+    case HV_ARRAY: {
+        size_t n = hv_array_len(value);
+        hv *res = NULL;
+        for (size_t i = 0; i < n; i++) {
+            hv *e = hv_array_get(value, i), *ie = NULL;
+            lr r = interpolate(I, e, allow_methods, &ie, err);
+            if (r != LR_FOUND) {
+                hv_decref(res);
+                return r;
+            }
+            if (!res && (ie != e || fresh)) {
+                res = hv_array_sized(n);
+                hv_set_line(res, hv_line(value));
+                for (size_t j = 0; j < i; j++)
+                    hv_array_push(res, hv_incref(hv_array_get(value, j)));
+            }
+            if (res)
+                hv_array_push(res, ie);
+            else
+                hv_decref(ie);
+        }
+        *out = res ? res : hv_incref(value);
+        return LR_FOUND;
+    }
+    case HV_HASH: {
+        size_t n = hv_hash_len(value);
+        hv *res = NULL;
+        for (size_t i = 0; i < n; i++) {
+            hv *k = hv_hash_key_at(value, i), *v = hv_hash_val_at(value, i), *ik = NULL, *iv = NULL;
+            lr r = interpolate(I, k, allow_methods, &ik, err);
+            if (r == LR_FOUND)
+                r = interpolate(I, v, allow_methods, &iv, err);
+            if (r != LR_FOUND) {
+                hv_decref(ik);
+                hv_decref(res);
+                return r;
+            }
+            if (!res && (ik != k || iv != v || fresh)) {
+                res = hv_hash_sized(n);
+                hv_set_line(res, hv_line(value));
+                for (size_t j = 0; j < i; j++)
+                    hv_hash_set(res, hv_incref(hv_hash_key_at(value, j)), hv_incref(hv_hash_val_at(value, j)));
+            }
+            if (res) {
+                hv_hash_set(res, ik, iv);
+            } else {
+                hv_decref(ik);
+                hv_decref(iv);
+            }
+        }
+        *out = res ? res : hv_incref(value);
+        return LR_FOUND;
+    }
+    default:
+        *out = hv_incref(value);
+        return LR_FOUND;
+    }
+}

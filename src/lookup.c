@@ -1,0 +1,1607 @@
+/* lookup.c - the Hiera 5 lookup engine, following Puppet's lookup classes step by step
+ * (lib/puppet/pops/lookup.rb, lookup_adapter.rb, configured_data_provider.rb,
+ * data_hash_function_provider.rb, hiera_config.rb, location_resolver.rb): names tried in order,
+ * lookup_options found first with a hash merge, then the merge strategy run over the layers
+ * (global, environment, module), inside each layer over its hierarchy entries, inside each entry
+ * over its locations; then dotted sub-keys are dug, then convert_to, then the type is asserted.
+ * Every step reports to the explainer when one is attached (one NULL test otherwise). */
+#include "engine.h"
+#include "glob.h"
+#include "pathname.h"
+#include "ptype.h"
+#include "render.h"
+#include "rregex.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define LOOKUP_OPTIONS "lookup_options"
+#define GLOB_LIMIT 100000
+#define MAX_STACK 1000
+
+/* ------------------------------------------------------------------ small helpers */
+
+static bool dir_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* The name of the key's module: the root key's text before its first "::". */
+static char *module_of(const char *root)
+{
+    const char *q = strstr(root, "::");
+    return q ? xstrndup(root, (size_t)(q - root)) : NULL;
+}
+
+/* ------------------------------------------------------------------ recursion guard */
+
+bool check_enter(inv *I, const char *name, herr *err)
+{
+    hiera_ctx *h = I->h;
+    for (size_t i = 0; i < h->nstack; i++) {
+        if (strcmp(h->stack[i], name) == 0) {
+            sbuf b = {0};
+            for (size_t j = 0; j < h->nstack; j++) {
+                if (j)
+                    sb_adds(&b, ", ");
+                sb_adds(&b, h->stack[j]);
+            }
+            herr_set(err, HERR_LOOKUP, "Recursive lookup detected in [%s]", sb_str(&b));
+            sb_free(&b);
+            return false;
+        }
+    }
+    if (h->nstack >= MAX_STACK) {
+        herr_set(err, HERR_LOOKUP, "Lookups nested deeper than %d levels (at '%s')", MAX_STACK, name);
+        return false;
+    }
+    if (h->nstack == h->capstack) {
+        h->capstack = h->capstack ? h->capstack * 2 : 16;
+        h->stack = xrealloc(h->stack, h->capstack * sizeof *h->stack);
+    }
+    h->stack[h->nstack++] = xstrdup(name);
+    return true;
+}
+
+void check_leave(inv *I, herr *err)
+{
+    hiera_ctx *h = I->h;
+    free(h->stack[--h->nstack]);
+    /* Invocation#check: a Puppet::Error raised inside becomes a LookupError */
+    if (err && err->kind == HERR_PUPPET)
+        err->kind = HERR_LOOKUP;
+}
+
+/* ------------------------------------------------------------------ layers */
+
+static void location_clear(location *l)
+{
+    free(l->path);
+    free(l->original);
+    hv_decref(l->data);
+    herr_clear(&l->data_err);
+}
+
+static void providers_free(provider *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        hv_decref(p[i].options);
+        for (size_t j = 0; j < p[i].nlocs; j++)
+            location_clear(&p[i].locs[j]);
+        free(p[i].locs);
+        location_clear(&p[i].nil_loc);
+        hv_decref(p[i].lookup_key_memo);
+    }
+    free(p);
+}
+
+static void layer_free(layer *l)
+{
+    if (!l)
+        return;
+    free(l->module);
+    free(l->name);
+    config_free(l->cfg);
+    herr_clear(&l->cfg_err);
+    herr_clear(&l->expand_err);
+    providers_free(l->provs, l->nprovs);
+    providers_free(l->dprovs, l->ndprovs);
+    free(l);
+}
+
+static void layer_set_name(layer *l)
+{
+    free(l->name);
+    const char *place = l->kind == LAYER_GLOBAL ? "Global" : l->kind == LAYER_ENV ? "Environment" : "Module";
+    sbuf b = {0};
+    sb_addf(&b, "%s ", place);
+    if (l->module)
+        sb_addf(&b, "\"%s\" ", l->module);
+    sb_adds(&b, "Data Provider");
+    if (l->cfg)
+        sb_addf(&b, " (hiera configuration version %d)", l->cfg->version);
+    l->name = sb_take(&b);
+}
+
+/* The global layer always exists; its configuration is read on first use (inside the guard). */
+static layer *global_layer(hiera_ctx *h)
+{
+    if (!h->global) {
+        h->global = xcalloc(1, sizeof *h->global);
+        h->global->kind = LAYER_GLOBAL;
+        layer_set_name(h->global);
+    }
+    return h->global;
+}
+
+static bool global_config(hiera_ctx *h, layer *l, herr *err)
+{
+    if (l->cfg)
+        return true;
+    bool ignored;
+    herr e = {0};
+    l->cfg = config_load(h->cache, h->global_config, LAYER_GLOBAL, &ignored, &e);
+    if (!l->cfg) {
+        herr_move(err, &e);
+        return false;
+    }
+    layer_set_name(l);
+    return true;
+}
+
+/* LookupAdapter#env_provider: a provider only when <env>/hiera.yaml exists (and is not v3). */
+static layer *env_layer(hiera_ctx *h, herr *err)
+{
+    if (!h->env_init) {
+        h->env_init = true;
+        char *path = xasprintf("%s/hiera.yaml", h->env_dir);
+        if (file_exists(path)) {
+            bool ignored = false;
+            hcfg *cfg = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
+            if (cfg) {
+                h->env = xcalloc(1, sizeof *h->env);
+                h->env->kind = LAYER_ENV;
+                h->env->cfg = cfg;
+                layer_set_name(h->env);
+            }
+        }
+        free(path);
+    }
+    if (herr_isset(&h->env_provider_err)) {
+        herr_clear(err);
+        *err = (herr){h->env_provider_err.kind, xstrdup(h->env_provider_err.msg),
+                      h->env_provider_err.file ? xstrdup(h->env_provider_err.file) : NULL,
+                      h->env_provider_err.line, h->env_provider_err.col};
+        return NULL;
+    }
+    return h->env;
+}
+
+static bool valid_module_name(const char *n)
+{
+    if (!(*n >= 'a' && *n <= 'z'))
+        return false;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+/* The module's folder on the environment's modulepath (<env>/modules, then <codedir>/modules),
+ * or NULL when the environment has no such module. */
+static char *module_dir(hiera_ctx *h, const char *name)
+{
+    if (!valid_module_name(name))
+        return NULL;
+    char *p = xasprintf("%s/modules/%s", h->env_dir, name);
+    if (dir_exists(p))
+        return p;
+    free(p);
+    if (h->codedir) {
+        p = xasprintf("%s/modules/%s", h->codedir, name);
+        if (dir_exists(p))
+            return p;
+        free(p);
+    }
+    return NULL;
+}
+
+typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
+
+/* LookupAdapter#module_provider: created once per module name. */
+static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+{
+    hv *idx = hv_hash_gets(h->modules, name);
+    if (!idx) {
+        layer *l = NULL;
+        herr e = {0};
+        int st = MOD_NOT_FOUND;
+        char *dir = module_dir(h, name);
+        if (dir) {
+            st = MOD_NO_PROVIDER;
+            char *path = xasprintf("%s/hiera.yaml", dir);
+            if (file_exists(path)) {
+                bool ignored = false;
+                hcfg *cfg = config_load(h->cache, path, LAYER_MODULE, &ignored, &e);
+                if (cfg) {
+                    l = xcalloc(1, sizeof *l);
+                    l->kind = LAYER_MODULE;
+                    l->module = xstrdup(name);
+                    l->cfg = cfg;
+                    layer_set_name(l);
+                    st = MOD_OK;
+                }
+            }
+            free(path);
+            free(dir);
+        }
+        if (herr_isset(&e)) {
+            /* not remembered: Puppet tries again (and fails again) on the next lookup */
+            herr_move(err, &e);
+            return NULL;
+        }
+        h->mod_layers = xrealloc(h->mod_layers, (h->nmod_layers + 1) * sizeof *h->mod_layers);
+        h->mod_layers[h->nmod_layers] = l;
+        hv *rec = hv_array();
+        hv_array_push(rec, hv_int((int64_t)h->nmod_layers));
+        hv_array_push(rec, hv_int(st));
+        hv_hash_sets(h->modules, name, rec);
+        h->nmod_layers++;
+        idx = hv_hash_gets(h->modules, name);
+    }
+    *state = (mod_state)hv_int_val(hv_array_get(idx, 1));
+    return h->mod_layers[hv_int_val(hv_array_get(idx, 0))];
+}
+
+/* ------------------------------------------------------------------ locations */
+
+static void add_location(location **locs, size_t *n, size_t *cap, char *path, char *original, bool exists, bool is_uri)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *locs = xrealloc(*locs, *cap * sizeof **locs);
+    }
+    (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, {0}};
+}
+
+static lr interp_str(inv *I, const char *s, char **out, herr *err)
+{
+    hv *in = hv_str(s), *res = NULL;
+    lr r = interpolate(I, in, false, &res, err);
+    hv_decref(in);
+    if (r != LR_FOUND)
+        return r;
+    sbuf b = {0};
+    ruby_to_s(&b, res);
+    hv_decref(res);
+    *out = sb_take(&b);
+    return LR_FOUND;
+}
+
+/* LocationResolver#resolve_paths, #expand_globs, #expand_uris, #expand_mapped_paths */
+static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const char *datadir,
+                            location **locs, size_t *nlocs, herr *err)
+{
+    size_t cap = 0;
+    *locs = NULL;
+    *nlocs = 0;
+    bool is_default = cfg->path == NULL;
+    switch (lvl->lkind) {
+    case LOC_PATH:
+    case LOC_PATHS:
+        for (size_t i = 0; i < lvl->nlocs; i++) {
+            char *p;
+            if (interp_str(I, lvl->locs[i], &p, err) != LR_FOUND)
+                return LR_ERROR;
+            if (lvl->extension) {
+                size_t pl = strlen(p), el = strlen(lvl->extension);
+                if (pl < el || strcmp(p + pl - el, lvl->extension) != 0) {
+                    char *q = xasprintf("%s%s", p, lvl->extension);
+                    free(p);
+                    p = q;
+                }
+            }
+            char *full = pn_plus(datadir, p);
+            free(p);
+            bool exists = file_exists(full);
+            if (is_default && !exists) {
+                free(full);
+                continue;
+            }
+            add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[i]), exists, false);
+        }
+        return LR_FOUND;
+    case LOC_GLOB:
+    case LOC_GLOBS:
+        for (size_t i = 0; i < lvl->nlocs; i++) {
+            char *p;
+            if (interp_str(I, lvl->locs[i], &p, err) != LR_FOUND)
+                return LR_ERROR;
+            char *pattern = pn_plus(datadir, p);
+            free(p);
+            glob_result g = {0};
+            glob_expand(pattern, &g, GLOB_LIMIT);
+            for (size_t j = 0; j < g.n; j++) {
+                add_location(locs, nlocs, &cap, g.paths[j], xstrdup(pattern), true, false);
+                g.paths[j] = NULL;
+            }
+            glob_free(&g);
+            free(pattern);
+        }
+        return LR_FOUND;
+    case LOC_URI:
+    case LOC_URIS:
+        for (size_t i = 0; i < lvl->nlocs; i++) {
+            char *p;
+            if (interp_str(I, lvl->locs[i], &p, err) != LR_FOUND)
+                return LR_ERROR;
+            add_location(locs, nlocs, &cap, p, xstrdup(lvl->locs[i]), true, true);
+        }
+        return LR_FOUND;
+    case LOC_MAPPED_PATHS: {
+        if (lvl->nlocs != 3)
+            return LR_FOUND;
+        hv *vars = NULL;
+        if (scope_lookup(I, lvl->locs[0], "mapped_path[0]", &vars, err) != LR_FOUND)
+            return LR_ERROR;
+        hv *list = NULL;
+        if (hv_is(vars, HV_STRING)) {
+            if (hv_str_len(vars)) {
+                list = hv_array();
+                hv_array_push(list, hv_incref(vars));
+            }
+        } else if (hv_is(vars, HV_ARRAY)) {
+            list = hv_incref(vars);
+        } else if (hv_is(vars, HV_HASH)) {
+            list = hv_array();
+            for (size_t i = 0; i < hv_hash_len(vars); i++) {
+                hv *pair = hv_array();
+                hv_array_push(pair, hv_incref(hv_hash_key_at(vars, i)));
+                hv_array_push(pair, hv_incref(hv_hash_val_at(vars, i)));
+                hv_array_push(list, pair);
+            }
+        }
+        hv_decref(vars);
+        lr r = LR_FOUND;
+        for (size_t i = 0; list && i < hv_array_len(list); i++) {
+            hv *local = hv_hash();
+            hv_hash_sets(local, lvl->locs[1], hv_incref(hv_array_get(list, i)));
+            const hv *save = I->local_scope;
+            I->local_scope = local;
+            char *p = NULL;
+            r = interp_str(I, lvl->locs[2], &p, err);
+            I->local_scope = save;
+            hv_decref(local);
+            if (r != LR_FOUND)
+                break;
+            char *full = pn_plus(datadir, p);
+            free(p);
+            add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[2]), file_exists(full), false);
+        }
+        hv_decref(list);
+        return r;
+    }
+    case LOC_NONE:
+        return LR_FOUND;
+    }
+    return LR_FOUND;
+}
+
+static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
+{
+    const hcfg *cfg = l->cfg;
+    inv I = {h, NULL, NULL, NULL, cfg};
+    provider *provs = xcalloc(n ? n : 1, sizeof *provs);
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        const hlevel *lvl = &levels[i];
+        provider *p = &provs[np];
+        memset(p, 0, sizeof *p);
+        p->lvl = lvl;
+        char *datadir;
+        if (lvl->v3_datadir_abs) {
+            /* Hiera 3 backends: the backend's :datadir: (interpolated), else the default */
+            const char *dd = lvl->datadir;
+            char *def = NULL;
+            if (!dd)
+                dd = def = xasprintf("%s/environments/%%{::environment}/hieradata", h->codedir);
+            lr r = interp_str(&I, dd, &datadir, err);
+            free(def);
+            if (r != LR_FOUND) {
+                providers_free(provs, np);
+                return LR_ERROR;
+            }
+        } else {
+            char *joined = pn_plus(cfg->root, lvl->datadir);
+            lr r = cfg->version == 4 ? (datadir = xstrdup(joined), LR_FOUND) : interp_str(&I, joined, &datadir, err);
+            free(joined);
+            if (r != LR_FOUND) {
+                providers_free(provs, np);
+                return LR_ERROR;
+            }
+        }
+        if (lvl->lkind == LOC_NONE) {
+            p->nil_location = true;
+        } else if (resolve_locations(&I, cfg, lvl, datadir, &p->locs, &p->nlocs, err) != LR_FOUND) {
+            free(datadir);
+            providers_free(provs, np + 1);
+            return LR_ERROR;
+        }
+        free(datadir);
+        if (!cfg->path && !p->nil_location && p->nlocs == 0) {
+            free(p->locs);
+            continue; /* default config and no existing paths */
+        }
+        if (lvl->options && cfg->version == 5) {
+            hv *opts = NULL;
+            if (interpolate(&I, lvl->options, false, &opts, err) != LR_FOUND) {
+                providers_free(provs, np + 1);
+                return LR_ERROR;
+            }
+            p->options = opts;
+        } else if (lvl->options) {
+            hv *opts = NULL;
+            if (interpolate(&I, lvl->options, false, &opts, err) != LR_FOUND) {
+                providers_free(provs, np + 1);
+                return LR_ERROR;
+            }
+            p->options = opts;
+        }
+        np++;
+    }
+    *out = provs;
+    *nout = np;
+    return LR_FOUND;
+}
+
+/* HieraConfig#configured_data_providers, once per context (the scope does not change). */
+static lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
+{
+    if (herr_isset(&l->cfg->lazy_err)) {
+        herr_clear(err);
+        *err = (herr){l->cfg->lazy_err.kind, xstrdup(l->cfg->lazy_err.msg),
+                      l->cfg->lazy_err.file ? xstrdup(l->cfg->lazy_err.file) : NULL, l->cfg->lazy_err.line, 0};
+        return LR_ERROR;
+    }
+    if (!l->expanded) {
+        explainer *save = h->ex;
+        h->ex = NULL; /* Puppet's explanation shows no hierarchy interpolation */
+        lr r = expand_levels(h, l, l->cfg->levels, l->cfg->nlevels, &l->provs, &l->nprovs, err);
+        if (r == LR_FOUND && l->cfg->has_default_hierarchy)
+            r = expand_levels(h, l, l->cfg->dlevels, l->cfg->ndlevels, &l->dprovs, &l->ndprovs, err);
+        h->ex = save;
+        if (r != LR_FOUND) {
+            providers_free(l->provs, l->nprovs);
+            l->provs = NULL;
+            l->nprovs = 0;
+            return r;
+        }
+        l->expanded = true;
+    }
+    *out = use_default ? l->dprovs : l->provs;
+    *n = use_default ? l->ndprovs : l->nprovs;
+    return LR_FOUND;
+}
+
+/* ------------------------------------------------------------------ data hash functions */
+
+/* Puppet::LookupValue (RichData): no Ruby symbols, hash keys strings or numbers. */
+static bool rich_data(const hv *v, int depth)
+{
+    if (depth > 10000)
+        return false;
+    switch (hv_kind_of(v)) {
+    case HV_SYMBOL:
+        return false;
+    case HV_ARRAY:
+        for (size_t i = 0; i < hv_array_len(v); i++)
+            if (!rich_data(hv_array_get(v, i), depth + 1))
+                return false;
+        return true;
+    case HV_HASH:
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            const hv *k = hv_hash_key_at(v, i);
+            if (!(hv_is(k, HV_STRING) || hv_is(k, HV_INT) || hv_is(k, HV_BIGINT) || hv_is(k, HV_FLOAT)))
+                return false;
+            if (!rich_data(hv_hash_val_at(v, i), depth + 1))
+                return false;
+        }
+        return true;
+    default:
+        return true;
+    }
+}
+
+static char *infer_type_name(const hv *v)
+{
+    if (hv_is(v, HV_SYMBOL))
+        return xstrdup("Runtime[ruby, 'Symbol']");
+    return ptype_name_of_value(v);
+}
+
+static file_format data_hash_format(const char *fname, bool *known)
+{
+    *known = true;
+    if (!strcmp(fname, "yaml_data"))
+        return FMT_YAML;
+    if (!strcmp(fname, "json_data"))
+        return FMT_JSON;
+    if (!strcmp(fname, "hocon_data"))
+        return FMT_HOCON;
+    *known = false;
+    return FMT_YAML;
+}
+
+static const char *fn_tag(fn_kind k)
+{
+    switch (k) {
+    case FN_DATA_HASH: return "data_hash";
+    case FN_LOOKUP_KEY: return "lookup_key";
+    case FN_DATA_DIG: return "data_dig";
+    case FN_HIERA3_BACKEND: return "hiera3_backend";
+    case FN_V4_DATA_HASH: return "v4_data_hash";
+    default: return "data_hash";
+    }
+}
+
+static void function_not_found(const layer *l, const provider *p, herr *err)
+{
+    if (l->cfg->path)
+        herr_set(err, HERR_LOOKUP_ISSUE, "Unable to find '%s' function named '%s' (file: %s)", fn_tag(p->lvl->fkind),
+                 p->lvl->fname, l->cfg->path);
+    else
+        herr_set(err, HERR_LOOKUP_ISSUE, "Unable to find '%s' function named '%s'", fn_tag(p->lvl->fkind), p->lvl->fname);
+    herr_at(err, l->cfg->path, 0, 0);
+}
+
+/* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
+static hv *location_data(hiera_ctx *h, const layer *l, const provider *p, location *loc, herr *err)
+{
+    if (!loc->loaded) {
+        loc->loaded = true;
+        bool known;
+        file_format fmt = data_hash_format(p->lvl->fname, &known);
+        if (p->nil_location || !loc->path || loc->is_uri) {
+            herr_set(&loc->data_err, HERR_ERROR,
+                     "'%s' one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this data_hash function",
+                     p->lvl->fname);
+        } else {
+            herr e = {0};
+            hv *v = cache_load(h->cache, loc->path, fmt, &e);
+            if (!v) {
+                herr_move(&loc->data_err, &e);
+            } else if (fmt == FMT_YAML && !hv_is(v, HV_HASH)) {
+                /* yaml_data: not a hash -> a warning and an empty hash */
+                fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", loc->path);
+                hv_decref(v);
+                loc->data = hv_hash();
+            } else if (!hv_is(v, HV_HASH)) {
+                char *got = ptype_name_of_value(v);
+                herr_set(&loc->data_err, HERR_PUPPET,
+                         "Value returned from data_hash function '%s', when using location '%s', has wrong type, expects a Hash value, got %s",
+                         p->lvl->fname, loc->path, got);
+                free(got);
+                hv_decref(v);
+            } else if (fmt == FMT_YAML) {
+                /* yaml_data: symbol keys become strings (HieraConfig.symkeys_to_string) */
+                bool has_sym = false;
+                for (size_t i = 0; i < hv_hash_len(v); i++)
+                    if (hv_is(hv_hash_key_at(v, i), HV_SYMBOL))
+                        has_sym = true;
+                if (has_sym) {
+                    hv *nv = hv_hash_sized(hv_hash_len(v));
+                    for (size_t i = 0; i < hv_hash_len(v); i++) {
+                        hv *k = hv_hash_key_at(v, i);
+                        hv *nk = hv_is(k, HV_SYMBOL) ? hv_strn(hv_str_ptr(k), hv_str_len(k)) : hv_incref(k);
+                        hv_hash_set(nv, nk, hv_incref(hv_hash_val_at(v, i)));
+                    }
+                    hv_decref(v);
+                    v = nv;
+                }
+                loc->data = v;
+            } else {
+                loc->data = v;
+            }
+        }
+    }
+    if (!loc->data) {
+        herr_clear(err);
+        *err = (herr){loc->data_err.kind, xstrdup(loc->data_err.msg ? loc->data_err.msg : ""),
+                      loc->data_err.file ? xstrdup(loc->data_err.file) : NULL, loc->data_err.line, loc->data_err.col};
+        return NULL;
+    }
+    return loc->data;
+}
+
+/* ------------------------------------------------------------------ strategy lookups */
+
+typedef lr (*variant_fn)(void *arg, size_t i, hv **out, herr *err);
+
+/* MergeStrategy#lookup: first found, or the fold of all found values (merge node in the
+ * explanation when there is more than one variant). */
+static lr strategy_lookup(hiera_ctx *h, const merge_strategy *ms, size_t n, variant_fn fn, void *arg, hv **out, herr *err)
+{
+    if (ms_is_first(ms)) {
+        for (size_t i = 0; i < n; i++) {
+            lr r = fn(arg, i, out, err);
+            if (r != LR_NOT_FOUND)
+                return r;
+        }
+        return LR_NOT_FOUND;
+    }
+    if (n == 0)
+        return LR_NOT_FOUND;
+    if (n == 1) {
+        hv *v = NULL;
+        lr r = fn(arg, 0, &v, err);
+        if (r != LR_FOUND)
+            return r;
+        *out = ms_merge_single(ms, v);
+        hv_decref(v);
+        return LR_FOUND;
+    }
+    explainer *ex = h->ex;
+    if (ex)
+        ex_push_merge(ex, ms);
+    hv *memo = NULL;
+    lr result = LR_FOUND;
+    for (size_t i = 0; i < n; i++) {
+        hv *v = NULL;
+        lr r = fn(arg, i, &v, err);
+        if (r == LR_ERROR) {
+            result = LR_ERROR;
+            break;
+        }
+        if (r == LR_NOT_FOUND)
+            continue;
+        hv *next;
+        if (!memo) {
+            next = ms_convert_value(ms, v);
+        } else {
+            next = ms_merge(ms, memo, v, ex != NULL, err);
+            if (!next) {
+                hv_decref(v);
+                result = LR_ERROR;
+                break;
+            }
+        }
+        hv_decref(v);
+        hv_decref(memo);
+        memo = next;
+    }
+    if (result == LR_FOUND && !memo)
+        result = LR_NOT_FOUND;
+    if (result == LR_FOUND) {
+        if (ex)
+            ex_result(ex, memo);
+        *out = memo;
+    } else {
+        hv_decref(memo);
+    }
+    if (ex)
+        ex_pop(ex);
+    return result;
+}
+
+/* ---- one hierarchy entry ---- */
+
+typedef struct {
+    inv *I;
+    const layer *l;
+    provider *p;
+    const char *root_key;
+    const merge_strategy *ms;
+} entry_arg;
+
+static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
+{
+    hiera_ctx *h = a->I->h;
+    explainer *ex = h->ex;
+    bool known;
+    data_hash_format(a->p->lvl->fname, &known);
+    if (a->p->lvl->fkind != FN_DATA_HASH || !known) {
+        function_not_found(a->l, a->p, err);
+        return LR_ERROR;
+    }
+    hv *hash = location_data(h, a->l, a->p, loc, err);
+    if (!hash)
+        return LR_ERROR;
+    hv *value = hv_hash_gets(hash, a->root_key);
+    if (!value) {
+        if (ex)
+            ex_not_found_str(ex, a->root_key);
+        return LR_NOT_FOUND;
+    }
+    if (!rich_data(value, 0)) {
+        char *got = infer_type_name(value);
+        if (loc->path && !a->p->nil_location)
+            herr_set(err, HERR_PUPPET,
+                     "Value for key '%s', in hash returned from data_hash function '%s', when using location '%s', has wrong type, expects Puppet::LookupValue, got %s",
+                     a->root_key, a->p->lvl->fname, loc->path, got);
+        else
+            herr_set(err, HERR_PUPPET,
+                     "Value for key '%s', in hash returned from data_hash function '%s', has wrong type, expects Puppet::LookupValue, got %s",
+                     a->root_key, a->p->lvl->fname, got);
+        free(got);
+        return LR_ERROR;
+    }
+    hv *res = NULL;
+    lr r = interpolate(a->I, value, true, &res, err);
+    if (r != LR_FOUND)
+        return r;
+    if (ex)
+        ex_found_str(ex, a->root_key, res);
+    *out = res;
+    return LR_FOUND;
+}
+
+static lr entry_location(void *arg, size_t i, hv **out, herr *err)
+{
+    entry_arg *a = arg;
+    explainer *ex = a->I->h->ex;
+    if (a->p->nil_location)
+        return data_value(a, &a->p->nil_loc, out, err);
+    location *loc = &a->p->locs[i];
+    if (ex)
+        ex_push_location(ex, loc->path, loc->original, loc->is_uri);
+    lr r;
+    if (loc->exists) {
+        r = data_value(a, loc, out, err);
+    } else {
+        if (ex)
+            ex_location_not_found(ex);
+        r = LR_NOT_FOUND;
+    }
+    if (ex)
+        ex_pop(ex);
+    return r;
+}
+
+static lr entry_lookup(inv *I, const layer *l, provider *p, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    explainer *ex = I->h->ex;
+    if (ex) {
+        char *name = xasprintf("Hierarchy entry \"%s\"", p->lvl->name);
+        ex_push(ex, EX_HIERARCHY_ENTRY, name, NULL);
+        free(name);
+    }
+    entry_arg a = {I, l, p, root_key, ms};
+    lr r = strategy_lookup(I->h, ms, p->nil_location ? 1 : p->nlocs, entry_location, &a, out, err);
+    if (ex)
+        ex_pop(ex);
+    return r;
+}
+
+/* ---- one layer (ConfiguredDataProvider) ---- */
+
+typedef struct {
+    inv *I;
+    const layer *l;
+    provider *provs;
+    const char *root_key;
+    const merge_strategy *ms;
+} layer_arg;
+
+static lr layer_entry(void *arg, size_t i, hv **out, herr *err)
+{
+    layer_arg *a = arg;
+    return entry_lookup(a->I, a->l, &a->provs[i], a->root_key, a->ms, out, err);
+}
+
+static lr unchecked_layer_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms,
+                                 bool use_default, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    explainer *ex = h->ex;
+    if (l->kind == LAYER_GLOBAL && !global_config(h, l, err))
+        return LR_ERROR;
+    if (ex)
+        ex_push_provider(ex, l->name, l->cfg ? l->cfg->path : NULL, l->module);
+    provider *provs = NULL;
+    size_t n = 0;
+    lr r = layer_providers(h, l, use_default, &provs, &n, err);
+    if (r == LR_FOUND) {
+        if (n == 0) {
+            if (ex)
+                ex_not_found_str(ex, key);
+            r = LR_NOT_FOUND;
+        } else {
+            layer_arg a = {I, l, provs, root_key, ms};
+            r = strategy_lookup(h, ms, n, layer_entry, &a, out, err);
+        }
+    }
+    if (ex)
+        ex_pop(ex);
+    return r;
+}
+
+/* DataProvider#key_lookup: the layer lookup under the recursion guard */
+static lr layer_key_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    if (!check_enter(I, key, err))
+        return LR_ERROR;
+    hiera_ctx *h = I->h;
+    bool save_global_only = h->global_only;
+    if (l->kind == LAYER_GLOBAL && !global_config(h, l, err)) {
+        check_leave(I, err);
+        return LR_ERROR;
+    }
+    if (l->kind == LAYER_GLOBAL && l->cfg->version == 3 && !h->global_only) {
+        /* GlobalDataProvider with a version 3 config: lookups made from inside (interpolation)
+         * only see the global layer unless the environment has a version 5 provider */
+        herr e = {0};
+        layer *env = env_layer(h, &e);
+        herr_clear(&e);
+        if (!env || env->cfg->version < 5)
+            h->global_only = true;
+    }
+    lr r = unchecked_layer_lookup(I, l, key, root_key, ms, false, out, err);
+    h->global_only = save_global_only;
+    check_leave(I, err);
+    return r;
+}
+
+/* ---- the provider stack ---- */
+
+typedef struct {
+    inv *I;
+    const char *key;      /* the whole key text */
+    const char *root_key;
+    const merge_strategy *ms;
+} stack_arg;
+
+static lr lookup_global(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    layer *l = global_layer(I->h);
+    lr r = layer_key_lookup(I, l, key, root_key, ms, out, err);
+    if (r == LR_ERROR && err->kind == HERR_LOOKUP) {
+        /* LookupAdapter#lookup_global rewraps a LookupError without an issue code */
+        char *msg = xasprintf("Lookup of key '%s' failed: %s", I->top_key ? I->top_key : key, err->msg);
+        free(err->msg);
+        err->msg = msg;
+        err->kind = HERR_PUPPET;
+    }
+    return r;
+}
+
+static lr lookup_in_environment(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    layer *l = env_layer(I->h, err);
+    if (!l)
+        return herr_isset(err) ? LR_ERROR : LR_NOT_FOUND;
+    return layer_key_lookup(I, l, key, root_key, ms, out, err);
+}
+
+static lr lookup_in_module(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    if (!I->module_name)
+        return LR_NOT_FOUND;
+    mod_state st;
+    layer *l = module_layer(I->h, I->module_name, &st, err);
+    if (!l) {
+        if (herr_isset(err))
+            return LR_ERROR;
+        if (I->h->ex)
+            ex_module_event(I->h->ex, I->module_name, st == MOD_NOT_FOUND ? EV_MODULE_NOT_FOUND : EV_MODULE_PROVIDER_NOT_FOUND);
+        return LR_NOT_FOUND;
+    }
+    return layer_key_lookup(I, l, key, root_key, ms, out, err);
+}
+
+static lr stack_variant(void *arg, size_t i, hv **out, herr *err)
+{
+    stack_arg *a = arg;
+    switch (i) {
+    case 0: return lookup_global(a->I, a->key, a->root_key, a->ms, out, err);
+    case 1: return lookup_in_environment(a->I, a->key, a->root_key, a->ms, out, err);
+    default: return lookup_in_module(a->I, a->key, a->root_key, a->ms, out, err);
+    }
+}
+
+/* LookupAdapter#do_lookup without the dig: the merge over global, environment, module */
+static lr provider_stack(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    if (I->h->global_only)
+        return lookup_global(I, key, root_key, ms, out, err);
+    stack_arg a = {I, key, root_key, ms};
+    return strategy_lookup(I->h, ms, 3, stack_variant, &a, out, err);
+}
+
+/* ------------------------------------------------------------------ lookup_options */
+
+static void lo_free(lo_compiled *c)
+{
+    if (!c)
+        return;
+    hv_decref(c->literal);
+    for (size_t i = 0; i < c->npats; i++) {
+        rregex_free(c->pats[i]);
+        hv_decref(c->pat_values[i]);
+    }
+    free(c->pats);
+    free(c->pat_values);
+    free(c);
+}
+
+/* LookupAdapter#validate_lookup_options */
+static bool validate_lookup_options(const hv *opts, const char *module, herr *err)
+{
+    if (!opts)
+        return true;
+    if (!hv_is(opts, HV_HASH)) {
+        herr_set(err, HERR_LOOKUP, "value of lookup_options must be a hash");
+        return false;
+    }
+    if (!module)
+        return true;
+    char *pfx = xasprintf("%s::", module);
+    size_t pl = strlen(pfx);
+    bool ok = true;
+    for (size_t i = 0; i < hv_hash_len(opts) && ok; i++) {
+        const hv *k = hv_hash_key_at(opts, i);
+        const char *ks = hv_is(k, HV_STRING) ? hv_str_ptr(k) : "";
+        size_t kl = hv_is(k, HV_STRING) ? hv_str_len(k) : 0;
+        if (kl && ks[0] == '^') {
+            if (kl < pl + 1 || memcmp(ks + 1, pfx, pl) != 0) {
+                herr_set(err, HERR_LOOKUP, "all lookup_options patterns must match a key starting with module name '%s'", module);
+                ok = false;
+            }
+        } else if (kl < pl || memcmp(ks, pfx, pl) != 0) {
+            herr_set(err, HERR_LOOKUP, "all lookup_options keys must start with module name '%s'", module);
+            ok = false;
+        }
+    }
+    free(pfx);
+    return ok;
+}
+
+/* LookupAdapter#compile_patterns; NULL options give NULL. false with err on a bad regexp. */
+static bool compile_patterns(const hv *opts, lo_compiled **out, herr *err)
+{
+    *out = NULL;
+    if (!opts)
+        return true;
+    lo_compiled *c = xcalloc(1, sizeof *c);
+    for (size_t i = 0; i < hv_hash_len(opts); i++) {
+        hv *k = hv_hash_key_at(opts, i), *v = hv_hash_val_at(opts, i);
+        if (hv_is(k, HV_STRING) && hv_str_len(k) && hv_str_ptr(k)[0] == '^') {
+            rregex *re = rregex_new(hv_str_ptr(k), hv_str_len(k), err);
+            if (!re) {
+                lo_free(c);
+                return false;
+            }
+            c->pats = xrealloc(c->pats, (c->npats + 1) * sizeof *c->pats);
+            c->pat_values = xrealloc(c->pat_values, (c->npats + 1) * sizeof *c->pat_values);
+            c->pats[c->npats] = re;
+            c->pat_values[c->npats] = hv_incref(v);
+            c->npats++;
+        } else {
+            if (!c->literal)
+                c->literal = hv_hash();
+            hv_hash_set(c->literal, hv_incref(k), hv_incref(v));
+        }
+    }
+    *out = c;
+    return true;
+}
+
+static hv *extract_lookup_options(const lo_compiled *c, const char *root_key)
+{
+    if (!c)
+        return NULL;
+    if (c->literal) {
+        hv *v = hv_hash_gets(c->literal, root_key);
+        if (v && !hv_is(v, HV_UNDEF))
+            return v;
+    }
+    for (size_t i = 0; i < c->npats; i++)
+        if (rregex_search(c->pats[i], root_key, strlen(root_key)))
+            return c->pat_values[i];
+    return NULL;
+}
+
+/* Looks the key "lookup_options" up in one layer with the hash strategy. */
+typedef lr (*layer_lookup_fn)(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err);
+
+static bool layer_lookup_options(inv *I, layer_lookup_fn fn, const char *module, hv **out, herr *err)
+{
+    merge_strategy *hash = ms_new(MS_HASH);
+    hv *v = NULL;
+    lr r = fn(I, LOOKUP_OPTIONS, LOOKUP_OPTIONS, hash, &v, err);
+    ms_free(hash);
+    *out = NULL;
+    if (r == LR_ERROR)
+        return false;
+    if (r == LR_NOT_FOUND)
+        return true;
+    if (hv_is(v, HV_UNDEF)) {
+        hv_decref(v);
+        return true;
+    }
+    if (!validate_lookup_options(v, module, err)) {
+        hv_decref(v);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool global_lookup_options(inv *I, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!h->global_lo_done) {
+        h->global_lo_done = true;
+        if (!layer_lookup_options(I, lookup_global, NULL, &h->global_lo, &h->global_lo_err)) {
+            h->global_lo_done = false; /* not remembered on failure */
+            herr_move(err, &h->global_lo_err);
+            return false;
+        }
+    }
+    *out = h->global_lo;
+    return true;
+}
+
+static bool env_lookup_options(inv *I, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!h->env_lo_done) {
+        hv *global = NULL, *env = NULL;
+        if (!global_lookup_options(I, &global, err))
+            return false;
+        if (!layer_lookup_options(I, lookup_in_environment, NULL, &env, err))
+            return false;
+        if (!global) {
+            h->env_lo = env;
+        } else if (!env) {
+            h->env_lo = hv_incref(global);
+        } else {
+            merge_strategy *hash = ms_new(MS_HASH);
+            h->env_lo = ms_merge(hash, global, env, false, err);
+            ms_free(hash);
+            hv_decref(env);
+            if (!h->env_lo)
+                return false;
+        }
+        h->env_lo_done = true;
+    }
+    *out = h->env_lo;
+    return true;
+}
+
+static lo_compiled *lo_cache_get(hv *index, lo_compiled **cache, const char *module, bool *present)
+{
+    hv *i = hv_hash_gets(index, module ? module : "");
+    *present = i != NULL;
+    return i ? cache[hv_int_val(i)] : NULL;
+}
+
+static void lo_cache_put(hv **index, lo_compiled ***cache, size_t *n, const char *module, lo_compiled *c)
+{
+    if (!*index)
+        *index = hv_hash();
+    *cache = xrealloc(*cache, (*n + 1) * sizeof **cache);
+    (*cache)[*n] = c;
+    hv_hash_sets(*index, module ? module : "", hv_int((int64_t)*n));
+    (*n)++;
+}
+
+typedef struct {
+    inv *I;
+    hv *values[2];
+    const char *names[2];
+} lo_merge_arg;
+
+static lr lo_merge_variant(void *arg, size_t i, hv **out, herr *err)
+{
+    lo_merge_arg *a = arg;
+    explainer *ex = a->I->h->ex;
+    if (ex) {
+        ex_push(ex, EX_SCOPE, a->names[i], NULL);
+        ex_found_str(ex, LOOKUP_OPTIONS, a->values[i]);
+        ex_pop(ex);
+    }
+    *out = hv_incref(a->values[i]);
+    return LR_FOUND;
+}
+
+/* LookupAdapter#retrieve_lookup_options */
+static bool retrieve_lookup_options(inv *I, const char *module, lo_compiled **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL};
+    explainer *ex = h->ex;
+    if (ex)
+        ex_push(ex, EX_TOP, LOOKUP_OPTIONS, NULL);
+    bool ok = true;
+    hv *opts = NULL;
+    if (h->global_only) {
+        hv *g = NULL;
+        ok = global_lookup_options(&meta, &g, err);
+        opts = hv_incref(g);
+    } else {
+        hv *e = NULL;
+        ok = env_lookup_options(&meta, &e, err);
+        opts = hv_incref(e);
+        if (ok && module) {
+            bool present;
+            lo_cache_get(h->lo_index, h->lo_cache, NULL, &present);
+            if (!present) {
+                lo_compiled *c = NULL;
+                if (!compile_patterns(opts, &c, err))
+                    ok = false;
+                else
+                    lo_cache_put(&h->lo_index, &h->lo_cache, &h->nlo_cache, NULL, c);
+            }
+            hv *mod_opts = NULL;
+            merge_strategy *hash = ms_new(MS_HASH);
+            hv *raw = NULL;
+            lr r = ok ? lookup_in_module(&meta, LOOKUP_OPTIONS, LOOKUP_OPTIONS, hash, &raw, err) : LR_ERROR;
+            if (r == LR_ERROR) {
+                ok = false;
+            } else if (r == LR_FOUND) {
+                if (!hv_is(raw, HV_UNDEF) && !validate_lookup_options(raw, module, err)) {
+                    ok = false;
+                } else {
+                    mod_opts = hv_is(raw, HV_UNDEF) ? NULL : hv_incref(raw);
+                    if (!opts) {
+                        opts = mod_opts;
+                        mod_opts = NULL;
+                    } else if (mod_opts) {
+                        char *mname = xasprintf("Module %s", I->module_name ? I->module_name : module);
+                        lo_merge_arg a = {&meta, {opts, mod_opts}, {"Global and Environment", mname}};
+                        hv *merged = NULL;
+                        lr mr = strategy_lookup(h, hash, 2, lo_merge_variant, &a, &merged, err);
+                        free(mname);
+                        if (mr == LR_ERROR) {
+                            ok = false;
+                        } else {
+                            hv_decref(opts);
+                            opts = merged;
+                        }
+                    }
+                }
+            }
+            hv_decref(raw);
+            hv_decref(mod_opts);
+            ms_free(hash);
+        }
+    }
+    if (ok && !compile_patterns(opts, out, err))
+        ok = false;
+    hv_decref(opts);
+    if (ex)
+        ex_pop(ex);
+    return ok;
+}
+
+/* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL */
+static bool lookup_lookup_options(inv *I, const char *module, const char *root_key, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    bool present;
+    lo_compiled *c = lo_cache_get(h->lo_index, h->lo_cache, module, &present);
+    if (!present) {
+        if (!retrieve_lookup_options(I, module, &c, err))
+            return false;
+        lo_cache_put(&h->lo_index, &h->lo_cache, &h->nlo_cache, module, c);
+    }
+    *out = extract_lookup_options(c, root_key);
+    return true;
+}
+
+/* ------------------------------------------------------------------ the adapter's lookup */
+
+typedef struct {
+    char *text;     /* the key as given */
+    char *root;     /* root key */
+    char *module;   /* module name or NULL */
+    hv *segments;   /* all segments (root first) */
+} lookup_key;
+
+static void lkey_free(lookup_key *k)
+{
+    free(k->text);
+    free(k->root);
+    free(k->module);
+    hv_decref(k->segments);
+}
+
+static bool lkey_parse(const char *key, lookup_key *k, herr *err)
+{
+    memset(k, 0, sizeof *k);
+    hv *segs = split_key(key, strlen(key));
+    if (!segs) {
+        herr_set(err, HERR_LOOKUP, "Syntax error in key: '%s'", key);
+        return false;
+    }
+    const hv *root = hv_array_get(segs, 0);
+    if (hv_is(root, HV_STRING)) {
+        k->root = xstrndup(hv_str_ptr(root), hv_str_len(root));
+    } else {
+        sbuf b = {0};
+        ruby_to_s(&b, root);
+        k->root = sb_take(&b);
+    }
+    k->text = xstrdup(key);
+    k->module = module_of(k->root);
+    k->segments = segs;
+    return true;
+}
+
+/* LookupAdapter#lookup_default_in_module */
+static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!I->module_name)
+        return LR_NOT_FOUND;
+    mod_state st;
+    layer *l = module_layer(h, I->module_name, &st, err);
+    if (!l)
+        return herr_isset(err) ? LR_ERROR : LR_NOT_FOUND;
+    if (!l->cfg->has_default_hierarchy)
+        return LR_NOT_FOUND;
+    explainer *ex = h->ex;
+    char *title = xasprintf("Searching default_hierarchy of module \"%s\"", I->module_name);
+    if (ex)
+        ex_push(ex, EX_SCOPE, title, NULL);
+    free(title);
+    lr r = LR_FOUND;
+    bool present;
+    lo_compiled *c = lo_cache_get(h->dlo_index, h->dlo_cache, I->module_name, &present);
+    if (!present) {
+        inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL};
+        if (ex)
+            ex_push(ex, EX_SCOPE, "Searching for \"lookup_options\"", NULL);
+        merge_strategy *hash = ms_new(MS_HASH);
+        hv *raw = NULL;
+        lr lr_ = LR_NOT_FOUND;
+        if (check_enter(&meta, LOOKUP_OPTIONS, err)) {
+            lr_ = unchecked_layer_lookup(&meta, l, LOOKUP_OPTIONS, LOOKUP_OPTIONS, hash, true, &raw, err);
+            check_leave(&meta, err);
+        } else {
+            lr_ = LR_ERROR;
+        }
+        ms_free(hash);
+        if (ex)
+            ex_pop(ex);
+        if (lr_ == LR_ERROR) {
+            r = LR_ERROR;
+        } else {
+            hv *opts = lr_ == LR_FOUND && !hv_is(raw, HV_UNDEF) ? raw : NULL;
+            if (opts && !validate_lookup_options(opts, I->module_name, err))
+                r = LR_ERROR;
+            else if (!compile_patterns(opts, &c, err))
+                r = LR_ERROR;
+            else
+                lo_cache_put(&h->dlo_index, &h->dlo_cache, &h->ndlo_cache, I->module_name, c);
+        }
+        hv_decref(raw);
+    }
+    if (r == LR_FOUND) {
+        hv *lo = extract_lookup_options(c, k->root);
+        hv *merge = lo && hv_is(lo, HV_HASH) ? hv_hash_gets(lo, "merge") : NULL;
+        merge_strategy *ms = ms_from_value(merge, err);
+        if (!ms) {
+            r = LR_ERROR;
+        } else {
+            char *t = xasprintf("Searching for \"%s\"", k->text);
+            if (ex)
+                ex_push(ex, EX_SCOPE, t, NULL);
+            free(t);
+            if (check_enter(I, k->text, err)) {
+                r = unchecked_layer_lookup(I, l, k->text, k->root, ms, true, out, err);
+                check_leave(I, err);
+            } else {
+                r = LR_ERROR;
+            }
+            if (ex)
+                ex_pop(ex);
+            ms_free(ms);
+        }
+    }
+    if (ex)
+        ex_pop(ex);
+    return r;
+}
+
+static lr dig(inv *I, const lookup_key *k, hv *value, hv **out, herr *err)
+{
+    if (hv_array_len(k->segments) < 2) {
+        *out = hv_incref(value);
+        return LR_FOUND;
+    }
+    return sub_lookup(I, k->text, k->segments, 1, value, out, err);
+}
+
+/* A lookup_options entry's value for one option: Ruby's opts[name] on whatever the entry is. */
+static bool lo_option(const hv *lo, const char *name, const hv **out, herr *err)
+{
+    *out = NULL;
+    if (!lo || hv_is(lo, HV_UNDEF))
+        return true;
+    if (hv_is(lo, HV_HASH)) {
+        *out = hv_hash_gets(lo, name);
+        return true;
+    }
+    if (hv_is(lo, HV_STRING)) {
+        /* String#[] with a string: the substring when present */
+        static hv *found;
+        if (strstr(hv_str_ptr(lo), name)) {
+            hv_decref(found);
+            found = hv_str(name);
+            *out = found;
+        }
+        return true;
+    }
+    herr_set(err, HERR_ERROR, "no implicit conversion of String into Integer");
+    return false;
+}
+
+/* LookupAdapter#convert_result */
+static lr convert_result(inv *I, const char *key, const hv *lo, hv *value, hv **out, herr *err)
+{
+    const hv *convert_to = NULL;
+    if (!lo_option(lo, "convert_to", &convert_to, err))
+        return LR_ERROR;
+    if (!convert_to || hv_is(convert_to, HV_UNDEF)) {
+        *out = hv_incref(value);
+        return LR_FOUND;
+    }
+    const hv *type = hv_is(convert_to, HV_ARRAY) ? hv_array_get(convert_to, 0) : convert_to;
+    if (hv_is(type, HV_STRING)) {
+        herr perr = {0};
+        ptype *t = ptype_parse(hv_str_ptr(type), &perr);
+        if (!t) {
+            herr_set(err, HERR_LOOKUP, "Invalid data type in lookup_options for key '%s' could not parse '%s', error: '%s", key,
+                     hv_str_ptr(type), perr.msg ? perr.msg : "");
+            herr_clear(&perr);
+            return LR_ERROR;
+        }
+        ptype_free(t);
+    }
+    herr cerr = {0};
+    hv *res = ptype_convert(convert_to, value, &cerr);
+    if (!res) {
+        herr_set(err, HERR_LOOKUP, "The convert_to lookup_option for key '%s' raised error: %s", key, cerr.msg ? cerr.msg : "");
+        herr_clear(&cerr);
+        return LR_ERROR;
+    }
+    if (I->h->ex) {
+        /* StringConverter of [Type, args...]: the type (already parsed) prints bare */
+        sbuf b = {0};
+        sb_addc(&b, '[');
+        if (hv_is(type, HV_STRING)) {
+            ptype *t = ptype_parse(hv_str_ptr(type), NULL);
+            char *ts = t ? ptype_to_s(t) : xstrdup(hv_str_ptr(type));
+            sb_adds(&b, ts);
+            free(ts);
+            ptype_free(t);
+        } else {
+            puppet_string(&b, type);
+        }
+        for (size_t i = 1; hv_is(convert_to, HV_ARRAY) && i < hv_array_len(convert_to); i++) {
+            sb_adds(&b, ", ");
+            puppet_string(&b, hv_array_get(convert_to, i));
+        }
+        sb_addc(&b, ']');
+        char *t = xasprintf("Applying convert_to lookup_option with arguments %s", sb_str(&b));
+        ex_text(I->h->ex, t);
+        free(t);
+        sb_free(&b);
+    }
+    *out = res;
+    return LR_FOUND;
+}
+
+/* LookupAdapter#lookup */
+static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out, herr *err)
+{
+    hiera_ctx *h = parent->h;
+    explainer *ex = h->ex;
+    if (strcmp(key, LOOKUP_OPTIONS) == 0 || strncmp(key, LOOKUP_OPTIONS ".", sizeof LOOKUP_OPTIONS) == 0) {
+        if (ex) {
+            ex_push(ex, EX_INVALID_KEY, LOOKUP_OPTIONS, NULL);
+            ex_pop(ex);
+        }
+        return LR_NOT_FOUND;
+    }
+    lookup_key k;
+    if (!lkey_parse(key, &k, err))
+        return LR_ERROR;
+    inv I = {h, k.module, k.text, NULL, NULL};
+    lr r;
+    if (ex && ex_only_options(ex)) {
+        merge_strategy *hash = ms_new(MS_HASH);
+        hv *v = NULL;
+        r = provider_stack(&I, LOOKUP_OPTIONS, LOOKUP_OPTIONS, hash, &v, err);
+        hv_decref(v);
+        ms_free(hash);
+        lkey_free(&k);
+        if (r == LR_ERROR)
+            return r;
+        *out = hv_undef();
+        return LR_FOUND;
+    }
+    hv *lo = NULL;
+    if (!lookup_lookup_options(&I, k.module, k.root, &lo, err)) {
+        lkey_free(&k);
+        return LR_ERROR;
+    }
+    const hv *m = merge;
+    if (!m) {
+        if (!lo_option(lo, "merge", &m, err)) {
+            lkey_free(&k);
+            return LR_ERROR;
+        }
+        if (m && hv_is(m, HV_UNDEF))
+            m = NULL;
+        if (m && ex)
+            ex_merge_source(ex, LOOKUP_OPTIONS);
+    }
+    hv *found = NULL;
+    if (ex)
+        ex_push(ex, EX_TOP, k.text, NULL);
+    merge_strategy *ms = ms_from_value(m, err);
+    if (!ms) {
+        r = LR_ERROR;
+    } else {
+        hv *v = NULL;
+        r = provider_stack(&I, k.text, k.root, ms, &v, err);
+        if (r == LR_FOUND) {
+            r = dig(&I, &k, v, &found, err);
+            hv_decref(v);
+        }
+        if (r == LR_NOT_FOUND && !h->global_only) {
+            v = NULL;
+            r = lookup_default_in_module(&I, &k, &v, err);
+            if (r == LR_FOUND) {
+                r = dig(&I, &k, v, &found, err);
+                hv_decref(v);
+            }
+        }
+        ms_free(ms);
+    }
+    if (ex)
+        ex_pop(ex);
+    if (r == LR_FOUND) {
+        hv *conv = NULL;
+        r = convert_result(&I, k.text, lo, found, &conv, err);
+        hv_decref(found);
+        if (r == LR_FOUND)
+            *out = conv;
+    }
+    lkey_free(&k);
+    return r;
+}
+
+lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err)
+{
+    hv *v = NULL;
+    lr r = adapter_lookup(I, key, NULL, &v, err);
+    if (r == LR_NOT_FOUND) {
+        *out = hv_str(""); /* the default '' */
+        return LR_FOUND;
+    }
+    if (r == LR_FOUND)
+        *out = v;
+    return r;
+}
+
+/* ------------------------------------------------------------------ context */
+
+void hctx_free(hiera_ctx *h);
+
+hiera_ctx *hctx_new(const char *codedir, const char *envpath, const char *env_name, const char *global_config,
+                    hv *scope, hiera_cache *cache)
+{
+    hiera_ctx *h = xcalloc(1, sizeof *h);
+    h->codedir = xstrdup(codedir);
+    h->envpath = xstrdup(envpath);
+    h->env_name = xstrdup(env_name);
+    h->env_dir = xasprintf("%s/%s", envpath, env_name);
+    h->global_config = xstrdup(global_config);
+    h->scope = hv_incref(scope);
+    if (cache) {
+        h->cache = cache;
+    } else {
+        h->cache = cache_new();
+        h->own_cache = true;
+    }
+    h->modules = hv_hash();
+    return h;
+}
+
+void hctx_free(hiera_ctx *h)
+{
+    if (!h)
+        return;
+    free(h->codedir);
+    free(h->envpath);
+    free(h->env_name);
+    free(h->env_dir);
+    free(h->global_config);
+    hv_decref(h->scope);
+    layer_free(h->global);
+    layer_free(h->env);
+    herr_clear(&h->env_provider_err);
+    herr_clear(&h->env_err);
+    for (size_t i = 0; i < h->nmod_layers; i++)
+        layer_free(h->mod_layers[i]);
+    free(h->mod_layers);
+    hv_decref(h->modules);
+    hv_decref(h->global_lo);
+    herr_clear(&h->global_lo_err);
+    hv_decref(h->env_lo);
+    herr_clear(&h->env_lo_err);
+    for (size_t i = 0; i < h->nlo_cache; i++)
+        lo_free(h->lo_cache[i]);
+    free(h->lo_cache);
+    hv_decref(h->lo_index);
+    for (size_t i = 0; i < h->ndlo_cache; i++)
+        lo_free(h->dlo_cache[i]);
+    free(h->dlo_cache);
+    hv_decref(h->dlo_index);
+    for (size_t i = 0; i < h->nstack; i++)
+        free(h->stack[i]);
+    free(h->stack);
+    if (h->own_cache)
+        cache_free(h->cache);
+    free(h);
+}
+
+/* Lookup.lookup: the names in order, the first found wins; then the default. The type is asserted
+ * on whichever value is returned. Returns LR_NOT_FOUND when nothing was found and there is no
+ * default (Puppet's "did not find a value" LookupError; err gets that message). */
+lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptype *type, const hv *dflt,
+               const hv *merge, hv **out, herr *err)
+{
+    inv top = {h, NULL, NULL, NULL, NULL};
+    for (size_t i = 0; i < nnames; i++) {
+        hv *v = NULL;
+        lr r = adapter_lookup(&top, names[i], merge, &v, err);
+        if (r == LR_ERROR)
+            return r;
+        if (r == LR_FOUND) {
+            if (type && !ptype_match(type, v)) {
+                char *msg = ptype_mismatch(type, v, "Found value");
+                herr_set(err, HERR_PUPPET, "%s", msg);
+                free(msg);
+                hv_decref(v);
+                return LR_ERROR;
+            }
+            *out = v;
+            return LR_FOUND;
+        }
+    }
+    if (dflt) {
+        if (type && !ptype_match(type, dflt)) {
+            char *msg = ptype_mismatch(type, dflt, "Default value");
+            herr_set(err, HERR_PUPPET, "%s", msg);
+            free(msg);
+            return LR_ERROR;
+        }
+        *out = hv_incref((hv *)dflt);
+        return LR_FOUND;
+    }
+    sbuf b = {0};
+    if (nnames == 1) {
+        sb_addf(&b, "Function lookup() did not find a value for the name '%s'", names[0]);
+    } else {
+        sb_adds(&b, "Function lookup() did not find a value for any of the names [");
+        for (size_t i = 0; i < nnames; i++)
+            sb_addf(&b, "%s'%s'", i ? ", " : "", names[i]);
+        sb_adds(&b, "]");
+    }
+    herr_set(err, HERR_LOOKUP, "%s", sb_str(&b));
+    sb_free(&b);
+    return LR_NOT_FOUND;
+}

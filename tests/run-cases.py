@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Runs the project's recorded cases (tests/cases/*) against a hiera binary.
+
+Each case folder is a small Puppet code directory (hiera.yaml, environments/, facts.yaml) with
+case.json (description, engine, node, environment, scope, queries) and expected.json, the answers
+recorded from the reference implementations (Puppet 7.23's `puppet lookup`, Hiera 3.10's `hiera`)
+by tests/tools/record-cases.py. The binary is called exactly as those commands are called:
+
+  Hiera 5:  HIERA lookup --codedir C --environmentpath C/environments --hiera_config C/hiera.yaml
+            --environment ENV --node NODE --facts C/facts.yaml [--merge ...] [--default V]
+            [--type T] (--render-as json | --explain) KEY...
+  Hiera 3:  HIERA -c C/hiera.yaml -f json [-a|-h] KEY [DEFAULT] [VAR=VALUE...]
+
+usage: run-cases.py --hiera PATH [--verbose] [CASEDIR...]
+Prints one FAIL line per wrong answer and ends with 'N passed, N failed'.
+"""
+import json, os, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def merge_flags(m):
+    if m is None:
+        return []
+    if isinstance(m, str):
+        return ["--merge", m]
+    flags = ["--merge", m["strategy"]]
+    if m.get("knockout_prefix") is not None:
+        flags += ["--knock-out-prefix", m["knockout_prefix"]]
+    if m.get("sort_merged_arrays"):
+        flags.append("--sort-merged-arrays")
+    if m.get("merge_hash_arrays"):
+        flags.append("--merge-hash-arrays")
+    return flags
+
+def keys_of(q):
+    return q["key"] if isinstance(q["key"], list) else [q["key"]]
+
+def command(hiera, case, spec, q):
+    if spec.get("engine", "puppet") == "hiera3":
+        cmd = [hiera, "-c", os.path.join(case, "hiera.yaml"), "-f", q.get("format", "json")]
+        cmd += {"array": ["-a"], "hash": ["-h"]}.get(q.get("resolution", "priority"), [])
+        cmd += keys_of(q)
+        if "default" in q:
+            cmd.append(str(q["default"]))
+        for k, v in (q.get("scope") or spec.get("scope") or {}).items():
+            cmd.append(f"{k}={v}")
+        return cmd
+    cmd = [hiera, "lookup", "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+           "--hiera_config", os.path.join(case, "hiera.yaml"),
+           "--environment", spec.get("environment", "production"),
+           "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
+    cmd += merge_flags(q.get("merge"))
+    if "default" in q:
+        cmd += ["--default", str(q["default"])]
+    if "type" in q:
+        cmd += ["--type", q["type"]]
+    if q.get("explain"):
+        cmd += ["--explain"]
+    if q.get("explain_options"):
+        cmd += ["--explain-options"]
+    if q.get("explain") or q.get("explain_options"):
+        if q.get("render"):
+            cmd += ["--render-as", q["render"]]
+    elif q.get("render"):
+        cmd += ["--render-as", q["render"]]
+    else:
+        cmd += ["--render-as", "json"]
+    return cmd + keys_of(q)
+
+def check(hiera, case, spec, q, exp):
+    cmd = command(hiera, case, spec, q)
+    try:
+        p = subprocess.run(cmd, cwd=case, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return "no answer in 30 s"
+    out = p.stdout.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    if p.returncode < 0 or p.returncode >= 128:
+        return f"crashed (exit {p.returncode}): {err.strip()[-300:]}"
+    if "output" in exp:  # exact text (explain, --render-as yaml/s)
+        got = out.replace(case, "<CASE>")
+        if p.returncode != exp.get("status", 0):
+            return f"exit {p.returncode}, expected {exp.get('status', 0)}; stderr: {err.strip()[:300]}"
+        if got != exp["output"]:
+            import difflib
+            d = "".join(list(difflib.unified_diff(exp["output"].splitlines(True), got.splitlines(True),
+                                                   "expected", "got", n=1))[:40])
+            return "output differs:\n" + d
+        return None
+    if "lookup_error" in exp:  # puppet lookup: exit 1, nothing printed (we explain on stderr)
+        if p.returncode != 1 or out.strip():
+            return f"expected a lookup error (exit 1, no output), got exit {p.returncode}: {out.strip()[:300]}"
+        return None
+    if "error" in exp:
+        if p.returncode == 0:
+            return f"expected an error, got exit 0: {out.strip()[:300]}"
+        if not err.strip():
+            return "expected an error message on stderr, got none"
+        return None
+    if "not_found" in exp:
+        if p.returncode != 1 or out.strip():
+            return f"expected not found (exit 1, no output), got exit {p.returncode}: {out.strip()[:300]}"
+        return None
+    if p.returncode != 0:
+        return f"exit {p.returncode}, expected {json.dumps(exp['value'])[:300]}; stderr: {err.strip()[:300]}"
+    try:
+        got = json.loads(out)
+    except ValueError:
+        return f"output is not JSON: {out.strip()[:300]}"
+    if json.dumps(got) != json.dumps(exp["value"]):
+        return f"expected {json.dumps(exp['value'])[:400]}\n      got {json.dumps(got)[:400]}"
+    return None
+
+def main(argv):
+    hiera, verbose, cases = None, False, []
+    it = iter(argv)
+    for a in it:
+        if a == "--hiera":
+            hiera = os.path.abspath(next(it))
+        elif a == "--verbose":
+            verbose = True
+        else:
+            cases.append(os.path.abspath(a))
+    if not hiera:
+        print(__doc__)
+        return 2
+    if not cases:
+        root = os.path.join(HERE, "cases")
+        cases = sorted(os.path.join(root, d) for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    passed = failed = 0
+    for case in cases:
+        with open(os.path.join(case, "case.json")) as f:
+            spec = json.load(f)
+        with open(os.path.join(case, "expected.json")) as f:
+            expected = json.load(f)
+        if len(expected) != len(spec["queries"]):
+            print(f"FAIL {os.path.basename(case)}: {len(spec['queries'])} queries but {len(expected)} answers")
+            failed += 1
+            continue
+        for i, (q, exp) in enumerate(zip(spec["queries"], expected)):
+            why = check(hiera, case, spec, q, exp)
+            if why is None:
+                passed += 1
+                if verbose:
+                    print(f"ok   {os.path.basename(case)}#{i} {keys_of(q)}")
+            else:
+                failed += 1
+                print(f"FAIL {os.path.basename(case)}#{i} {json.dumps(q)}\n      {why}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Builds the project's recorded cases from their sources and asks the reference for the answers.
+
+A source is tests/case-src/NAME.yaml:
+    description: what the case is about
+    engine: puppet | hiera3          (default puppet)
+    node: web01.example.com          (puppet)
+    environment: production          (puppet)
+    scope: {var: value}              (hiera3: default VAR=VALUE arguments)
+    facts: {...}                     (puppet; written to facts.yaml)
+    files: {relative/path: text}     (the code directory: hiera.yaml, environments/..., data)
+    queries: [{key, merge, default, type, explain, render, resolution, scope}, ...]
+
+For each source this writes tests/cases/NAME/ (the files, facts.yaml, case.json) and
+expected.json with the answers of Puppet 7 (tests/tools/puppet-record.rb, in one process per
+case) or of the Hiera 3 `hiera` command. Needs `apt-get install puppet hiera python3-yaml`.
+
+usage: record-cases.py [NAME...]     (default: every source)
+"""
+import json, os, shutil, subprocess, sys, yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+SRC = os.path.join(TESTS, "case-src")
+OUT = os.path.join(TESTS, "cases")
+
+def write_tree(case, spec):
+    if os.path.isdir(case):
+        shutil.rmtree(case)
+    os.makedirs(case)
+    for rel, text in (spec.get("files") or {}).items():
+        path = os.path.join(case, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if text is None:          # a directory
+            os.makedirs(path, exist_ok=True)
+            continue
+        with open(path, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else bytes(text))
+    if spec.get("engine", "puppet") == "puppet":
+        facts = spec.get("facts")
+        if facts is not None and not os.path.exists(os.path.join(case, "facts.yaml")):
+            with open(os.path.join(case, "facts.yaml"), "w") as f:
+                yaml.safe_dump(facts, f, sort_keys=False, allow_unicode=True)
+        os.makedirs(os.path.join(case, "environments", spec.get("environment", "production")), exist_ok=True)
+
+def record_puppet(case, spec):
+    qfile = os.path.join(case, ".queries.json")
+    with open(qfile, "w") as f:
+        json.dump(spec["queries"], f)
+    cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile,
+           "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+           "--hiera_config", os.path.join(case, "hiera.yaml"),
+           "--environment", spec.get("environment", "production"),
+           "--node", spec.get("node", "node1.example.com"),
+           "--facts", os.path.join(case, spec.get("facts_file", "facts.yaml"))]
+    p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
+    os.unlink(qfile)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
+    if p.returncode != 0 or not lines:
+        sys.exit(f"{case}: the reference failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    answers = json.loads(lines[-1])
+    for a in answers:
+        if "output" in a:
+            a["output"] = a["output"].replace(case, "<CASE>")
+        if "message" in a:
+            a["message"] = a["message"].replace(case, "<CASE>")
+    return answers
+
+def record_hiera3(case, spec):
+    answers = []
+    for q in spec["queries"]:
+        cmd = ["hiera", "-c", os.path.join(case, "hiera.yaml"), "-f", q.get("format", "json")]
+        cmd += {"array": ["-a"], "hash": ["-h"]}.get(q.get("resolution", "priority"), [])
+        cmd += q["key"] if isinstance(q["key"], list) else [q["key"]]
+        if "default" in q:
+            cmd.append(str(q["default"]))
+        for k, v in (q.get("scope") or spec.get("scope") or {}).items():
+            cmd.append(f"{k}={v}")
+        p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
+        if p.returncode != 0:
+            answers.append({"error": True, "message": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""})
+        elif q.get("format", "json") == "json":
+            answers.append({"value": json.loads(p.stdout)})
+        else:
+            answers.append({"output": p.stdout, "status": 0})
+    return answers
+
+def main(names):
+    sources = sorted(f[:-5] for f in os.listdir(SRC) if f.endswith(".yaml"))
+    for name in names or sources:
+        with open(os.path.join(SRC, name + ".yaml")) as f:
+            spec = yaml.safe_load(f)
+        case = os.path.join(OUT, name)
+        write_tree(case, spec)
+        meta = {k: v for k, v in spec.items() if k not in ("files", "facts")}
+        with open(os.path.join(case, "case.json"), "w") as f:
+            json.dump(meta, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        answers = record_hiera3(case, spec) if spec.get("engine") == "hiera3" else record_puppet(case, spec)
+        with open(os.path.join(case, "expected.json"), "w") as f:
+            json.dump(answers, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        print(f"{name}: {len(answers)} answers")
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,197 @@
+/* Unit tests for the engine's building blocks: Pathname#plus (pathname.c), key splitting
+ * (interp.c split_key), the deep_merge gem's deep_merge! (merge.c) and the merge strategies.
+ * Every expectation was recorded from Ruby 3.1 / deep_merge 1.1.1 / Puppet 7.23. */
+#include "testutil.h"
+
+#include "engine.h"
+#include "pathname.h"
+#include "rregex.h"
+
+static void test_pathname_plus(void **state)
+{
+    (void)state;
+    static const char *rows[][3] = {
+        {"/a/b/data", "c/d.yaml", "/a/b/data/c/d.yaml"},
+        {"/a/b/data", "/x/y", "/x/y"},
+        {"/a/b/data", "../x.yaml", "/a/b/x.yaml"},
+        {"/a/b/data", "./x.yaml", "/a/b/data/x.yaml"},
+        {"/a/b/data", "nodes/../../x", "/a/b/data/nodes/../../x"},
+        {"/a/b/data", "x/./y", "/a/b/data/x/./y"},
+        {"/a/b/data", "../../../../x", "/x"},
+        {"/a/b/data", "", "/a/b/data"},
+        {"/a/b/data", ".", "/a/b/data"},
+        {"/a/b/data", "x//y", "/a/b/data/x//y"},
+        {"/a/b/data", "nodes/.yaml", "/a/b/data/nodes/.yaml"},
+        {"/a/b/data", "x/", "/a/b/data/x/"},
+        {"/a/b/", "c", "/a/b/c"},
+        {"/", "../x", "/x"},
+        {"a/b", "../../../x", "../x"},
+        {"/a//b", "c", "/a//b/c"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        char *r = pn_plus(rows[i][0], rows[i][1]);
+        if (strcmp(r, rows[i][2]) != 0)
+            print_error("%s + %s: expected %s, got %s\n", rows[i][0], rows[i][1], rows[i][2], r);
+        assert_string_equal(r, rows[i][2]);
+        free(r);
+    }
+}
+
+static void test_split_key(void **state)
+{
+    (void)state;
+    static const char *rows[][2] = {
+        {"plain", "[\"plain\"]"},
+        {"a.b.c", "[\"a\",\"b\",\"c\"]"},
+        {"a.0.-1.+2", "[\"a\",0,-1,2]"},
+        {"a.:5", "[\"a\",0]"},
+        {"a.'b.c'.\"d.e\"", "[\"a\",\"b.c\",\"d.e\"]"},
+        {" a . b ", "[\"a\",\"b\"]"},
+        {"mod::key.x", "[\"mod::key\",\"x\"]"},
+        {"a.12345678901234567890", "[\"a\",12345678901234567890]"},
+        {"a..b", NULL},
+        {"a.", NULL},
+        {".a", NULL},
+        {"a.'b", NULL},
+        {"a.\"b'", NULL},
+        {"''", NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        hv *segs = split_key(rows[i][0], strlen(rows[i][0]));
+        if (!rows[i][1]) {
+            if (segs)
+                print_error("'%s' should be a syntax error\n", rows[i][0]);
+            assert_null(segs);
+            continue;
+        }
+        assert_non_null(segs);
+        assert_value_json(segs, rows[i][1]);
+        hv_decref(segs);
+    }
+}
+
+typedef struct {
+    const char *source, *dest, *ko;
+    bool sort, hash_arrays, preserve;
+    const char *unpack, *result, *error;
+} dm_row;
+
+/* recorded with deep_merge 1.1.1: DeepMerge.deep_merge!(source, dest, options) */
+static const dm_row dm_rows[] = {
+#include "deep_merge_rows.inc"
+};
+
+static hv *parse(const char *text)
+{
+    herr e = {0};
+    hv *v = hjson_parse(text, strlen(text), "<t>", &e);
+    assert_non_null(v);
+    return v;
+}
+
+static void test_deep_merge(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof dm_rows / sizeof *dm_rows; i++) {
+        const dm_row *r = &dm_rows[i];
+        dm_options o = {r->ko, r->preserve, r->sort, r->hash_arrays, r->unpack};
+        herr e = {0};
+        hv *res = deep_merge_bang(parse(r->source), parse(r->dest), &o, &e);
+        if (r->error) {
+            assert_null(res);
+            assert_string_equal(e.msg, r->error);
+            herr_clear(&e);
+            continue;
+        }
+        if (!res)
+            print_error("row %zu: %s\n", i, e.msg);
+        assert_non_null(res);
+        assert_value_json(res, r->result);
+        hv_decref(res);
+    }
+}
+
+static void test_deep_merge_errors(void **state)
+{
+    (void)state;
+    herr e = {0};
+    dm_options o = {"", false, false, false, NULL};
+    assert_null(deep_merge_bang(hv_array(), hv_array(), &o, &e));
+    assert_string_equal(e.msg, "knockout_prefix cannot be an empty string in deep_merge!");
+    herr_clear(&e);
+    dm_options p = {"--", true, false, false, NULL};
+    assert_null(deep_merge_bang(hv_array(), hv_array(), &p, &e));
+    assert_string_equal(e.msg, "overwrite_unmergeable must be true if knockout_prefix is specified in deep_merge!");
+    herr_clear(&e);
+    dm_options s = {NULL, false, true, false, NULL};
+    assert_null(deep_merge_bang(parse("[1]"), parse("[\"a\"]"), &s, &e));
+    assert_non_null(strstr(e.msg, "comparison of"));
+    herr_clear(&e);
+}
+
+static void test_strategies(void **state)
+{
+    (void)state;
+    herr e = {0};
+    /* unique: convert (flatten) the first value, then union high -> low */
+    merge_strategy *u = ms_new(MS_UNIQUE);
+    hv *a = parse("[\"c\",\"a\",\"c\",[\"x\",[\"c\"]]]");
+    hv *single = ms_merge_single(u, a);
+    assert_value_json(single, "[\"c\",\"a\",[\"x\",[\"c\"]]]");
+    hv *first = ms_convert_value(u, a);
+    assert_value_json(first, "[\"c\",\"a\",\"c\",\"x\",\"c\"]");
+    hv *b = parse("[1,\"a\",1.0]");
+    hv *m = ms_merge(u, first, b, false, &e);
+    assert_value_json(m, "[\"c\",\"a\",\"x\",1,1.0]");
+    hv_decref(m);
+    hv_decref(first);
+    hv_decref(single);
+    ms_free(u);
+    /* hash: lower.merge(higher) key order */
+    merge_strategy *h = ms_new(MS_HASH);
+    hv *hi = parse("{\"x\":1,\"z\":3}"), *lo = parse("{\"y\":2,\"x\":10,\"w\":0}");
+    m = ms_merge(h, hi, lo, false, &e);
+    assert_value_json(m, "{\"y\":2,\"x\":1,\"w\":0,\"z\":3}");
+    hv_decref(m);
+    ms_free(h);
+    /* strategy names and option checks are Puppet's */
+    hv *bad = hv_str("bogus");
+    assert_null(ms_from_value(bad, &e));
+    assert_string_equal(e.msg, "Unknown merge strategy: 'bogus'");
+    herr_clear(&e);
+    hv_decref(bad);
+    hv *nos = parse("{\"knockout_prefix\":\"--\"}");
+    assert_null(ms_from_value(nos, &e));
+    assert_string_equal(e.msg, "The hash given as 'merge' must contain the name of a strategy in string form for the key 'strategy'");
+    herr_clear(&e);
+    hv_decref(nos);
+    hv_decref(a);
+    hv_decref(b);
+    hv_decref(hi);
+    hv_decref(lo);
+}
+
+static void test_rregex_gsub(void **state)
+{
+    (void)state;
+    herr e = {0};
+    rregex *re = rregex_new("^--", 3, &e);
+    size_t n;
+    char *r = rregex_gsub_empty(re, "--a\n--b", 7, &n);
+    assert_string_equal(r, "a\nb"); /* ^ is a line anchor in Ruby */
+    free(r);
+    assert_null(rregex_gsub_empty(re, "a--", 3, &n));
+    rregex_free(re);
+    assert_null(rregex_new("*", 1, &e));
+    herr_clear(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pathname_plus), cmocka_unit_test(test_split_key),
+        cmocka_unit_test(test_deep_merge),    cmocka_unit_test(test_deep_merge_errors),
+        cmocka_unit_test(test_strategies),    cmocka_unit_test(test_rregex_gsub),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
