@@ -129,7 +129,13 @@ HIERA_API hiera_value *hiera_value_load_file(const char *path, hiera_error *err)
 /* Text forms, as `puppet lookup --render-as` prints them (without puppet's final newline for
  * json and s; yaml includes its own). Returns a malloc'ed string (release with free), or NULL
  * with err (e.g. a float that JSON cannot hold). */
-typedef enum { HIERA_RENDER_JSON, HIERA_RENDER_YAML, HIERA_RENDER_S } hiera_render_format;
+typedef enum {
+    HIERA_RENDER_JSON,
+    HIERA_RENDER_YAML,
+    HIERA_RENDER_S,
+    HIERA_RENDER_YAML_SHARED, /* YAML with anchors for containers that appear more than once (as
+                                 Ruby prints an explanation tree, whose nodes share values) */
+} hiera_render_format;
 HIERA_API char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error *err);
 
 /* ------------------------------------------------------------------ contexts */
@@ -169,8 +175,9 @@ typedef enum {
 } hiera_status;
 
 enum {
-    HIERA_EXPLAIN_DATA = 1,    /* --explain */
-    HIERA_EXPLAIN_OPTIONS = 2, /* --explain-options */
+    HIERA_EXPLAIN_DATA = 1,       /* --explain */
+    HIERA_EXPLAIN_OPTIONS = 2,    /* --explain-options */
+    HIERA_EXPLAIN_PROVENANCE = 4, /* --provenance: where each piece of the value came from */
 };
 
 typedef struct {
@@ -197,6 +204,15 @@ HIERA_API hiera_status hiera_lookup_key(hiera *h, const char *key, hiera_value *
  * "value", "event"...). NULL when the last lookup did not explain. */
 HIERA_API char *hiera_explanation_text(hiera *h);
 HIERA_API hiera_value *hiera_explanation_tree(hiera *h);
+
+/* After a lookup made with HIERA_EXPLAIN_PROVENANCE that found a value: the value printed one
+ * node per line, each annotated with the layer, hierarchy level, file and line it came from
+ * ("merged" for containers a merge built), as a malloc'ed string (release with free); or the same
+ * as a tree (a new value: {"key", "value", "provenance": {"layer", "level", "file", "line" |
+ * "merged": true, "entries": {key: node} | "elements": [node] | "value"}}). Sensitive values are
+ * shown redacted. NULL when there is nothing to show. */
+HIERA_API char *hiera_provenance_text(hiera *h);
+HIERA_API hiera_value *hiera_provenance_tree(hiera *h);
 
 HIERA_API const char *hiera_version(void);
 

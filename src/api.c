@@ -4,6 +4,7 @@
 
 #include "engine.h"
 #include "json.h"
+#include "provenance.h"
 #include "ptype.h"
 #include "render.h"
 #include "yaml.h"
@@ -156,9 +157,10 @@ char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error
 {
     sbuf b = {0};
     herr e = {0};
-    int rc = format == HIERA_RENDER_JSON ? render_json(&b, v, &e)
-             : format == HIERA_RENDER_YAML ? render_yaml(&b, v, &e)
-                                           : render_s(&b, v, &e);
+    int rc = format == HIERA_RENDER_JSON          ? render_json(&b, v, &e)
+             : format == HIERA_RENDER_YAML        ? render_yaml(&b, v, &e)
+             : format == HIERA_RENDER_YAML_SHARED ? render_yaml_shared(&b, v, &e)
+                                                  : render_s(&b, v, &e);
     if (rc != 0) {
         sb_free(&b);
         if (!herr_isset(&e))
@@ -335,8 +337,17 @@ hiera_status hiera_lookup(hiera *h, const hiera_request *r, hiera_value **value,
     *value = NULL;
     ex_free(h->ex);
     h->ex = NULL;
-    if (r->explain)
-        h->ex = ex_new((r->explain & HIERA_EXPLAIN_OPTIONS) != 0, r->explain == HIERA_EXPLAIN_OPTIONS);
+    prov_free(h->prov);
+    h->prov = NULL;
+    free(h->prov_key);
+    h->prov_key = NULL;
+    hv_decref(h->prov_value);
+    h->prov_value = NULL;
+    if (r->explain & (HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_OPTIONS))
+        h->ex = ex_new((r->explain & HIERA_EXPLAIN_OPTIONS) != 0,
+                       (r->explain & (HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_OPTIONS)) == HIERA_EXPLAIN_OPTIONS);
+    if (r->explain & HIERA_EXPLAIN_PROVENANCE)
+        h->prov = prov_new();
     ptype *type = NULL;
     if (r->type) {
         type = ptype_parse_cli(r->type, &e);
@@ -349,8 +360,13 @@ hiera_status hiera_lookup(hiera *h, const hiera_request *r, hiera_value **value,
     }
     lr res = hctx_lookup(h, r->keys, r->nkeys, type, r->default_value, r->merge, value, &e);
     ptype_free(type);
-    if (res == LR_FOUND)
+    if (res == LR_FOUND) {
+        if (h->prov) {
+            h->prov_key = xstrdup(r->nkeys ? r->keys[0] : "");
+            h->prov_value = hv_incref(*value);
+        }
         return HIERA_OK;
+    }
     if (h->ex && (e.kind == HERR_LOOKUP || e.kind == HERR_LOOKUP_ISSUE))
         ex_text(h->ex, e.msg); /* puppet lookup reports a LookupError (not found included) last */
     if (res == LR_NOT_FOUND) {
@@ -371,4 +387,14 @@ hiera_status hiera_lookup_key(hiera *h, const char *key, hiera_value **value, hi
 
 char *hiera_explanation_text(hiera *h) { return h->ex ? ex_render_text(h->ex) : NULL; }
 hiera_value *hiera_explanation_tree(hiera *h) { return h->ex ? ex_to_value(h->ex) : NULL; }
+char *hiera_provenance_text(hiera *h)
+{
+    return h->prov && h->prov_value ? prov_render_text(h->prov, h->prov_key, h->prov_value) : NULL;
+}
+
+hiera_value *hiera_provenance_tree(hiera *h)
+{
+    return h->prov && h->prov_value ? prov_to_value(h->prov, h->prov_key, h->prov_value) : NULL;
+}
+
 const char *hiera_version(void) { return HIERA_VERSION; }

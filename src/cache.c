@@ -3,6 +3,7 @@
  * Puppet's cached_file_data checks). Parse errors are kept as well, so a broken file costs one
  * parse, not one per lookup. */
 #include "hiera_int.h"
+#include "eyaml.h"
 #include "hocon.h"
 #include "json.h"
 #include "yaml.h"
@@ -29,6 +30,7 @@ typedef struct centry {
 struct hiera_cache {
     centry **buckets;
     size_t nbuckets, n;
+    eyaml_ctx *eyaml; /* keys and decrypted blocks, shared like the files */
 };
 
 /* Files larger than this are refused rather than read into memory. */
@@ -63,7 +65,15 @@ void cache_free(hiera_cache *c)
         }
     }
     free(c->buckets);
+    eyaml_free(c->eyaml);
     free(c);
+}
+
+eyaml_ctx *cache_eyaml(hiera_cache *c)
+{
+    if (!c->eyaml)
+        c->eyaml = eyaml_new();
+    return c->eyaml;
 }
 
 static uint64_t path_code(const char *p, file_format fmt)

@@ -18,6 +18,7 @@ typedef struct {
     bool loaded;
     hv *data;
     herr data_err;
+    hv *memo; /* lookup_key functions: key -> the answer already given */
 } location;
 
 /* A hierarchy entry after interpolation (a FunctionProvider). */
@@ -28,7 +29,6 @@ typedef struct {
     size_t nlocs;
     bool nil_location; /* the entry declares no location: the function is called once without */
     location nil_loc;
-    hv *lookup_key_memo; /* lookup_key functions: key -> value already answered */
 } provider;
 
 /* A data provider of one layer (ConfiguredDataProvider). */
@@ -64,6 +64,9 @@ struct hiera_ctx {
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */
     explainer *ex;          /* NULL unless explaining */
+    struct prov_registry *prov; /* NULL unless tracing where values come from */
+    char *prov_key;         /* the key and value of the last provenance lookup */
+    hv *prov_value;
     bool global_only;
     herr env_err;           /* the environment does not exist */
 

@@ -412,66 +412,65 @@ static const char *event_name(ex_event e)
     }
 }
 
+/* Puppet's to_hash uses symbols for keys and for the event and type values (they show as
+ * :name in YAML, as strings in JSON). */
+static void put(hv *h, const char *key, hv *v) { hv_hash_set(h, hv_symbol(key, strlen(key)), v); }
+static hv *sym(const char *s) { return hv_symbol(s, strlen(s)); }
+
 static hv *node_value(const exnode *n)
 {
     if (n->type == EX_MERGE && n->nb == 1)
         return node_value(n->branches[0]);
     hv *h = hv_hash();
     if (n->type == EX_MERGE_SOURCE) {
-        hv_hash_sets(h, "type", hv_str("merge_source"));
-        hv_hash_sets(h, "merge_source", hv_str(n->text));
+        put(h, "type", sym("merge_source"));
+        put(h, "merge_source", hv_str(n->text));
         return h;
     }
     if (n->nb) {
         hv *a = hv_array();
         for (size_t i = 0; i < n->nb; i++)
             hv_array_push(a, node_value(n->branches[i]));
-        hv_hash_sets(h, "branches", a);
+        put(h, "branches", a);
     }
     if (n->key)
-        hv_hash_sets(h, "key", hv_str(n->key));
+        put(h, "key", hv_str(n->key));
     else if (n->type == EX_TOP || n->type == EX_INVALID_KEY)
-        hv_hash_sets(h, "key", hv_str(n->text));
+        put(h, "key", hv_str(n->text));
     if (n->event == EV_FOUND || n->event == EV_FOUND_IN_DEFAULTS || n->event == EV_FOUND_IN_OVERRIDES || n->event == EV_RESULT)
-        hv_hash_sets(h, "value", hv_incref(n->value ? n->value : hv_undef()));
+        put(h, "value", hv_incref(n->value ? n->value : hv_undef()));
     if (event_name(n->event))
-        hv_hash_sets(h, "event", hv_str(event_name(n->event)));
+        put(h, "event", sym(event_name(n->event)));
     if (n->ntexts) {
         hv *a = hv_array();
         for (size_t i = 0; i < n->ntexts; i++)
             hv_array_push(a, hv_str(n->texts[i]));
-        hv_hash_sets(h, "texts", a);
+        put(h, "texts", a);
     }
-    hv_hash_sets(h, "type", hv_str(type_name(n)));
+    put(h, "type", sym(type_name(n)));
     switch (n->type) {
     case EX_MERGE:
-        hv_hash_sets(h, "merge", hv_str(merge_key(n->merge_kind)));
+        put(h, "merge", sym(merge_key(n->merge_kind)));
         if (n->merge_options)
-            hv_hash_sets(h, "options", hv_incref(n->merge_options));
+            put(h, "options", hv_incref(n->merge_options));
         break;
     case EX_DATA_PROVIDER:
     case EX_HIERARCHY_ENTRY:
-        hv_hash_sets(h, "name", hv_str(n->text));
+        put(h, "name", hv_str(n->text));
         if (n->text2)
-            hv_hash_sets(h, "configuration_path", hv_str(n->text2));
+            put(h, "configuration_path", hv_str(n->text2));
         if (n->module)
-            hv_hash_sets(h, "module", hv_str(n->module));
+            put(h, "module", hv_str(n->module));
         break;
     case EX_LOCATION:
-        hv_hash_sets(h, n->is_uri ? "original_uri" : "original_path", hv_str(n->text2 ? n->text2 : ""));
-        hv_hash_sets(h, n->is_uri ? "uri" : "path", hv_str(n->text));
+        put(h, n->is_uri ? "original_uri" : "original_path", hv_str(n->text2 ? n->text2 : ""));
+        put(h, n->is_uri ? "uri" : "path", hv_str(n->text));
         break;
     case EX_INTERPOLATE:
-        hv_hash_sets(h, "expression", hv_str(n->text));
+        put(h, "expression", hv_str(n->text));
         break;
     case EX_SCOPE:
-        hv_hash_sets(h, "name", hv_str(n->text));
-        break;
-    case EX_MODULE:
-        hv_hash_sets(h, "module", hv_str(n->text));
-        break;
-    case EX_SUB_LOOKUP:
-        hv_hash_sets(h, "sub_key", hv_incref(n->segments));
+        put(h, "name", hv_str(n->text));
         break;
     default:
         break;
@@ -481,7 +480,12 @@ static hv *node_value(const exnode *n)
 
 hv *ex_to_value(const explainer *ex)
 {
-    if (ex->root.nb == 1 && !ex->root.ntexts)
+    if (ex->root.nb == 1)
         return node_value(ex->root.branches[0]);
-    return node_value(&ex->root);
+    /* the Explainer itself: only its branches (its texts are not part of the hash) */
+    hv *h = hv_hash(), *a = hv_array();
+    for (size_t i = 0; i < ex->root.nb; i++)
+        hv_array_push(a, node_value(ex->root.branches[i]));
+    put(h, "branches", a);
+    return h;
 }

@@ -34,6 +34,8 @@ typedef enum {
 hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
 hiera_cache *cache_new(void);
 void cache_free(hiera_cache *c);
+/* The eyaml decryption context kept with the cache (created on first use; BORROWED). */
+struct eyaml_ctx *cache_eyaml(hiera_cache *c);
 /* Whether path exists (Ruby's File.exist?: directories included). */
 bool cache_file_exists(hiera_cache *c, const char *path);
 

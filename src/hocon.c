@@ -156,9 +156,10 @@ struct node {
     hv *val;         /* primitives: the data value */
     hv *text;        /* N_NUM: the original text, used when concatenated */
     size_t n, cap;
+    size_t front;    /* N_OBJ: free slots before items/keys in their allocations (obj_prepend) */
     node **items;    /* N_OBJ values, N_LIST elements, N_CONCAT pieces, N_MERGE* stack */
     hv **keys;       /* N_OBJ keys, N_REF path elements (hv strings) */
-    uint32_t *index; /* N_OBJ: open-addressing index (position + 1), built for larger objects */
+    uint32_t *index; /* N_OBJ: open-addressing index (front + position + 1), for larger objects */
     size_t icap;
     size_t prefix; /* N_REF: length of the include prefix the path was relativized with */
 };
@@ -193,8 +194,10 @@ static void nfree(node *n)
         if (n->keys)
             hv_decref(n->keys[i]);
     }
-    free(n->items);
-    free(n->keys);
+    if (n->items)
+        free(n->items - n->front);
+    if (n->keys)
+        free(n->keys - n->front);
     free(n->index);
     hv_decref(n->val);
     hv_decref(n->text);
@@ -217,9 +220,12 @@ static void items_push(node *n, node *child)
 {
     if (n->n == n->cap) {
         n->cap = n->cap ? n->cap * 2 : 4;
-        n->items = xrealloc(n->items, n->cap * sizeof *n->items);
-        if (n->kind == N_OBJ || n->kind == N_REF)
-            n->keys = xrealloc(n->keys, n->cap * sizeof *n->keys);
+        node **ib = n->items ? n->items - n->front : NULL;
+        n->items = (node **)xrealloc(ib, (n->front + n->cap) * sizeof *ib) + n->front;
+        if (n->kind == N_OBJ || n->kind == N_REF) {
+            hv **kb = n->keys ? n->keys - n->front : NULL;
+            n->keys = (hv **)xrealloc(kb, (n->front + n->cap) * sizeof *kb) + n->front;
+        }
     }
     n->items[n->n++] = child;
     if (child && child->unresolved)
@@ -272,7 +278,7 @@ static void index_put(node *o, size_t pos)
     size_t i = (size_t)key_hash(hv_str_ptr(o->keys[pos]), hv_str_len(o->keys[pos])) & mask;
     while (o->index[i])
         i = (i + 1) & mask;
-    o->index[i] = (uint32_t)(pos + 1);
+    o->index[i] = (uint32_t)(o->front + pos + 1);
 }
 
 static void index_rebuild(node *o)
@@ -299,7 +305,7 @@ static long obj_find(node *o, const char *s, size_t n)
     }
     size_t mask = o->icap - 1;
     for (size_t i = (size_t)key_hash(s, n) & mask; o->index[i]; i = (i + 1) & mask) {
-        size_t pos = o->index[i] - 1;
+        size_t pos = o->index[i] - 1 - o->front;
         if (key_eq(o->keys[pos], s, n))
             return (long)pos;
     }
@@ -322,6 +328,45 @@ static void obj_append(node *o, hv *key, node *val)
             index_rebuild(o);
         else
             index_put(o, o->n - 1);
+    }
+}
+
+/* puts a key known to be absent first; steals key and val. Amortized O(1): the arrays keep free
+ * room before the first element. */
+static void obj_prepend(node *o, hv *key, node *val)
+{
+    if (o->front == 0) {
+        size_t room = o->n > 4 ? o->n : 4, total = room + o->cap;
+        node **ib = xmalloc(total * sizeof *ib);
+        hv **kb = xmalloc(total * sizeof *kb);
+        if (o->n) {
+            memcpy(ib + room, o->items, o->n * sizeof *ib);
+            memcpy(kb + room, o->keys, o->n * sizeof *kb);
+        }
+        if (o->items)
+            free(o->items - o->front);
+        if (o->keys)
+            free(o->keys - o->front);
+        o->items = ib + room;
+        o->keys = kb + room;
+        o->front = room;
+        if (o->index)
+            index_rebuild(o);
+    }
+    o->front--;
+    o->items--;
+    o->keys--;
+    o->n++;
+    o->cap++;
+    o->items[0] = val;
+    o->keys[0] = key;
+    if (val->unresolved)
+        o->unresolved = true;
+    if (o->index) {
+        if ((o->n + 1) * 2 > o->icap)
+            index_rebuild(o);
+        else
+            index_put(o, 0);
     }
 }
 
@@ -487,6 +532,81 @@ static node *merge_objects(hctx *cx, node *a, node *b)
         o->unresolved = unresolved;
     }
     return o;
+}
+
+/* merge_objects(a, b) for a fallback b that the caller holds the only reference to and drops
+ * afterwards: the common cases of dotted keys (`s.k1 = 1`, `s.k2 = 2`, ... each merges a
+ * one-key object over the growing s) are done in b itself in O(1), not by copying b, which would
+ * make many dotted keys under one parent quadratic. Same result as merge_objects otherwise. */
+static node *merge_objects_into(hctx *cx, node *a, node *b)
+{
+    if (a->n != 1 || b->n == 0)
+        return merge_objects(cx, a, b);
+    long p = obj_find(b, hv_str_ptr(a->keys[0]), hv_str_len(a->keys[0]));
+    if (p < 0) { /* a new key first, then all of b's */
+        obj_prepend(b, hv_incref(a->keys[0]), nref(a->items[0]));
+        return nref(b);
+    }
+    node *second = b->items[p], *first = a->items[0];
+    bool was = second->unresolved; /* before second is possibly merged into in place */
+    node *kept = second->refs == 1 && first->kind == N_OBJ && second->kind == N_OBJ && !first->ignores
+                     ? merge_objects_into(cx, first, second)
+                     : with_fallback(cx, first, second);
+    int eq = kept ? rb_eq(first, kept) : 1;
+    if (!kept || eq < 0) {
+        if (kept)
+            fail(cx, NULL, 0, 0,
+                 "need to Config#resolve() before using this object, see the API docs for Config#resolve()");
+        nfree(kept);
+        return NULL;
+    }
+    if (b->n == 1 && eq == 1) { /* nothing changed: the gem keeps a's own field */
+        bool ignores = b->ignores, unresolved = kept->unresolved;
+        nfree(kept);
+        if (ignores == a->ignores && unresolved == a->unresolved)
+            return nref(a);
+        node *o = shallow_copy(a);
+        o->ignores = ignores;
+        o->unresolved = unresolved;
+        return o;
+    }
+    /* the merged field moves first: rotate b's first p + 1 entries */
+    hv *key = b->keys[p];
+    size_t *slots = NULL;
+    if (b->index && p > 0) { /* the index slots of the entries that move, found before moving them */
+        size_t mask = b->icap - 1;
+        slots = xmalloc(((size_t)p + 1) * sizeof *slots);
+        for (size_t j = 0; j <= (size_t)p; j++) {
+            size_t i = (size_t)key_hash(hv_str_ptr(b->keys[j]), hv_str_len(b->keys[j])) & mask;
+            while (b->index[i] != b->front + j + 1)
+                i = (i + 1) & mask;
+            slots[j] = i;
+        }
+    }
+    nfree(second);
+    memmove(b->items + 1, b->items, (size_t)p * sizeof *b->items);
+    memmove(b->keys + 1, b->keys, (size_t)p * sizeof *b->keys);
+    b->items[0] = kept;
+    b->keys[0] = key;
+    if (slots) {
+        for (size_t j = 0; j < (size_t)p; j++)
+            b->index[slots[j]] = (uint32_t)(b->front + j + 2);
+        b->index[slots[p]] = (uint32_t)(b->front + 1);
+        free(slots);
+    }
+    if (kept->unresolved)
+        b->unresolved = true;
+    else if (was)
+        fix_status(b);
+    return nref(b);
+}
+
+/* with_fallback for a fallback the caller owns alone and drops afterwards (see above) */
+static node *with_fallback_into(hctx *cx, node *self, node *other)
+{
+    if (other->refs == 1 && self->kind == N_OBJ && other->kind == N_OBJ && !self->ignores)
+        return merge_objects_into(cx, self, other);
+    return with_fallback(cx, self, other);
 }
 
 /* AbstractConfigValue#with_fallback and the merged_with_* methods of each class; NULL after an
@@ -1885,9 +2005,13 @@ static int consolidate_values(parser *P, node **out)
     if (pieces.n == 1) {
         *out = pieces.v[0];
         pieces.n = 0;
-    } else if (pieces.n > 1 && (!building(P) || concatenate(P->cx, pieces.v, pieces.n, out) < 0)) {
-        defer(P);
-        *out = placeholder(pieces.v[0]->line, pieces.v[0]->col);
+    } else if (pieces.n > 1) {
+        if (!building(P))
+            *out = placeholder(pieces.v[0]->line, pieces.v[0]->col);
+        else if (concatenate(P->cx, pieces.v, pieces.n, out) < 0) {
+            defer(P);
+            *out = placeholder(pieces.v[0]->line, pieces.v[0]->col);
+        }
     }
     nv_free(&pieces);
     return 0;
@@ -2013,7 +2137,7 @@ static int add_field(parser *P, node *o, hv **keys, size_t n, bool pluseq, node 
     }
     node *existing = obj_get(o, keys[0]);
     if (existing) {
-        node *m = with_fallback(P->cx, v, existing);
+        node *m = with_fallback_into(P->cx, v, existing); /* existing is replaced below */
         if (m) {
             nfree(v);
             v = m;
@@ -2709,16 +2833,24 @@ static int resolve_obj(rctx *R, node *v, const rsrc *src, const rpath *rp, node 
         *out = nref(v);
         return R_OK;
     }
+    /* restricted: only the child on the path, and not the leaf itself */
+    size_t from = 0, to = v->n;
+    if (rp) {
+        long i = rp->n > 1 ? obj_find(v, hv_str_ptr(rp->k[0]), hv_str_len(rp->k[0])) : -1;
+        if (i < 0) {
+            *out = nref(v);
+            return R_OK;
+        }
+        from = (size_t)i;
+        to = from + 1;
+    }
     rsrc s2;
     src_push(src, v, &s2);
     node **nv = NULL; /* new children, made on the first change; NULL entries are removed */
     int rc = R_OK;
-    for (size_t i = 0; i < v->n; i++) {
+    for (size_t i = from; i < to; i++) {
         node *c = v->items[i], *r = NULL;
         if (rp) {
-            /* restricted: only the child on the path, and not the leaf itself */
-            if (!key_eq(v->keys[i], hv_str_ptr(rp->k[0]), hv_str_len(rp->k[0])) || rp->n == 1)
-                continue;
             rpath sub = {rp->k + 1, rp->n - 1};
             rc = resolve(R, c, &s2, &sub, &r);
         } else {

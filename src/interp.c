@@ -482,7 +482,9 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
 
 lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err)
 {
-    bool fresh = I->h->ex != NULL; /* Puppet always builds new containers; only visible when explaining */
+    /* Puppet always builds new containers; that is only visible when explaining (where values
+     * are shown after merges edited them) and needed when tracing provenance */
+    bool fresh = I->h->ex != NULL || I->h->prov != NULL;
     switch (hv_kind_of(value)) {
     case HV_STRING:
         if (!memmem(hv_str_ptr(value), hv_str_len(value), "%{", 2)) {

@@ -6,7 +6,9 @@
  * over its locations; then dotted sub-keys are dug, then convert_to, then the type is asserted.
  * Every step reports to the explainer when one is attached (one NULL test otherwise). */
 #include "engine.h"
+#include "eyaml.h"
 #include "glob.h"
+#include "provenance.h"
 #include "pathname.h"
 #include "ptype.h"
 #include "render.h"
@@ -85,6 +87,7 @@ void check_leave(inv *I, herr *err)
 
 static void location_clear(location *l)
 {
+    hv_decref(l->memo);
     free(l->path);
     free(l->original);
     hv_decref(l->data);
@@ -99,7 +102,6 @@ static void providers_free(provider *p, size_t n)
             location_clear(&p[i].locs[j]);
         free(p[i].locs);
         location_clear(&p[i].nil_loc);
-        hv_decref(p[i].lookup_key_memo);
     }
     free(p);
 }
@@ -270,7 +272,7 @@ static void add_location(location **locs, size_t *n, size_t *cap, char *path, ch
         *cap = *cap ? *cap * 2 : 4;
         *locs = xrealloc(*locs, *cap * sizeof **locs);
     }
-    (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, {0}};
+    (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, {0}, NULL};
 }
 
 static lr interp_str(inv *I, const char *s, char **out, herr *err)
@@ -531,7 +533,7 @@ static char *infer_type_name(const hv *v)
 static file_format data_hash_format(const char *fname, bool *known)
 {
     *known = true;
-    if (!strcmp(fname, "yaml_data"))
+    if (!strcmp(fname, "yaml_data") || !strcmp(fname, "eyaml_lookup_key"))
         return FMT_YAML;
     if (!strcmp(fname, "json_data"))
         return FMT_JSON;
@@ -702,8 +704,144 @@ typedef struct {
     const merge_strategy *ms;
 } entry_arg;
 
+/* eyaml_lookup_key's decrypt_value: strings decrypted when they hold ENC[...] blocks, then
+ * interpolated; hash keys interpolated; arrays element by element. */
+static lr eyaml_decrypt_value(entry_arg *a, const location *loc, hv *v, hv **out, herr *err)
+{
+    switch (hv_kind_of(v)) {
+    case HV_STRING: {
+        hv *plain = NULL;
+        if (eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
+            herr e = {0};
+            size_t n = 0;
+            char *text = eyaml_decrypt_text(cache_eyaml(a->I->h->cache), hv_str_ptr(v), hv_str_len(v), a->p->options, &n, &e);
+            if (!text) {
+                if (eyaml_last_error_class(cache_eyaml(a->I->h->cache)) == EYAML_ERR_LOAD) {
+                    /* a LoadError (an encryption scheme without its plugin) is not rescued */
+                    herr_move(err, &e);
+                    err->kind = HERR_ERROR;
+                    return LR_ERROR;
+                }
+                herr_set(err, HERR_LOOKUP,
+                         "hiera-eyaml backend error decrypting %s when looking up %s in %s. Error was %s", hv_str_ptr(v),
+                         a->root_key, loc->path ? loc->path : "", e.msg ? e.msg : "");
+                herr_clear(&e);
+                return LR_ERROR;
+            }
+            plain = hv_str_take(text, n);
+        } else {
+            plain = hv_incref(v);
+        }
+        lr r = interpolate(a->I, plain, true, out, err);
+        hv_decref(plain);
+        return r;
+    }
+    case HV_HASH: {
+        hv *res = hv_hash_sized(hv_hash_len(v));
+        hv_set_line(res, hv_line(v));
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            hv *k = NULL, *val = NULL;
+            if (interpolate(a->I, hv_hash_key_at(v, i), true, &k, err) != LR_FOUND ||
+                eyaml_decrypt_value(a, loc, hv_hash_val_at(v, i), &val, err) != LR_FOUND) {
+                hv_decref(k);
+                hv_decref(res);
+                return LR_ERROR;
+            }
+            hv_hash_set(res, k, val);
+        }
+        *out = res;
+        return LR_FOUND;
+    }
+    case HV_ARRAY: {
+        hv *res = hv_array_sized(hv_array_len(v));
+        hv_set_line(res, hv_line(v));
+        for (size_t i = 0; i < hv_array_len(v); i++) {
+            hv *e = NULL;
+            if (eyaml_decrypt_value(a, loc, hv_array_get(v, i), &e, err) != LR_FOUND) {
+                hv_decref(res);
+                return LR_ERROR;
+            }
+            hv_array_push(res, e);
+        }
+        *out = res;
+        return LR_FOUND;
+    }
+    default:
+        *out = hv_incref(v);
+        return LR_FOUND;
+    }
+}
+
+/* LookupKeyFunctionProvider#lookup_key with eyaml_lookup_key: one answer per key and location,
+ * remembered (the function caches, so interpolation runs once). */
+static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
+{
+    hiera_ctx *h = a->I->h;
+    explainer *ex = h->ex;
+    if (strcmp(a->p->lvl->fname, "eyaml_lookup_key") != 0) {
+        function_not_found(a->l, a->p, err);
+        return LR_ERROR;
+    }
+    if (!loc->data_err.msg && !loc->loaded && (a->p->nil_location || loc->is_uri)) {
+        herr_set(err, HERR_ERROR,
+                 "'eyaml_lookup_key': one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this lookup_key function");
+        return LR_ERROR;
+    }
+    hv *memo = hv_hash_gets(loc->memo, a->root_key);
+    if (memo) {
+        *out = hv_incref(memo);
+        return LR_FOUND;
+    }
+    hv *hash = location_data(h, a->l, a->p, loc, err);
+    if (!hash)
+        return LR_ERROR;
+    hv *raw = hv_hash_gets(hash, a->root_key);
+    if (!raw) {
+        if (ex)
+            ex_not_found_str(ex, a->root_key);
+        return LR_NOT_FOUND;
+    }
+    hv *value = NULL;
+    if (eyaml_decrypt_value(a, loc, raw, &value, err) != LR_FOUND)
+        return LR_ERROR;
+    if (!rich_data(value, 0)) {
+        char *got = infer_type_name(value);
+        herr_set(err, HERR_PUPPET,
+                 "Value for key '%s', returned from lookup_key function '%s', when using location '%s', has wrong type, expects Puppet::LookupValue, got %s",
+                 a->root_key, a->p->lvl->fname, loc->path ? loc->path : "", got);
+        free(got);
+        hv_decref(value);
+        return LR_ERROR;
+    }
+    if (!loc->memo)
+        loc->memo = hv_hash();
+    hv_hash_sets(loc->memo, a->root_key, hv_incref(value));
+    *out = value;
+    return LR_FOUND;
+}
+
+/* Provenance mode: registers the nodes of a value found at a location. */
+static hv *trace(entry_arg *a, const location *loc, hv *value)
+{
+    const layer *l = a->l;
+    char *layer_name = l->kind == LAYER_GLOBAL ? xstrdup("Global") : l->kind == LAYER_ENV ? xstrdup("Environment")
+                                                                                         : xasprintf("Module %s", l->module);
+    hv *res = prov_register(a->I->h->prov, value, layer_name, a->p->lvl->name, loc->path);
+    free(layer_name);
+    hv_decref(value);
+    return res;
+}
+
 static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
 {
+    if (a->p->lvl->fkind == FN_LOOKUP_KEY) {
+        lr r = lookup_key_value(a, loc, out, err);
+        if (r == LR_FOUND && a->I->h->prov)
+            *out = trace(a, loc, *out);
+        if (r == LR_FOUND && a->I->h->ex)
+            ex_found_str(a->I->h->ex, a->root_key, *out);
+        return r;
+    }
     hiera_ctx *h = a->I->h;
     explainer *ex = h->ex;
     bool known;
@@ -738,6 +876,8 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     lr r = interpolate(a->I, value, true, &res, err);
     if (r != LR_FOUND)
         return r;
+    if (h->prov)
+        res = trace(a, loc, res);
     if (ex)
         ex_found_str(ex, a->root_key, res);
     *out = res;
@@ -1553,6 +1693,9 @@ void hctx_free(hiera_ctx *h)
     for (size_t i = 0; i < h->nstack; i++)
         free(h->stack[i]);
     free(h->stack);
+    prov_free(h->prov);
+    free(h->prov_key);
+    hv_decref(h->prov_value);
     if (h->own_cache)
         cache_free(h->cache);
     free(h);

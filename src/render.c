@@ -823,13 +823,80 @@ static const struct {
                     "|[-+]?0x[0-9a-fA-F_,]+)$", false},
 };
 
+/* Shared containers for render_yaml_shared: Psych gives an object that appears twice an anchor
+ * numbered in the order its first repeat is met, and emits later appearances as aliases. */
+typedef struct {
+    const hv **keys;
+    int *ids;        /* 0: seen once; >0: anchor number */
+    bool *emitted;
+    size_t cap, n;
+    int counter;
+} ptrmap;
+
 typedef struct {
     yaml_emitter_t em;
     sbuf *out;
     herr *err;
     OnigRegex re[RE_COUNT];
     bool onig_ready, re_failed;
+    ptrmap *shared; /* NULL: no anchors (values that merely share storage print twice) */
 } yctx;
+
+static size_t ptrmap_slot(const ptrmap *m, const hv *p)
+{
+    size_t h = ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL;
+    size_t i = h & (m->cap - 1);
+    while (m->keys[i] && m->keys[i] != p)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static void ptrmap_grow(ptrmap *m)
+{
+    ptrmap old = *m;
+    m->cap = old.cap ? old.cap * 2 : 64;
+    m->keys = xcalloc(m->cap, sizeof *m->keys);
+    m->ids = xcalloc(m->cap, sizeof *m->ids);
+    m->emitted = xcalloc(m->cap, sizeof *m->emitted);
+    m->n = 0;
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.keys[i]) {
+            size_t j = ptrmap_slot(m, old.keys[i]);
+            m->keys[j] = old.keys[i];
+            m->ids[j] = old.ids[i];
+            m->n++;
+        }
+    free(old.keys);
+    free(old.ids);
+    free(old.emitted);
+}
+
+static void ptrmap_count(ptrmap *m, const hv *v, int depth)
+{
+    hv_kind k = hv_kind_of(v);
+    if (depth > RENDER_MAX_DEPTH || !(k == HV_ARRAY || k == HV_HASH || k == HV_SENSITIVE))
+        return;
+    if ((m->n + 1) * 2 > m->cap)
+        ptrmap_grow(m);
+    size_t i = ptrmap_slot(m, v);
+    if (m->keys[i]) {
+        if (!m->ids[i])
+            m->ids[i] = ++m->counter;
+        return;
+    }
+    m->keys[i] = v;
+    m->n++;
+    if (k == HV_ARRAY)
+        for (size_t j = 0; j < hv_array_len(v); j++)
+            ptrmap_count(m, hv_array_get(v, j), depth + 1);
+    else if (k == HV_HASH)
+        for (size_t j = 0; j < hv_hash_len(v); j++) {
+            ptrmap_count(m, hv_hash_key_at(v, j), depth + 1);
+            ptrmap_count(m, hv_hash_val_at(v, j), depth + 1);
+        }
+    else
+        ptrmap_count(m, hv_sensitive_inner(v), depth + 1);
+}
 
 /* Whether Psych's pattern `which` matches s; patterns are compiled when first needed. */
 static bool re_match(yctx *y, int which, const char *s, size_t n)
@@ -1169,10 +1236,11 @@ static int y_string(yctx *y, const char *s, size_t n)
 
 static int y_node(yctx *y, const hv *v, int depth);
 
-static int y_mapping_start(yctx *y, const char *tag, int implicit)
+static int y_mapping_start(yctx *y, const char *anchor, const char *tag, int implicit)
 {
     yaml_event_t ev;
-    int ok = yaml_mapping_start_event_initialize(&ev, NULL, (yaml_char_t *)tag, implicit, YAML_BLOCK_MAPPING_STYLE);
+    int ok = yaml_mapping_start_event_initialize(&ev, (yaml_char_t *)anchor, (yaml_char_t *)tag, implicit,
+                                                 YAML_BLOCK_MAPPING_STYLE);
     return y_emit(y, &ev, ok);
 }
 
@@ -1189,9 +1257,23 @@ static int y_container(yctx *y, const hv *v, int depth)
         herr_set(y->err, HERR_ERROR, "stack level too deep");
         return -1;
     }
+    char anchor_buf[24];
+    const char *anchor = NULL;
+    if (y->shared && y->shared->cap) {
+        size_t slot = ptrmap_slot(y->shared, v);
+        if (y->shared->keys[slot] == v && y->shared->ids[slot]) {
+            snprintf(anchor_buf, sizeof anchor_buf, "%d", y->shared->ids[slot]);
+            if (y->shared->emitted[slot]) {
+                yaml_event_t ev;
+                return y_emit(y, &ev, yaml_alias_event_initialize(&ev, (yaml_char_t *)anchor_buf));
+            }
+            y->shared->emitted[slot] = true;
+            anchor = anchor_buf;
+        }
+    }
     if (hv_kind_of(v) == HV_ARRAY) {
         yaml_event_t ev;
-        if (y_emit(y, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE)))
+        if (y_emit(y, &ev, yaml_sequence_start_event_initialize(&ev, (yaml_char_t *)anchor, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE)))
             return -1;
         for (size_t i = 0; i < hv_array_len(v); i++)
             if (y_node(y, hv_array_get(v, i), depth + 1))
@@ -1201,12 +1283,12 @@ static int y_container(yctx *y, const hv *v, int depth)
     if (hv_kind_of(v) == HV_SENSITIVE) {
         /* Psych's visit_Object: a tagged mapping of the instance variables, so YAML shows the
          * sensitive value in clear (a Puppet quirk, reproduced) */
-        if (y_mapping_start(y, SENSITIVE_TAG, 0) || y_scalar(y, NULL, "value", 5, 1, 0, YAML_ANY_SCALAR_STYLE) ||
+        if (y_mapping_start(y, anchor, SENSITIVE_TAG, 0) || y_scalar(y, NULL, "value", 5, 1, 0, YAML_ANY_SCALAR_STYLE) ||
             y_node(y, hv_sensitive_inner(v), depth + 1))
             return -1;
         return y_end(y, true);
     }
-    if (y_mapping_start(y, NULL, 1))
+    if (y_mapping_start(y, anchor, NULL, 1))
         return -1;
     for (size_t i = 0; i < hv_hash_len(v); i++)
         if (y_node(y, hv_hash_key_at(v, i), depth + 1) || y_node(y, hv_hash_val_at(v, i), depth + 1))
@@ -1262,10 +1344,27 @@ static int y_write(void *data, unsigned char *buffer, size_t size)
     return 1;
 }
 
-int render_yaml(sbuf *out, const hv *v, herr *err)
+static int render_yaml_impl(sbuf *out, const hv *v, herr *err, ptrmap *shared);
+
+int render_yaml(sbuf *out, const hv *v, herr *err) { return render_yaml_impl(out, v, err, NULL); }
+
+int render_yaml_shared(sbuf *out, const hv *v, herr *err)
+{
+    ptrmap m = {0};
+    ptrmap_grow(&m);
+    ptrmap_count(&m, v, 0);
+    int r = render_yaml_impl(out, v, err, &m);
+    free(m.keys);
+    free(m.ids);
+    free(m.emitted);
+    return r;
+}
+
+static int render_yaml_impl(sbuf *out, const hv *v, herr *err, ptrmap *shared)
 {
     yctx y;
     memset(&y, 0, sizeof y);
+    y.shared = shared;
     sbuf tmp = {0};
     y.out = &tmp;
     y.err = err;

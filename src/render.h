@@ -12,6 +12,10 @@ int render_json(sbuf *out, const hv *v, herr *err);
 /* `--render-as yaml` (puppet's default) output for v, including the "---" header and the final
  * newline exactly as puppet prints it. */
 int render_yaml(sbuf *out, const hv *v, herr *err);
+/* render_yaml, but a container that appears more than once (the same object, as in an
+ * explanation tree where a found value is also the merged result) gets an anchor and aliases,
+ * as Ruby's to_yaml does for shared objects. */
+int render_yaml_shared(sbuf *out, const hv *v, herr *err);
 /* `--render-as s` output for v (Ruby to_s of the value), without the final newline. */
 int render_s(sbuf *out, const hv *v, herr *err);
 

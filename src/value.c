@@ -517,6 +517,35 @@ hv *hv_sensitive_inner(const hv *s) { return ((const hv_scalar *)s)->u.inner; }
 
 /* ---- copies ---- */
 
+bool hv_is_immortal(const hv *v) { return v && v->rc == 0; }
+
+hv *hv_clone_scalar(const hv *v)
+{
+    hv *c;
+    switch (hv_kind_of(v)) {
+    case HV_UNDEF:
+        c = alloc_node(sizeof(hv_scalar), HV_UNDEF);
+        break;
+    case HV_BOOL:
+        c = alloc_node(sizeof(hv_scalar), HV_BOOL);
+        ((hv_scalar *)c)->u.b = hv_bool_val(v);
+        break;
+    case HV_INT:
+        c = hv_int(hv_int_val(v));
+        break;
+    case HV_FLOAT:
+        c = hv_float(hv_float_val(v));
+        break;
+    case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
+        c = new_string(hv_str_ptr(v), hv_str_len(v), hv_kind_of(v));
+        break;
+    default:
+        return hv_incref((hv *)v);
+    }
+    c->line = hv_line(v);
+    return c;
+}
+
 hv *hv_copy(const hv *v)
 {
     switch (hv_kind_of(v)) {

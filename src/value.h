@@ -107,6 +107,8 @@ hv *hv_sensitive_inner(const hv *s); /* BORROWED */
 bool hv_eql(const hv *a, const hv *b);   /* Ruby eql?: same kinds and values, deep; 1 != 1.0 */
 bool hv_equal(const hv *a, const hv *b); /* Ruby ==: like eql? but 1 == 1.0 */
 uint64_t hv_hash_code(const hv *v);      /* consistent with hv_eql */
+hv *hv_clone_scalar(const hv *v); /* a private copy of a scalar (also of the shared singletons) */
+bool hv_is_immortal(const hv *v);  /* the shared undef/true/false singletons */
 hv *hv_copy(const hv *v);      /* shallow copy of arrays/hashes (elements shared), incref of others */
 hv *hv_deep_copy(const hv *v); /* fresh containers all the way down; scalars shared */
 

@@ -14,7 +14,7 @@
 typedef struct {
     const char *node, *facts, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
     const char *merge, *prefix, *default_value, *type, *render_as;
-    bool has_default, sort_merged_arrays, merge_hash_arrays, explain, explain_options;
+    bool has_default, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
     const char **keys;
     size_t nkeys;
 } lookup_args;
@@ -26,10 +26,12 @@ static const char *LOOKUP_USAGE =
     "                    [--environment <ENV>] [--default <VALUE>] [--node <NODE-NAME>]\n"
     "                    [--facts <FILE>] [--codedir <DIR>] [--confdir <DIR>]\n"
     "                    [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
-    "                    [--render-as s|json|yaml] <keys>\n"
+    "                    [--render-as s|json|yaml] [--provenance] <keys>\n"
     "\n"
     "Looks up keys in Hiera 5 data exactly as `puppet lookup` does; the first key found wins.\n"
-    "Exit status: 0 found (or default), 1 not found or error.\n";
+    "Exit status: 0 found (or default), 1 not found or error.\n"
+    "--provenance prints the value with the layer, level, file and line each part came from\n"
+    "(after the explanation when --explain is given too; as data with --render-as json|yaml).\n";
 
 static int fail(const char *fmt, const char *arg)
 {
@@ -114,6 +116,8 @@ static int parse(int argc, char **argv, lookup_args *a)
             a->explain = true;
         } else if (flag_is(name, nlen, "explain_options")) {
             a->explain_options = true;
+        } else if (flag_is(name, nlen, "provenance")) {
+            a->provenance = true;
         } else if (flag_is(name, nlen, "help")) {
             fputs(LOOKUP_USAGE, stdout);
             exit(0);
@@ -236,12 +240,14 @@ int lookup_main(int argc, char **argv)
         req.explain |= HIERA_EXPLAIN_DATA;
     if (a.explain_options)
         req.explain |= HIERA_EXPLAIN_OPTIONS;
+    if (a.provenance)
+        req.explain |= HIERA_EXPLAIN_PROVENANCE;
     hiera_status st = hiera_lookup(h, &req, &value, &err);
     if (st == HIERA_ERROR && err.kind == HIERA_ERR_FATAL) {
         fail("%s", err.message);
         goto out;
     }
-    if (explain) {
+    if (explain && !(a.provenance && st == HIERA_OK && rf != HIERA_RENDER_S)) {
         if (rf == HIERA_RENDER_S) {
             char *text = hiera_explanation_text(h);
             fputs(text ? text : "", stdout);
@@ -250,6 +256,29 @@ int lookup_main(int argc, char **argv)
             free(text);
         } else {
             hiera_value *tree = hiera_explanation_tree(h);
+            hiera_error rerr = {0};
+            char *text = hiera_render(tree, rf == HIERA_RENDER_YAML ? HIERA_RENDER_YAML_SHARED : rf, &rerr);
+            hiera_value_decref(tree);
+            if (!text) {
+                fail("%s", rerr.message);
+                hiera_error_clear(&rerr);
+                goto out;
+            }
+            print_rendered(text);
+            free(text);
+        }
+        rc = 0;
+        if (!a.provenance || st != HIERA_OK)
+            goto out;
+        fputc('\n', stdout);
+    }
+    if (a.provenance && st == HIERA_OK) {
+        if (rf == HIERA_RENDER_S || !a.render_as) {
+            char *text = hiera_provenance_text(h);
+            fputs(text ? text : "", stdout);
+            free(text);
+        } else {
+            hiera_value *tree = hiera_provenance_tree(h);
             hiera_error rerr = {0};
             char *text = hiera_render(tree, rf, &rerr);
             hiera_value_decref(tree);

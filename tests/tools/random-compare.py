@@ -123,7 +123,7 @@ def gen_tree(root, rnd):
     def hierarchy(prefix, datadir_files, module=None):
         levels = []
         for i in range(rnd.randrange(1, 5)):
-            kind = rnd.choice(["path", "path", "paths", "glob", "mapped", "json"])
+            kind = rnd.choice(["path", "path", "paths", "glob", "mapped", "json", "hocon"])
             name = "L%d" % i
             if kind == "path":
                 p = rnd.choice(["nodes/%{trusted.certname}.yaml", "role/%{facts.role}.yaml", "os/%{facts.os.family}.yaml",
@@ -141,6 +141,9 @@ def gen_tree(root, rnd):
             elif kind == "mapped":
                 levels.append({"name": name, "mapped_paths": ["facts.zones", "zone", "zones/%{zone}.yaml"]})
                 datadir_files += ["zones/%s.yaml" % z for z in ["a", "b", "c"]]
+            elif kind == "hocon":
+                levels.append({"name": name, "path": "h%d.conf" % i, "data_hash": "hocon_data"})
+                datadir_files.append("h%d.conf" % i)
             else:
                 levels.append({"name": name, "path": "j%d.json" % i, "data_hash": "json_data"})
                 datadir_files.append("j%d.json" % i)
@@ -153,7 +156,7 @@ def gen_tree(root, rnd):
     files[env + "/hiera.yaml"] = dump_yaml(cfg)
     for f in set(env_files):
         d = g.data_file()
-        files[env + "/data/" + f] = json.dumps(d) if f.endswith(".json") else dump_yaml(d)
+        files[env + "/data/" + f] = json.dumps(d) if f.endswith((".json", ".conf")) else dump_yaml(d)
     # global layer (sometimes)
     if rnd.random() < 0.5:
         gfiles = []
@@ -161,7 +164,7 @@ def gen_tree(root, rnd):
         files["hiera.yaml"] = dump_yaml(cfg)
         for f in set(gfiles):
             d = g.data_file()
-            files["gdata/" + f] = json.dumps(d) if f.endswith(".json") else dump_yaml(d)
+            files["gdata/" + f] = json.dumps(d) if f.endswith((".json", ".conf")) else dump_yaml(d)
     # a module
     for mod in ["mod_a", "mod_b"]:
         if rnd.random() < 0.6:
@@ -173,7 +176,7 @@ def gen_tree(root, rnd):
             files[env + "/modules/%s/hiera.yaml" % mod] = dump_yaml(cfg)
             for f in set(mfiles):
                 d = g.data_file(mod)
-                files[env + "/modules/%s/data/%s" % (mod, f)] = json.dumps(d) if f.endswith(".json") else dump_yaml(d)
+                files[env + "/modules/%s/data/%s" % (mod, f)] = json.dumps(d) if f.endswith((".json", ".conf")) else dump_yaml(d)
     for rel, text in files.items():
         path = os.path.join(root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -218,7 +221,7 @@ def our_answer(hiera, root, q):
     p = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=30)
     if p.returncode not in (0, 1):
         return {"crash": p.returncode, "stderr": p.stderr[-500:]}
-    if q.get("explain"):
+    if q.get("explain") and (p.returncode == 0 or not p.stderr.startswith("Error: Could not run:")):
         return {"output": p.stdout, "status": p.returncode}
     if p.returncode == 0:
         try:
@@ -250,6 +253,7 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default="/tmp/hiera-random")
     ap.add_argument("--explain", action="store_true", help="also compare --explain text for some queries")
+    ap.add_argument("--explain-all", action="store_true", help="compare --explain text for every query too")
     args = ap.parse_args()
     hiera = os.path.abspath(args.hiera)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
@@ -260,7 +264,9 @@ def main():
         rnd = random.Random(s)
         root = tempfile.mkdtemp(prefix="tree-%d-" % s, dir=args.out)
         queries = gen_tree(root, rnd)
-        if args.explain:
+        if args.explain_all:
+            queries += [dict(q, explain=True) for q in list(queries)]
+        elif args.explain:
             for q in rnd.sample(queries, 5):
                 queries.append(dict(q, explain=True))
         qfile = os.path.join(root, "queries.json")

@@ -1,0 +1,192 @@
+/* Tests of the public API (include/hiera.h) over a small control repository written at test
+ * time: lookups, defaults, errors, explanations, and provenance of merged values. */
+#include "testutil.h"
+
+#include "hiera.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char root[64];
+
+static void write_file(const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(root, sizeof root, "/tmp/hiera-api-XXXXXX");
+    if (!mkdtemp(root))
+        return -1;
+    write_file("environments/production/hiera.yaml",
+               "version: 5\n"
+               "hierarchy:\n"
+               "  - {name: node, path: \"nodes/%{trusted.certname}.yaml\"}\n"
+               "  - {name: common, path: common.yaml}\n");
+    write_file("environments/production/data/nodes/n1.example.com.yaml",
+               "users:\n"
+               "  bob:\n"
+               "    shell: /bin/zsh\n"
+               "list: [n]\n"
+               "flag: false\n");
+    write_file("environments/production/data/common.yaml",
+               "lookup_options:\n"
+               "  users: {merge: deep}\n"
+               "  list: {merge: unique}\n"
+               "users:\n"
+               "  bob:\n"
+               "    uid: 1002\n"
+               "    shell: /bin/bash\n"
+               "  alice: {uid: 1001}\n"
+               "list: [c]\n"
+               "flag: true\n"
+               "greeting: \"hello %{facts.hostname}\"\n");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static hiera *open_ctx(void)
+{
+    hiera_error err = {0};
+    hiera_value *facts = hiera_value_from_json(
+        "{\"hostname\":\"n1\",\"domain\":\"example.com\",\"fqdn\":\"n1.example.com\",\"clientcert\":\"n1.example.com\"}", &err);
+    assert_non_null(facts);
+    char envpath[128], config[128];
+    snprintf(envpath, sizeof envpath, "%s/environments", root);
+    snprintf(config, sizeof config, "%s/hiera.yaml", root);
+    hiera_options o = {.codedir = root, .environmentpath = envpath, .hiera_config = config, .node = "n1.example.com",
+                       .facts = facts};
+    hiera *h = hiera_new(&o, &err);
+    hiera_value_decref(facts);
+    assert_non_null(h);
+    return h;
+}
+
+static void test_lookup_and_errors(void **state)
+{
+    (void)state;
+    hiera *h = open_ctx();
+    hiera_error err = {0};
+    hiera_value *v = NULL;
+    assert_int_equal(hiera_lookup_key(h, "greeting", &v, &err), HIERA_OK);
+    assert_string_equal(hiera_value_string(v), "hello n1");
+    hiera_value_decref(v);
+    assert_int_equal(hiera_lookup_key(h, "users", &v, &err), HIERA_OK);
+    assert_value_json(v, "{\"bob\":{\"uid\":1002,\"shell\":\"/bin/zsh\"},\"alice\":{\"uid\":1001}}");
+    hiera_value_decref(v);
+    assert_int_equal(hiera_lookup_key(h, "nope", &v, &err), HIERA_NOT_FOUND);
+    assert_null(v);
+    assert_int_equal(hiera_lookup_key(h, "a..b", &v, &err), HIERA_ERROR);
+    assert_int_equal(err.kind, HIERA_ERR_LOOKUP);
+    assert_string_equal(err.message, "Syntax error in key: 'a..b'");
+    hiera_error_clear(&err);
+    /* a default, and a type that rejects it */
+    const char *keys[] = {"nope", "also_nope"};
+    hiera_value *dflt = hiera_value_new_string("fallback");
+    hiera_request r = {keys, 2, NULL, dflt, NULL, 0};
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    assert_string_equal(hiera_value_string(v), "fallback");
+    hiera_value_decref(v);
+    r.type = "Integer";
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_ERROR);
+    assert_int_equal(err.kind, HIERA_ERR_FATAL);
+    assert_string_equal(err.message, "Default value has wrong type, expects an Integer value, got String");
+    hiera_error_clear(&err);
+    hiera_value_decref(dflt);
+    hiera_free(h);
+}
+
+static void test_explanation(void **state)
+{
+    (void)state;
+    hiera *h = open_ctx();
+    hiera_error err = {0};
+    hiera_value *v = NULL;
+    const char *key = "flag";
+    hiera_request r = {&key, 1, NULL, NULL, NULL, HIERA_EXPLAIN_DATA};
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    char *text = hiera_explanation_text(h);
+    assert_non_null(strstr(text, "Searching for \"flag\""));
+    assert_non_null(strstr(text, "Found key: \"flag\" value: false"));
+    free(text);
+    hiera_value *tree = hiera_explanation_tree(h);
+    assert_non_null(tree);
+    hiera_value_decref(tree);
+    hiera_value_decref(v);
+    hiera_free(h);
+}
+
+static void test_provenance(void **state)
+{
+    (void)state;
+    hiera *h = open_ctx();
+    hiera_error err = {0};
+    hiera_value *v = NULL;
+    const char *key = "users";
+    hiera_request r = {&key, 1, NULL, NULL, NULL, HIERA_EXPLAIN_PROVENANCE};
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    hiera_value *tree = hiera_provenance_tree(h);
+    hiera_value *p = hiera_value_hash_get(tree, "provenance");
+    assert_true(hiera_value_bool(hiera_value_hash_get(p, "merged")));
+    hiera_value *bob = hiera_value_hash_get(hiera_value_hash_get(p, "entries"), "bob");
+    hiera_value *shell = hiera_value_hash_get(hiera_value_hash_get(bob, "entries"), "shell");
+    hiera_value *uid = hiera_value_hash_get(hiera_value_hash_get(bob, "entries"), "uid");
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(shell, "level")), "node");
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(shell, "line")), 3);
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(uid, "level")), "common");
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(uid, "line")), 6);
+    /* alice's entries all come from common: the merge-built hash reports that one origin */
+    hiera_value *alice = hiera_value_hash_get(hiera_value_hash_get(p, "entries"), "alice");
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(alice, "level")), "common");
+    hiera_value_decref(tree);
+    hiera_value_decref(v);
+
+    /* unique merge: each element from its level; singletons (false) are traced too */
+    key = "list";
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    char *text = hiera_provenance_text(h);
+    assert_non_null(strstr(text, "- \"n\""));
+    assert_non_null(strstr(text, "node, "));
+    assert_non_null(strstr(text, "common, "));
+    free(text);
+    hiera_value_decref(v);
+    key = "flag";
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    tree = hiera_provenance_tree(h);
+    p = hiera_value_hash_get(tree, "provenance");
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(p, "level")), "node");
+    assert_false(hiera_value_bool(hiera_value_hash_get(p, "value")));
+    hiera_value_decref(tree);
+    hiera_value_decref(v);
+    hiera_free(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lookup_and_errors),
+        cmocka_unit_test(test_explanation),
+        cmocka_unit_test(test_provenance),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
