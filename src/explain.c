@@ -31,6 +31,7 @@ struct explainer {
     exnode root;
     exnode *current;
     bool explain_options, only_options;
+    int redact; /* > 0: values are recorded as Sensitive (a key converted to Sensitive) */
 };
 
 explainer *ex_new(bool explain_options, bool only_explain_options)
@@ -142,9 +143,14 @@ void ex_pop(explainer *ex)
         ex->current = ex->current->parent;
 }
 
+void ex_redact(explainer *ex, bool on) { ex->redact += on ? 1 : -1; }
+
 static void set_event(explainer *ex, ex_event ev, char *key, hv *value)
 {
     exnode *n = ex->current;
+    hv *wrapped = NULL;
+    if (ex->redact > 0 && value && !hv_is(value, HV_SENSITIVE))
+        value = wrapped = hv_sensitive_new(hv_incref(value));
     n->event = ev;
     if (key) {
         free(n->key);
@@ -154,6 +160,7 @@ static void set_event(explainer *ex, ex_event ev, char *key, hv *value)
         hv_decref(n->value);
         n->value = value ? hv_incref(value) : NULL;
     }
+    hv_decref(wrapped);
 }
 
 static char *key_text(const hv *key)

@@ -198,6 +198,9 @@ void ex_push_segment(explainer *ex, const hv *segment);
 void ex_push_location(explainer *ex, const char *path, const char *original, bool is_uri);
 void ex_push_provider(explainer *ex, const char *name, const char *config_path, const char *module);
 void ex_pop(explainer *ex);
+/* While on (calls nest), values recorded are wrapped as Sensitive so that no explanation form
+ * prints them in clear: used for keys whose lookup_options convert them to Sensitive. */
+void ex_redact(explainer *ex, bool on);
 void ex_found(explainer *ex, const hv *key, hv *value);      /* value borrowed (incref'd) */
 void ex_found_str(explainer *ex, const char *key, hv *value);
 void ex_found_in_defaults(explainer *ex, const char *key, hv *value);

@@ -1588,6 +1588,15 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
             ex_merge_source(ex, LOOKUP_OPTIONS);
     }
     hv *found = NULL;
+    /* a key converted to Sensitive is never shown in clear in an explanation */
+    const hv *conv = NULL;
+    herr ignore = {0};
+    lo_option(lo, "convert_to", &conv, &ignore);
+    herr_clear(&ignore);
+    const hv *conv_type = hv_is(conv, HV_ARRAY) ? hv_array_get(conv, 0) : conv;
+    bool redact = ex && hv_is(conv_type, HV_STRING) && strncmp(hv_str_ptr(conv_type), "Sensitive", 9) == 0;
+    if (redact)
+        ex_redact(ex, true);
     if (ex)
         ex_push(ex, EX_TOP, k.text, NULL);
     merge_strategy *ms = ms_from_value(m, err);
@@ -1613,12 +1622,14 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     if (ex)
         ex_pop(ex);
     if (r == LR_FOUND) {
-        hv *conv = NULL;
-        r = convert_result(&I, k.text, lo, found, &conv, err);
+        hv *converted = NULL;
+        r = convert_result(&I, k.text, lo, found, &converted, err);
         hv_decref(found);
         if (r == LR_FOUND)
-            *out = conv;
+            *out = converted;
     }
+    if (redact)
+        ex_redact(ex, false);
     lkey_free(&k);
     return r;
 }

@@ -46,6 +46,7 @@ static int setup(void **state)
                "lookup_options:\n"
                "  users: {merge: deep}\n"
                "  list: {merge: unique}\n"
+               "  secret: {convert_to: Sensitive}\n"
                "users:\n"
                "  bob:\n"
                "    uid: 1002\n"
@@ -53,7 +54,8 @@ static int setup(void **state)
                "  alice: {uid: 1001}\n"
                "list: [c]\n"
                "flag: true\n"
-               "greeting: \"hello %{facts.hostname}\"\n");
+               "greeting: \"hello %{facts.hostname}\"\n"
+               "secret: hunter2\n");
     return 0;
 }
 
@@ -136,6 +138,33 @@ static void test_explanation(void **state)
     hiera_free(h);
 }
 
+/* a key converted to Sensitive never shows in clear, in any form of explanation */
+static void test_sensitive_redacted(void **state)
+{
+    (void)state;
+    hiera *h = open_ctx();
+    hiera_error err = {0};
+    hiera_value *v = NULL;
+    const char *key = "secret";
+    hiera_request r = {&key, 1, NULL, NULL, NULL, HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_PROVENANCE};
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    assert_int_equal(hiera_value_kind(v), HIERA_SENSITIVE);
+    char *text = hiera_explanation_text(h);
+    assert_null(strstr(text, "hunter2"));
+    assert_non_null(strstr(text, "Sensitive [value redacted]"));
+    free(text);
+    hiera_value *tree = hiera_explanation_tree(h);
+    char *json = hiera_render(tree, HIERA_RENDER_JSON, &err);
+    assert_null(strstr(json, "hunter2"));
+    free(json);
+    hiera_value_decref(tree);
+    text = hiera_provenance_text(h);
+    assert_null(strstr(text, "hunter2"));
+    free(text);
+    hiera_value_decref(v);
+    hiera_free(h);
+}
+
 static void test_provenance(void **state)
 {
     (void)state;
@@ -187,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_lookup_and_errors),
         cmocka_unit_test(test_explanation),
         cmocka_unit_test(test_provenance),
+        cmocka_unit_test(test_sensitive_redacted),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
