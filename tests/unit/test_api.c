@@ -183,7 +183,7 @@ static void test_provenance(void **state)
     assert_string_equal(hiera_value_string(hiera_value_hash_get(shell, "level")), "node");
     assert_int_equal(hiera_value_int(hiera_value_hash_get(shell, "line")), 3);
     assert_string_equal(hiera_value_string(hiera_value_hash_get(uid, "level")), "common");
-    assert_int_equal(hiera_value_int(hiera_value_hash_get(uid, "line")), 6);
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(uid, "line")), 7);
     /* alice's entries all come from common: the merge-built hash reports that one origin */
     hiera_value *alice = hiera_value_hash_get(hiera_value_hash_get(p, "entries"), "alice");
     assert_string_equal(hiera_value_string(hiera_value_hash_get(alice, "level")), "common");
