@@ -21,7 +21,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 SOVER = 0
 
-.PHONY: all deps check unit cases demo clean
+.PHONY: all deps check unit cases demo clean install uninstall install-check
 all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 deps:
@@ -64,11 +64,137 @@ check: all
 	@sh scripts/deps.sh --test
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory cases
+	@python3 tests/batch/check.py --hiera $(B)/hiera
+	@$(MAKE) --no-print-directory install-check
 
 demo: all
 	@echo '$$ build/hiera lookup --codedir examples/control-repo --environmentpath examples/control-repo/environments --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users'
 	@./$(B)/hiera lookup --codedir examples/control-repo --environmentpath examples/control-repo/environments \
 	  --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users
 
+# ---- installation: PREFIX and DESTDIR as usual
+VERSION = 0.1.0
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+
+$(B)/hiera.pc: hiera.pc.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+install: all $(B)/hiera.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(B)/hiera $(DESTDIR)$(BINDIR)/hiera
+	install -m 0644 $(B)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.a
+	install -m 0755 $(B)/libhiera.so $(DESTDIR)$(LIBDIR)/libhiera.so.$(VERSION)
+	ln -sf libhiera.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhiera.so.$(SOVER)
+	ln -sf libhiera.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libhiera.so
+	install -m 0644 include/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera.h
+	install -m 0644 $(B)/hiera.pc $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
+	install -m 0644 docs/hiera.1 $(DESTDIR)$(MANDIR)/man1/hiera.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
+	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
+
+# installs into a scratch DESTDIR and builds the README's example against it with pkg-config
+install-check: all
+	@sh tests/install/check.sh
+
 clean:
 	rm -rf $(B)
+
+# =============================================================================================
+# Sanitizers, valgrind and fuzzing (issue 7). An appended section: it reuses the rules above with
+# another build folder and flags, and adds the libFuzzer harnesses of tests/fuzz/.
+#   make asan            build-asan/hiera, libhiera.a and the unit tests, with AddressSanitizer,
+#                        UndefinedBehaviorSanitizer and LeakSanitizer
+#   make check-asan      every test under the sanitizers: unit tests,
+#                        the recorded cases, the fuzz regression inputs, and the shared
+#                        conformance cases when ../shared exists
+#   make check-valgrind  unit tests and recorded cases under valgrind --leak-check=full (build-vg/)
+#   make fuzz            the libFuzzer harnesses (clang) as build-fuzz/fuzz-*
+#   make fuzz-regress    replays tests/fuzz/regressions/ and the seed corpora through them
+#   make fuzz-smoke      runs each harness FUZZ_TIME seconds (default 20) from an empty corpus
+# =============================================================================================
+.PHONY: asan check-asan check-valgrind conformance-asan fuzz fuzz-regress fuzz-smoke
+
+ASAN_B = build-asan
+SAN_CFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+# abort_on_error: a report ends the process with SIGABRT, which the test runners count as a crash
+# (a plain exit 1 would pass for an expected lookup error)
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1 \
+          UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
+          LSAN_OPTIONS=exitcode=134
+SHARED_CONFORMANCE = ../shared/conformance
+
+asan:
+	@$(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" all $(UNIT_SRC:tests/unit/%.c=$(ASAN_B)/tests/%)
+
+conformance-asan: asan
+	@if [ -x $(SHARED_CONFORMANCE)/run ]; then \
+	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera --engine puppet; \
+	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
+
+check-asan: asan
+	@$(SAN_ENV) $(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" check
+	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then $(MAKE) --no-print-directory fuzz-regress; \
+	else echo "no $(FUZZ_CC): fuzz regressions skipped"; fi
+	@$(MAKE) --no-print-directory conformance-asan
+
+# valgrind: an unsanitized -O0 build, every hiera call and unit test program under memcheck.
+VG_B = build-vg
+VALGRIND = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
+           --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=200
+check-valgrind:
+	@$(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g" all $(UNIT_SRC:tests/unit/%.c=$(VG_B)/tests/%)
+	@fail=0; for t in $(UNIT_SRC:tests/unit/%.c=$(VG_B)/tests/%); do \
+	  $(VALGRIND) ./$$t >$$t.log 2>&1 || { echo "FAIL (valgrind) $$t"; tail -40 $$t.log; fail=1; }; done; \
+	  echo "valgrind: unit tests done"; exit $$fail
+	@printf '#!/bin/sh\nexec $(VALGRIND) "%s/$(VG_B)/hiera" "$$@"\n' "$$(pwd)" >$(VG_B)/hiera-vg && chmod +x $(VG_B)/hiera-vg
+	@python3 tests/run-cases.py --hiera $(VG_B)/hiera-vg
+
+# ---- libFuzzer harnesses: tests/fuzz/fuzz_<name>.c -> build-fuzz/fuzz-<name>
+FUZZ_CC = clang
+FUZZ_B = build-fuzz
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer \
+              -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+              -Iinclude -Isrc -Itests/fuzz $(PKG_CFLAGS)
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(FUZZ_B)/fuzz-%)
+FUZZ_LIB_OBJ := $(LIB_SRC:src/%.c=$(FUZZ_B)/obj/%.o)
+FUZZ_TIME ?= 20
+
+$(FUZZ_B)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_B)/libhiera-fuzz.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_B)/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_B)/libhiera-fuzz.a $(wildcard tests/fuzz/*.h)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_B)/libhiera-fuzz.a $(LIBS)
+
+fuzz: $(FUZZ_BIN)
+
+# Replays every kept finding and seed through its harness (libFuzzer runs the files given and exits).
+# The harnesses stop a run at the first report, so a non-zero exit is a failure.
+FUZZ_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fuzz-regress: fuzz
+	@fail=0; for b in $(FUZZ_BIN); do n=$${b#$(FUZZ_B)/fuzz-}; files=""; \
+	  for d in tests/fuzz/regressions/$$n tests/fuzz/corpus/$$n; do \
+	    [ -d $$d ] && files="$$files $$(find $(CURDIR)/$$d -type f | sort | tr '\n' ' ')"; done; \
+	  [ -n "$$files" ] || continue; \
+	  $(FUZZ_ENV) ./$$b -rss_limit_mb=2048 -timeout=20 $$files >$$b.regress.log 2>&1 \
+	    || { echo "FAIL fuzz-regress $$n"; tail -60 $$b.regress.log; fail=1; }; done; \
+	  echo "fuzz regressions: $(words $(FUZZ_BIN)) harnesses"; exit $$fail
+
+fuzz-smoke: fuzz
+	@fail=0; for b in $(FUZZ_BIN); do mkdir -p $(FUZZ_B)/smoke/$${b#$(FUZZ_B)/}; \
+	  $(FUZZ_ENV) ./$$b -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -timeout=20 \
+	    -artifact_prefix=$(FUZZ_B)/smoke/ $(FUZZ_B)/smoke/$${b#$(FUZZ_B)/} >$$b.smoke.log 2>&1 \
+	    || { echo "FAIL fuzz-smoke $$b"; tail -60 $$b.smoke.log; fail=1; }; \
+	  echo "$$b: $$(grep -o 'stat::number_of_executed_units: [0-9]*' $$b.smoke.log || tail -1 $$b.smoke.log)"; done; exit $$fail

@@ -1,0 +1,1041 @@
+/* batch_cmd.c - `hiera batch`: looks up many keys for many nodes in one run and prints one
+ * document {node: {key: value, ...}, ...}.
+ *
+ * Code, environment and merge flags are those of `hiera lookup` (puppet lookup's); the nodes
+ * come from --facts-dir DIR (one facts file per node: NAME.yaml, NAME.yml or NAME.json) or
+ * --facts FILE (one node, named by --node or by the file name), the keys from --keys-file FILE
+ * (one key per line, blank lines and # comments ignored; "-" reads stdin) and/or the arguments.
+ * Every (node, key) is an independent lookup with exactly the request `hiera lookup KEY` would
+ * make, so each value is the one `hiera lookup --render-as json` prints for that node and key,
+ * byte for byte (it is rendered by the same hiera_render).
+ *
+ * Output (JSON, the default; --render-as yaml gives the same document as YAML):
+ *
+ *   {
+ *     "node1": {
+ *       "key1": <value as hiera lookup --render-as json prints it>,
+ *       ...
+ *     },
+ *     "node2": {},
+ *     ".errors": {
+ *       "node3": "why the node could not be looked up at all",
+ *       "node1": {"key2": "why this lookup failed"}
+ *     }
+ *   }
+ *
+ * Nodes appear in byte order of their names, keys in the given order (duplicates dropped); a key
+ * not found (what makes `hiera lookup` exit 1 silently) is left out. ".errors" is present only
+ * when something failed; it cannot clash with a node, since hidden files (names starting with
+ * '.') in the facts folder are skipped and --node refuses such names. A node whose facts cannot
+ * be used appears only under ".errors" (as a string); a failed lookup leaves its key out of the
+ * node and adds it under ".errors" (as {key: message}). Exit status: see batch_cmd.h.
+ *
+ * All contexts share one hiera_cache, so every data file and hiera.yaml is parsed once per run.
+ * A progress line is written (and rewritten with \r) on stderr only when stderr is a terminal. */
+#include "batch_cmd.h"
+
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUN_HELP "Run 'hiera batch --help' for more details"
+#define ERRORS_KEY ".errors"
+
+static const char *BATCH_USAGE =
+    "usage: hiera batch [--help] (--facts-dir <DIR> | --facts <FILE> [--node <NODE-NAME>])\n"
+    "                   [--keys-file <FILE>] [<keys>] [--type <TYPESTRING>]\n"
+    "                   [--merge first|unique|hash|deep] [--knock-out-prefix <PREFIX-STRING>]\n"
+    "                   [--sort-merged-arrays] [--merge-hash-arrays] [--default <VALUE>]\n"
+    "                   [--environment <ENV>] [--codedir <DIR>] [--confdir <DIR>]\n"
+    "                   [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
+    "                   [--render-as json|yaml]\n"
+    "\n"
+    "Looks up every key for every node (one facts file per node in --facts-dir: NAME.yaml,\n"
+    "NAME.yml or NAME.json) and prints {node: {key: value}} with nodes sorted, keys in the given\n"
+    "order and keys that are not found left out. Failures are listed under \".errors\":\n"
+    "{node: message} when a node could not be looked up, {node: {key: message}} per lookup.\n"
+    "--keys-file: one key per line, blank lines and lines starting with # ignored (- is stdin).\n"
+    "Exit status: 0 done, 1 nothing printed (bad options), 2 printed with errors.\n";
+
+typedef struct {
+    const char *node, *facts, *facts_dir, *keys_file, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
+    const char *merge, *prefix, *default_value, *type, *render_as;
+    bool has_default, sort_merged_arrays, merge_hash_arrays;
+    const char **keys; /* the keys given as arguments */
+    size_t nkeys;
+} batch_args;
+
+typedef struct {
+    char **v;
+    size_t n, cap;
+} strvec;
+
+/* a node and where its facts are */
+typedef struct {
+    char *name;
+    char *path;
+    char *other_path; /* a second facts file for the same name: the node is refused */
+} node_src;
+
+typedef struct {
+    hiera_cache *cache;
+    hiera_render_format rf;
+    hiera_request req;
+    const batch_args *a;
+    /* the keys, unique, in the given order, and their JSON forms */
+    char **keys;
+    char **keys_json;
+    size_t nkeys;
+    /* output */
+    size_t nodes_printed;
+    hiera_value *doc;    /* YAML: the whole document, built as we go */
+    hiera_value *errors; /* node -> message | {key -> message}; NULL until the first error */
+    /* progress */
+    bool progress;
+    struct timespec last_progress;
+    size_t done_nodes, nnodes, lookups, nerrors;
+} batch;
+
+/* ------------------------------------------------------------------ small helpers */
+
+static int fail(const char *fmt, const char *arg)
+{
+    fputs("Error: Could not run: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    return 1;
+}
+
+static void *xalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fputs("hiera batch: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s);
+    char *d = xalloc(n + 1);
+    memcpy(d, s, n + 1);
+    return d;
+}
+
+static void sv_push(strvec *sv, char *s)
+{
+    if (sv->n == sv->cap) {
+        size_t cap = sv->cap ? sv->cap * 2 : 16;
+        char **v = realloc(sv->v, cap * sizeof *v);
+        if (!v) {
+            fputs("hiera batch: out of memory\n", stderr);
+            exit(1);
+        }
+        sv->v = v;
+        sv->cap = cap;
+    }
+    sv->v[sv->n++] = s;
+}
+
+static void sv_free(strvec *sv)
+{
+    for (size_t i = 0; i < sv->n; i++)
+        free(sv->v[i]);
+    free(sv->v);
+    memset(sv, 0, sizeof *sv);
+}
+
+/* Puppet settings may be written with dashes or underscores; "--name=value" works too. */
+static bool flag_is(const char *given, size_t len, const char *name)
+{
+    if (strlen(name) != len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char a = given[i] == '-' ? '_' : given[i], b = name[i] == '-' ? '_' : name[i];
+        if (a != b)
+            return false;
+    }
+    return true;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* A string's JSON form as hiera_render writes it (malloc'ed), or NULL when it cannot be (bad
+ * UTF-8: Ruby's JSON refuses it too). */
+static char *json_string(const char *s)
+{
+    hiera_value *v = hiera_value_new_string(s);
+    hiera_error err = {0};
+    char *text = hiera_render(v, HIERA_RENDER_JSON, &err);
+    hiera_value_decref(v);
+    hiera_error_clear(&err);
+    return text;
+}
+
+/* A message as JSON; bytes JSON cannot carry (invalid UTF-8) become '?' so that the message is
+ * never lost. */
+static char *json_message(const char *msg)
+{
+    char *text = json_string(msg);
+    if (text)
+        return text;
+    char *copy = dupstr(msg);
+    for (char *p = copy; *p; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    text = json_string(copy);
+    free(copy);
+    return text ? text : dupstr("\"(message not representable)\"");
+}
+
+/* ------------------------------------------------------------------ options */
+
+static int parse(int argc, char **argv, batch_args *a)
+{
+    a->keys = xalloc(((size_t)argc + 1) * sizeof *a->keys);
+    bool options_done = false;
+    static const struct {
+        const char *name;
+        size_t off;
+    } value_flags[] = {
+        {"node", offsetof(batch_args, node)},
+        {"facts", offsetof(batch_args, facts)},
+        {"facts_dir", offsetof(batch_args, facts_dir)},
+        {"keys_file", offsetof(batch_args, keys_file)},
+        {"environment", offsetof(batch_args, environment)},
+        {"codedir", offsetof(batch_args, codedir)},
+        {"confdir", offsetof(batch_args, confdir)},
+        {"environmentpath", offsetof(batch_args, environmentpath)},
+        {"hiera_config", offsetof(batch_args, hiera_config)},
+        {"merge", offsetof(batch_args, merge)},
+        {"knock_out_prefix", offsetof(batch_args, prefix)},
+        {"type", offsetof(batch_args, type)},
+        {"render_as", offsetof(batch_args, render_as)},
+    };
+    /* Puppet settings that take a value and do not matter here (as hiera lookup accepts them) */
+    static const char *ignored_value_flags[] = {"vardir", "logdir", "rundir", "ssldir", "config", "basemodulepath",
+                                                "modulepath", "certname", "server", "strict", "log_level"};
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (options_done || arg[0] != '-' || arg[1] != '-' || arg[2] == 0) {
+            if (!options_done && strcmp(arg, "--") == 0) {
+                options_done = true;
+                continue;
+            }
+            a->keys[a->nkeys++] = arg;
+            continue;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        bool matched = false;
+        for (size_t f = 0; f < sizeof value_flags / sizeof *value_flags && !matched; f++) {
+            if (!flag_is(name, nlen, value_flags[f].name))
+                continue;
+            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                return fail("option '--%s' needs a value", value_flags[f].name);
+            *(const char **)((char *)a + value_flags[f].off) = val;
+            matched = true;
+        }
+        if (matched)
+            continue;
+        if (flag_is(name, nlen, "default")) {
+            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                return fail("option '--%s' needs a value", "default");
+            a->default_value = val;
+            a->has_default = true;
+        } else if (flag_is(name, nlen, "sort_merged_arrays")) {
+            a->sort_merged_arrays = true;
+        } else if (flag_is(name, nlen, "merge_hash_arrays")) {
+            a->merge_hash_arrays = true;
+        } else if (flag_is(name, nlen, "help")) {
+            fputs(BATCH_USAGE, stdout);
+            exit(0);
+        } else if (flag_is(name, nlen, "compile") || flag_is(name, nlen, "debug") || flag_is(name, nlen, "verbose") ||
+                   flag_is(name, nlen, "trace") || flag_is(name, nlen, "color")) {
+            /* accepted for compatibility with hiera lookup; no effect here */
+        } else if (flag_is(name, nlen, "explain") || flag_is(name, nlen, "explain_options")) {
+            return fail("%s", "--explain and --explain-options are not available in batch mode: use hiera lookup");
+        } else {
+            bool known = false;
+            for (size_t f = 0; f < sizeof ignored_value_flags / sizeof *ignored_value_flags; f++)
+                if (flag_is(name, nlen, ignored_value_flags[f])) {
+                    known = true;
+                    if (!eq)
+                        i++;
+                }
+            if (!known) {
+                fprintf(stderr, "Error: Could not parse application options: invalid option: %s\n", arg);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The merge option exactly as hiera lookup (puppet lookup) builds it; NULL when not given.
+ * Returns -1 after printing the error. */
+static int build_merge(const batch_args *a, hiera_value **out)
+{
+    *out = NULL;
+    if ((a->sort_merged_arrays || a->merge_hash_arrays || a->prefix) && (!a->merge || strcmp(a->merge, "deep") != 0)) {
+        fail("The options --knock-out-prefix, --sort-merged-arrays, and --merge-hash-arrays are only available with '--merge deep'\n%s",
+             RUN_HELP);
+        return -1;
+    }
+    if (!a->merge)
+        return 0;
+    if (strcmp(a->merge, "first") && strcmp(a->merge, "hash") && strcmp(a->merge, "unique") && strcmp(a->merge, "deep")) {
+        fail("The --merge option only accepts 'first', 'hash', 'unique', or 'deep'\n%s", RUN_HELP);
+        return -1;
+    }
+    hiera_value *m = hiera_value_new_hash();
+    hiera_value_hash_set(m, "strategy", hiera_value_new_string(a->merge));
+    if (strcmp(a->merge, "deep") == 0) {
+        hiera_value_hash_set(m, "sort_merged_arrays", hiera_value_new_bool(a->sort_merged_arrays));
+        hiera_value_hash_set(m, "merge_hash_arrays", hiera_value_new_bool(a->merge_hash_arrays));
+        if (a->prefix)
+            hiera_value_hash_set(m, "knockout_prefix", hiera_value_new_string(a->prefix));
+    }
+    *out = m;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ keys */
+
+/* One key per line; surrounding blanks are dropped, blank lines and lines whose first non-blank
+ * character is '#' are skipped. */
+static int read_keys_file(const char *path, strvec *keys)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "Error: Could not run: cannot read the keys file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        size_t len = strlen(line); /* a NUL byte ends the key */
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+            line[--len] = 0;
+        const char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == 0 || *s == '#')
+            continue;
+        sv_push(keys, dupstr(s));
+    }
+    bool bad = ferror(f);
+    int e = errno;
+    free(line);
+    if (!is_stdin)
+        fclose(f);
+    if (bad) {
+        fprintf(stderr, "Error: Could not run: cannot read the keys file %s: %s\n", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_index_by_string(const void *pa, const void *pb, void *ctx)
+{
+    char **v = ctx;
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    int c = strcmp(v[a], v[b]);
+    return c ? c : (a < b ? -1 : a > b);
+}
+
+/* Drops repeated keys (the first occurrence stays, so the order is the given one). */
+static void dedupe_keys(strvec *keys)
+{
+    if (keys->n < 2)
+        return;
+    size_t *idx = xalloc(keys->n * sizeof *idx);
+    bool *drop = calloc(keys->n, sizeof *drop);
+    if (!drop) {
+        fputs("hiera batch: out of memory\n", stderr);
+        exit(1);
+    }
+    for (size_t i = 0; i < keys->n; i++)
+        idx[i] = i;
+    qsort_r(idx, keys->n, sizeof *idx, cmp_index_by_string, keys->v);
+    for (size_t i = 1; i < keys->n; i++)
+        if (strcmp(keys->v[idx[i]], keys->v[idx[i - 1]]) == 0)
+            drop[idx[i]] = true; /* equal keys are sorted by position: the later one goes */
+    size_t j = 0;
+    for (size_t i = 0; i < keys->n; i++) {
+        if (drop[i])
+            free(keys->v[i]);
+        else
+            keys->v[j++] = keys->v[i];
+    }
+    keys->n = j;
+    free(idx);
+    free(drop);
+}
+
+/* ------------------------------------------------------------------ nodes */
+
+/* NAME.yaml, NAME.yml, NAME.json -> the length of NAME, or 0 when the file is not a facts file */
+static size_t facts_name_len(const char *file)
+{
+    static const char *exts[] = {".yaml", ".yml", ".json"};
+    for (size_t i = 0; i < 3; i++)
+        if (ends_with(file, exts[i]) && strlen(file) > strlen(exts[i]))
+            return strlen(file) - strlen(exts[i]);
+    return 0;
+}
+
+static int cmp_node(const void *pa, const void *pb)
+{
+    const node_src *a = pa, *b = pb;
+    int c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->path, b->path);
+}
+
+static void free_nodes(node_src *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(nodes[i].name);
+        free(nodes[i].path);
+        free(nodes[i].other_path);
+    }
+    free(nodes);
+}
+
+/* dir/name, malloc'ed */
+static char *join_path(const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), nl = strlen(name);
+    bool slash = dl && dir[dl - 1] != '/';
+    char *path = xalloc(dl + slash + nl + 1);
+    memcpy(path, dir, dl);
+    if (slash)
+        path[dl] = '/';
+    memcpy(path + dl + slash, name, nl + 1);
+    return path;
+}
+
+/* The facts files of a folder, sorted by node name; hidden files and folders are skipped. Two
+ * files for one name (web.yaml and web.json) keep the first and note the second. */
+static int list_facts_dir(const char *dir, node_src **out, size_t *nout)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "Error: Could not run: cannot read the facts folder %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    node_src *nodes = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        size_t nl = facts_name_len(de->d_name);
+        if (!nl)
+            continue;
+        char *path = join_path(dir, de->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            free(path);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            node_src *nn = realloc(nodes, cap * sizeof *nn);
+            if (!nn) {
+                fputs("hiera batch: out of memory\n", stderr);
+                exit(1);
+            }
+            nodes = nn;
+        }
+        char *name = xalloc(nl + 1);
+        memcpy(name, de->d_name, nl);
+        name[nl] = 0;
+        nodes[n++] = (node_src){name, path, NULL};
+    }
+    closedir(d);
+    if (n)
+        qsort(nodes, n, sizeof *nodes, cmp_node);
+    /* fold duplicates: the first path (in byte order) stays, the next one is remembered */
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (j && strcmp(nodes[j - 1].name, nodes[i].name) == 0) {
+            if (!nodes[j - 1].other_path)
+                nodes[j - 1].other_path = nodes[i].path;
+            else
+                free(nodes[i].path);
+            free(nodes[i].name);
+            continue;
+        }
+        nodes[j++] = nodes[i];
+    }
+    *out = nodes;
+    *nout = j;
+    return 0;
+}
+
+/* The node name for --facts FILE: --node, else the file name without folder and extension. */
+static char *single_node_name(const batch_args *a)
+{
+    if (a->node)
+        return dupstr(a->node);
+    const char *base = strrchr(a->facts, '/');
+    base = base ? base + 1 : a->facts;
+    size_t nl = facts_name_len(base);
+    if (!nl)
+        nl = strlen(base);
+    char *name = xalloc(nl + 1);
+    memcpy(name, base, nl);
+    name[nl] = 0;
+    return name;
+}
+
+/* ------------------------------------------------------------------ errors and progress */
+
+static void add_error(batch *b, const char *node, const char *key, const char *msg)
+{
+    if (!msg || !*msg)
+        msg = "unknown error";
+    if (!b->errors)
+        b->errors = hiera_value_new_hash();
+    b->nerrors++;
+    if (!key) {
+        hiera_value_hash_set(b->errors, node, hiera_value_new_string(msg));
+        return;
+    }
+    hiera_value *per = hiera_value_hash_get(b->errors, node);
+    if (per && hiera_value_kind(per) != HIERA_HASH)
+        return; /* the node failed as a whole: that says it all */
+    if (!per) {
+        per = hiera_value_new_hash();
+        hiera_value_hash_set(b->errors, node, per); /* stays owned by b->errors alone */
+    }
+    hiera_value_hash_set(per, key, hiera_value_new_string(msg));
+}
+
+static double elapsed(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void progress(batch *b, bool final)
+{
+    if (!b->progress)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!final && elapsed(&b->last_progress, &now) < 0.1)
+        return;
+    b->last_progress = now;
+    if (final) {
+        fputs("\r\033[K", stderr);
+    } else {
+        fprintf(stderr, "\rhiera batch: %zu/%zu nodes, %zu lookups, %zu errors\033[K", b->done_nodes, b->nnodes,
+                b->lookups, b->nerrors);
+    }
+    fflush(stderr);
+}
+
+/* ------------------------------------------------------------------ output */
+
+/* JSON is streamed node by node, every value on its own line as hiera lookup prints it. */
+static void json_begin_node(batch *b, const char *name_json)
+{
+    fputs(b->nodes_printed ? ",\n  " : "{\n  ", stdout);
+    fputs(name_json, stdout);
+    fputs(": {", stdout);
+    b->nodes_printed++;
+}
+
+static void json_node_value(size_t nth, const char *key_json, const char *value_json)
+{
+    fputs(nth ? ",\n    " : "\n    ", stdout);
+    fputs(key_json, stdout);
+    fputs(": ", stdout);
+    fputs(value_json, stdout);
+}
+
+static void json_end_node(size_t nvalues) { fputs(nvalues ? "\n  }" : "}", stdout); }
+
+static void json_print_errors(batch *b)
+{
+    if (!b->errors)
+        return;
+    json_begin_node(b, "\"" ERRORS_KEY "\"");
+    for (size_t i = 0; i < hiera_value_hash_size(b->errors); i++) {
+        char *node = json_message(hiera_value_string(hiera_value_hash_key(b->errors, i)));
+        hiera_value *e = hiera_value_hash_value(b->errors, i);
+        fputs(i ? ",\n    " : "\n    ", stdout);
+        fputs(node, stdout);
+        fputs(": ", stdout);
+        free(node);
+        if (hiera_value_kind(e) == HIERA_STRING) {
+            char *m = json_message(hiera_value_string(e));
+            fputs(m, stdout);
+            free(m);
+            continue;
+        }
+        fputc('{', stdout);
+        for (size_t k = 0; k < hiera_value_hash_size(e); k++) {
+            char *key = json_message(hiera_value_string(hiera_value_hash_key(e, k)));
+            char *m = json_message(hiera_value_string(hiera_value_hash_value(e, k)));
+            fputs(k ? ",\n      " : "\n      ", stdout);
+            fputs(key, stdout);
+            fputs(": ", stdout);
+            fputs(m, stdout);
+            free(key);
+            free(m);
+        }
+        fputs("\n    }", stdout);
+    }
+    fputs("\n  }", stdout);
+}
+
+/* YAML: the document is built as the nodes are looked up and rendered once at the end, with
+ * ".errors" last. */
+static char *yaml_try(batch *b)
+{
+    hiera_value *top = hiera_value_new_hash();
+    for (size_t i = 0; i < hiera_value_hash_size(b->doc); i++)
+        hiera_value_hash_set(top, hiera_value_string(hiera_value_hash_key(b->doc, i)),
+                             hiera_value_incref(hiera_value_hash_value(b->doc, i)));
+    if (b->errors)
+        hiera_value_hash_set(top, ERRORS_KEY, hiera_value_incref(b->errors));
+    hiera_error err = {0};
+    char *text = hiera_render(top, HIERA_RENDER_YAML, &err);
+    hiera_error_clear(&err);
+    hiera_value_decref(top);
+    return text;
+}
+
+/* When the document cannot be rendered, a value that YAML cannot show is to blame: every value
+ * is tried alone and the ones that fail move to the errors, as hiera lookup would fail on them. */
+static void yaml_drop_unrenderable(batch *b)
+{
+    hiera_value *old = b->doc;
+    b->doc = hiera_value_new_hash();
+    hiera_error err = {0};
+    for (size_t i = 0; i < hiera_value_hash_size(old); i++) {
+        const char *node = hiera_value_string(hiera_value_hash_key(old, i));
+        hiera_value *vals = hiera_value_hash_value(old, i);
+        hiera_value *kept = hiera_value_new_hash();
+        for (size_t k = 0; k < hiera_value_hash_size(vals); k++) {
+            const char *key = hiera_value_string(hiera_value_hash_key(vals, k));
+            hiera_value *v = hiera_value_hash_value(vals, k);
+            char *t = hiera_render(v, HIERA_RENDER_YAML, &err);
+            if (t)
+                hiera_value_hash_set(kept, key, hiera_value_incref(v));
+            else
+                add_error(b, node, key, err.message);
+            free(t);
+            hiera_error_clear(&err);
+        }
+        hiera_value_hash_set(b->doc, node, kept);
+    }
+    hiera_value_decref(old);
+}
+
+static int yaml_output(batch *b)
+{
+    char *text = yaml_try(b);
+    if (!text) {
+        yaml_drop_unrenderable(b);
+        text = yaml_try(b);
+    }
+    if (!text)
+        return fail("%s", "the document cannot be rendered as YAML");
+    fputs(text, stdout);
+    free(text);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ facts */
+
+/* The checks hiera lookup makes on a facts file before it builds a context; a message (malloc'ed)
+ * when the node cannot be looked up. */
+static char *check_facts(const char *path, const char *node, const hiera_value *facts)
+{
+    char buf[4096];
+    if (hiera_value_kind(facts) != HIERA_HASH) {
+        snprintf(buf, sizeof buf,
+                 "Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)", path);
+        return dupstr(buf);
+    }
+    static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (hiera_value_hash_get(facts, trusted[i]))
+            n++;
+    if (n && n != 4) {
+        snprintf(buf, sizeof buf,
+                 "When overriding any of the hostname,domain,fqdn,clientcert facts with %s given via the --facts flag, "
+                 "they must all be overridden.",
+                 path);
+        return dupstr(buf);
+    }
+    if (hiera_value_hash_size(facts) == 0) {
+        snprintf(buf, sizeof buf, "No facts available for target node: %s", node);
+        return dupstr(buf);
+    }
+    return NULL;
+}
+
+/* A node's facts, read and checked as hiera lookup --facts does: *facts (a new reference), or
+ * *msg (malloc'ed) saying why the node cannot be looked up. Touches nothing shared, so that the
+ * prefetch thread may call it. */
+static void load_node_facts(const node_src *n, hiera_value **facts, char **msg)
+{
+    *facts = NULL;
+    *msg = NULL;
+    if (n->other_path) {
+        size_t len = strlen(n->path) + strlen(n->other_path) + 64;
+        *msg = xalloc(len);
+        snprintf(*msg, len, "more than one facts file for this node: %s and %s", n->path, n->other_path);
+        return;
+    }
+    hiera_error err = {0};
+    hiera_value *f = hiera_value_load_file(n->path, &err);
+    if (!f) {
+        *msg = dupstr(err.message && *err.message ? err.message : "cannot read the facts file");
+        hiera_error_clear(&err);
+        return;
+    }
+    *msg = check_facts(n->path, n->name, f);
+    if (*msg)
+        hiera_value_decref(f);
+    else
+        *facts = f;
+}
+
+/* ------------------------------------------------------------------ facts prefetch */
+
+/* Reading and parsing facts files costs about as much as a sixth of the lookups; a second thread
+ * does it ahead of the lookups (at most PREFETCH_AHEAD nodes ahead). The thread only runs
+ * hiera_value_load_file, which shares no state, and hands each result over under the mutex;
+ * everything else (contexts, cache, output) stays on the main thread. */
+#define PREFETCH_AHEAD 64
+
+typedef struct {
+    const node_src *nodes;
+    size_t n;
+    hiera_value **facts; /* slot i: node i's facts, or NULL with msgs[i] */
+    char **msgs;
+    bool *ready;
+    size_t consumed; /* nodes taken by the main thread */
+    bool producer_waits, consumer_waits; /* who sleeps on cv */
+    size_t waiting_at;                   /* the node the sleeping producer would read next */
+    bool stop;
+    bool threaded;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} prefetch;
+
+static void *prefetch_thread(void *arg)
+{
+    prefetch *p = arg;
+    for (size_t i = 0; i < p->n; i++) {
+        pthread_mutex_lock(&p->mu);
+        if (!p->stop && i >= p->consumed + PREFETCH_AHEAD) {
+            /* far enough ahead: sleep until the main thread has used half of the window */
+            p->producer_waits = true;
+            p->waiting_at = i;
+            while (!p->stop && i >= p->consumed + PREFETCH_AHEAD / 2)
+                pthread_cond_wait(&p->cv, &p->mu);
+            p->producer_waits = false;
+        }
+        bool stop = p->stop;
+        pthread_mutex_unlock(&p->mu);
+        if (stop)
+            break;
+        hiera_value *f;
+        char *msg;
+        load_node_facts(&p->nodes[i], &f, &msg);
+        pthread_mutex_lock(&p->mu);
+        p->facts[i] = f;
+        p->msgs[i] = msg;
+        p->ready[i] = true;
+        if (p->consumer_waits)
+            pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+static void prefetch_start(prefetch *p, const node_src *nodes, size_t n)
+{
+    memset(p, 0, sizeof *p);
+    p->nodes = nodes;
+    p->n = n;
+    p->facts = calloc(n ? n : 1, sizeof *p->facts);
+    p->msgs = calloc(n ? n : 1, sizeof *p->msgs);
+    p->ready = calloc(n ? n : 1, sizeof *p->ready);
+    if (!p->facts || !p->msgs || !p->ready) {
+        fputs("hiera batch: out of memory\n", stderr);
+        exit(1);
+    }
+    if (n < 2)
+        return; /* not worth a thread */
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->threaded = pthread_create(&p->thread, NULL, prefetch_thread, p) == 0;
+    if (!p->threaded) {
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+    }
+}
+
+/* Node i's facts (or message), in order; without the thread they are read here. */
+static void prefetch_take(prefetch *p, size_t i, hiera_value **facts, char **msg)
+{
+    if (!p->threaded) {
+        load_node_facts(&p->nodes[i], facts, msg);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->consumer_waits = true;
+    while (!p->ready[i])
+        pthread_cond_wait(&p->cv, &p->mu);
+    p->consumer_waits = false;
+    *facts = p->facts[i];
+    *msg = p->msgs[i];
+    p->facts[i] = NULL;
+    p->msgs[i] = NULL;
+    p->consumed = i + 1;
+    if (p->producer_waits && p->waiting_at < p->consumed + PREFETCH_AHEAD / 2)
+        pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void prefetch_stop(prefetch *p)
+{
+    if (p->threaded) {
+        pthread_mutex_lock(&p->mu);
+        p->stop = true;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->thread, NULL);
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        hiera_value_decref(p->facts[i]);
+        free(p->msgs[i]);
+    }
+    free(p->facts);
+    free(p->msgs);
+    free(p->ready);
+}
+
+/* ------------------------------------------------------------------ the run */
+
+/* Every key for one node (facts: STOLEN; msg: why the node cannot be looked up, or NULL); the
+ * node's values go to the output (or the YAML document). */
+static void run_node(batch *b, const node_src *n, const char *name_json, hiera_value *facts, const char *msg)
+{
+    const batch_args *a = b->a;
+    hiera_error err = {0};
+    if (msg) {
+        add_error(b, n->name, NULL, msg);
+        return;
+    }
+    hiera_options o = {a->codedir, a->confdir, a->environmentpath, a->hiera_config, a->environment, n->name, facts, b->cache};
+    hiera *h = hiera_new(&o, &err);
+    hiera_value_decref(facts); /* the context keeps its own copy */
+    if (!h) {
+        add_error(b, n->name, NULL, err.message);
+        hiera_error_clear(&err);
+        return;
+    }
+    hiera_value *node_hash = NULL;
+    if (b->rf == HIERA_RENDER_JSON)
+        json_begin_node(b, name_json);
+    else
+        node_hash = hiera_value_new_hash();
+    size_t printed = 0;
+    for (size_t k = 0; k < b->nkeys; k++) {
+        hiera_value *v = NULL;
+        const char *key = b->keys[k];
+        b->req.keys = &key;
+        hiera_status st = hiera_lookup(h, &b->req, &v, &err);
+        b->lookups++;
+        if (st == HIERA_OK) {
+            if (node_hash) {
+                hiera_value_hash_set(node_hash, key, v); /* steals v */
+                continue;
+            }
+            char *text = hiera_render(v, HIERA_RENDER_JSON, &err);
+            hiera_value_decref(v);
+            if (text) {
+                json_node_value(printed++, b->keys_json[k], text);
+                free(text);
+                continue;
+            }
+        }
+        if (st != HIERA_NOT_FOUND)
+            add_error(b, n->name, key, err.message);
+        hiera_error_clear(&err);
+    }
+    if (node_hash)
+        hiera_value_hash_set(b->doc, n->name, node_hash);
+    else
+        json_end_node(printed);
+    hiera_free(h);
+}
+
+static int run(batch *b, node_src *nodes, size_t nnodes)
+{
+    /* every name must be writable as JSON before anything is printed */
+    char **names_json = xalloc((nnodes ? nnodes : 1) * sizeof *names_json);
+    size_t ok = 0;
+    int rc = 0;
+    for (; ok < nnodes; ok++) {
+        names_json[ok] = json_string(nodes[ok].name);
+        if (!names_json[ok]) {
+            rc = fail("the node name '%s' is not valid UTF-8", nodes[ok].name);
+            goto out;
+        }
+    }
+    b->nnodes = nnodes;
+    if (b->rf == HIERA_RENDER_YAML)
+        b->doc = hiera_value_new_hash();
+    prefetch pf;
+    prefetch_start(&pf, nodes, nnodes);
+    for (size_t i = 0; i < nnodes; i++) {
+        hiera_value *facts;
+        char *msg;
+        prefetch_take(&pf, i, &facts, &msg);
+        run_node(b, &nodes[i], names_json[i], facts, msg);
+        free(msg);
+        b->done_nodes++;
+        progress(b, false);
+    }
+    prefetch_stop(&pf);
+    progress(b, true);
+    if (b->rf == HIERA_RENDER_JSON) {
+        json_print_errors(b);
+        fputs(b->nodes_printed ? "\n}\n" : "{}\n", stdout);
+    } else if (yaml_output(b)) {
+        rc = 1;
+    }
+out:
+    for (size_t i = 0; i < ok; i++)
+        free(names_json[i]);
+    free(names_json);
+    return rc;
+}
+
+int batch_main(int argc, char **argv)
+{
+    batch_args a = {0};
+    strvec keys = {0}, keys_json = {0};
+    node_src *nodes = NULL;
+    size_t nnodes = 0;
+    hiera_value *merge = NULL, *dflt = NULL;
+    batch b = {0};
+    int rc = 1;
+    static char outbuf[1 << 16];
+    setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+
+    if (parse(argc, argv, &a) || build_merge(&a, &merge))
+        goto out;
+    const char *format = a.render_as ? a.render_as : "json";
+    if (!strcasecmp(format, "json") || !strcasecmp(format, "pson")) {
+        b.rf = HIERA_RENDER_JSON;
+    } else if (!strcasecmp(format, "yaml")) {
+        b.rf = HIERA_RENDER_YAML;
+    } else {
+        fail("Unknown rendering format '%s' (hiera batch renders json or yaml)", format);
+        goto out;
+    }
+    if (a.facts && a.facts_dir) {
+        fail("%s", "Give either --facts or --facts-dir, not both");
+        goto out;
+    }
+    if (!a.facts && !a.facts_dir) {
+        fail("%s", "No facts given: use --facts-dir DIR (one file per node) or --facts FILE");
+        goto out;
+    }
+    if (a.node && a.facts_dir) {
+        fail("%s", "--node goes with --facts; with --facts-dir the node names are the file names");
+        goto out;
+    }
+    if (a.keys_file && read_keys_file(a.keys_file, &keys))
+        goto out;
+    for (size_t i = 0; i < a.nkeys; i++)
+        sv_push(&keys, dupstr(a.keys[i]));
+    dedupe_keys(&keys);
+    if (keys.n == 0) {
+        fail("%s", "No keys were given to lookup.");
+        goto out;
+    }
+    for (size_t i = 0; i < keys.n; i++) {
+        char *kj = json_string(keys.v[i]);
+        if (!kj) {
+            fail("the key '%s' is not valid UTF-8", keys.v[i]);
+            goto out;
+        }
+        sv_push(&keys_json, kj);
+    }
+    if (a.facts_dir) {
+        if (list_facts_dir(a.facts_dir, &nodes, &nnodes))
+            goto out;
+    } else {
+        nodes = xalloc(sizeof *nodes);
+        nodes[0] = (node_src){single_node_name(&a), dupstr(a.facts), NULL};
+        nnodes = 1;
+        if (nodes[0].name[0] == '.' || nodes[0].name[0] == 0) {
+            fail("the node name '%s' is reserved (names starting with '.' and the empty name)", nodes[0].name);
+            goto out;
+        }
+    }
+    if (a.has_default)
+        dflt = hiera_value_new_string(a.default_value);
+
+    b.a = &a;
+    b.cache = hiera_cache_new();
+    b.keys = keys.v;
+    b.keys_json = keys_json.v;
+    b.nkeys = keys.n;
+    b.req = (hiera_request){NULL, 1, merge, dflt, a.type, 0};
+    b.progress = isatty(STDERR_FILENO) != 0;
+    clock_gettime(CLOCK_MONOTONIC, &b.last_progress);
+    if (run(&b, nodes, nnodes) == 0)
+        rc = b.nerrors ? 2 : 0;
+out:
+    hiera_value_decref(b.doc);
+    hiera_value_decref(b.errors);
+    hiera_cache_free(b.cache);
+    hiera_value_decref(merge);
+    hiera_value_decref(dflt);
+    free_nodes(nodes, nnodes);
+    sv_free(&keys);
+    sv_free(&keys_json);
+    free(a.keys);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "Error: Could not run: cannot write the output: %s\n", strerror(errno));
+        rc = 1;
+    }
+    return rc;
+}

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Checks `hiera batch` against `hiera lookup`: for every node and key of a generated control
+repository (bench/gen-repo.py, plus a few keys and nodes that fail on purpose), the value that
+`hiera batch` prints must be byte for byte what `hiera lookup --render-as json` prints for that
+node and key; a key `hiera lookup` does not find must be absent; a lookup `hiera lookup` fails
+must be listed under ".errors" with the same message. Also checks the document's shape (nodes
+sorted, keys in the given order), --render-as yaml (same document), --facts for one node,
+--keys-file parsing and the exit status.
+
+usage: tests/batch/check.py --hiera build/hiera [--nodes 30] [--keys 150] [--batch-keys 40] [--keep DIR]
+Prints "N passed, N failed"; exit status 1 when anything failed.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GEN = os.path.join(HERE, "..", "..", "bench", "gen-repo.py")
+
+# keys added to the generated data: each fails in its own way, or is missing
+EXTRA_DATA = """
+bad::recursive: "%{lookup('bad::recursive')}"
+bad::infinity: .inf
+bad::syntax: "%{lookup('x'}"
+extra::dotted:
+  inner:
+    value: 42
+"""
+EXTRA_KEYS = ["bad::recursive", "bad::infinity", "bad::syntax", "extra::dotted.inner.value", "extra::dotted.nope",
+              "no::such::key"]
+
+
+class Checker:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, ok, what):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL: " + what)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, timeout=600, **kw)
+
+
+def parse_batch_lines(text):
+    """{node: {key: value text}} from the JSON document's layout (a node per line at indentation
+    2, a value per line at indentation 4), and the nodes in the order printed."""
+    out, order = {}, []
+    node = None
+    dec = json.JSONDecoder()
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        if line.lstrip(" ").startswith("}"):
+            continue
+        if indent == 2:
+            node, end = dec.raw_decode(line, 2)
+            out[node] = {}
+            order.append(node)
+        elif indent == 4 and node is not None and node != ".errors":
+            key, end = dec.raw_decode(line, 4)
+            assert line[end:end + 2] == ": ", line
+            value = line[end + 2:]
+            out[node][key] = value[:-1] if value.endswith(",") else value
+    return out, order
+
+
+def hiera_lookup(hiera, base_flags, node, facts, key, extra):
+    cmd = [hiera, "lookup"] + base_flags + ["--node", node, "--facts", facts, "--render-as", "json"] + extra + [key]
+    p = run(cmd)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def compare_variant(c, hiera, repo, base_flags, keys, nodes, extra, label):
+    """Runs hiera batch with `extra` flags and compares every (node, key) with hiera lookup."""
+    keys_file = os.path.join(repo, "check-keys.txt")
+    p = run([hiera, "batch"] + base_flags + ["--facts-dir", os.path.join(repo, "facts"), "--keys-file", keys_file]
+            + extra)
+    text = p.stdout.decode("utf-8")
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        c.check(False, "%s: the output is not JSON (%s): %s" % (label, e, text[:300]))
+        return
+    c.check(p.stderr == b"", "%s: nothing on stderr when it is not a terminal (got %r)" % (label, p.stderr[:200]))
+    lines, order = parse_batch_lines(text)
+    errors = doc.get(".errors", {})
+    c.check(p.returncode == (2 if errors else 0), "%s: exit status %d with %d nodes in error" % (label, p.returncode, len(errors)))
+    printed_nodes = [n for n in order if n != ".errors"]
+    c.check(printed_nodes == sorted(printed_nodes, key=lambda s: s.encode()), "%s: nodes sorted" % label)
+    c.check(list(doc)[-1] == ".errors" if errors else True, "%s: .errors comes last" % label)
+    for n in printed_nodes:
+        pos = [keys.index(k) for k in lines[n]]
+        c.check(pos == sorted(pos), "%s: keys of %s in the given order" % (label, n))
+    jobs = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+        for node, facts in nodes:
+            for key in keys:
+                jobs[(node, key)] = ex.submit(hiera_lookup, hiera, base_flags, node, facts, key, extra)
+    for (node, key), fut in jobs.items():
+        rc, out, err = fut.result()
+        what = "%s: node %s key %s" % (label, node, key)
+        node_err = errors.get(node)
+        if isinstance(node_err, str):
+            c.check(rc == 1 and err.strip().endswith(node_err),
+                    "%s: the node failed in batch (%s) but hiera lookup said rc=%d %s" % (what, node_err, rc, err.strip()))
+            continue
+        got = lines.get(node, {}).get(key)
+        got_err = (node_err or {}).get(key)
+        if rc == 0:
+            c.check(got == out.rstrip("\n"), "%s: batch %r, lookup %r" % (what, got, out.rstrip("\n")))
+            c.check(got_err is None, "%s: unexpected error %r" % (what, got_err))
+        elif err.strip():
+            msg = err.strip()
+            for prefix in ("Error: Could not run: ", "Error: "):
+                if msg.startswith(prefix):
+                    msg = msg[len(prefix):]
+                    break
+            c.check(got is None and got_err == msg, "%s: lookup failed with %r, batch value %r error %r" % (what, msg, got, got_err))
+        else:
+            c.check(got is None and got_err is None, "%s: not found by lookup, batch value %r error %r" % (what, got, got_err))
+    return doc
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hiera", required=True)
+    ap.add_argument("--nodes", type=int, default=30)
+    ap.add_argument("--keys", type=int, default=150)
+    ap.add_argument("--batch-keys", type=int, default=40)
+    ap.add_argument("--keep", help="generate the repository here and keep it")
+    args = ap.parse_args()
+    hiera = os.path.abspath(args.hiera)
+    c = Checker()
+    repo = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="hiera-batch-check-")
+    if args.keep and os.path.exists(repo):
+        shutil.rmtree(repo)
+    try:
+        run([sys.executable, GEN, "--out", repo, "--nodes", str(args.nodes), "--keys", str(args.keys),
+             "--batch-keys", str(args.batch_keys), "--seed", "7"], check=True)
+        common = os.path.join(repo, "environments/production/data/common.yaml")
+        with open(common, "a") as fh:
+            fh.write(EXTRA_DATA)
+        facts_dir = os.path.join(repo, "facts")
+        # nodes that cannot be looked up: unreadable YAML, a partial trusted override, no facts
+        with open(os.path.join(facts_dir, "broken.yaml"), "w") as fh:
+            fh.write("a: [unclosed\n")
+        with open(os.path.join(facts_dir, "partial.json"), "w") as fh:
+            fh.write('{"hostname": "partial", "role": "web"}')
+        with open(os.path.join(facts_dir, "empty.yml"), "w") as fh:
+            fh.write("{}\n")
+        with open(os.path.join(facts_dir, "list.yaml"), "w") as fh:
+            fh.write("- not\n- a hash\n")
+        # files that are not nodes
+        with open(os.path.join(facts_dir, ".hidden.yaml"), "w") as fh:
+            fh.write("hostname: hidden\n")
+        with open(os.path.join(facts_dir, "README.txt"), "w") as fh:
+            fh.write("not facts\n")
+        with open(os.path.join(repo, "keys-batch.txt")) as fh:
+            keys = [l.strip() for l in fh if l.strip() and not l.strip().startswith("#")]
+        keys += EXTRA_KEYS
+        with open(os.path.join(repo, "check-keys.txt"), "w") as fh:
+            fh.write("# the keys of the check\n\n" + "\n".join("  %s  " % k for k in keys) + "\n" + keys[0] + "\n")
+        nodes = sorted((f.rsplit(".", 1)[0], os.path.join(facts_dir, f)) for f in os.listdir(facts_dir)
+                       if f.endswith((".yaml", ".yml", ".json")) and not f.startswith("."))
+        base = ["--codedir", repo, "--environmentpath", os.path.join(repo, "environments"),
+                "--hiera_config", os.path.join(repo, "hiera.yaml")]
+
+        doc = compare_variant(c, hiera, repo, base, keys, nodes, [], "default")
+        c.check(doc is not None and ".hidden" not in doc and "README" not in doc, "hidden and non-facts files are skipped")
+        c.check(doc is not None and set(doc.get(".errors", {})) >= {"broken", "partial", "empty", "list"},
+                "broken facts files are node errors")
+        few = nodes[:6]
+        compare_variant(c, hiera, repo, base, keys, few, ["--merge", "deep", "--knock-out-prefix", "--", "--merge-hash-arrays"],
+                        "merge deep")
+        compare_variant(c, hiera, repo, base, keys, few, ["--merge", "unique"], "merge unique")
+        compare_variant(c, hiera, repo, base, keys, few, ["--type", "String", "--default", "none"], "type and default")
+
+        # YAML: the same document, except the values JSON cannot show (Infinity), which YAML can
+        node, facts = next(n for n in nodes if n[0].startswith("node"))
+        p = run([hiera, "batch"] + base + ["--facts-dir", facts_dir, "--keys-file", os.path.join(repo, "check-keys.txt"),
+                                           "--render-as", "yaml"])
+        singles = [hiera_lookup(hiera, base, node, facts, k, ["--render-as", "yaml"]) for k in keys]
+        ruby = ("d = YAML.load(STDIN.read); s = JSON.parse(ARGV[0]).map { |t| t && YAML.load(t) }; "
+                "puts JSON.generate([d, s], allow_nan: true)")
+        r = run(["ruby", "-ryaml", "-rjson", "-e", ruby, json.dumps([o if rc == 0 else None for rc, o, _ in singles])],
+                input=p.stdout)
+        try:
+            ydoc, yvals = json.loads(r.stdout)
+        except ValueError:
+            ydoc, yvals = None, None
+        c.check(ydoc is not None and p.returncode == 2, "--render-as yaml: a YAML document (%r)" % r.stderr[-300:])
+        if ydoc is not None and doc is not None:
+            jdoc = json.loads(json.dumps(doc))
+            for k, (rc, _, _), v in zip(keys, singles, yvals):
+                if rc == 0:
+                    c.check(json.dumps(ydoc[node].get(k)) == json.dumps(v),
+                            "yaml: node %s key %s: batch %r, lookup %r" % (node, k, ydoc[node].get(k), v))
+            for n, vals in ydoc.items():
+                if n != ".errors" and "bad::infinity" in vals:
+                    del vals["bad::infinity"]
+                    del jdoc[".errors"][n]["bad::infinity"]
+            jdoc[".errors"] = {n: e for n, e in jdoc[".errors"].items() if e}
+            c.check(json.dumps(ydoc) == json.dumps(jdoc), "--render-as yaml gives the JSON document")
+
+        # --facts: one node, named by the file or by --node
+        p = run([hiera, "batch"] + base + ["--facts", facts, "--keys-file", os.path.join(repo, "check-keys.txt")])
+        one = json.loads(p.stdout)
+        c.check(list(one)[:1] == [node] and one[node] == doc.get(node), "--facts FILE is the node named after the file")
+        p = run([hiera, "batch"] + base + ["--facts", facts, "--node", "other", keys[0], keys[1]])
+        one = json.loads(p.stdout)
+        c.check(list(one) == ["other"] and list(one["other"]) == [k for k in keys[:2] if k in doc[node]],
+                "--node names the node; keys as arguments")
+        p = run([hiera, "batch"] + base + ["--facts", facts, "--node", ".errors", keys[0]])
+        c.check(p.returncode == 1 and p.stdout == b"", "a node name starting with '.' is refused")
+
+        # usage errors print nothing on stdout and exit 1
+        for bad in (["--facts-dir", facts_dir], ["--facts-dir", facts_dir, "--facts", facts, "k"],
+                    [keys[0]], ["--facts-dir", "/nonexistent", "k"], ["--facts-dir", facts_dir, "--render-as", "s", "k"],
+                    ["--facts-dir", facts_dir, "--merge", "bogus", "k"], ["--facts-dir", facts_dir, "--keys-file", "/nonexistent"],
+                    ["--facts-dir", facts_dir, "--sort-merged-arrays", "k"], ["--facts-dir", facts_dir, "--explain", "k"],
+                    ["--facts-dir", facts_dir, "--bogus", "k"]):
+            p = run([hiera, "batch"] + base + bad)
+            c.check(p.returncode == 1 and p.stdout == b"" and p.stderr.startswith(b"Error: "),
+                    "usage error %s: rc=%d stdout=%r stderr=%r" % (bad, p.returncode, p.stdout[:80], p.stderr[:120]))
+        # two facts files for one node
+        shutil.copy(facts, facts.rsplit(".", 1)[0] + ".json")
+        p = run([hiera, "batch"] + base + ["--facts-dir", facts_dir, keys[0]])
+        d2 = json.loads(p.stdout)
+        c.check(node not in d2 and isinstance(d2.get(".errors", {}).get(node), str) and p.returncode == 2,
+                "two facts files for one node make a node error")
+        os.unlink(facts.rsplit(".", 1)[0] + ".json")
+        # keys from stdin
+        p = run([hiera, "batch"] + base + ["--facts", facts, "--keys-file", "-"], input=("# c\n\n%s\n" % keys[0]).encode())
+        one = json.loads(p.stdout)
+        c.check(list(one[node]) == [k for k in keys[:1] if k in doc[node]], "--keys-file - reads stdin")
+        # nothing found anywhere: an empty node, a valid document
+        p = run([hiera, "batch"] + base + ["--facts", facts, "no::such::key"])
+        c.check(p.returncode == 0 and json.loads(p.stdout) == {node: {}}, "a node with nothing found is {}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(repo, ignore_errors=True)
+    print("%d passed, %d failed" % (c.passed, c.failed))
+    return 1 if c.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

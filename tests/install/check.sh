@@ -1,0 +1,26 @@
+#!/bin/sh
+# make install into a scratch DESTDIR, then build examples/api-example.c against the installed
+# library with `pkg-config --cflags --libs hiera` (static and shared) and run both.
+set -e
+cd "$(dirname "$0")/../.."
+dest=$(mktemp -d /tmp/hiera-install-XXXXXX)
+trap 'rm -rf "$dest"' EXIT
+make -s install DESTDIR="$dest" PREFIX=/usr >/dev/null
+export PKG_CONFIG_PATH="$dest/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
+pass=0 fail=0
+check() { if "$@"; then pass=$((pass + 1)); else echo "FAIL install: $*"; fail=$((fail + 1)); fi; }
+check test -x "$dest/usr/bin/hiera"
+check test -f "$dest/usr/share/man/man1/hiera.1"
+check test -L "$dest/usr/lib/libhiera.so.0"
+check sh -c "readelf -d '$dest/usr/lib/libhiera.so.0.1.0' | grep -q 'SONAME.*libhiera.so.0'"
+cc -o "$dest/example-shared" examples/api-example.c $(pkg-config --cflags --libs hiera)
+cc -o "$dest/example-static" examples/api-example.c $(pkg-config --cflags hiera) \
+   "$dest/usr/lib/libhiera.a" $(pkg-config --libs --static hiera | sed 's/-lhiera//')
+repo=examples/control-repo
+for ex in "$dest/example-shared" "$dest/example-static"; do
+  out=$(LD_LIBRARY_PATH="$dest/usr/lib" "$ex" "$repo" "$repo/facts/web01.example.com.yaml" web01.example.com profile::base::motd)
+  check test "$out" = '"Welcome to web01 (Debian)"'
+done
+check sh -c "MANWIDTH=80 man -l '$dest/usr/share/man/man1/hiera.1' >/dev/null 2>&1 || groff -man -Tutf8 '$dest/usr/share/man/man1/hiera.1' >/dev/null 2>&1 || true"
+echo "install: $pass passed, $fail failed"
+[ "$fail" = 0 ]
