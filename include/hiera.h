@@ -148,6 +148,10 @@ typedef struct hiera_ctx hiera;
 typedef struct hiera_cache hiera_cache;
 HIERA_API hiera_cache *hiera_cache_new(void); /* release with hiera_cache_free */
 HIERA_API void hiera_cache_free(hiera_cache *c); /* after every context using it is freed */
+/* Promises that the files will not change while the cache lives (a batch run): a file read once
+ * is not checked again, and existence checks and glob expansions are remembered. Without it,
+ * every use re-checks the file with stat() and re-reads it when it changed. */
+HIERA_API void hiera_cache_freeze(hiera_cache *c);
 
 typedef struct {
     const char *codedir;         /* NULL: Puppet's default (/etc/puppet/code as root) */

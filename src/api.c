@@ -176,6 +176,7 @@ char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error
 struct hiera_cache;
 hiera_cache *hiera_cache_new(void) { return cache_new(); }
 void hiera_cache_free(hiera_cache *c) { cache_free(c); }
+void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
 
 static bool path_exists(const char *p)
 {

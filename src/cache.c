@@ -4,6 +4,7 @@
  * parse, not one per lookup. */
 #include "hiera_int.h"
 #include "eyaml.h"
+#include "glob.h"
 #include "hocon.h"
 #include "json.h"
 #include "yaml.h"
@@ -25,12 +26,25 @@ typedef struct centry {
     struct timespec mtime;
     hv *value; /* NULL when err is set */
     herr err;
+    hv *info;  /* data formats: what each top-level key needs (see cache_load_data) */
 } centry;
 
 struct hiera_cache {
     centry **buckets;
     size_t nbuckets, n;
     eyaml_ctx *eyaml; /* keys and decrypted blocks, shared like the files */
+    /* frozen: the caller promised that files do not change while the cache lives, so a file
+     * loaded once is not stat()ed again, and existence checks and glob expansions are
+     * remembered (hiera batch: thousands of nodes over the same tree) */
+    bool frozen;
+    hv *exists; /* path -> boolean */
+    hv *globs;  /* pattern -> array of paths */
+    hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
+    /* objects the engine shares between contexts (compiled lookup_options), by signature */
+    hv *shared_index;
+    void **shared;
+    void (**shared_free)(void *);
+    size_t nshared;
 };
 
 /* Files larger than this are refused rather than read into memory. */
@@ -47,6 +61,7 @@ hiera_cache *cache_new(void)
 static void entry_free(centry *e)
 {
     free(e->path);
+    hv_decref(e->info);
     hv_decref(e->value);
     herr_clear(&e->err);
     free(e);
@@ -66,7 +81,53 @@ void cache_free(hiera_cache *c)
     }
     free(c->buckets);
     eyaml_free(c->eyaml);
+    hv_decref(c->exists);
+    hv_decref(c->globs);
+    hv_decref(c->memo);
+    for (size_t i = 0; i < c->nshared; i++)
+        if (c->shared_free[i])
+            c->shared_free[i](c->shared[i]);
+    free(c->shared);
+    free(c->shared_free);
+    hv_decref(c->shared_index);
     free(c);
+}
+
+void *cache_shared_get(hiera_cache *c, const char *signature, bool *found)
+{
+    hv *i = c->shared_index ? hv_hash_gets(c->shared_index, signature) : NULL;
+    *found = i != NULL;
+    return i ? c->shared[hv_int_val(i)] : NULL;
+}
+
+void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *))
+{
+    if (!c->shared_index)
+        c->shared_index = hv_hash();
+    c->shared = xrealloc(c->shared, (c->nshared + 1) * sizeof *c->shared);
+    c->shared_free = xrealloc(c->shared_free, (c->nshared + 1) * sizeof *c->shared_free);
+    c->shared[c->nshared] = obj;
+    c->shared_free[c->nshared] = free_fn;
+    hv_hash_sets(c->shared_index, signature, hv_int((int64_t)c->nshared));
+    c->nshared++;
+}
+
+hv *cache_memo(hiera_cache *c)
+{
+    if (!c->memo)
+        c->memo = hv_hash();
+    return c->memo;
+}
+
+bool cache_is_frozen(const hiera_cache *c) { return c->frozen; }
+
+void cache_freeze(hiera_cache *c)
+{
+    c->frozen = true;
+    if (!c->exists)
+        c->exists = hv_hash();
+    if (!c->globs)
+        c->globs = hv_hash();
 }
 
 eyaml_ctx *cache_eyaml(hiera_cache *c)
@@ -189,8 +250,95 @@ static void wrap_parse_error(const char *path, file_format fmt, herr *e)
     e->msg = msg;
 }
 
+bool hv_is_rich_data(const hv *v, int depth)
+{
+    if (depth > 10000)
+        return false;
+    switch (hv_kind_of(v)) {
+    case HV_SYMBOL:
+        return false;
+    case HV_ARRAY:
+        for (size_t i = 0; i < hv_array_len(v); i++)
+            if (!hv_is_rich_data(hv_array_get(v, i), depth + 1))
+                return false;
+        return true;
+    case HV_HASH:
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            const hv *k = hv_hash_key_at(v, i);
+            if (!(hv_is(k, HV_STRING) || hv_is(k, HV_INT) || hv_is(k, HV_BIGINT) || hv_is(k, HV_FLOAT)))
+                return false;
+            if (!hv_is_rich_data(hv_hash_val_at(v, i), depth + 1))
+                return false;
+        }
+        return true;
+    default:
+        return true;
+    }
+}
+
+bool hv_has_interpolation(const hv *v, int depth)
+{
+    if (depth > 10000)
+        return true;
+    if (hv_is(v, HV_STRING))
+        return memmem(hv_str_ptr(v), hv_str_len(v), "%{", 2) != NULL;
+    for (size_t i = 0; i < hv_array_len(v); i++)
+        if (hv_has_interpolation(hv_array_get(v, i), depth + 1))
+            return true;
+    for (size_t i = 0; i < hv_hash_len(v); i++)
+        if (hv_has_interpolation(hv_hash_key_at(v, i), depth + 1) || hv_has_interpolation(hv_hash_val_at(v, i), depth + 1))
+            return true;
+    return false;
+}
+
+/* yaml_data's own rules on what Psych gave: a file whose top is not a hash is a warning and an
+ * empty hash; symbol keys become strings (HieraConfig.symkeys_to_string). */
+static hv *prepare_yaml_data(const char *path, hv *v)
+{
+    if (!hv_is(v, HV_HASH)) {
+        fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", path);
+        hv_decref(v);
+        return hv_hash();
+    }
+    bool has_sym = false;
+    for (size_t i = 0; i < hv_hash_len(v); i++)
+        if (hv_is(hv_hash_key_at(v, i), HV_SYMBOL))
+            has_sym = true;
+    if (!has_sym)
+        return v;
+    hv *nv = hv_hash_sized(hv_hash_len(v));
+    for (size_t i = 0; i < hv_hash_len(v); i++) {
+        hv *k = hv_hash_key_at(v, i);
+        hv *nk = hv_is(k, HV_SYMBOL) ? hv_strn(hv_str_ptr(k), hv_str_len(k)) : hv_incref(k);
+        hv_set_line(nk, hv_line(k));
+        hv_hash_set(nv, nk, hv_incref(hv_hash_val_at(v, i)));
+    }
+    hv_set_line(nv, hv_line(v));
+    hv_decref(v);
+    return nv;
+}
+
+/* For a data hash: the top-level keys whose values need interpolation ("interp") and those
+ * that are not Puppet data ("invalid"), so that lookups need not walk the values each time. */
+static hv *data_info(const hv *data)
+{
+    hv *info = hv_hash(), *interp = hv_hash(), *invalid = hv_hash();
+    for (size_t i = 0; i < hv_hash_len(data); i++) {
+        hv *k = hv_hash_key_at(data, i), *v = hv_hash_val_at(data, i);
+        if (hv_has_interpolation(v, 0))
+            hv_hash_set(interp, hv_incref(k), hv_true());
+        if (!hv_is_rich_data(v, 0))
+            hv_hash_set(invalid, hv_incref(k), hv_true());
+    }
+    hv_hash_sets(info, "interp", interp);
+    hv_hash_sets(info, "invalid", invalid);
+    return info;
+}
+
 static void fill(centry *e, const struct stat *st)
 {
+    hv_decref(e->info);
+    e->info = NULL;
     hv_decref(e->value);
     e->value = NULL;
     herr_clear(&e->err);
@@ -213,6 +361,10 @@ static void fill(centry *e, const struct stat *st)
         e->value = parse(e->path, t, n, e->fmt, &e->err);
         if (!e->value)
             wrap_parse_error(e->path, e->fmt, &e->err);
+        else if (e->fmt == FMT_YAML)
+            e->value = prepare_yaml_data(e->path, e->value);
+        if (e->value && hv_is(e->value, HV_HASH) && (e->fmt == FMT_YAML || e->fmt == FMT_JSON || e->fmt == FMT_HOCON))
+            e->info = data_info(e->value);
     }
     sb_free(&text);
 }
@@ -223,33 +375,17 @@ static bool same_stat(const centry *e, const struct stat *st)
            e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
+static centry *find_entry(hiera_cache *c, const char *path, file_format fmt, uint64_t code)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        herr_set(err, HERR_LOOKUP, "Unable to read file '%s': %s", path, strerror(errno));
-        herr_at(err, path, 0, 0);
-        return NULL;
-    }
-    uint64_t code = path_code(path, fmt);
     size_t b = (size_t)(code & (c->nbuckets - 1));
-    centry *e;
-    for (e = c->buckets[b]; e; e = e->next)
+    for (centry *e = c->buckets[b]; e; e = e->next)
         if (e->code == code && e->fmt == fmt && strcmp(e->path, path) == 0)
-            break;
-    if (!e) {
-        e = xcalloc(1, sizeof *e);
-        e->path = xstrdup(path);
-        e->fmt = fmt;
-        e->code = code;
-        fill(e, &st);
-        e->next = c->buckets[b];
-        c->buckets[b] = e;
-        if (++c->n > c->nbuckets * 2)
-            grow(c);
-    } else if (!same_stat(e, &st)) {
-        fill(e, &st);
-    }
+            return e;
+    return NULL;
+}
+
+static hv *entry_result(centry *e, herr *err)
+{
     if (!e->value) {
         herr_clear(err);
         if (err) {
@@ -264,10 +400,83 @@ hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
     return hv_incref(e->value);
 }
 
+hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
+{
+    if (c->frozen) {
+        centry *known = find_entry(c, path, fmt, path_code(path, fmt));
+        if (known)
+            return entry_result(known, err);
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        herr_set(err, HERR_LOOKUP, "Unable to read file '%s': %s", path, strerror(errno));
+        herr_at(err, path, 0, 0);
+        return NULL;
+    }
+    uint64_t code = path_code(path, fmt);
+    size_t b = (size_t)(code & (c->nbuckets - 1));
+    centry *e = find_entry(c, path, fmt, code);
+    if (!e) {
+        e = xcalloc(1, sizeof *e);
+        e->path = xstrdup(path);
+        e->fmt = fmt;
+        e->code = code;
+        fill(e, &st);
+        e->next = c->buckets[b];
+        c->buckets[b] = e;
+        if (++c->n > c->nbuckets * 2)
+            grow(c);
+    } else if (!same_stat(e, &st)) {
+        fill(e, &st);
+    }
+    return entry_result(e, err);
+}
+
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **info, herr *err)
+{
+    hv *v = cache_load(c, path, fmt, err);
+    *info = NULL;
+    if (v) {
+        centry *e = find_entry(c, path, fmt, path_code(path, fmt));
+        if (e && e->value == v)
+            *info = e->info;
+    }
+    return v;
+}
+
 bool cache_file_exists(hiera_cache *c, const char *path)
 {
-    (void)c;
+    if (c->frozen) {
+        hv *known = hv_hash_gets(c->exists, path);
+        if (known)
+            return hv_bool_val(known);
+    }
     /* Ruby's Pathname#exist?: directories exist too (reading one then fails) */
     struct stat st;
-    return stat(path, &st) == 0;
+    bool exists = stat(path, &st) == 0;
+    if (c->frozen)
+        hv_hash_sets(c->exists, path, hv_bool(exists));
+    return exists;
+}
+
+void cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)
+{
+    hv *known = c->frozen ? hv_hash_gets(c->globs, pattern) : NULL;
+    if (!known) {
+        glob_result g = {0};
+        glob_expand(pattern, &g, limit);
+        if (!c->frozen) {
+            *out = g;
+            return;
+        }
+        known = hv_array_sized(g.n);
+        for (size_t i = 0; i < g.n; i++)
+            hv_array_push(known, hv_str(g.paths[i]));
+        glob_free(&g);
+        hv_hash_sets(c->globs, pattern, known);
+    }
+    out->n = hv_array_len(known);
+    out->paths = xcalloc(out->n ? out->n : 1, sizeof *out->paths);
+    for (size_t i = 0; i < out->n; i++)
+        out->paths[i] = xstrdup(hv_str_ptr(hv_array_get(known, i)));
 }

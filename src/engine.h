@@ -17,6 +17,8 @@ typedef struct {
     /* the data_hash function's result for this location, loaded once per context */
     bool loaded;
     hv *data;
+    hv *info_interp;  /* BORROWED from the cache: keys needing interpolation (cache_load_data) */
+    hv *info_invalid; /* BORROWED: keys whose values are not Puppet data */
     herr data_err;
     hv *memo; /* lookup_key functions: key -> the answer already given */
 } location;
@@ -52,6 +54,8 @@ typedef struct {
     rregex **pats;
     hv **pat_values;
     size_t npats;
+    hv *memo;        /* root key -> the options that apply (false: none), filled as keys come */
+    bool shared;     /* owned by the cache (shared by the contexts with the same data) */
 } lo_compiled;
 
 struct hiera_ctx {
@@ -104,6 +108,9 @@ typedef struct inv {
     const char *top_key;
     const hv *local_scope;   /* mapped_paths: {var_name => value} overlay, or NULL */
     const hcfg *config;      /* interpolating inside this hiera.yaml: errors name it */
+    const char *root_key;    /* the root key this invocation probes data for, with its hash */
+    size_t root_len;
+    uint64_t root_code;
 } inv;
 
 /* ---- interp.c ---- */

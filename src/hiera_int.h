@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "glob.h"
 #include "util.h"
 #include "value.h"
 
@@ -33,11 +34,32 @@ typedef enum {
  * cannot be read or parsed (the error is cached too). *missing is set when the file does not exist. */
 hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
 hiera_cache *cache_new(void);
+/* cache_load for data files (FMT_YAML after yaml_data's own rules: a non-hash top is an empty
+ * hash, symbol keys are strings). *info (BORROWED, NULL unless the value is a hash) holds the
+ * sets "interp" (top-level keys whose values contain %{) and "invalid" (not Puppet data). */
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **info, herr *err);
+/* Puppet::LookupValue: no Ruby symbols, hash keys strings or numbers. */
+bool hv_is_rich_data(const hv *v, int depth);
+/* Whether a string in v (value or hash key, at any depth) contains "%{". */
+bool hv_has_interpolation(const hv *v, int depth);
 void cache_free(hiera_cache *c);
 /* The eyaml decryption context kept with the cache (created on first use; BORROWED). */
 struct eyaml_ctx *cache_eyaml(hiera_cache *c);
 /* Whether path exists (Ruby's File.exist?: directories included). */
 bool cache_file_exists(hiera_cache *c, const char *path);
+/* glob_expand through the cache (remembered when the cache is frozen). out as glob_expand's. */
+void cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out);
+/* Promises that files will not change while the cache lives: loaded files are not re-checked,
+ * existence checks and glob expansions are remembered. */
+void cache_freeze(hiera_cache *c);
+bool cache_is_frozen(const hiera_cache *c);
+/* A hash kept with the cache for parse results that only depend on text (BORROWED). */
+hv *cache_memo(hiera_cache *c);
+/* Objects shared by every context of the cache, by a signature of what they depend on. get:
+ * BORROWED (*found tells whether the signature is known); put: the cache owns obj and calls
+ * free_fn on it when freed. */
+void *cache_shared_get(hiera_cache *c, const char *signature, bool *found);
+void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));
 
 /* ------------------------------------------------------------------ merge strategies (merge.c) */
 

@@ -37,12 +37,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 extern char **environ;
 
 #define MAX_PARSE_DEPTH 500        /* nested objects/arrays in one document */
 #define MAX_RESOLVE_DEPTH 1000     /* nested resolve calls (substitution chains) */
-#define MAX_RESOLVE_STEPS 5000000L /* the gem does not memoize: bound the total work */
+#define MAX_WORK 20000000L /* the gem does not memoize: bound the total work (merges, resolves) */
 #define MAX_INCLUDE_DEPTH 50       /* Parseable::MAX_INCLUDE_DEPTH */
 #define MAX_OCTAL_DIGITS 100000
 
@@ -57,7 +58,7 @@ typedef struct {
     char **origins; /* names of included files (node origins point into this) */
     size_t norigins;
     int include_depth;
-    long steps;
+    long work; /* units of work done (values copied by merges, resolve calls) */
     bool merge_loaded; /* this parse's view of delayed_merge_loaded (see delay_merge) */
 } hctx;
 
@@ -102,6 +103,17 @@ static void fail_ruby(hctx *cx, const char *org, int line, int col, const char *
     va_start(ap, fmt);
     failv(cx, E_RUBY, org, line, col, fmt, ap);
     va_end(ap);
+}
+
+/* counts work; false (with an error) past MAX_WORK, where the gem would take hours: its merges and
+ * its resolution of self-referencing stacks are polynomial, and it does not memoize lookups */
+static bool work(hctx *cx, size_t units)
+{
+    cx->work += (long)(units < (size_t)MAX_WORK ? units : (size_t)MAX_WORK);
+    if (cx->work <= MAX_WORK)
+        return true;
+    fail(cx, NULL, 0, 0, "too complex to resolve (more than %ld steps)", MAX_WORK);
+    return false;
 }
 
 static void fail_bare(hctx *cx, const char *org, int line, int col, const char *fmt, ...) HIERA_PRINTF(5, 6);
@@ -496,6 +508,8 @@ static int rb_eq(const node *a, const node *b)
  * own fields, not the merged ones (which may differ in ignoring fallbacks). */
 static node *merge_objects(hctx *cx, node *a, node *b)
 {
+    if (!work(cx, a->n + b->n))
+        return NULL;
     node *o = nnew(N_OBJ, a->line, a->col, a->org);
     bool changed = false;
     for (size_t i = 0; i < a->n; i++) {
@@ -540,6 +554,8 @@ static node *merge_objects(hctx *cx, node *a, node *b)
  * make many dotted keys under one parent quadratic. Same result as merge_objects otherwise. */
 static node *merge_objects_into(hctx *cx, node *a, node *b)
 {
+    if (!work(cx, 1))
+        return NULL;
     if (a->n != 1 || b->n == 0)
         return merge_objects(cx, a, b);
     long p = obj_find(b, hv_str_ptr(a->keys[0]), hv_str_len(a->keys[0]));
@@ -616,6 +632,9 @@ static node *with_fallback(hctx *cx, node *self, node *other)
     node *r;
     if (ignores_fallbacks(self))
         return nref(self);
+    if (!work(cx, 1 + (self->kind == N_MERGE || self->kind == N_MERGEOBJ ? self->n : 0) +
+                      (other->kind == N_MERGE || other->kind == N_MERGEOBJ ? other->n : 0)))
+        return NULL;
     if (is_unmergeable(other))
         r = delay_merge(cx, self, other, true);
     else if (other->kind == N_OBJ && self->kind == N_OBJ)
@@ -635,6 +654,47 @@ static node *with_fallback(hctx *cx, node *self, node *other)
 /* ------------------------------------------------------------------------------------------ */
 /* value concatenation (ConfigConcatenation.concatenate)                                       */
 /* ------------------------------------------------------------------------------------------ */
+
+static size_t utf8_char(const unsigned char *s, size_t n, long *cp);
+static bool is_cntrl_cp(long c);
+
+/* Quirk: the gem writes strings into its messages with ConfigImplUtil.render_json_string, which
+ * formats a control character other than \b \f \n \r \t with "\\u%04x" % char - an
+ * ArgumentError (invalid value for Integer()) - and whose regexp test raises ArgumentError on
+ * invalid UTF-8. True (with that Ruby error recorded) when writing s would raise. */
+static bool text_render_raises(hctx *cx, const node *at, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        long cp;
+        size_t l = utf8_char((const unsigned char *)s + i, n - i, &cp);
+        if (cp < 0) {
+            fail_ruby(cx, at->org, at->line, at->col, "invalid byte sequence in UTF-8");
+            return true;
+        }
+        if (is_cntrl_cp(cp) && cp != '\b' && cp != '\f' && cp != '\n' && cp != '\r' && cp != '\t') {
+            fail_ruby(cx, at->org, at->line, at->col, "invalid value for Integer(): \"\\u%04lx\"", cp);
+            return true;
+        }
+        i += l;
+    }
+    return false;
+}
+
+/* the same for a whole value as the gem's to_s renders it (strings, keys, substitution paths) */
+static bool value_render_raises(hctx *cx, const node *v)
+{
+    if (v->kind == N_STR)
+        return text_render_raises(cx, v, hv_str_ptr(v->val), hv_str_len(v->val));
+    if (v->kind == N_REF || v->kind == N_OBJ)
+        for (size_t i = 0; i < v->n; i++)
+            if (text_render_raises(cx, v, hv_str_ptr(v->keys[i]), hv_str_len(v->keys[i])))
+                return true;
+    if (v->kind != N_REF && v->items)
+        for (size_t i = 0; i < v->n; i++)
+            if (value_render_raises(cx, v->items[i]))
+                return true;
+    return false;
+}
 
 /* transform_to_string: the text a primitive contributes to a string concatenation */
 static bool as_text(const node *v, const char **s, size_t *n)
@@ -735,6 +795,8 @@ static int join_object_list(hctx *cx, node *left, node *right)
             return -1;
         }
     }
+    if (value_render_raises(cx, left) || value_render_raises(cx, right))
+        return -1;
     fail(cx, left->org, left->line, left->col,
          "Cannot concatenate object or list with a non-object-or-list, %s and %s are not compatible",
          left->kind == N_LIST ? "SimpleConfigList(...)" : "SimpleConfigObject(...)",
@@ -753,6 +815,8 @@ static int concat_join(hctx *cx, nvec *b, node *right)
         if (!(joined = with_fallback(cx, right, left)))
             return -1;
     } else if (left->kind == N_LIST && right->kind == N_LIST) {
+        if (!work(cx, left->n + right->n))
+            return -1;
         joined = nnew(N_LIST, left->line, left->col, left->org);
         for (size_t i = 0; i < left->n; i++)
             items_push(joined, nref(left->items[i]));
@@ -768,6 +832,8 @@ static int concat_join(hctx *cx, nvec *b, node *right)
         const char *s1, *s2;
         size_t n1, n2;
         if (!as_text(left, &s1, &n1) || !as_text(right, &s2, &n2)) {
+            if (value_render_raises(cx, left) || value_render_raises(cx, right))
+                return -1;
             sbuf l = {0}, r = {0};
             describe(&l, left);
             describe(&r, right);
@@ -778,6 +844,8 @@ static int concat_join(hctx *cx, nvec *b, node *right)
             sb_free(&r);
             return -1;
         }
+        if (!work(cx, (n1 + n2) / 8))
+            return -1;
         char *s = xmalloc(n1 + n2 + 1);
         memcpy(s, s1, n1);
         memcpy(s + n1, s2, n2);
@@ -1087,6 +1155,7 @@ typedef struct {
     hv *num;       /* T_NUMBER value */
     node *ref;     /* T_SUBST */
     char *problem; /* T_ERROR: the tokenizer's problem; T_SUBST: why its path is invalid */
+    bool pruby;    /* the problem is a Ruby exception in the gem, not a ConfigError */
 } token;
 
 static void tok_free(token *t)
@@ -1117,6 +1186,7 @@ typedef struct {
     wsaver ws;
     char *problem; /* the problem found while lexing the current token */
     int pline, pcol;
+    bool pruby;
     token q[2]; /* lexed tokens not handed out yet (a whitespace token and the next one) */
     int nq;
     token back[8]; /* the parser's put-back stack */
@@ -1174,6 +1244,7 @@ static void lx_fail(lexer *L, int line, int col, const char *fmt, ...)
     L->problem = sb_take(&b);
     L->pline = line;
     L->pcol = col;
+    L->pruby = false;
 }
 
 static void lx_advance(lexer *L, size_t n)
@@ -1208,6 +1279,7 @@ static void set_error(lexer *L, token *t)
         t->problem = L->problem;
         t->line = L->pline;
         t->col = L->pcol;
+        t->pruby = L->pruby;
         L->problem = NULL;
     }
 }
@@ -1229,6 +1301,14 @@ static void char_name(sbuf *b, const lexer *L)
         size_t n = utf8_char(L->s + L->pos, L->len - L->pos, &cp);
         sb_addn(b, (const char *)L->s + L->pos, n);
     }
+}
+
+/* consumes the character that made a problem, as the gem's tokenizer has read it */
+static void skip_char(lexer *L)
+{
+    long cp;
+    if (L->pos < L->len)
+        lx_advance(L, utf8_char(L->s + L->pos, L->len - L->pos, &cp));
 }
 
 /* skips blanks other than newlines, remembering them in the saver; false on invalid UTF-8 */
@@ -1333,7 +1413,8 @@ static bool lex_escape(lexer *L, sbuf *b)
          * but builds that error with a string for its origin and fails with NoMethodError */
         sbuf nm = {0};
         char_name(&nm, L);
-        fail_ruby(L->cx, L->org, L->line, L->col, "undefined method `line_number' for \"%s\":String", sb_str(&nm));
+        lx_fail(L, L->line, L->col, "undefined method `line_number' for \"%s\":String", sb_str(&nm));
+        L->pruby = true; /* raised when the parser asks the problem token for its line */
         sb_free(&nm);
         return false;
     }
@@ -1398,6 +1479,7 @@ static void lex_quoted(lexer *L, token *t)
             lx_fail(L, L->line, L->col,
                     "JSON does not allow unescaped %s in quoted strings, use a backslash escape", sb_str(&nm));
             sb_free(&nm);
+            skip_char(L);
             goto bad;
         }
         sb_addn(&b, (const char *)L->s + L->pos, n);
@@ -1632,6 +1714,7 @@ static void lex_subst(lexer *L, token *t)
         char_name(&nm, L);
         lx_fail(L, L->line, L->col, "'$' not followed by {, '%s' not allowed after '$'", sb_str(&nm));
         sb_free(&nm);
+        skip_char(L);
         set_error(L, t);
         return;
     }
@@ -1656,6 +1739,7 @@ static void lex_subst(lexer *L, token *t)
             L->problem = x.problem;
             L->pline = x.line;
             L->pcol = x.col;
+            L->pruby = x.pruby;
             x.problem = NULL;
             tok_free(&x);
             goto fail;
@@ -1740,6 +1824,7 @@ static void lex_token(lexer *L, wsaver *sv, token *t)
             char_name(&nm, L);
             lx_fail(L, L->line, L->col, "'+' not followed by =, '%s' not allowed after '+'", sb_str(&nm));
             sb_free(&nm);
+            skip_char(L);
             set_error(L, t);
             return;
         }
@@ -1750,6 +1835,7 @@ static void lex_token(lexer *L, wsaver *sv, token *t)
             lex_number(L, t);
         } else if (is_reserved(c)) {
             lx_fail(L, L->line, L->col, "Reserved character '%c' is not allowed outside quotes", c);
+            skip_char(L);
             set_error(L, t);
         } else {
             lex_unquoted(L, t);
@@ -1782,10 +1868,14 @@ static void lx_next(lexer *L, token *t)
     *t = L->q[0];
     L->q[0] = L->q[1];
     L->nq--;
-    if (L->nq == 0 && t->type != T_EOF && t->type != T_ERROR)
+    if (L->nq == 0 && t->type != T_EOF && !L->cx->failed)
         lx_fill(L); /* TokenIterator#next reads the next token before returning this one */
-    if (t->type == T_ERROR && t->problem)
-        fail(L->cx, L->org, t->line, t->col, "%s", t->problem);
+    if (t->type == T_ERROR && t->problem) {
+        if (t->pruby)
+            fail_ruby(L->cx, L->org, t->line, t->col, "%s", t->problem);
+        else
+            fail(L->cx, L->org, t->line, t->col, "%s", t->problem);
+    }
 }
 
 static void lx_back(lexer *L, token *t)
@@ -2017,6 +2107,13 @@ static int consolidate_values(parser *P, node **out)
     return 0;
 }
 
+static void free_keys(hv **keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        hv_decref(keys[i]);
+    free(keys);
+}
+
 /* parse_key: the key tokens up to the separator, as a path */
 static hv **parse_key(parser *P, token *t, size_t *n, int *line, int *col)
 {
@@ -2043,17 +2140,15 @@ static hv **parse_key(parser *P, token *t, size_t *n, int *line, int *col)
     lx_back(&P->L, t);
     const char *why = NULL;
     hv **keys = pb_finish(&pb, n, &why);
-    if (!keys)
+    if (!keys) {
         fail_bare(P->cx, P->L.org, *line, *col, "%s", why); /* a ConfigBadPathError without origin */
+    } else if (P->depth + *n > MAX_PARSE_DEPTH) { /* a.b.c... nests objects too */
+        fail(P->cx, P->L.org, *line, *col, "objects and arrays nested more than %d levels deep", MAX_PARSE_DEPTH);
+        free_keys(keys, *n);
+        keys = NULL;
+    }
     pb_free(&pb);
     return keys;
-}
-
-static void free_keys(hv **keys, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        hv_decref(keys[i]);
-    free(keys);
 }
 
 static void path_push(parser *P, hv **keys, size_t n)
@@ -2585,6 +2680,17 @@ out:
     return obj;
 }
 
+/* Hocon::Impl::Url.new accepts what Ruby's URI.parse reads as an http(s) URI (approximated) */
+static bool is_http_url(const char *s)
+{
+    if (strncasecmp(s, "http://", 7) != 0 && strncasecmp(s, "https://", 8) != 0)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p <= ' ' || *p >= 0x7F || strchr("<>\"{}|\\^`", *p))
+            return false;
+    return true;
+}
+
 /* The included object, or NULL on error. Puppet parses the data file as a string, so a plain
  * `include "name"` in it finds nothing (the gem falls back to a classpath resource, which the
  * ruby gem never finds); `include file("name")` reads the name as given, relative to the
@@ -2597,7 +2703,10 @@ static node *include_load(parser *P, const char *kind, hv *name, const token *at
         return NULL;
     }
     if (strcmp(kind, "url") == 0) {
-        perr(P, at, "include url() specifies an invalid URL: %s", s);
+        if (is_http_url(s)) /* the gem's SimpleIncluder has no include_url */
+            fail_ruby(P->cx, P->L.org, at->line, at->col, "undefined method `include_url' for #<Hocon::Impl::SimpleIncluder>");
+        else
+            perr(P, at, "include url() specifies an invalid URL: %s", s);
         return NULL;
     }
     if (strcmp(kind, "classpath") == 0) { /* the gem's SimpleIncluder lacks include_resources */
@@ -2607,8 +2716,9 @@ static node *include_load(parser *P, const char *kind, hv *name, const token *at
     }
     if (strcmp(kind, "file") == 0)
         return include_basename(P, s, at);
-    if (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0) {
-        perr(P, at, "include of a URL is not supported: %s", s);
+    if (is_http_url(s)) { /* nor an include_url_without_fallback */
+        fail_ruby(P->cx, P->L.org, at->line, at->col,
+                  "undefined method `include_url_without_fallback' for Hocon::Impl::SimpleIncluder:Class");
         return NULL;
     }
     if (!P->dir)
@@ -3113,6 +3223,8 @@ static int resolve_ref(rctx *R, node *v, const rpath *rp, const rsrc *src, node 
     if (rc == R_CYCLE) {
         if (v->optional) {
             rc = R_OK;
+        } else if (value_render_raises(R->cx, v)) {
+            rc = R_ERR;
         } else {
             sbuf d = {0};
             ref_describe(&d, v);
@@ -3125,7 +3237,9 @@ static int resolve_ref(rctx *R, node *v, const rpath *rp, const rsrc *src, node 
         free(R->cycle);
         R->cycle = NULL;
     }
-    if (rc == R_OK && !r && !v->optional) {
+    if (rc == R_OK && !r && !v->optional && value_render_raises(R->cx, v)) {
+        rc = R_ERR;
+    } else if (rc == R_OK && !r && !v->optional) {
         sbuf d = {0};
         ref_describe(&d, v);
         fail(R->cx, v->org, v->line, v->col, "Could not resolve substitution to a value: %s", sb_str(&d));
@@ -3242,11 +3356,8 @@ static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **ou
         fail(R->cx, v->org, v->line, v->col, "substitutions nested more than %d levels deep", MAX_RESOLVE_DEPTH);
         return R_ERR;
     }
-    if (++R->cx->steps > MAX_RESOLVE_STEPS) {
-        fail(R->cx, v->org, v->line, v->col, "substitutions too complex to resolve (more than %ld steps)",
-             MAX_RESOLVE_STEPS);
+    if (!work(R->cx, 1 + (!rp && (v->kind == N_OBJ || v->kind == N_LIST) && v->unresolved ? v->n : 0)))
         return R_ERR;
-    }
     bool isref = v->kind == N_REF;
     int rc = R_OK;
     R->depth++;
@@ -3258,8 +3369,12 @@ static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **ou
                 rc = R_CYCLE;
     }
     if (rc == R_CYCLE) {
+        /* NotPossibleToResolve renders the references being resolved when it is made */
+        for (size_t i = 0; i < R->trace.n && rc == R_CYCLE; i++)
+            if (value_render_raises(R->cx, R->trace.v[i]))
+                rc = R_ERR;
         free(R->cycle);
-        R->cycle = trace_string(R);
+        R->cycle = rc == R_CYCLE ? trace_string(R) : NULL;
     } else {
         switch (v->kind) {
         case N_OBJ: rc = resolve_obj(R, v, src, rp, out); break;

@@ -262,20 +262,21 @@ static hv *scope_get(inv *I, const char *name, bool *exists)
     return v;
 }
 
-lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err)
+/* scope_lookup with the key already split (segs: root then sub-keys). */
+static lr scope_lookup_segs(inv *I, const char *key, const hv *segs, hv **out, herr *err)
 {
-    hv *segs = split_key(key, strlen(key));
-    if (!segs) {
-        herr_set(err, HERR_LOOKUP, "Syntax error in string: %s", subject);
-        return LR_ERROR;
-    }
     explainer *ex = I->h->ex;
     const hv *root = hv_array_get(segs, 0);
-    char *rootname = hv_is(root, HV_STRING) ? xstrndup(hv_str_ptr(root), hv_str_len(root)) : NULL;
-    if (!rootname) {
+    char buf[128];
+    const char *rootname;
+    char *owned = NULL;
+    if (hv_is(root, HV_STRING) && hv_str_len(root) < sizeof buf) {
+        memcpy(buf, hv_str_ptr(root), hv_str_len(root) + 1);
+        rootname = buf;
+    } else {
         sbuf b = {0};
         ruby_to_s(&b, root);
-        rootname = sb_take(&b);
+        rootname = owned = sb_take(&b);
     }
     if (ex)
         ex_push(ex, EX_SCOPE, "Global Scope", NULL);
@@ -286,22 +287,31 @@ lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *er
             ex_found_str(ex, rootname, val);
         ex_pop(ex);
     }
-    free(rootname);
+    free(owned);
     lr r = LR_FOUND;
     hv *result = hv_incref(val ? val : hv_undef());
     if (!hv_is(result, HV_UNDEF) && hv_array_len(segs) > 1) {
         hv *found = NULL;
         r = sub_lookup(I, key, segs, 1, result, &found, err);
         hv_decref(result);
-        if (r == LR_ERROR) {
-            hv_decref(segs);
+        if (r == LR_ERROR)
             return LR_ERROR;
-        }
         result = r == LR_FOUND ? found : hv_undef();
         r = LR_FOUND;
     }
-    hv_decref(segs);
     *out = result;
+    return r;
+}
+
+lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err)
+{
+    hv *segs = split_key(key, strlen(key));
+    if (!segs) {
+        herr_set(err, HERR_LOOKUP, "Syntax error in string: %s", subject);
+        return LR_ERROR;
+    }
+    lr r = scope_lookup_segs(I, key, segs, out, err);
+    hv_decref(segs);
     return r;
 }
 
@@ -366,6 +376,52 @@ static bool empty_interpolation(const char *e, size_t n)
     return false;
 }
 
+/* What an expression between %{ and } means, parsed once per process (the memo is kept with
+ * the file cache): [kind, argument, segments of a scope key or false, recursion guard name]. */
+enum { X_EMPTY, X_SCOPE, X_LOOKUP, X_ALIAS, X_LITERAL, X_UNKNOWN };
+
+static const hv *parse_expr(inv *I, const char *e, size_t en)
+{
+    hv *memo = cache_memo(I->h->cache);
+    hv *known = hv_hash_getsn(memo, e, en);
+    if (known)
+        return known;
+    hv *entry = hv_array_sized(4);
+    int kind;
+    char *method = NULL, *arg = NULL;
+    if (empty_interpolation(e, en)) {
+        kind = X_EMPTY;
+        arg = xstrdup("");
+    } else if (method_form(e, en, &method, &arg)) {
+        kind = !strcmp(method, "lookup") || !strcmp(method, "hiera") ? X_LOOKUP
+               : !strcmp(method, "alias")                            ? X_ALIAS
+               : !strcmp(method, "literal")                          ? X_LITERAL
+               : !strcmp(method, "scope")                            ? X_SCOPE
+                                                                     : X_UNKNOWN;
+        if (kind == X_UNKNOWN) {
+            free(arg);
+            arg = method; /* the unknown method's name, for the message */
+            method = NULL;
+        }
+    } else {
+        kind = X_SCOPE;
+        arg = xstrndup(e, en);
+    }
+    free(method);
+    hv_array_push(entry, hv_int(kind));
+    hv_array_push(entry, hv_str(arg));
+    hv *segs = kind == X_SCOPE ? split_key(arg, strlen(arg)) : NULL;
+    hv_array_push(entry, segs ? segs : hv_false());
+    char *guard = kind == X_SCOPE ? xasprintf("scope:%s", arg) : xstrdup(arg);
+    hv_array_push(entry, hv_str(guard));
+    /* whether the expression was in method form (a method form is refused in hiera.yaml) */
+    hv_array_push(entry, hv_bool(kind != X_SCOPE || strncmp(e, arg, en) != 0 || strlen(arg) != en));
+    free(guard);
+    free(arg);
+    hv_hash_set(memo, hv_strn(e, en), entry);
+    return entry;
+}
+
 static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, herr *err)
 {
     const char *s = hv_str_ptr(subject);
@@ -397,46 +453,46 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
         }
         while (en && (is_space(e[en - 1]) || e[en - 1] == 0))
             en--;
-        if (empty_interpolation(e, en))
+        const hv *x = parse_expr(I, e, en);
+        int kind = (int)hv_int_val(hv_array_get(x, 0));
+        const char *arg = hv_str_ptr(hv_array_get(x, 1));
+        bool is_method = hv_bool_val(hv_array_get(x, 4));
+        if (kind == X_EMPTY)
             continue;
-        char *method = NULL, *arg = NULL;
         hv *value = NULL;
-        bool is_method = method_form(e, en, &method, &arg);
         if (is_method && !allow_methods) {
             fail_issue(I, err, "Interpolation using method syntax is not allowed in this context");
             r = LR_ERROR;
-        } else if (is_method && !strcmp(method, "alias") && !(obeg == 0 && pos == len)) {
+        } else if (kind == X_ALIAS && !(obeg == 0 && pos == len)) {
             fail_issue(I, err, "'alias' interpolation is only permitted if the expression is equal to the entire string");
             r = LR_ERROR;
-        } else if (is_method && (!strcmp(method, "lookup") || !strcmp(method, "hiera") || !strcmp(method, "alias"))) {
+        } else if (kind == X_LOOKUP || kind == X_ALIAS) {
             r = interp_global_lookup(I, arg, &value, err);
-            if (r == LR_FOUND && !strcmp(method, "alias")) {
+            if (r == LR_FOUND && kind == X_ALIAS) {
                 alias_value = value;
                 value = NULL;
             }
-        } else if (is_method && !strcmp(method, "literal")) {
+        } else if (kind == X_LITERAL) {
             value = hv_str(arg);
-        } else if (is_method && strcmp(method, "scope") != 0) {
-            char *msg = xasprintf("Unknown interpolation method '%s'", method);
+        } else if (kind == X_UNKNOWN) {
+            char *msg = xasprintf("Unknown interpolation method '%s'", arg);
             fail_issue(I, err, msg);
             free(msg);
             r = LR_ERROR;
         } else {
-            char *var = is_method ? xstrdup(arg) : xstrndup(e, en);
-            r = scope_lookup(I, var, s, &value, err);
-            free(arg);
-            arg = var;
-            free(method);
-            method = xstrdup("scope");
+            const hv *segs = hv_array_get(x, 2);
+            if (hv_is(segs, HV_ARRAY)) {
+                r = scope_lookup_segs(I, arg, segs, &value, err);
+            } else {
+                herr_set(err, HERR_LOOKUP, "Syntax error in string: %s", s);
+                r = LR_ERROR;
+            }
         }
-        if (r == LR_FOUND && alias_value) {
-            free(method);
-            free(arg);
+        if (r == LR_FOUND && alias_value)
             break;
-        }
         if (r == LR_FOUND && value) {
             /* the value found is interpolated again, under the recursion guard */
-            char *guard = !strcmp(method, "scope") ? xasprintf("scope:%s", arg) : xstrdup(arg);
+            const char *guard = hv_str_ptr(hv_array_get(x, 3));
             if (check_enter(I, guard, err)) {
                 hv *again = NULL;
                 r = interpolate(I, value, allow_methods, &again, err);
@@ -448,10 +504,7 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
             } else {
                 r = LR_ERROR;
             }
-            free(guard);
         }
-        free(method);
-        free(arg);
         if (r != LR_FOUND) {
             hv_decref(value);
             break;

@@ -124,9 +124,49 @@ static hv *from_jansson(json_t *j)
     }
 }
 
+/* Ruby's JSON.parse (which Puppet's json_data, `--facts` and Hiera 3's json backend call) has
+ * max_nesting 100: the 101st nested array or object raises JSON::NestingError "nesting of 101
+ * is too deep" where it opens. Returns the offset of that bracket, or len when there is none. */
+#define RUBY_JSON_MAX_NESTING 100
+
+static size_t nesting_overflow_at(const char *text, size_t len)
+{
+    int depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c == '"') {
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\')
+                    i++;
+        } else if (c == '[' || c == '{') {
+            if (++depth > RUBY_JSON_MAX_NESTING)
+                return i;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return len;
+}
+
+static void nesting_error(const char *text, size_t at, const char *name, herr *err)
+{
+    int line = 1, col = 1;
+    for (size_t i = 0; i < at; i++) {
+        if (text[i] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    herr_set(err, HERR_ERROR, "Unable to parse (%s): nesting of %d is too deep", name, RUBY_JSON_MAX_NESTING + 1);
+    herr_at(err, name, line, col);
+}
+
 hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
 {
     json_error_t je;
+    size_t deep = nesting_overflow_at(text, len);
     json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!j && (strstr(je.text, "too big") || strstr(je.text, "overflow"))) {
         size_t n2;
@@ -135,6 +175,12 @@ hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
         if (changed)
             j = json_loadb(t2, n2, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
         free(t2);
+    }
+    if (deep < len && (j || je.position < 0 || (size_t)je.position > deep)) {
+        /* Ruby stops at the too-deep bracket, before any later syntax error */
+        json_decref(j);
+        nesting_error(text, deep, name, err);
+        return NULL;
     }
     if (!j) {
         herr_set(err, HERR_ERROR, "Unable to parse (%s): %s", name, je.text);

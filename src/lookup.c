@@ -31,17 +31,19 @@ static bool dir_exists(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool file_exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
-}
 
 /* The name of the key's module: the root key's text before its first "::". */
 static char *module_of(const char *root)
 {
     const char *q = strstr(root, "::");
     return q ? xstrndup(root, (size_t)(q - root)) : NULL;
+}
+
+/* Computes the invocation's root key length and hash once. */
+static void inv_root(inv *I)
+{
+    I->root_len = strlen(I->root_key);
+    I->root_code = hv_str_code(I->root_key, I->root_len);
 }
 
 /* ------------------------------------------------------------------ recursion guard */
@@ -70,14 +72,14 @@ bool check_enter(inv *I, const char *name, herr *err)
         h->capstack = h->capstack ? h->capstack * 2 : 16;
         h->stack = xrealloc(h->stack, h->capstack * sizeof *h->stack);
     }
-    h->stack[h->nstack++] = xstrdup(name);
+    h->stack[h->nstack++] = (char *)name; /* borrowed: the caller's string outlives the guard */
     return true;
 }
 
 void check_leave(inv *I, herr *err)
 {
     hiera_ctx *h = I->h;
-    free(h->stack[--h->nstack]);
+    --h->nstack;
     /* Invocation#check: a Puppet::Error raised inside becomes a LookupError */
     if (err && err->kind == HERR_PUPPET)
         err->kind = HERR_LOOKUP;
@@ -166,7 +168,7 @@ static layer *env_layer(hiera_ctx *h, herr *err)
     if (!h->env_init) {
         h->env_init = true;
         char *path = xasprintf("%s/hiera.yaml", h->env_dir);
-        if (file_exists(path)) {
+        if (cache_file_exists(h->cache, path)) {
             bool ignored = false;
             hcfg *cfg = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
             if (cfg) {
@@ -231,7 +233,7 @@ static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, her
         if (dir) {
             st = MOD_NO_PROVIDER;
             char *path = xasprintf("%s/hiera.yaml", dir);
-            if (file_exists(path)) {
+            if (cache_file_exists(h->cache, path)) {
                 bool ignored = false;
                 hcfg *cfg = config_load(h->cache, path, LAYER_MODULE, &ignored, &e);
                 if (cfg) {
@@ -272,7 +274,7 @@ static void add_location(location **locs, size_t *n, size_t *cap, char *path, ch
         *cap = *cap ? *cap * 2 : 4;
         *locs = xrealloc(*locs, *cap * sizeof **locs);
     }
-    (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, {0}, NULL};
+    (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, NULL, NULL, {0}, NULL};
 }
 
 static lr interp_str(inv *I, const char *s, char **out, herr *err)
@@ -314,7 +316,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
             }
             char *full = pn_plus(datadir, p);
             free(p);
-            bool exists = file_exists(full);
+            bool exists = cache_file_exists(I->h->cache, full);
             if (is_default && !exists) {
                 free(full);
                 continue;
@@ -331,7 +333,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
             char *pattern = pn_plus(datadir, p);
             free(p);
             glob_result g = {0};
-            glob_expand(pattern, &g, GLOB_LIMIT);
+            cache_glob(I->h->cache, pattern, GLOB_LIMIT, &g);
             for (size_t j = 0; j < g.n; j++) {
                 add_location(locs, nlocs, &cap, g.paths[j], xstrdup(pattern), true, false);
                 g.paths[j] = NULL;
@@ -387,7 +389,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
                 break;
             char *full = pn_plus(datadir, p);
             free(p);
-            add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[2]), file_exists(full), false);
+            add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[2]), cache_file_exists(I->h->cache, full), false);
         }
         hv_decref(list);
         return r;
@@ -401,7 +403,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
 static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
 {
     const hcfg *cfg = l->cfg;
-    inv I = {h, NULL, NULL, NULL, cfg};
+    inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0};
     provider *provs = xcalloc(n ? n : 1, sizeof *provs);
     size_t np = 0;
     for (size_t i = 0; i < n; i++) {
@@ -496,32 +498,6 @@ static lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **o
 
 /* ------------------------------------------------------------------ data hash functions */
 
-/* Puppet::LookupValue (RichData): no Ruby symbols, hash keys strings or numbers. */
-static bool rich_data(const hv *v, int depth)
-{
-    if (depth > 10000)
-        return false;
-    switch (hv_kind_of(v)) {
-    case HV_SYMBOL:
-        return false;
-    case HV_ARRAY:
-        for (size_t i = 0; i < hv_array_len(v); i++)
-            if (!rich_data(hv_array_get(v, i), depth + 1))
-                return false;
-        return true;
-    case HV_HASH:
-        for (size_t i = 0; i < hv_hash_len(v); i++) {
-            const hv *k = hv_hash_key_at(v, i);
-            if (!(hv_is(k, HV_STRING) || hv_is(k, HV_INT) || hv_is(k, HV_BIGINT) || hv_is(k, HV_FLOAT)))
-                return false;
-            if (!rich_data(hv_hash_val_at(v, i), depth + 1))
-                return false;
-        }
-        return true;
-    default:
-        return true;
-    }
-}
 
 static char *infer_type_name(const hv *v)
 {
@@ -578,14 +554,10 @@ static hv *location_data(hiera_ctx *h, const layer *l, const provider *p, locati
                      p->lvl->fname);
         } else {
             herr e = {0};
-            hv *v = cache_load(h->cache, loc->path, fmt, &e);
+            hv *info = NULL;
+            hv *v = cache_load_data(h->cache, loc->path, fmt, &info, &e);
             if (!v) {
                 herr_move(&loc->data_err, &e);
-            } else if (fmt == FMT_YAML && !hv_is(v, HV_HASH)) {
-                /* yaml_data: not a hash -> a warning and an empty hash */
-                fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", loc->path);
-                hv_decref(v);
-                loc->data = hv_hash();
             } else if (!hv_is(v, HV_HASH)) {
                 char *got = ptype_name_of_value(v);
                 herr_set(&loc->data_err, HERR_PUPPET,
@@ -593,25 +565,10 @@ static hv *location_data(hiera_ctx *h, const layer *l, const provider *p, locati
                          p->lvl->fname, loc->path, got);
                 free(got);
                 hv_decref(v);
-            } else if (fmt == FMT_YAML) {
-                /* yaml_data: symbol keys become strings (HieraConfig.symkeys_to_string) */
-                bool has_sym = false;
-                for (size_t i = 0; i < hv_hash_len(v); i++)
-                    if (hv_is(hv_hash_key_at(v, i), HV_SYMBOL))
-                        has_sym = true;
-                if (has_sym) {
-                    hv *nv = hv_hash_sized(hv_hash_len(v));
-                    for (size_t i = 0; i < hv_hash_len(v); i++) {
-                        hv *k = hv_hash_key_at(v, i);
-                        hv *nk = hv_is(k, HV_SYMBOL) ? hv_strn(hv_str_ptr(k), hv_str_len(k)) : hv_incref(k);
-                        hv_hash_set(nv, nk, hv_incref(hv_hash_val_at(v, i)));
-                    }
-                    hv_decref(v);
-                    v = nv;
-                }
-                loc->data = v;
             } else {
                 loc->data = v;
+                loc->info_interp = hv_hash_gets(info, "interp");
+                loc->info_invalid = hv_hash_gets(info, "invalid");
             }
         }
     }
@@ -702,6 +659,8 @@ typedef struct {
     provider *p;
     const char *root_key;
     const merge_strategy *ms;
+    size_t root_len;
+    uint64_t root_code; /* the root key's hash, computed once for every level probed */
 } entry_arg;
 
 /* eyaml_lookup_key's decrypt_value: strings decrypted when they hold ENC[...] blocks, then
@@ -804,7 +763,7 @@ static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
     hv *value = NULL;
     if (eyaml_decrypt_value(a, loc, raw, &value, err) != LR_FOUND)
         return LR_ERROR;
-    if (!rich_data(value, 0)) {
+    if (!hv_is_rich_data(value, 0)) {
         char *got = infer_type_name(value);
         herr_set(err, HERR_PUPPET,
                  "Value for key '%s', returned from lookup_key function '%s', when using location '%s', has wrong type, expects Puppet::LookupValue, got %s",
@@ -853,13 +812,15 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     hv *hash = location_data(h, a->l, a->p, loc, err);
     if (!hash)
         return LR_ERROR;
-    hv *value = hv_hash_gets(hash, a->root_key);
+    hv *value = hv_hash_getsn_code(hash, a->root_key, a->root_len, a->root_code);
     if (!value) {
         if (ex)
             ex_not_found_str(ex, a->root_key);
         return LR_NOT_FOUND;
     }
-    if (!rich_data(value, 0)) {
+    bool invalid = loc->info_invalid ? hv_hash_getsn_code(loc->info_invalid, a->root_key, a->root_len, a->root_code) != NULL
+                                     : !hv_is_rich_data(value, 0);
+    if (invalid) {
         char *got = infer_type_name(value);
         if (loc->path && !a->p->nil_location)
             herr_set(err, HERR_PUPPET,
@@ -873,9 +834,15 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
         return LR_ERROR;
     }
     hv *res = NULL;
-    lr r = interpolate(a->I, value, true, &res, err);
-    if (r != LR_FOUND)
-        return r;
+    bool plain = loc->info_interp && !ex && !h->prov &&
+                 !hv_hash_getsn_code(loc->info_interp, a->root_key, a->root_len, a->root_code);
+    if (plain) {
+        res = hv_incref(value); /* nothing to interpolate: the value as it is */
+    } else {
+        lr r = interpolate(a->I, value, true, &res, err);
+        if (r != LR_FOUND)
+            return r;
+    }
     if (h->prov)
         res = trace(a, loc, res);
     if (ex)
@@ -914,7 +881,14 @@ static lr entry_lookup(inv *I, const layer *l, provider *p, const char *root_key
         ex_push(ex, EX_HIERARCHY_ENTRY, name, NULL);
         free(name);
     }
-    entry_arg a = {I, l, p, root_key, ms};
+    entry_arg a = {I, l, p, root_key, ms, 0, 0};
+    if (I->root_key == root_key) {
+        a.root_len = I->root_len;
+        a.root_code = I->root_code;
+    } else {
+        a.root_len = strlen(root_key);
+        a.root_code = hv_str_code(root_key, a.root_len);
+    }
     lr r = strategy_lookup(I->h, ms, p->nil_location ? 1 : p->nlocs, entry_location, &a, out, err);
     if (ex)
         ex_pop(ex);
@@ -1062,6 +1036,7 @@ static void lo_free(lo_compiled *c)
 {
     if (!c)
         return;
+    hv_decref(c->memo);
     hv_decref(c->literal);
     for (size_t i = 0; i < c->npats; i++) {
         rregex_free(c->pats[i]);
@@ -1134,10 +1109,8 @@ static bool compile_patterns(const hv *opts, lo_compiled **out, herr *err)
     return true;
 }
 
-static hv *extract_lookup_options(const lo_compiled *c, const char *root_key)
+static hv *extract_lookup_options_uncached(const lo_compiled *c, const char *root_key)
 {
-    if (!c)
-        return NULL;
     if (c->literal) {
         hv *v = hv_hash_gets(c->literal, root_key);
         if (v && !hv_is(v, HV_UNDEF))
@@ -1149,6 +1122,24 @@ static hv *extract_lookup_options(const lo_compiled *c, const char *root_key)
     return NULL;
 }
 
+/* LookupAdapter#extract_lookup_options_for_key, remembered per root key (BORROWED result) */
+static hv *extract_lookup_options(lo_compiled *c, const char *root_key)
+{
+    if (!c)
+        return NULL;
+    if (!c->memo)
+        c->memo = hv_hash();
+    hv *known = hv_hash_gets(c->memo, root_key);
+    if (known)
+        return hv_is(known, HV_BOOL) && !hv_bool_val(known) ? NULL : hv_array_get(known, 0);
+    hv *found = extract_lookup_options_uncached(c, root_key);
+    hv *box = hv_array();
+    if (found)
+        hv_array_push(box, hv_incref(found));
+    hv_hash_sets(c->memo, root_key, found ? box : (hv_decref(box), hv_false()));
+    return found;
+}
+
 /* Looks the key "lookup_options" up in one layer with the hash strategy. */
 typedef lr (*layer_lookup_fn)(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err);
 
@@ -1156,7 +1147,7 @@ static bool layer_lookup_options(inv *I, layer_lookup_fn fn, const char *module,
 {
     merge_strategy *hash = ms_new(MS_HASH);
     hv *v = NULL;
-    lr r = fn(I, LOOKUP_OPTIONS, LOOKUP_OPTIONS, hash, &v, err);
+    lr r = fn(I, LOOKUP_OPTIONS, I->root_key == NULL ? LOOKUP_OPTIONS : I->root_key, hash, &v, err);
     ms_free(hash);
     *out = NULL;
     if (r == LR_ERROR)
@@ -1257,7 +1248,8 @@ static lr lo_merge_variant(void *arg, size_t i, hv **out, herr *err)
 static bool retrieve_lookup_options(inv *I, const char *module, lo_compiled **out, herr *err)
 {
     hiera_ctx *h = I->h;
-    inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL};
+    inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0};
+    inv_root(&meta);
     explainer *ex = h->ex;
     if (ex)
         ex_push(ex, EX_TOP, LOOKUP_OPTIONS, NULL);
@@ -1324,14 +1316,103 @@ static bool retrieve_lookup_options(inv *I, const char *module, lo_compiled **ou
 }
 
 /* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL */
+
+/* What the lookup_options of a context depend on: the lookup_options values of the data files
+ * each layer consults, in order. Contexts with the same signature (nodes whose files hold the
+ * same options) get the same compiled options, computed once per cache. NULL when sharing is not safe:
+ * explaining (the search must be shown), errors, lookup_key functions, or options that
+ * interpolate (they depend on the node). */
+static char *lo_signature(hiera_ctx *h, const char *module)
+{
+    if (h->ex || h->prov || !cache_is_frozen(h->cache))
+        return NULL; /* (without a frozen cache a file may change between contexts) */
+    sbuf b = {0};
+    herr e = {0};
+    sb_addf(&b, "%d|%s|", (int)h->global_only, module ? module : "");
+    layer *ls[3] = {global_layer(h), NULL, NULL};
+    bool ok = global_config(h, ls[0], &e);
+    if (ok && !h->global_only) {
+        ls[1] = env_layer(h, &e);
+        ok = !herr_isset(&e);
+        if (ok && module) {
+            mod_state st;
+            ls[2] = module_layer(h, module, &st, &e);
+            ok = !herr_isset(&e);
+            sb_addf(&b, "m%d|", (int)st);
+        }
+    }
+    for (int i = 0; ok && i < 3; i++) {
+        layer *l = ls[i];
+        if (!l)
+            continue;
+        sb_addf(&b, "L%d|", i);
+        provider *provs = NULL;
+        size_t n = 0;
+        if (layer_providers(h, l, false, &provs, &n, &e) != LR_FOUND) {
+            ok = false;
+            break;
+        }
+        for (size_t j = 0; ok && j < n; j++) {
+            provider *p = &provs[j];
+            bool known;
+            data_hash_format(p->lvl->fname, &known);
+            if (p->lvl->fkind != FN_DATA_HASH || !known || p->nil_location) {
+                ok = false;
+                break;
+            }
+            for (size_t k = 0; ok && k < p->nlocs; k++) {
+                location *loc = &p->locs[k];
+                if (!loc->exists)
+                    continue;
+                if (loc->is_uri) {
+                    ok = false;
+                    break;
+                }
+                hv *data = location_data(h, l, p, loc, &e);
+                const hv *lo = data ? hv_hash_gets(data, LOOKUP_OPTIONS) : NULL;
+                if (!data || hv_has_interpolation(lo, 0))
+                    ok = false;
+                else if (lo)
+                    /* the options themselves: a frozen cache keeps each file's value, so the
+                     * same file contributes the same object to every context */
+                    sb_addf(&b, "%p;", (const void *)lo);
+            }
+        }
+    }
+    herr_clear(&e);
+    if (!ok) {
+        sb_free(&b);
+        return NULL;
+    }
+    return sb_take(&b);
+}
+
+static void lo_free_shared(void *c) { lo_free(c); }
+
+/* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL */
 static bool lookup_lookup_options(inv *I, const char *module, const char *root_key, hv **out, herr *err)
 {
     hiera_ctx *h = I->h;
     bool present;
     lo_compiled *c = lo_cache_get(h->lo_index, h->lo_cache, module, &present);
     if (!present) {
-        if (!retrieve_lookup_options(I, module, &c, err))
-            return false;
+        char *sig = lo_signature(h, module);
+        bool found = false;
+        if (sig)
+            c = cache_shared_get(h->cache, sig, &found);
+        if (!found) {
+            if (!retrieve_lookup_options(I, module, &c, err)) {
+                free(sig);
+                return false;
+            }
+            if (sig) {
+                if (!c)
+                    c = xcalloc(1, sizeof *c);
+                c->shared = true;
+                cache_shared_put(h->cache, sig, c, lo_free_shared);
+            }
+        }
+        free(sig);
         lo_cache_put(&h->lo_index, &h->lo_cache, &h->nlo_cache, module, c);
     }
     *out = extract_lookup_options(c, root_key);
@@ -1398,7 +1479,8 @@ static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *
     bool present;
     lo_compiled *c = lo_cache_get(h->dlo_index, h->dlo_cache, I->module_name, &present);
     if (!present) {
-        inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL};
+        inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0};
+        inv_root(&meta);
         if (ex)
             ex_push(ex, EX_SCOPE, "Searching for \"lookup_options\"", NULL);
         merge_strategy *hash = ms_new(MS_HASH);
@@ -1557,7 +1639,8 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     lookup_key k;
     if (!lkey_parse(key, &k, err))
         return LR_ERROR;
-    inv I = {h, k.module, k.text, NULL, NULL};
+    inv I = {h, k.module, k.text, NULL, NULL, k.root, 0, 0};
+    inv_root(&I);
     lr r;
     if (ex && ex_only_options(ex)) {
         merge_strategy *hash = ms_new(MS_HASH);
@@ -1694,15 +1777,14 @@ void hctx_free(hiera_ctx *h)
     hv_decref(h->env_lo);
     herr_clear(&h->env_lo_err);
     for (size_t i = 0; i < h->nlo_cache; i++)
-        lo_free(h->lo_cache[i]);
+        if (h->lo_cache[i] && !h->lo_cache[i]->shared)
+            lo_free(h->lo_cache[i]);
     free(h->lo_cache);
     hv_decref(h->lo_index);
     for (size_t i = 0; i < h->ndlo_cache; i++)
         lo_free(h->dlo_cache[i]);
     free(h->dlo_cache);
     hv_decref(h->dlo_index);
-    for (size_t i = 0; i < h->nstack; i++)
-        free(h->stack[i]);
     free(h->stack);
     prov_free(h->prov);
     free(h->prov_key);
@@ -1718,7 +1800,7 @@ void hctx_free(hiera_ctx *h)
 lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptype *type, const hv *dflt,
                const hv *merge, hv **out, herr *err)
 {
-    inv top = {h, NULL, NULL, NULL, NULL};
+    inv top = {h, NULL, NULL, NULL, NULL, NULL, 0, 0};
     for (size_t i = 0; i < nnames; i++) {
         hv *v = NULL;
         lr r = adapter_lookup(&top, names[i], merge, &v, err);
@@ -1745,6 +1827,11 @@ lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptyp
         }
         *out = hv_incref((hv *)dflt);
         return LR_FOUND;
+    }
+    if (!h->ex) {
+        /* nobody reads the message of a plain not-found: do not build it */
+        herr_set(err, HERR_LOOKUP, "not found");
+        return LR_NOT_FOUND;
     }
     sbuf b = {0};
     if (nnames == 1) {

@@ -209,9 +209,15 @@ hv *ms_merge_single(const merge_strategy *ms, hv *v)
 
 typedef struct {
     const dm_options *o;
-    rregex *ko_re; /* /^prefix/ */
+    rregex *ko_re; /* /^prefix/ (NULL when the prefix has no regexp syntax: ko_lit) */
+    const char *ko_lit;
+    size_t ko_len;
     herr *err;
     int depth;
+    /* copy on write: inputs may be shared (cached data); a container is copied right before it
+     * would be changed. Ruby edits them in place; the edits only show in an explanation (the
+     * found values it holds), so explaining works on private copies instead. */
+    bool cow;
 } dm_state;
 
 #define DM_MAX_DEPTH 2000
@@ -226,17 +232,76 @@ static hv *shallow_dup(hv *v)
     return hv_incref(v);
 }
 
+/* Copy on write: makes *v private before it is changed in place. */
+static void own(dm_state *s, hv **v)
+{
+    if (s->cow && hv_is_shared(*v)) {
+        hv *c = hv_copy(*v);
+        hv_decref(*v);
+        *v = c;
+    }
+}
+
+/* A literal prefix matched at the start of any line (Ruby's ^): the regexp without Oniguruma. */
+static bool lit_at(const dm_state *s, const char *p, const char *end)
+{
+    return (size_t)(end - p) >= s->ko_len && memcmp(p, s->ko_lit, s->ko_len) == 0;
+}
+
 static bool is_ko_string(dm_state *s, const hv *v)
 {
-    return s->ko_re && hv_is(v, HV_STRING) && rregex_search(s->ko_re, hv_str_ptr(v), hv_str_len(v));
+    if (!hv_is(v, HV_STRING))
+        return false;
+    if (s->ko_re)
+        return rregex_search(s->ko_re, hv_str_ptr(v), hv_str_len(v));
+    if (!s->ko_lit)
+        return false;
+    const char *p = hv_str_ptr(v), *end = p + hv_str_len(v);
+    for (const char *line = p; line <= end;) {
+        if (lit_at(s, line, end))
+            return true;
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return false;
 }
 
 /* ko_item.gsub(/^prefix/, ""): a new string, or NULL when nothing matched */
 static hv *ko_strip(dm_state *s, const hv *v)
 {
-    size_t n;
-    char *r = rregex_gsub_empty(s->ko_re, hv_str_ptr(v), hv_str_len(v), &n);
-    return r ? hv_str_take(r, n) : NULL;
+    if (s->ko_re) {
+        size_t n;
+        char *r = rregex_gsub_empty(s->ko_re, hv_str_ptr(v), hv_str_len(v), &n);
+        return r ? hv_str_take(r, n) : NULL;
+    }
+    if (!is_ko_string(s, v))
+        return NULL;
+    const char *p = hv_str_ptr(v), *end = p + hv_str_len(v);
+    sbuf b = {0};
+    for (const char *line = p; line <= end;) {
+        if (lit_at(s, line, end))
+            line += s->ko_len;
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        if (!nl) {
+            sb_addn(&b, line, (size_t)(end - line));
+            break;
+        }
+        sb_addn(&b, line, (size_t)(nl + 1 - line));
+        line = nl + 1;
+    }
+    size_t n = b.len;
+    return hv_str_take(sb_take(&b), n);
+}
+
+/* Whether a knockout prefix is plain text for Ruby's regexp engine (no metacharacters). */
+static bool regexp_literal(const char *p)
+{
+    for (; *p; p++)
+        if (strchr(".^$|()[]{}*+?\\#", *p) || (unsigned char)*p < 0x20 || (unsigned char)*p >= 0x80)
+            return false;
+    return true;
 }
 
 /* Array#delete(item): removes every element == item (Ruby ==) */
@@ -272,6 +337,7 @@ static hv *overwrite_unmergeables(dm_state *s, hv *source, hv *dest)
         }
         if (hv_is(source, HV_ARRAY)) {
             /* source.delete_if { String matching the prefix }; the edited source replaces dest */
+            own(s, &source);
             hv *keep = hv_array();
             for (size_t i = 0; i < hv_array_len(source); i++) {
                 hv *e = hv_array_get(source, i);
@@ -497,8 +563,10 @@ static hv *dm_array(dm_state *s, hv *source, hv *dest)
                 has = true;
         if (has) {
             if (hv_is(dest, HV_ARRAY)) {
+                own(s, &dest);
                 hv_array_truncate(dest, 0);
             } else if (hv_is(dest, HV_HASH)) {
+                own(s, &dest);
                 while (hv_hash_len(dest))
                     hv_hash_del(dest, hv_hash_key_at(dest, 0));
             } else if (hv_is(dest, HV_STRING)) {
@@ -508,12 +576,15 @@ static hv *dm_array(dm_state *s, hv *source, hv *dest)
                 hv_decref(dest);
                 dest = hv_undef();
             }
+            own(s, &source);
             array_delete_equal(source, bare);
         }
         hv_decref(bare);
     }
     if (hv_is(dest, HV_ARRAY)) {
         if (o->knockout_prefix) {
+            own(s, &dest);
+            own(s, &source);
             hv *keep = hv_array();
             for (size_t i = 0; i < hv_array_len(source); i++) {
                 if (i >= hv_array_len(source))
@@ -594,6 +665,11 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
         for (size_t i = 0; i < hv_hash_len(source) && result; i++) {
             hv *k = hv_hash_key_at(source, i), *sv = hv_hash_val_at(source, i);
             if (hv_is(result, HV_HASH)) {
+                if (s->cow && hv_is_shared(result)) {
+                    hv *own = hv_copy(result);
+                    hv_decref(result);
+                    result = own;
+                }
                 hv *dv = hv_hash_get(result, k);
                 hv *merged;
                 if (hv_truthy(dv))
@@ -620,9 +696,9 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
     return result;
 }
 
-hv *deep_merge_bang(hv *source, hv *dest, const dm_options *o, herr *err)
+static hv *deep_merge_impl(hv *source, hv *dest, const dm_options *o, bool cow, herr *err)
 {
-    dm_state s = {o, NULL, err, 0};
+    dm_state s = {o, NULL, NULL, 0, err, 0, cow};
     if (o->knockout_prefix) {
         if (!*o->knockout_prefix) {
             herr_set(err, HERR_ERROR, "knockout_prefix cannot be an empty string in deep_merge!");
@@ -636,12 +712,17 @@ hv *deep_merge_bang(hv *source, hv *dest, const dm_options *o, herr *err)
             hv_decref(dest);
             return NULL;
         }
-        sbuf src = {0};
-        sb_addc(&src, '^');
-        sb_adds(&src, o->knockout_prefix);
-        s.ko_re = rregex_new(src.s, src.len, err);
-        sb_free(&src);
-        if (!s.ko_re) {
+        if (regexp_literal(o->knockout_prefix)) {
+            s.ko_lit = o->knockout_prefix;
+            s.ko_len = strlen(o->knockout_prefix);
+        } else {
+            sbuf src = {0};
+            sb_addc(&src, '^');
+            sb_adds(&src, o->knockout_prefix);
+            s.ko_re = rregex_new(src.s, src.len, err);
+            sb_free(&src);
+        }
+        if (!s.ko_re && !s.ko_lit) {
             hv_decref(source);
             hv_decref(dest);
             return NULL;
@@ -650,6 +731,11 @@ hv *deep_merge_bang(hv *source, hv *dest, const dm_options *o, herr *err)
     hv *r = dm(&s, source, dest);
     rregex_free(s.ko_re);
     return r;
+}
+
+hv *deep_merge_bang(hv *source, hv *dest, const dm_options *o, herr *err)
+{
+    return deep_merge_impl(source, dest, o, false, err);
 }
 
 /* ------------------------------------------------------------------ merge(e1, e2) */
@@ -698,10 +784,11 @@ hv *ms_merge(const merge_strategy *ms, hv *e1, hv *e2, bool inplace, herr *err)
             src = e2;
             dst = e1;
         }
-        /* Puppet: deep_merge!(e1, deep_clone(e2)) edits e1; unless the caller allows it, work on
-         * a copy so that cached data is never touched */
-        hv *source = inplace ? hv_incref(src) : hv_deep_copy(src);
-        return deep_merge_bang(source, hv_deep_copy(dst), &o, err);
+        /* Puppet: deep_merge!(e1, deep_clone(e2)) edits e1. Explaining (inplace) shows that; the
+         * knock-out edits need private copies; otherwise copy on write keeps shared data intact */
+        if (inplace)
+            return deep_merge_impl(hv_incref(src), hv_deep_copy(dst), &o, false, err);
+        return deep_merge_impl(hv_incref(src), hv_incref(dst), &o, true, err);
     }
     }
     return NULL;

@@ -4681,8 +4681,8 @@ static const char *const alias_names[] = {"Data", "RichDataKey", "RichData", "Pu
 static const char *const alias_defs[] = {
     "Variant[ScalarData,Undef,Hash[String,Data],Array[Data]]",
     "Variant[String,Numeric]",
-    "Variant[Scalar,SemVerRange,Binary,Sensitive,Type,TypeSet,URI,Object,Undef,Default,"
-    "Hash[RichDataKey,RichData],Array[RichData]]",
+    ("Variant[Scalar,SemVerRange,Binary,Sensitive,Type,TypeSet,URI,Object,Undef,Default,"
+     "Hash[RichDataKey,RichData],Array[RichData]]"),
     "RichDataKey",
     "RichData",
 };

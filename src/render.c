@@ -684,8 +684,12 @@ static int json_string(sbuf *out, const char *s, size_t n, herr *err)
             sb_addc(out, (char)c);
             i++;
         } else if (c < 0x80) {
-            sb_addc(out, (char)c);
-            i++;
+            /* a run of plain ASCII is copied at once */
+            size_t j = i + 1;
+            while (j < n && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\')
+                j++;
+            sb_addn(out, s + i, j - i);
+            i = j;
         } else {
             size_t clen = 1 + (size_t)json_trailing(c);
             if (i + clen > n) {

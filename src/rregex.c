@@ -1,16 +1,26 @@
-/* rregex.c - Ruby regexps through Oniguruma (ONIG_SYNTAX_RUBY, UTF-8). */
+/* rregex.c - Ruby regexps through Oniguruma (ONIG_SYNTAX_RUBY, UTF-8).
+ *
+ * Match effort is bounded (Ruby's Onigmo is not: a lookup_options pattern such as /(a|a?)+$/
+ * hangs Puppet on a long enough key). A search that gives up counts as no match, and a warning
+ * naming the pattern is printed once per compiled regexp. */
 #include "rregex.h"
 
 #include <oniguruma.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct rregex {
     regex_t *re;
+    char *src; /* the pattern, for the warning */
+    int srclen;
+    bool warned;
 };
 
-/* Bounds the backtracking of one match so that a hostile pattern cannot hang a lookup. */
-#define RREGEX_RETRY_LIMIT 10000000UL
+/* Backtracking steps allowed in one search (Oniguruma gives up the whole search when one
+ * match attempt passes it): about 10 ms of work. Patterns matched against keys and knockout
+ * strings never come near it unless they backtrack exponentially. */
+#define RREGEX_RETRY_LIMIT 1000000UL
 
 static void init_once(void)
 {
@@ -38,6 +48,9 @@ rregex *rregex_new(const char *src, size_t len, herr *err)
     }
     rregex *rr = xmalloc(sizeof *rr);
     rr->re = re;
+    rr->srclen = len > 200 ? 200 : (int)len;
+    rr->src = xstrndup(src, (size_t)rr->srclen);
+    rr->warned = false;
     return rr;
 }
 
@@ -46,13 +59,23 @@ void rregex_free(rregex *re)
     if (!re)
         return;
     onig_free(re->re);
+    free(re->src);
     free(re);
 }
 
 static long search_from(const rregex *re, const char *s, size_t len, size_t from, OnigRegion *region)
 {
     const UChar *start = (const UChar *)s, *end = start + len;
-    return onig_search(re->re, start, end, start + from, end, region, ONIG_OPTION_NONE);
+    long r = onig_search(re->re, start, end, start + from, end, region, ONIG_OPTION_NONE);
+    if (r < 0 && r != ONIG_MISMATCH && !re->warned) {
+        /* the retry limit (or another match-time error): no match, said once */
+        UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+        onig_error_code_to_str(msg, (int)r);
+        fprintf(stderr, "Warning: regexp /%.*s/ gave up matching (%s); treated as no match\n", re->srclen,
+                re->src, (const char *)msg);
+        ((rregex *)re)->warned = true;
+    }
+    return r;
 }
 
 bool rregex_search(const rregex *re, const char *s, size_t len)

@@ -141,28 +141,54 @@ hv *hv_incref(hv *v)
     return v;
 }
 
-static void free_node(hv *v)
+/* Frees dead nodes without recursion: values can nest deeper than the C stack allows (YAML
+ * aliases stack anchors on anchors), so the children that die with a node wait on an explicit
+ * stack (a small one on the C stack first, then the heap). */
+typedef struct {
+    hv **items;
+    size_t n, cap;
+    hv *small[64];
+} dead_stack;
+
+static void dead_push(dead_stack *st, hv *c)
+{
+    if (!c || !c->rc || --c->rc != 0)
+        return;
+    if (st->n == st->cap) {
+        size_t ncap = st->cap * 2;
+        if (st->items == st->small) {
+            st->items = xmalloc(ncap * sizeof *st->items);
+            memcpy(st->items, st->small, st->n * sizeof *st->items);
+        } else {
+            st->items = xrealloc(st->items, ncap * sizeof *st->items);
+        }
+        st->cap = ncap;
+    }
+    st->items[st->n++] = c;
+}
+
+static void free_node(dead_stack *st, hv *v)
 {
     switch ((hv_kind)v->kind) {
     case HV_ARRAY: {
         hv_arr *a = (hv_arr *)v;
         for (size_t i = 0; i < a->n; i++)
-            hv_decref(a->items[i]);
+            dead_push(st, a->items[i]);
         free(a->items);
         break;
     }
     case HV_HASH: {
         hv_hashv *h = (hv_hashv *)v;
         for (size_t i = 0; i < h->n; i++) {
-            hv_decref(h->items[i].key);
-            hv_decref(h->items[i].val);
+            dead_push(st, h->items[i].key);
+            dead_push(st, h->items[i].val);
         }
         free(h->items);
         free(h->idx);
         break;
     }
     case HV_SENSITIVE:
-        hv_decref(((hv_scalar *)v)->u.inner);
+        dead_push(st, ((hv_scalar *)v)->u.inner);
         break;
     default:
         break;
@@ -172,10 +198,26 @@ static void free_node(hv *v)
 
 void hv_decref(hv *v)
 {
-    if (!v || !v->rc)
+    if (!v || !v->rc || --v->rc != 0)
         return;
-    if (--v->rc == 0)
-        free_node(v);
+    switch ((hv_kind)v->kind) {
+    case HV_ARRAY:
+    case HV_HASH:
+    case HV_SENSITIVE: {
+        dead_stack st;
+        st.items = st.small;
+        st.n = 0;
+        st.cap = sizeof st.small / sizeof *st.small;
+        free_node(&st, v);
+        while (st.n)
+            free_node(&st, st.items[--st.n]);
+        if (st.items != st.small)
+            free(st.items);
+        break;
+    }
+    default:
+        free(v);
+    }
 }
 
 bool hv_is_shared(const hv *v) { return v && v->rc != 1; }
@@ -433,7 +475,14 @@ hv *hv_hash_get(const hv *h, const hv *key)
     return i < 0 ? NULL : ((const hv_hashv *)h)->items[i].val;
 }
 
+uint64_t hv_str_code(const char *key, size_t len) { return (bytes_hash(key, len) + HV_STRING) | 1; }
+
 hv *hv_hash_getsn(const hv *h, const char *key, size_t len)
+{
+    return hv_hash_getsn_code(h, key, len, hv_str_code(key, len));
+}
+
+hv *hv_hash_getsn_code(const hv *h, const char *key, size_t len, uint64_t code)
 {
     /* a stack string node: hashing and equality only look at kind, len and bytes */
     if (!h || h->kind != HV_HASH)
@@ -441,7 +490,6 @@ hv *hv_hash_getsn(const hv *h, const char *key, size_t len)
     const hv_hashv *hh = (const hv_hashv *)h;
     if (hh->n == 0)
         return NULL;
-    uint64_t code = (bytes_hash(key, len) + HV_STRING) | 1;
     if (hh->idxcap) {
         size_t mask = hh->idxcap - 1, slot = (size_t)code & mask;
         while (hh->idx[slot]) {

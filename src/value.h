@@ -93,6 +93,10 @@ hv *hv_hash_val_at(const hv *h, size_t i); /* BORROWED */
 hv *hv_hash_get(const hv *h, const hv *key);                /* BORROWED; NULL when absent */
 hv *hv_hash_gets(const hv *h, const char *key);             /* string key; BORROWED */
 hv *hv_hash_getsn(const hv *h, const char *key, size_t len); /* BORROWED */
+/* The hash code hv_hash_getsn computes for a string key, and the lookup with it precomputed
+ * (for a key probed in many hashes). */
+uint64_t hv_str_code(const char *key, size_t len);
+hv *hv_hash_getsn_code(const hv *h, const char *key, size_t len, uint64_t code); /* BORROWED */
 long hv_hash_index(const hv *h, const hv *key);             /* position or -1 */
 /* Sets key to val, STEALING both. An existing key keeps its position (Ruby semantics) and its
  * original key object; the new key reference is dropped. */

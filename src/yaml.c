@@ -41,6 +41,14 @@
 #define YAML_MAX_NODES 10000000u
 /* Longest non-decimal integer literal converted exactly (the conversion is quadratic). */
 #define YAML_MAX_RADIX_DIGITS 100000u
+/* Aliases share the anchored value, but every walk over the loaded data (Puppet's
+ * symkeys_to_string, interpolation, merges, rendering) meets it once per alias: a "billion
+ * laughs" document of a few hundred bytes expands to 10^9 values, and Puppet hangs on it. A
+ * document whose values, counted as a full walk counts them, pass this is refused. */
+#define YAML_MAX_EXPANDED 10000000u
+/* Through aliases values nest deeper than the text does (each anchor adds its own depth);
+ * Puppet's recursive walk dies with "stack level too deep" at about 3500 levels. */
+#define YAML_MAX_VALUE_DEPTH 3000u
 
 /* ------------------------------------------------------------------------------------------ */
 /* The node tree                                                                               */
@@ -2031,13 +2039,71 @@ static hv *frame_finish(fstack *st, frame *f, bool *none)
     return v;
 }
 
+/* A set of shared containers (pointer -> expanded size and depth), open addressing. */
+typedef struct {
+    const hv *key;
+    uint64_t size;
+    uint32_t depth;
+} pm_ent;
+typedef struct {
+    pm_ent *e;
+    size_t n, cap; /* cap: a power of two or 0 */
+} pmap;
+
+static size_t pm_hash(const hv *k, size_t cap)
+{
+    uint64_t x = (uint64_t)(uintptr_t)k;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+/* The entry of k; with create, a new zeroed entry when absent (*fresh set). */
+static pm_ent *pm_get(pmap *m, const hv *k, bool create, bool *fresh)
+{
+    if (create && (m->n + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 64;
+        pm_ent *ne = xcalloc(ncap, sizeof *ne);
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->e[i].key)
+                continue;
+            size_t j = pm_hash(m->e[i].key, ncap);
+            while (ne[j].key)
+                j = (j + 1) & (ncap - 1);
+            ne[j] = m->e[i];
+        }
+        free(m->e);
+        m->e = ne;
+        m->cap = ncap;
+    }
+    if (fresh)
+        *fresh = false;
+    if (!m->cap)
+        return NULL;
+    size_t j = pm_hash(k, m->cap);
+    while (m->e[j].key) {
+        if (m->e[j].key == k)
+            return &m->e[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    if (!create)
+        return NULL;
+    m->e[j].key = k;
+    m->n++;
+    if (fresh)
+        *fresh = true;
+    return &m->e[j];
+}
+
 /* Whether a placeholder of recursive data is still reachable from v (each container is
  * visited once, so shared values cost nothing extra). Psych would hand Puppet recursive data
  * then; a placeholder left only in overwritten values is harmless. */
 static const recursion *find_recursion(yctx *c, const hv *v)
 {
-    const hv **stack = NULL, **seen = NULL;
-    size_t n = 0, cap = 0, nseen = 0, capseen = 0;
+    const hv **stack = NULL;
+    size_t n = 0, cap = 0;
+    pmap seen = {0};
     const recursion *found = NULL;
     stack = xrealloc(stack, (cap = 64) * sizeof *stack);
     stack[n++] = v;
@@ -2052,14 +2118,10 @@ static const recursion *find_recursion(yctx *c, const hv *v)
         if (!hv_is(x, HV_ARRAY) && !hv_is(x, HV_HASH))
             continue;
         if (hv_is_shared(x)) { /* only shared containers can be met twice */
-            bool dup = false;
-            for (size_t i = 0; i < nseen && !dup; i++)
-                dup = seen[i] == x;
-            if (dup)
+            bool fresh;
+            pm_get(&seen, x, true, &fresh);
+            if (!fresh)
                 continue;
-            if (nseen == capseen)
-                seen = xrealloc(seen, (capseen = capseen ? capseen * 2 : 64) * sizeof *seen);
-            seen[nseen++] = x;
         }
         size_t k = hv_is(x, HV_ARRAY) ? hv_array_len(x) : 2 * hv_hash_len(x);
         if (cap - n < k)
@@ -2069,8 +2131,73 @@ static const recursion *find_recursion(yctx *c, const hv *v)
                                             : (i % 2 ? hv_hash_val_at(x, i / 2) : hv_hash_key_at(x, i / 2));
     }
     free(stack);
-    free(seen);
+    free(seen.e);
     return found;
+}
+
+/* What a full walk of v meets: *size values (aliases counted each time) and *depth levels of
+ * containers (v's own included; 0 for a scalar). Shared containers are measured once (memo).
+ * level is the number of containers above v: a container at a level past YAML_MAX_VALUE_DEPTH
+ * fails, so the recursion never goes deeper. Returns false, with *size or *depth past its cap,
+ * as soon as a cap is passed. */
+static bool expansion(pmap *memo, const hv *v, uint32_t level, uint64_t *size, uint32_t *depth)
+{
+    bool arr = hv_is(v, HV_ARRAY);
+    *size = 1;
+    *depth = 0;
+    if (!arr && !hv_is(v, HV_HASH))
+        return true;
+    bool shared = hv_is_shared(v);
+    if (shared) {
+        const pm_ent *e = pm_get(memo, v, false, NULL);
+        if (e) {
+            *size = e->size;
+            *depth = e->depth;
+            return level + e->depth <= YAML_MAX_VALUE_DEPTH + 1;
+        }
+    }
+    if (level > YAML_MAX_VALUE_DEPTH) {
+        *depth = 1;
+        return false;
+    }
+    size_t k = arr ? hv_array_len(v) : 2 * hv_hash_len(v);
+    for (size_t i = 0; i < k; i++) {
+        const hv *x = arr ? hv_array_get(v, i) : (i % 2 ? hv_hash_val_at(v, i / 2) : hv_hash_key_at(v, i / 2));
+        uint64_t cs;
+        uint32_t cd;
+        bool ok = expansion(memo, x, level + 1, &cs, &cd);
+        *size += cs;
+        if (cd + 1 > *depth)
+            *depth = cd + 1;
+        if (!ok || *size > YAML_MAX_EXPANDED)
+            return false;
+    }
+    if (shared) {
+        pm_ent *e = pm_get(memo, v, true, NULL);
+        e->size = *size;
+        e->depth = *depth;
+    }
+    return true;
+}
+
+/* Refuses a document whose aliases make its values too many or too deep to walk (see
+ * YAML_MAX_EXPANDED, YAML_MAX_VALUE_DEPTH). */
+static bool check_expansion(yctx *c, const hv *v)
+{
+    pmap memo = {0};
+    uint64_t size;
+    uint32_t depth;
+    bool ok = expansion(&memo, v, 0, &size, &depth);
+    free(memo.e);
+    if (ok)
+        return true;
+    if (size > YAML_MAX_EXPANDED)
+        fail_at(c, hv_line(v), 0, "(%s): YAML document too large (its aliases expand to more than %u values)",
+                c->name, YAML_MAX_EXPANDED);
+    else
+        fail_at(c, hv_line(v), 0, "stack level too deep (YAML aliases nest values deeper than %u levels in %s)",
+                YAML_MAX_VALUE_DEPTH, c->name);
+    return false;
 }
 
 /* ToRuby#accept of the root node, without recursion. */
@@ -2146,6 +2273,10 @@ hv *yaml_parse(const char *text, size_t len, const char *name, yaml_mode mode, h
             fail_at(&c, r->line, r->col, "stack level too deep (the YAML alias *%s is inside its own anchor)",
                     r->name);
         }
+    }
+    if (v && c.nanchors && !check_expansion(&c, v)) {
+        hv_decref(v);
+        v = NULL;
     }
     if (!v && !c.failed) /* cannot happen, but never return NULL without a message */
         fail_at(&c, 0, 0, "(%s): YAML could not be loaded", c.name);

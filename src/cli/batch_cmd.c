@@ -1015,6 +1015,7 @@ int batch_main(int argc, char **argv)
 
     b.a = &a;
     b.cache = hiera_cache_new();
+    hiera_cache_freeze(b.cache); /* one run over one tree: files are read and listed once */
     b.keys = keys.v;
     b.keys_json = keys_json.v;
     b.nkeys = keys.n;
