@@ -30,6 +30,8 @@ typedef struct {
     location *locs;
     size_t nlocs;
     bool nil_location; /* the entry declares no location: the function is called once without */
+    bool fmt_set, fmt_known; /* the function's file format, once known */
+    file_format fmt;
     location nil_loc;
 } provider;
 

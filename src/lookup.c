@@ -519,6 +519,17 @@ static file_format data_hash_format(const char *fname, bool *known)
     return FMT_YAML;
 }
 
+/* data_hash_format of the provider's function, remembered in the provider. */
+static file_format provider_format(provider *p, bool *known)
+{
+    if (!p->fmt_set) {
+        p->fmt = data_hash_format(p->lvl->fname, &p->fmt_known);
+        p->fmt_set = true;
+    }
+    *known = p->fmt_known;
+    return p->fmt;
+}
+
 static const char *fn_tag(fn_kind k)
 {
     switch (k) {
@@ -542,12 +553,12 @@ static void function_not_found(const layer *l, const provider *p, herr *err)
 }
 
 /* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
-static hv *location_data(hiera_ctx *h, const layer *l, const provider *p, location *loc, herr *err)
+static hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
 {
     if (!loc->loaded) {
         loc->loaded = true;
         bool known;
-        file_format fmt = data_hash_format(p->lvl->fname, &known);
+        file_format fmt = provider_format(p, &known);
         if (p->nil_location || !loc->path || loc->is_uri) {
             herr_set(&loc->data_err, HERR_ERROR,
                      "'%s' one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this data_hash function",
@@ -804,7 +815,7 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     hiera_ctx *h = a->I->h;
     explainer *ex = h->ex;
     bool known;
-    data_hash_format(a->p->lvl->fname, &known);
+    provider_format(a->p, &known);
     if (a->p->lvl->fkind != FN_DATA_HASH || !known) {
         function_not_found(a->l, a->p, err);
         return LR_ERROR;
@@ -1355,7 +1366,7 @@ static char *lo_signature(hiera_ctx *h, const char *module)
         for (size_t j = 0; ok && j < n; j++) {
             provider *p = &provs[j];
             bool known;
-            data_hash_format(p->lvl->fname, &known);
+            provider_format(p, &known);
             if (p->lvl->fkind != FN_DATA_HASH || !known || p->nil_location) {
                 ok = false;
                 break;
@@ -1425,13 +1436,16 @@ typedef struct {
     char *text;     /* the key as given */
     char *root;     /* root key */
     char *module;   /* module name or NULL */
-    hv *segments;   /* all segments (root first) */
+    hv *segments;   /* all segments (root first); NULL for a plain key */
+    bool plain;     /* text and root borrow the caller's key */
 } lookup_key;
 
 static void lkey_free(lookup_key *k)
 {
-    free(k->text);
-    free(k->root);
+    if (!k->plain) {
+        free(k->text);
+        free(k->root);
+    }
     free(k->module);
     hv_decref(k->segments);
 }
@@ -1439,6 +1453,14 @@ static void lkey_free(lookup_key *k)
 static bool lkey_parse(const char *key, lookup_key *k, herr *err)
 {
     memset(k, 0, sizeof *k);
+    if (!strpbrk(key, "'\".")) {
+        /* a plain key: no segments to split */
+        k->text = k->root = (char *)key;
+        k->plain = true;
+        const char *q = strstr(key, "::");
+        k->module = q ? xstrndup(key, (size_t)(q - key)) : NULL;
+        return true;
+    }
     hv *segs = split_key(key, strlen(key));
     if (!segs) {
         herr_set(err, HERR_LOOKUP, "Syntax error in key: '%s'", key);
