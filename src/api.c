@@ -106,8 +106,16 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+#define FACTS_MAX_SIZE (64L * 1024 * 1024)
+
 static hv *read_file(const char *path, herr *err)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        herr_set(err, HERR_PUPPET, "%s is not a regular file", path);
+        herr_at(err, path, 0, 0);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         herr_set(err, HERR_PUPPET, "No such file or directory @ rb_sysopen - %s", path);
@@ -117,8 +125,16 @@ static hv *read_file(const char *path, herr *err)
     sbuf b = {0};
     char buf[65536];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
         sb_addn(&b, buf, n);
+        if (b.len > (size_t)FACTS_MAX_SIZE) {
+            fclose(f);
+            sb_free(&b);
+            herr_set(err, HERR_PUPPET, "%s is larger than %ld bytes", path, FACTS_MAX_SIZE);
+            herr_at(err, path, 0, 0);
+            return NULL;
+        }
+    }
     fclose(f);
     return hv_str_take(sb_take(&b), b.len);
 }

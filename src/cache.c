@@ -347,7 +347,11 @@ static void fill(centry *e, const struct stat *st)
     e->size = st->st_size;
     e->mtime = st->st_mtim;
     sbuf text = {0};
-    if (st->st_size > CACHE_MAX_FILE_SIZE) {
+    if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
+        /* a FIFO or device would block or never end (a fact can name one in a path) */
+        herr_set(&e->err, HERR_LOOKUP, "File '%s' is not a regular file", e->path);
+        herr_at(&e->err, e->path, 0, 0);
+    } else if (st->st_size > CACHE_MAX_FILE_SIZE) {
         herr_set(&e->err, HERR_LOOKUP, "File '%s' is larger than %lld bytes", e->path, (long long)CACHE_MAX_FILE_SIZE);
         herr_at(&e->err, e->path, 0, 0);
     } else if (read_all(e->path, &text, &e->err)) {
@@ -459,15 +463,15 @@ bool cache_file_exists(hiera_cache *c, const char *path)
     return exists;
 }
 
-void cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)
+int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)
 {
     hv *known = c->frozen ? hv_hash_gets(c->globs, pattern) : NULL;
     if (!known) {
         glob_result g = {0};
-        glob_expand(pattern, &g, limit);
-        if (!c->frozen) {
+        int rc = glob_expand(pattern, &g, limit);
+        if (!c->frozen || rc < 0) {
             *out = g;
-            return;
+            return rc;
         }
         known = hv_array_sized(g.n);
         for (size_t i = 0; i < g.n; i++)
@@ -479,4 +483,5 @@ void cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *
     out->paths = xcalloc(out->n ? out->n : 1, sizeof *out->paths);
     for (size_t i = 0; i < out->n; i++)
         out->paths[i] = xstrdup(hv_str_ptr(hv_array_get(known, i)));
+    return 0;
 }

@@ -47,8 +47,9 @@ void cache_free(hiera_cache *c);
 struct eyaml_ctx *cache_eyaml(hiera_cache *c);
 /* Whether path exists (Ruby's File.exist?: directories included). */
 bool cache_file_exists(hiera_cache *c, const char *path);
-/* glob_expand through the cache (remembered when the cache is frozen). out as glob_expand's. */
-void cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out);
+/* glob_expand through the cache (remembered when the cache is frozen). out and the result as
+ * glob_expand's (-1: the limit or the work budget was exceeded; never remembered). */
+int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out);
 /* Promises that files will not change while the cache lives: loaded files are not re-checked,
  * existence checks and glob expansions are remembered. */
 void cache_freeze(hiera_cache *c);

@@ -333,7 +333,13 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
             char *pattern = pn_plus(datadir, p);
             free(p);
             glob_result g = {0};
-            cache_glob(I->h->cache, pattern, GLOB_LIMIT, &g);
+            if (cache_glob(I->h->cache, pattern, GLOB_LIMIT, &g) < 0) {
+                glob_free(&g);
+                herr_set(err, HERR_LOOKUP, "Glob pattern '%s' of hierarchy entry '%s' matches too many paths (more than %d) or needs too much work",
+                         pattern, lvl->name, GLOB_LIMIT);
+                free(pattern);
+                return LR_ERROR;
+            }
             for (size_t j = 0; j < g.n; j++) {
                 add_location(locs, nlocs, &cap, g.paths[j], xstrdup(pattern), true, false);
                 g.paths[j] = NULL;
