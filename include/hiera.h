@@ -57,6 +57,16 @@ typedef enum {
     /* Any other error: an invalid hiera.yaml, a type mismatch, bad options. `puppet lookup`
      * prints these as "Error: Could not run: <message>". */
     HIERA_ERR_FATAL = 2,
+    /* Hiera 3 API only: the configuration could not be loaded or is invalid: a missing file,
+     * YAML that does not parse, a version 4 or 5 file, an unknown backend, a :datadir: that is
+     * not a string (reported by the lookup that needs it). */
+    HIERA_ERR_CONFIG = 3,
+    /* Hiera 3 API only: an interpolation failed: an unknown method ('lookup'), an unquoted
+     * argument, alias() in the middle of a string, a syntax error, a recursion ("Lookup
+     * recursion detected in [...]"). Other failures of a Hiera 3 lookup (a data file that does
+     * not parse, a type mismatch between levels, a deep_merge error, a bad key) are
+     * HIERA_ERR_LOOKUP. */
+    HIERA_ERR_INTERPOLATION = 4,
 } hiera_error_kind;
 
 typedef struct {
@@ -152,6 +162,12 @@ HIERA_API void hiera_cache_free(hiera_cache *c); /* after every context using it
  * is not checked again, and existence checks and glob expansions are remembered. Without it,
  * every use re-checks the file with stat() and re-reads it when it changed. */
 HIERA_API void hiera_cache_freeze(hiera_cache *c);
+/* Keeps parsed data files on disk between runs, in dir (NULL: $XDG_CACHE_HOME/hiera or
+ * ~/.cache/hiera, created private), so that the next process reads them back instead of parsing
+ * them. An entry is used only for a file with the same path, device, inode, size and
+ * modification and change times. Returns false when no safe folder is available (the cache then
+ * simply stays in memory). The hiera command uses it unless HIERA_CACHE_DIR=off. */
+HIERA_API bool hiera_cache_use_disk(hiera_cache *c, const char *dir);
 
 typedef struct {
     const char *codedir;         /* NULL: Puppet's default (/etc/puppet/code as root) */
@@ -219,6 +235,127 @@ HIERA_API char *hiera_provenance_text(hiera *h);
 HIERA_API hiera_value *hiera_provenance_tree(hiera *h);
 
 HIERA_API const char *hiera_version(void);
+
+/* ================================================================== Hiera 3
+ *
+ * Lookups as the Hiera 3.10 gem's Ruby class Hiera answers
+ * them (Hiera.new(:config => ...), Hiera#lookup(key, default, scope, order_override,
+ * resolution_type)), over a v3 (or Hiera 1) hiera.yaml with the yaml and json backends.
+ *
+ * Conventions are those of the rest of this header: a function returning a pointer
+ * returns something the caller owns and releases with the function its comment names
+ * (hiera3_free, hiera_value_decref, hiera_error_clear); pointer arguments are BORROWED (read
+ * during the call, never kept, never released) unless a comment says otherwise.
+ *
+ * Threads: a hiera3 object and the values it returns belong to one thread at a time; separate
+ * objects may be used on separate threads. Unlike Ruby, where the configuration, the logger and
+ * the backend objects are process-wide, every hiera3 object has its own.
+ *
+ * A minimal program:
+ *
+ *     hiera_error err = {0};
+ *     hiera3 *h = hiera3_new("/etc/puppet/hiera.yaml", &err);
+ *     if (h)
+ *         hiera3_set_logger(h, "noop"); // Hiera's default logger prints debug lines on stderr
+ *     hiera_value *scope = hiera_value_new_hash();
+ *     hiera_value_hash_set(scope, "environment", hiera_value_new_string("production"));
+ *     hiera3_resolution array = {.kind = HIERA3_ARRAY};
+ *     hiera_value *v = NULL;
+ *     if (h && hiera3_lookup(h, "ntp::servers", NULL, scope, NULL, &array, &v, &err) == HIERA_OK) {
+ *         char *json = hiera_render(v, HIERA_RENDER_JSON, &err);
+ *         puts(json);
+ *         free(json);
+ *         hiera_value_decref(v);
+ *     } else if (err.message) {
+ *         fprintf(stderr, "%s\n", err.message);
+ *     }
+ *     hiera_value_decref(scope);
+ *     hiera3_free(h);
+ *     hiera_error_clear(&err);
+ */
+
+/* ------------------------------------------------------------------ objects */
+
+typedef struct hiera3 hiera3;
+
+/* Hiera.new(:config => path): loads a v3 hiera.yaml (:backends:, :hierarchy:, :yaml:/:json:
+ * with :datadir:, :merge_behavior:, :deep_merge_options:, :logger:) as Hiera::Config.load does:
+ * keys are YAML symbols (":backends:"); what the file leaves out keeps Hiera's default
+ * (backends [yaml], hierarchy ["nodes/%{::trusted.certname}", "common"], merge_behavior native,
+ * the console logger, datadir /etc/puppet/environments/%{environment}/hieradata). Relative
+ * datadirs are relative to the working directory at lookup time. config_path NULL means
+ * /etc/puppet/hiera.yaml. Returns NULL with err (HIERA_ERR_CONFIG) on failure. Release with
+ * hiera3_free. */
+HIERA_API hiera3 *hiera3_new(const char *config_path, hiera_error *err);
+
+/* Hiera.new(:config => hash): the configuration given as a hash value, holding what the YAML
+ * file would hold. Keys may be strings ("backends", "yaml", "datadir", "knockout_prefix"...);
+ * they are taken as the symbols a file would use. BORROWED (copied). NULL or a non-hash value
+ * gives the default configuration. Returns NULL with err (HIERA_ERR_CONFIG) on failure. */
+HIERA_API hiera3 *hiera3_new_from_config(const hiera_value *config, hiera_error *err);
+
+/* Releases the object (NULL-safe). Values it returned stay valid. */
+HIERA_API void hiera3_free(hiera3 *h);
+
+/* ------------------------------------------------------------------ loggers */
+
+typedef enum { HIERA3_LOG_DEBUG = 0, HIERA3_LOG_WARN = 1 } hiera3_log_level;
+
+/* message is BORROWED: valid during the call only. */
+typedef void (*hiera3_log_fn)(hiera3_log_level level, const char *message, void *userdata);
+
+/* Hiera.logger = name: "console" writes "DEBUG: <time>: <message>" and "WARN: ..." lines to
+ * stderr; "noop" discards everything. Other names behave as in Hiera: "puppet" is not suitable
+ * outside Puppet and any other name cannot be loaded; both fall back to the console with a
+ * warning. The configuration's :logger: sets the initial logger (default console). */
+HIERA_API void hiera3_set_logger(hiera3 *h, const char *name);
+
+/* A caller-supplied logger: fn receives every debug and warning message; userdata is passed
+ * through untouched. fn NULL discards messages. */
+HIERA_API void hiera3_set_log_callback(hiera3 *h, hiera3_log_fn fn, void *userdata);
+
+/* ------------------------------------------------------------------ lookups */
+
+typedef enum {
+    HIERA3_PRIORITY = 0, /* the first level (and backend) that has the key wins */
+    HIERA3_ARRAY,        /* every level's value (arrays or strings) flattened, unique, nils dropped */
+    HIERA3_HASH,         /* every level's hash merged with the configured :merge_behavior: */
+    HIERA3_MERGE,        /* a hash merge with the behavior and deep_merge options given here
+                            (Ruby's Hash resolution type); the configured ones are ignored */
+} hiera3_resolution_kind;
+
+/* A resolution type. A zeroed struct (or a NULL pointer) is HIERA3_PRIORITY. The fields after
+ * `kind` are read for HIERA3_MERGE only; the strings are BORROWED. */
+typedef struct {
+    hiera3_resolution_kind kind;
+    const char *behavior;        /* "native" (also NULL), "deep" (the lower level wins scalar
+                                    conflicts) or "deeper" (the higher level wins) */
+    const char *knockout_prefix; /* deep_merge's knockout_prefix, NULL: none */
+    bool sort_merged_arrays;
+    bool merge_hash_arrays;
+    const char *unpack_arrays;   /* deep_merge's unpack_arrays separator, NULL: none */
+    int preserve_unmergeables;   /* -1: the behavior's default (true for deep, false for
+                                    deeper); 0 or 1 to force it */
+} hiera3_resolution;
+
+/* Hiera#lookup(key, default, scope, order_override, resolution_type).
+ *  - key: "name", or a dotted key "a.b.0" digging into the found value (priority only);
+ *    segments may be quoted ('a.b' or "a.b").
+ *  - default_value: NULL for none; a string default is interpolated, as Hiera does.
+ *  - scope: a hash of variables for %{var} (string keys; values of any kind), or NULL.
+ *  - order_override: a data source searched before the hierarchy (interpolated), or NULL.
+ *  - resolution: see hiera3_resolution; NULL is priority.
+ * Returns HIERA_OK with *value set to a new reference (release with hiera_value_decref) when the
+ * key was found, or when it was not but a default was given (*value is then the default);
+ * HIERA_NOT_FOUND with *value NULL when nothing was found and there is no default (Ruby's nil);
+ * HIERA_ERROR with *value NULL and err filled (kind HIERA_ERR_CONFIG, HIERA_ERR_INTERPOLATION or
+ * HIERA_ERR_LOOKUP). Data files are read once and re-read when they change on disk. */
+HIERA_API hiera_status hiera3_lookup(hiera3 *h, const char *key, const hiera_value *default_value,
+                                     const hiera_value *scope, const char *order_override,
+                                     const hiera3_resolution *resolution, hiera_value **value, hiera_error *err);
+
+/* The version of Hiera this API answers as: "3.10.0" (Hiera.version). Static; do not free. */
+HIERA_API const char *hiera3_version(void);
 
 #ifdef __cplusplus
 }

@@ -193,6 +193,7 @@ struct hiera_cache;
 hiera_cache *hiera_cache_new(void) { return cache_new(); }
 void hiera_cache_free(hiera_cache *c) { cache_free(c); }
 void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
+bool hiera_cache_use_disk(hiera_cache *c, const char *dir) { return cache_use_disk(c, dir); }
 
 static bool path_exists(const char *p)
 {

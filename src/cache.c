@@ -3,6 +3,7 @@
  * Puppet's cached_file_data checks). Parse errors are kept as well, so a broken file costs one
  * parse, not one per lookup. */
 #include "hiera_int.h"
+#include "diskcache.h"
 #include "eyaml.h"
 #include "glob.h"
 #include "hocon.h"
@@ -26,7 +27,7 @@ typedef struct centry {
     struct timespec mtime;
     hv *value; /* NULL when err is set */
     herr err;
-    hv *info;  /* data formats: what each top-level key needs (see cache_load_data) */
+    hv *info;  /* data formats: what each top-level key needs, filled as keys are asked */
 } centry;
 
 struct hiera_cache {
@@ -37,6 +38,7 @@ struct hiera_cache {
      * loaded once is not stat()ed again, and existence checks and glob expansions are
      * remembered (hiera batch: thousands of nodes over the same tree) */
     bool frozen;
+    diskcache *disk; /* parsed files kept between runs, or NULL */
     hv *exists; /* path -> boolean */
     hv *globs;  /* pattern -> array of paths */
     hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
@@ -80,6 +82,7 @@ void cache_free(hiera_cache *c)
         }
     }
     free(c->buckets);
+    diskcache_close(c->disk);
     eyaml_free(c->eyaml);
     hv_decref(c->exists);
     hv_decref(c->globs);
@@ -120,6 +123,13 @@ hv *cache_memo(hiera_cache *c)
 }
 
 bool cache_is_frozen(const hiera_cache *c) { return c->frozen; }
+
+bool cache_use_disk(hiera_cache *c, const char *dir)
+{
+    diskcache_close(c->disk);
+    c->disk = diskcache_open(dir);
+    return c->disk != NULL;
+}
 
 void cache_freeze(hiera_cache *c)
 {
@@ -293,10 +303,18 @@ bool hv_has_interpolation(const hv *v, int depth)
 
 /* yaml_data's own rules on what Psych gave: a file whose top is not a hash is a warning and an
  * empty hash; symbol keys become strings (HieraConfig.symkeys_to_string). */
-static hv *prepare_yaml_data(const char *path, hv *v)
+static void warn_not_hash(const char *path)
+{
+    fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", path);
+}
+
+#define DC_WARN_NOT_HASH 1u /* disk cache flag: yaml_data warned when the file was parsed */
+
+static hv *prepare_yaml_data(const char *path, hv *v, unsigned *flags)
 {
     if (!hv_is(v, HV_HASH)) {
-        fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", path);
+        warn_not_hash(path);
+        *flags |= DC_WARN_NOT_HASH;
         hv_decref(v);
         return hv_hash();
     }
@@ -318,25 +336,25 @@ static hv *prepare_yaml_data(const char *path, hv *v)
     return nv;
 }
 
-/* For a data hash: the top-level keys whose values need interpolation ("interp") and those
- * that are not Puppet data ("invalid"), so that lookups need not walk the values each time. */
-static hv *data_info(const hv *data)
+/* What a top-level key of a data file needs, found when first asked (see cache_load_data). */
+int cache_key_flags(hv *keyflags, const char *key, size_t len, uint64_t code, const hv *value)
 {
-    hv *info = hv_hash(), *interp = hv_hash(), *invalid = hv_hash();
-    for (size_t i = 0; i < hv_hash_len(data); i++) {
-        hv *k = hv_hash_key_at(data, i), *v = hv_hash_val_at(data, i);
-        if (hv_has_interpolation(v, 0))
-            hv_hash_set(interp, hv_incref(k), hv_true());
-        if (!hv_is_rich_data(v, 0))
-            hv_hash_set(invalid, hv_incref(k), hv_true());
-    }
-    hv_hash_sets(info, "interp", interp);
-    hv_hash_sets(info, "invalid", invalid);
-    return info;
+    hv *known = hv_hash_getsn_code(keyflags, key, len, code);
+    if (known)
+        return (int)hv_int_val(known);
+    int bits = (hv_has_interpolation(value, 0) ? KEY_INTERP : 0) | (hv_is_rich_data(value, 0) ? 0 : KEY_INVALID);
+    hv_hash_set(keyflags, hv_strn(key, len), hv_int(bits));
+    return bits;
 }
 
-static void fill(centry *e, const struct stat *st)
+static bool data_format(file_format f) { return f == FMT_YAML || f == FMT_JSON || f == FMT_HOCON || f == FMT_CONFIG; }
+
+/* Files smaller than this parse faster than a cache file is opened. */
+#define DISK_MIN_SIZE 2048
+
+static void fill(hiera_cache *c, centry *e, const struct stat *st)
 {
+    unsigned dflags = 0;
     hv_decref(e->info);
     e->info = NULL;
     hv_decref(e->value);
@@ -354,6 +372,10 @@ static void fill(centry *e, const struct stat *st)
     } else if (st->st_size > CACHE_MAX_FILE_SIZE) {
         herr_set(&e->err, HERR_LOOKUP, "File '%s' is larger than %lld bytes", e->path, (long long)CACHE_MAX_FILE_SIZE);
         herr_at(&e->err, e->path, 0, 0);
+    } else if (c->disk && data_format(e->fmt) && st->st_size >= DISK_MIN_SIZE &&
+               (e->value = diskcache_get(c->disk, e->path, (int)e->fmt, st, &dflags)) != NULL) {
+        if (dflags & DC_WARN_NOT_HASH)
+            warn_not_hash(e->path); /* as on every run that parses it */
     } else if (read_all(e->path, &text, &e->err)) {
         const char *t = text.s;
         size_t n = text.len;
@@ -363,12 +385,13 @@ static void fill(centry *e, const struct stat *st)
             n -= 3;
         }
         e->value = parse(e->path, t, n, e->fmt, &e->err);
+        unsigned flags = 0;
         if (!e->value)
             wrap_parse_error(e->path, e->fmt, &e->err);
         else if (e->fmt == FMT_YAML)
-            e->value = prepare_yaml_data(e->path, e->value);
-        if (e->value && hv_is(e->value, HV_HASH) && (e->fmt == FMT_YAML || e->fmt == FMT_JSON || e->fmt == FMT_HOCON))
-            e->info = data_info(e->value);
+            e->value = prepare_yaml_data(e->path, e->value, &flags);
+        if (e->value && c->disk && data_format(e->fmt) && st->st_size >= DISK_MIN_SIZE)
+            diskcache_put(c->disk, e->path, (int)e->fmt, st, e->value, flags);
     }
     sb_free(&text);
 }
@@ -425,25 +448,28 @@ hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
         e->path = xstrdup(path);
         e->fmt = fmt;
         e->code = code;
-        fill(e, &st);
+        fill(c, e, &st);
         e->next = c->buckets[b];
         c->buckets[b] = e;
         if (++c->n > c->nbuckets * 2)
             grow(c);
     } else if (!same_stat(e, &st)) {
-        fill(e, &st);
+        fill(c, e, &st);
     }
     return entry_result(e, err);
 }
 
-hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **info, herr *err)
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, herr *err)
 {
     hv *v = cache_load(c, path, fmt, err);
-    *info = NULL;
-    if (v) {
+    *keyflags = NULL;
+    if (v && hv_is(v, HV_HASH)) {
         centry *e = find_entry(c, path, fmt, path_code(path, fmt));
-        if (e && e->value == v)
-            *info = e->info;
+        if (e && e->value == v) {
+            if (!e->info)
+                e->info = hv_hash();
+            *keyflags = e->info;
+        }
     }
     return v;
 }

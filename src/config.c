@@ -7,6 +7,7 @@
 #include "render.h"
 #include "rregex.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,146 @@ static void duplicate_lines(const hcfg *c, const char *regexp, int *first, int *
         *line = *first;
         *first = 0;
     }
+}
+
+/* ---- a fast path for the common case: a version 5 config that certainly matches the schema.
+ * Anything it is not sure of (nil values included) goes to the full type check, which alone
+ * words the messages; it never accepts what the type would refuse (tests/unit/test_engine.c
+ * holds it to the type over random configs). */
+
+static bool nes(const hv *v) { return hv_is(v, HV_STRING) && hv_str_len(v) > 0; }
+
+static bool is_alnum(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static bool is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+
+/* /\A[A-Za-z](:?[0-9A-Za-z_-]*[0-9A-Za-z])?\z/ */
+static bool option_name_ok(const hv *k)
+{
+    if (!hv_is(k, HV_STRING) || hv_str_len(k) == 0)
+        return false;
+    const char *p = hv_str_ptr(k);
+    size_t n = hv_str_len(k);
+    if (!is_alpha(p[0]))
+        return false;
+    if (n == 1)
+        return true;
+    size_t i = 1;
+    if (p[i] == ':')
+        i++;
+    if (i >= n || !is_alnum(p[n - 1]))
+        return false;
+    for (; i < n - 1; i++)
+        if (!is_alnum(p[i]) && p[i] != '_' && p[i] != '-')
+            return false;
+    return true;
+}
+
+static bool data_ok(const hv *v, int depth)
+{
+    if (depth > 100)
+        return false;
+    switch (hv_kind_of(v)) {
+    case HV_UNDEF: case HV_BOOL: case HV_INT: case HV_BIGINT: case HV_FLOAT: case HV_STRING:
+        return true;
+    case HV_ARRAY:
+        for (size_t i = 0; i < hv_array_len(v); i++)
+            if (!data_ok(hv_array_get(v, i), depth + 1))
+                return false;
+        return true;
+    case HV_HASH:
+        for (size_t i = 0; i < hv_hash_len(v); i++)
+            if (!hv_is(hv_hash_key_at(v, i), HV_STRING) || !data_ok(hv_hash_val_at(v, i), depth + 1))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool options_ok(const hv *o)
+{
+    if (!hv_is(o, HV_HASH))
+        return false;
+    for (size_t i = 0; i < hv_hash_len(o); i++)
+        if (!option_name_ok(hv_hash_key_at(o, i)) || !data_ok(hv_hash_val_at(o, i), 0))
+            return false;
+    return true;
+}
+
+static bool nes_list(const hv *v, size_t min, size_t max)
+{
+    if (!hv_is(v, HV_ARRAY) || hv_array_len(v) < min || hv_array_len(v) > max)
+        return false;
+    for (size_t i = 0; i < hv_array_len(v); i++)
+        if (!nes(hv_array_get(v, i)))
+            return false;
+    return true;
+}
+
+static bool key_is(const hv *k, const char *name) { return hv_is(k, HV_STRING) && strcmp(hv_str_ptr(k), name) == 0; }
+
+static bool v5_entry_ok(const hv *he)
+{
+    if (!hv_is(he, HV_HASH) || !nes(hv_hash_gets(he, "name")))
+        return false;
+    static const char *strings[] = {"name", "data_hash", "lookup_key", "hiera3_backend", "v4_data_hash",
+                                    "data_dig", "path", "glob", "uri", "datadir"};
+    for (size_t i = 0; i < hv_hash_len(he); i++) {
+        const hv *k = hv_hash_key_at(he, i), *v = hv_hash_val_at(he, i);
+        bool ok = false;
+        for (size_t j = 0; j < sizeof strings / sizeof *strings && !ok; j++)
+            if (key_is(k, strings[j]))
+                ok = nes(v);
+        if (key_is(k, "options"))
+            ok = options_ok(v);
+        else if (key_is(k, "paths") || key_is(k, "globs") || key_is(k, "uris"))
+            ok = nes_list(v, 1, SIZE_MAX);
+        else if (key_is(k, "mapped_paths"))
+            ok = nes_list(v, 3, 3);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+const char *config_v5_type(void) { return V5_TYPE; }
+
+bool config_v5_quick_valid(const hv *config)
+{
+    if (!hv_is(config, HV_HASH))
+        return false;
+    for (size_t i = 0; i < hv_hash_len(config); i++) {
+        const hv *k = hv_hash_key_at(config, i), *v = hv_hash_val_at(config, i);
+        if (key_is(k, "version")) {
+            if (!hv_is(v, HV_INT) || hv_int_val(v) != 5)
+                return false;
+        } else if (key_is(k, "defaults")) {
+            if (!hv_is(v, HV_HASH))
+                return false;
+            for (size_t j = 0; j < hv_hash_len(v); j++) {
+                const hv *dk = hv_hash_key_at(v, j), *dv = hv_hash_val_at(v, j);
+                if (key_is(dk, "options")) {
+                    if (!options_ok(dv))
+                        return false;
+                } else if (key_is(dk, "data_hash") || key_is(dk, "lookup_key") || key_is(dk, "data_dig") ||
+                           key_is(dk, "datadir")) {
+                    if (!nes(dv))
+                        return false;
+                } else {
+                    return false;
+                }
+            }
+        } else if (key_is(k, "hierarchy") || key_is(k, "plan_hierarchy") || key_is(k, "default_hierarchy")) {
+            if (!hv_is(v, HV_ARRAY))
+                return false;
+            for (size_t j = 0; j < hv_array_len(v); j++)
+                if (!v5_entry_ok(hv_array_get(v, j)))
+                    return false;
+        } else {
+            return false;
+        }
+    }
+    return hv_hash_gets(config, "version") != NULL;
 }
 
 /* Type-checks the config hash against Puppet's schema; false with a HERR_PUPPET message
@@ -402,7 +543,7 @@ static bool load_v5(hcfg *c, hv *config, layer_kind layer, herr *err)
         hv_array_push(h, e);
         hv_hash_sets(config, "hierarchy", h);
     }
-    if (!check_schema(V5_TYPE, &v5_type, config, c, err))
+    if (!config_v5_quick_valid(config) && !check_schema(V5_TYPE, &v5_type, config, c, err))
         return false;
     const hv *defaults = hv_hash_gets(config, "defaults");
     if (defaults && !validate_v5_defaults(c, defaults, err))

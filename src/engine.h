@@ -17,8 +17,7 @@ typedef struct {
     /* the data_hash function's result for this location, loaded once per context */
     bool loaded;
     hv *data;
-    hv *info_interp;  /* BORROWED from the cache: keys needing interpolation (cache_load_data) */
-    hv *info_invalid; /* BORROWED: keys whose values are not Puppet data */
+    hv *keyflags;     /* BORROWED from the cache: the file's cache_key_flags memo */
     herr data_err;
     hv *memo; /* lookup_key functions: key -> the answer already given */
 } location;

@@ -35,9 +35,16 @@ typedef enum {
 hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
 hiera_cache *cache_new(void);
 /* cache_load for data files (FMT_YAML after yaml_data's own rules: a non-hash top is an empty
- * hash, symbol keys are strings). *info (BORROWED, NULL unless the value is a hash) holds the
- * sets "interp" (top-level keys whose values contain %{) and "invalid" (not Puppet data). */
-hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **info, herr *err);
+ * hash, symbol keys are strings). *keyflags (BORROWED, NULL unless the value is a hash) is the
+ * file's memo for cache_key_flags. */
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, herr *err);
+/* What a top-level key's value needs (KEY_INTERP: a string in it contains %{; KEY_INVALID: it is
+ * not Puppet data), computed once per file and key. */
+enum { KEY_INTERP = 1, KEY_INVALID = 2 };
+int cache_key_flags(hv *keyflags, const char *key, size_t len, uint64_t code, const hv *value);
+/* Keeps parsed files on disk between runs in dir (NULL: the user's cache folder). false when no
+ * safe folder can be used (the cache then works in memory only). */
+bool cache_use_disk(hiera_cache *c, const char *dir);
 /* Puppet::LookupValue: no Ruby symbols, hash keys strings or numbers. */
 bool hv_is_rich_data(const hv *v, int depth);
 /* Whether a string in v (value or hash key, at any depth) contains "%{". */
@@ -173,6 +180,11 @@ typedef struct hcfg {
  * (a version 3 file in the environment or a module). */
 hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err);
 void config_free(hcfg *c);
+
+/* The fast check of a version 5 config (true only when Puppet's schema certainly accepts it) and
+ * the schema itself, for the tests that hold one to the other. */
+bool config_v5_quick_valid(const hv *config);
+const char *config_v5_type(void);
 
 /* Line of the first line (from start_line) of the config file whose text, with quoted parts and
  * comments handled as Puppet's find_line_matching does, matches the Ruby regexp; 0 when none. */

@@ -274,7 +274,7 @@ static void add_location(location **locs, size_t *n, size_t *cap, char *path, ch
         *cap = *cap ? *cap * 2 : 4;
         *locs = xrealloc(*locs, *cap * sizeof **locs);
     }
-    (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, NULL, NULL, {0}, NULL};
+    (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, NULL, {0}, NULL};
 }
 
 static lr interp_str(inv *I, const char *s, char **out, herr *err)
@@ -584,8 +584,7 @@ static hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *lo
                 hv_decref(v);
             } else {
                 loc->data = v;
-                loc->info_interp = hv_hash_gets(info, "interp");
-                loc->info_invalid = hv_hash_gets(info, "invalid");
+                loc->keyflags = info;
             }
         }
     }
@@ -835,8 +834,9 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
             ex_not_found_str(ex, a->root_key);
         return LR_NOT_FOUND;
     }
-    bool invalid = loc->info_invalid ? hv_hash_getsn_code(loc->info_invalid, a->root_key, a->root_len, a->root_code) != NULL
-                                     : !hv_is_rich_data(value, 0);
+    int flags = loc->keyflags ? cache_key_flags(loc->keyflags, a->root_key, a->root_len, a->root_code, value)
+                              : (KEY_INTERP | (hv_is_rich_data(value, 0) ? 0 : KEY_INVALID));
+    bool invalid = (flags & KEY_INVALID) != 0;
     if (invalid) {
         char *got = infer_type_name(value);
         if (loc->path && !a->p->nil_location)
@@ -851,8 +851,7 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
         return LR_ERROR;
     }
     hv *res = NULL;
-    bool plain = loc->info_interp && !ex && !h->prov &&
-                 !hv_hash_getsn_code(loc->info_interp, a->root_key, a->root_len, a->root_code);
+    bool plain = !(flags & KEY_INTERP) && !ex && !h->prov;
     if (plain) {
         res = hv_incref(value); /* nothing to interpolate: the value as it is */
     } else {

@@ -489,16 +489,19 @@ static bool ruby_sort(hv *a, herr *err)
 }
 
 /* array.join(c).split(c) of deep_merge's unpack_arrays */
+/* Ruby's Array#join: a nested array is joined in place as one element (so an empty one still
+ * takes a separator: [[], 0].join(",") is ",0"). */
 static void join_elem(sbuf *b, const hv *v, const char *sep, bool *first)
 {
-    if (hv_is(v, HV_ARRAY)) {
-        for (size_t i = 0; i < hv_array_len(v); i++)
-            join_elem(b, hv_array_get(v, i), sep, first);
-        return;
-    }
     if (!*first)
         sb_adds(b, sep);
     *first = false;
+    if (hv_is(v, HV_ARRAY)) {
+        bool inner_first = true;
+        for (size_t i = 0; i < hv_array_len(v); i++)
+            join_elem(b, hv_array_get(v, i), sep, &inner_first);
+        return;
+    }
     ruby_to_s(b, v);
 }
 

@@ -1014,7 +1014,7 @@ int batch_main(int argc, char **argv)
         dflt = hiera_value_new_string(a.default_value);
 
     b.a = &a;
-    b.cache = hiera_cache_new();
+    b.cache = cli_cache();
     hiera_cache_freeze(b.cache); /* one run over one tree: files are read and listed once */
     b.keys = keys.v;
     b.keys_json = keys_json.v;

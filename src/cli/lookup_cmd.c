@@ -160,6 +160,7 @@ int lookup_main(int argc, char **argv)
     int rc = 1;
     hiera_value *facts = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
     hiera *h = NULL;
+    hiera_cache *cache = NULL;
     hiera_error err = {0};
 
     if ((a.sort_merged_arrays || a.merge_hash_arrays || a.prefix) && (!a.merge || strcmp(a.merge, "deep") != 0)) {
@@ -227,7 +228,8 @@ int lookup_main(int argc, char **argv)
         fail("No facts available for target node: %s", a.node ? a.node : "localhost");
         goto out;
     }
-    hiera_options o = {a.codedir, a.confdir, a.environmentpath, a.hiera_config, a.environment, a.node, facts, NULL};
+    cache = cli_cache();
+    hiera_options o = {a.codedir, a.confdir, a.environmentpath, a.hiera_config, a.environment, a.node, facts, cache};
     h = hiera_new(&o, &err);
     if (!h) {
         fail("%s", err.message);
@@ -312,6 +314,7 @@ out:
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
     hiera_free(h);
+    hiera_cache_free(cache);
     hiera_error_clear(&err);
     free(a.keys);
     fflush(stdout);

@@ -3,15 +3,20 @@
 #include "cli.h"
 #include "batch_cmd.h"
 #include "eyaml_cmd.h"
+#include "hiera3_cmd.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *USAGE =
-    "usage: hiera lookup [puppet lookup flags] <keys>   (see hiera lookup --help)\n"
-    "       hiera batch --facts-dir DIR --keys-file FILE  (see hiera batch --help)\n"
-    "       hiera eyaml encrypt|decrypt|createkeys ...  (see hiera eyaml --help)\n"
-    "       hiera --version\n";
+hiera_cache *cli_cache(void)
+{
+    hiera_cache *c = hiera_cache_new();
+    const char *dir = getenv("HIERA_CACHE_DIR");
+    if (!dir || strcmp(dir, "off") != 0)
+        hiera_cache_use_disk(c, dir);
+    return c;
+}
 
 int main(int argc, char **argv)
 {
@@ -21,10 +26,6 @@ int main(int argc, char **argv)
         return batch_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
-    if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
-        printf("%s\n", hiera_version());
-        return 0;
-    }
-    fputs(USAGE, stderr);
-    return 1;
+    /* everything else is the Hiera 3 command line (`hiera -- lookup` looks up a key "lookup") */
+    return hiera3_main(argc, argv);
 }

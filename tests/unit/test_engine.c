@@ -5,6 +5,7 @@
 
 #include "engine.h"
 #include "pathname.h"
+#include "ptype.h"
 #include "rregex.h"
 
 static void test_pathname_plus(void **state)
@@ -186,12 +187,104 @@ static void test_rregex_gsub(void **state)
     herr_clear(&e);
 }
 
+/* The fast config check never accepts what Puppet's schema refuses: random configs built from
+ * the schema's own pieces (valid and broken variants), each held to the full type check. */
+static unsigned rng_state = 12345;
+static unsigned rnd(unsigned n)
+{
+    rng_state = rng_state * 1103515245u + 12345u;
+    return (rng_state >> 16) % n;
+}
+
+static hv *random_scalar(void)
+{
+    switch (rnd(9)) {
+    case 0: return hv_undef();
+    case 1: return hv_str("");
+    case 2: return hv_str("common.yaml");
+    case 3: return hv_int(5);
+    case 4: return hv_true();
+    case 5: return hv_float(1.5);
+    case 6: return hv_symbol("sym", 3);
+    case 7: return hv_str("a:b");
+    default: return hv_str("x");
+    }
+}
+
+static hv *random_value(int depth)
+{
+    unsigned c = rnd(depth > 2 ? 1 : 4);
+    if (c == 0)
+        return random_scalar();
+    if (c == 1) {
+        hv *a = hv_array();
+        for (unsigned i = rnd(4); i > 0; i--)
+            hv_array_push(a, c == 1 && rnd(2) ? hv_str("p.yaml") : random_value(depth + 1));
+        return a;
+    }
+    hv *h = hv_hash();
+    static const char *names[] = {"name", "path", "paths", "glob", "globs", "uri", "uris", "mapped_paths",
+                                  "datadir", "data_hash", "lookup_key", "options", "o1", "9bad", "a:", "a:b", "x-y",
+                                  "version", "defaults", "hierarchy", "default_hierarchy", "bogus"};
+    for (unsigned i = rnd(5); i > 0; i--) {
+        const char *k = names[rnd(sizeof names / sizeof *names)];
+        hv *key = rnd(10) == 0 ? hv_int(1) : hv_str(k);
+        hv_hash_set(h, key, random_value(depth + 1));
+    }
+    return h;
+}
+
+static void test_config_quick_check(void **state)
+{
+    (void)state;
+    herr e = {0};
+    ptype *t = ptype_parse(config_v5_type(), &e);
+    assert_non_null(t);
+    int accepted = 0;
+    for (int i = 0; i < 20000; i++) {
+        hv *cfg = hv_hash();
+        hv_hash_sets(cfg, "version", rnd(8) ? hv_int(5) : random_scalar());
+        if (rnd(2))
+            hv_hash_sets(cfg, "defaults", random_value(1));
+        hv *list = hv_array();
+        for (unsigned j = rnd(3); j > 0; j--) {
+            hv *entry = rnd(5) ? hv_hash() : random_value(2);
+            if (hv_is(entry, HV_HASH) && rnd(4))
+                hv_hash_sets(entry, "name", hv_str("level"));
+            if (hv_is(entry, HV_HASH) && rnd(2))
+                hv_hash_sets(entry, "path", random_scalar());
+            if (hv_is(entry, HV_HASH) && rnd(3) == 0)
+                hv_hash_sets(entry, "options", random_value(2));
+            if (hv_is(entry, HV_HASH) && rnd(4) == 0)
+                hv_hash_sets(entry, rnd(2) ? "paths" : "mapped_paths", random_value(2));
+            hv_array_push(list, entry);
+        }
+        hv_hash_sets(cfg, rnd(6) ? "hierarchy" : "default_hierarchy", list);
+        if (rnd(10) == 0)
+            hv_hash_sets(cfg, "extra", hv_str("x"));
+        bool quick = config_v5_quick_valid(cfg);
+        if (quick) {
+            accepted++;
+            if (!ptype_match(t, cfg)) {
+                char *j = hjson_debug(cfg);
+                print_error("the fast check accepted what the schema refuses: %s\n", j);
+                free(j);
+                fail();
+            }
+        }
+        hv_decref(cfg);
+    }
+    assert_true(accepted > 100); /* the fast path is exercised */
+    ptype_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pathname_plus), cmocka_unit_test(test_split_key),
         cmocka_unit_test(test_deep_merge),    cmocka_unit_test(test_deep_merge_errors),
         cmocka_unit_test(test_strategies),    cmocka_unit_test(test_rregex_gsub),
+        cmocka_unit_test(test_config_quick_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
