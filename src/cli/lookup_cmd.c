@@ -314,7 +314,7 @@ out:
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
     hiera_free(h);
-    hiera_cache_free(cache);
+    cli_cache_release(cache);
     hiera_error_clear(&err);
     free(a.keys);
     fflush(stdout);

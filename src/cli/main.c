@@ -18,6 +18,29 @@ hiera_cache *cli_cache(void)
     return c;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FREE_AT_EXIT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FREE_AT_EXIT 1
+#endif
+#endif
+#ifndef FREE_AT_EXIT
+#define FREE_AT_EXIT 0
+#endif
+
+/* kept reachable so that leak checkers see it as such */
+hiera_cache *hiera_kept_cache; /* external: never optimised away */
+
+void cli_cache_release(hiera_cache *c)
+{
+    if (FREE_AT_EXIT || getenv("HIERA_FREE_AT_EXIT")) {
+        hiera_cache_free(c);
+        return;
+    }
+    hiera_kept_cache = c;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "lookup") == 0)
