@@ -10,6 +10,8 @@ CFLAGS ?= -O2 -g
 WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm
+# the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c)
+CLI_LIBS := $(shell pkg-config --libs yaml-0.1 jansson oniguruma 2>/dev/null) -lm -ldl -lpthread
 
 B = build
 LIB_SRC := $(sort $(wildcard src/*.c))
@@ -47,7 +49,7 @@ $(B)/libhiera.so: $(PIC_OBJ)
 	$(CC) -shared -Wl,-soname,libhiera.so.$(SOVER) -o $@ $^ $(LIBS)
 
 $(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(CLI_LIBS)
 
 $(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)

@@ -1,0 +1,144 @@
+/* crypto_lazy.c - OpenSSL's libcrypto for the hiera command, loaded only when eyaml needs it.
+ *
+ * Loading libcrypto (4 MB, thousands of relocations and its initialisers) was a third of the
+ * start-up of a one-shot `hiera lookup` that never decrypts anything. The command is therefore
+ * linked without -lcrypto: this file defines the libcrypto functions eyaml.c uses, each of which
+ * opens libcrypto.so.3 with dlopen on first use and calls the real function. The prototypes come
+ * from OpenSSL's own headers, so the compiler checks every signature. libhiera.a and .so link
+ * libcrypto as usual; only the hiera executable links this file. */
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/crypto.h>
+#include <openssl/decoder.h>
+#include <openssl/encoder.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs7.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void *crypto_handle;
+static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
+
+static void crypto_open(void)
+{
+    crypto_handle = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!crypto_handle)
+        crypto_handle = dlopen("libcrypto.so", RTLD_NOW | RTLD_LOCAL);
+    if (!crypto_handle) {
+        fprintf(stderr, "hiera: cannot load OpenSSL's libcrypto: %s\n", dlerror());
+        exit(1);
+    }
+}
+
+static void *crypto_sym(const char *name)
+{
+    pthread_once(&crypto_once, crypto_open);
+    void *f = dlsym(crypto_handle, name);
+    if (!f) {
+        fprintf(stderr, "hiera: libcrypto has no %s\n", name);
+        exit(1);
+    }
+    return f;
+}
+
+/* one trampoline per function: the real one is looked up once */
+#define LAZY(ret, name, params, args)                                                  \
+    ret name params                                                                    \
+    {                                                                                  \
+        static void *slot;                                                             \
+        void *lazy_f = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);                       \
+        if (!lazy_f) {                                                                 \
+            lazy_f = crypto_sym(#name);                                                \
+            __atomic_store_n(&slot, lazy_f, __ATOMIC_RELEASE);                         \
+        }                                                                              \
+        ret(*real) params;                                                             \
+        *(void **)&real = lazy_f;                                                      \
+        return real args;                                                              \
+    }
+
+LAZY(int, ASN1_INTEGER_set, (ASN1_INTEGER *a, long v), (a, v))
+LAZY(long, BIO_ctrl, (BIO *bp, int cmd, long larg, void *parg), (bp, cmd, larg, parg))
+LAZY(int, BIO_free, (BIO *a), (a))
+LAZY(BIO *, BIO_new, (const BIO_METHOD *type), (type))
+LAZY(BIO *, BIO_new_mem_buf, (const void *buf, int len), (buf, len))
+LAZY(const BIO_METHOD *, BIO_s_mem, (void), ())
+LAZY(void, BN_clear_free, (BIGNUM *a), (a))
+LAZY(void, CRYPTO_free, (void *ptr, const char *file, int line), (ptr, file, line))
+LAZY(void, ERR_clear_error, (void), ())
+LAZY(unsigned long, ERR_peek_last_error, (void), ())
+LAZY(const char *, ERR_reason_error_string, (unsigned long e), (e))
+LAZY(int, EVP_EncodeBlock, (unsigned char *t, const unsigned char *f, int n), (t, f, n))
+LAZY(void, EVP_PKEY_free, (EVP_PKEY *pkey), (pkey))
+LAZY(int, EVP_PKEY_get_base_id, (const EVP_PKEY *pkey), (pkey))
+LAZY(int, EVP_PKEY_get_bn_param, (const EVP_PKEY *pkey, const char *key_name, BIGNUM **bn), (pkey, key_name, bn))
+LAZY(const EVP_CIPHER *, EVP_aes_256_cbc, (void), ())
+LAZY(const EVP_MD *, EVP_get_digestbyname, (const char *name), (name))
+LAZY(const char *, OBJ_nid2sn, (int n), (n))
+LAZY(void, OPENSSL_cleanse, (void *ptr, size_t len), (ptr, len))
+LAZY(void, OPENSSL_sk_free, (OPENSSL_STACK *st), (st))
+LAZY(OPENSSL_STACK *, OPENSSL_sk_new_null, (void), ())
+LAZY(int, OPENSSL_sk_push, (OPENSSL_STACK *st, const void *data), (st, data))
+LAZY(void, OSSL_DECODER_CTX_free, (OSSL_DECODER_CTX *ctx), (ctx))
+LAZY(OSSL_DECODER_CTX *, OSSL_DECODER_CTX_new_for_pkey, (EVP_PKEY **pkey, const char *input_type, const char *input_struct, const char *keytype, int selection, OSSL_LIB_CTX *libctx, const char *propquery), (pkey, input_type, input_struct, keytype, selection, libctx, propquery))
+LAZY(int, OSSL_DECODER_CTX_set_input_type, (OSSL_DECODER_CTX *ctx, const char *input_type), (ctx, input_type))
+LAZY(int, OSSL_DECODER_CTX_set_pem_password_cb, (OSSL_DECODER_CTX *ctx, pem_password_cb *cb, void *cbarg), (ctx, cb, cbarg))
+LAZY(int, OSSL_DECODER_CTX_set_selection, (OSSL_DECODER_CTX *ctx, int selection), (ctx, selection))
+LAZY(int, OSSL_DECODER_from_bio, (OSSL_DECODER_CTX *ctx, BIO *in), (ctx, in))
+LAZY(void, OSSL_ENCODER_CTX_free, (OSSL_ENCODER_CTX *ctx), (ctx))
+LAZY(OSSL_ENCODER_CTX *, OSSL_ENCODER_CTX_new_for_pkey, (const EVP_PKEY *pkey, int selection, const char *output_type, const char *output_struct, const char *propquery), (pkey, selection, output_type, output_struct, propquery))
+LAZY(int, OSSL_ENCODER_to_bio, (OSSL_ENCODER_CTX *ctx, BIO *out), (ctx, out))
+LAZY(PKCS7 *, PEM_read_bio_PKCS7, (BIO *bp, PKCS7 **x, pem_password_cb *cb, void *u), (bp, x, cb, u))
+LAZY(X509 *, PEM_read_bio_X509, (BIO *bp, X509 **x, pem_password_cb *cb, void *u), (bp, x, cb, u))
+LAZY(int, PEM_write_bio_X509, (BIO *bp, const X509 *x), (bp, x))
+LAZY(int, PKCS7_decrypt, (PKCS7 *p7, EVP_PKEY *pkey, X509 *cert, BIO *data, int flags), (p7, pkey, cert, data, flags))
+LAZY(PKCS7 *, PKCS7_encrypt, (STACK_OF(X509) *certs, BIO *in, const EVP_CIPHER *cipher, int flags), (certs, in, cipher, flags))
+LAZY(void, PKCS7_free, (PKCS7 *a), (a))
+LAZY(X509_EXTENSION *, X509V3_EXT_nconf_nid, (CONF *conf, X509V3_CTX *ctx, int ext_nid, const char *value), (conf, ctx, ext_nid, value))
+LAZY(void, X509V3_set_ctx, (X509V3_CTX *ctx, X509 *issuer, X509 *subject, X509_REQ *req, X509_CRL *crl, int flags), (ctx, issuer, subject, req, crl, flags))
+LAZY(void, X509_EXTENSION_free, (X509_EXTENSION *a), (a))
+LAZY(int, X509_NAME_add_entry_by_txt, (X509_NAME *name, const char *field, int type, const unsigned char *bytes, int len, int loc, int set), (name, field, type, bytes, len, loc, set))
+LAZY(void, X509_NAME_free, (X509_NAME *a), (a))
+LAZY(X509_NAME *, X509_NAME_new, (void), ())
+LAZY(int, X509_add_ext, (X509 *x, X509_EXTENSION *ex, int loc), (x, ex, loc))
+LAZY(void, X509_free, (X509 *a), (a))
+LAZY(ASN1_INTEGER *, X509_get_serialNumber, (X509 *x), (x))
+LAZY(ASN1_TIME *, X509_getm_notAfter, (const X509 *x), (x))
+LAZY(ASN1_TIME *, X509_getm_notBefore, (const X509 *x), (x))
+LAZY(ASN1_TIME *, X509_gmtime_adj, (ASN1_TIME *s, long adj), (s, adj))
+LAZY(X509 *, X509_new, (void), ())
+LAZY(int, X509_set_issuer_name, (X509 *x, const X509_NAME *name), (x, name))
+LAZY(int, X509_set_pubkey, (X509 *x, EVP_PKEY *pkey), (x, pkey))
+LAZY(int, X509_set_subject_name, (X509 *x, const X509_NAME *name), (x, name))
+LAZY(int, X509_set_version, (X509 *x, long version), (x, version))
+LAZY(int, X509_sign, (X509 *x, EVP_PKEY *pkey, const EVP_MD *md), (x, pkey, md))
+LAZY(PKCS7 *, d2i_PKCS7_bio, (BIO *bp, PKCS7 **p7), (bp, p7))
+LAZY(X509 *, d2i_X509_bio, (BIO *bp, X509 **x509), (bp, x509))
+LAZY(int, i2d_PKCS7, (const PKCS7 *a, unsigned char **out), (a, out))
+
+/* variadic in OpenSSL; eyaml uses it as EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)bits) */
+EVP_PKEY *EVP_PKEY_Q_keygen(OSSL_LIB_CTX *libctx, const char *propq, const char *type, ...)
+{
+    static void *slot;
+    void *f = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = crypto_sym("EVP_PKEY_Q_keygen");
+        __atomic_store_n(&slot, f, __ATOMIC_RELEASE);
+    }
+    EVP_PKEY *(*real)(OSSL_LIB_CTX *, const char *, const char *, ...);
+    *(void **)&real = f;
+    va_list ap;
+    va_start(ap, type);
+    size_t bits = va_arg(ap, size_t);
+    va_end(ap);
+    return real(libctx, propq, type, bits);
+}
+
