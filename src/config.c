@@ -52,7 +52,7 @@ static void level_free(hlevel *l)
 
 void config_free(hcfg *c)
 {
-    if (!c)
+    if (!c || --c->refs > 0)
         return;
     for (size_t i = 0; i < c->nlevels; i++)
         level_free(&c->levels[i]);
@@ -798,10 +798,11 @@ static bool version_to_i(const hv *v, long long *out, herr *err)
     }
 }
 
-hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err)
+static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err)
 {
     *ignored = false;
     hcfg *c = xcalloc(1, sizeof *c);
+    c->refs = 1;
     c->root = pn_dirname(path);
     hv *loaded;
     if (cache_file_exists(cache, path)) {
@@ -871,5 +872,30 @@ hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *
         config_free(c);
         return NULL;
     }
+    return c;
+}
+
+static void config_release(void *c) { config_free(c); }
+
+hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err)
+{
+    if (!cache || !cache_is_frozen(cache))
+        return config_load_file(cache, path, layer, ignored, err);
+    /* files do not change while the cache is frozen: a config that loaded is loaded once (its
+     * warnings printed once); failures are not remembered (Puppet retries them) */
+    char *sig = xasprintf("hiera.yaml\n%d\n%s", (int)layer, path);
+    bool found;
+    hcfg *c = cache_shared_get(cache, sig, &found);
+    if (found) {
+        c->refs++;
+        *ignored = false;
+    } else {
+        c = config_load_file(cache, path, layer, ignored, err);
+        if (c) {
+            c->refs++;
+            cache_shared_put(cache, sig, c, config_release);
+        }
+    }
+    free(sig);
     return c;
 }

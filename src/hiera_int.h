@@ -172,12 +172,14 @@ typedef struct hcfg {
     char *merge_behavior;     /* native | deep | deeper */
     hv *deep_merge_options;   /* hash or NULL */
     hv *raw;                  /* the loaded config hash (symbol keys made strings) */
+    int refs;                 /* config_load's caller holds one; a frozen cache another */
 } hcfg;
 
 /* Loads and validates a hiera.yaml for a layer. path may name a missing file: the layer then gets
  * Puppet's built-in default (v5 for global/env/module). Returns NULL with err on an invalid file.
  * *ignored is set (and NULL returned without error) when Puppet ignores the file with a warning
- * (a version 3 file in the environment or a module). */
+ * (a version 3 file in the environment or a module). The result is read-only: with a frozen
+ * cache one loaded config is shared by every context; config_free drops the caller's hold. */
 hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err);
 void config_free(hcfg *c);
 

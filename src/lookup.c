@@ -927,6 +927,77 @@ static lr layer_entry(void *arg, size_t i, hv **out, herr *err)
     return entry_lookup(a->I, a->l, &a->provs[i], a->root_key, a->ms, out, err);
 }
 
+/* strategy_lookup's fold over n variants, one value at a time (v is consumed). */
+typedef struct {
+    const merge_strategy *ms;
+    size_t n;
+    hv *memo;
+} fold;
+
+static lr fold_add(fold *f, hv *v, herr *err)
+{
+    hv *next;
+    if (f->n == 1)
+        next = ms_merge_single(f->ms, v);
+    else if (!f->memo)
+        next = ms_convert_value(f->ms, v);
+    else if (!(next = ms_merge(f->ms, f->memo, v, false, err))) {
+        hv_decref(v);
+        return LR_ERROR;
+    }
+    hv_decref(v);
+    hv_decref(f->memo);
+    f->memo = next;
+    return LR_FOUND;
+}
+
+/* The layer's hierarchy without an explanation: what strategy_lookup over layer_entry, then over
+ * entry_location, computes, as two plain loops (the lookup's hottest path). */
+static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const char *root_key, const merge_strategy *ms,
+                     hv **out, herr *err)
+{
+    entry_arg a = {I, l, NULL, root_key, ms, 0, 0};
+    if (I->root_key == root_key) {
+        a.root_len = I->root_len;
+        a.root_code = I->root_code;
+    } else {
+        a.root_len = strlen(root_key);
+        a.root_code = hv_str_code(root_key, a.root_len);
+    }
+    bool first = ms_is_first(ms);
+    fold outer = {ms, n, NULL};
+    for (size_t i = 0; i < n; i++) {
+        a.p = &provs[i];
+        size_t nl = a.p->nil_location ? 1 : a.p->nlocs;
+        fold inner = {ms, nl, NULL};
+        for (size_t j = 0; j < nl; j++) {
+            hv *v = NULL;
+            lr r = a.p->nil_location ? data_value(&a, &a.p->nil_loc, &v, err)
+                   : a.p->locs[j].exists ? data_value(&a, &a.p->locs[j], &v, err)
+                                         : LR_NOT_FOUND;
+            if (r == LR_NOT_FOUND)
+                continue;
+            if (r == LR_FOUND && first) {
+                *out = v;
+                return LR_FOUND;
+            }
+            if (r == LR_ERROR || fold_add(&inner, v, err) == LR_ERROR) {
+                hv_decref(inner.memo);
+                hv_decref(outer.memo);
+                return LR_ERROR;
+            }
+        }
+        if (inner.memo && fold_add(&outer, inner.memo, err) == LR_ERROR) {
+            hv_decref(outer.memo);
+            return LR_ERROR;
+        }
+    }
+    if (!outer.memo)
+        return LR_NOT_FOUND;
+    *out = outer.memo;
+    return LR_FOUND;
+}
+
 static lr unchecked_layer_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms,
                                  bool use_default, hv **out, herr *err)
 {
@@ -944,6 +1015,8 @@ static lr unchecked_layer_lookup(inv *I, layer *l, const char *key, const char *
             if (ex)
                 ex_not_found_str(ex, key);
             r = LR_NOT_FOUND;
+        } else if (!ex) {
+            r = layer_walk(I, l, provs, n, root_key, ms, out, err);
         } else {
             layer_arg a = {I, l, provs, root_key, ms};
             r = strategy_lookup(h, ms, n, layer_entry, &a, out, err);

@@ -44,7 +44,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,18 +61,19 @@ static const char *BATCH_USAGE =
     "                   [--sort-merged-arrays] [--merge-hash-arrays] [--default <VALUE>]\n"
     "                   [--environment <ENV>] [--codedir <DIR>] [--confdir <DIR>]\n"
     "                   [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
-    "                   [--render-as json|yaml]\n"
+    "                   [--render-as json|yaml] [--jobs <N>]\n"
     "\n"
     "Looks up every key for every node (one facts file per node in --facts-dir: NAME.yaml,\n"
     "NAME.yml or NAME.json) and prints {node: {key: value}} with nodes sorted, keys in the given\n"
     "order and keys that are not found left out. Failures are listed under \".errors\":\n"
     "{node: message} when a node could not be looked up, {node: {key: message}} per lookup.\n"
     "--keys-file: one key per line, blank lines and lines starting with # ignored (- is stdin).\n"
+    "--jobs: processes that share the nodes (default: one per CPU; JSON output only).\n"
     "Exit status: 0 done, 1 nothing printed (bad options), 2 printed with errors.\n";
 
 typedef struct {
     const char *node, *facts, *facts_dir, *keys_file, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
-    const char *merge, *prefix, *default_value, *type, *render_as;
+    const char *merge, *prefix, *default_value, *type, *render_as, *jobs;
     bool has_default, sort_merged_arrays, merge_hash_arrays;
     const char **keys; /* the keys given as arguments */
     size_t nkeys;
@@ -87,6 +91,12 @@ typedef struct {
     char *other_path; /* a second facts file for the same name: the node is refused */
 } node_src;
 
+/* What a worker process tells its parent while it runs and when it ends (shared memory). */
+struct worker_share {
+    size_t done_nodes, lookups, nerrors;
+    int finished; /* 1: its output is complete */
+};
+
 typedef struct {
     hiera_cache *cache;
     hiera_render_format rf;
@@ -100,6 +110,10 @@ typedef struct {
     size_t nodes_printed;
     hiera_value *doc;    /* YAML: the whole document, built as we go */
     hiera_value *errors; /* node -> message | {key -> message}; NULL until the first error */
+    /* a worker process of a parallel run: its counters, read by the parent */
+    struct worker_share *share;
+    size_t jobs;     /* worker processes (1: none) */
+    bool jobs_given; /* by --jobs */
     /* progress */
     bool progress;
     struct timespec last_progress;
@@ -227,6 +241,7 @@ static int parse(int argc, char **argv, batch_args *a)
         {"knock_out_prefix", offsetof(batch_args, prefix)},
         {"type", offsetof(batch_args, type)},
         {"render_as", offsetof(batch_args, render_as)},
+        {"jobs", offsetof(batch_args, jobs)},
     };
     /* Puppet settings that take a value and do not matter here (as hiera lookup accepts them) */
     static const char *ignored_value_flags[] = {"vardir", "logdir", "rundir", "ssldir", "config", "basemodulepath",
@@ -520,6 +535,8 @@ static void add_error(batch *b, const char *node, const char *key, const char *m
     if (!b->errors)
         b->errors = hiera_value_new_hash();
     b->nerrors++;
+    if (b->share)
+        __atomic_store_n(&b->share->nerrors, b->nerrors, __ATOMIC_RELAXED);
     if (!key) {
         hiera_value_hash_set(b->errors, node, hiera_value_new_string(msg));
         return;
@@ -578,38 +595,63 @@ static void json_node_value(size_t nth, const char *key_json, const char *value_
 
 static void json_end_node(size_t nvalues) { fputs(nvalues ? "\n  }" : "}", stdout); }
 
+/* The entries of ".errors", each written as ",\n    NODE: MESSAGE-OR-HASH" (the first comma is
+ * dropped when printed), so that the entries of several worker processes simply concatenate. */
+static void json_error_entries(FILE *out, const hiera_value *errors)
+{
+    for (size_t i = 0; errors && i < hiera_value_hash_size(errors); i++) {
+        char *node = json_message(hiera_value_string(hiera_value_hash_key(errors, i)));
+        hiera_value *e = hiera_value_hash_value(errors, i);
+        fputs(",\n    ", out);
+        fputs(node, out);
+        fputs(": ", out);
+        free(node);
+        if (hiera_value_kind(e) == HIERA_STRING) {
+            char *m = json_message(hiera_value_string(e));
+            fputs(m, out);
+            free(m);
+            continue;
+        }
+        fputc('{', out);
+        for (size_t k = 0; k < hiera_value_hash_size(e); k++) {
+            char *key = json_message(hiera_value_string(hiera_value_hash_key(e, k)));
+            char *m = json_message(hiera_value_string(hiera_value_hash_value(e, k)));
+            fputs(k ? ",\n      " : "\n      ", out);
+            fputs(key, out);
+            fputs(": ", out);
+            fputs(m, out);
+            free(key);
+            free(m);
+        }
+        fputs("\n    }", out);
+    }
+}
+
+/* ".errors" from its entries (as json_error_entries writes them) */
+static void json_print_error_entries(batch *b, const char *entries, size_t len)
+{
+    if (len < 1)
+        return;
+    json_begin_node(b, "\"" ERRORS_KEY "\"");
+    fwrite(entries + 1, 1, len - 1, stdout);
+    fputs("\n  }", stdout);
+}
+
 static void json_print_errors(batch *b)
 {
     if (!b->errors)
         return;
-    json_begin_node(b, "\"" ERRORS_KEY "\"");
-    for (size_t i = 0; i < hiera_value_hash_size(b->errors); i++) {
-        char *node = json_message(hiera_value_string(hiera_value_hash_key(b->errors, i)));
-        hiera_value *e = hiera_value_hash_value(b->errors, i);
-        fputs(i ? ",\n    " : "\n    ", stdout);
-        fputs(node, stdout);
-        fputs(": ", stdout);
-        free(node);
-        if (hiera_value_kind(e) == HIERA_STRING) {
-            char *m = json_message(hiera_value_string(e));
-            fputs(m, stdout);
-            free(m);
-            continue;
-        }
-        fputc('{', stdout);
-        for (size_t k = 0; k < hiera_value_hash_size(e); k++) {
-            char *key = json_message(hiera_value_string(hiera_value_hash_key(e, k)));
-            char *m = json_message(hiera_value_string(hiera_value_hash_value(e, k)));
-            fputs(k ? ",\n      " : "\n      ", stdout);
-            fputs(key, stdout);
-            fputs(": ", stdout);
-            fputs(m, stdout);
-            free(key);
-            free(m);
-        }
-        fputs("\n    }", stdout);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) {
+        fputs("hiera batch: out of memory\n", stderr);
+        exit(1);
     }
-    fputs("\n  }", stdout);
+    json_error_entries(mem, b->errors);
+    fclose(mem);
+    json_print_error_entries(b, text, len);
+    free(text);
 }
 
 /* YAML: the document is built as the nodes are looked up and rendered once at the end, with
@@ -880,6 +922,8 @@ static void run_node(batch *b, const node_src *n, const char *name_json, hiera_v
         b->req.keys = &key;
         hiera_status st = hiera_lookup(h, &b->req, &v, &err);
         b->lookups++;
+        if (b->share)
+            __atomic_store_n(&b->share->lookups, b->lookups, __ATOMIC_RELAXED);
         if (st == HIERA_OK) {
             if (node_hash) {
                 hiera_value_hash_set(node_hash, key, v); /* steals v */
@@ -904,6 +948,236 @@ static void run_node(batch *b, const node_src *n, const char *name_json, hiera_v
     hiera_free(h);
 }
 
+/* ------------------------------------------------------------------ parallel runs */
+
+/* fewer nodes than this per process are not worth a process of their own (each one reads the
+ * data files again) */
+#define MIN_NODES_PER_JOB 16
+
+/* The nodes [lo, hi) with their output in this process (the sequential loop). */
+static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, size_t hi)
+{
+    prefetch pf;
+    prefetch_start(&pf, nodes + lo, hi - lo);
+    for (size_t i = lo; i < hi; i++) {
+        hiera_value *facts;
+        char *msg;
+        prefetch_take(&pf, i - lo, &facts, &msg);
+        run_node(b, &nodes[i], names_json[i], facts, msg);
+        free(msg);
+        b->done_nodes++;
+        if (b->share)
+            __atomic_store_n(&b->share->done_nodes, b->done_nodes, __ATOMIC_RELAXED);
+        progress(b, false);
+    }
+    prefetch_stop(&pf);
+}
+
+/* A file in memory for a worker's output (memfd, else an unlinked temporary file); -1 on failure. */
+static int scratch_fd(void)
+{
+    int fd = memfd_create("hiera-batch", MFD_CLOEXEC);
+    if (fd >= 0)
+        return fd;
+    FILE *t = tmpfile();
+    if (!t)
+        return -1;
+    fd = dup(fileno(t));
+    fclose(t);
+    return fd;
+}
+
+/* Copies fd from its start to stdout, without its first `skip` bytes; false on a read error. */
+static bool copy_out(int fd, size_t skip)
+{
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        return false;
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return false;
+        if (n == 0)
+            return true;
+        size_t off = skip < (size_t)n ? skip : (size_t)n;
+        skip -= off;
+        fwrite(buf + off, 1, (size_t)n - off, stdout);
+    }
+}
+
+static off_t fd_size(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? st.st_size : 0;
+}
+
+/* The worker: nodes [lo, hi); node entries go to out_fd, each beginning with ",\n  ", and the
+ * ".errors" entries to err_fd (json_error_entries). Never returns. */
+static void worker(batch *b, node_src *nodes, char **names_json, size_t lo, size_t hi, int out_fd, int err_fd,
+                   struct worker_share *share)
+{
+    if (dup2(out_fd, STDOUT_FILENO) < 0)
+        _exit(3);
+    b->share = share;
+    b->progress = false;
+    b->nodes_printed = 1; /* every node entry starts with a comma */
+    run_nodes(b, nodes, names_json, lo, hi);
+    FILE *ef = fdopen(err_fd, "w");
+    if (!ef)
+        _exit(3);
+    json_error_entries(ef, b->errors);
+    bool ok = fflush(stdout) == 0 && !ferror(stdout) && fflush(ef) == 0 && !ferror(ef);
+    __atomic_store_n(&share->finished, ok ? 1 : 0, __ATOMIC_RELEASE);
+    _exit(ok ? 0 : 3);
+}
+
+/* JSON output over `jobs` worker processes, each taking a contiguous run of the sorted nodes; the
+ * parent shows the progress and then prints the workers' outputs in order, so the document is
+ * byte for byte the one a single process prints. Returns 0, or 1 when a worker failed (after
+ * saying why). */
+static int run_parallel(batch *b, node_src *nodes, char **names_json, size_t nnodes, size_t jobs)
+{
+    struct worker_share *share =
+        mmap(NULL, jobs * sizeof *share, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (share == MAP_FAILED)
+        return -1;
+    memset(share, 0, jobs * sizeof *share);
+    int *out_fd = xalloc(jobs * sizeof *out_fd), *err_fd = xalloc(jobs * sizeof *err_fd);
+    pid_t *pid = xalloc(jobs * sizeof *pid);
+    size_t started = 0;
+    int rc = 0;
+    bool setup_failed = false;
+    fflush(stdout);
+    fflush(stderr);
+    for (; started < jobs; started++) {
+        size_t w = started, lo = nnodes * w / jobs, hi = nnodes * (w + 1) / jobs;
+        out_fd[w] = scratch_fd();
+        err_fd[w] = out_fd[w] >= 0 ? scratch_fd() : -1;
+        pid[w] = err_fd[w] >= 0 ? fork() : -1;
+        if (pid[w] == 0)
+            worker(b, nodes, names_json, lo, hi, out_fd[w], err_fd[w], &share[w]);
+        if (pid[w] < 0) {
+            /* the workers started so far are waited for and their work dropped */
+            if (out_fd[w] >= 0)
+                close(out_fd[w]);
+            if (err_fd[w] >= 0)
+                close(err_fd[w]);
+            setup_failed = true;
+            break;
+        }
+    }
+    /* wait, showing the progress */
+    size_t running = started;
+    while (running) {
+        int status;
+        pid_t done = waitpid(-1, &status, b->progress ? WNOHANG : 0);
+        if (done < 0 && errno == EINTR)
+            continue;
+        if (done < 0)
+            break;
+        if (done == 0) {
+            size_t d = 0, l = 0, e = 0;
+            for (size_t w = 0; w < started; w++) {
+                d += __atomic_load_n(&share[w].done_nodes, __ATOMIC_RELAXED);
+                l += __atomic_load_n(&share[w].lookups, __ATOMIC_RELAXED);
+                e += __atomic_load_n(&share[w].nerrors, __ATOMIC_RELAXED);
+            }
+            b->done_nodes = d;
+            b->lookups = l;
+            b->nerrors = e;
+            progress(b, false);
+            nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+            continue;
+        }
+        for (size_t w = 0; w < started; w++) {
+            if (pid[w] != done)
+                continue;
+            pid[w] = 0;
+            running--;
+            if (WIFSIGNALED(status)) {
+                fprintf(stderr, "Error: Could not run: a worker process was killed by signal %d\n", WTERMSIG(status));
+                rc = 1;
+            } else if (WEXITSTATUS(status) != 0 || !__atomic_load_n(&share[w].finished, __ATOMIC_ACQUIRE)) {
+                fprintf(stderr, "Error: Could not run: a worker process failed (status %d)\n", WEXITSTATUS(status));
+                rc = 1;
+            }
+        }
+    }
+    if (setup_failed) {
+        for (size_t w = 0; w < started; w++) {
+            close(out_fd[w]);
+            close(err_fd[w]);
+        }
+        free(out_fd);
+        free(err_fd);
+        free(pid);
+        munmap(share, jobs * sizeof *share);
+        b->done_nodes = b->lookups = b->nerrors = 0;
+        return -1;
+    }
+    b->done_nodes = b->lookups = b->nerrors = 0;
+    for (size_t w = 0; w < started; w++) {
+        b->done_nodes += share[w].done_nodes;
+        b->lookups += share[w].lookups;
+        b->nerrors += share[w].nerrors;
+    }
+    progress(b, true);
+    if (rc == 0) {
+        /* the node entries, then ".errors", as one process would have printed them */
+        for (size_t w = 0; w < started && rc == 0; w++) {
+            if (fd_size(out_fd[w]) <= 0)
+                continue;
+            if (!b->nodes_printed)
+                fputc('{', stdout); /* "{\n  " where the first entry has ",\n  " */
+            if (!copy_out(out_fd[w], b->nodes_printed ? 0 : 1))
+                rc = 1;
+            b->nodes_printed = 1;
+        }
+        char *errs = NULL;
+        size_t elen = 0;
+        FILE *mem = open_memstream(&errs, &elen);
+        for (size_t w = 0; mem && w < started && rc == 0; w++) {
+            int fd = dup(err_fd[w]);
+            FILE *ef = fd >= 0 ? fdopen(fd, "r") : NULL;
+            if (!ef || fseek(ef, 0, SEEK_SET) != 0) {
+                rc = 1;
+            } else {
+                char buf[1 << 14];
+                size_t n;
+                while ((n = fread(buf, 1, sizeof buf, ef)) > 0)
+                    fwrite(buf, 1, n, mem);
+                if (ferror(ef))
+                    rc = 1;
+            }
+            if (ef)
+                fclose(ef);
+            else if (fd >= 0)
+                close(fd);
+        }
+        if (!mem) {
+            rc = 1;
+        } else {
+            fclose(mem);
+            if (rc == 0)
+                json_print_error_entries(b, errs, elen);
+            free(errs);
+        }
+        if (rc)
+            fprintf(stderr, "Error: Could not run: cannot read a worker's output: %s\n", strerror(errno));
+    }
+    for (size_t w = 0; w < started; w++) {
+        close(out_fd[w]);
+        close(err_fd[w]);
+    }
+    free(out_fd);
+    free(err_fd);
+    free(pid);
+    munmap(share, jobs * sizeof *share);
+    return rc;
+}
+
 static int run(batch *b, node_src *nodes, size_t nnodes)
 {
     /* every name must be writable as JSON before anything is printed */
@@ -918,20 +1192,22 @@ static int run(batch *b, node_src *nodes, size_t nnodes)
         }
     }
     b->nnodes = nnodes;
+    /* --jobs N is obeyed (at most one process per node); the default keeps to what pays */
+    size_t cap = b->jobs_given ? nnodes : nnodes / MIN_NODES_PER_JOB;
+    size_t jobs = b->jobs < cap ? b->jobs : cap;
+    if (b->rf == HIERA_RENDER_JSON && jobs > 1) {
+        int r = run_parallel(b, nodes, names_json, nnodes, jobs);
+        if (r >= 0) {
+            if (r == 0)
+                fputs(b->nodes_printed ? "\n}\n" : "{}\n", stdout);
+            rc = r;
+            goto out;
+        }
+        /* no worker could be started: do it here */
+    }
     if (b->rf == HIERA_RENDER_YAML)
         b->doc = hiera_value_new_hash();
-    prefetch pf;
-    prefetch_start(&pf, nodes, nnodes);
-    for (size_t i = 0; i < nnodes; i++) {
-        hiera_value *facts;
-        char *msg;
-        prefetch_take(&pf, i, &facts, &msg);
-        run_node(b, &nodes[i], names_json[i], facts, msg);
-        free(msg);
-        b->done_nodes++;
-        progress(b, false);
-    }
-    prefetch_stop(&pf);
+    run_nodes(b, nodes, names_json, 0, nnodes);
     progress(b, true);
     if (b->rf == HIERA_RENDER_JSON) {
         json_print_errors(b);
@@ -944,6 +1220,23 @@ out:
         free(names_json[i]);
     free(names_json);
     return rc;
+}
+
+#define MAX_JOBS 64
+#define MAX_JOBS_TEXT "64"
+
+/* One worker per CPU this process may run on, at most 8. */
+static size_t default_jobs(void)
+{
+    long n = 0;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+#endif
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (size_t)n;
 }
 
 int batch_main(int argc, char **argv)
@@ -1013,6 +1306,18 @@ int batch_main(int argc, char **argv)
     if (a.has_default)
         dflt = hiera_value_new_string(a.default_value);
 
+    b.jobs = default_jobs();
+    if (a.jobs) {
+        char *end;
+        errno = 0;
+        long j = strtol(a.jobs, &end, 10);
+        if (errno || end == a.jobs || *end || j < 1 || j > MAX_JOBS) {
+            fail("--jobs takes a number of processes from 1 to " MAX_JOBS_TEXT ", not '%s'", a.jobs);
+            goto out;
+        }
+        b.jobs = (size_t)j;
+        b.jobs_given = true;
+    }
     b.a = &a;
     b.cache = cli_cache();
     hiera_cache_freeze(b.cache); /* one run over one tree: files are read and listed once */

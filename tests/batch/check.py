@@ -179,6 +179,20 @@ def main():
         c.check(doc is not None and ".hidden" not in doc and "README" not in doc, "hidden and non-facts files are skipped")
         c.check(doc is not None and set(doc.get(".errors", {})) >= {"broken", "partial", "empty", "list"},
                 "broken facts files are node errors")
+        # worker processes: the same bytes and exit status whatever their number
+        jobs_cmd = [hiera, "batch"] + base + ["--facts-dir", facts_dir, "--keys-file", os.path.join(repo, "check-keys.txt")]
+        one = run(jobs_cmd + ["--jobs", "1"])
+        for j in ["2", "3", str(len(nodes) + 5)]:
+            pj = run(jobs_cmd + ["--jobs", j])
+            c.check(pj.stdout == one.stdout and pj.returncode == one.returncode and pj.stderr == b"",
+                    "--jobs %s prints what --jobs 1 prints (rc %d vs %d, %d vs %d bytes, stderr %r)"
+                    % (j, pj.returncode, one.returncode, len(pj.stdout), len(one.stdout), pj.stderr[:200]))
+        ok_only = run(jobs_cmd[:-2] + ["--keys-file", os.path.join(repo, "keys-batch.txt"), "--jobs", "3"])
+        ok_one = run(jobs_cmd[:-2] + ["--keys-file", os.path.join(repo, "keys-batch.txt"), "--jobs", "1"])
+        c.check(ok_only.stdout == ok_one.stdout, "--jobs 3 without lookup errors prints what --jobs 1 prints")
+        for bad in ["0", "x", "65", "-1"]:
+            pb = run(jobs_cmd + ["--jobs", bad])
+            c.check(pb.returncode == 1 and pb.stdout == b"" and b"--jobs" in pb.stderr, "--jobs %s is refused" % bad)
         few = nodes[:6]
         compare_variant(c, hiera, repo, base, keys, few, ["--merge", "deep", "--knock-out-prefix", "--", "--merge-hash-arrays"],
                         "merge deep")
