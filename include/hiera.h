@@ -168,6 +168,12 @@ HIERA_API void hiera_cache_freeze(hiera_cache *c);
  * modification and change times. Returns false when no safe folder is available (the cache then
  * simply stays in memory). The hiera command uses it unless HIERA_CACHE_DIR=off. */
 HIERA_API bool hiera_cache_use_disk(hiera_cache *c, const char *dir);
+/* hiera_value_load_file through c's disk cache (hiera_cache_use_disk; without one it is simply
+ * hiera_value_load_file): a facts file read before and unchanged since is read back instead of
+ * parsed. Keeps nothing in memory and touches only the cache's disk setting, so it may run on
+ * another thread than the contexts that use c (hiera batch reads facts ahead on one). New
+ * reference, or NULL with err. */
+HIERA_API hiera_value *hiera_cache_load_value_file(hiera_cache *c, const char *path, hiera_error *err);
 
 typedef struct {
     const char *codedir;         /* NULL: Puppet's default (/etc/puppet/code as root) */

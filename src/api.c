@@ -2,6 +2,7 @@
  * scope `puppet lookup --node N --facts F` gives a lookup), requests, values, rendering. */
 #include "hiera.h"
 
+#include "diskcache.h"
 #include "engine.h"
 #include "json.h"
 #include "provenance.h"
@@ -166,6 +167,26 @@ hiera_value *hiera_value_load_file(const char *path, hiera_error *err)
         e.kind = HERR_PUPPET;
         to_public(err, &e);
     }
+    return v;
+}
+
+/* the disk cache's format code for facts files (data files use their file_format) */
+#define DISK_FMT_VALUE_FILE 64
+
+hiera_value *hiera_cache_load_value_file(hiera_cache *c, const char *path, hiera_error *err)
+{
+    diskcache *d = c ? cache_disk(c) : NULL;
+    struct stat st;
+    bool cacheable = d && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    if (cacheable) {
+        unsigned flags;
+        hv *v = diskcache_get(d, path, DISK_FMT_VALUE_FILE, &st, &flags);
+        if (v)
+            return v;
+    }
+    hv *v = hiera_value_load_file(path, err);
+    if (v && cacheable)
+        diskcache_put(d, path, DISK_FMT_VALUE_FILE, &st, v, 0);
     return v;
 }
 

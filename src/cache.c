@@ -115,6 +115,8 @@ void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*f
     c->nshared++;
 }
 
+struct diskcache *cache_disk(hiera_cache *c) { return c->disk; }
+
 hv *cache_memo(hiera_cache *c)
 {
     if (!c->memo)

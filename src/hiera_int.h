@@ -45,6 +45,8 @@ int cache_key_flags(hv *keyflags, const char *key, size_t len, uint64_t code, co
 /* Keeps parsed files on disk between runs in dir (NULL: the user's cache folder). false when no
  * safe folder can be used (the cache then works in memory only). */
 bool cache_use_disk(hiera_cache *c, const char *dir);
+/* The disk cache set by cache_use_disk (BORROWED; unchanged until the next cache_use_disk), or NULL. */
+struct diskcache *cache_disk(hiera_cache *c);
 /* Puppet::LookupValue: no Ruby symbols, hash keys strings or numbers. */
 bool hv_is_rich_data(const hv *v, int depth);
 /* Whether a string in v (value or hash key, at any depth) contains "%{". */

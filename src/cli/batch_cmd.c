@@ -746,7 +746,7 @@ static char *check_facts(const char *path, const char *node, const hiera_value *
 /* A node's facts, read and checked as hiera lookup --facts does: *facts (a new reference), or
  * *msg (malloc'ed) saying why the node cannot be looked up. Touches nothing shared, so that the
  * prefetch thread may call it. */
-static void load_node_facts(const node_src *n, hiera_value **facts, char **msg)
+static void load_node_facts(hiera_cache *cache, const node_src *n, hiera_value **facts, char **msg)
 {
     *facts = NULL;
     *msg = NULL;
@@ -757,7 +757,7 @@ static void load_node_facts(const node_src *n, hiera_value **facts, char **msg)
         return;
     }
     hiera_error err = {0};
-    hiera_value *f = hiera_value_load_file(n->path, &err);
+    hiera_value *f = hiera_cache_load_value_file(cache, n->path, &err);
     if (!f) {
         *msg = dupstr(err.message && *err.message ? err.message : "cannot read the facts file");
         hiera_error_clear(&err);
@@ -774,11 +774,12 @@ static void load_node_facts(const node_src *n, hiera_value **facts, char **msg)
 
 /* Reading and parsing facts files costs about as much as a sixth of the lookups; a second thread
  * does it ahead of the lookups (at most PREFETCH_AHEAD nodes ahead). The thread only runs
- * hiera_value_load_file, which shares no state, and hands each result over under the mutex;
+ * hiera_cache_load_value_file, which shares no state, and hands each result over under the mutex;
  * everything else (contexts, cache, output) stays on the main thread. */
 #define PREFETCH_AHEAD 64
 
 typedef struct {
+    hiera_cache *cache; /* only its disk cache is used (hiera_cache_load_value_file) */
     const node_src *nodes;
     size_t n;
     hiera_value **facts; /* slot i: node i's facts, or NULL with msgs[i] */
@@ -813,7 +814,7 @@ static void *prefetch_thread(void *arg)
             break;
         hiera_value *f;
         char *msg;
-        load_node_facts(&p->nodes[i], &f, &msg);
+        load_node_facts(p->cache, &p->nodes[i], &f, &msg);
         pthread_mutex_lock(&p->mu);
         p->facts[i] = f;
         p->msgs[i] = msg;
@@ -825,9 +826,10 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-static void prefetch_start(prefetch *p, const node_src *nodes, size_t n)
+static void prefetch_start(prefetch *p, hiera_cache *cache, const node_src *nodes, size_t n)
 {
     memset(p, 0, sizeof *p);
+    p->cache = cache;
     p->nodes = nodes;
     p->n = n;
     p->facts = calloc(n ? n : 1, sizeof *p->facts);
@@ -852,7 +854,7 @@ static void prefetch_start(prefetch *p, const node_src *nodes, size_t n)
 static void prefetch_take(prefetch *p, size_t i, hiera_value **facts, char **msg)
 {
     if (!p->threaded) {
-        load_node_facts(&p->nodes[i], facts, msg);
+        load_node_facts(p->cache, &p->nodes[i], facts, msg);
         return;
     }
     pthread_mutex_lock(&p->mu);
@@ -958,7 +960,7 @@ static void run_node(batch *b, const node_src *n, const char *name_json, hiera_v
 static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, size_t hi)
 {
     prefetch pf;
-    prefetch_start(&pf, nodes + lo, hi - lo);
+    prefetch_start(&pf, b->cache, nodes + lo, hi - lo);
     for (size_t i = lo; i < hi; i++) {
         hiera_value *facts;
         char *msg;

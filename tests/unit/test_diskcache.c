@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include "diskcache.h"
+#include "hiera.h"
 #include "yaml.h"
 
 #include <sys/stat.h>
@@ -135,11 +136,51 @@ static void test_corrupt_entries(void **state)
     free(cdir);
 }
 
+/* hiera_cache_load_value_file: the facts file parsed once, then read back while unchanged; a
+ * changed file is parsed again; errors are not cached; without a disk cache it still loads. */
+static void test_value_file(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/vcache", dir);
+    hiera_cache *c = hiera_cache_new();
+    assert_true(hiera_cache_use_disk(c, cdir));
+    char *src = write_src("facts.yaml", "hostname: one\nlist: [1, 2.5, x]\n");
+    hiera_error err = {0};
+    hiera_value *a = hiera_cache_load_value_file(c, src, &err);
+    assert_non_null(a);
+    hiera_value *b = hiera_cache_load_value_file(c, src, &err); /* from the cache folder */
+    assert_non_null(b);
+    assert_true(hv_eql((hv *)a, (hv *)b));
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(b, "hostname")), "one");
+    hiera_value_decref(b);
+    /* changed: same size, other text -> parsed again (the change time differs) */
+    usleep(20000);
+    free(write_src("facts.yaml", "hostname: two\nlist: [1, 2.5, y]\n"));
+    b = hiera_cache_load_value_file(c, src, &err);
+    assert_non_null(b);
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(b, "hostname")), "two");
+    hiera_value_decref(b);
+    free(write_src("facts.yaml", "a: [unclosed\n"));
+    assert_null(hiera_cache_load_value_file(c, src, &err));
+    assert_non_null(err.message);
+    hiera_error_clear(&err);
+    assert_null(hiera_cache_load_value_file(c, src, &err)); /* still an error: nothing was stored */
+    hiera_error_clear(&err);
+    hiera_cache_free(c);
+    hiera_value *p = hiera_cache_load_value_file(NULL, src, &err);
+    assert_null(p);
+    hiera_error_clear(&err);
+    hiera_value_decref(a);
+    free(src);
+    free(cdir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_corrupt_entries),
+        cmocka_unit_test(test_value_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
