@@ -357,8 +357,11 @@ static hv *read_node(rctx *r, int depth)
         for (uint64_t i = 0; i < len; i++) {
             hv *k = read_node(r, depth + 1);
             hv *e = k ? read_node(r, depth + 1) : NULL;
-            if (!e) {
+            if (!e || hv_hash_get(v, k)) {
+                /* a repeated key is never written: the entry is corrupt (and replacing the
+                 * value would free a node that a later 'r' may name) */
                 hv_decref(k);
+                hv_decref(e);
                 hv_decref(v);
                 return NULL;
             }
