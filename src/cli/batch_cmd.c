@@ -894,6 +894,41 @@ static void prefetch_stop(prefetch *p)
 
 /* ------------------------------------------------------------------ the run */
 
+/* Many nodes get the very same value object (a value found as it is in a data file, or the
+ * same merge): its JSON text is remembered by address in a small table, which holds a reference
+ * so that the address cannot be reused by another value while the entry lives. */
+#define RENDER_MEMO_BITS 12
+typedef struct {
+    hiera_value *v;
+    char *text;
+} render_slot;
+static render_slot render_memo[1u << RENDER_MEMO_BITS];
+
+static const char *render_json_memo(hiera_value *v, hiera_error *err)
+{
+    size_t i = (size_t)(((uint64_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull >> (64 - RENDER_MEMO_BITS));
+    render_slot *s = &render_memo[i];
+    if (s->v == v)
+        return s->text;
+    char *text = hiera_render(v, HIERA_RENDER_JSON, err);
+    if (!text)
+        return NULL;
+    hiera_value_decref(s->v);
+    free(s->text);
+    s->v = hiera_value_incref(v);
+    s->text = text;
+    return text;
+}
+
+static void render_memo_clear(void)
+{
+    for (size_t i = 0; i < sizeof render_memo / sizeof *render_memo; i++) {
+        hiera_value_decref(render_memo[i].v);
+        free(render_memo[i].text);
+        render_memo[i] = (render_slot){NULL, NULL};
+    }
+}
+
 /* Every key for one node (facts: STOLEN; msg: why the node cannot be looked up, or NULL); the
  * node's values go to the output (or the YAML document). */
 static void run_node(batch *b, const node_src *n, const char *name_json, hiera_value *facts, const char *msg)
@@ -931,11 +966,10 @@ static void run_node(batch *b, const node_src *n, const char *name_json, hiera_v
                 hiera_value_hash_set(node_hash, key, v); /* steals v */
                 continue;
             }
-            char *text = hiera_render(v, HIERA_RENDER_JSON, &err);
+            const char *text = render_json_memo(v, &err);
             hiera_value_decref(v);
             if (text) {
                 json_node_value(printed++, b->keys_json[k], text);
-                free(text);
                 continue;
             }
         }
@@ -1332,6 +1366,7 @@ int batch_main(int argc, char **argv)
     if (run(&b, nodes, nnodes) == 0)
         rc = b.nerrors ? 2 : 0;
 out:
+    render_memo_clear();
     hiera_value_decref(b.doc);
     hiera_value_decref(b.errors);
     hiera_cache_free(b.cache);
