@@ -1,6 +1,7 @@
 #!/bin/sh
-# make install into a scratch DESTDIR, then build examples/api-example.c against the installed
-# library with `pkg-config --cflags --libs hiera` (static and shared) and run both.
+# make install into a scratch DESTDIR, then build examples/api-example.c and
+# examples/hiera3-example.c against the installed library with `pkg-config --cflags --libs hiera`
+# (static and shared) and run them.
 set -e
 cd "$(dirname "$0")/../.."
 dest=$(mktemp -d /tmp/hiera-install-XXXXXX)
@@ -20,6 +21,16 @@ repo=examples/control-repo
 for ex in "$dest/example-shared" "$dest/example-static"; do
   out=$(LD_LIBRARY_PATH="$dest/usr/lib" "$ex" "$repo" "$repo/facts/web01.example.com.yaml" web01.example.com profile::base::motd)
   check test "$out" = '"Welcome to web01 (Debian)"'
+done
+# the Hiera 3 API example (README), shared and static
+cc -o "$dest/h3-shared" examples/hiera3-example.c $(pkg-config --cflags --libs hiera)
+cc -o "$dest/h3-static" examples/hiera3-example.c $(pkg-config --cflags hiera) \
+   "$dest/usr/lib/libhiera.a" $(pkg-config --libs --static hiera | sed 's/-lhiera//')
+for ex in "$dest/h3-shared" "$dest/h3-static"; do
+  out=$(LD_LIBRARY_PATH="$dest/usr/lib" "$ex" examples/hiera3/hiera.yaml web01.example.com ntp::servers array)
+  check test "$out" = '["ntp.web01.example.com","0.pool.ntp.org","1.pool.ntp.org"]'
+  out=$(LD_LIBRARY_PATH="$dest/usr/lib" "$ex" examples/hiera3/hiera.yaml web01.example.com users hash)
+  check test "$out" = '{"alice":{"shell":"/bin/bash","uid":1001}}'
 done
 check sh -c "MANWIDTH=80 man -l '$dest/usr/share/man/man1/hiera.1' >/dev/null 2>&1 || groff -man -Tutf8 '$dest/usr/share/man/man1/hiera.1' >/dev/null 2>&1 || true"
 echo "install: $pass passed, $fail failed"
