@@ -76,11 +76,14 @@ struct hiera3 {
 static const h3_backend h3_yaml_backend, h3_json_backend;
 static h3_inst *canonical_inst(h3 *h, size_t i);
 
-/* Every backend :backends: may name (Ruby: require "hiera/backend/<name>_backend"). The eyaml
- * backend is added here. */
+/* hiera-eyaml's backend (hiera3_eyaml.c) */
+extern const h3_backend h3_eyaml_backend;
+
+/* Every backend :backends: may name (Ruby: require "hiera/backend/<name>_backend"). */
 static const h3_backend *const h3_backend_table[] = {
     &h3_yaml_backend,
     &h3_json_backend,
+    &h3_eyaml_backend,
 };
 
 /* ------------------------------------------------------------------ errors */
