@@ -136,6 +136,8 @@ bool cache_use_disk(hiera_cache *c, const char *dir)
 void cache_freeze(hiera_cache *c)
 {
     c->frozen = true;
+    if (c->eyaml)
+        eyaml_freeze(c->eyaml);
     if (!c->exists)
         c->exists = hv_hash();
     if (!c->globs)
@@ -144,8 +146,11 @@ void cache_freeze(hiera_cache *c)
 
 eyaml_ctx *cache_eyaml(hiera_cache *c)
 {
-    if (!c->eyaml)
+    if (!c->eyaml) {
         c->eyaml = eyaml_new();
+        if (c->frozen)
+            eyaml_freeze(c->eyaml);
+    }
     return c->eyaml;
 }
 

@@ -16,6 +16,9 @@ typedef struct eyaml_ctx eyaml_ctx;
  * (so each block is decrypted once per process). */
 eyaml_ctx *eyaml_new(void);
 void eyaml_free(eyaml_ctx *e);
+/* Promises that key files do not change while e lives (a frozen cache): a key file read once is
+ * not checked with stat() again. */
+void eyaml_freeze(eyaml_ctx *e);
 
 /* eyaml_lookup_key's `encrypted?` test: /.*ENC\[.*?\]/ matches the text. */
 bool eyaml_is_encrypted(const char *s, size_t len);
