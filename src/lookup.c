@@ -782,8 +782,9 @@ static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
     if (!hv_is_rich_data(value, 0)) {
         char *got = infer_type_name(value);
         herr_set(err, HERR_PUPPET,
-                 "Value for key '%s', returned from lookup_key function '%s', when using location '%s', has wrong type, expects Puppet::LookupValue, got %s",
-                 a->root_key, a->p->lvl->fname, loc->path ? loc->path : "", got);
+                 "Value for key '%s', returned from %s function '%s', when using location '%s', has wrong type, expects Puppet::LookupValue, got %s",
+                 a->root_key, a->l->cfg && a->l->cfg->version == 3 ? "v3_lookup_key" : "lookup_key", a->p->lvl->fname,
+                 loc->path ? loc->path : "", got);
         free(got);
         hv_decref(value);
         return LR_ERROR;
