@@ -246,7 +246,8 @@ HIERA_API const char *hiera_version(void);
  *
  * Lookups as the Hiera 3.10 gem's Ruby class Hiera answers
  * them (Hiera.new(:config => ...), Hiera#lookup(key, default, scope, order_override,
- * resolution_type)), over a v3 (or Hiera 1) hiera.yaml with the yaml and json backends.
+ * resolution_type)), over a v3 (or Hiera 1) hiera.yaml with the yaml, json and eyaml
+ * (hiera-eyaml 3.3's PKCS7 blocks, :eyaml: options as that gem reads them) backends.
  *
  * Conventions are those of the rest of this header: a function returning a pointer
  * returns something the caller owns and releases with the function its comment names
