@@ -256,8 +256,17 @@ static void wrap_parse_error(const char *path, file_format fmt, herr *e)
         e->kind = HERR_PUPPET;
         break;
     case FMT_JSON:
-    case FMT_HOCON:
         msg = strncmp(m, "Unable to parse", 15) == 0 ? xstrdup(m) : xasprintf("Unable to parse (%s): %s", path, m);
+        e->kind = HERR_LOOKUP;
+        break;
+    case FMT_HOCON:
+        /* hocon_data rescues the gem's ConfigErrors only ("Unable to parse (path): ..."); the
+         * gem's plain Ruby exceptions (NameError, ArgumentError, FloatDomainError) end the run */
+        if (strncmp(m, "Unable to parse", 15) != 0) {
+            e->kind = HERR_ERROR;
+            return;
+        }
+        msg = xstrdup(m);
         e->kind = HERR_LOOKUP;
         break;
     default:

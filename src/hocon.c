@@ -41,10 +41,10 @@
 
 extern char **environ;
 
-#define MAX_PARSE_DEPTH 500        /* nested objects/arrays in one document */
-#define MAX_RESOLVE_DEPTH 1000     /* nested resolve calls (substitution chains) */
-#define MAX_WORK 20000000L /* the gem does not memoize: bound the total work (merges, resolves) */
-#define MAX_INCLUDE_DEPTH 50       /* Parseable::MAX_INCLUDE_DEPTH */
+#define MAX_PARSE_DEPTH 500    /* nested objects/arrays (and dotted key parts) in one document */
+#define MAX_RESOLVE_DEPTH 1000 /* nested resolve calls (substitution chains) */
+#define MAX_WORK 2000000L      /* bound on the total work, see work() */
+#define MAX_INCLUDE_DEPTH 50   /* Parseable::MAX_INCLUDE_DEPTH */
 #define MAX_OCTAL_DIGITS 100000
 
 /* ------------------------------------------------------------------------------------------ */
@@ -62,13 +62,13 @@ typedef struct {
     bool merge_loaded; /* this parse's view of delayed_merge_loaded (see delay_merge) */
 } hctx;
 
-/* Records the first error only: "Unable to parse (NAME): ORIGIN: LINE: message", where ORIGIN is
- * "String" for the document itself (the gem parses a string) or an included file's name. */
 enum { E_CONFIG, E_NO_ORIGIN, E_RUBY };
 
-/* `how`: E_CONFIG for a Hocon::ConfigError with an origin, E_NO_ORIGIN for one without (the
- * message has no "String: N:", the location is still recorded), E_RUBY for a Ruby exception that
- * is not a ConfigError (Puppet prints those as they are, without "Unable to parse") */
+/* Records the first error only. A Hocon::ConfigError becomes Puppet's LookupError message
+ * "Unable to parse (NAME): ORIGIN: LINE: message", where ORIGIN is "String" for the document itself
+ * (the gem parses a string) or an included file's name; `how` is E_CONFIG for that, E_NO_ORIGIN for
+ * a ConfigError without origin (no "String: N:", the location is still recorded), E_RUBY for a Ruby
+ * exception that is not a ConfigError (Puppet prints those as they are, without "Unable to parse"). */
 static void failv(hctx *cx, int how, const char *org, int line, int col, const char *fmt, va_list ap)
 {
     if (cx->failed)
@@ -105,8 +105,10 @@ static void fail_ruby(hctx *cx, const char *org, int line, int col, const char *
     va_end(ap);
 }
 
-/* counts work; false (with an error) past MAX_WORK, where the gem would take hours: its merges and
- * its resolution of self-referencing stacks are polynomial, and it does not memoize lookups */
+/* Counts work (resolve calls, merges, copied text); false (with an error) past MAX_WORK. The gem
+ * does not memoize lookups, so chains of substitutions and self-referencing stacks (`a += x` many
+ * times) take it exponential time: past this bound the gem would take hours, while real files use
+ * a few percent of it. */
 static bool work(hctx *cx, size_t units)
 {
     cx->work += (long)(units < (size_t)MAX_WORK ? units : (size_t)MAX_WORK);
@@ -174,11 +176,14 @@ struct node {
     uint32_t *index; /* N_OBJ: open-addressing index (front + position + 1), for larger objects */
     size_t icap;
     size_t prefix; /* N_REF: length of the include prefix the path was relativized with */
+    int marked;    /* N_REF: being resolved (a cycle marker) */
+    signed char badpath; /* N_REF: its path cannot be written in messages (-1: not known yet) */
 };
 
 static node *nnew(int kind, int line, int col, const char *org)
 {
     node *n = xcalloc(1, sizeof *n);
+    n->badpath = -1;
     n->kind = (unsigned char)kind;
     n->refs = 1;
     n->line = line;
@@ -392,9 +397,13 @@ static void obj_put(node *o, hv *key, node *val)
         return;
     }
     hv_decref(key);
+    bool was = o->items[i]->unresolved;
     nfree(o->items[i]);
     o->items[i] = val;
-    fix_status(o);
+    if (val->unresolved)
+        o->unresolved = true;
+    else if (was)
+        fix_status(o);
 }
 
 static node *obj_new_like(const node *o)
@@ -508,7 +517,7 @@ static int rb_eq(const node *a, const node *b)
  * own fields, not the merged ones (which may differ in ignoring fallbacks). */
 static node *merge_objects(hctx *cx, node *a, node *b)
 {
-    if (!work(cx, a->n + b->n))
+    if (!work(cx, 1 + (a->n + b->n) / 16))
         return NULL;
     node *o = nnew(N_OBJ, a->line, a->col, a->org);
     bool changed = false;
@@ -548,71 +557,98 @@ static node *merge_objects(hctx *cx, node *a, node *b)
     return o;
 }
 
-/* merge_objects(a, b) for a fallback b that the caller holds the only reference to and drops
- * afterwards: the common cases of dotted keys (`s.k1 = 1`, `s.k2 = 2`, ... each merges a
- * one-key object over the growing s) are done in b itself in O(1), not by copying b, which would
- * make many dotted keys under one parent quadratic. Same result as merge_objects otherwise. */
-static node *merge_objects_into(hctx *cx, node *a, node *b)
+/* moves b's entry p first, its value replaced by val (stolen), keeping the index right */
+static void obj_move_first(node *b, size_t p, node *val)
 {
-    if (!work(cx, 1))
-        return NULL;
-    if (a->n != 1 || b->n == 0)
-        return merge_objects(cx, a, b);
-    long p = obj_find(b, hv_str_ptr(a->keys[0]), hv_str_len(a->keys[0]));
-    if (p < 0) { /* a new key first, then all of b's */
-        obj_prepend(b, hv_incref(a->keys[0]), nref(a->items[0]));
-        return nref(b);
-    }
-    node *second = b->items[p], *first = a->items[0];
-    bool was = second->unresolved; /* before second is possibly merged into in place */
-    node *kept = second->refs == 1 && first->kind == N_OBJ && second->kind == N_OBJ && !first->ignores
-                     ? merge_objects_into(cx, first, second)
-                     : with_fallback(cx, first, second);
-    int eq = kept ? rb_eq(first, kept) : 1;
-    if (!kept || eq < 0) {
-        if (kept)
-            fail(cx, NULL, 0, 0,
-                 "need to Config#resolve() before using this object, see the API docs for Config#resolve()");
-        nfree(kept);
-        return NULL;
-    }
-    if (b->n == 1 && eq == 1) { /* nothing changed: the gem keeps a's own field */
-        bool ignores = b->ignores, unresolved = kept->unresolved;
-        nfree(kept);
-        if (ignores == a->ignores && unresolved == a->unresolved)
-            return nref(a);
-        node *o = shallow_copy(a);
-        o->ignores = ignores;
-        o->unresolved = unresolved;
-        return o;
-    }
-    /* the merged field moves first: rotate b's first p + 1 entries */
     hv *key = b->keys[p];
     size_t *slots = NULL;
     if (b->index && p > 0) { /* the index slots of the entries that move, found before moving them */
         size_t mask = b->icap - 1;
-        slots = xmalloc(((size_t)p + 1) * sizeof *slots);
-        for (size_t j = 0; j <= (size_t)p; j++) {
+        slots = xmalloc((p + 1) * sizeof *slots);
+        for (size_t j = 0; j <= p; j++) {
             size_t i = (size_t)key_hash(hv_str_ptr(b->keys[j]), hv_str_len(b->keys[j])) & mask;
             while (b->index[i] != b->front + j + 1)
                 i = (i + 1) & mask;
             slots[j] = i;
         }
     }
-    nfree(second);
-    memmove(b->items + 1, b->items, (size_t)p * sizeof *b->items);
-    memmove(b->keys + 1, b->keys, (size_t)p * sizeof *b->keys);
-    b->items[0] = kept;
+    nfree(b->items[p]);
+    memmove(b->items + 1, b->items, p * sizeof *b->items);
+    memmove(b->keys + 1, b->keys, p * sizeof *b->keys);
+    b->items[0] = val;
     b->keys[0] = key;
     if (slots) {
-        for (size_t j = 0; j < (size_t)p; j++)
+        for (size_t j = 0; j < p; j++)
             b->index[slots[j]] = (uint32_t)(b->front + j + 2);
         b->index[slots[p]] = (uint32_t)(b->front + 1);
         free(slots);
     }
-    if (kept->unresolved)
+    if (val->unresolved)
         b->unresolved = true;
-    else if (was)
+}
+
+/* merge_objects(a, b) for a fallback b that the caller holds the only reference to and drops
+ * afterwards (a field being set again while parsing): b itself becomes the result, a's fields
+ * moved first, in time proportional to a, not b. Copying b would make many dotted keys under one
+ * parent (`s.k1 = 1`, `s.k2 = 2`, ... each merges a one-key object over the growing s) quadratic.
+ * Same result as merge_objects. */
+static node *merge_objects_into(hctx *cx, node *a, node *b)
+{
+    if (!work(cx, 1 + a->n / 16))
+        return NULL;
+    /* the merged fields, in a's order (as the gem computes them, errors included) */
+    node **kept = xcalloc(a->n, sizeof *kept);
+    bool replaced_unresolved = false, kept_unresolved = false, changed = false;
+    size_t common = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        long p = obj_find(b, hv_str_ptr(a->keys[i]), hv_str_len(a->keys[i]));
+        node *first = a->items[i], *second = p >= 0 ? b->items[p] : NULL, *k;
+        if (!second) {
+            k = nref(first);
+        } else {
+            common++;
+            replaced_unresolved |= second->unresolved;
+            k = second->refs == 1 && first->kind == N_OBJ && second->kind == N_OBJ && !first->ignores
+                    ? merge_objects_into(cx, first, second) /* second is b's alone: merged in place */
+                    : with_fallback(cx, first, second);
+            int eq = k ? rb_eq(first, k) : 1;
+            if (!k || eq < 0) {
+                if (k)
+                    fail(cx, NULL, 0, 0,
+                         "need to Config#resolve() before using this object, see the API docs for "
+                         "Config#resolve()");
+                nfree(k);
+                for (size_t j = 0; j < i; j++)
+                    nfree(kept[j]);
+                free(kept);
+                return NULL;
+            }
+            changed |= eq == 0;
+        }
+        kept_unresolved |= k->unresolved;
+        kept[i] = k;
+    }
+    if (!changed && common == b->n) { /* as merge_objects: the gem keeps a's own fields */
+        for (size_t i = 0; i < a->n; i++)
+            nfree(kept[i]);
+        free(kept);
+        if (b->ignores == a->ignores && kept_unresolved == a->unresolved)
+            return nref(a);
+        node *o = shallow_copy(a);
+        o->ignores = b->ignores;
+        o->unresolved = kept_unresolved;
+        return o;
+    }
+    /* a's keys first, in a's order, then b's other keys */
+    for (size_t i = a->n; i-- > 0;) {
+        long p = obj_find(b, hv_str_ptr(a->keys[i]), hv_str_len(a->keys[i]));
+        if (p < 0)
+            obj_prepend(b, hv_incref(a->keys[i]), kept[i]);
+        else
+            obj_move_first(b, (size_t)p, kept[i]);
+    }
+    free(kept);
+    if (!kept_unresolved && replaced_unresolved)
         fix_status(b);
     return nref(b);
 }
@@ -662,22 +698,42 @@ static bool is_cntrl_cp(long c);
  * formats a control character other than \b \f \n \r \t with "\\u%04x" % char - an
  * ArgumentError (invalid value for Integer()) - and whose regexp test raises ArgumentError on
  * invalid UTF-8. True (with that Ruby error recorded) when writing s would raise. */
-static bool text_render_raises(hctx *cx, const node *at, const char *s, size_t n)
+static bool text_renders_badly(const char *s, size_t n, long *bad)
 {
     for (size_t i = 0; i < n;) {
         long cp;
         size_t l = utf8_char((const unsigned char *)s + i, n - i, &cp);
-        if (cp < 0) {
-            fail_ruby(cx, at->org, at->line, at->col, "invalid byte sequence in UTF-8");
-            return true;
-        }
-        if (is_cntrl_cp(cp) && cp != '\b' && cp != '\f' && cp != '\n' && cp != '\r' && cp != '\t') {
-            fail_ruby(cx, at->org, at->line, at->col, "invalid value for Integer(): \"\\u%04lx\"", cp);
+        if (cp < 0 || (is_cntrl_cp(cp) && cp != '\b' && cp != '\f' && cp != '\n' && cp != '\r' && cp != '\t')) {
+            *bad = cp;
             return true;
         }
         i += l;
     }
     return false;
+}
+
+static bool text_render_raises(hctx *cx, const node *at, const char *s, size_t n)
+{
+    long cp;
+    if (!text_renders_badly(s, n, &cp))
+        return false;
+    if (cp < 0)
+        fail_ruby(cx, at->org, at->line, at->col, "invalid byte sequence in UTF-8");
+    else
+        fail_ruby(cx, at->org, at->line, at->col, "invalid value for Integer(): \"\\u%04lx\"", cp);
+    return true;
+}
+
+/* whether a reference's path cannot be written in messages (computed once) */
+static bool ref_badpath(node *r)
+{
+    if (r->badpath < 0) {
+        long cp;
+        r->badpath = 0;
+        for (size_t i = 0; i < r->n && !r->badpath; i++)
+            r->badpath = text_renders_badly(hv_str_ptr(r->keys[i]), hv_str_len(r->keys[i]), &cp);
+    }
+    return r->badpath;
 }
 
 /* the same for a whole value as the gem's to_s renders it (strings, keys, substitution paths) */
@@ -2231,6 +2287,7 @@ static int add_field(parser *P, node *o, hv **keys, size_t n, bool pluseq, node 
         v = w;
     }
     node *existing = obj_get(o, keys[0]);
+    bool was = existing && existing->unresolved; /* before it is possibly merged into in place */
     if (existing) {
         node *m = with_fallback_into(P->cx, v, existing); /* existing is replaced below */
         if (m) {
@@ -2241,6 +2298,8 @@ static int add_field(parser *P, node *o, hv **keys, size_t n, bool pluseq, node 
         }
     }
     obj_put(o, keys[0], v);
+    if (was && !v->unresolved)
+        fix_status(o);
     free(keys);
     return 0;
 }
@@ -2704,7 +2763,8 @@ static node *include_load(parser *P, const char *kind, hv *name, const token *at
     }
     if (strcmp(kind, "url") == 0) {
         if (is_http_url(s)) /* the gem's SimpleIncluder has no include_url */
-            fail_ruby(P->cx, P->L.org, at->line, at->col, "undefined method `include_url' for #<Hocon::Impl::SimpleIncluder>");
+            fail_ruby(P->cx, P->L.org, at->line, at->col,
+                      "undefined method `include_url' for #<Hocon::Impl::SimpleIncluder>");
         else
             perr(P, at, "include url() specifies an invalid URL: %s", s);
         return NULL;
@@ -2752,10 +2812,10 @@ typedef struct {
 
 typedef struct {
     hctx *cx;
-    nvec markers; /* references being resolved (cycle markers; borrowed) */
-    nvec trace;   /* references on the resolve stack, for the cycle message (borrowed) */
+    nvec trace;  /* references on the resolve stack, for the cycle message (borrowed) */
+    size_t nbad; /* how many of them have a path that cannot be written in messages */
     int depth;
-    char *cycle; /* the trace when a cycle was found */
+    char *cycle; /* the trace when a cycle was found, if the reference catching it needs it */
 } rctx;
 
 static void src_set(rsrc *s, node *root, node *const *par, size_t npar, bool has)
@@ -3212,14 +3272,14 @@ static int resolve_ref(rctx *R, node *v, const rpath *rp, const rsrc *src, node 
 {
     node *found = NULL, *r = NULL;
     rsrc fs;
-    nv_push(&R->markers, v);
+    v->marked++; /* the cycle marker */
     int rc = lookup_subst(R, v, src, &found, &fs);
     if (rc == R_OK && found)
         rc = resolve(R, found, &fs, rp, &r);
     if (rc == R_OK || found)
         src_free(&fs);
     nfree(found);
-    R->markers.n--;
+    v->marked--;
     if (rc == R_CYCLE) {
         if (v->optional) {
             rc = R_OK;
@@ -3361,20 +3421,23 @@ static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **ou
     bool isref = v->kind == N_REF;
     int rc = R_OK;
     R->depth++;
-    if (isref)
-        nv_push(&R->trace, v);
     if (isref) {
-        for (size_t i = 0; i < R->markers.n; i++)
-            if (R->markers.v[i] == v)
-                rc = R_CYCLE;
+        nv_push(&R->trace, v);
+        R->nbad += ref_badpath(v);
+        if (v->marked)
+            rc = R_CYCLE;
     }
     if (rc == R_CYCLE) {
-        /* NotPossibleToResolve renders the references being resolved when it is made */
-        for (size_t i = 0; i < R->trace.n && rc == R_CYCLE; i++)
+        /* NotPossibleToResolve renders the references being resolved when it is made (which
+         * raises for some paths); the message is needed only if the reference that catches it
+         * (the one resolving below this one) is not optional */
+        for (size_t i = 0; i < R->trace.n && R->nbad; i++)
             if (value_render_raises(R->cx, R->trace.v[i]))
                 rc = R_ERR;
         free(R->cycle);
-        R->cycle = rc == R_CYCLE ? trace_string(R) : NULL;
+        R->cycle = NULL;
+        if (rc == R_CYCLE && R->trace.n >= 2 && !R->trace.v[R->trace.n - 2]->optional)
+            R->cycle = trace_string(R);
     } else {
         switch (v->kind) {
         case N_OBJ: rc = resolve_obj(R, v, src, rp, out); break;
@@ -3392,8 +3455,10 @@ static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **ou
         *out = NULL;
         rc = R_ERR;
     }
-    if (isref)
+    if (isref) {
         R->trace.n--;
+        R->nbad -= ref_badpath(v);
+    }
     R->depth--;
     return rc;
 }
@@ -3466,7 +3531,6 @@ hv *hocon_parse(const char *text, size_t len, const char *name, herr *err)
         }
         nfree(res);
         free(R.cycle);
-        free(R.markers.v);
         free(R.trace.v);
         nfree(root);
     }
