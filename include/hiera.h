@@ -184,6 +184,11 @@ typedef struct {
     const char *node;            /* the node name (used in messages; certname comes from facts) */
     const hiera_value *facts;    /* a hash of facts, BORROWED (copied); NULL: no facts */
     hiera_cache *cache;          /* shared cache, BORROWED; NULL: the context keeps its own */
+    /* Facts are untrusted: a hierarchy location (path, paths, glob, globs, mapped_paths,
+     * datadir) whose interpolation adds a ".." segment, makes a relative location absolute, or
+     * adds glob characters to a glob fails the lookup, and so does a NUL byte (as in Puppet).
+     * true: resolve such locations as Puppet does (it follows them). */
+    bool unsafe_fact_paths;
 } hiera_options;
 
 /* Creates a context. Checks what `puppet lookup` checks before any lookup: the facts rule for

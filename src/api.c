@@ -350,6 +350,7 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
     } else {
         hv *scope = build_scope(facts, env);
         h = hctx_new(codedir, env_dir_path, env, global, scope, o->cache);
+        h->strict_paths = !o->unsafe_fact_paths;
         hv_decref(scope);
     }
     free(env_dir_path);

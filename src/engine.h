@@ -73,6 +73,7 @@ struct hiera_ctx {
     char *prov_key;         /* the key and value of the last provenance lookup */
     hv *prov_value;
     bool global_only;
+    bool strict_paths;      /* the facts rule's strict mode (lookup.c location_allowed) */
     herr env_err;           /* the environment does not exist */
 
     layer *global;

@@ -277,7 +277,99 @@ static void add_location(location **locs, size_t *n, size_t *cap, char *path, ch
     (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, NULL, {0}, NULL};
 }
 
-static lr interp_str(inv *I, const char *s, char **out, herr *err)
+/* ------------------------------------------------------------------ the facts rule
+ *
+ * Facts (and other scope variables) are sent by nodes: what they may do to a location.
+ *  - Always, as Puppet does: a NUL byte in an interpolated path, glob or datadir is an error
+ *    (Ruby's Pathname raises ArgumentError "pathname contains null byte"; a URI gives URI's
+ *    InvalidURIError). A C string would silently end at the NUL and drop the rest of the path.
+ *  - Unless the caller opts out (hiera_options.unsafe_fact_paths, `--unsafe-fact-paths`): the
+ *    interpolation may not add a ".." segment, may not make a relative location absolute, and
+ *    in a glob may not add glob metacharacters; such a location fails the lookup. Puppet has no
+ *    such rule (it follows "..", absolute values and glob characters that facts bring), so the
+ *    opt-out gives Puppet's answers for such facts; data whose hiera.yaml itself writes ".." or
+ *    globs is not affected, only what interpolation adds. */
+
+/* The number of ".." segments of s; with strip_expressions, a segment holding a "%{...}"
+ * expression never counts (it is the template of an interpolation). */
+static size_t dotdot_segments(const char *s, size_t len, bool strip_expressions)
+{
+    size_t n = 0, seg = 0;
+    bool expr = false;
+    for (size_t i = 0; i <= len; i++) {
+        if (i == len || s[i] == '/') {
+            if (!expr && i - seg == 2 && s[seg] == '.' && s[seg + 1] == '.')
+                n++;
+            seg = i + 1;
+            expr = false;
+        } else if (strip_expressions && s[i] == '%' && i + 1 < len && s[i + 1] == '{') {
+            const char *close = memchr(s + i, '}', len - i);
+            if (close) {
+                i = (size_t)(close - s);
+                expr = true;
+            }
+        }
+    }
+    return n;
+}
+
+/* The number of glob metacharacters of s (outside "%{...}" with strip_expressions). */
+static size_t glob_chars(const char *s, size_t len, bool strip_expressions)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (strip_expressions && i + 1 < len && s[i] == '%' && s[i + 1] == '{') {
+            const char *close = memchr(s + i, '}', len - i);
+            if (close) {
+                i = (size_t)(close - s);
+                continue;
+            }
+        }
+        if (strchr("*?[]{}\\", s[i]))
+            n++;
+    }
+    return n;
+}
+
+/* Checks the interpolated location res of template tmpl (a location relative to the datadir,
+ * or the datadir itself) under the facts rule. */
+static bool location_allowed(inv *I, const hlevel *lvl, const char *tmpl, const char *res, size_t reslen, bool glob,
+                             bool uri, herr *err)
+{
+    if (memchr(res, 0, reslen)) {
+        if (uri) {
+            sbuf b = {0};
+            hv *s = hv_strn(res, reslen);
+            ruby_inspect(&b, s);
+            hv_decref(s);
+            herr_set(err, HERR_ERROR, "bad URI(is not URI?): %s", sb_str(&b));
+            sb_free(&b);
+        } else {
+            herr_set(err, HERR_ERROR, "pathname contains null byte");
+        }
+        return false;
+    }
+    if (!I->h->strict_paths || uri)
+        return true;
+    const char *why = NULL;
+    if (dotdot_segments(res, reslen, false) > dotdot_segments(tmpl, strlen(tmpl), true))
+        why = "adds a '..' segment";
+    else if (res[0] == '/' && tmpl[0] != '/')
+        why = "makes the path absolute";
+    else if (glob && glob_chars(res, reslen, false) > glob_chars(tmpl, strlen(tmpl), true))
+        why = "adds glob characters";
+    if (!why)
+        return true;
+    herr_set(err, HERR_ERROR,
+             "Interpolation of '%s' in hierarchy entry '%s' gave '%s', which %s: facts and variables may "
+             "not lead a location out of its datadir (--unsafe-fact-paths allows it, as Puppet does)",
+             tmpl, lvl ? lvl->name : "", res, why);
+    return false;
+}
+
+/* Interpolates a location (or datadir) string: the result is checked with its length, so that
+ * a NUL is seen, then returned as a C string. */
+static lr interp_location(inv *I, const hlevel *lvl, const char *s, bool glob, bool uri, char **out, herr *err)
 {
     hv *in = hv_str(s), *res = NULL;
     lr r = interpolate(I, in, false, &res, err);
@@ -287,6 +379,10 @@ static lr interp_str(inv *I, const char *s, char **out, herr *err)
     sbuf b = {0};
     ruby_to_s(&b, res);
     hv_decref(res);
+    if (!location_allowed(I, lvl, s, sb_str(&b), b.len, glob, uri, err)) {
+        sb_free(&b);
+        return LR_ERROR;
+    }
     *out = sb_take(&b);
     return LR_FOUND;
 }
@@ -304,7 +400,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
     case LOC_PATHS:
         for (size_t i = 0; i < lvl->nlocs; i++) {
             char *p;
-            if (interp_str(I, lvl->locs[i], &p, err) != LR_FOUND)
+            if (interp_location(I, lvl, lvl->locs[i], false, false, &p, err) != LR_FOUND)
                 return LR_ERROR;
             if (lvl->extension) {
                 size_t pl = strlen(p), el = strlen(lvl->extension);
@@ -328,7 +424,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
     case LOC_GLOBS:
         for (size_t i = 0; i < lvl->nlocs; i++) {
             char *p;
-            if (interp_str(I, lvl->locs[i], &p, err) != LR_FOUND)
+            if (interp_location(I, lvl, lvl->locs[i], true, false, &p, err) != LR_FOUND)
                 return LR_ERROR;
             char *pattern = pn_plus(datadir, p);
             free(p);
@@ -352,7 +448,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
     case LOC_URIS:
         for (size_t i = 0; i < lvl->nlocs; i++) {
             char *p;
-            if (interp_str(I, lvl->locs[i], &p, err) != LR_FOUND)
+            if (interp_location(I, lvl, lvl->locs[i], false, true, &p, err) != LR_FOUND)
                 return LR_ERROR;
             add_location(locs, nlocs, &cap, p, xstrdup(lvl->locs[i]), true, true);
         }
@@ -388,7 +484,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
             const hv *save = I->local_scope;
             I->local_scope = local;
             char *p = NULL;
-            r = interp_str(I, lvl->locs[2], &p, err);
+            r = interp_location(I, lvl, lvl->locs[2], false, false, &p, err);
             I->local_scope = save;
             hv_decref(local);
             if (r != LR_FOUND)
@@ -424,7 +520,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             char *def = NULL;
             if (!dd)
                 dd = def = xasprintf("%s/environments/%%{::environment}/hieradata", h->codedir);
-            lr r = interp_str(&I, dd, &datadir, err);
+            lr r = interp_location(&I, lvl, dd, false, false, &datadir, err);
             free(def);
             if (r != LR_FOUND) {
                 providers_free(provs, np);
@@ -432,7 +528,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             }
         } else {
             char *joined = pn_plus(cfg->root, lvl->datadir);
-            lr r = cfg->version == 4 ? (datadir = xstrdup(joined), LR_FOUND) : interp_str(&I, joined, &datadir, err);
+            lr r = cfg->version == 4 ? (datadir = xstrdup(joined), LR_FOUND) : interp_location(&I, lvl, joined, false, false, &datadir, err);
             free(joined);
             if (r != LR_FOUND) {
                 providers_free(provs, np);

@@ -61,7 +61,7 @@ static const char *BATCH_USAGE =
     "                   [--sort-merged-arrays] [--merge-hash-arrays] [--default <VALUE>]\n"
     "                   [--environment <ENV>] [--codedir <DIR>] [--confdir <DIR>]\n"
     "                   [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
-    "                   [--render-as json|yaml] [--jobs <N>]\n"
+    "                   [--render-as json|yaml] [--jobs <N>] [--unsafe-fact-paths]\n"
     "\n"
     "Looks up every key for every node (one facts file per node in --facts-dir: NAME.yaml,\n"
     "NAME.yml or NAME.json) and prints {node: {key: value}} with nodes sorted, keys in the given\n"
@@ -74,7 +74,7 @@ static const char *BATCH_USAGE =
 typedef struct {
     const char *node, *facts, *facts_dir, *keys_file, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
     const char *merge, *prefix, *default_value, *type, *render_as, *jobs;
-    bool has_default, sort_merged_arrays, merge_hash_arrays;
+    bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths;
     const char **keys; /* the keys given as arguments */
     size_t nkeys;
 } batch_args;
@@ -281,6 +281,8 @@ static int parse(int argc, char **argv, batch_args *a)
             a->sort_merged_arrays = true;
         } else if (flag_is(name, nlen, "merge_hash_arrays")) {
             a->merge_hash_arrays = true;
+        } else if (flag_is(name, nlen, "unsafe_fact_paths")) {
+            a->unsafe_fact_paths = true;
         } else if (flag_is(name, nlen, "help")) {
             fputs(BATCH_USAGE, stdout);
             exit(0);
@@ -939,7 +941,8 @@ static void run_node(batch *b, const node_src *n, const char *name_json, hiera_v
         add_error(b, n->name, NULL, msg);
         return;
     }
-    hiera_options o = {a->codedir, a->confdir, a->environmentpath, a->hiera_config, a->environment, n->name, facts, b->cache};
+    hiera_options o = {a->codedir, a->confdir, a->environmentpath, a->hiera_config, a->environment, n->name, facts, b->cache,
+                       a->unsafe_fact_paths};
     hiera *h = hiera_new(&o, &err);
     hiera_value_decref(facts); /* the context keeps its own copy */
     if (!h) {

@@ -14,7 +14,7 @@
 typedef struct {
     const char *node, *facts, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
     const char *merge, *prefix, *default_value, *type, *render_as;
-    bool has_default, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
+    bool unsafe_fact_paths, has_default, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
     const char **keys;
     size_t nkeys;
 } lookup_args;
@@ -26,12 +26,14 @@ static const char *LOOKUP_USAGE =
     "                    [--environment <ENV>] [--default <VALUE>] [--node <NODE-NAME>]\n"
     "                    [--facts <FILE>] [--codedir <DIR>] [--confdir <DIR>]\n"
     "                    [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
-    "                    [--render-as s|json|yaml] [--provenance] <keys>\n"
+    "                    [--render-as s|json|yaml] [--provenance] [--unsafe-fact-paths] <keys>\n"
     "\n"
     "Looks up keys in Hiera 5 data exactly as `puppet lookup` does; the first key found wins.\n"
     "Exit status: 0 found (or default), 1 not found or error.\n"
     "--provenance prints the value with the layer, level, file and line each part came from\n"
-    "(after the explanation when --explain is given too; as data with --render-as json|yaml).\n";
+    "(after the explanation when --explain is given too; as data with --render-as json|yaml).\n"
+    "A location in hiera.yaml whose interpolation of facts adds a '..' segment, makes it absolute\n"
+    "or adds glob characters to a glob is refused; --unsafe-fact-paths follows it as Puppet does.\n";
 
 static int fail(const char *fmt, const char *arg)
 {
@@ -114,6 +116,8 @@ static int parse(int argc, char **argv, lookup_args *a)
             a->merge_hash_arrays = true;
         } else if (flag_is(name, nlen, "explain")) {
             a->explain = true;
+        } else if (flag_is(name, nlen, "unsafe_fact_paths")) {
+            a->unsafe_fact_paths = true;
         } else if (flag_is(name, nlen, "explain_options")) {
             a->explain_options = true;
         } else if (flag_is(name, nlen, "provenance")) {
@@ -229,7 +233,8 @@ int lookup_main(int argc, char **argv)
         goto out;
     }
     cache = cli_cache();
-    hiera_options o = {a.codedir, a.confdir, a.environmentpath, a.hiera_config, a.environment, a.node, facts, cache};
+    hiera_options o = {a.codedir, a.confdir, a.environmentpath, a.hiera_config, a.environment, a.node, facts, cache,
+                       a.unsafe_fact_paths};
     h = hiera_new(&o, &err);
     if (!h) {
         fail("%s", err.message);
