@@ -38,6 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+#undef R_OK /* access()'s flag; the name is a resolve result here */
 
 extern char **environ;
 
@@ -2634,29 +2638,49 @@ static node *parse_document(hctx *cx, const char *text, size_t len, const char *
 
 /* ---- includes ---- */
 
+/* An included file: regular files only (a FIFO would block, a device never end), at most
+ * MAX_INCLUDE_SIZE bytes; *err_no is set on failure (EFBIG when too large). */
+#define MAX_INCLUDE_SIZE ((off_t)256 * 1024 * 1024)
+
 static bool read_file(const char *path, sbuf *out, int *err_no)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         *err_no = errno;
         return false;
     }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_INCLUDE_SIZE) {
+        *err_no = S_ISDIR(st.st_mode) ? EISDIR : !S_ISREG(st.st_mode) ? EINVAL : EFBIG;
+        close(fd);
+        return false;
+    }
     char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(out, buf, n);
-    bool ok = !ferror(f);
-    *err_no = ok ? 0 : EIO;
-    fclose(f);
+    ssize_t n;
+    bool ok = true;
+    while ((n = read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            ok = false;
+            break;
+        }
+        if ((off_t)(out->len + (size_t)n) > MAX_INCLUDE_SIZE) {
+            errno = EFBIG;
+            ok = false;
+            break;
+        }
+        sb_addn(out, buf, (size_t)n);
+    }
+    *err_no = ok ? 0 : errno;
+    close(fd);
     return ok;
 }
 
 static bool file_exists(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (f)
-        fclose(f);
-    return f != NULL;
+    struct stat st;
+    return stat(path, &st) == 0;
 }
 
 static bool ends_with(const char *s, const char *suffix)
