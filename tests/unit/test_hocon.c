@@ -7,6 +7,9 @@
  */
 #include "testutil.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "hocon.h"
 
 static hv *parse(const char *text, herr *e) { return hocon_parse(text, strlen(text), "data.conf", e); }
@@ -621,6 +624,26 @@ static void test_include_file(void **state)
     assert_contains(e.msg, "when an include statement is nested inside a list value");
     herr_clear(&e);
     free(doc);
+
+    /* special files are not read: a FIFO would block, a device never end */
+    char *fifo = xasprintf("%s.fifo.conf", broken);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    char *zero = xasprintf("%s.zero.conf", broken);
+    unlink(zero);
+    assert_int_equal(symlink("/dev/zero", zero), 0);
+    const char *specials[] = {fifo, zero};
+    for (size_t i = 0; i < 2; i++) {
+        doc = xasprintf("a = 1\ninclude file(\"%s\")\n", specials[i]);
+        e = parse_error(doc);
+        assert_contains(e.msg, "not a regular file");
+        herr_clear(&e);
+        free(doc);
+    }
+    unlink(fifo);
+    unlink(zero);
+    free(fifo);
+    free(zero);
 
     free(sib);
     free(json);
