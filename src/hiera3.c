@@ -162,7 +162,7 @@ static void rb_to_s(sbuf *out, const hv *v)
         ruby_to_s(out, v);
 }
 
-static char *rb_to_s_dup(const hv *v)
+char *h3_to_s_dup(const hv *v)
 {
     sbuf b = {0};
     rb_to_s(&b, v);
@@ -170,7 +170,7 @@ static char *rb_to_s_dup(const hv *v)
 }
 
 /* v.inspect, for NoMethodError messages ("undefined method `x' for 5:Integer") */
-static char *rb_inspect_dup(const hv *v)
+char *h3_inspect_dup(const hv *v)
 {
     sbuf b = {0};
     ruby_inspect(&b, v);
@@ -442,7 +442,7 @@ static h3_result qualified_lookup(h3 *h, const hv *segs, size_t from, const hv *
         }
         if (hv_is(v, HV_INT) || hv_is(v, HV_BIGINT) || hv_is(v, HV_SYMBOL)) {
             /* Ruby quirk: these respond to [] and get as far as include? */
-            char *ins = rb_inspect_dup(v);
+            char *ins = h3_inspect_dup(v);
             h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `include?' for %s:%s", ins,
                      h3_ruby_class(v));
             free(ins);
@@ -856,7 +856,7 @@ static bool dm_opts_from(h3 *h, const hv *options, bool lenient, bool preserve_d
     }
     const hv *ko = opt_get(options, "knockout_prefix", lenient);
     if (hv_truthy(ko)) /* the regexp is %r{^#{knockout_prefix}}: anything goes through to_s */
-        o->knockout_prefix = keep[0] = rb_to_s_dup(ko);
+        o->knockout_prefix = keep[0] = h3_to_s_dup(ko);
     const hv *pu = opt_get(options, "preserve_unmergeables", lenient);
     if (pu)
         o->preserve_unmergeables = hv_truthy(pu);
@@ -971,7 +971,7 @@ char *h3_datadir(h3 *h, const char *backend, const hv *scope, herr *err)
             h3_raise(h, err, H3E_CONFIG, "TypeError", "no implicit conversion of Symbol into Integer");
             return NULL;
         } else {
-            char *ins = rb_inspect_dup(sect);
+            char *ins = h3_inspect_dup(sect);
             h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `[]' for %s:%s", ins, h3_ruby_class(sect));
             free(ins);
             return NULL;
@@ -988,7 +988,7 @@ char *h3_datadir(h3 *h, const char *backend, const hv *scope, herr *err)
     hv_decref(def);
     if (!r)
         return NULL;
-    char *s = rb_to_s_dup(r);
+    char *s = h3_to_s_dup(r);
     hv_decref(r);
     return s;
 }
@@ -1050,7 +1050,7 @@ int h3_datasources(h3 *h, const hv *scope, const hv *override, h3_source_fn fn, 
             rc = -1;
             break;
         }
-        char *s = rb_to_s_dup(src);
+        char *s = h3_to_s_dup(src);
         size_t n = hv_is(src, HV_STRING) || hv_is(src, HV_SYMBOL) ? hv_str_len(src) : strlen(s);
         bool is_str = hv_is(src, HV_STRING), is_sym = hv_is(src, HV_SYMBOL);
         hv_decref(src);
@@ -1293,7 +1293,7 @@ static int non_hash_data(h3 *h, const hv *data, const hv *key, hv **value, herr 
     }
     if (hv_is(data, HV_SYMBOL) && !hv_str_len(data))
         return 0;
-    char *ins = rb_inspect_dup(data);
+    char *ins = h3_inspect_dup(data);
     h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `%s' for %s:%s",
              hv_is(data, HV_SYMBOL) ? "include?" : "empty?", ins, h3_ruby_class(data));
     free(ins);
@@ -1381,7 +1381,7 @@ static h3_result file_lookup(h3 *h, const file_backend_def *def, void *state, co
                              const hv *override, const h3_resolution *res, h3_ctx *ctx, hv **out, herr *err)
 {
     file_walk w = {def, state, NULL, key, NULL, scope, res, res->has_merge ? H3_HASH : res->strategy, ctx, false, NULL};
-    char *keys = rb_to_s_dup(key);
+    char *keys = h3_to_s_dup(key);
     w.keys = keys;
     h3_debug(h, "Looking up %s in %s backend", keys, def->label);
     int rc = 0;
@@ -1643,14 +1643,14 @@ static int check_version(h3 *h, const hv *config, const char *path, herr *err)
         h3_raise(h, err, H3E_CONFIG, "TypeError", "no implicit conversion of Integer into Hash");
         return -1;
     default: {
-        char *ins = rb_inspect_dup(v);
+        char *ins = h3_inspect_dup(v);
         h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `>=' for %s:%s", ins, h3_ruby_class(v));
         free(ins);
         return -1;
     }
     }
     if (big) {
-        char *vs = rb_to_s_dup(v);
+        char *vs = h3_to_s_dup(v);
         h3_raise(h, err, H3E_CONFIG, "RuntimeError",
                  "v%s hiera.yaml is only to be used inside an environment or a module and cannot be given to the global hiera",
                  vs);
@@ -1707,7 +1707,7 @@ static int load_config_file(h3 *h, const char *path, hv **out, herr *err)
         } else if (hv_is(v, HV_ARRAY) || hv_is(v, HV_INT) || hv_is(v, HV_BIGINT)) {
             msg = xstrdup("no implicit conversion of String into Integer");
         } else {
-            char *ins = rb_inspect_dup(v);
+            char *ins = h3_inspect_dup(v);
             cls = "NoMethodError";
             msg = xasprintf("undefined method `[]' for %s:%s", ins, h3_ruby_class(v));
             free(ins);
@@ -1743,7 +1743,7 @@ static int load_backends(h3 *h, herr *err)
     for (size_t i = 0; i < n; i++) {
         const hv *b = hv_array_get(h->backends, i);
         if (!hv_is(b, HV_STRING) && !hv_is(b, HV_SYMBOL)) {
-            char *ins = rb_inspect_dup(b);
+            char *ins = h3_inspect_dup(b);
             h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `downcase' for %s:%s", ins,
                      h3_ruby_class(b));
             free(ins);
@@ -1814,7 +1814,7 @@ static h3 *finish_config(h3 *h, hv *source, const char **rbclass, herr *err)
     hv_hash_set(h->config, bk, hv_incref(h->backends));
     hv *logger = sym_get(h->config, "logger");
     if (logger) {
-        char *name = rb_to_s_dup(logger);
+        char *name = h3_to_s_dup(logger);
         h3_set_logger(h, name);
         free(name);
     } else {

@@ -47,6 +47,9 @@ h3_errclass h3_last_errclass(const h3 *h);
  * "Psych::DisallowedClass", "Errno::ENOENT"...). */
 const char *h3_psych_class(const char *msg);
 const char *h3_last_rbclass(const h3 *h); /* "RuntimeError"... never NULL */
+/* Ruby's v.to_s (a symbol without its colon) and v.inspect, malloc'ed, for error messages. */
+char *h3_to_s_dup(const hv *v);
+char *h3_inspect_dup(const hv *v);
 
 /* ------------------------------------------------------------------ loggers */
 

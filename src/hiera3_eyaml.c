@@ -63,28 +63,11 @@ typedef struct {
 
 /* ------------------------------------------------------------------ small Ruby helpers */
 
-static char *to_s_dup(const hv *v)
-{
-    sbuf b = {0};
-    if (hv_is(v, HV_SYMBOL))
-        sb_addn(&b, hv_str_ptr(v), hv_str_len(v));
-    else
-        ruby_to_s(&b, v);
-    return sb_take(&b);
-}
-
-static char *inspect_dup(const hv *v)
-{
-    sbuf b = {0};
-    ruby_inspect(&b, v);
-    return sb_take(&b);
-}
-
 /* "undefined method `m' for <inspect>:<Class>" as Ruby words it for a receiver */
 static void raise_no_method(h3 *h, herr *err, const char *method, const hv *recv, const char *highlight,
                             const char *suggestion)
 {
-    char *ins = inspect_dup(recv);
+    char *ins = h3_inspect_dup(recv);
     h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `%s' for %s:%s%s%s", method, ins,
              h3_ruby_class(recv), highlight, suggestion);
     free(ins);
@@ -167,7 +150,7 @@ static hv *parse_options(h3 *h, const hv *scope, herr *err)
             hv_decref(opts);
             return NULL;
         }
-        char *ks = to_s_dup(k), *vs = to_s_dup(v);
+        char *ks = h3_to_s_dup(k), *vs = h3_to_s_dup(v);
         h3_debug(h, "[eyaml_backend]: Set option: %s = %s", ks, vs);
         free(ks);
         free(vs);
@@ -457,7 +440,7 @@ static int ey_source(h3 *h, const char *source, void *arg, herr *err)
     char *datadir = h3_datadir(h, "eyaml", w->scope, err);
     if (!datadir)
         return -1;
-    char *ext = to_s_dup(w->st->extension);
+    char *ext = h3_to_s_dup(w->st->extension);
     char *path = h3_datafile_path(datadir, source, ext);
     free(ext);
     free(datadir);
@@ -533,7 +516,7 @@ static h3_result ey_lookup(h3 *h, void *state, const hv *key, const hv *scope, c
     hv *opts = parse_options(h, scope, err);
     if (!opts)
         return H3_ERROR;
-    char *keys = to_s_dup(key);
+    char *keys = h3_to_s_dup(key);
     h3_debug(h, "[eyaml_backend]: Looking up %s in eYAML backend", keys);
     ey_walk w = {st, key, keys, scope, opts, res && res->has_merge ? H3_HASH : res ? res->strategy : H3_PRIORITY,
                  NULL};

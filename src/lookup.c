@@ -775,6 +775,19 @@ typedef struct {
     uint64_t root_code; /* the root key's hash, computed once for every level probed */
 } entry_arg;
 
+static entry_arg entry_args(inv *I, const layer *l, provider *p, const char *root_key, const merge_strategy *ms)
+{
+    entry_arg a = {I, l, p, root_key, ms, 0, 0};
+    if (I->root_key == root_key) { /* the lookup's own key: its hash is known */
+        a.root_len = I->root_len;
+        a.root_code = I->root_code;
+    } else {
+        a.root_len = strlen(root_key);
+        a.root_code = hv_str_code(root_key, a.root_len);
+    }
+    return a;
+}
+
 /* eyaml_lookup_key's decrypt_value: strings decrypted when they hold ENC[...] blocks, then
  * interpolated; hash keys interpolated; arrays element by element. */
 static lr eyaml_decrypt_value(entry_arg *a, const location *loc, hv *v, hv **out, herr *err)
@@ -994,14 +1007,7 @@ static lr entry_lookup(inv *I, const layer *l, provider *p, const char *root_key
         ex_push(ex, EX_HIERARCHY_ENTRY, name, NULL);
         free(name);
     }
-    entry_arg a = {I, l, p, root_key, ms, 0, 0};
-    if (I->root_key == root_key) {
-        a.root_len = I->root_len;
-        a.root_code = I->root_code;
-    } else {
-        a.root_len = strlen(root_key);
-        a.root_code = hv_str_code(root_key, a.root_len);
-    }
+    entry_arg a = entry_args(I, l, p, root_key, ms);
     lr r = strategy_lookup(I->h, ms, p->nil_location ? 1 : p->nlocs, entry_location, &a, out, err);
     if (ex)
         ex_pop(ex);
@@ -1053,14 +1059,7 @@ static lr fold_add(fold *f, hv *v, herr *err)
 static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const char *root_key, const merge_strategy *ms,
                      hv **out, herr *err)
 {
-    entry_arg a = {I, l, NULL, root_key, ms, 0, 0};
-    if (I->root_key == root_key) {
-        a.root_len = I->root_len;
-        a.root_code = I->root_code;
-    } else {
-        a.root_len = strlen(root_key);
-        a.root_code = hv_str_code(root_key, a.root_len);
-    }
+    entry_arg a = entry_args(I, l, NULL, root_key, ms);
     bool first = ms_is_first(ms);
     fold outer = {ms, n, NULL};
     for (size_t i = 0; i < n; i++) {

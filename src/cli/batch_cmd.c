@@ -1144,19 +1144,11 @@ static int run_parallel(batch *b, node_src *nodes, char **names_json, size_t nno
             }
         }
     }
-    if (setup_failed) {
-        for (size_t w = 0; w < started; w++) {
-            close(out_fd[w]);
-            close(err_fd[w]);
-        }
-        free(out_fd);
-        free(err_fd);
-        free(pid);
-        munmap(share, jobs * sizeof *share);
-        b->done_nodes = b->lookups = b->nerrors = 0;
-        return -1;
-    }
     b->done_nodes = b->lookups = b->nerrors = 0;
+    if (setup_failed) {
+        rc = -1;
+        goto out;
+    }
     for (size_t w = 0; w < started; w++) {
         b->done_nodes += share[w].done_nodes;
         b->lookups += share[w].lookups;
@@ -1206,6 +1198,7 @@ static int run_parallel(batch *b, node_src *nodes, char **names_json, size_t nno
         if (rc)
             fprintf(stderr, "Error: Could not run: cannot read a worker's output: %s\n", strerror(errno));
     }
+out:
     for (size_t w = 0; w < started; w++) {
         close(out_fd[w]);
         close(err_fd[w]);
