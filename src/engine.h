@@ -101,6 +101,8 @@ struct hiera_ctx {
     /* Invocation name stack (recursion guard) */
     char **stack;
     size_t nstack, capstack;
+    size_t nested_lookups;  /* guarded entries since the top-level lookup began (check_enter) */
+    const char *top_name;   /* the top-level key being looked up (borrowed), for errors */
 };
 
 /* Puppet's Invocation: what changes for a nested lookup. */

@@ -42,6 +42,12 @@
 #define H3_JSON_MAX_NESTING 100
 /* Nesting bound for walking values (flatten, pp, JSON.dump); YAML loads at most 1000 deep. */
 #define H3_MAX_VALUE_DEPTH 10000
+/* Work one lookup may do: nested hiera()/alias() lookups, and the size of an interpolated
+ * string. Depth alone does not bound it: values like "%{hiera('k2')}%{hiera('k2')}" over 30
+ * keys need 2^30 lookups (the Ruby gem runs for hours). Hiera 3 stats its data files on every
+ * lookup, so a nested one costs microseconds: 100,000 keeps a refusal well under a second. */
+#define H3_MAX_NESTED_LOOKUPS 100000
+#define H3_MAX_INTERPOLATED_SIZE (64 * 1024 * 1024)
 
 /* ------------------------------------------------------------------ the object */
 
@@ -67,6 +73,7 @@ struct hiera3 {
     FILE *console;
     h3_ctx *cfg_ctx; /* Backend's @config_lookup_context while a config entry is interpolated */
     int depth;
+    size_t nested; /* nested lookups since the top-level lookup began */
     h3_errclass errclass;
     const char *rbclass;
 };
@@ -661,6 +668,12 @@ static int do_interpolation(h3 *h, const hv *data, const hv *scope, h3_ctx *ctx,
     case M_ALIAS: {
         char *k = xstrndup(key, klen);
         h3_resolution pr = {H3_PRIORITY, false, NULL, NULL};
+        if (++h->nested > H3_MAX_NESTED_LOOKUPS) {
+            h3_raise(h, err, H3E_LOOKUP, NULL, "Lookup needs more than %d nested lookups at '%s' (interpolations that multiply)",
+                     H3_MAX_NESTED_LOOKUPS, k);
+            free(k);
+            return -1;
+        }
         h->depth += H3_LOOKUP_COST;
         h3_result r = h3_backend_lookup(h, k, NULL, scope, ctx->order_override, &pr, ctx, &got, err);
         h->depth -= H3_LOOKUP_COST;
@@ -734,6 +747,11 @@ static hv *interpolate_ctx(h3 *h, const hv *data, const hv *scope, const h3_ctx 
         }
         rb_to_s(&out, val);
         hv_decref(val);
+        if (out.len > H3_MAX_INTERPOLATED_SIZE) {
+            h3_raise(h, err, H3E_INTERP, NULL, "Interpolation of '%.100s' gives a string longer than %d bytes", s,
+                     H3_MAX_INTERPOLATED_SIZE);
+            goto done;
+        }
         pos = me;
     }
     sb_addn(&out, s + pos, n - pos);
@@ -1587,6 +1605,7 @@ h3_result h3_lookup(h3 *h, const char *key, const hv *dflt, const hv *scope, con
     /* Hiera#lookup -> Backend.lookup with a fresh context {:recurse_guard => nil} */
     h3_ctx ctx = {0};
     h->depth = 0;
+    h->nested = 0;
     h->cfg_ctx = NULL;
     h->errclass = H3E_LOOKUP;
     h->rbclass = NULL;

@@ -22,6 +22,9 @@
 #define LOOKUP_OPTIONS "lookup_options"
 #define GLOB_LIMIT 100000
 #define MAX_STACK 1000
+/* Nested lookups one top-level lookup may make. Depth alone does not bound the work: values
+ * like "%{lookup('k2')}%{lookup('k2')}" over 30 keys need 2^30 lookups (Puppet takes hours). */
+#define MAX_NESTED_LOOKUPS 1000000
 
 /* ------------------------------------------------------------------ small helpers */
 
@@ -63,6 +66,11 @@ bool check_enter(inv *I, const char *name, herr *err)
             sb_free(&b);
             return false;
         }
+    }
+    if (++h->nested_lookups > MAX_NESTED_LOOKUPS) {
+        herr_set(err, HERR_ERROR, "Lookup of '%s' needs more than %d nested lookups (interpolations that multiply)",
+                 h->top_name ? h->top_name : name, MAX_NESTED_LOOKUPS);
+        return false;
     }
     if (h->nstack >= MAX_STACK) {
         herr_set(err, HERR_LOOKUP, "Lookups nested deeper than %d levels (at '%s')", MAX_STACK, name);
@@ -1999,7 +2007,10 @@ lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptyp
     inv top = {h, NULL, NULL, NULL, NULL, NULL, 0, 0};
     for (size_t i = 0; i < nnames; i++) {
         hv *v = NULL;
+        h->nested_lookups = 0;
+        h->top_name = names[i];
         lr r = adapter_lookup(&top, names[i], merge, &v, err);
+        h->top_name = NULL;
         if (r == LR_ERROR)
             return r;
         if (r == LR_FOUND) {
