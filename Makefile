@@ -136,16 +136,22 @@ SHARED_CONFORMANCE = ../shared/conformance
 asan:
 	@$(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" all $(UNIT_SRC:tests/unit/%.c=$(ASAN_B)/tests/%)
 
-conformance-asan: asan
-	@if [ -x $(SHARED_CONFORMANCE)/run ]; then \
-	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera --engine puppet; \
+RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
+	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera; \
 	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
 
+conformance-asan: asan
+	@$(RUN_CONFORMANCE_ASAN)
+
+# tests/install/check.sh builds the README examples with a plain `cc` against the (sanitized)
+# library: a `cc` that adds the sanitizer flags goes first in PATH for the sanitized check.
 check-asan: asan
-	@$(SAN_ENV) $(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" check
+	@mkdir -p $(ASAN_B)/bin && real=$$(command -v $(CC)) && \
+	  printf '#!/bin/sh\nexec %s -fsanitize=address,undefined "$$@"\n' "$$real" >$(ASAN_B)/bin/cc && chmod +x $(ASAN_B)/bin/cc
+	@PATH="$(CURDIR)/$(ASAN_B)/bin:$$PATH" $(SAN_ENV) $(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" check
 	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then $(MAKE) --no-print-directory fuzz-regress; \
 	else echo "no $(FUZZ_CC): fuzz regressions skipped"; fi
-	@$(MAKE) --no-print-directory conformance-asan
+	@$(RUN_CONFORMANCE_ASAN)
 
 # valgrind: an unsanitized -O0 build, every hiera call and unit test program under memcheck.
 VG_B = build-vg
@@ -181,7 +187,9 @@ $(FUZZ_B)/libhiera-fuzz.a: $(FUZZ_LIB_OBJ)
 $(FUZZ_B)/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_B)/libhiera-fuzz.a $(wildcard tests/fuzz/*.h)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_B)/libhiera-fuzz.a $(LIBS)
 
-fuzz: $(FUZZ_BIN)
+fuzz:
+	@sh scripts/deps.sh --fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 # Replays every kept finding and seed through its harness (libFuzzer runs the files given and exits).
 # The harnesses stop a run at the first report, so a non-zero exit is a failure.
@@ -196,8 +204,8 @@ fuzz-regress: fuzz
 	  echo "fuzz regressions: $(words $(FUZZ_BIN)) harnesses"; exit $$fail
 
 fuzz-smoke: fuzz
-	@fail=0; for b in $(FUZZ_BIN); do mkdir -p $(FUZZ_B)/smoke/$${b#$(FUZZ_B)/}; \
-	  $(FUZZ_ENV) ./$$b -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -timeout=20 \
+	@fail=0; for b in $(FUZZ_BIN); do rm -rf $(FUZZ_B)/smoke/$${b#$(FUZZ_B)/}; mkdir -p $(FUZZ_B)/smoke/$${b#$(FUZZ_B)/}; \
+	  $(FUZZ_ENV) ./$$b -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_B)/smoke/ $(FUZZ_B)/smoke/$${b#$(FUZZ_B)/} >$$b.smoke.log 2>&1 \
 	    || { echo "FAIL fuzz-smoke $$b"; tail -60 $$b.smoke.log; fail=1; }; \
 	  echo "$$b: $$(grep -o 'stat::number_of_executed_units: [0-9]*' $$b.smoke.log || tail -1 $$b.smoke.log)"; done; exit $$fail

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs the Debian packages the build needs when any is missing (as root, with apt-get).
+# Installs the Debian packages the build needs when any is missing (as root, with apt-get);
+# --test adds what the tests need, --fuzz what the fuzz harnesses need.
 # Prints nothing when everything is present.
 set -e
 need=""
@@ -11,6 +12,12 @@ have_pc yaml-0.1 || need="$need libyaml-dev"
 have_pc jansson || need="$need libjansson-dev"
 have_pc oniguruma || need="$need libonig-dev"
 have_pc openssl || need="$need libssl-dev"
+if [ "${1:-}" = "--fuzz" ]; then
+    # the libFuzzer harnesses: clang and its sanitizer and fuzzer runtimes
+    command -v clang >/dev/null 2>&1 || need="$need clang"
+    rt=$(clang --print-runtime-dir 2>/dev/null || true)
+    ls "$rt"/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || need="$need libclang-rt-dev"
+fi
 if [ "${1:-}" = "--test" ]; then
     have_pc cmocka || need="$need libcmocka-dev"
     command -v python3 >/dev/null 2>&1 || need="$need python3"

@@ -1,0 +1,109 @@
+/* fuzz_common.h - helpers shared by the libFuzzer harnesses in tests/fuzz/fuzz_*.c: a private
+ * temporary folder per process, writing files into it, and cutting an input into sections. */
+#ifndef HIERA_FUZZ_COMMON_H
+#define HIERA_FUZZ_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "value.h"
+
+/* The process' own folder under $TMPDIR (or /tmp), made on first use and removed at exit. */
+static char fz_dir_buf[512];
+static inline void fz_rm_tree(void)
+{
+    if (fz_dir_buf[0]) {
+        char *cmd = xasprintf("rm -rf '%s'", fz_dir_buf);
+        if (system(cmd) != 0) {
+            /* nothing to do: a leftover temporary folder */
+        }
+        free(cmd);
+    }
+}
+static inline const char *fz_dir(void)
+{
+    if (!fz_dir_buf[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(fz_dir_buf, sizeof fz_dir_buf, "%s/hiera-fuzz-XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(fz_dir_buf))
+            abort();
+        atexit(fz_rm_tree);
+    }
+    return fz_dir_buf;
+}
+
+/* Makes every folder of rel (relative to fz_dir()) up to its last '/'. */
+static inline void fz_mkdirs(const char *rel)
+{
+    char *p = xasprintf("%s/%s", fz_dir(), rel);
+    for (char *s = p + strlen(fz_dir()) + 1; *s; s++) {
+        if (*s == '/') {
+            *s = 0;
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    }
+    free(p);
+}
+
+/* Writes len bytes to fz_dir()/rel (folders made as needed); returns the malloc'ed full path. */
+static inline char *fz_write(const char *rel, const void *data, size_t len)
+{
+    fz_mkdirs(rel);
+    char *path = xasprintf("%s/%s", fz_dir(), rel);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        abort();
+    if (len && fwrite(data, 1, len, f) != len)
+        abort();
+    fclose(f);
+    return path;
+}
+
+static inline char *fz_write_str(const char *rel, const char *text) { return fz_write(rel, text, strlen(text)); }
+
+/* Cuts data at each occurrence of sep into at most max sections (the last keeps the rest).
+ * Returns how many sections were found; starts[i]/lens[i] describe them. */
+static inline size_t fz_split(const uint8_t *data, size_t size, const char *sep, const uint8_t **starts, size_t *lens,
+                       size_t max)
+{
+    size_t n = 0, seplen = strlen(sep), from = 0;
+    while (n + 1 < max) {
+        const uint8_t *hit = seplen <= size - from ? memmem(data + from, size - from, sep, seplen) : NULL;
+        if (!hit)
+            break;
+        starts[n] = data + from;
+        lens[n] = (size_t)(hit - (data + from));
+        n++;
+        from = (size_t)(hit - data) + seplen;
+    }
+    starts[n] = data + from;
+    lens[n] = size - from;
+    return n + 1;
+}
+
+/* Whether v holds a NaN anywhere (NaN is not equal to itself, so equality checks skip it). */
+static inline bool fz_has_nan(const hv *v)
+{
+    if (hv_is(v, HV_FLOAT))
+        return hv_float_val(v) != hv_float_val(v);
+    if (hv_is(v, HV_SENSITIVE))
+        return fz_has_nan(hv_sensitive_inner(v));
+    if (hv_is(v, HV_ARRAY)) {
+        for (size_t i = 0; i < hv_array_len(v); i++)
+            if (fz_has_nan(hv_array_get(v, i)))
+                return true;
+    } else if (hv_is(v, HV_HASH)) {
+        for (size_t i = 0; i < hv_hash_len(v); i++)
+            if (fz_has_nan(hv_hash_key_at(v, i)) || fz_has_nan(hv_hash_val_at(v, i)))
+                return true;
+    }
+    return false;
+}
+
+#endif
