@@ -1510,6 +1510,19 @@ static bool retrieve_lookup_options(inv *I, const char *module, lo_compiled **ou
 
 /* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL */
 
+/* x in hexadecimal, then the separator (what "%lx" and the separator print, without printf) */
+static void sb_add_hex(sbuf *b, uintptr_t x, char sep)
+{
+    char buf[2 * sizeof x + 1];
+    size_t i = sizeof buf;
+    buf[--i] = sep;
+    do {
+        buf[--i] = "0123456789abcdef"[x & 15];
+        x >>= 4;
+    } while (x);
+    sb_addn(b, buf + i, sizeof buf - i);
+}
+
 /* What the lookup_options of a context depend on: the lookup_options values of the data files
  * each layer consults, in order. Contexts with the same signature (nodes whose files hold the
  * same options) get the same compiled options, computed once per cache. NULL when sharing is not safe:
@@ -1568,7 +1581,7 @@ static char *lo_signature(hiera_ctx *h, const char *module)
                 else if (lo)
                     /* the options themselves: a frozen cache keeps each file's value, so the
                      * same file contributes the same object to every context */
-                    sb_addf(&b, "%p;", (const void *)lo);
+                    sb_add_hex(&b, (uintptr_t)lo, ';');
             }
         }
     }
@@ -2037,7 +2050,7 @@ lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptyp
     }
     if (!h->ex) {
         /* nobody reads the message of a plain not-found: do not build it */
-        herr_set(err, HERR_LOOKUP, "not found");
+        herr_set_text(err, HERR_LOOKUP, "not found");
         return LR_NOT_FOUND;
     }
     sbuf b = {0};

@@ -500,8 +500,20 @@ static void int_to_s(sbuf *out, const hv *v)
 {
     if (hv_kind_of(v) == HV_BIGINT)
         sb_adds(out, hv_bigint_digits(v));
-    else
-        sb_addf(out, "%lld", (long long)hv_int_val(v));
+    else {
+        /* what "%lld" prints, without printf (integers are most of what is rendered) */
+        int64_t i = hv_int_val(v);
+        uint64_t u = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
+        char buf[24];
+        size_t n = sizeof buf;
+        do {
+            buf[--n] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (i < 0)
+            buf[--n] = '-';
+        sb_addn(out, buf + n, sizeof buf - n);
+    }
 }
 
 static void inspect_rec(sbuf *out, const hv *v, int depth)

@@ -133,6 +133,15 @@ void herr_setv(herr *e, herr_kind kind, const char *fmt, va_list ap)
     e->msg = sb_take(&b);
 }
 
+void herr_set_text(herr *e, herr_kind kind, const char *msg)
+{
+    if (!e)
+        return;
+    herr_clear(e);
+    e->kind = kind;
+    e->msg = xstrdup(msg);
+}
+
 void herr_set(herr *e, herr_kind kind, const char *fmt, ...)
 {
     va_list ap;

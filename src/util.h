@@ -63,6 +63,8 @@ typedef struct {
 
 void herr_set(herr *e, herr_kind kind, const char *fmt, ...) HIERA_PRINTF(3, 4);
 void herr_setv(herr *e, herr_kind kind, const char *fmt, va_list ap);
+/* herr_set with a message taken as it is (no formatting) */
+void herr_set_text(herr *e, herr_kind kind, const char *msg);
 void herr_at(herr *e, const char *file, int line, int col); /* sets the location */
 void herr_clear(herr *e);
 void herr_move(herr *dst, herr *src); /* dst takes src's contents; src is cleared */
