@@ -286,6 +286,46 @@ static void test_file_size(void **state)
     free(path);
 }
 
+/* a FIFO named as a data file would block and a device never end: refused without reading; a
+ * facts file is read at most 64 MB */
+static void test_special_files(void **state)
+{
+    (void)state;
+    char *fifo = xasprintf("%s/fifo.yaml", root);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    hiera_cache *c = cache_new();
+    herr e = {0};
+    assert_null(cache_load(c, fifo, FMT_YAML, &e));
+    char *want = xasprintf("File '%s' is not a regular file", fifo);
+    assert_string_equal(e.msg, want);
+    free(want);
+    herr_clear(&e);
+    assert_null(cache_load(c, "/dev/zero", FMT_YAML, &e));
+    assert_string_equal(e.msg, "File '/dev/zero' is not a regular file");
+    herr_clear(&e);
+    cache_free(c);
+
+    hiera_error err = {0};
+    assert_null(hiera_value_load_file(fifo, &err));
+    assert_non_null(strstr(err.message, "is not a regular file"));
+    hiera_error_clear(&err);
+    assert_null(hiera_value_load_file("/dev/zero", &err));
+    assert_non_null(strstr(err.message, "/dev/zero is not a regular file"));
+    hiera_error_clear(&err);
+    unlink(fifo);
+    free(fifo);
+
+    char *big = write_path("big-facts.yaml", "");
+    assert_int_equal(truncate(big, (off_t)65 * 1024 * 1024), 0);
+    assert_null(hiera_value_load_file(big, &err));
+    want = xasprintf("%s is larger than 67108864 bytes", big);
+    assert_string_equal(err.message, want);
+    free(want);
+    hiera_error_clear(&err);
+    unlink(big);
+    free(big);
+}
+
 /* ------------------------------------------------------------------ lookups */
 
 static hiera *open_tree(const char *name, const char *facts_json)
@@ -507,6 +547,23 @@ static void test_glob_limits(void **state)
     assert_true(r.n <= 100000);
     glob_free(&r);
     sb_free(&b);
+
+    /* a glob level that hits a limit fails the lookup (it does not use a partial list) */
+    write_file("globtree/hiera.yaml", "version: 5\nhierarchy: []\n");
+    sb_adds(&b, "version: 5\nhierarchy:\n  - name: bomb\n    glob: \"");
+    for (int i = 0; i < 40; i++)
+        sb_adds(&b, "{a,b}");
+    sb_adds(&b, ".yaml\"\n");
+    write_file("globtree/environments/production/hiera.yaml", b.s);
+    sb_free(&b);
+    write_file("globtree/environments/production/data/a.yaml", "k: 1\n");
+    hiera *h = open_tree("globtree", "{\"a\": 1}");
+    hiera_value *v = NULL;
+    hiera_error err = {0};
+    assert_int_equal(hiera_lookup_key(h, "k", &v, &err), HIERA_ERROR);
+    assert_non_null(strstr(err.message, "of hierarchy entry 'bomb' matches too many paths (more than 100000) or needs too much work"));
+    hiera_error_clear(&err);
+    hiera_free(h);
 }
 
 int main(void)
@@ -515,7 +572,7 @@ int main(void)
         cmocka_unit_test(test_yaml_alias_bomb),    cmocka_unit_test(test_yaml_nesting),
         cmocka_unit_test(test_deep_value_free),
         cmocka_unit_test(test_json_nesting),       cmocka_unit_test(test_hocon_nesting),
-        cmocka_unit_test(test_file_size),          cmocka_unit_test(test_interpolation_depth),
+        cmocka_unit_test(test_file_size),          cmocka_unit_test(test_special_files),          cmocka_unit_test(test_interpolation_depth),
         cmocka_unit_test(test_multiplying_lookups),
         cmocka_unit_test(test_regex_effort),       cmocka_unit_test(test_glob_limits),
     };
