@@ -327,7 +327,16 @@ def main():
     write(root, "keys-all.txt", "# every key of the generated repository\n" + "\n".join(all_keys) + "\n")
     nb = min(args.batch_keys, len(all_keys))
     step = len(all_keys) / nb
-    batch = [all_keys[int(i * step)] for i in range(nb)]
+    # evenly spaced, each moved to the next key of the i-th kind in turn (keys are named in a
+    # cycle of KINDS, so plain spacing would pick one kind only)
+    batch = []
+    for i in range(nb):
+        idx = int(i * step)
+        want = KINDS[i % len(KINDS)]
+        j = idx
+        while j < len(all_keys) and (g.kind(all_keys[j]) != want or all_keys[j] in batch):
+            j += 1
+        batch.append(all_keys[j] if j < len(all_keys) else all_keys[idx])
     if mk not in batch:
         batch[0] = mk
     write(root, "keys-batch.txt", "# %d keys spread over every kind and both namespaces\n" % nb + "\n".join(batch) + "\n")
