@@ -218,6 +218,9 @@ typedef struct {
      * would be changed. Ruby edits them in place; the edits only show in an explanation (the
      * found values it holds), so explaining works on private copies instead. */
     bool cow;
+    /* inside deep_merge!(src_value, src_value.dup) (a key dest lacks): the dup is shallow, so
+     * there a value met on both sides at the same address is one Ruby object */
+    int alias_ctx;
 } dm_state;
 
 #define DM_MAX_DEPTH 2000
@@ -544,9 +547,86 @@ static bool all_hashes(const hv *a)
     return true;
 }
 
+/* source.delete_if { knocked out: dest.delete(item); dest.delete(ko_item) } when source and dest
+ * are one array: Array#reject! as Ruby 3.1 runs it (a read index, a write index, and at the end
+ * the unread tail moved down) while the block deletes from the array it walks. */
+static void reject_ko_same_array(dm_state *s, hv *a)
+{
+    size_t i1 = 0, i2 = 0;
+    for (; i1 < hv_array_len(a); i1++) {
+        hv *v = hv_incref(hv_array_get(a, i1));
+        hv *stripped = hv_is(v, HV_STRING) ? ko_strip(s, v) : NULL;
+        if (stripped && !hv_eql(stripped, v)) {
+            array_delete_equal(a, stripped);
+            array_delete_equal(a, v);
+        } else {
+            if (i1 != i2)
+                hv_array_set(a, i2, hv_incref(v));
+            i2++;
+        }
+        hv_decref(stripped);
+        hv_decref(v);
+    }
+    size_t len = hv_array_len(a);
+    if (i2 < len && i2 < i1) {
+        size_t tail = i1 < len ? len - i1 : 0;
+        for (size_t k = 0; k < tail; k++)
+            hv_array_set(a, i2 + k, hv_incref(hv_array_get(a, i1 + k)));
+        hv_array_truncate(a, i2 + tail);
+    }
+}
+
+/* deep_merge! of an array with itself (see alias_ctx): a naked prefix clears it, knocked-out
+ * items go as reject! leaves them, then dest | source (or the hashes merged pairwise). */
+static hv *dm_same_array(dm_state *s, hv *a)
+{
+    const dm_options *o = s->o;
+    own(s, &a);
+    if (o->knockout_prefix) {
+        hv *bare = hv_str(o->knockout_prefix);
+        for (size_t i = 0; i < hv_array_len(a); i++)
+            if (hv_equal(hv_array_get(a, i), bare)) {
+                hv_array_truncate(a, 0); /* dest.clear empties source too */
+                break;
+            }
+        hv_decref(bare);
+        reject_ko_same_array(s, a);
+    }
+    hv *result;
+    if (o->merge_hash_arrays && all_hashes(a)) {
+        size_t n = hv_array_len(a);
+        result = hv_array_sized(n);
+        for (size_t i = 0; i < n; i++) {
+            hv *e = hv_array_get(a, i);
+            hv *r = dm(s, hv_incref(e), hv_incref(e));
+            if (!r) {
+                hv_decref(result);
+                hv_decref(a);
+                return NULL;
+            }
+            hv_array_push(result, r);
+        }
+    } else {
+        result = hv_array_sized(hv_array_len(a));
+        hv *seen = hv_hash();
+        union_into(result, seen, a);
+        hv_decref(seen);
+    }
+    hv_decref(a);
+    if (o->sort_merged_arrays && !ruby_sort(result, s->err)) {
+        hv_decref(result);
+        return NULL;
+    }
+    return result;
+}
+
 static hv *dm_array(dm_state *s, hv *source, hv *dest)
 {
     const dm_options *o = s->o;
+    if (source == dest && s->alias_ctx > 0 && !o->unpack_arrays) {
+        hv_decref(dest);
+        return dm_same_array(s, source);
+    }
     if (o->unpack_arrays) {
         hv *ns = join_split(source, o->unpack_arrays);
         hv_decref(source);
@@ -678,7 +758,11 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
                 if (hv_truthy(dv))
                     merged = dm(s, hv_incref(sv), hv_incref(dv));
                 else
+                {
+                    s->alias_ctx++;
                     merged = dm(s, hv_incref(sv), shallow_dup(sv));
+                    s->alias_ctx--;
+                }
                 if (!merged) {
                     hv_decref(result);
                     result = NULL;
@@ -701,7 +785,7 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
 
 static hv *deep_merge_impl(hv *source, hv *dest, const dm_options *o, bool cow, herr *err)
 {
-    dm_state s = {o, NULL, NULL, 0, err, 0, cow};
+    dm_state s = {o, NULL, NULL, 0, err, 0, cow, 0};
     if (o->knockout_prefix) {
         if (!*o->knockout_prefix) {
             herr_set(err, HERR_ERROR, "knockout_prefix cannot be an empty string in deep_merge!");

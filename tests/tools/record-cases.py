@@ -31,8 +31,9 @@ def write_tree(case, spec):
     for rel, text in (spec.get("files") or {}).items():
         path = os.path.join(case, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        if text is None:          # a directory
+        if text is None:          # a directory (with a .gitkeep: git keeps no empty folder)
             os.makedirs(path, exist_ok=True)
+            open(os.path.join(path, ".gitkeep"), "w").close()
             continue
         with open(path, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else bytes(text))
