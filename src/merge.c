@@ -745,6 +745,9 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
         result = source;
     } else if (hv_is(source, HV_HASH)) {
         result = dest;
+        /* once an unmergeable dest was overwritten by source itself, Ruby's dest IS source: the
+         * next keys merge each value with itself (one object on both sides) */
+        int self_merge = 0;
         for (size_t i = 0; i < hv_hash_len(source) && result; i++) {
             hv *k = hv_hash_key_at(source, i), *sv = hv_hash_val_at(source, i);
             if (hv_is(result, HV_HASH)) {
@@ -755,10 +758,11 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
                 }
                 hv *dv = hv_hash_get(result, k);
                 hv *merged;
-                if (hv_truthy(dv))
+                if (hv_truthy(dv)) {
+                    s->alias_ctx += self_merge;
                     merged = dm(s, hv_incref(sv), hv_incref(dv));
-                else
-                {
+                    s->alias_ctx -= self_merge;
+                } else {
                     s->alias_ctx++;
                     merged = dm(s, hv_incref(sv), shallow_dup(sv));
                     s->alias_ctx--;
@@ -771,6 +775,7 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
                 hv_hash_set(result, hv_incref(k), merged);
             } else if (overwrite) {
                 result = overwrite_unmergeables(s, hv_incref(source), result);
+                self_merge = result == source;
             }
         }
         hv_decref(source);
