@@ -9,7 +9,9 @@
 
 /* Numbers jansson refuses but Ruby's JSON accepts (integers beyond 64 bits stay exact, floats
  * beyond double range become Infinity) are rewritten before parsing as marker strings
- * "\u0000N<digits>" / "\u0000F<text>" and turned back afterwards. */
+ * "\u0000N<digits>" / "\u0000F<text>" and turned back afterwards. In that rewritten text a
+ * string value of the data that starts with NUL gets one more NUL, taken off again, so that no
+ * data string is read as a marker (jansson refuses a NUL in object keys anyway). */
 #define NUM_MARK "\\u0000"
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -30,6 +32,8 @@ static char *quote_overflowing_numbers(const char *text, size_t len, size_t *out
             }
             if (j < len)
                 j++;
+            if (j - i >= 7 && memcmp(text + i + 1, "\\u0000", 6) == 0)
+                sb_adds(&b, "\"" NUM_MARK), i++; /* a data string starting with NUL: one NUL more */
             sb_addn(&b, text + i, j - i);
             i = j;
             continue;
@@ -57,6 +61,13 @@ static char *quote_overflowing_numbers(const char *text, size_t len, size_t *out
             }
             char *tok = xstrndup(text + i, j - i);
             bool overflow = false;
+            const char *digits = tok[0] == '-' ? tok + 1 : tok;
+            if (digits[0] == '0' && is_digit(digits[1])) {
+                sb_adds(&b, tok); /* a leading zero: not JSON, left for the parser to refuse */
+                free(tok);
+                i = j > i ? j : i + 1;
+                continue;
+            }
             if (is_float) {
                 double d = strtod(tok, NULL);
                 overflow = isinf(d);
@@ -82,7 +93,7 @@ static char *quote_overflowing_numbers(const char *text, size_t len, size_t *out
     return sb_take(&b);
 }
 
-static hv *from_jansson(json_t *j)
+static hv *from_jansson(json_t *j, bool marks)
 {
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
@@ -91,23 +102,26 @@ static hv *from_jansson(json_t *j)
         size_t klen;
         json_t *v;
         void *tmp;
-        json_object_keylen_foreach_safe(j, tmp, k, klen, v) hv_hash_set(h, hv_strn(k, klen), from_jansson(v));
+        json_object_keylen_foreach_safe(j, tmp, k, klen, v) hv_hash_set(h, hv_strn(k, klen), from_jansson(v, marks));
         return h;
     }
     case JSON_ARRAY: {
         size_t i, n = json_array_size(j);
         hv *a = hv_array_sized(n);
         for (i = 0; i < n; i++)
-            hv_array_push(a, from_jansson(json_array_get(j, i)));
+            hv_array_push(a, from_jansson(json_array_get(j, i), marks));
         return a;
     }
     case JSON_STRING: {
         const char *str = json_string_value(j);
         size_t n = json_string_length(j);
-        if (n > 2 && str[0] == 0 && str[1] == 'N')
-            return hv_bigint(str + 2, n - 2);
-        if (n > 2 && str[0] == 0 && str[1] == 'F')
-            return hv_float(str[2] == '-' ? -INFINITY : INFINITY);
+        if (marks && n >= 1 && str[0] == 0) {
+            if (n > 2 && str[1] == 'N')
+                return hv_bigint(str + 2, n - 2);
+            if (n > 2 && str[1] == 'F')
+                return hv_float(str[2] == '-' ? -INFINITY : INFINITY);
+            return hv_strn(str + 1, n - 1); /* a data string: the NUL added in front goes */
+        }
         return hv_strn(str, n);
     }
     case JSON_INTEGER:
@@ -166,14 +180,17 @@ static void nesting_error(const char *text, size_t at, const char *name, herr *e
 hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
 {
     json_error_t je;
+    bool marks = false;
     size_t deep = nesting_overflow_at(text, len);
     json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!j && (strstr(je.text, "too big") || strstr(je.text, "overflow"))) {
         size_t n2;
         bool changed;
         char *t2 = quote_overflowing_numbers(text, len, &n2, &changed);
-        if (changed)
+        if (changed) {
             j = json_loadb(t2, n2, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+            marks = j != NULL;
+        }
         free(t2);
     }
     if (deep < len && (j || je.position < 0 || (size_t)je.position > deep)) {
@@ -187,7 +204,7 @@ hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
         herr_at(err, name, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0);
         return NULL;
     }
-    hv *v = from_jansson(j);
+    hv *v = from_jansson(j, marks);
     json_decref(j);
     return v;
 }

@@ -74,6 +74,37 @@ static void test_deep_copy_independent(void **state)
     hv_decref(c);
 }
 
+/* JSON as Ruby's JSON.parse reads it (answers checked with Ruby 3.1): integers beyond 64 bits stay
+ * exact, data strings that start with NUL stay strings even where a number overflowed (the
+ * overflow path marks numbers with a leading NUL), and a leading zero is refused. */
+static void test_json_big_numbers_and_nul_strings(void **state)
+{
+    (void)state;
+    herr e = {0};
+    const char *src = "{\"a\": \"\\u0000N12\", \"b\": 99999999999999999999999, \"c\": \"\\u0000\", \"d\": \"\\u0000F1\", "
+                      "\"e\": [\"\\u0000Nx\", \"\\u0000\\u0000\"]}";
+    hv *v = hjson_parse(src, strlen(src), "<t>", &e);
+    assert_non_null(v);
+    assert_value_json(v, "{\"a\":\"\\u0000N12\",\"b\":99999999999999999999999,\"c\":\"\\u0000\",\"d\":\"\\u0000F1\","
+                          "\"e\":[\"\\u0000Nx\",\"\\u0000\\u0000\"]}");
+    assert_true(hv_is(hv_hash_gets(v, "a"), HV_STRING));
+    assert_int_equal(hv_str_len(hv_hash_gets(v, "a")), 4);
+    assert_true(hv_is(hv_hash_gets(v, "d"), HV_STRING));
+    hv_decref(v);
+    /* without an overflowing number the same strings */
+    const char *plain = "[\"\\u0000N12\", \"\\u0000F1\"]";
+    v = hjson_parse(plain, strlen(plain), "<t>", &e);
+    assert_value_json(v, "[\"\\u0000N12\",\"\\u0000F1\"]");
+    hv_decref(v);
+    /* Ruby: "unexpected token" for a leading zero, also on a number beyond 64 bits */
+    const char *zeros[] = {"{\"big\": 0001}", "{\"big\": 0000000009166039088418347512}", "[-012345678901234567890123]"};
+    for (size_t i = 0; i < sizeof zeros / sizeof *zeros; i++) {
+        assert_null(hjson_parse(zeros[i], strlen(zeros[i]), "<t>", &e));
+        assert_non_null(strstr(e.msg, "Unable to parse (<t>)"));
+        herr_clear(&e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -81,6 +112,7 @@ int main(void)
         cmocka_unit_test(test_hash_index_large),
         cmocka_unit_test(test_eql_is_ruby_eql),
         cmocka_unit_test(test_deep_copy_independent),
+        cmocka_unit_test(test_json_big_numbers_and_nul_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
