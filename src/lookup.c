@@ -1523,6 +1523,63 @@ static void sb_add_hex(sbuf *b, uintptr_t x, char sep)
     sb_addn(b, buf + i, sizeof buf - i);
 }
 
+/* ms_from_value, remembered: with a frozen cache the merge options of lookup_options (and of a
+ * batch's --merge) are the same objects for every node, and checking an options hash against its
+ * type costs more than many lookups; the strategy made for each is kept with the cache. *owned
+ * tells whether the caller frees the result. */
+#define MS_MEMO_MAX 10000
+
+typedef struct {
+    hv *merge; /* held: its address stays its own */
+    merge_strategy *ms;
+} ms_memo;
+
+static void ms_memo_free(void *p)
+{
+    ms_memo *m = p;
+    hv_decref(m->merge);
+    ms_free(m->ms);
+    free(m);
+}
+
+static merge_strategy *merge_strategy_for(hiera_ctx *h, const hv *merge, bool *owned, herr *err)
+{
+    *owned = true;
+    if (!cache_is_frozen(h->cache) || (merge && !hv_is(merge, HV_HASH) && !hv_is(merge, HV_STRING)))
+        return ms_from_value(merge, err);
+    char key[48] = "merge strategy ";
+    size_t n = strlen(key);
+    for (uintptr_t x = (uintptr_t)merge;; x >>= 4) {
+        key[n++] = "0123456789abcdef"[x & 15];
+        if (x < 16)
+            break;
+    }
+    key[n] = 0;
+    bool found;
+    ms_memo *m = cache_shared_get(h->cache, key, &found);
+    if (!m) {
+        /* a caller making a new merge value for each lookup would make the table grow: it is
+         * kept to MS_MEMO_MAX strategies (counted in a shared counter) */
+        size_t *count = cache_shared_get(h->cache, "merge strategies", &found);
+        if (!count) {
+            count = xcalloc(1, sizeof *count);
+            cache_shared_put(h->cache, "merge strategies", count, free);
+        }
+        if (*count >= MS_MEMO_MAX)
+            return ms_from_value(merge, err);
+        merge_strategy *ms = ms_from_value(merge, err);
+        if (!ms)
+            return NULL;
+        ++*count;
+        m = xcalloc(1, sizeof *m);
+        m->merge = merge ? hv_incref((hv *)merge) : NULL;
+        m->ms = ms;
+        cache_shared_put(h->cache, key, m, ms_memo_free);
+    }
+    *owned = false;
+    return m->ms;
+}
+
 /* What the lookup_options of a context depend on: the lookup_options values of the data files
  * each layer consults, in order. Contexts with the same signature (nodes whose files hold the
  * same options) get the same compiled options, computed once per cache. NULL when sharing is not safe:
@@ -1728,7 +1785,8 @@ static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *
     if (r == LR_FOUND) {
         hv *lo = extract_lookup_options(c, k->root);
         hv *merge = lo && hv_is(lo, HV_HASH) ? hv_hash_gets(lo, "merge") : NULL;
-        merge_strategy *ms = ms_from_value(merge, err);
+        bool ms_owned;
+        merge_strategy *ms = merge_strategy_for(h, merge, &ms_owned, err);
         if (!ms) {
             r = LR_ERROR;
         } else {
@@ -1744,7 +1802,8 @@ static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *
             }
             if (ex)
                 ex_pop(ex);
-            ms_free(ms);
+            if (ms_owned)
+                ms_free(ms);
         }
     }
     if (ex)
@@ -1899,7 +1958,8 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         ex_redact(ex, true);
     if (ex)
         ex_push(ex, EX_TOP, k.text, NULL);
-    merge_strategy *ms = ms_from_value(m, err);
+    bool ms_owned;
+    merge_strategy *ms = merge_strategy_for(h, m, &ms_owned, err);
     if (!ms) {
         r = LR_ERROR;
     } else {
@@ -1917,7 +1977,8 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
                 hv_decref(v);
             }
         }
-        ms_free(ms);
+        if (ms_owned)
+            ms_free(ms);
     }
     if (ex)
         ex_pop(ex);
