@@ -1510,17 +1510,25 @@ static bool retrieve_lookup_options(inv *I, const char *module, lo_compiled **ou
 
 /* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL */
 
-/* x in hexadecimal, then the separator (what "%lx" and the separator print, without printf) */
+/* x in hexadecimal, written at dst (what "%lx" prints, without printf); returns its length */
+static size_t put_hex(char *dst, uintptr_t x)
+{
+    char buf[2 * sizeof x];
+    size_t n = 0;
+    do {
+        buf[sizeof buf - ++n] = "0123456789abcdef"[x & 15];
+        x >>= 4;
+    } while (x);
+    memcpy(dst, buf + sizeof buf - n, n);
+    return n;
+}
+
 static void sb_add_hex(sbuf *b, uintptr_t x, char sep)
 {
     char buf[2 * sizeof x + 1];
-    size_t i = sizeof buf;
-    buf[--i] = sep;
-    do {
-        buf[--i] = "0123456789abcdef"[x & 15];
-        x >>= 4;
-    } while (x);
-    sb_addn(b, buf + i, sizeof buf - i);
+    size_t n = put_hex(buf, x);
+    buf[n++] = sep;
+    sb_addn(b, buf, n);
 }
 
 /* ms_from_value, remembered: with a frozen cache the merge options of lookup_options (and of a
@@ -1549,11 +1557,7 @@ static merge_strategy *merge_strategy_for(hiera_ctx *h, const hv *merge, bool *o
         return ms_from_value(merge, err);
     char key[48] = "merge strategy ";
     size_t n = strlen(key);
-    for (uintptr_t x = (uintptr_t)merge;; x >>= 4) {
-        key[n++] = "0123456789abcdef"[x & 15];
-        if (x < 16)
-            break;
-    }
+    n += put_hex(key + n, (uintptr_t)merge);
     key[n] = 0;
     bool found;
     ms_memo *m = cache_shared_get(h->cache, key, &found);

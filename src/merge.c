@@ -576,43 +576,37 @@ static void reject_ko_same_array(dm_state *s, hv *a)
     }
 }
 
-/* deep_merge! of an array with itself (see alias_ctx): a naked prefix clears it, knocked-out
- * items go as reject! leaves them, then dest | source (or the hashes merged pairwise). */
-static hv *dm_same_array(dm_state *s, hv *a)
+/* `dest | source`, or with merge_hash_arrays the hashes merged by position, then sort! when asked
+ * (the end of deep_merge!'s array branch). Consumes source and dest. */
+static hv *merge_arrays(dm_state *s, hv *source, hv *dest)
 {
     const dm_options *o = s->o;
-    own(s, &a);
-    if (o->knockout_prefix) {
-        hv *bare = hv_str(o->knockout_prefix);
-        for (size_t i = 0; i < hv_array_len(a); i++)
-            if (hv_equal(hv_array_get(a, i), bare)) {
-                hv_array_truncate(a, 0); /* dest.clear empties source too */
-                break;
-            }
-        hv_decref(bare);
-        reject_ko_same_array(s, a);
-    }
     hv *result;
-    if (o->merge_hash_arrays && all_hashes(a)) {
-        size_t n = hv_array_len(a);
-        result = hv_array_sized(n);
-        for (size_t i = 0; i < n; i++) {
-            hv *e = hv_array_get(a, i);
-            hv *r = dm(s, hv_incref(e), hv_incref(e));
+    if (o->merge_hash_arrays && all_hashes(source) && all_hashes(dest)) {
+        size_t nd = hv_array_len(dest), ns = hv_array_len(source);
+        result = hv_array_sized(nd > ns ? nd : ns);
+        for (size_t i = 0; i < nd; i++) {
+            hv *si = i < ns ? hv_incref(hv_array_get(source, i)) : hv_hash();
+            hv *r = dm(s, si, hv_incref(hv_array_get(dest, i)));
             if (!r) {
                 hv_decref(result);
-                hv_decref(a);
+                hv_decref(source);
+                hv_decref(dest);
                 return NULL;
             }
             hv_array_push(result, r);
         }
+        for (size_t i = nd; i < ns; i++)
+            hv_array_push(result, hv_incref(hv_array_get(source, i)));
     } else {
-        result = hv_array_sized(hv_array_len(a));
+        result = hv_array_sized(hv_array_len(dest) + hv_array_len(source));
         hv *seen = hv_hash();
-        union_into(result, seen, a);
+        union_into(result, seen, dest);
+        union_into(result, seen, source);
         hv_decref(seen);
     }
-    hv_decref(a);
+    hv_decref(source);
+    hv_decref(dest);
     if (o->sort_merged_arrays && !ruby_sort(result, s->err)) {
         hv_decref(result);
         return NULL;
@@ -624,8 +618,21 @@ static hv *dm_array(dm_state *s, hv *source, hv *dest)
 {
     const dm_options *o = s->o;
     if (source == dest && s->alias_ctx > 0 && !o->unpack_arrays) {
+        /* one Ruby array on both sides (see alias_ctx): a naked prefix clears it, knocked-out
+         * items go as reject! leaves them, then the merge of the array with itself */
         hv_decref(dest);
-        return dm_same_array(s, source);
+        own(s, &source);
+        if (o->knockout_prefix) {
+            hv *bare = hv_str(o->knockout_prefix);
+            for (size_t i = 0; i < hv_array_len(source); i++)
+                if (hv_equal(hv_array_get(source, i), bare)) {
+                    hv_array_truncate(source, 0); /* dest.clear empties source too */
+                    break;
+                }
+            hv_decref(bare);
+            reject_ko_same_array(s, source);
+        }
+        return merge_arrays(s, source, hv_incref(source));
     }
     if (o->unpack_arrays) {
         hv *ns = join_split(source, o->unpack_arrays);
@@ -688,37 +695,7 @@ static hv *dm_array(dm_state *s, hv *source, hv *dest)
                 hv_array_push(source, hv_incref(hv_array_get(keep, i)));
             hv_decref(keep);
         }
-        hv *result;
-        if (o->merge_hash_arrays && all_hashes(source) && all_hashes(dest)) {
-            size_t nd = hv_array_len(dest), ns = hv_array_len(source);
-            result = hv_array_sized(nd > ns ? nd : ns);
-            for (size_t i = 0; i < nd; i++) {
-                hv *si = i < ns ? hv_incref(hv_array_get(source, i)) : hv_hash();
-                hv *r = dm(s, si, hv_incref(hv_array_get(dest, i)));
-                if (!r) {
-                    hv_decref(result);
-                    hv_decref(source);
-                    hv_decref(dest);
-                    return NULL;
-                }
-                hv_array_push(result, r);
-            }
-            for (size_t i = nd; i < ns; i++)
-                hv_array_push(result, hv_incref(hv_array_get(source, i)));
-        } else {
-            result = hv_array_sized(hv_array_len(dest) + hv_array_len(source));
-            hv *seen = hv_hash();
-            union_into(result, seen, dest);
-            union_into(result, seen, source);
-            hv_decref(seen);
-        }
-        hv_decref(source);
-        hv_decref(dest);
-        if (o->sort_merged_arrays && !ruby_sort(result, s->err)) {
-            hv_decref(result);
-            return NULL;
-        }
-        return result;
+        return merge_arrays(s, source, dest);
     }
     if (!o->preserve_unmergeables)
         return overwrite_unmergeables(s, source, dest);
