@@ -13,21 +13,7 @@
 
 static char root[64];
 
-static void write_file(const char *rel, const char *text)
-{
-    char *path = xasprintf("%s/%s", root, rel);
-    for (char *p = path + strlen(root) + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(path, 0755);
-            *p = '/';
-        }
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fwrite(text, 1, strlen(text), f);
-    fclose(f);
-    free(path);
-}
+static void write_file(const char *rel, const char *text) { free(testutil_write_under(root, rel, text)); }
 
 static int setup(void **state)
 {

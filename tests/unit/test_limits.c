@@ -23,21 +23,7 @@
 static char root[64];
 
 /* Writes root/rel (folders made as needed); returns the malloc'ed path. */
-static char *write_path(const char *rel, const char *text)
-{
-    char *path = xasprintf("%s/%s", root, rel);
-    for (char *p = path + strlen(root) + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(path, 0755);
-            *p = '/';
-        }
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fwrite(text, 1, strlen(text), f);
-    fclose(f);
-    return path;
-}
+static char *write_path(const char *rel, const char *text) { return testutil_write_under(root, rel, text); }
 
 static void write_file(const char *rel, const char *text) { free(write_path(rel, text)); }
 

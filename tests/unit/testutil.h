@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -51,6 +52,23 @@ static inline char *testutil_write_tmp(const char *name, const char *text)
     FILE *f = fopen(path, "wb");
     if (!f)
         abort();
+    fwrite(text, 1, strlen(text), f);
+    fclose(f);
+    return path;
+}
+
+/* Writes dir/rel, making the folders rel names; returns the malloc'ed path. */
+static inline char *testutil_write_under(const char *dir, const char *rel, const char *text)
+{
+    char *path = xasprintf("%s/%s", dir, rel);
+    for (char *p = path + strlen(dir) + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
     fwrite(text, 1, strlen(text), f);
     fclose(f);
     return path;
