@@ -42,12 +42,12 @@
 #define H3_JSON_MAX_NESTING 100
 /* Nesting bound for walking values (flatten, pp, JSON.dump); YAML loads at most 1000 deep. */
 #define H3_MAX_VALUE_DEPTH 10000
-/* Work one lookup may do: nested hiera()/alias() lookups, and the size of an interpolated
- * string. Depth alone does not bound it: values like "%{hiera('k2')}%{hiera('k2')}" over 30
- * keys need 2^30 lookups (the Ruby gem runs for hours). Hiera 3 stats its data files on every
- * lookup, so a nested one costs microseconds: 100,000 keeps a refusal well under a second. */
+/* Nested hiera()/alias() lookups one lookup may make (interpolated strings are bounded as in
+ * the Puppet engine: MAX_INTERPOLATED_SIZE). Depth alone does not bound the work: values like
+ * "%{hiera('k2')}%{hiera('k2')}" over 30 keys need 2^30 lookups (the Ruby gem runs for hours).
+ * Hiera 3 stats its data files on every lookup, so a nested one costs microseconds: 100,000
+ * keeps a refusal well under a second. */
 #define H3_MAX_NESTED_LOOKUPS 100000
-#define H3_MAX_INTERPOLATED_SIZE (64 * 1024 * 1024)
 
 /* ------------------------------------------------------------------ the object */
 
@@ -747,9 +747,8 @@ static hv *interpolate_ctx(h3 *h, const hv *data, const hv *scope, const h3_ctx 
         }
         rb_to_s(&out, val);
         hv_decref(val);
-        if (out.len > H3_MAX_INTERPOLATED_SIZE) {
-            h3_raise(h, err, H3E_INTERP, NULL, "Interpolation of '%.100s' gives a string longer than %d bytes", s,
-                     H3_MAX_INTERPOLATED_SIZE);
+        if (out.len > MAX_INTERPOLATED_SIZE) {
+            h3_raise(h, err, H3E_INTERP, NULL, MAX_INTERPOLATED_MSG, s, MAX_INTERPOLATED_SIZE);
             goto done;
         }
         pos = me;

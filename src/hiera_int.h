@@ -71,6 +71,14 @@ hv *cache_memo(hiera_cache *c);
 void *cache_shared_get(hiera_cache *c, const char *signature, bool *found);
 void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));
 
+/* ------------------------------------------------------------------ interpolation (both engines) */
+
+/* An interpolated string may not grow past this (data files are capped at 256 MB; a value that
+ * repeats a long one many times could otherwise take all memory); the message names the text
+ * interpolated (its first 100 bytes) and the bound. */
+#define MAX_INTERPOLATED_SIZE (64 * 1024 * 1024)
+#define MAX_INTERPOLATED_MSG "Interpolation of '%.100s' gives a string longer than %d bytes"
+
 /* ------------------------------------------------------------------ merge strategies (merge.c) */
 
 typedef enum {

@@ -422,10 +422,6 @@ static const hv *parse_expr(inv *I, const char *e, size_t en)
     return entry;
 }
 
-/* An interpolated string may not grow past this (data files are capped at 256 MB; a value that
- * repeats a long one many times could otherwise take all memory). */
-#define MAX_INTERPOLATED_SIZE (64 * 1024 * 1024)
-
 static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, herr *err)
 {
     const char *s = hv_str_ptr(subject);
@@ -517,8 +513,7 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
             ruby_to_s(&b, value);
         hv_decref(value);
         if (b.len > MAX_INTERPOLATED_SIZE) {
-            herr_set(err, HERR_ERROR, "Interpolation of '%.100s' gives a string longer than %d bytes", s,
-                     MAX_INTERPOLATED_SIZE);
+            herr_set(err, HERR_ERROR, MAX_INTERPOLATED_MSG, s, MAX_INTERPOLATED_SIZE);
             r = LR_ERROR;
             break;
         }
