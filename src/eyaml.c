@@ -753,6 +753,54 @@ static PKCS7 *parse_pkcs7(eyaml_ctx *e, const unsigned char *der, size_t len, he
     return p7;
 }
 
+/* Whether the private key opens the content key of the recipient that PKCS7_decrypt would
+ * pick for this certificate (the first whose issuer and serial match it). When the RSA
+ * decryption fails, PKCS7_decrypt goes on with a random content key (OpenSSL's defence against
+ * Bleichenbacher's attack) and 1 time in 256 the padding of the garbage it decrypts passes,
+ * giving garbage instead of "bad decrypt"; asking first makes a wrong key fail every time, with
+ * the message it gives the other 255 times. 1 also when there is nothing to ask (not enveloped,
+ * a key that does not match the certificate, no matching recipient: PKCS7_decrypt reports
+ * those, in its order). */
+static int recipient_key_fits(PKCS7 *p7, EVP_PKEY *pkey, X509 *cert)
+{
+    if (!p7 || OBJ_obj2nid(p7->type) != NID_pkcs7_enveloped || !p7->d.enveloped ||
+        !X509_check_private_key(cert, pkey))
+        return 1;
+    STACK_OF(PKCS7_RECIP_INFO) *rsk = p7->d.enveloped->recipientinfo;
+    PKCS7_RECIP_INFO *ri = NULL;
+    for (int i = 0; i < sk_PKCS7_RECIP_INFO_num(rsk); i++) {
+        PKCS7_RECIP_INFO *r = sk_PKCS7_RECIP_INFO_value(rsk, i);
+        if (r && r->issuer_and_serial && r->enc_key &&
+            X509_NAME_cmp(r->issuer_and_serial->issuer, X509_get_issuer_name(cert)) == 0 &&
+            ASN1_INTEGER_cmp(X509_get_serialNumber(cert), r->issuer_and_serial->serial) == 0) {
+            ri = r;
+            break;
+        }
+    }
+    if (!ri)
+        return 1;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new(pkey, NULL);
+    if (!ctx)
+        return 1;
+    int fits = 1;
+    if (EVP_PKEY_decrypt_init(ctx) > 0) {
+        /* OpenSSL 3.2+ answers a random key instead of failing unless told not to;
+         * 3.0 and 3.1 do not know the setting and always fail */
+        (void)EVP_PKEY_CTX_ctrl_str(ctx, "rsa_pkcs1_implicit_rejection", "0");
+        const unsigned char *in = ASN1_STRING_get0_data(ri->enc_key);
+        size_t inlen = (size_t)ASN1_STRING_length(ri->enc_key), outlen = 0;
+        if (EVP_PKEY_decrypt(ctx, NULL, &outlen, in, inlen) > 0 && outlen > 0) {
+            unsigned char *key = xmalloc(outlen);
+            fits = EVP_PKEY_decrypt(ctx, key, &outlen, in, inlen) > 0;
+            OPENSSL_cleanse(key, outlen);
+            free(key);
+        }
+    }
+    EVP_PKEY_CTX_free(ctx);
+    ERR_clear_error();
+    return fits;
+}
+
 /* PKCS7#decrypt(key, cert): PKCS7_decrypt with no flags; a PKCS7Error carries only the
  * reason of the last queued error ("bad decrypt", "private key does not match certificate",
  * "decrypt error"...). */
@@ -769,6 +817,11 @@ static char *pkcs7_decrypt(eyaml_ctx *e, PKCS7 *p7, keyslot *priv, keyslot *cert
         return NULL;
     }
     e->decrypts++;
+    if (!recipient_key_fits(p7, priv->pkey, cert->x509)) {
+        BIO_free(out);
+        fail(e, err, EYAML_ERR_PKCS7, "bad decrypt");
+        return NULL;
+    }
     if (!PKCS7_decrypt(p7, priv->pkey, cert->x509, out, 0)) {
         BIO_free(out);
         fail_ossl(e, err, EYAML_ERR_PKCS7, "");
