@@ -125,7 +125,7 @@ clean:
 .PHONY: asan check-asan check-valgrind conformance-asan fuzz fuzz-regress fuzz-smoke
 
 ASAN_B = build-asan
-SAN_CFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_CFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -DHIERA_FREE_ON_EXIT
 # abort_on_error: a report ends the process with SIGABRT, which the test runners count as a crash
 # (a plain exit 1 would pass for an expected lookup error)
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1 \
@@ -158,7 +158,7 @@ VG_B = build-vg
 VALGRIND = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
            --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=200
 check-valgrind:
-	@$(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g" all $(UNIT_SRC:tests/unit/%.c=$(VG_B)/tests/%)
+	@$(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g -DHIERA_FREE_ON_EXIT" all $(UNIT_SRC:tests/unit/%.c=$(VG_B)/tests/%)
 	@fail=0; for t in $(UNIT_SRC:tests/unit/%.c=$(VG_B)/tests/%); do \
 	  $(VALGRIND) ./$$t >$$t.log 2>&1 || { echo "FAIL (valgrind) $$t"; tail -40 $$t.log; fail=1; }; done; \
 	  echo "valgrind: unit tests done"; exit $$fail

@@ -8,6 +8,7 @@
 #include "glob.h"
 #include "hocon.h"
 #include "json.h"
+#include "memo.h"
 #include "yaml.h"
 
 #include <errno.h>
@@ -28,7 +29,22 @@ typedef struct centry {
     hv *value; /* NULL when err is set */
     herr err;
     hv *info;  /* data formats: what each top-level key needs, filled as keys are asked */
+    uint32_t kid; /* frozen: the data hash's number in the key index (0: not indexed) */
 } centry;
+
+/* The key index of a frozen cache: for each top-level key, the loaded data hashes that hold it
+ * (by number, in load order) with its value there. A lookup finds its key here once, then
+ * answers each level from this short list instead of probing every file's hash. */
+struct key_index {
+    uint32_t n, cap;
+    key_hit *hits;
+};
+
+typedef struct {
+    uint64_t code; /* 0: empty */
+    const hv *key; /* BORROWED from the data hash */
+    key_index entry;
+} kix_slot;
 
 struct hiera_cache {
     centry **buckets;
@@ -40,8 +56,13 @@ struct hiera_cache {
     bool frozen;
     diskcache *disk; /* parsed files kept between runs, or NULL */
     hv *exists; /* path -> boolean */
+    hv *dirs;   /* path -> boolean: is a directory */
     hv *globs;  /* pattern -> array of paths */
     hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
+    memo *work; /* merges and interpolations remembered (frozen only; memo.h) */
+    kix_slot *kix;        /* the key index (frozen only) */
+    size_t kix_cap, kix_n;
+    uint32_t kix_files;   /* data hashes indexed */
     /* objects the engine shares between contexts (compiled lookup_options), by signature */
     hv *shared_index;
     void **shared;
@@ -85,8 +106,13 @@ void cache_free(hiera_cache *c)
     diskcache_close(c->disk);
     eyaml_free(c->eyaml);
     hv_decref(c->exists);
+    hv_decref(c->dirs);
     hv_decref(c->globs);
     hv_decref(c->memo);
+    memo_free(c->work);
+    for (size_t i = 0; i < c->kix_cap; i++)
+        free(c->kix[i].entry.hits);
+    free(c->kix);
     for (size_t i = 0; i < c->nshared; i++)
         if (c->shared_free[i])
             c->shared_free[i](c->shared[i]);
@@ -125,6 +151,15 @@ hv *cache_memo(hiera_cache *c)
 }
 
 bool cache_is_frozen(const hiera_cache *c) { return c->frozen; }
+
+memo *cache_work_memo(hiera_cache *c)
+{
+    if (!c->frozen)
+        return NULL;
+    if (!c->work)
+        c->work = memo_new();
+    return c->work;
+}
 
 bool cache_use_disk(hiera_cache *c, const char *dir)
 {
@@ -475,19 +510,106 @@ hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
     return entry_result(e, err);
 }
 
-hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, herr *err)
+static kix_slot *kix_find(const hiera_cache *c, const char *key, size_t len, uint64_t code)
+{
+    if (!c->kix_cap)
+        return NULL;
+    size_t mask = c->kix_cap - 1;
+    for (size_t i = (size_t)code & mask;; i = (i + 1) & mask) {
+        kix_slot *s = &c->kix[i];
+        if (!s->code || (s->code == code && hv_str_len(s->key) == len && memcmp(hv_str_ptr(s->key), key, len) == 0))
+            return s;
+    }
+}
+
+static void kix_grow(hiera_cache *c)
+{
+    size_t ocap = c->kix_cap, ncap = ocap ? ocap * 2 : 4096;
+    kix_slot *old = c->kix;
+    c->kix = xcalloc(ncap, sizeof *c->kix);
+    c->kix_cap = ncap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].code) {
+            size_t j = (size_t)old[i].code & (ncap - 1);
+            while (c->kix[j].code)
+                j = (j + 1) & (ncap - 1);
+            c->kix[j] = old[i];
+        }
+    free(old);
+}
+
+/* Numbers a frozen cache's data hash and adds its string keys to the key index. */
+static void kix_add_file(hiera_cache *c, centry *e)
+{
+    e->kid = ++c->kix_files;
+    const hv *v = e->value;
+    for (size_t i = 0; i < hv_hash_len(v); i++) {
+        const hv *k = hv_hash_key_at(v, i);
+        if (!hv_is(k, HV_STRING))
+            continue; /* lookups ask for string keys only */
+        if ((c->kix_n + 1) * 4 > c->kix_cap * 3)
+            kix_grow(c);
+        const char *ks = hv_str_ptr(k);
+        size_t kl = hv_str_len(k);
+        uint64_t code = hv_str_code(ks, kl);
+        kix_slot *s = kix_find(c, ks, kl, code);
+        if (!s->code) {
+            s->code = code;
+            s->key = k;
+            c->kix_n++;
+        }
+        key_index *x = &s->entry;
+        if (x->n == x->cap) {
+            x->cap = x->cap ? x->cap * 2 : 4;
+            x->hits = xrealloc(x->hits, x->cap * sizeof *x->hits);
+        }
+        x->hits[x->n++] = (key_hit){e->kid, -1, hv_hash_val_at(v, i)};
+    }
+}
+
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, herr *err)
 {
     hv *v = cache_load(c, path, fmt, err);
     *keyflags = NULL;
+    *kid = 0;
     if (v && hv_is(v, HV_HASH)) {
         centry *e = find_entry(c, path, fmt, path_code(path, fmt));
         if (e && e->value == v) {
             if (!e->info)
                 e->info = hv_hash();
             *keyflags = e->info;
+            if (c->frozen && !e->kid && c->kix_files < UINT32_MAX)
+                kix_add_file(c, e);
+            *kid = e->kid;
         }
     }
     return v;
+}
+
+uint32_t cache_key_index_gen(const hiera_cache *c) { return c->kix_files; }
+
+const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code)
+{
+    kix_slot *s = kix_find(c, key, len, code);
+    return s && s->code ? &s->entry : NULL;
+}
+
+key_hit *key_index_find(const key_index *x, uint32_t kid)
+{
+    if (!x)
+        return NULL;
+    size_t lo = 0, hi = x->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        uint32_t m = x->hits[mid].kid;
+        if (m == kid)
+            return &x->hits[mid];
+        if (m < kid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
 bool cache_file_exists(hiera_cache *c, const char *path)
@@ -503,6 +625,23 @@ bool cache_file_exists(hiera_cache *c, const char *path)
     if (c->frozen)
         hv_hash_sets(c->exists, path, hv_bool(exists));
     return exists;
+}
+
+bool cache_dir_exists(hiera_cache *c, const char *path)
+{
+    if (c->frozen) {
+        hv *known = c->dirs ? hv_hash_gets(c->dirs, path) : NULL;
+        if (known)
+            return hv_bool_val(known);
+    }
+    struct stat st;
+    bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (c->frozen) {
+        if (!c->dirs)
+            c->dirs = hv_hash();
+        hv_hash_sets(c->dirs, path, hv_bool(is_dir));
+    }
+    return is_dir;
 }
 
 int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)

@@ -18,6 +18,7 @@ typedef struct {
     bool loaded;
     hv *data;
     hv *keyflags;     /* BORROWED from the cache: the file's cache_key_flags memo */
+    uint32_t kid;     /* the data's number in the frozen cache's key index, 0 when not indexed */
     herr data_err;
     hv *memo; /* lookup_key functions: key -> the answer already given */
 } location;
@@ -102,6 +103,12 @@ struct hiera_ctx {
     char **stack;
     size_t nstack, capstack;
     size_t nested_lookups;  /* guarded entries since the top-level lookup began (check_enter) */
+    /* the merge strategies last found in the cache for a merge value (frozen cache only) */
+    struct {
+        const hv *merge;
+        struct merge_strategy *ms;
+    } ms_recent[8];
+    unsigned ms_next;
     const char *top_name;   /* the top-level key being looked up (borrowed), for errors */
 };
 
@@ -115,6 +122,9 @@ typedef struct inv {
     const char *root_key;    /* the root key this invocation probes data for, with its hash */
     size_t root_len;
     uint64_t root_code;
+    /* frozen cache: root_key's entry in the key index, as of kx_gen indexed files (lookup.c) */
+    uint32_t kx_gen;
+    const struct key_index *kx;
 } inv;
 
 /* ---- interp.c ---- */
@@ -122,6 +132,10 @@ typedef struct inv {
 /* Interpolation#interpolate: a new value with %{} expressions resolved in strings, array
  * elements and hash keys/values. value is borrowed. */
 lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err);
+/* interpolate(I, value, true, ...) for a stable data value: remembered in m (a frozen cache's
+ * table, or NULL for the plain interpolation) and given as a stable value (interp.c). */
+struct memo;
+lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **out, herr *err);
 /* The 'scope' interpolation method: a variable with an optional dotted path; *out is undef when
  * it is not defined. subject is the string being interpolated (for syntax errors). */
 lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err);

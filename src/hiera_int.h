@@ -36,8 +36,24 @@ hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
 hiera_cache *cache_new(void);
 /* cache_load for data files (FMT_YAML after yaml_data's own rules: a non-hash top is an empty
  * hash, symbol keys are strings). *keyflags (BORROWED, NULL unless the value is a hash) is the
- * file's memo for cache_key_flags. */
-hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, herr *err);
+ * file's memo for cache_key_flags. *kid: the hash's number in a frozen cache's key index (0 when
+ * not indexed). */
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, herr *err);
+
+/* The key index of a frozen cache: which indexed data hashes hold a top-level key, and its value
+ * in each (BORROWED; the cache keeps the files). flags: cache_key_flags' bits, -1 until known. */
+typedef struct {
+    uint32_t kid;
+    int32_t flags;
+    hv *value;
+} key_hit;
+typedef struct key_index key_index;
+/* The hashes holding key (code: hv_str_code), or NULL when none of the indexed ones does. */
+const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code);
+/* Changes whenever a hash is added to the index (entries fetched before may have moved). */
+uint32_t cache_key_index_gen(const hiera_cache *c);
+/* The key's entry for the hash numbered kid, or NULL (x may be NULL). */
+key_hit *key_index_find(const key_index *x, uint32_t kid);
 /* What a top-level key's value needs (KEY_INTERP: a string in it contains %{; KEY_INVALID: it is
  * not Puppet data), computed once per file and key. */
 enum { KEY_INTERP = 1, KEY_INVALID = 2 };
@@ -56,6 +72,8 @@ void cache_free(hiera_cache *c);
 struct eyaml_ctx *cache_eyaml(hiera_cache *c);
 /* Whether path exists (Ruby's File.exist?: directories included). */
 bool cache_file_exists(hiera_cache *c, const char *path);
+/* Whether path is a directory (remembered when the cache is frozen). */
+bool cache_dir_exists(hiera_cache *c, const char *path);
 /* glob_expand through the cache (remembered when the cache is frozen). out and the result as
  * glob_expand's (-1: the limit or the work budget was exceeded; never remembered). */
 int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out);
@@ -65,6 +83,9 @@ void cache_freeze(hiera_cache *c);
 bool cache_is_frozen(const hiera_cache *c);
 /* A hash kept with the cache for parse results that only depend on text (BORROWED). */
 hv *cache_memo(hiera_cache *c);
+/* The table of remembered merges and interpolations (memo.h, BORROWED), made on first use; NULL
+ * when the cache is not frozen (files may change: nothing can be remembered). */
+struct memo *cache_work_memo(hiera_cache *c);
 /* Objects shared by every context of the cache, by a signature of what they depend on. get:
  * BORROWED (*found tells whether the signature is known); put: the cache owns obj and calls
  * free_fn on it when freed. */
@@ -96,6 +117,8 @@ typedef struct merge_strategy {
     hv *options;          /* the options hash as given (with or without "strategy"), or NULL */
     char *knockout_prefix;
     bool sort_merged_arrays, merge_hash_arrays, merge_debug;
+    /* kept by a frozen cache to its end: merges with it may be remembered (memo.h) */
+    bool stable;
     /* Hiera 3 deep_merge options */
     bool preserve_unmergeables;
     char *unpack_arrays;

@@ -1,6 +1,7 @@
 /* interp.c - %{} interpolation, scope variables and dotted keys, as Puppet's Interpolation and
  * SubLookup modules do them (lib/puppet/pops/lookup/interpolation.rb, sub_lookup.rb). */
 #include "engine.h"
+#include "memo.h"
 #include "render.h"
 #include "rregex.h"
 
@@ -382,8 +383,8 @@ enum { X_EMPTY, X_SCOPE, X_LOOKUP, X_ALIAS, X_LITERAL, X_UNKNOWN };
 
 static const hv *parse_expr(inv *I, const char *e, size_t en)
 {
-    hv *memo = cache_memo(I->h->cache);
-    hv *known = hv_hash_getsn(memo, e, en);
+    hv *parsed = cache_memo(I->h->cache);
+    hv *known = hv_hash_getsn(parsed, e, en);
     if (known)
         return known;
     hv *entry = hv_array_sized(4);
@@ -418,7 +419,7 @@ static const hv *parse_expr(inv *I, const char *e, size_t en)
     hv_array_push(entry, hv_bool(kind != X_SCOPE || strncmp(e, arg, en) != 0 || strlen(arg) != en));
     free(guard);
     free(arg);
-    hv_hash_set(memo, hv_strn(e, en), entry);
+    hv_hash_set(parsed, hv_strn(e, en), entry);
     return entry;
 }
 
@@ -607,4 +608,179 @@ lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err)
         *out = hv_incref(value);
         return LR_FOUND;
     }
+}
+
+/* ------------------------------------------------------------------ remembered interpolations
+ *
+ * With a frozen cache, the interpolation of a data value that reads only scope variables
+ * (facts, trusted, top-scope) and literals is a function of the value's address and of the
+ * variables' values: remembered under both, it is found again for every node whose variables
+ * have the same values. What it reads is listed once per value; a variable whose value is not a
+ * plain scalar, or that holds %{ (interpolated again), makes the plain path run instead. */
+
+/* The parsed expressions of value, in the order interpolate meets them, appended to deps;
+ * false when one of them is not a scope variable, a literal or empty. */
+static bool collect_deps(inv *I, const hv *value, hv *deps)
+{
+    switch (hv_kind_of(value)) {
+    case HV_STRING: {
+        const char *s = hv_str_ptr(value);
+        size_t len = hv_str_len(value), pos = 0;
+        while (pos < len) {
+            const char *open = memmem(s + pos, len - pos, "%{", 2);
+            if (!open)
+                break;
+            size_t obeg = (size_t)(open - s);
+            const char *close = memchr(s + obeg + 2, '}', len - obeg - 2);
+            if (!close)
+                break;
+            size_t cend = (size_t)(close - s);
+            pos = cend + 1;
+            const char *e = s + obeg + 2;
+            size_t en = cend - obeg - 2;
+            while (en && (is_space(*e) || *e == 0)) {
+                e++;
+                en--;
+            }
+            while (en && (is_space(e[en - 1]) || e[en - 1] == 0))
+                en--;
+            const hv *x = parse_expr(I, e, en);
+            int kind = (int)hv_int_val(hv_array_get(x, 0));
+            if (kind == X_EMPTY)
+                continue;
+            if ((kind != X_SCOPE && kind != X_LITERAL) || (kind == X_SCOPE && !hv_is(hv_array_get(x, 2), HV_ARRAY)))
+                return false;
+            hv_array_push(deps, hv_incref((hv *)x));
+        }
+        return true;
+    }
+    case HV_ARRAY:
+        for (size_t i = 0; i < hv_array_len(value); i++)
+            if (!collect_deps(I, hv_array_get(value, i), deps))
+                return false;
+        return true;
+    case HV_HASH:
+        for (size_t i = 0; i < hv_hash_len(value); i++)
+            if (!collect_deps(I, hv_hash_key_at(value, i), deps) || !collect_deps(I, hv_hash_val_at(value, i), deps))
+                return false;
+        return true;
+    default:
+        return true;
+    }
+}
+
+/* Appends what a variable's value contributes to the key; false when it cannot stand in one. */
+static bool key_value(sbuf *k, const hv *v)
+{
+    hv_kind kind = hv_kind_of(v);
+    char tag = (char)('A' + kind);
+    switch (kind) {
+    case HV_UNDEF:
+        sb_addn(k, &tag, 1);
+        return true;
+    case HV_BOOL: {
+        char b = hv_bool_val(v) ? 't' : 'f';
+        sb_addn(k, &tag, 1);
+        sb_addn(k, &b, 1);
+        return true;
+    }
+    case HV_INT: {
+        int64_t i = hv_int_val(v);
+        sb_addn(k, &tag, 1);
+        sb_addn(k, (const char *)&i, sizeof i);
+        return true;
+    }
+    case HV_FLOAT: {
+        double d = hv_float_val(v);
+        sb_addn(k, &tag, 1);
+        sb_addn(k, (const char *)&d, sizeof d);
+        return true;
+    }
+    case HV_STRING: case HV_BIGINT: case HV_SYMBOL: {
+        size_t n = hv_str_len(v);
+        if (kind == HV_STRING && memmem(hv_str_ptr(v), n, "%{", 2))
+            return false; /* interpolated again: more than its text */
+        sb_addn(k, &tag, 1);
+        sb_addn(k, (const char *)&n, sizeof n);
+        sb_addn(k, hv_str_ptr(v), n);
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+lr interpolate_remembered(inv *I, memo *m, hv *value, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!m || h->ex || h->prov || I->local_scope)
+        return interpolate(I, value, true, out, err);
+    struct {
+        char tag;
+        const hv *value;
+    } dkey;
+    memset(&dkey, 0, sizeof dkey);
+    dkey.tag = 'd';
+    dkey.value = value;
+    hv *deps = memo_get(m, &dkey, sizeof dkey);
+    if (!deps) {
+        deps = hv_array();
+        if (!collect_deps(I, value, deps)) {
+            hv_decref(deps);
+            deps = hv_false();
+        }
+        memo_put(m, &dkey, sizeof dkey, deps);
+        hv_decref(deps);
+    }
+    if (!hv_is(deps, HV_ARRAY)) {
+        hv *res = NULL;
+        lr r = interpolate(I, value, true, &res, err);
+        if (r == LR_FOUND)
+            *out = memo_intern(m, value, res);
+        return r;
+    }
+    /* the key: the value, then each variable's value; the recursion guard is entered and left
+     * for each expression as interpolate does */
+    sbuf k = {0};
+    size_t counted = h->nested_lookups;
+    dkey.tag = 'v';
+    sb_addn(&k, (const char *)&dkey, sizeof dkey);
+    bool usable = true;
+    for (size_t i = 0; i < hv_array_len(deps) && usable; i++) {
+        const hv *x = hv_array_get(deps, i);
+        const char *arg = hv_str_ptr(hv_array_get(x, 1));
+        hv *v = NULL;
+        if (hv_int_val(hv_array_get(x, 0)) == X_LITERAL) {
+            v = hv_str(arg);
+        } else if (scope_lookup_segs(I, arg, hv_array_get(x, 2), &v, err) != LR_FOUND) {
+            herr_clear(err);
+            usable = false;
+            break;
+        }
+        usable = key_value(&k, v);
+        hv_decref(v);
+        if (usable && check_enter(I, hv_str_ptr(hv_array_get(x, 3)), err))
+            check_leave(I, err);
+        else if (usable) {
+            sb_free(&k);
+            return LR_ERROR; /* what interpolate meets there too */
+        }
+    }
+    hv *known = usable ? memo_get(m, k.s, k.len) : NULL;
+    if (known) {
+        sb_free(&k);
+        *out = hv_incref(known);
+        return LR_FOUND;
+    }
+    h->nested_lookups = counted; /* interpolate counts its own */
+    hv *res = NULL;
+    lr r = interpolate(I, value, true, &res, err);
+    if (r == LR_FOUND) {
+        res = memo_intern(m, value, res);
+        if (usable)
+            memo_put(m, k.s, k.len, res);
+        *out = res;
+    }
+    sb_free(&k);
+    return r;
 }

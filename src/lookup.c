@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "eyaml.h"
 #include "glob.h"
+#include "memo.h"
 #include "provenance.h"
 #include "pathname.h"
 #include "ptype.h"
@@ -28,11 +29,6 @@
 
 /* ------------------------------------------------------------------ small helpers */
 
-static bool dir_exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 
 /* The name of the key's module: the root key's text before its first "::". */
@@ -215,12 +211,12 @@ static char *module_dir(hiera_ctx *h, const char *name)
     if (!valid_module_name(name))
         return NULL;
     char *p = xasprintf("%s/modules/%s", h->env_dir, name);
-    if (dir_exists(p))
+    if (cache_dir_exists(h->cache, p))
         return p;
     free(p);
     if (h->codedir) {
         p = xasprintf("%s/modules/%s", h->codedir, name);
-        if (dir_exists(p))
+        if (cache_dir_exists(h->cache, p))
             return p;
         free(p);
     }
@@ -282,7 +278,7 @@ static void add_location(location **locs, size_t *n, size_t *cap, char *path, ch
         *cap = *cap ? *cap * 2 : 4;
         *locs = xrealloc(*locs, *cap * sizeof **locs);
     }
-    (*locs)[(*n)++] = (location){path, original, exists, is_uri, false, NULL, NULL, {0}, NULL};
+    (*locs)[(*n)++] = (location){.path = path, .original = original, .exists = exists, .is_uri = is_uri};
 }
 
 /* ------------------------------------------------------------------ the facts rule
@@ -513,7 +509,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
 static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
 {
     const hcfg *cfg = l->cfg;
-    inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0};
+    inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0, 0, NULL};
     provider *provs = xcalloc(n ? n : 1, sizeof *provs);
     size_t np = 0;
     for (size_t i = 0; i < n; i++) {
@@ -676,10 +672,11 @@ static hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *lo
         } else {
             herr e = {0};
             hv *info = NULL;
-            hv *v = cache_load_data(h->cache, loc->path, fmt, &info, &e);
+            hv *v = cache_load_data(h->cache, loc->path, fmt, &info, &loc->kid, &e);
             if (!v) {
                 herr_move(&loc->data_err, &e);
             } else if (!hv_is(v, HV_HASH)) {
+                loc->kid = 0;
                 char *got = ptype_name_of_value(v);
                 herr_set(&loc->data_err, HERR_PUPPET,
                          "Value returned from data_hash function '%s', when using location '%s', has wrong type, expects a Hash value, got %s",
@@ -704,9 +701,11 @@ static hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *lo
 /* ------------------------------------------------------------------ strategy lookups */
 
 typedef lr (*variant_fn)(void *arg, size_t i, hv **out, herr *err);
+static lr strategy_fold(hiera_ctx *h, const merge_strategy *ms, size_t n, variant_fn fn, void *arg, hv **out, herr *err);
 
 /* MergeStrategy#lookup: first found, or the fold of all found values (merge node in the
- * explanation when there is more than one variant). */
+ * explanation when there is more than one variant). Without an explanation, the fold is
+ * remembered as layer_walk's is (see deferral below). */
 static lr strategy_lookup(hiera_ctx *h, const merge_strategy *ms, size_t n, variant_fn fn, void *arg, hv **out, herr *err)
 {
     if (ms_is_first(ms)) {
@@ -719,6 +718,9 @@ static lr strategy_lookup(hiera_ctx *h, const merge_strategy *ms, size_t n, vari
     }
     if (n == 0)
         return LR_NOT_FOUND;
+    explainer *ex = h->ex;
+    if (!ex)
+        return strategy_fold(h, ms, n, fn, arg, out, err);
     if (n == 1) {
         hv *v = NULL;
         lr r = fn(arg, 0, &v, err);
@@ -728,10 +730,8 @@ static lr strategy_lookup(hiera_ctx *h, const merge_strategy *ms, size_t n, vari
         hv_decref(v);
         return LR_FOUND;
     }
-    explainer *ex = h->ex;
-    if (ex)
-        ex_push_merge(ex, ms);
-    hv *memo = NULL;
+    ex_push_merge(ex, ms);
+    hv *acc = NULL;
     lr result = LR_FOUND;
     for (size_t i = 0; i < n; i++) {
         hv *v = NULL;
@@ -743,10 +743,10 @@ static lr strategy_lookup(hiera_ctx *h, const merge_strategy *ms, size_t n, vari
         if (r == LR_NOT_FOUND)
             continue;
         hv *next;
-        if (!memo) {
+        if (!acc) {
             next = ms_convert_value(ms, v);
         } else {
-            next = ms_merge(ms, memo, v, ex != NULL, err);
+            next = ms_merge(ms, acc, v, true, err);
             if (!next) {
                 hv_decref(v);
                 result = LR_ERROR;
@@ -754,20 +754,18 @@ static lr strategy_lookup(hiera_ctx *h, const merge_strategy *ms, size_t n, vari
             }
         }
         hv_decref(v);
-        hv_decref(memo);
-        memo = next;
+        hv_decref(acc);
+        acc = next;
     }
-    if (result == LR_FOUND && !memo)
+    if (result == LR_FOUND && !acc)
         result = LR_NOT_FOUND;
     if (result == LR_FOUND) {
-        if (ex)
-            ex_result(ex, memo);
-        *out = memo;
+        ex_result(ex, acc);
+        *out = acc;
     } else {
-        hv_decref(memo);
+        hv_decref(acc);
     }
-    if (ex)
-        ex_pop(ex);
+    ex_pop(ex);
     return result;
 }
 
@@ -781,14 +779,21 @@ typedef struct {
     const merge_strategy *ms;
     size_t root_len;
     uint64_t root_code; /* the root key's hash, computed once for every level probed */
+    /* frozen cache: the key's entry in the key index, as of kx_gen indexed files (kept in the
+     * invocation when the key is its own: fetched once for all layers) */
+    bool use_kx, kx_in_inv;
+    uint32_t kx_gen;
+    const key_index *kx;
 } entry_arg;
 
 static entry_arg entry_args(inv *I, const layer *l, provider *p, const char *root_key, const merge_strategy *ms)
 {
-    entry_arg a = {I, l, p, root_key, ms, 0, 0};
+    hiera_ctx *h = I->h;
+    entry_arg a = {I, l, p, root_key, ms, 0, 0, cache_is_frozen(h->cache) && !h->ex && !h->prov, false, 0, NULL};
     if (I->root_key == root_key) { /* the lookup's own key: its hash is known */
         a.root_len = I->root_len;
         a.root_code = I->root_code;
+        a.kx_in_inv = true;
     } else {
         a.root_len = strlen(root_key);
         a.root_code = hv_str_code(root_key, a.root_len);
@@ -879,9 +884,9 @@ static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
                  "'eyaml_lookup_key': one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this lookup_key function");
         return LR_ERROR;
     }
-    hv *memo = hv_hash_gets(loc->memo, a->root_key);
-    if (memo) {
-        *out = hv_incref(memo);
+    hv *known = hv_hash_gets(loc->memo, a->root_key);
+    if (known) {
+        *out = hv_incref(known);
         return LR_FOUND;
     }
     hv *hash = location_data(h, a->l, a->p, loc, err);
@@ -946,14 +951,36 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     hv *hash = location_data(h, a->l, a->p, loc, err);
     if (!hash)
         return LR_ERROR;
-    hv *value = hv_hash_getsn_code(hash, a->root_key, a->root_len, a->root_code);
+    hv *value;
+    key_hit *hit = NULL;
+    if (loc->kid && a->use_kx) {
+        /* the key index (the entry is fetched again after files were added: it may move) */
+        uint32_t gen = cache_key_index_gen(h->cache);
+        uint32_t *kx_gen = a->kx_in_inv ? &a->I->kx_gen : &a->kx_gen;
+        const key_index **kx = a->kx_in_inv ? &a->I->kx : &a->kx;
+        if (gen != *kx_gen) {
+            *kx = cache_key_index(h->cache, a->root_key, a->root_len, a->root_code);
+            *kx_gen = gen;
+        }
+        hit = key_index_find(*kx, loc->kid);
+        value = hit ? hit->value : NULL;
+    } else {
+        value = hv_hash_getsn_code(hash, a->root_key, a->root_len, a->root_code);
+    }
     if (!value) {
         if (ex)
             ex_not_found_str(ex, a->root_key);
         return LR_NOT_FOUND;
     }
-    int flags = loc->keyflags ? cache_key_flags(loc->keyflags, a->root_key, a->root_len, a->root_code, value)
-                              : (KEY_INTERP | (hv_is_rich_data(value, 0) ? 0 : KEY_INVALID));
+    int flags;
+    if (hit && hit->flags >= 0)
+        flags = hit->flags;
+    else if (loc->keyflags)
+        flags = cache_key_flags(loc->keyflags, a->root_key, a->root_len, a->root_code, value);
+    else
+        flags = KEY_INTERP | (hv_is_rich_data(value, 0) ? 0 : KEY_INVALID);
+    if (hit)
+        hit->flags = flags;
     bool invalid = (flags & KEY_INVALID) != 0;
     if (invalid) {
         char *got = infer_type_name(value);
@@ -970,10 +997,13 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     }
     hv *res = NULL;
     bool plain = !(flags & KEY_INTERP) && !ex && !h->prov;
+    memo *m = !ex && !h->prov ? cache_work_memo(h->cache) : NULL;
     if (plain) {
         res = hv_incref(value); /* nothing to interpolate: the value as it is */
+        if (m)
+            hv_set_stable(res); /* the frozen cache keeps it, unchanged, to its end */
     } else {
-        lr r = interpolate(a->I, value, true, &res, err);
+        lr r = m ? interpolate_remembered(a->I, m, value, &res, err) : interpolate(a->I, value, true, &res, err);
         if (r != LR_FOUND)
             return r;
     }
@@ -1062,6 +1092,173 @@ static lr fold_add(fold *f, hv *v, herr *err)
     return LR_FOUND;
 }
 
+/* ---- merges remembered (memo.h) ----
+ *
+ * With a frozen cache, a merge whose found values are all stable is a function of their
+ * addresses: the walk defers the fold, and looks the whole of it up under a key made of the
+ * strategy and, for each value, where it was found. A value that is not stable, too many values,
+ * or an error ends the deferral: what was deferred is folded then, in the order of the walk
+ * (a merge error the plain fold would have met first still comes first). */
+
+#define DEFER_MAX 48
+
+typedef struct {
+    uint32_t outer, inner_n, inner; /* variant, its number of sub-variants, sub-variant */
+    uint32_t pad;
+    const hv *value;
+} defer_item;
+
+typedef struct {
+    memo *m;              /* NULL: not deferring */
+    const merge_strategy *ms;
+    uint32_t n;           /* variants of the outer fold */
+    size_t count;
+    struct {
+        const merge_strategy *ms;
+        uint64_t n;
+        char tag;
+    } head;
+    defer_item items[DEFER_MAX];
+} deferral;
+
+static void defer_start(deferral *d, hiera_ctx *h, const merge_strategy *ms, size_t n, char tag)
+{
+    d->m = !ms_is_first(ms) && ms->stable && !h->ex && !h->prov ? cache_work_memo(h->cache) : NULL;
+    d->ms = ms;
+    d->n = (uint32_t)n;
+    d->count = 0;
+    memset(&d->head, 0, sizeof d->head);
+    d->head.ms = ms;
+    d->head.n = n;
+    d->head.tag = tag;
+}
+
+/* Keeps v (a reference) for later; false when it cannot be deferred (the caller folds instead). */
+static bool defer_add(deferral *d, size_t outer, size_t inner_n, size_t inner, hv *v)
+{
+    if (!d->m || d->count == DEFER_MAX || !hv_is_stable(v))
+        return false;
+    defer_item *it = &d->items[d->count++];
+    memset(it, 0, sizeof *it);
+    it->outer = (uint32_t)outer;
+    it->inner_n = (uint32_t)inner_n;
+    it->inner = (uint32_t)inner;
+    it->value = v;
+    return true;
+}
+
+static void defer_drop(deferral *d, size_t from)
+{
+    for (size_t k = from; k < d->count; k++)
+        hv_decref((hv *)d->items[k].value);
+    d->count = 0;
+    d->m = NULL;
+}
+
+/* Ends the deferral: folds the deferred values into outer, those of the variant `live` (when
+ * nested) into *inner, which stays open. */
+static lr defer_replay(deferral *d, fold *outer, fold *inner, size_t live, herr *err)
+{
+    size_t count = d->count;
+    d->m = NULL;
+    d->count = 0;
+    fold tmp = {d->ms, 0, NULL};
+    for (size_t k = 0; k < count; k++) {
+        defer_item *it = &d->items[k];
+        hv *v = (hv *)it->value;
+        lr r;
+        if (!inner) {
+            r = fold_add(outer, v, err);
+        } else if (it->outer == live) {
+            r = fold_add(inner, v, err);
+        } else {
+            if (!tmp.n)
+                tmp = (fold){d->ms, it->inner_n, NULL};
+            r = fold_add(&tmp, v, err);
+            if (r != LR_ERROR && (k + 1 == count || d->items[k + 1].outer != it->outer)) {
+                hv *done = tmp.memo;
+                tmp = (fold){d->ms, 0, NULL};
+                if (done)
+                    r = fold_add(outer, done, err);
+            }
+        }
+        if (r == LR_ERROR) {
+            hv_decref(tmp.memo);
+            d->count = count;
+            defer_drop(d, k + 1);
+            return LR_ERROR;
+        }
+    }
+    return LR_FOUND;
+}
+
+static size_t defer_key_len(const deferral *d) { return sizeof d->head + d->count * sizeof(defer_item); }
+
+/* The remembered result of the deferred fold (a new reference, the deferred values dropped), or
+ * NULL. */
+static hv *defer_lookup(deferral *d, char *key)
+{
+    memcpy(key, &d->head, sizeof d->head);
+    memcpy(key + sizeof d->head, d->items, d->count * sizeof(defer_item));
+    hv *known = memo_get(d->m, key, defer_key_len(d));
+    if (!known)
+        return NULL;
+    defer_drop(d, 0);
+    return hv_incref(known);
+}
+
+/* strategy_lookup's fold without an explanation, deferred and remembered when it can be. */
+static lr strategy_fold(hiera_ctx *h, const merge_strategy *ms, size_t n, variant_fn fn, void *arg, hv **out, herr *err)
+{
+    deferral d;
+    defer_start(&d, h, ms, n, 's');
+    fold f = {ms, n, NULL};
+    for (size_t i = 0; i < n; i++) {
+        hv *v = NULL;
+        lr r = fn(arg, i, &v, err);
+        if (r == LR_NOT_FOUND)
+            continue;
+        if (r == LR_FOUND && defer_add(&d, i, 1, 0, v))
+            continue;
+        if (d.m) {
+            herr merr = {0};
+            if (defer_replay(&d, &f, NULL, 0, &merr) == LR_ERROR) {
+                hv_decref(v);
+                hv_decref(f.memo);
+                herr_clear(err);
+                *err = merr;
+                return LR_ERROR;
+            }
+        }
+        if (r == LR_ERROR || fold_add(&f, v, err) == LR_ERROR) {
+            hv_decref(f.memo);
+            return LR_ERROR;
+        }
+    }
+    if (d.m) {
+        if (!d.count)
+            return LR_NOT_FOUND;
+        char key[sizeof d.head + sizeof d.items];
+        hv *known = defer_lookup(&d, key);
+        if (known) {
+            *out = known;
+            return LR_FOUND;
+        }
+        size_t klen = defer_key_len(&d);
+        memo *m = d.m;
+        if (defer_replay(&d, &f, NULL, 0, err) == LR_ERROR) {
+            hv_decref(f.memo);
+            return LR_ERROR;
+        }
+        if (f.memo)
+            memo_put(m, key, klen, f.memo);
+    }
+    if (!f.memo)
+        return LR_NOT_FOUND;
+    *out = f.memo;
+    return LR_FOUND;
+}
+
 /* The layer's hierarchy without an explanation: what strategy_lookup over layer_entry, then over
  * entry_location, computes, as two plain loops (the lookup's hottest path). */
 static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const char *root_key, const merge_strategy *ms,
@@ -1069,6 +1266,8 @@ static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const ch
 {
     entry_arg a = entry_args(I, l, NULL, root_key, ms);
     bool first = ms_is_first(ms);
+    deferral d;
+    defer_start(&d, I->h, ms, n, 'l');
     fold outer = {ms, n, NULL};
     for (size_t i = 0; i < n; i++) {
         a.p = &provs[i];
@@ -1085,6 +1284,19 @@ static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const ch
                 *out = v;
                 return LR_FOUND;
             }
+            if (r == LR_FOUND && defer_add(&d, i, nl, j, v))
+                continue;
+            if (d.m) {
+                herr merr = {0};
+                if (defer_replay(&d, &outer, &inner, i, &merr) == LR_ERROR) {
+                    hv_decref(v);
+                    hv_decref(inner.memo);
+                    hv_decref(outer.memo);
+                    herr_clear(err);
+                    *err = merr;
+                    return LR_ERROR;
+                }
+            }
             if (r == LR_ERROR || fold_add(&inner, v, err) == LR_ERROR) {
                 hv_decref(inner.memo);
                 hv_decref(outer.memo);
@@ -1095,6 +1307,26 @@ static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const ch
             hv_decref(outer.memo);
             return LR_ERROR;
         }
+    }
+    if (d.m) {
+        if (!d.count)
+            return LR_NOT_FOUND;
+        char key[sizeof d.head + sizeof d.items];
+        hv *known = defer_lookup(&d, key);
+        if (known) {
+            *out = known;
+            return LR_FOUND;
+        }
+        size_t klen = defer_key_len(&d);
+        memo *m = d.m;
+        /* the providers' folds, then the outer one, as the loops above would have made them */
+        fold none = {ms, 0, NULL};
+        if (defer_replay(&d, &outer, &none, n, err) == LR_ERROR) {
+            hv_decref(outer.memo);
+            return LR_ERROR;
+        }
+        if (outer.memo)
+            memo_put(m, key, klen, outer.memo);
     }
     if (!outer.memo)
         return LR_NOT_FOUND;
@@ -1441,7 +1673,7 @@ static lr lo_merge_variant(void *arg, size_t i, hv **out, herr *err)
 static bool retrieve_lookup_options(inv *I, const char *module, lo_compiled **out, herr *err)
 {
     hiera_ctx *h = I->h;
-    inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0};
+    inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0, 0, NULL};
     inv_root(&meta);
     explainer *ex = h->ex;
     if (ex)
@@ -1555,6 +1787,11 @@ static merge_strategy *merge_strategy_for(hiera_ctx *h, const hv *merge, bool *o
     *owned = true;
     if (!cache_is_frozen(h->cache) || (merge && !hv_is(merge, HV_HASH) && !hv_is(merge, HV_STRING)))
         return ms_from_value(merge, err);
+    for (size_t i = 0; i < sizeof h->ms_recent / sizeof *h->ms_recent; i++)
+        if (h->ms_recent[i].ms && h->ms_recent[i].merge == merge) {
+            *owned = false;
+            return h->ms_recent[i].ms;
+        }
     char key[48] = "merge strategy ";
     size_t n = strlen(key);
     n += put_hex(key + n, (uintptr_t)merge);
@@ -1575,12 +1812,16 @@ static merge_strategy *merge_strategy_for(hiera_ctx *h, const hv *merge, bool *o
         if (!ms)
             return NULL;
         ++*count;
+        ms->stable = true;
         m = xcalloc(1, sizeof *m);
         m->merge = merge ? hv_incref((hv *)merge) : NULL;
         m->ms = ms;
         cache_shared_put(h->cache, key, m, ms_memo_free);
     }
     *owned = false;
+    h->ms_recent[h->ms_next].merge = merge;
+    h->ms_recent[h->ms_next].ms = m->ms;
+    h->ms_next = (h->ms_next + 1) % (sizeof h->ms_recent / sizeof *h->ms_recent);
     return m->ms;
 }
 
@@ -1595,7 +1836,10 @@ static char *lo_signature(hiera_ctx *h, const char *module)
         return NULL; /* (without a frozen cache a file may change between contexts) */
     sbuf b = {0};
     herr e = {0};
-    sb_addf(&b, "%d|%s|", (int)h->global_only, module ? module : "");
+    /* (no printf: this runs for every node) */
+    sb_adds(&b, h->global_only ? "1|" : "0|");
+    sb_adds(&b, module ? module : "");
+    sb_adds(&b, "|");
     layer *ls[3] = {global_layer(h), NULL, NULL};
     bool ok = global_config(h, ls[0], &e);
     if (ok && !h->global_only) {
@@ -1605,14 +1849,16 @@ static char *lo_signature(hiera_ctx *h, const char *module)
             mod_state st;
             ls[2] = module_layer(h, module, &st, &e);
             ok = !herr_isset(&e);
-            sb_addf(&b, "m%d|", (int)st);
+            char t[4] = {'m', (char)('0' + (int)st), '|', 0};
+            sb_adds(&b, t);
         }
     }
     for (int i = 0; ok && i < 3; i++) {
         layer *l = ls[i];
         if (!l)
             continue;
-        sb_addf(&b, "L%d|", i);
+        char t[4] = {'L', (char)('0' + i), '|', 0};
+        sb_adds(&b, t);
         provider *provs = NULL;
         size_t n = 0;
         if (layer_providers(h, l, false, &provs, &n, &e) != LR_FOUND) {
@@ -1757,7 +2003,7 @@ static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *
     bool present;
     lo_compiled *c = lo_cache_get(h->dlo_index, h->dlo_cache, I->module_name, &present);
     if (!present) {
-        inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0};
+        inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0, 0, NULL};
         inv_root(&meta);
         if (ex)
             ex_push(ex, EX_SCOPE, "Searching for \"lookup_options\"", NULL);
@@ -1919,7 +2165,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     lookup_key k;
     if (!lkey_parse(key, &k, err))
         return LR_ERROR;
-    inv I = {h, k.module, k.text, NULL, NULL, k.root, 0, 0};
+    inv I = {h, k.module, k.text, NULL, NULL, k.root, 0, 0, 0, NULL};
     inv_root(&I);
     lr r;
     if (ex && ex_only_options(ex)) {
@@ -2082,7 +2328,7 @@ void hctx_free(hiera_ctx *h)
 lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptype *type, const hv *dflt,
                const hv *merge, hv **out, herr *err)
 {
-    inv top = {h, NULL, NULL, NULL, NULL, NULL, 0, 0};
+    inv top = {h, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL};
     for (size_t i = 0; i < nnames; i++) {
         hv *v = NULL;
         h->nested_lookups = 0;

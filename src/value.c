@@ -567,6 +567,94 @@ hv *hv_sensitive_inner(const hv *s) { return ((const hv_scalar *)s)->u.inner; }
 
 bool hv_is_immortal(const hv *v) { return v && v->rc == 0; }
 
+#define HV_FLAG_STABLE 1
+
+void hv_set_stable(hv *v)
+{
+    if (v && v->rc)
+        v->pad[0] |= HV_FLAG_STABLE;
+}
+
+bool hv_is_stable(const hv *v) { return v && (v->rc == 0 || (v->pad[0] & HV_FLAG_STABLE)); }
+
+static bool same_float(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+bool hv_identical(const hv *a, const hv *b)
+{
+    if (a == b)
+        return true;
+    hv_kind k = hv_kind_of(a);
+    if (k != hv_kind_of(b))
+        return false;
+    switch (k) {
+    case HV_UNDEF: return true;
+    case HV_BOOL: return hv_bool_val(a) == hv_bool_val(b);
+    case HV_INT: return hv_int_val(a) == hv_int_val(b);
+    case HV_FLOAT: return same_float(hv_float_val(a), hv_float_val(b));
+    case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
+        return hv_str_len(a) == hv_str_len(b) && memcmp(hv_str_ptr(a), hv_str_ptr(b), hv_str_len(a)) == 0;
+    case HV_ARRAY: {
+        size_t n = hv_array_len(a);
+        if (n != hv_array_len(b))
+            return false;
+        for (size_t i = 0; i < n; i++)
+            if (!hv_identical(hv_array_get(a, i), hv_array_get(b, i)))
+                return false;
+        return true;
+    }
+    case HV_HASH: {
+        size_t n = hv_hash_len(a);
+        if (n != hv_hash_len(b))
+            return false;
+        for (size_t i = 0; i < n; i++)
+            if (!hv_identical(hv_hash_key_at(a, i), hv_hash_key_at(b, i)) ||
+                !hv_identical(hv_hash_val_at(a, i), hv_hash_val_at(b, i)))
+                return false;
+        return true;
+    }
+    case HV_SENSITIVE: return false;
+    }
+    return false;
+}
+
+bool hv_identity_code(const hv *v, uint64_t *code)
+{
+    switch (hv_kind_of(v)) {
+    case HV_FLOAT: {
+        double d = hv_float_val(v);
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        *code = mix(bits ^ 0xf10a7ULL);
+        return true;
+    }
+    case HV_ARRAY: {
+        uint64_t h = 0xa77a1ULL, c;
+        for (size_t i = 0; i < hv_array_len(v); i++) {
+            if (!hv_identity_code(hv_array_get(v, i), &c))
+                return false;
+            h = mix(h * 31 + c);
+        }
+        *code = h;
+        return true;
+    }
+    case HV_HASH: {
+        uint64_t h = 0x4a54ULL, c1, c2;
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            if (!hv_identity_code(hv_hash_key_at(v, i), &c1) || !hv_identity_code(hv_hash_val_at(v, i), &c2))
+                return false;
+            h = mix(mix(h * 31 + c1) * 7 + c2); /* in order */
+        }
+        *code = h;
+        return true;
+    }
+    case HV_SENSITIVE:
+        return false;
+    default:
+        *code = hv_hash_code(v);
+        return true;
+    }
+}
+
 hv *hv_clone_scalar(const hv *v)
 {
     hv *c;

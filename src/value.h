@@ -113,6 +113,16 @@ bool hv_equal(const hv *a, const hv *b); /* Ruby ==: like eql? but 1 == 1.0 */
 uint64_t hv_hash_code(const hv *v);      /* consistent with hv_eql */
 hv *hv_clone_scalar(const hv *v); /* a private copy of a scalar (also of the shared singletons) */
 bool hv_is_immortal(const hv *v);  /* the shared undef/true/false singletons */
+/* A stable value never changes and lives as long as whatever marked it keeps it (a frozen
+ * cache's data, memo.h's table); its address can stand for its content. Immortal values are
+ * stable. */
+void hv_set_stable(hv *v);
+bool hv_is_stable(const hv *v);
+/* Same kinds and content all the way down, hash keys in the same order, floats bit for bit
+ * (what renders the same); a Sensitive is identical only to itself. */
+bool hv_identical(const hv *a, const hv *b);
+/* A hash code consistent with hv_identical; false (no code) when v holds a Sensitive. */
+bool hv_identity_code(const hv *v, uint64_t *code);
 hv *hv_copy(const hv *v);      /* shallow copy of arrays/hashes (elements shared), incref of others */
 hv *hv_deep_copy(const hv *v); /* fresh containers all the way down; scalars shared */
 

@@ -105,6 +105,7 @@ typedef struct {
     /* the keys, unique, in the given order, and their JSON forms */
     char **keys;
     char **keys_json;
+    size_t *keys_json_len;
     size_t nkeys;
     /* output */
     size_t nodes_printed;
@@ -587,12 +588,13 @@ static void json_begin_node(batch *b, const char *name_json)
     b->nodes_printed++;
 }
 
-static void json_node_value(size_t nth, const char *key_json, const char *value_json)
+static void json_node_value(size_t nth, const char *key_json, size_t key_len, const char *value_json, size_t value_len)
 {
-    fputs(nth ? ",\n    " : "\n    ", stdout);
-    fputs(key_json, stdout);
-    fputs(": ", stdout);
-    fputs(value_json, stdout);
+    /* (one thread writes stdout: no locking per call) */
+    fwrite_unlocked(nth ? ",\n    " : "\n    ", 1, nth ? 6 : 5, stdout);
+    fwrite_unlocked(key_json, 1, key_len, stdout);
+    fwrite_unlocked(": ", 1, 2, stdout);
+    fwrite_unlocked(value_json, 1, value_len, stdout);
 }
 
 static void json_end_node(size_t nvalues) { fputs(nvalues ? "\n  }" : "}", stdout); }
@@ -896,22 +898,33 @@ static void prefetch_stop(prefetch *p)
 
 /* ------------------------------------------------------------------ the run */
 
+/* Builds that look for leaks free everything before exiting. */
+#if defined(HIERA_FREE_ON_EXIT) || defined(__SANITIZE_ADDRESS__)
+#define FREE_ON_EXIT 1
+#else
+#define FREE_ON_EXIT 0
+static hiera_cache *exit_cache;
+#endif
+
 /* Many nodes get the very same value object (a value found as it is in a data file, or the
  * same merge): its JSON text is remembered by address in a small table, which holds a reference
  * so that the address cannot be reused by another value while the entry lives. */
-#define RENDER_MEMO_BITS 12
+#define RENDER_MEMO_BITS 14
 typedef struct {
     hiera_value *v;
     char *text;
+    size_t len;
 } render_slot;
 static render_slot render_memo[1u << RENDER_MEMO_BITS];
 
-static const char *render_json_memo(hiera_value *v, hiera_error *err)
+static const char *render_json_memo(hiera_value *v, size_t *len, hiera_error *err)
 {
     size_t i = (size_t)(((uint64_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull >> (64 - RENDER_MEMO_BITS));
     render_slot *s = &render_memo[i];
-    if (s->v == v)
+    if (s->v == v) {
+        *len = s->len;
         return s->text;
+    }
     char *text = hiera_render(v, HIERA_RENDER_JSON, err);
     if (!text)
         return NULL;
@@ -919,6 +932,7 @@ static const char *render_json_memo(hiera_value *v, hiera_error *err)
     free(s->text);
     s->v = hiera_value_incref(v);
     s->text = text;
+    s->len = *len = strlen(text);
     return text;
 }
 
@@ -927,7 +941,7 @@ static void render_memo_clear(void)
     for (size_t i = 0; i < sizeof render_memo / sizeof *render_memo; i++) {
         hiera_value_decref(render_memo[i].v);
         free(render_memo[i].text);
-        render_memo[i] = (render_slot){NULL, NULL};
+        render_memo[i] = (render_slot){NULL, NULL, 0};
     }
 }
 
@@ -969,10 +983,11 @@ static void run_node(batch *b, const node_src *n, const char *name_json, hiera_v
                 hiera_value_hash_set(node_hash, key, v); /* steals v */
                 continue;
             }
-            const char *text = render_json_memo(v, &err);
+            size_t len;
+            const char *text = render_json_memo(v, &len, &err);
             hiera_value_decref(v);
             if (text) {
-                json_node_value(printed++, b->keys_json[k], text);
+                json_node_value(printed++, b->keys_json[k], b->keys_json_len[k], text, len);
                 continue;
             }
         }
@@ -1355,6 +1370,9 @@ int batch_main(int argc, char **argv)
     hiera_cache_freeze(b.cache); /* one run over one tree: files are read and listed once */
     b.keys = keys.v;
     b.keys_json = keys_json.v;
+    b.keys_json_len = xalloc(keys_json.n * sizeof *b.keys_json_len);
+    for (size_t i = 0; i < keys_json.n; i++)
+        b.keys_json_len[i] = strlen(keys_json.v[i]);
     b.nkeys = keys.n;
     b.req = (hiera_request){NULL, 1, merge, dflt, a.type, 0};
     b.progress = isatty(STDERR_FILENO) != 0;
@@ -1365,12 +1383,19 @@ out:
     render_memo_clear();
     hiera_value_decref(b.doc);
     hiera_value_decref(b.errors);
+#if FREE_ON_EXIT
     hiera_cache_free(b.cache);
+#else
+    /* the process ends: its memory goes back at once, where freeing every file, compiled
+     * option and remembered merge one by one was 4% of a fleet run (b.cache stays reachable) */
+    exit_cache = b.cache;
+#endif
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
     free_nodes(nodes, nnodes);
     sv_free(&keys);
     sv_free(&keys_json);
+    free(b.keys_json_len);
     free(a.keys);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "Error: Could not run: cannot write the output: %s\n", strerror(errno));
