@@ -1,0 +1,195 @@
+/* Unit tests for what a frozen cache remembers: src/memo.c (the table, interning), the
+ * identity of values it relies on (value.c: hv_identical, hv_identity_code, stable marks) and
+ * the key index of loaded data files (cache.c). Whole lookups through remembered merges are
+ * compared with plain ones by tests/batch/memo-compare.py. */
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "hiera_int.h"
+#include "memo.h"
+
+static hv *J(const char *text)
+{
+    herr e = {0};
+    hv *v = hjson_parse(text, strlen(text), "<test>", &e);
+    assert_non_null(v);
+    return v;
+}
+
+static void test_identical(void **state)
+{
+    (void)state;
+    hv *a = J("{\"x\": [1, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
+    hv *b = J("{\"x\": [1, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
+    hv *reordered = J("{\"y\": {\"z\": 1}, \"x\": [1, 2.5, \"s\", null, true]}");
+    hv *float_one = J("{\"x\": [1.0, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
+    assert_true(hv_identical(a, b));
+    assert_true(hv_eql(a, reordered));        /* Ruby eql? ignores order ... */
+    assert_false(hv_identical(a, reordered)); /* ... what renders does not */
+    assert_false(hv_identical(a, float_one)); /* 1 and 1.0 print differently */
+    uint64_t ca, cb;
+    assert_true(hv_identity_code(a, &ca));
+    assert_true(hv_identity_code(b, &cb));
+    assert_true(ca == cb);
+    hv *zero = hv_float(0.0), *negzero = hv_float(-0.0);
+    assert_true(hv_equal(zero, negzero));
+    assert_false(hv_identical(zero, negzero)); /* "0.0" and "-0.0" */
+    hv *sens = hv_sensitive_new(hv_str("secret"));
+    assert_false(hv_identity_code(sens, &ca)); /* never interned */
+    assert_true(hv_identical(sens, sens)); /* the same object is itself */
+    hv_decref(sens);
+    hv_decref(zero);
+    hv_decref(negzero);
+    hv_decref(a);
+    hv_decref(b);
+    hv_decref(reordered);
+    hv_decref(float_one);
+}
+
+static void test_stable_marks(void **state)
+{
+    (void)state;
+    hv *s = hv_str("x");
+    assert_false(hv_is_stable(s));
+    hv_set_stable(s);
+    assert_true(hv_is_stable(s));
+    hv *copy = hv_copy(s); /* (a string copy is the same object) */
+    assert_true(copy == s);
+    hv_decref(copy);
+    hv *h = J("{\"a\": 1}");
+    hv_set_stable(h);
+    hv *hc = hv_copy(h);
+    assert_false(hv_is_stable(hc)); /* a copy is a new, private value */
+    assert_true(hv_is_stable(hv_undef()) && hv_is_stable(hv_true())); /* immortal */
+    hv_decref(hc);
+    hv_decref(h);
+    hv_decref(s);
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    memo *m = memo_new();
+    char key[64];
+    /* more entries than the first table holds: it grows and keeps them all */
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(key, sizeof key, "key-%d", i);
+        hv *v = hv_int(i);
+        assert_true(memo_put(m, key, (size_t)n, v));
+        assert_true(hv_is_stable(v)); /* the table keeps it: stable now */
+        hv_decref(v);
+    }
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(key, sizeof key, "key-%d", i);
+        hv *v = memo_get(m, key, (size_t)n);
+        assert_non_null(v);
+        assert_int_equal(hv_int_val(v), i);
+    }
+    assert_null(memo_get(m, "key-5000", 8));
+    assert_null(memo_get(m, "key-1", 4)); /* a prefix is another key */
+    hv *other = hv_int(-1);
+    assert_false(memo_put(m, "key-7", 5, other)); /* the first value keeps its place */
+    assert_int_equal(hv_int_val(memo_get(m, "key-7", 5)), 7);
+    hv_decref(other);
+    memo_free(m);
+}
+
+static void test_intern(void **state)
+{
+    (void)state;
+    memo *m = memo_new();
+    hv *src = hv_str("%{facts.role}-x"); /* a data value, as the cache holds it */
+    hv_set_stable(src);
+    hv *first = memo_intern(m, src, hv_str("web-x"));
+    hv *again = memo_intern(m, src, hv_str("web-x"));
+    assert_true(first == again); /* one value for one content */
+    assert_true(hv_is_stable(first));
+    hv *other = memo_intern(m, src, hv_str("db-x"));
+    assert_true(other != first);
+    assert_string_equal(hv_str_ptr(other), "db-x");
+    /* another source with the same content keeps its own value */
+    hv *src2 = hv_str("%{facts.role}-x ");
+    hv_set_stable(src2);
+    hv *third = memo_intern(m, src2, hv_str("web-x"));
+    assert_true(third != first);
+    /* what cannot be interned comes back as it is */
+    hv *sens = hv_sensitive_new(hv_str("web-x"));
+    hv *back = memo_intern(m, src, sens);
+    assert_true(back == sens);
+    assert_false(hv_is_stable(back));
+    hv_decref(back);
+    hv_decref(first);
+    hv_decref(again);
+    hv_decref(other);
+    hv_decref(third);
+    memo_free(m);
+    hv_decref(src);
+    hv_decref(src2);
+}
+
+static void test_key_index(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/hiera-memo-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *a = testutil_write_under(dir, "a.json", "{\"k\": 1, \"only_a\": true, \"7\": 7}");
+    char *b = testutil_write_under(dir, "b.json", "{\"k\": 2}");
+    hiera_cache *c = cache_new();
+    hv *flags;
+    uint32_t kid_a, kid_b;
+    herr e = {0};
+    /* not frozen: nothing indexed */
+    hv *va = cache_load_data(c, a, FMT_JSON, &flags, &kid_a, &e);
+    assert_non_null(va);
+    assert_int_equal(kid_a, 0);
+    assert_int_equal(cache_key_index_gen(c), 0);
+    hv_decref(va);
+    cache_freeze(c);
+    va = cache_load_data(c, a, FMT_JSON, &flags, &kid_a, &e);
+    assert_true(kid_a > 0);
+    uint32_t gen = cache_key_index_gen(c);
+    hv *vb = cache_load_data(c, b, FMT_JSON, &flags, &kid_b, &e);
+    assert_true(kid_b > kid_a);
+    assert_true(cache_key_index_gen(c) != gen); /* a file was added: entries may have moved */
+    uint64_t code = hv_str_code("k", 1);
+    const key_index *x = cache_key_index(c, "k", 1, code);
+    key_hit *ha = key_index_find(x, kid_a), *hb = key_index_find(x, kid_b);
+    assert_non_null(ha);
+    assert_non_null(hb);
+    assert_true(ha->value == hv_hash_gets(va, "k"));
+    assert_int_equal(hv_int_val(hb->value), 2);
+    assert_int_equal(ha->flags, -1); /* not known until asked */
+    x = cache_key_index(c, "only_a", 6, hv_str_code("only_a", 6));
+    assert_non_null(key_index_find(x, kid_a));
+    assert_null(key_index_find(x, kid_b));
+    assert_null(cache_key_index(c, "missing", 7, hv_str_code("missing", 7)));
+    assert_null(key_index_find(NULL, kid_a));
+    /* loading a file again does not index it twice */
+    uint32_t again;
+    hv *va2 = cache_load_data(c, a, FMT_JSON, &flags, &again, &e);
+    assert_int_equal(again, kid_a);
+    x = cache_key_index(c, "k", 1, code);
+    assert_non_null(key_index_find(x, kid_a));
+    hv_decref(va2);
+    hv_decref(va);
+    hv_decref(vb);
+    cache_free(c);
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_identical),
+        cmocka_unit_test(test_stable_marks),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_intern),
+        cmocka_unit_test(test_key_index),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
