@@ -136,6 +136,10 @@ lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err);
  * table, or NULL for the plain interpolation) and given as a stable value (interp.c). */
 struct memo;
 lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **out, herr *err);
+/* A hierarchy location template s (no method syntax) interpolated as before for the same values
+ * of the variables it reads: the malloc'ed text, or NULL; then, when key->len is set, the
+ * caller's text (once checked) is to be remembered under key (memo_put). */
+char *location_remembered(inv *I, struct memo *m, const char *s, bool glob, bool uri, sbuf *key);
 /* The 'scope' interpolation method: a variable with an optional dotted path; *out is undef when
  * it is not defined. subject is the string being interpolated (for syntax errors). */
 lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err);

@@ -710,6 +710,93 @@ static bool key_value(sbuf *k, const hv *v)
     }
 }
 
+/* Appends to k, for each expression of deps in order, what it reads (the recursion guard
+ * entered and left as interpolate does); false when that cannot stand for the result or an
+ * error would come (the caller interpolates then, which reports it). */
+static bool deps_key(inv *I, const hv *deps, sbuf *k)
+{
+    herr ignore = {0};
+    bool usable = true;
+    for (size_t i = 0; i < hv_array_len(deps) && usable; i++) {
+        const hv *x = hv_array_get(deps, i);
+        const char *arg = hv_str_ptr(hv_array_get(x, 1));
+        hv *v = NULL;
+        if (hv_int_val(hv_array_get(x, 0)) == X_LITERAL)
+            v = hv_str(arg);
+        else if (scope_lookup_segs(I, arg, hv_array_get(x, 2), &v, &ignore) != LR_FOUND)
+            usable = false;
+        usable = usable && key_value(k, v);
+        hv_decref(v);
+        if (usable && check_enter(I, hv_str_ptr(hv_array_get(x, 3)), &ignore))
+            check_leave(I, &ignore);
+        else
+            usable = false;
+    }
+    herr_clear(&ignore);
+    return usable;
+}
+
+/* A key buffer with room for most keys from the start. */
+static void key_start(sbuf *k)
+{
+    k->cap = 256;
+    k->s = xmalloc(k->cap);
+    k->len = 0;
+    k->s[0] = 0;
+}
+
+char *location_remembered(inv *I, memo *m, const char *s, bool glob, bool uri, sbuf *key)
+{
+    hiera_ctx *h = I->h;
+    key->len = 0;
+    if (!m || h->ex || I->local_scope || !strstr(s, "%{"))
+        return NULL; /* (a text without expressions is interpolated at once) */
+    size_t len = strlen(s);
+    /* the expressions of the template, listed once per text */
+    sbuf k;
+    key_start(&k);
+    sb_adds(&k, "D");
+    sb_addn(&k, (const char *)&len, sizeof len); /* (the length first: keys cannot run into each other) */
+    sb_addn(&k, s, len);
+    hv *deps = memo_get(m, k.s, k.len);
+    if (!deps) {
+        deps = hv_array();
+        hv *tmpl = hv_strn(s, len);
+        bool ok = collect_deps(I, tmpl, deps);
+        hv_decref(tmpl);
+        for (size_t i = 0; ok && i < hv_array_len(deps); i++)
+            if (hv_bool_val(hv_array_get(hv_array_get(deps, i), 4)))
+                ok = false; /* method syntax: refused in hiera.yaml (interpolate says so) */
+        if (!ok) {
+            hv_decref(deps);
+            deps = hv_false();
+        }
+        memo_put(m, k.s, k.len, deps);
+        hv_decref(deps);
+    }
+    if (!hv_is(deps, HV_ARRAY)) {
+        sb_free(&k);
+        return NULL;
+    }
+    size_t counted = h->nested_lookups;
+    k.s[0] = 'L';
+    char flags[3] = {glob ? 'g' : '-', uri ? 'u' : '-', h->strict_paths ? 's' : '-'};
+    sb_addn(&k, flags, sizeof flags);
+    if (!deps_key(I, deps, &k)) {
+        h->nested_lookups = counted;
+        sb_free(&k);
+        return NULL;
+    }
+    hv *known = memo_get(m, k.s, k.len);
+    if (known) {
+        sb_free(&k);
+        return xstrndup(hv_str_ptr(known), hv_str_len(known));
+    }
+    h->nested_lookups = counted; /* the caller interpolates: it counts its own */
+    *key = k;
+    return NULL;
+}
+
 lr interpolate_remembered(inv *I, memo *m, hv *value, hv **out, herr *err)
 {
     hiera_ctx *h = I->h;
@@ -741,7 +828,8 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **out, herr *err)
     }
     /* the key: the value, then each variable's value; the recursion guard is entered and left
      * for each expression as interpolate does */
-    sbuf k = {0};
+    sbuf k;
+    key_start(&k);
     size_t counted = h->nested_lookups;
     dkey.tag = 'v';
     sb_addn(&k, (const char *)&dkey, sizeof dkey);

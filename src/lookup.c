@@ -375,18 +375,40 @@ static bool location_allowed(inv *I, const hlevel *lvl, const char *tmpl, const 
  * a NUL is seen, then returned as a C string. */
 static lr interp_location(inv *I, const hlevel *lvl, const char *s, bool glob, bool uri, char **out, herr *err)
 {
+    if (!strstr(s, "%{")) {
+        /* nothing to interpolate: the text itself, which the facts rule always allows */
+        *out = xstrdup(s);
+        return LR_FOUND;
+    }
+    /* a frozen cache remembers the checked text for the values of the variables it reads */
+    memo *m = cache_work_memo(I->h->cache);
+    sbuf key = {0};
+    char *known = location_remembered(I, m, s, glob, uri, &key);
+    if (known) {
+        *out = known;
+        return LR_FOUND;
+    }
     hv *in = hv_str(s), *res = NULL;
     lr r = interpolate(I, in, false, &res, err);
     hv_decref(in);
-    if (r != LR_FOUND)
+    if (r != LR_FOUND) {
+        sb_free(&key);
         return r;
+    }
     sbuf b = {0};
     ruby_to_s(&b, res);
     hv_decref(res);
     if (!location_allowed(I, lvl, s, sb_str(&b), b.len, glob, uri, err)) {
+        sb_free(&key);
         sb_free(&b);
         return LR_ERROR;
     }
+    if (key.len) {
+        hv *text = hv_strn(b.s ? b.s : "", b.len);
+        memo_put(m, key.s, key.len, text);
+        hv_decref(text);
+    }
+    sb_free(&key);
     *out = sb_take(&b);
     return LR_FOUND;
 }
@@ -1194,6 +1216,18 @@ static lr defer_replay(deferral *d, fold *outer, fold *inner, size_t live, herr 
 
 static size_t defer_key_len(const deferral *d) { return sizeof d->head + d->count * sizeof(defer_item); }
 
+/* A fold of one value is the value itself (convert_value and merge_single only change arrays
+ * for unique): nothing to look up. */
+static hv *defer_single(deferral *d)
+{
+    if (d->count != 1 || d->ms->kind == MS_UNIQUE)
+        return NULL;
+    hv *v = (hv *)d->items[0].value;
+    d->count = 0;
+    d->m = NULL;
+    return v;
+}
+
 /* The remembered result of the deferred fold (a new reference, the deferred values dropped), or
  * NULL. */
 static hv *defer_lookup(deferral *d, char *key)
@@ -1238,6 +1272,11 @@ static lr strategy_fold(hiera_ctx *h, const merge_strategy *ms, size_t n, varian
     if (d.m) {
         if (!d.count)
             return LR_NOT_FOUND;
+        hv *single = defer_single(&d);
+        if (single) {
+            *out = single;
+            return LR_FOUND;
+        }
         char key[sizeof d.head + sizeof d.items];
         hv *known = defer_lookup(&d, key);
         if (known) {
@@ -1311,6 +1350,11 @@ static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const ch
     if (d.m) {
         if (!d.count)
             return LR_NOT_FOUND;
+        hv *single = defer_single(&d);
+        if (single) {
+            *out = single;
+            return LR_FOUND;
+        }
         char key[sizeof d.head + sizeof d.items];
         hv *known = defer_lookup(&d, key);
         if (known) {

@@ -63,6 +63,24 @@ static bool is_dotdot(const char *s, size_t n) { return n == 2 && s[0] == '.' &&
 char *pn_plus(const char *path1, const char *path2)
 {
     size_t len2 = strlen(path2);
+    /* the usual case without splitting: a relative path2 whose first component is a name, after
+     * a path1 whose last component is a name, is path1 (less trailing slashes) "/" path2 */
+    size_t c2 = strcspn(path2, "/");
+    if (len2 && path2[0] != '/' && !is_dot(path2, c2) && !is_dotdot(path2, c2)) {
+        size_t n1 = strlen(path1);
+        while (n1 > 1 && path1[n1 - 1] == '/')
+            n1--;
+        size_t b = n1;
+        while (b > 0 && path1[b - 1] != '/')
+            b--;
+        if (n1 > b && !is_dot(path1 + b, n1 - b) && !is_dotdot(path1 + b, n1 - b)) {
+            char *out = xmalloc(n1 + 1 + len2 + 1);
+            memcpy(out, path1, n1);
+            out[n1] = '/';
+            memcpy(out + n1 + 1, path2, len2 + 1);
+            return out;
+        }
+    }
     /* split path2 into components, remembering where each starts */
     size_t cap = 8, nc = 0;
     size_t *idx = xmalloc(cap * sizeof *idx), *clen = xmalloc(cap * sizeof *clen);
