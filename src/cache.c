@@ -542,6 +542,7 @@ static void kix_grow(hiera_cache *c)
 static void kix_add_file(hiera_cache *c, centry *e)
 {
     e->kid = ++c->kix_files;
+    hv_set_stable_deep(e->value); /* kept, unchanged, to the end: merges of its values are remembered */
     const hv *v = e->value;
     for (size_t i = 0; i < hv_hash_len(v); i++) {
         const hv *k = hv_hash_key_at(v, i);

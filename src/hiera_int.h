@@ -117,8 +117,9 @@ typedef struct merge_strategy {
     hv *options;          /* the options hash as given (with or without "strategy"), or NULL */
     char *knockout_prefix;
     bool sort_merged_arrays, merge_hash_arrays, merge_debug;
-    /* kept by a frozen cache to its end: merges with it may be remembered (memo.h) */
+    /* kept by a frozen cache to its end: merges with it may be remembered in memo (memo.h) */
     bool stable;
+    struct memo *memo;
     /* Hiera 3 deep_merge options */
     bool preserve_unmergeables;
     char *unpack_arrays;
@@ -149,6 +150,10 @@ typedef struct {
     bool sort_merged_arrays;
     bool merge_hash_arrays;
     const char *unpack_arrays;
+    /* a frozen cache's table (memo.h) and what stands for these options in its keys, or NULL:
+     * the merge of a stable value with its own copy is remembered there */
+    struct memo *memo;
+    const void *memo_id;
 } dm_options;
 hv *deep_merge_bang(hv *source, hv *dest, const dm_options *o, herr *err);
 

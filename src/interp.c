@@ -826,34 +826,13 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **out, herr *err)
             *out = memo_intern(m, value, res);
         return r;
     }
-    /* the key: the value, then each variable's value; the recursion guard is entered and left
-     * for each expression as interpolate does */
+    /* the key: the value, then what each expression reads */
     sbuf k;
     key_start(&k);
     size_t counted = h->nested_lookups;
     dkey.tag = 'v';
     sb_addn(&k, (const char *)&dkey, sizeof dkey);
-    bool usable = true;
-    for (size_t i = 0; i < hv_array_len(deps) && usable; i++) {
-        const hv *x = hv_array_get(deps, i);
-        const char *arg = hv_str_ptr(hv_array_get(x, 1));
-        hv *v = NULL;
-        if (hv_int_val(hv_array_get(x, 0)) == X_LITERAL) {
-            v = hv_str(arg);
-        } else if (scope_lookup_segs(I, arg, hv_array_get(x, 2), &v, err) != LR_FOUND) {
-            herr_clear(err);
-            usable = false;
-            break;
-        }
-        usable = key_value(&k, v);
-        hv_decref(v);
-        if (usable && check_enter(I, hv_str_ptr(hv_array_get(x, 3)), err))
-            check_leave(I, err);
-        else if (usable) {
-            sb_free(&k);
-            return LR_ERROR; /* what interpolate meets there too */
-        }
-    }
+    bool usable = deps_key(I, deps, &k);
     hv *known = usable ? memo_get(m, k.s, k.len) : NULL;
     if (known) {
         sb_free(&k);

@@ -1136,9 +1136,9 @@ typedef struct {
     uint32_t n;           /* variants of the outer fold */
     size_t count;
     struct {
+        char tag; /* 'l' layer, 's' strategy (memo keys start with their kind's letter) */
         const merge_strategy *ms;
         uint64_t n;
-        char tag;
     } head;
     defer_item items[DEFER_MAX];
 } deferral;
@@ -1857,6 +1857,7 @@ static merge_strategy *merge_strategy_for(hiera_ctx *h, const hv *merge, bool *o
             return NULL;
         ++*count;
         ms->stable = true;
+        ms->memo = cache_work_memo(h->cache);
         m = xcalloc(1, sizeof *m);
         m->merge = merge ? hv_incref((hv *)merge) : NULL;
         m->ms = ms;

@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* enough for every distinct merge of a large fleet; beyond it work is simply redone */
+/* What the table may hold: past either bound nothing more is remembered (entries cannot be
+ * dropped: a key holds the addresses of values the table keeps alive), work is simply redone.
+ * Shared work shows up with the first nodes, so a full table keeps what pays. */
 #define MEMO_MAX_ENTRIES (4u << 20)
+#define MEMO_MAX_BYTES ((size_t)256 << 20)
 
 typedef struct {
     uint64_t code; /* 0: empty slot */
@@ -20,7 +23,20 @@ typedef struct {
 struct memo {
     memo_slot *slots;
     size_t cap, n; /* cap: a power of two */
+    size_t bytes;  /* keys, slots and (roughly) values held */
 };
+
+/* A value's size, roughly: its node and its first level of elements. */
+static size_t value_bytes(const hv *v)
+{
+    if (hv_is(v, HV_ARRAY))
+        return 48 + hv_array_len(v) * 40;
+    if (hv_is(v, HV_HASH))
+        return 64 + hv_hash_len(v) * 72;
+    if (hv_is(v, HV_STRING))
+        return 48 + hv_str_len(v);
+    return 32;
+}
 
 memo *memo_new(void) { return xcalloc(1, sizeof(memo)); }
 
@@ -98,7 +114,8 @@ static void grow(memo *m)
 
 bool memo_put(memo *m, const void *key, size_t len, hv *value)
 {
-    if (m->n >= MEMO_MAX_ENTRIES || len > UINT32_MAX)
+    size_t cost = len + 2 * sizeof(memo_slot) + value_bytes(value);
+    if (m->n >= MEMO_MAX_ENTRIES || len > UINT32_MAX || m->bytes + cost > MEMO_MAX_BYTES)
         return false;
     if ((m->n + 1) * 4 > m->cap * 3)
         grow(m);
@@ -111,17 +128,18 @@ bool memo_put(memo *m, const void *key, size_t len, hv *value)
     s->key = xmalloc(len ? len : 1);
     memcpy(s->key, key, len);
     s->value = hv_incref(value);
-    hv_set_stable(value);
+    hv_set_stable_deep(value);
     m->n++;
+    m->bytes += cost;
     return true;
 }
 
 hv *memo_intern(memo *m, const hv *src, hv *fresh)
 {
     struct {
+        char tag; /* every kind of key starts with its own letter */
         const hv *src;
         uint64_t content;
-        char tag;
     } key;
     memset(&key, 0, sizeof key);
     key.src = src;

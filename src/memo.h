@@ -8,8 +8,12 @@
  * source and its content: equal results become one stable value, whose later merges and JSON
  * rendering are found by address again.
  *
+ * Keys are bytes; each kind of key starts with its own letter ('i' interned values here, 'l' and
+ * 's' merges in lookup.c, 'd'/'v' interpolations and 'D'/'L' locations in interp.c), so that keys
+ * of different kinds never meet.
+ *
  * Values given to the table must never change afterwards (value.h: shared values are immutable).
- * Entries are never dropped; past MEMO_MAX_ENTRIES nothing more is remembered. */
+ * Entries are never dropped; past 4M entries or about 256 MiB nothing more is remembered. */
 #ifndef HIERA_MEMO_H
 #define HIERA_MEMO_H
 
@@ -25,7 +29,7 @@ void memo_free(memo *m);
 /* The value remembered under key (len bytes), BORROWED, or NULL. */
 hv *memo_get(memo *m, const void *key, size_t len);
 /* Remembers value (BORROWED: the table takes its own reference) under key and marks it stable.
- * false when the table is full. */
+ * false when the table is full (value is then not stable) or the key is known already. */
 bool memo_put(memo *m, const void *key, size_t len, hv *value);
 
 /* fresh, an interpolation of the stable value src, as a stable value: the one remembered for

@@ -4,6 +4,7 @@
  * knock-outs leave "" behind, arrays union with the lower side first, the prefix is an unescaped
  * regexp anchored with ^ (start of any line). */
 #include "hiera_int.h"
+#include "memo.h"
 #include "ptype.h"
 #include "render.h"
 #include "rregex.h"
@@ -233,6 +234,35 @@ static hv *shallow_dup(hv *v)
     if (hv_is(v, HV_ARRAY) || hv_is(v, HV_HASH))
         return hv_copy(v);
     return hv_incref(v);
+}
+
+/* deep_merge!(v, v.dup): what a key of source that dest lacks becomes. Inside, a value met on
+ * both sides at one address is one Ruby object (alias_ctx). For a stable v the result depends on
+ * v and the options only: a frozen cache remembers it (every merge into a lower level that lacks
+ * a key would otherwise go through the whole of its value again). */
+static hv *self_merge_of(dm_state *s, hv *v)
+{
+    struct {
+        char tag;
+        const void *options;
+        const hv *value;
+    } key;
+    memo *m = s->cow && s->o->memo && hv_is_stable(v) ? s->o->memo : NULL;
+    if (m) {
+        memset(&key, 0, sizeof key);
+        key.tag = 'm';
+        key.options = s->o->memo_id;
+        key.value = v;
+        hv *known = memo_get(m, &key, sizeof key);
+        if (known)
+            return hv_incref(known);
+    }
+    s->alias_ctx++;
+    hv *merged = dm(s, hv_incref(v), shallow_dup(v));
+    s->alias_ctx--;
+    if (m && merged)
+        memo_put(m, &key, sizeof key, merged);
+    return merged;
 }
 
 /* Copy on write: makes *v private before it is changed in place. */
@@ -740,9 +770,7 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
                     merged = dm(s, hv_incref(sv), hv_incref(dv));
                     s->alias_ctx -= self_merge;
                 } else {
-                    s->alias_ctx++;
-                    merged = dm(s, hv_incref(sv), shallow_dup(sv));
-                    s->alias_ctx--;
+                    merged = self_merge_of(s, sv);
                 }
                 if (!merged) {
                     hv_decref(result);
@@ -847,7 +875,8 @@ hv *ms_merge(const merge_strategy *ms, hv *e1, hv *e2, bool inplace, herr *err)
     case MS_UNCONSTRAINED_DEEP:
     case MS_REVERSE_DEEP: {
         dm_options o = {ms->knockout_prefix, ms->kind != MS_DEEP && ms->preserve_unmergeables,
-                        ms->sort_merged_arrays, ms->merge_hash_arrays, ms->unpack_arrays};
+                        ms->sort_merged_arrays, ms->merge_hash_arrays, ms->unpack_arrays,
+                        ms->stable && !inplace ? ms->memo : NULL, ms};
         hv *src = e1, *dst = e2;
         if (ms->kind == MS_REVERSE_DEEP) {
             src = e2;

@@ -577,6 +577,34 @@ void hv_set_stable(hv *v)
 
 bool hv_is_stable(const hv *v) { return v && (v->rc == 0 || (v->pad[0] & HV_FLAG_STABLE)); }
 
+void hv_set_stable_deep(hv *v)
+{
+    if (!v || hv_is_stable(v))
+        return; /* (what a stable value holds is marked already) */
+    v->pad[0] |= HV_FLAG_STABLE;
+    switch ((hv_kind)v->kind) {
+    case HV_ARRAY: {
+        hv_arr *a = (hv_arr *)v;
+        for (size_t i = 0; i < a->n; i++)
+            hv_set_stable_deep(a->items[i]);
+        break;
+    }
+    case HV_HASH: {
+        hv_hashv *h = (hv_hashv *)v;
+        for (size_t i = 0; i < h->n; i++) {
+            hv_set_stable_deep(h->items[i].key);
+            hv_set_stable_deep(h->items[i].val);
+        }
+        break;
+    }
+    case HV_SENSITIVE:
+        hv_set_stable_deep(((hv_scalar *)v)->u.inner);
+        break;
+    default:
+        break;
+    }
+}
+
 static bool same_float(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 bool hv_identical(const hv *a, const hv *b)

@@ -118,6 +118,8 @@ bool hv_is_immortal(const hv *v);  /* the shared undef/true/false singletons */
  * stable. */
 void hv_set_stable(hv *v);
 bool hv_is_stable(const hv *v);
+/* Marks v and everything it holds (what a stable value holds is stable too). */
+void hv_set_stable_deep(hv *v);
 /* Same kinds and content all the way down, hash keys in the same order, floats bit for bit
  * (what renders the same); a Sensitive is identical only to itself. */
 bool hv_identical(const hv *a, const hv *b);

@@ -51,6 +51,10 @@ static const char MODULE_CONFIG[] = "version: 5\n"
 static const char FACTS[] = "{\"clientcert\": \"n1.example.com\", \"hostname\": \"n1\", \"domain\": \"example.com\","
                             " \"fqdn\": \"n1.example.com\", \"os\": {\"family\": \"Debian\"},"
                             " \"roles\": [\"web\", \"db\"], \"n\": 5}";
+/* another node: what the tree reads differs (the second node of a frozen-cache run) */
+static const char OTHER_FACTS[] = "{\"clientcert\": \"n2.example.com\", \"hostname\": \"n2\", \"domain\": \"example.com\","
+                                  " \"fqdn\": \"n2.example.com\", \"os\": {\"family\": \"RedHat\"},"
+                                  " \"roles\": [\"db\"], \"n\": 6}";
 
 static const char *const FILES[] = {
     "code/data/common.yaml",
@@ -70,7 +74,7 @@ static const char *const KEYS[] = {"a", "b", "h", "list", "mod::a", "mod::h", "h
 static const char *const TYPES[] = {"Any", "Hash[String, Any]", "Array[Integer]", "Optional[Scalar]",
                                     "Variant[String, Array[String]]", "Data" /* refused, as by `puppet lookup` */};
 
-static hiera_value *facts;
+static hiera_value *facts, *other_facts;
 static char *codedir, *envpath, *global, *env_config;
 
 static void setup(void)
@@ -83,7 +87,8 @@ static void setup(void)
     free(fz_write_str("code/environments/production/data/role/db.yaml", "role: db\nlist: [db]\n"));
     hiera_error err = {0};
     facts = hiera_value_from_json(FACTS, &err);
-    if (!facts)
+    other_facts = hiera_value_from_json(OTHER_FACTS, &err);
+    if (!facts || !other_facts)
         abort();
     char *priv = fz_write_str("keys/private_key.pkcs7.pem", PRIVATE_KEY);
     char *pub = fz_write_str("keys/public_key.pkcs7.pem", PUBLIC_KEY);
@@ -177,6 +182,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "key %s: status %d %s\n", key, (int)st, err.message ? err.message : "");
     if ((st == HIERA_OK) != (v != NULL) || (st == HIERA_ERROR && !err.message) || h->nstack != 0)
         abort();
+    hiera_error werr = {0};
+    char *want = v && !rq.explain && (flags & 32) ? hiera_render(v, HIERA_RENDER_JSON, &werr) : NULL;
+    hiera_error_clear(&werr);
     if (v) {
         for (int f = HIERA_RENDER_JSON; f <= HIERA_RENDER_S; f++) {
             hiera_error rerr = {0};
@@ -188,7 +196,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rq.explain) {
         free(hiera_explanation_text(h));
         hiera_value_decref(hiera_explanation_tree(h));
+    } else if (flags & 32) {
+        /* what a frozen cache remembers (hiera batch) must not change an answer: the node, then
+         * another node, then the node again, each through one frozen cache */
+        hiera_cache *c = hiera_cache_new();
+        hiera_cache_freeze(c);
+        for (int pass = 0; pass < 3; pass++) {
+            hiera_options fo = o;
+            fo.cache = c;
+            fo.facts = pass == 1 ? other_facts : facts;
+            fo.node = pass == 1 ? "n2.example.com" : "n1.example.com";
+            hiera_error ferr = {0};
+            hiera *fh = hiera_new(&fo, &ferr);
+            if (!fh)
+                abort(); /* the plain context was made with the same files */
+            hiera_value *fv = NULL;
+            hiera_status fst = hiera_lookup(fh, &rq, &fv, &ferr);
+            if (pass != 1) {
+                hiera_error gerr = {0};
+                char *got = fv ? hiera_render(fv, HIERA_RENDER_JSON, &gerr) : NULL;
+                hiera_error_clear(&gerr);
+                if (fst != st || (want == NULL) != (got == NULL) || (want && strcmp(want, got) != 0) ||
+                    (st == HIERA_ERROR && strcmp(err.message, ferr.message) != 0)) {
+                    fprintf(stderr, "frozen cache pass %d: status %d/%d\n  plain:  %s %s\n  frozen: %s %s\n", pass,
+                            (int)st, (int)fst, want ? want : "-", err.message ? err.message : "", got ? got : "-",
+                            ferr.message ? ferr.message : "");
+                    abort();
+                }
+                free(got);
+            }
+            hiera_value_decref(fv);
+            hiera_error_clear(&ferr);
+            hiera_free(fh);
+        }
+        hiera_cache_free(c);
     }
+    free(want);
     hiera_error_clear(&err);
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
