@@ -110,8 +110,11 @@ void cache_free(hiera_cache *c)
     hv_decref(c->globs);
     hv_decref(c->memo);
     memo_free(c->work);
-    for (size_t i = 0; i < c->kix_cap; i++)
+    for (size_t i = 0; i < c->kix_cap; i++) {
+        for (uint32_t j = 0; j < c->kix[i].entry.n; j++)
+            hv_decref(c->kix[i].entry.hits[j].deps);
         free(c->kix[i].entry.hits);
+    }
     free(c->kix);
     for (size_t i = 0; i < c->nshared; i++)
         if (c->shared_free[i])
@@ -564,7 +567,7 @@ static void kix_add_file(hiera_cache *c, centry *e)
             x->cap = x->cap ? x->cap * 2 : 4;
             x->hits = xrealloc(x->hits, x->cap * sizeof *x->hits);
         }
-        x->hits[x->n++] = (key_hit){e->kid, -1, hv_hash_val_at(v, i)};
+        x->hits[x->n++] = (key_hit){e->kid, -1, hv_hash_val_at(v, i), NULL};
     }
 }
 

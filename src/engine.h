@@ -133,9 +133,10 @@ typedef struct inv {
  * elements and hash keys/values. value is borrowed. */
 lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err);
 /* interpolate(I, value, true, ...) for a stable data value: remembered in m (a frozen cache's
- * table, or NULL for the plain interpolation) and given as a stable value (interp.c). */
+ * table, or NULL for the plain interpolation) and given as a stable value (interp.c). deps_slot,
+ * when not NULL, keeps (a reference to) what the value reads, found the first time. */
 struct memo;
-lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **out, herr *err);
+lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **deps_slot, hv **out, herr *err);
 /* A hierarchy location template s (no method syntax) interpolated as before for the same values
  * of the variables it reads: the malloc'ed text, or NULL; then, when key->len is set, the
  * caller's text (once checked) is to be remembered under key (memo_put). */

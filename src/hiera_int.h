@@ -46,6 +46,7 @@ typedef struct {
     uint32_t kid;
     int32_t flags;
     hv *value;
+    hv *deps; /* what interpolating value reads (interp.c), once known; the entry holds it */
 } key_hit;
 typedef struct key_index key_index;
 /* The hashes holding key (code: hv_str_code), or NULL when none of the indexed ones does. */

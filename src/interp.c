@@ -771,8 +771,12 @@ char *location_remembered(inv *I, memo *m, const char *s, bool glob, bool uri, s
             hv_decref(deps);
             deps = hv_false();
         }
-        memo_put(m, k.s, k.len, deps);
+        bool kept = memo_put(m, k.s, k.len, deps);
         hv_decref(deps);
+        if (!kept) {
+            sb_free(&k);
+            return NULL; /* a full table: interpolated plainly */
+        }
     }
     if (!hv_is(deps, HV_ARRAY)) {
         sb_free(&k);
@@ -797,7 +801,7 @@ char *location_remembered(inv *I, memo *m, const char *s, bool glob, bool uri, s
     return NULL;
 }
 
-lr interpolate_remembered(inv *I, memo *m, hv *value, hv **out, herr *err)
+lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, hv **out, herr *err)
 {
     hiera_ctx *h = I->h;
     if (!m || h->ex || h->prov || I->local_scope)
@@ -809,15 +813,25 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **out, herr *err)
     memset(&dkey, 0, sizeof dkey);
     dkey.tag = 'd';
     dkey.value = value;
-    hv *deps = memo_get(m, &dkey, sizeof dkey);
+    hv *deps = deps_slot ? *deps_slot : NULL;
+    if (!deps)
+        deps = memo_get(m, &dkey, sizeof dkey);
     if (!deps) {
         deps = hv_array();
         if (!collect_deps(I, value, deps)) {
             hv_decref(deps);
             deps = hv_false();
         }
-        memo_put(m, &dkey, sizeof dkey, deps);
+        bool kept = memo_put(m, &dkey, sizeof dkey, deps);
+        if (deps_slot) {
+            *deps_slot = hv_incref(deps);
+            kept = true;
+        }
         hv_decref(deps);
+        if (!kept)
+            return interpolate(I, value, true, out, err); /* a full table: interpolated plainly */
+    } else if (deps_slot && !*deps_slot) {
+        *deps_slot = hv_incref(deps);
     }
     if (!hv_is(deps, HV_ARRAY)) {
         hv *res = NULL;
@@ -843,9 +857,9 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **out, herr *err)
     hv *res = NULL;
     lr r = interpolate(I, value, true, &res, err);
     if (r == LR_FOUND) {
-        res = memo_intern(m, value, res);
-        if (usable)
-            memo_put(m, k.s, k.len, res);
+        /* remembered under what it read (stable then), or else by its content */
+        if (!usable || !memo_put(m, k.s, k.len, res))
+            res = memo_intern(m, value, res);
         *out = res;
     }
     sb_free(&k);

@@ -1025,7 +1025,8 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
         if (m)
             hv_set_stable(res); /* the frozen cache keeps it, unchanged, to its end */
     } else {
-        lr r = m ? interpolate_remembered(a->I, m, value, &res, err) : interpolate(a->I, value, true, &res, err);
+        lr r = m ? interpolate_remembered(a->I, m, value, hit ? &hit->deps : NULL, &res, err)
+                 : interpolate(a->I, value, true, &res, err);
         if (r != LR_FOUND)
             return r;
     }

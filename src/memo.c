@@ -24,6 +24,7 @@ struct memo {
     memo_slot *slots;
     size_t cap, n; /* cap: a power of two */
     size_t bytes;  /* keys, slots and (roughly) values held */
+    size_t max_entries;
 };
 
 /* A value's size, roughly: its node and its first level of elements. */
@@ -38,7 +39,20 @@ static size_t value_bytes(const hv *v)
     return 32;
 }
 
-memo *memo_new(void) { return xcalloc(1, sizeof(memo)); }
+memo *memo_new(void)
+{
+    memo *m = xcalloc(1, sizeof(memo));
+    m->max_entries = MEMO_MAX_ENTRIES;
+    /* tests fill the table early to see that a full one changes no answer */
+    const char *limit = getenv("HIERA_MEMO_MAX_ENTRIES");
+    if (limit && *limit) {
+        char *end;
+        unsigned long long n = strtoull(limit, &end, 10);
+        if (!*end && n < MEMO_MAX_ENTRIES)
+            m->max_entries = (size_t)n;
+    }
+    return m;
+}
 
 void memo_free(memo *m)
 {
@@ -115,7 +129,7 @@ static void grow(memo *m)
 bool memo_put(memo *m, const void *key, size_t len, hv *value)
 {
     size_t cost = len + 2 * sizeof(memo_slot) + value_bytes(value);
-    if (m->n >= MEMO_MAX_ENTRIES || len > UINT32_MAX || m->bytes + cost > MEMO_MAX_BYTES)
+    if (m->n >= m->max_entries || len > UINT32_MAX || m->bytes + cost > MEMO_MAX_BYTES)
         return false;
     if ((m->n + 1) * 4 > m->cap * 3)
         grow(m);

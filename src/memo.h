@@ -13,7 +13,8 @@
  * of different kinds never meet.
  *
  * Values given to the table must never change afterwards (value.h: shared values are immutable).
- * Entries are never dropped; past 4M entries or about 256 MiB nothing more is remembered. */
+ * Entries are never dropped; past 4M entries or about 256 MiB nothing more is remembered (the
+ * environment variable HIERA_MEMO_MAX_ENTRIES lowers the first bound, for tests). */
 #ifndef HIERA_MEMO_H
 #define HIERA_MEMO_H
 

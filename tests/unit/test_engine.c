@@ -95,7 +95,7 @@ static void test_deep_merge(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof dm_rows / sizeof *dm_rows; i++) {
         const dm_row *r = &dm_rows[i];
-        dm_options o = {r->ko, r->preserve, r->sort, r->hash_arrays, r->unpack};
+        dm_options o = {r->ko, r->preserve, r->sort, r->hash_arrays, r->unpack, NULL, NULL};
         herr e = {0};
         hv *res = deep_merge_bang(parse(r->source), parse(r->dest), &o, &e);
         if (r->error) {
@@ -116,15 +116,15 @@ static void test_deep_merge_errors(void **state)
 {
     (void)state;
     herr e = {0};
-    dm_options o = {"", false, false, false, NULL};
+    dm_options o = {"", false, false, false, NULL, NULL, NULL};
     assert_null(deep_merge_bang(hv_array(), hv_array(), &o, &e));
     assert_string_equal(e.msg, "knockout_prefix cannot be an empty string in deep_merge!");
     herr_clear(&e);
-    dm_options p = {"--", true, false, false, NULL};
+    dm_options p = {"--", true, false, false, NULL, NULL, NULL};
     assert_null(deep_merge_bang(hv_array(), hv_array(), &p, &e));
     assert_string_equal(e.msg, "overwrite_unmergeable must be true if knockout_prefix is specified in deep_merge!");
     herr_clear(&e);
-    dm_options s = {NULL, false, true, false, NULL};
+    dm_options s = {NULL, false, true, false, NULL, NULL, NULL};
     assert_null(deep_merge_bang(parse("[1]"), parse("[\"a\"]"), &s, &e));
     assert_non_null(strstr(e.msg, "comparison of"));
     herr_clear(&e);
