@@ -403,8 +403,9 @@ int cache_key_flags(hv *keyflags, const char *key, size_t len, uint64_t code, co
 
 static bool data_format(file_format f) { return f == FMT_YAML || f == FMT_JSON || f == FMT_HOCON || f == FMT_CONFIG; }
 
-/* Files smaller than this parse faster than a cache file is opened. */
-#define DISK_MIN_SIZE 2048
+/* Files smaller than this parse faster than a cache file is opened (measured: a 1 KB YAML file
+ * already reads back faster from the disk cache than libyaml parses it). */
+#define DISK_MIN_SIZE 256
 
 static void fill(hiera_cache *c, centry *e, const struct stat *st)
 {
