@@ -37,6 +37,7 @@ typedef struct centry {
  * answers each level from this short list instead of probing every file's hash. */
 struct key_index {
     uint32_t n, cap;
+    uint32_t *kids; /* hits[i].kid, packed: what a search reads */
     key_hit *hits;
 };
 
@@ -114,6 +115,7 @@ void cache_free(hiera_cache *c)
         for (uint32_t j = 0; j < c->kix[i].entry.n; j++)
             hv_decref(c->kix[i].entry.hits[j].deps);
         free(c->kix[i].entry.hits);
+        free(c->kix[i].entry.kids);
     }
     free(c->kix);
     for (size_t i = 0; i < c->nshared; i++)
@@ -567,7 +569,9 @@ static void kix_add_file(hiera_cache *c, centry *e)
         if (x->n == x->cap) {
             x->cap = x->cap ? x->cap * 2 : 4;
             x->hits = xrealloc(x->hits, x->cap * sizeof *x->hits);
+            x->kids = xrealloc(x->kids, x->cap * sizeof *x->kids);
         }
+        x->kids[x->n] = e->kid;
         x->hits[x->n++] = (key_hit){e->kid, -1, hv_hash_val_at(v, i), NULL};
     }
 }
@@ -606,7 +610,7 @@ key_hit *key_index_find(const key_index *x, uint32_t kid)
     size_t lo = 0, hi = x->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        uint32_t m = x->hits[mid].kid;
+        uint32_t m = x->kids[mid];
         if (m == kid)
             return &x->hits[mid];
         if (m < kid)
