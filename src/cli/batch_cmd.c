@@ -945,23 +945,63 @@ static void render_memo_clear(void)
     }
 }
 
-/* Every key for one node (facts: STOLEN; msg: why the node cannot be looked up, or NULL); the
- * node's values go to the output (or the YAML document). */
-static void run_node(batch *b, const node_src *n, const char *name_json, hiera_value *facts, const char *msg)
+/* Nodes are taken a block at a time: every key is looked up for each node of the block before
+ * the next key, so that what the engine keeps for a key (its key index entry, its options, the
+ * merges remembered for it) is still in the CPU's caches for the next node; each node's answers
+ * are then written, and its errors listed, in node order as before. */
+#define NODE_BLOCK 16
+
+typedef struct {
+    hiera_status st;
+    hiera_value *v;
+    hiera_error err;
+} answer;
+
+typedef struct {
+    hiera *h;       /* NULL: the node failed as a whole (msg) */
+    char *msg;      /* why (malloc'ed), or NULL */
+    answer *answers; /* one per key */
+} node_run;
+
+/* Opens node n's context (facts: STOLEN; msg: why the node cannot be looked up, or NULL). */
+static void node_open(batch *b, const node_src *n, hiera_value *facts, const char *msg, node_run *r)
 {
     const batch_args *a = b->a;
-    hiera_error err = {0};
+    r->h = NULL;
+    r->msg = NULL;
     if (msg) {
-        add_error(b, n->name, NULL, msg);
+        r->msg = dupstr(msg);
         return;
     }
+    hiera_error err = {0};
     hiera_options o = {a->codedir, a->confdir, a->environmentpath, a->hiera_config, a->environment, n->name, facts, b->cache,
                        a->unsafe_fact_paths};
-    hiera *h = hiera_new(&o, &err);
+    r->h = hiera_new(&o, &err);
     hiera_value_decref(facts); /* the context keeps its own copy */
-    if (!h) {
-        add_error(b, n->name, NULL, err.message);
-        hiera_error_clear(&err);
+    if (!r->h)
+        r->msg = dupstr(err.message ? err.message : "");
+    hiera_error_clear(&err);
+}
+
+static void node_lookup(batch *b, node_run *r, size_t k)
+{
+    answer *an = &r->answers[k];
+    const char *key = b->keys[k];
+    b->req.keys = &key;
+    an->v = NULL;
+    an->err = (hiera_error){0};
+    an->st = hiera_lookup(r->h, &b->req, &an->v, &an->err);
+    b->lookups++;
+    if (b->share)
+        __atomic_store_n(&b->share->lookups, b->lookups, __ATOMIC_RELAXED);
+}
+
+/* Writes node n's answers (or the YAML document's entry) and lists its errors, then closes it. */
+static void node_emit(batch *b, const node_src *n, const char *name_json, node_run *r)
+{
+    if (!r->h) {
+        add_error(b, n->name, NULL, r->msg);
+        free(r->msg);
         return;
     }
     hiera_value *node_hash = NULL;
@@ -971,35 +1011,30 @@ static void run_node(batch *b, const node_src *n, const char *name_json, hiera_v
         node_hash = hiera_value_new_hash();
     size_t printed = 0;
     for (size_t k = 0; k < b->nkeys; k++) {
-        hiera_value *v = NULL;
+        answer *an = &r->answers[k];
         const char *key = b->keys[k];
-        b->req.keys = &key;
-        hiera_status st = hiera_lookup(h, &b->req, &v, &err);
-        b->lookups++;
-        if (b->share)
-            __atomic_store_n(&b->share->lookups, b->lookups, __ATOMIC_RELAXED);
-        if (st == HIERA_OK) {
+        if (an->st == HIERA_OK) {
             if (node_hash) {
-                hiera_value_hash_set(node_hash, key, v); /* steals v */
+                hiera_value_hash_set(node_hash, key, an->v); /* steals the value */
                 continue;
             }
             size_t len;
-            const char *text = render_json_memo(v, &len, &err);
-            hiera_value_decref(v);
+            const char *text = render_json_memo(an->v, &len, &an->err);
+            hiera_value_decref(an->v);
             if (text) {
                 json_node_value(printed++, b->keys_json[k], b->keys_json_len[k], text, len);
                 continue;
             }
         }
-        if (st != HIERA_NOT_FOUND)
-            add_error(b, n->name, key, err.message);
-        hiera_error_clear(&err);
+        if (an->st != HIERA_NOT_FOUND)
+            add_error(b, n->name, key, an->err.message);
+        hiera_error_clear(&an->err);
     }
     if (node_hash)
         hiera_value_hash_set(b->doc, n->name, node_hash);
     else
         json_end_node(printed);
-    hiera_free(h);
+    hiera_free(r->h);
 }
 
 /* ------------------------------------------------------------------ parallel runs */
@@ -1013,17 +1048,31 @@ static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, s
 {
     prefetch pf;
     prefetch_start(&pf, b->cache, nodes + lo, hi - lo);
-    for (size_t i = lo; i < hi; i++) {
-        hiera_value *facts;
-        char *msg;
-        prefetch_take(&pf, i - lo, &facts, &msg);
-        run_node(b, &nodes[i], names_json[i], facts, msg);
-        free(msg);
-        b->done_nodes++;
-        if (b->share)
-            __atomic_store_n(&b->share->done_nodes, b->done_nodes, __ATOMIC_RELAXED);
-        progress(b, false);
+    node_run runs[NODE_BLOCK];
+    answer *answers = xalloc(NODE_BLOCK * (b->nkeys ? b->nkeys : 1) * sizeof *answers);
+    for (size_t i0 = lo; i0 < hi; i0 += NODE_BLOCK) {
+        size_t n = hi - i0 < NODE_BLOCK ? hi - i0 : NODE_BLOCK;
+        for (size_t j = 0; j < n; j++) {
+            hiera_value *facts;
+            char *msg;
+            prefetch_take(&pf, i0 + j - lo, &facts, &msg);
+            node_open(b, &nodes[i0 + j], facts, msg, &runs[j]);
+            runs[j].answers = answers + j * b->nkeys;
+            free(msg);
+        }
+        for (size_t k = 0; k < b->nkeys; k++)
+            for (size_t j = 0; j < n; j++)
+                if (runs[j].h)
+                    node_lookup(b, &runs[j], k);
+        for (size_t j = 0; j < n; j++) {
+            node_emit(b, &nodes[i0 + j], names_json[i0 + j], &runs[j]);
+            b->done_nodes++;
+            if (b->share)
+                __atomic_store_n(&b->share->done_nodes, b->done_nodes, __ATOMIC_RELAXED);
+            progress(b, false);
+        }
     }
+    free(answers);
     prefetch_stop(&pf);
 }
 
