@@ -1592,14 +1592,15 @@ static hv *extract_lookup_options_uncached(const lo_compiled *c, const char *roo
     return NULL;
 }
 
-/* LookupAdapter#extract_lookup_options_for_key, remembered per root key (BORROWED result) */
-static hv *extract_lookup_options(lo_compiled *c, const char *root_key)
+/* LookupAdapter#extract_lookup_options_for_key, remembered per root key (BORROWED result);
+ * root_len and root_code: the key's length and hv_str_code. */
+static hv *extract_lookup_options(lo_compiled *c, const char *root_key, size_t root_len, uint64_t root_code)
 {
     if (!c)
         return NULL;
     if (!c->memo)
         c->memo = hv_hash();
-    hv *known = hv_hash_gets(c->memo, root_key);
+    hv *known = hv_hash_getsn_code(c->memo, root_key, root_len, root_code);
     if (known)
         return hv_is(known, HV_BOOL) && !hv_bool_val(known) ? NULL : hv_array_get(known, 0);
     hv *found = extract_lookup_options_uncached(c, root_key);
@@ -1974,7 +1975,10 @@ static bool lookup_lookup_options(inv *I, const char *module, const char *root_k
         free(sig);
         lo_cache_put(&h->lo_index, &h->lo_cache, &h->nlo_cache, module, c);
     }
-    *out = extract_lookup_options(c, root_key);
+    if (root_key == I->root_key)
+        *out = extract_lookup_options(c, root_key, I->root_len, I->root_code);
+    else
+        *out = extract_lookup_options(c, root_key, strlen(root_key), hv_str_code(root_key, strlen(root_key)));
     return true;
 }
 
@@ -1986,10 +1990,15 @@ typedef struct {
     char *module;   /* module name or NULL */
     hv *segments;   /* all segments (root first); NULL for a plain key */
     bool plain;     /* text and root borrow the caller's key */
+    bool borrowed;  /* everything borrowed from the caller and a frozen cache (lkey_parse_remembered) */
+    size_t root_len;
+    uint64_t root_code;
 } lookup_key;
 
 static void lkey_free(lookup_key *k)
 {
+    if (k->borrowed)
+        return;
     if (!k->plain) {
         free(k->text);
         free(k->root);
@@ -2025,6 +2034,50 @@ static bool lkey_parse(const char *key, lookup_key *k, herr *err)
     k->text = xstrdup(key);
     k->module = module_of(k->root);
     k->segments = segs;
+    return true;
+}
+
+/* lkey_parse, remembered by a frozen cache: a batch asks the same keys for every node. The
+ * entry [root, module or undef, segments or false, root hash] lives in the cache's table; the
+ * key's text is the caller's. */
+static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, herr *err)
+{
+    memo *m = cache_work_memo(h->cache);
+    size_t len = strlen(key);
+    char stack_key[128];
+    char *mk = len + 1 + sizeof len <= sizeof stack_key ? stack_key : NULL;
+    if (m && mk) {
+        mk[0] = 'k';
+        memcpy(mk + 1, &len, sizeof len);
+        memcpy(mk + 1 + sizeof len, key, len);
+        const hv *e = memo_get(m, mk, 1 + sizeof len + len);
+        if (e) {
+            const hv *module = hv_array_get(e, 1), *segs = hv_array_get(e, 2);
+            memset(k, 0, sizeof *k);
+            k->text = (char *)key;
+            k->root = (char *)hv_str_ptr(hv_array_get(e, 0));
+            k->module = hv_is(module, HV_STRING) ? (char *)hv_str_ptr(module) : NULL;
+            k->segments = hv_is(segs, HV_ARRAY) ? (hv *)segs : NULL;
+            k->plain = k->segments == NULL;
+            k->borrowed = true;
+            k->root_len = hv_str_len(hv_array_get(e, 0));
+            k->root_code = (uint64_t)hv_int_val(hv_array_get(e, 3));
+            return true;
+        }
+    }
+    if (!lkey_parse(key, k, err))
+        return false;
+    k->root_len = strlen(k->root);
+    k->root_code = hv_str_code(k->root, k->root_len);
+    if (m && mk) {
+        hv *e = hv_array_sized(4);
+        hv_array_push(e, hv_strn(k->root, k->root_len));
+        hv_array_push(e, k->module ? hv_str(k->module) : hv_undef());
+        hv_array_push(e, k->segments ? hv_incref(k->segments) : hv_false());
+        hv_array_push(e, hv_int((int64_t)k->root_code));
+        memo_put(m, mk, 1 + sizeof len + len, e);
+        hv_decref(e);
+    }
     return true;
 }
 
@@ -2079,7 +2132,7 @@ static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *
         hv_decref(raw);
     }
     if (r == LR_FOUND) {
-        hv *lo = extract_lookup_options(c, k->root);
+        hv *lo = extract_lookup_options(c, k->root, k->root_len, k->root_code);
         hv *merge = lo && hv_is(lo, HV_HASH) ? hv_hash_gets(lo, "merge") : NULL;
         bool ms_owned;
         merge_strategy *ms = merge_strategy_for(h, merge, &ms_owned, err);
@@ -2123,7 +2176,16 @@ static bool lo_option(const hv *lo, const char *name, const hv **out, herr *err)
     if (!lo || hv_is(lo, HV_UNDEF))
         return true;
     if (hv_is(lo, HV_HASH)) {
-        *out = hv_hash_gets(lo, name);
+        /* the two names asked for every lookup: their hashes once */
+        static uint64_t merge_code, convert_code;
+        if (!merge_code) {
+            convert_code = hv_str_code("convert_to", 10);
+            merge_code = hv_str_code("merge", 5);
+        }
+        size_t n = strlen(name);
+        uint64_t code = n == 5 && !strcmp(name, "merge") ? merge_code
+                        : n == 10 && !strcmp(name, "convert_to") ? convert_code : hv_str_code(name, n);
+        *out = hv_hash_getsn_code(lo, name, n, code);
         return true;
     }
     if (hv_is(lo, HV_STRING)) {
@@ -2209,10 +2271,9 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         return LR_NOT_FOUND;
     }
     lookup_key k;
-    if (!lkey_parse(key, &k, err))
+    if (!lkey_parse_remembered(h, key, &k, err))
         return LR_ERROR;
-    inv I = {h, k.module, k.text, NULL, NULL, k.root, 0, 0, 0, NULL};
-    inv_root(&I);
+    inv I = {h, k.module, k.text, NULL, NULL, k.root, k.root_len, k.root_code, 0, NULL};
     lr r;
     if (ex && ex_only_options(ex)) {
         merge_strategy *hash = ms_new(MS_HASH);
