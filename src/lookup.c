@@ -1215,31 +1215,53 @@ static lr defer_replay(deferral *d, fold *outer, fold *inner, size_t live, herr 
     return LR_FOUND;
 }
 
-static size_t defer_key_len(const deferral *d) { return sizeof d->head + d->count * sizeof(defer_item); }
-
-/* A fold of one value is the value itself (convert_value and merge_single only change arrays
- * for unique): nothing to look up. */
-static hv *defer_single(deferral *d)
+/* Ends the deferral before the walk folds a value it could not defer, or reports an error: the
+ * deferred values are folded first, and a merge error among them replaces err (the plain fold
+ * would have met it first). false on that error. */
+static bool defer_flush(deferral *d, fold *outer, fold *inner, size_t live, herr *err)
 {
-    if (d->count != 1 || d->ms->kind == MS_UNIQUE)
-        return NULL;
-    hv *v = (hv *)d->items[0].value;
-    d->count = 0;
-    d->m = NULL;
-    return v;
+    if (!d->m)
+        return true;
+    herr merr = {0};
+    if (defer_replay(d, outer, inner, live, &merr) != LR_ERROR)
+        return true;
+    herr_clear(err);
+    *err = merr;
+    return false;
 }
 
-/* The remembered result of the deferred fold (a new reference, the deferred values dropped), or
- * NULL. */
-static hv *defer_lookup(deferral *d, char *key)
+/* The end of a walk that deferred all it found (outer has folded nothing): not found, the one
+ * value (a fold of one value is the value itself: convert_value and merge_single only change
+ * arrays for unique), the fold remembered, or the fold made now (providers' folds in inner when
+ * nested, as replayed) and remembered. */
+static lr defer_finish(deferral *d, fold *outer, fold *inner, hv **out, herr *err)
 {
+    if (!d->count)
+        return LR_NOT_FOUND;
+    if (d->count == 1 && d->ms->kind != MS_UNIQUE) {
+        *out = (hv *)d->items[0].value;
+        return LR_FOUND;
+    }
+    char key[sizeof d->head + sizeof d->items];
+    size_t klen = sizeof d->head + d->count * sizeof(defer_item);
     memcpy(key, &d->head, sizeof d->head);
     memcpy(key + sizeof d->head, d->items, d->count * sizeof(defer_item));
-    hv *known = memo_get(d->m, key, defer_key_len(d));
-    if (!known)
-        return NULL;
-    defer_drop(d, 0);
-    return hv_incref(known);
+    memo *m = d->m;
+    hv *known = memo_get(m, key, klen);
+    if (known) {
+        defer_drop(d, 0);
+        *out = hv_incref(known);
+        return LR_FOUND;
+    }
+    if (defer_replay(d, outer, inner, d->n, err) == LR_ERROR) {
+        hv_decref(outer->memo);
+        return LR_ERROR;
+    }
+    if (!outer->memo)
+        return LR_NOT_FOUND;
+    memo_put(m, key, klen, outer->memo);
+    *out = outer->memo;
+    return LR_FOUND;
 }
 
 /* strategy_lookup's fold without an explanation, deferred and remembered when it can be. */
@@ -1255,44 +1277,18 @@ static lr strategy_fold(hiera_ctx *h, const merge_strategy *ms, size_t n, varian
             continue;
         if (r == LR_FOUND && defer_add(&d, i, 1, 0, v))
             continue;
-        if (d.m) {
-            herr merr = {0};
-            if (defer_replay(&d, &f, NULL, 0, &merr) == LR_ERROR) {
-                hv_decref(v);
-                hv_decref(f.memo);
-                herr_clear(err);
-                *err = merr;
-                return LR_ERROR;
-            }
+        if (!defer_flush(&d, &f, NULL, 0, err)) {
+            hv_decref(v);
+            hv_decref(f.memo);
+            return LR_ERROR;
         }
         if (r == LR_ERROR || fold_add(&f, v, err) == LR_ERROR) {
             hv_decref(f.memo);
             return LR_ERROR;
         }
     }
-    if (d.m) {
-        if (!d.count)
-            return LR_NOT_FOUND;
-        hv *single = defer_single(&d);
-        if (single) {
-            *out = single;
-            return LR_FOUND;
-        }
-        char key[sizeof d.head + sizeof d.items];
-        hv *known = defer_lookup(&d, key);
-        if (known) {
-            *out = known;
-            return LR_FOUND;
-        }
-        size_t klen = defer_key_len(&d);
-        memo *m = d.m;
-        if (defer_replay(&d, &f, NULL, 0, err) == LR_ERROR) {
-            hv_decref(f.memo);
-            return LR_ERROR;
-        }
-        if (f.memo)
-            memo_put(m, key, klen, f.memo);
-    }
+    if (d.m)
+        return defer_finish(&d, &f, NULL, out, err);
     if (!f.memo)
         return LR_NOT_FOUND;
     *out = f.memo;
@@ -1326,16 +1322,11 @@ static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const ch
             }
             if (r == LR_FOUND && defer_add(&d, i, nl, j, v))
                 continue;
-            if (d.m) {
-                herr merr = {0};
-                if (defer_replay(&d, &outer, &inner, i, &merr) == LR_ERROR) {
-                    hv_decref(v);
-                    hv_decref(inner.memo);
-                    hv_decref(outer.memo);
-                    herr_clear(err);
-                    *err = merr;
-                    return LR_ERROR;
-                }
+            if (!defer_flush(&d, &outer, &inner, i, err)) {
+                hv_decref(v);
+                hv_decref(inner.memo);
+                hv_decref(outer.memo);
+                return LR_ERROR;
             }
             if (r == LR_ERROR || fold_add(&inner, v, err) == LR_ERROR) {
                 hv_decref(inner.memo);
@@ -1349,29 +1340,8 @@ static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const ch
         }
     }
     if (d.m) {
-        if (!d.count)
-            return LR_NOT_FOUND;
-        hv *single = defer_single(&d);
-        if (single) {
-            *out = single;
-            return LR_FOUND;
-        }
-        char key[sizeof d.head + sizeof d.items];
-        hv *known = defer_lookup(&d, key);
-        if (known) {
-            *out = known;
-            return LR_FOUND;
-        }
-        size_t klen = defer_key_len(&d);
-        memo *m = d.m;
-        /* the providers' folds, then the outer one, as the loops above would have made them */
-        fold none = {ms, 0, NULL};
-        if (defer_replay(&d, &outer, &none, n, err) == LR_ERROR) {
-            hv_decref(outer.memo);
-            return LR_ERROR;
-        }
-        if (outer.memo)
-            memo_put(m, key, klen, outer.memo);
+        fold none = {ms, 0, NULL}; /* (replayed providers' folds: no provider is still open) */
+        return defer_finish(&d, &outer, &none, out, err);
     }
     if (!outer.memo)
         return LR_NOT_FOUND;
