@@ -423,6 +423,36 @@ static const hv *parse_expr(inv *I, const char *e, size_t en)
     return entry;
 }
 
+/* The next "%{...}" of s[0, len) from *pos: where it starts (*obeg) and its expression as Ruby's
+ * expr.strip! leaves it (NULs stripped too); *pos moves past its '}'. false when there is none
+ * or it is not closed (the rest is then left as it is). */
+static bool next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, const char **e, size_t *en)
+{
+    if (*pos >= len)
+        return false;
+    const char *open = memmem(s + *pos, len - *pos, "%{", 2);
+    if (!open)
+        return false;
+    size_t ob = (size_t)(open - s);
+    const char *close = memchr(s + ob + 2, '}', len - ob - 2);
+    if (!close)
+        return false;
+    size_t cend = (size_t)(close - s);
+    *obeg = ob;
+    *pos = cend + 1;
+    const char *p = s + ob + 2;
+    size_t n = cend - ob - 2;
+    while (n && (is_space(*p) || *p == 0)) {
+        p++;
+        n--;
+    }
+    while (n && (is_space(p[n - 1]) || p[n - 1] == 0))
+        n--;
+    *e = p;
+    *en = n;
+    return true;
+}
+
 static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, herr *err)
 {
     const char *s = hv_str_ptr(subject);
@@ -431,29 +461,14 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
     if (ex)
         ex_push(ex, EX_INTERPOLATE, s, NULL);
     sbuf b = {0};
-    size_t pos = 0;
+    size_t pos = 0, obeg, prev = 0;
     lr r = LR_FOUND;
     hv *alias_value = NULL;
-    while (pos < len) {
-        const char *open = memmem(s + pos, len - pos, "%{", 2);
-        if (!open)
-            break;
-        size_t obeg = (size_t)(open - s);
-        const char *close = memchr(s + obeg + 2, '}', len - obeg - 2);
-        if (!close)
-            break; /* unterminated: left as it is */
-        size_t cend = (size_t)(close - s);
-        sb_addn(&b, s + pos, obeg - pos);
-        pos = cend + 1;
-        /* expr.strip! */
-        const char *e = s + obeg + 2;
-        size_t en = cend - obeg - 2;
-        while (en && (is_space(*e) || *e == 0)) {
-            e++;
-            en--;
-        }
-        while (en && (is_space(e[en - 1]) || e[en - 1] == 0))
-            en--;
+    const char *e;
+    size_t en;
+    while (next_expr(s, len, &pos, &obeg, &e, &en)) {
+        sb_addn(&b, s + prev, obeg - prev);
+        prev = pos;
         const hv *x = parse_expr(I, e, en);
         int kind = (int)hv_int_val(hv_array_get(x, 0));
         const char *arg = hv_str_ptr(hv_array_get(x, 1));
@@ -624,26 +639,9 @@ static bool collect_deps(inv *I, const hv *value, hv *deps)
 {
     switch (hv_kind_of(value)) {
     case HV_STRING: {
-        const char *s = hv_str_ptr(value);
-        size_t len = hv_str_len(value), pos = 0;
-        while (pos < len) {
-            const char *open = memmem(s + pos, len - pos, "%{", 2);
-            if (!open)
-                break;
-            size_t obeg = (size_t)(open - s);
-            const char *close = memchr(s + obeg + 2, '}', len - obeg - 2);
-            if (!close)
-                break;
-            size_t cend = (size_t)(close - s);
-            pos = cend + 1;
-            const char *e = s + obeg + 2;
-            size_t en = cend - obeg - 2;
-            while (en && (is_space(*e) || *e == 0)) {
-                e++;
-                en--;
-            }
-            while (en && (is_space(e[en - 1]) || e[en - 1] == 0))
-                en--;
+        const char *s = hv_str_ptr(value), *e;
+        size_t len = hv_str_len(value), pos = 0, obeg, en;
+        while (next_expr(s, len, &pos, &obeg, &e, &en)) {
             const hv *x = parse_expr(I, e, en);
             int kind = (int)hv_int_val(hv_array_get(x, 0));
             if (kind == X_EMPTY)
