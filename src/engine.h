@@ -137,9 +137,9 @@ lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err);
  * when not NULL, keeps (a reference to) what the value reads, found the first time. */
 struct memo;
 lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **deps_slot, hv **out, herr *err);
-/* A hierarchy location template s (no method syntax) interpolated as before for the same values
- * of the variables it reads: the malloc'ed text, or NULL; then, when key->len is set, the
- * caller's text (once checked) is to be remembered under key (memo_put). */
+/* A hierarchy location template s (one that holds "%{"; no method syntax) interpolated as before
+ * for the same values of the variables it reads: the malloc'ed text, or NULL; then, when key->len
+ * is set, the caller's text (once checked) is to be remembered under key (memo_put). */
 char *location_remembered(inv *I, struct memo *m, const char *s, bool glob, bool uri, sbuf *key);
 /* The 'scope' interpolation method: a variable with an optional dotted path; *out is undef when
  * it is not defined. subject is the string being interpolated (for syntax errors). */

@@ -747,8 +747,8 @@ char *location_remembered(inv *I, memo *m, const char *s, bool glob, bool uri, s
 {
     hiera_ctx *h = I->h;
     key->len = 0;
-    if (!m || h->ex || I->local_scope || !strstr(s, "%{"))
-        return NULL; /* (a text without expressions is interpolated at once) */
+    if (!m || h->ex || I->local_scope)
+        return NULL;
     size_t len = strlen(s);
     /* the expressions of the template, listed once per text */
     sbuf k;

@@ -1021,9 +1021,8 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     bool plain = !(flags & KEY_INTERP) && !ex && !h->prov;
     memo *m = !ex && !h->prov ? cache_work_memo(h->cache) : NULL;
     if (plain) {
-        res = hv_incref(value); /* nothing to interpolate: the value as it is */
-        if (m)
-            hv_set_stable(res); /* the frozen cache keeps it, unchanged, to its end */
+        res = hv_incref(value); /* nothing to interpolate: the value as it is (stable when its
+                                 * file is in a frozen cache's key index) */
     } else {
         lr r = m ? interpolate_remembered(a->I, m, value, hit ? &hit->deps : NULL, &res, err)
                  : interpolate(a->I, value, true, &res, err);

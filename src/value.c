@@ -569,12 +569,6 @@ bool hv_is_immortal(const hv *v) { return v && v->rc == 0; }
 
 #define HV_FLAG_STABLE 1
 
-void hv_set_stable(hv *v)
-{
-    if (v && v->rc)
-        v->pad[0] |= HV_FLAG_STABLE;
-}
-
 bool hv_is_stable(const hv *v) { return v && (v->rc == 0 || (v->pad[0] & HV_FLAG_STABLE)); }
 
 void hv_set_stable_deep(hv *v)

@@ -116,7 +116,6 @@ bool hv_is_immortal(const hv *v);  /* the shared undef/true/false singletons */
 /* A stable value never changes and lives as long as whatever marked it keeps it (a frozen
  * cache's data, memo.h's table); its address can stand for its content. Immortal values are
  * stable. */
-void hv_set_stable(hv *v);
 bool hv_is_stable(const hv *v);
 /* Marks v and everything it holds (what a stable value holds is stable too). */
 void hv_set_stable_deep(hv *v);

@@ -52,13 +52,13 @@ static void test_stable_marks(void **state)
     (void)state;
     hv *s = hv_str("x");
     assert_false(hv_is_stable(s));
-    hv_set_stable(s);
+    hv_set_stable_deep(s);
     assert_true(hv_is_stable(s));
     hv *copy = hv_copy(s); /* (a string copy is the same object) */
     assert_true(copy == s);
     hv_decref(copy);
     hv *h = J("{\"a\": 1}");
-    hv_set_stable(h);
+    hv_set_stable_deep(h);
     hv *hc = hv_copy(h);
     assert_false(hv_is_stable(hc)); /* a copy is a new, private value */
     assert_true(hv_is_stable(hv_undef()) && hv_is_stable(hv_true())); /* immortal */
@@ -100,7 +100,7 @@ static void test_intern(void **state)
     (void)state;
     memo *m = memo_new();
     hv *src = hv_str("%{facts.role}-x"); /* a data value, as the cache holds it */
-    hv_set_stable(src);
+    hv_set_stable_deep(src);
     hv *first = memo_intern(m, src, hv_str("web-x"));
     hv *again = memo_intern(m, src, hv_str("web-x"));
     assert_true(first == again); /* one value for one content */
@@ -110,7 +110,7 @@ static void test_intern(void **state)
     assert_string_equal(hv_str_ptr(other), "db-x");
     /* another source with the same content keeps its own value */
     hv *src2 = hv_str("%{facts.role}-x ");
-    hv_set_stable(src2);
+    hv_set_stable_deep(src2);
     hv *third = memo_intern(m, src2, hv_str("web-x"));
     assert_true(third != first);
     /* what cannot be interned comes back as it is */
