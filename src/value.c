@@ -324,7 +324,9 @@ static uint64_t bytes_hash(const char *p, size_t n)
     return mix(h ^ n);
 }
 
-uint64_t hv_hash_code(const hv *v)
+/* hv_hash_code (identity false), or hv_identity_code's code (identity: floats bit for bit,
+ * hash entries in order; *ok false for a Sensitive). */
+static uint64_t code_impl(const hv *v, bool identity, bool *ok)
 {
     switch (hv_kind_of(v)) {
     case HV_UNDEF:
@@ -335,7 +337,7 @@ uint64_t hv_hash_code(const hv *v)
         return mix((uint64_t)hv_int_val(v) + 0x51ULL);
     case HV_FLOAT: {
         double d = hv_float_val(v);
-        if (d == 0)
+        if (d == 0 && !identity)
             d = 0; /* -0.0 and 0.0 are eql? */
         uint64_t bits;
         memcpy(&bits, &d, sizeof bits);
@@ -350,27 +352,46 @@ uint64_t hv_hash_code(const hv *v)
     case HV_ARRAY: {
         uint64_t h = 0xa77a1ULL;
         for (size_t i = 0; i < hv_array_len(v); i++)
-            h = mix(h * 31 + hv_hash_code(hv_array_get(v, i)));
+            h = mix(h * 31 + code_impl(hv_array_get(v, i), identity, ok));
         return h;
     }
     case HV_HASH: {
-        uint64_t h = 0x4a54ULL; /* order-independent, as Ruby's Hash#hash */
-        for (size_t i = 0; i < hv_hash_len(v); i++)
-            h += mix(hv_hash_code(hv_hash_key_at(v, i)) * 7 + hv_hash_code(hv_hash_val_at(v, i)));
+        uint64_t h = 0x4a54ULL;
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            uint64_t k = code_impl(hv_hash_key_at(v, i), identity, ok), e = code_impl(hv_hash_val_at(v, i), identity, ok);
+            if (identity)
+                h = mix(mix(h * 31 + k) * 7 + e); /* in order */
+            else
+                h += mix(k * 7 + e); /* order-independent, as Ruby's Hash#hash */
+        }
         return h;
     }
     case HV_SENSITIVE:
+        if (identity)
+            *ok = false;
         return (uint64_t)(uintptr_t)v; /* identity, as Ruby objects without eql? */
     }
     return 0;
 }
 
-static bool eq_impl(const hv *a, const hv *b, bool strict)
+uint64_t hv_hash_code(const hv *v)
+{
+    bool ok = true;
+    return code_impl(v, false, &ok);
+}
+
+/* Ruby ==, Ruby eql?, and hv_identical (what renders the same: floats bit for bit, hash keys in
+ * the same order). */
+typedef enum { EQ_EQUAL, EQ_EQL, EQ_IDENTICAL } eq_mode;
+
+static bool same_float(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static bool eq_impl(const hv *a, const hv *b, eq_mode mode)
 {
     if (a == b)
         return true;
     hv_kind ka = hv_kind_of(a), kb = hv_kind_of(b);
-    if (!strict && ka != kb) {
+    if (mode == EQ_EQUAL && ka != kb) {
         if (ka == HV_INT && kb == HV_FLOAT)
             return (double)hv_int_val(a) == hv_float_val(b);
         if (ka == HV_FLOAT && kb == HV_INT)
@@ -386,7 +407,7 @@ static bool eq_impl(const hv *a, const hv *b, bool strict)
     case HV_INT:
         return hv_int_val(a) == hv_int_val(b);
     case HV_FLOAT:
-        return hv_float_val(a) == hv_float_val(b);
+        return mode == EQ_IDENTICAL ? same_float(hv_float_val(a), hv_float_val(b)) : hv_float_val(a) == hv_float_val(b);
     case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
         return hv_str_len(a) == hv_str_len(b) && memcmp(hv_str_ptr(a), hv_str_ptr(b), hv_str_len(a)) == 0;
     case HV_ARRAY: {
@@ -394,7 +415,7 @@ static bool eq_impl(const hv *a, const hv *b, bool strict)
         if (n != hv_array_len(b))
             return false;
         for (size_t i = 0; i < n; i++)
-            if (!eq_impl(hv_array_get(a, i), hv_array_get(b, i), strict))
+            if (!eq_impl(hv_array_get(a, i), hv_array_get(b, i), mode))
                 return false;
         return true;
     }
@@ -403,8 +424,14 @@ static bool eq_impl(const hv *a, const hv *b, bool strict)
         if (n != hv_hash_len(b))
             return false;
         for (size_t i = 0; i < n; i++) {
+            if (mode == EQ_IDENTICAL) {
+                if (!eq_impl(hv_hash_key_at(a, i), hv_hash_key_at(b, i), mode) ||
+                    !eq_impl(hv_hash_val_at(a, i), hv_hash_val_at(b, i), mode))
+                    return false;
+                continue;
+            }
             hv *other = hv_hash_get(b, hv_hash_key_at(a, i));
-            if (!other || !eq_impl(hv_hash_val_at(a, i), other, strict))
+            if (!other || !eq_impl(hv_hash_val_at(a, i), other, mode))
                 return false;
         }
         return true;
@@ -415,8 +442,9 @@ static bool eq_impl(const hv *a, const hv *b, bool strict)
     return false;
 }
 
-bool hv_eql(const hv *a, const hv *b) { return eq_impl(a, b, true); }
-bool hv_equal(const hv *a, const hv *b) { return eq_impl(a, b, false); }
+bool hv_eql(const hv *a, const hv *b) { return eq_impl(a, b, EQ_EQL); }
+bool hv_equal(const hv *a, const hv *b) { return eq_impl(a, b, EQ_EQUAL); }
+bool hv_identical(const hv *a, const hv *b) { return eq_impl(a, b, EQ_IDENTICAL); }
 
 /* ---- hashes ---- */
 
@@ -599,82 +627,11 @@ void hv_set_stable_deep(hv *v)
     }
 }
 
-static bool same_float(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
-
-bool hv_identical(const hv *a, const hv *b)
-{
-    if (a == b)
-        return true;
-    hv_kind k = hv_kind_of(a);
-    if (k != hv_kind_of(b))
-        return false;
-    switch (k) {
-    case HV_UNDEF: return true;
-    case HV_BOOL: return hv_bool_val(a) == hv_bool_val(b);
-    case HV_INT: return hv_int_val(a) == hv_int_val(b);
-    case HV_FLOAT: return same_float(hv_float_val(a), hv_float_val(b));
-    case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
-        return hv_str_len(a) == hv_str_len(b) && memcmp(hv_str_ptr(a), hv_str_ptr(b), hv_str_len(a)) == 0;
-    case HV_ARRAY: {
-        size_t n = hv_array_len(a);
-        if (n != hv_array_len(b))
-            return false;
-        for (size_t i = 0; i < n; i++)
-            if (!hv_identical(hv_array_get(a, i), hv_array_get(b, i)))
-                return false;
-        return true;
-    }
-    case HV_HASH: {
-        size_t n = hv_hash_len(a);
-        if (n != hv_hash_len(b))
-            return false;
-        for (size_t i = 0; i < n; i++)
-            if (!hv_identical(hv_hash_key_at(a, i), hv_hash_key_at(b, i)) ||
-                !hv_identical(hv_hash_val_at(a, i), hv_hash_val_at(b, i)))
-                return false;
-        return true;
-    }
-    case HV_SENSITIVE: return false;
-    }
-    return false;
-}
-
 bool hv_identity_code(const hv *v, uint64_t *code)
 {
-    switch (hv_kind_of(v)) {
-    case HV_FLOAT: {
-        double d = hv_float_val(v);
-        uint64_t bits;
-        memcpy(&bits, &d, sizeof bits);
-        *code = mix(bits ^ 0xf10a7ULL);
-        return true;
-    }
-    case HV_ARRAY: {
-        uint64_t h = 0xa77a1ULL, c;
-        for (size_t i = 0; i < hv_array_len(v); i++) {
-            if (!hv_identity_code(hv_array_get(v, i), &c))
-                return false;
-            h = mix(h * 31 + c);
-        }
-        *code = h;
-        return true;
-    }
-    case HV_HASH: {
-        uint64_t h = 0x4a54ULL, c1, c2;
-        for (size_t i = 0; i < hv_hash_len(v); i++) {
-            if (!hv_identity_code(hv_hash_key_at(v, i), &c1) || !hv_identity_code(hv_hash_val_at(v, i), &c2))
-                return false;
-            h = mix(mix(h * 31 + c1) * 7 + c2); /* in order */
-        }
-        *code = h;
-        return true;
-    }
-    case HV_SENSITIVE:
-        return false;
-    default:
-        *code = hv_hash_code(v);
-        return true;
-    }
+    bool ok = true;
+    *code = code_impl(v, true, &ok);
+    return ok;
 }
 
 hv *hv_clone_scalar(const hv *v)
