@@ -42,7 +42,7 @@ struct key_index {
 };
 
 typedef struct {
-    uint64_t code; /* 0: empty */
+    uint64_t code; /* 0: empty (first: oa_regrow) */
     const hv *key; /* BORROWED from the data hash */
     key_index entry;
 } kix_slot;
@@ -530,18 +530,9 @@ static kix_slot *kix_find(const hiera_cache *c, const char *key, size_t len, uin
 
 static void kix_grow(hiera_cache *c)
 {
-    size_t ocap = c->kix_cap, ncap = ocap ? ocap * 2 : 4096;
-    kix_slot *old = c->kix;
-    c->kix = xcalloc(ncap, sizeof *c->kix);
+    size_t ncap = c->kix_cap ? c->kix_cap * 2 : 4096;
+    c->kix = oa_regrow(c->kix, c->kix_cap, ncap, sizeof *c->kix);
     c->kix_cap = ncap;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].code) {
-            size_t j = (size_t)old[i].code & (ncap - 1);
-            while (c->kix[j].code)
-                j = (j + 1) & (ncap - 1);
-            c->kix[j] = old[i];
-        }
-    free(old);
 }
 
 /* Numbers a frozen cache's data hash and adds its string keys to the key index. */

@@ -14,7 +14,7 @@
 #define MEMO_MAX_BYTES ((size_t)256 << 20)
 
 typedef struct {
-    uint64_t code; /* 0: empty slot */
+    uint64_t code; /* 0: empty slot (first: oa_regrow) */
     uint32_t len;
     char *key;
     hv *value;
@@ -112,18 +112,8 @@ hv *memo_get(memo *m, const void *key, size_t len)
 static void grow(memo *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 1024;
-    memo_slot *old = m->slots;
-    size_t ocap = m->cap;
-    m->slots = xcalloc(ncap, sizeof *m->slots);
+    m->slots = oa_regrow(m->slots, m->cap, ncap, sizeof *m->slots);
     m->cap = ncap;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].code) {
-            size_t j = (size_t)old[i].code & (ncap - 1);
-            while (m->slots[j].code)
-                j = (j + 1) & (ncap - 1);
-            m->slots[j] = old[i];
-        }
-    free(old);
 }
 
 bool memo_put(memo *m, const void *key, size_t len, hv *value)

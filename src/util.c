@@ -1,6 +1,7 @@
 /* util.c - see util.h */
 #include "util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,3 +184,26 @@ void herr_move(herr *dst, herr *src)
 }
 
 bool herr_isset(const herr *e) { return e && e->kind != HERR_NONE; }
+
+void *oa_regrow(void *old, size_t ocap, size_t ncap, size_t slot_size)
+{
+    unsigned char *slots = xcalloc(ncap, slot_size);
+    const unsigned char *from = old;
+    for (size_t i = 0; i < ocap; i++) {
+        uint64_t code;
+        memcpy(&code, from + i * slot_size, sizeof code);
+        if (!code)
+            continue;
+        size_t j = (size_t)code & (ncap - 1);
+        for (;;) {
+            uint64_t taken;
+            memcpy(&taken, slots + j * slot_size, sizeof taken);
+            if (!taken)
+                break;
+            j = (j + 1) & (ncap - 1);
+        }
+        memcpy(slots + j * slot_size, from + i * slot_size, slot_size);
+    }
+    free(old);
+    return slots;
+}
