@@ -577,6 +577,20 @@ static bool all_hashes(const hv *a)
     return true;
 }
 
+/* The block of source.delete_if: when item is a knock-out (the prefix, then a value), deletes the
+ * value and the item from target and answers true. */
+static bool ko_delete(dm_state *s, hv *target, const hv *item)
+{
+    hv *stripped = hv_is(item, HV_STRING) ? ko_strip(s, item) : NULL;
+    bool out = stripped && !hv_eql(stripped, item);
+    if (out) {
+        array_delete_equal(target, stripped);
+        array_delete_equal(target, item);
+    }
+    hv_decref(stripped);
+    return out;
+}
+
 /* source.delete_if { knocked out: dest.delete(item); dest.delete(ko_item) } when source and dest
  * are one array: Array#reject! as Ruby 3.1 runs it (a read index, a write index, and at the end
  * the unread tail moved down) while the block deletes from the array it walks. */
@@ -585,16 +599,11 @@ static void reject_ko_same_array(dm_state *s, hv *a)
     size_t i1 = 0, i2 = 0;
     for (; i1 < hv_array_len(a); i1++) {
         hv *v = hv_incref(hv_array_get(a, i1));
-        hv *stripped = hv_is(v, HV_STRING) ? ko_strip(s, v) : NULL;
-        if (stripped && !hv_eql(stripped, v)) {
-            array_delete_equal(a, stripped);
-            array_delete_equal(a, v);
-        } else {
+        if (!ko_delete(s, a, v)) {
             if (i1 != i2)
                 hv_array_set(a, i2, hv_incref(v));
             i2++;
         }
-        hv_decref(stripped);
         hv_decref(v);
     }
     size_t len = hv_array_len(a);
@@ -710,14 +719,8 @@ static hv *dm_array(dm_state *s, hv *source, hv *dest)
                 if (i >= hv_array_len(source))
                     break; /* source and dest are one array (Ruby aliasing): it shrank */
                 hv *item = hv_incref(hv_array_get(source, i));
-                hv *stripped = hv_is(item, HV_STRING) ? ko_strip(s, item) : NULL;
-                if (stripped && !hv_eql(stripped, item)) {
-                    array_delete_equal(dest, stripped);
-                    array_delete_equal(dest, item);
-                } else {
+                if (!ko_delete(s, dest, item))
                     hv_array_push(keep, hv_incref(item));
-                }
-                hv_decref(stripped);
                 hv_decref(item);
             }
             hv_array_truncate(source, 0);
