@@ -67,13 +67,10 @@ char *pn_plus(const char *path1, const char *path2)
      * a path1 whose last component is a name, is path1 (less trailing slashes) "/" path2 */
     size_t c2 = strcspn(path2, "/");
     if (len2 && path2[0] != '/' && !is_dot(path2, c2) && !is_dotdot(path2, c2)) {
-        size_t n1 = strlen(path1);
-        while (n1 > 1 && path1[n1 - 1] == '/')
-            n1--;
-        size_t b = n1;
-        while (b > 0 && path1[b - 1] != '/')
-            b--;
-        if (n1 > b && !is_dot(path1 + b, n1 - b) && !is_dotdot(path1 + b, n1 - b)) {
+        size_t pl, bl;
+        const char *b;
+        if (chop_basename(path1, strlen(path1), &pl, &b, &bl) && !is_dot(b, bl) && !is_dotdot(b, bl)) {
+            size_t n1 = (size_t)(b - path1) + bl;
             char *out = xmalloc(n1 + 1 + len2 + 1);
             memcpy(out, path1, n1);
             out[n1] = '/';
