@@ -82,13 +82,6 @@ static const dm_row dm_rows[] = {
 #include "deep_merge_rows.inc"
 };
 
-static hv *parse(const char *text)
-{
-    herr e = {0};
-    hv *v = hjson_parse(text, strlen(text), "<t>", &e);
-    assert_non_null(v);
-    return v;
-}
 
 static void test_deep_merge(void **state)
 {
@@ -97,7 +90,7 @@ static void test_deep_merge(void **state)
         const dm_row *r = &dm_rows[i];
         dm_options o = {r->ko, r->preserve, r->sort, r->hash_arrays, r->unpack, NULL, NULL};
         herr e = {0};
-        hv *res = deep_merge_bang(parse(r->source), parse(r->dest), &o, &e);
+        hv *res = deep_merge_bang(testutil_json(r->source), testutil_json(r->dest), &o, &e);
         if (r->error) {
             assert_null(res);
             assert_string_equal(e.msg, r->error);
@@ -125,7 +118,7 @@ static void test_deep_merge_errors(void **state)
     assert_string_equal(e.msg, "overwrite_unmergeable must be true if knockout_prefix is specified in deep_merge!");
     herr_clear(&e);
     dm_options s = {NULL, false, true, false, NULL, NULL, NULL};
-    assert_null(deep_merge_bang(parse("[1]"), parse("[\"a\"]"), &s, &e));
+    assert_null(deep_merge_bang(testutil_json("[1]"), testutil_json("[\"a\"]"), &s, &e));
     assert_non_null(strstr(e.msg, "comparison of"));
     herr_clear(&e);
 }
@@ -136,12 +129,12 @@ static void test_strategies(void **state)
     herr e = {0};
     /* unique: convert (flatten) the first value, then union high -> low */
     merge_strategy *u = ms_new(MS_UNIQUE);
-    hv *a = parse("[\"c\",\"a\",\"c\",[\"x\",[\"c\"]]]");
+    hv *a = testutil_json("[\"c\",\"a\",\"c\",[\"x\",[\"c\"]]]");
     hv *single = ms_merge_single(u, a);
     assert_value_json(single, "[\"c\",\"a\",[\"x\",[\"c\"]]]");
     hv *first = ms_convert_value(u, a);
     assert_value_json(first, "[\"c\",\"a\",\"c\",\"x\",\"c\"]");
-    hv *b = parse("[1,\"a\",1.0]");
+    hv *b = testutil_json("[1,\"a\",1.0]");
     hv *m = ms_merge(u, first, b, false, &e);
     assert_value_json(m, "[\"c\",\"a\",\"x\",1,1.0]");
     hv_decref(m);
@@ -150,7 +143,7 @@ static void test_strategies(void **state)
     ms_free(u);
     /* hash: lower.merge(higher) key order */
     merge_strategy *h = ms_new(MS_HASH);
-    hv *hi = parse("{\"x\":1,\"z\":3}"), *lo = parse("{\"y\":2,\"x\":10,\"w\":0}");
+    hv *hi = testutil_json("{\"x\":1,\"z\":3}"), *lo = testutil_json("{\"y\":2,\"x\":10,\"w\":0}");
     m = ms_merge(h, hi, lo, false, &e);
     assert_value_json(m, "{\"y\":2,\"x\":1,\"w\":0,\"z\":3}");
     hv_decref(m);
@@ -161,7 +154,7 @@ static void test_strategies(void **state)
     assert_string_equal(e.msg, "Unknown merge strategy: 'bogus'");
     herr_clear(&e);
     hv_decref(bad);
-    hv *nos = parse("{\"knockout_prefix\":\"--\"}");
+    hv *nos = testutil_json("{\"knockout_prefix\":\"--\"}");
     assert_null(ms_from_value(nos, &e));
     assert_string_equal(e.msg, "The hash given as 'merge' must contain the name of a strategy in string form for the key 'strategy'");
     herr_clear(&e);

@@ -9,21 +9,13 @@
 #include "hiera_int.h"
 #include "memo.h"
 
-static hv *J(const char *text)
-{
-    herr e = {0};
-    hv *v = hjson_parse(text, strlen(text), "<test>", &e);
-    assert_non_null(v);
-    return v;
-}
-
 static void test_identical(void **state)
 {
     (void)state;
-    hv *a = J("{\"x\": [1, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
-    hv *b = J("{\"x\": [1, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
-    hv *reordered = J("{\"y\": {\"z\": 1}, \"x\": [1, 2.5, \"s\", null, true]}");
-    hv *float_one = J("{\"x\": [1.0, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
+    hv *a = testutil_json("{\"x\": [1, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
+    hv *b = testutil_json("{\"x\": [1, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
+    hv *reordered = testutil_json("{\"y\": {\"z\": 1}, \"x\": [1, 2.5, \"s\", null, true]}");
+    hv *float_one = testutil_json("{\"x\": [1.0, 2.5, \"s\", null, true], \"y\": {\"z\": 1}}");
     assert_true(hv_identical(a, b));
     assert_true(hv_eql(a, reordered));        /* Ruby eql? ignores order ... */
     assert_false(hv_identical(a, reordered)); /* ... what renders does not */
@@ -57,7 +49,7 @@ static void test_stable_marks(void **state)
     hv *copy = hv_copy(s); /* (a string copy is the same object) */
     assert_true(copy == s);
     hv_decref(copy);
-    hv *h = J("{\"a\": 1}");
+    hv *h = testutil_json("{\"a\": 1}");
     hv_set_stable_deep(h);
     hv *hc = hv_copy(h);
     assert_false(hv_is_stable(hc)); /* a copy is a new, private value */

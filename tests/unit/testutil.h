@@ -39,6 +39,17 @@ static inline void testutil_assert_value_json(const hv *v, const char *expected,
         _fail(file, line);
 }
 
+/* The value of a JSON text (hjson_parse), which the test asserts parses; a new reference. */
+static inline hv *testutil_json(const char *text)
+{
+    herr e = {0};
+    hv *v = hjson_parse(text, strlen(text), "<test>", &e);
+    if (!v)
+        print_error("bad test JSON: %s\n", e.msg ? e.msg : "");
+    assert_non_null(v);
+    return v;
+}
+
 /* Writes text to a fresh file under a temporary directory and returns its malloc'ed path. */
 static inline char *testutil_write_tmp(const char *name, const char *text)
 {
