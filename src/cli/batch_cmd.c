@@ -963,16 +963,14 @@ typedef struct {
     answer *answers; /* one per key */
 } node_run;
 
-/* Opens node n's context (facts: STOLEN; msg: why the node cannot be looked up, or NULL). */
-static void node_open(batch *b, const node_src *n, hiera_value *facts, const char *msg, node_run *r)
+/* Opens node n's context (facts and msg, why the node cannot be looked up or NULL: STOLEN). */
+static void node_open(batch *b, const node_src *n, hiera_value *facts, char *msg, node_run *r)
 {
     const batch_args *a = b->a;
     r->h = NULL;
-    r->msg = NULL;
-    if (msg) {
-        r->msg = dupstr(msg);
+    r->msg = msg;
+    if (msg)
         return;
-    }
     hiera_error err = {0};
     hiera_options o = {a->codedir, a->confdir, a->environmentpath, a->hiera_config, a->environment, n->name, facts, b->cache,
                        a->unsafe_fact_paths};
@@ -1058,7 +1056,6 @@ static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, s
             prefetch_take(&pf, i0 + j - lo, &facts, &msg);
             node_open(b, &nodes[i0 + j], facts, msg, &runs[j]);
             runs[j].answers = answers + j * b->nkeys;
-            free(msg);
         }
         for (size_t k = 0; k < b->nkeys; k++)
             for (size_t j = 0; j < n; j++)
