@@ -37,8 +37,8 @@ typedef struct centry {
  * answers each level from this short list instead of probing every file's hash. */
 struct key_index {
     uint32_t n, cap;
-    uint32_t *kids; /* hits[i].kid, packed: what a search reads */
-    key_hit *hits;
+    uint32_t *kids; /* the files' numbers, ascending: what a search reads */
+    key_hit *hits;  /* hits[i]: the key in file kids[i] */
 };
 
 typedef struct {
@@ -563,7 +563,7 @@ static void kix_add_file(hiera_cache *c, centry *e)
             x->kids = xrealloc(x->kids, x->cap * sizeof *x->kids);
         }
         x->kids[x->n] = e->kid;
-        x->hits[x->n++] = (key_hit){e->kid, -1, hv_hash_val_at(v, i), NULL};
+        x->hits[x->n++] = (key_hit){-1, hv_hash_val_at(v, i), NULL};
     }
 }
 

@@ -43,7 +43,6 @@ hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyf
 /* The key index of a frozen cache: which indexed data hashes hold a top-level key, and its value
  * in each (BORROWED; the cache keeps the files). flags: cache_key_flags' bits, -1 until known. */
 typedef struct {
-    uint32_t kid;
     int32_t flags;
     hv *value;
     hv *deps; /* what interpolating value reads (interp.c), once known; the entry holds it */
