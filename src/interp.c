@@ -634,8 +634,9 @@ lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err)
  * plain scalar, or that holds %{ (interpolated again), makes the plain path run instead. */
 
 /* The parsed expressions of value, in the order interpolate meets them, appended to deps;
- * false when one of them is not a scope variable, a literal or empty. */
-static bool collect_deps(inv *I, const hv *value, hv *deps)
+ * false when one of them is not a scope variable, a literal or empty, or, with no_methods (in
+ * hiera.yaml, which refuses them), is in method syntax. */
+static bool collect_deps(inv *I, const hv *value, hv *deps, bool no_methods)
 {
     switch (hv_kind_of(value)) {
     case HV_STRING: {
@@ -646,7 +647,8 @@ static bool collect_deps(inv *I, const hv *value, hv *deps)
             int kind = (int)hv_int_val(hv_array_get(x, 0));
             if (kind == X_EMPTY)
                 continue;
-            if ((kind != X_SCOPE && kind != X_LITERAL) || (kind == X_SCOPE && !hv_is(hv_array_get(x, 2), HV_ARRAY)))
+            if ((kind != X_SCOPE && kind != X_LITERAL) || (kind == X_SCOPE && !hv_is(hv_array_get(x, 2), HV_ARRAY)) ||
+                (no_methods && hv_bool_val(hv_array_get(x, 4))))
                 return false;
             hv_array_push(deps, hv_incref((hv *)x));
         }
@@ -654,12 +656,13 @@ static bool collect_deps(inv *I, const hv *value, hv *deps)
     }
     case HV_ARRAY:
         for (size_t i = 0; i < hv_array_len(value); i++)
-            if (!collect_deps(I, hv_array_get(value, i), deps))
+            if (!collect_deps(I, hv_array_get(value, i), deps, no_methods))
                 return false;
         return true;
     case HV_HASH:
         for (size_t i = 0; i < hv_hash_len(value); i++)
-            if (!collect_deps(I, hv_hash_key_at(value, i), deps) || !collect_deps(I, hv_hash_val_at(value, i), deps))
+            if (!collect_deps(I, hv_hash_key_at(value, i), deps, no_methods) ||
+                !collect_deps(I, hv_hash_val_at(value, i), deps, no_methods))
                 return false;
         return true;
     default:
@@ -760,11 +763,8 @@ char *location_remembered(inv *I, memo *m, const char *s, bool glob, bool uri, s
     if (!deps) {
         deps = hv_array();
         hv *tmpl = hv_strn(s, len);
-        bool ok = collect_deps(I, tmpl, deps);
+        bool ok = collect_deps(I, tmpl, deps, true);
         hv_decref(tmpl);
-        for (size_t i = 0; ok && i < hv_array_len(deps); i++)
-            if (hv_bool_val(hv_array_get(hv_array_get(deps, i), 4)))
-                ok = false; /* method syntax: refused in hiera.yaml (interpolate says so) */
         if (!ok) {
             hv_decref(deps);
             deps = hv_false();
@@ -816,7 +816,7 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, hv **out, 
         deps = memo_get(m, &dkey, sizeof dkey);
     if (!deps) {
         deps = hv_array();
-        if (!collect_deps(I, value, deps)) {
+        if (!collect_deps(I, value, deps, false)) {
             hv_decref(deps);
             deps = hv_false();
         }
