@@ -56,8 +56,7 @@ struct hiera_cache {
      * remembered (hiera batch: thousands of nodes over the same tree) */
     bool frozen;
     diskcache *disk; /* parsed files kept between runs, or NULL */
-    hv *exists; /* path -> boolean */
-    hv *dirs;   /* path -> boolean: is a directory */
+    hv *exists; /* path -> path_state: nothing, not a directory, a directory */
     hv *globs;  /* pattern -> array of paths */
     hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
     memo *work; /* merges and interpolations remembered (frozen only; memo.h) */
@@ -107,7 +106,6 @@ void cache_free(hiera_cache *c)
     diskcache_close(c->disk);
     eyaml_free(c->eyaml);
     hv_decref(c->exists);
-    hv_decref(c->dirs);
     hv_decref(c->globs);
     hv_decref(c->memo);
     memo_free(c->work);
@@ -612,37 +610,26 @@ key_hit *key_index_find(const key_index *x, uint32_t kid)
     return NULL;
 }
 
-bool cache_file_exists(hiera_cache *c, const char *path)
+/* What stat() says of path: 0 nothing there, 1 something that is not a directory, 2 a directory
+ * (remembered when the cache is frozen). */
+static int path_state(hiera_cache *c, const char *path)
 {
     if (c->frozen) {
         hv *known = hv_hash_gets(c->exists, path);
         if (known)
-            return hv_bool_val(known);
+            return (int)hv_int_val(known);
     }
-    /* Ruby's Pathname#exist?: directories exist too (reading one then fails) */
     struct stat st;
-    bool exists = stat(path, &st) == 0;
+    int state = stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
     if (c->frozen)
-        hv_hash_sets(c->exists, path, hv_bool(exists));
-    return exists;
+        hv_hash_sets(c->exists, path, hv_int(state));
+    return state;
 }
 
-bool cache_dir_exists(hiera_cache *c, const char *path)
-{
-    if (c->frozen) {
-        hv *known = c->dirs ? hv_hash_gets(c->dirs, path) : NULL;
-        if (known)
-            return hv_bool_val(known);
-    }
-    struct stat st;
-    bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-    if (c->frozen) {
-        if (!c->dirs)
-            c->dirs = hv_hash();
-        hv_hash_sets(c->dirs, path, hv_bool(is_dir));
-    }
-    return is_dir;
-}
+/* Ruby's Pathname#exist?: directories exist too (reading one then fails) */
+bool cache_file_exists(hiera_cache *c, const char *path) { return path_state(c, path) != 0; }
+
+bool cache_dir_exists(hiera_cache *c, const char *path) { return path_state(c, path) == 2; }
 
 int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)
 {
