@@ -196,10 +196,11 @@ static void free_node(dead_stack *st, hv *v)
     free(v);
 }
 
-void hv_decref(hv *v)
+/* The last reference gone: frees v and what only it held. Kept out of line (noipa): the
+ * immortal singletons (rc 0) never get here, but a compiler inlining it where one of them is
+ * passed could not tell, and would warn of a free of a static object. */
+__attribute__((noipa)) static void release(hv *v)
 {
-    if (!v || !v->rc || --v->rc != 0)
-        return;
     switch ((hv_kind)v->kind) {
     case HV_ARRAY:
     case HV_HASH:
@@ -218,6 +219,12 @@ void hv_decref(hv *v)
     default:
         free(v);
     }
+}
+
+void hv_decref(hv *v)
+{
+    if (v && v->rc && --v->rc == 0)
+        release(v);
 }
 
 bool hv_is_shared(const hv *v) { return v && v->rc != 1; }
