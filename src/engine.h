@@ -110,6 +110,10 @@ struct hiera_ctx {
     } ms_recent[8];
     unsigned ms_next;
     const char *top_name;   /* the top-level key being looked up (borrowed), for errors */
+    /* frozen cache: what each variable expression (parse_expr's entry, kept by the cache) reads
+     * in this context's scope, as remembered interpolations key it (interp.c var_read) */
+    struct var_read *vars;
+    size_t vars_cap, nvars;
 };
 
 /* Puppet's Invocation: what changes for a nested lookup. */
@@ -137,6 +141,8 @@ lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err);
  * when not NULL, keeps (a reference to) what the value reads, found the first time. */
 struct memo;
 lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **deps_slot, hv **out, herr *err);
+/* Frees what interpolate_remembered and location_remembered kept in the context. */
+void interp_ctx_free(hiera_ctx *h);
 /* A hierarchy location template s (one that holds "%{"; no method syntax) interpolated as before
  * for the same values of the variables it reads: the malloc'ed text, or NULL; then, when key->len
  * is set, the caller's text (once checked) is to be remembered under key (memo_put). */

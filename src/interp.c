@@ -711,6 +711,74 @@ static bool key_value(sbuf *k, const hv *v)
     }
 }
 
+/* What a variable expression reads in a context: its part of a key (key_value's bytes), or
+ * len -1 when it cannot stand in one. The scope of a context never changes, and the frozen cache
+ * keeps parse_expr's entries, so each expression is read once per context (a node reads a few
+ * variables in many values). */
+struct var_read {
+    uint64_t code; /* the entry's address, mixed; 0: empty slot (oa_regrow) */
+    const hv *x;
+    char *bytes;
+    ptrdiff_t len;
+};
+
+static const struct var_read *var_read(inv *I, const hv *x)
+{
+    hiera_ctx *h = I->h;
+    uint64_t code = ((uint64_t)(uintptr_t)x * 0x9e3779b97f4a7c15ull) | 1;
+    size_t mask = h->vars_cap - 1;
+    if (h->vars_cap)
+        for (size_t i = (size_t)(code >> 32) & mask; h->vars[i].code; i = (i + 1) & mask)
+            if (h->vars[i].x == x)
+                return &h->vars[i];
+    sbuf b = {0};
+    herr ignore = {0};
+    const char *arg = hv_str_ptr(hv_array_get(x, 1));
+    hv *v = NULL;
+    bool usable = true;
+    if (hv_int_val(hv_array_get(x, 0)) == X_LITERAL)
+        v = hv_str(arg);
+    else if (scope_lookup_segs(I, arg, hv_array_get(x, 2), &v, &ignore) != LR_FOUND)
+        usable = false;
+    usable = usable && key_value(&b, v);
+    hv_decref(v);
+    herr_clear(&ignore);
+    if (2 * (h->nvars + 1) > h->vars_cap) {
+        /* (slots are placed by the high half of the code: rehash by hand) */
+        size_t ncap = h->vars_cap ? 2 * h->vars_cap : 16;
+        struct var_read *slots = xcalloc(ncap, sizeof *slots);
+        for (size_t i = 0; i < h->vars_cap; i++) {
+            if (!h->vars[i].code)
+                continue;
+            size_t j = (size_t)(h->vars[i].code >> 32) & (ncap - 1);
+            while (slots[j].code)
+                j = (j + 1) & (ncap - 1);
+            slots[j] = h->vars[i];
+        }
+        free(h->vars);
+        h->vars = slots;
+        h->vars_cap = ncap;
+        mask = ncap - 1;
+    }
+    size_t i = (size_t)(code >> 32) & mask;
+    while (h->vars[i].code)
+        i = (i + 1) & mask;
+    ptrdiff_t len = usable ? (ptrdiff_t)b.len : -1;
+    h->vars[i] = (struct var_read){code, x, usable ? sb_take(&b) : NULL, len};
+    sb_free(&b);
+    h->nvars++;
+    return &h->vars[i];
+}
+
+void interp_ctx_free(hiera_ctx *h)
+{
+    for (size_t i = 0; i < h->vars_cap; i++)
+        free(h->vars[i].bytes);
+    free(h->vars);
+    h->vars = NULL;
+    h->vars_cap = h->nvars = 0;
+}
+
 /* Appends to k, for each expression of deps in order, what it reads (the recursion guard
  * entered and left as interpolate does); false when that cannot stand for the result or an
  * error would come (the caller interpolates then, which reports it). */
@@ -720,15 +788,13 @@ static bool deps_key(inv *I, const hv *deps, sbuf *k)
     bool usable = true;
     for (size_t i = 0; i < hv_array_len(deps) && usable; i++) {
         const hv *x = hv_array_get(deps, i);
-        const char *arg = hv_str_ptr(hv_array_get(x, 1));
-        hv *v = NULL;
-        if (hv_int_val(hv_array_get(x, 0)) == X_LITERAL)
-            v = hv_str(arg);
-        else if (scope_lookup_segs(I, arg, hv_array_get(x, 2), &v, &ignore) != LR_FOUND)
+        const struct var_read *r = var_read(I, x);
+        if (r->len < 0) {
             usable = false;
-        usable = usable && key_value(k, v);
-        hv_decref(v);
-        if (usable && check_enter(I, hv_str_ptr(hv_array_get(x, 3)), &ignore))
+            break;
+        }
+        sb_addn(k, r->bytes, (size_t)r->len);
+        if (check_enter(I, hv_str_ptr(hv_array_get(x, 3)), &ignore))
             check_leave(I, &ignore);
         else
             usable = false;

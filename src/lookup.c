@@ -2390,6 +2390,7 @@ void hctx_free(hiera_ctx *h)
     free(h->dlo_cache);
     hv_decref(h->dlo_index);
     free(h->stack);
+    interp_ctx_free(h);
     prov_free(h->prov);
     free(h->prov_key);
     hv_decref(h->prov_value);
