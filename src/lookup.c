@@ -952,6 +952,21 @@ static hv *trace(entry_arg *a, const location *loc, hv *value)
     return res;
 }
 
+/* The key's entry in the frozen cache's key index (fetched again after files were added: it may
+ * move). */
+static inline const key_index *entry_kx(entry_arg *a)
+{
+    hiera_cache *c = a->I->h->cache;
+    uint32_t gen = cache_key_index_gen(c);
+    uint32_t *kx_gen = a->kx_in_inv ? &a->I->kx_gen : &a->kx_gen;
+    const key_index **kx = a->kx_in_inv ? &a->I->kx : &a->kx;
+    if (gen != *kx_gen) {
+        *kx = cache_key_index(c, a->root_key, a->root_len, a->root_code);
+        *kx_gen = gen;
+    }
+    return *kx;
+}
+
 static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
 {
     if (a->p->lvl->fkind == FN_LOOKUP_KEY) {
@@ -976,15 +991,7 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     hv *value;
     key_hit *hit = NULL;
     if (loc->kid && a->use_kx) {
-        /* the key index (the entry is fetched again after files were added: it may move) */
-        uint32_t gen = cache_key_index_gen(h->cache);
-        uint32_t *kx_gen = a->kx_in_inv ? &a->I->kx_gen : &a->kx_gen;
-        const key_index **kx = a->kx_in_inv ? &a->I->kx : &a->kx;
-        if (gen != *kx_gen) {
-            *kx = cache_key_index(h->cache, a->root_key, a->root_len, a->root_code);
-            *kx_gen = gen;
-        }
-        hit = key_index_find(*kx, loc->kid);
+        hit = key_index_find(entry_kx(a), loc->kid);
         value = hit ? hit->value : NULL;
     } else {
         value = hv_hash_getsn_code(hash, a->root_key, a->root_len, a->root_code);
@@ -1308,8 +1315,19 @@ static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const ch
         a.p = &provs[i];
         size_t nl = a.p->nil_location ? 1 : a.p->nlocs;
         fold inner = {ms, nl, NULL};
+        /* most locations do not hold the key: with the key index, a location whose file is
+         * loaded is passed over at the cost of a search in the key's list of files (what
+         * data_value finds first for it: its checks only come for a found value) */
+        bool known = false;
+        bool indexed = a.use_kx && !a.p->nil_location && a.p->lvl->fkind == FN_DATA_HASH &&
+                       (provider_format(a.p, &known), known);
         for (size_t j = 0; j < nl; j++) {
             hv *v = NULL;
+            if (indexed) {
+                const location *loc = &a.p->locs[j];
+                if (!loc->exists || (loc->data && loc->kid && !key_index_find(entry_kx(&a), loc->kid)))
+                    continue;
+            }
             lr r = a.p->nil_location ? data_value(&a, &a.p->nil_loc, &v, err)
                    : a.p->locs[j].exists ? data_value(&a, &a.p->locs[j], &v, err)
                                          : LR_NOT_FOUND;
