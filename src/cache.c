@@ -68,6 +68,7 @@ struct hiera_cache {
     void **shared;
     void (**shared_free)(void *);
     size_t nshared;
+    recent_key recent[RECENT_KEYS];
 };
 
 /* Files larger than this are refused rather than read into memory. */
@@ -103,6 +104,8 @@ void cache_free(hiera_cache *c)
         }
     }
     free(c->buckets);
+    for (size_t i = 0; i < RECENT_KEYS; i++)
+        free(c->recent[i].text);
     diskcache_close(c->disk);
     eyaml_free(c->eyaml);
     hv_decref(c->exists);
@@ -170,6 +173,8 @@ bool cache_use_disk(hiera_cache *c, const char *dir)
     c->disk = diskcache_open(dir);
     return c->disk != NULL;
 }
+
+recent_key *cache_recent_keys(hiera_cache *c) { return c->recent; }
 
 void cache_freeze(hiera_cache *c)
 {

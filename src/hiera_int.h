@@ -90,6 +90,16 @@ struct memo *cache_work_memo(hiera_cache *c);
  * BORROWED (*found tells whether the signature is known); put: the cache owns obj and calls
  * free_fn on it when freed. */
 void *cache_shared_get(hiera_cache *c, const char *signature, bool *found);
+/* The keys parsed last (lookup.c): a copy of each text (owned by the cache, or NULL) with its
+ * parse in the work table. A batch looks one key up for several nodes in a row: comparing texts
+ * costs less than finding the parse again. An array of RECENT_KEYS (BORROWED). */
+#define RECENT_KEYS 4
+typedef struct {
+    char *text;
+    size_t len;
+    const hv *entry;
+} recent_key;
+recent_key *cache_recent_keys(hiera_cache *c);
 void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));
 
 /* ------------------------------------------------------------------ interpolation (both engines) */
