@@ -114,6 +114,7 @@ struct hiera_ctx {
      * in this context's scope, as remembered interpolations key it (interp.c var_read) */
     struct var_read *vars;
     size_t vars_cap, nvars;
+    sbuf vkey; /* interpolate_remembered's key, built here (no allocation per value) */
 };
 
 /* Puppet's Invocation: what changes for a nested lookup. */

@@ -775,6 +775,7 @@ void interp_ctx_free(hiera_ctx *h)
     for (size_t i = 0; i < h->vars_cap; i++)
         free(h->vars[i].bytes);
     free(h->vars);
+    sb_free(&h->vkey);
     h->vars = NULL;
     h->vars_cap = h->nvars = 0;
 }
@@ -904,28 +905,34 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, hv **out, 
             *out = memo_intern(m, value, res);
         return r;
     }
-    /* the key: the value, then what each expression reads */
-    sbuf k;
-    key_start(&k);
+    /* the key: the value, then what each expression reads (built in the context's buffer) */
+    sbuf *k = &h->vkey;
+    k->len = 0;
     size_t counted = h->nested_lookups;
     dkey.tag = 'v';
-    sb_addn(&k, (const char *)&dkey, sizeof dkey);
-    bool usable = deps_key(I, deps, &k);
-    hv *known = usable ? memo_get(m, k.s, k.len) : NULL;
+    sb_addn(k, (const char *)&dkey, sizeof dkey);
+    bool usable = deps_key(I, deps, k);
+    hv *known = usable ? memo_get(m, k->s, k->len) : NULL;
     if (known) {
-        sb_free(&k);
         *out = hv_incref(known);
         return LR_FOUND;
+    }
+    /* (interpolate may come back here for a nested lookup: the key is kept aside) */
+    size_t klen = k->len;
+    char *key = NULL;
+    if (usable) {
+        key = xmalloc(klen ? klen : 1);
+        memcpy(key, k->s, klen);
     }
     h->nested_lookups = counted; /* interpolate counts its own */
     hv *res = NULL;
     lr r = interpolate(I, value, true, &res, err);
     if (r == LR_FOUND) {
         /* remembered under what it read (stable then), or else by its content */
-        if (!usable || !memo_put(m, k.s, k.len, res))
+        if (!usable || !memo_put(m, key, klen, res))
             res = memo_intern(m, value, res);
         *out = res;
     }
-    sb_free(&k);
+    free(key);
     return r;
 }
