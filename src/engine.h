@@ -35,6 +35,19 @@ typedef struct {
     location nil_loc;
 } provider;
 
+/* The walk over a layer's hierarchy made shorter (lookup.c layer_plan): with a frozen cache,
+ * once every location that exists is a loaded data hash in the key index, the walk only needs,
+ * for each provider in order, the file numbers of its locations. */
+typedef struct {
+    int state;               /* 0: not yet, 1: made, -1: cannot be (a location the index lacks) */
+    const provider *provs;   /* the providers it was made for */
+    size_t nprovs;
+    size_t nprobes;          /* the locations that exist, in the walk's order: */
+    uint32_t *kid;           /* its file number */
+    uint32_t *prov;          /* its provider's index */
+    uint32_t *loc;           /* its index in its provider */
+} probe_plan;
+
 /* A data provider of one layer (ConfiguredDataProvider). */
 typedef struct {
     layer_kind kind;
@@ -48,6 +61,7 @@ typedef struct {
     size_t nprovs;
     provider *dprovs; /* default_hierarchy */
     size_t ndprovs;
+    probe_plan plan, dplan; /* for provs and dprovs */
 } layer;
 
 /* lookup_options compiled for one module (or for no module): literal keys and patterns. */

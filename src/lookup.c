@@ -112,6 +112,14 @@ static void providers_free(provider *p, size_t n)
     free(p);
 }
 
+static void plan_clear(probe_plan *pl)
+{
+    free(pl->kid);
+    free(pl->prov);
+    free(pl->loc);
+    *pl = (probe_plan){0};
+}
+
 static void layer_free(layer *l)
 {
     if (!l)
@@ -123,6 +131,8 @@ static void layer_free(layer *l)
     herr_clear(&l->expand_err);
     providers_free(l->provs, l->nprovs);
     providers_free(l->dprovs, l->ndprovs);
+    plan_clear(&l->plan);
+    plan_clear(&l->dplan);
     free(l);
 }
 
@@ -634,7 +644,7 @@ static char *infer_type_name(const hv *v)
     return ptype_name_of_value(v);
 }
 
-static file_format data_hash_format(const char *fname, bool *known)
+__attribute__((noinline)) static file_format data_hash_format(const char *fname, bool *known)
 {
     *known = true;
     if (!strcmp(fname, "yaml_data") || !strcmp(fname, "eyaml_lookup_key"))
@@ -648,7 +658,7 @@ static file_format data_hash_format(const char *fname, bool *known)
 }
 
 /* data_hash_format of the provider's function, remembered in the provider. */
-static file_format provider_format(provider *p, bool *known)
+static inline file_format provider_format(provider *p, bool *known)
 {
     if (!p->fmt_set) {
         p->fmt = data_hash_format(p->lvl->fname, &p->fmt_known);
@@ -1301,60 +1311,161 @@ static lr strategy_fold(hiera_ctx *h, const merge_strategy *ms, size_t n, varian
     return LR_FOUND;
 }
 
+/* The layer's probe plan for provs (engine.h), or NULL while it cannot be used: a location not
+ * loaded yet (asked again at the next walk), or for good: a provider that is not a data hash
+ * with locations, a file that failed to load or that the key index lacks. */
+static const probe_plan *layer_plan(layer *l, const provider *provs, size_t n)
+{
+    probe_plan *pl = provs == l->provs ? &l->plan : provs == l->dprovs ? &l->dplan : NULL;
+    if (!pl)
+        return NULL;
+    if (pl->state && (pl->provs != provs || pl->nprovs != n))
+        plan_clear(pl);
+    if (pl->state)
+        return pl->state > 0 ? pl : NULL;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        provider *p = (provider *)&provs[i];
+        bool known = false;
+        if (p->nil_location || p->lvl->fkind != FN_DATA_HASH || (provider_format(p, &known), !known)) {
+            pl->state = -1;
+            return NULL;
+        }
+        for (size_t j = 0; j < p->nlocs; j++) {
+            const location *loc = &p->locs[j];
+            if (!loc->exists)
+                continue;
+            if (!loc->loaded)
+                return NULL;
+            if (!loc->data || !loc->kid || j > UINT32_MAX) {
+                pl->state = -1;
+                return NULL;
+            }
+            count++;
+        }
+    }
+    if (count > UINT32_MAX || n > UINT32_MAX) {
+        pl->state = -1;
+        return NULL;
+    }
+    pl->kid = xmalloc((count ? count : 1) * sizeof *pl->kid);
+    pl->prov = xmalloc((count ? count : 1) * sizeof *pl->prov);
+    pl->loc = xmalloc((count ? count : 1) * sizeof *pl->loc);
+    pl->nprobes = count;
+    count = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < provs[i].nlocs; j++)
+            if (provs[i].locs[j].exists) {
+                pl->kid[count] = provs[i].locs[j].kid;
+                pl->prov[count] = (uint32_t)i;
+                pl->loc[count++] = (uint32_t)j;
+            }
+    pl->provs = provs;
+    pl->nprovs = n;
+    pl->state = 1;
+    return pl;
+}
+
 /* The layer's hierarchy without an explanation: what strategy_lookup over layer_entry, then over
  * entry_location, computes, as two plain loops (the lookup's hottest path). */
-static lr layer_walk(inv *I, const layer *l, provider *provs, size_t n, const char *root_key, const merge_strategy *ms,
+/* Where a walk is: provider i, location j, or probe k of a plan. */
+typedef struct {
+    size_t i, j, k;
+} walk_pos;
+
+/* The next location of the walk that may hold the key (*pi provider, *pj location; a provider
+ * without locations gives j 0 once). Most locations do not hold the key: with the key index, a
+ * location whose file is loaded is passed over at the cost of a search in the key's list of
+ * files (what data_value finds first for it: its checks only come for a found value); with a
+ * plan, only those searches are made. */
+static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const probe_plan *pl, walk_pos *w, size_t *pi,
+                             size_t *pj)
+{
+    if (pl) {
+        for (size_t count = pl->nprobes; w->k < count; w->k++)
+            if (key_index_find(entry_kx(a), pl->kid[w->k])) {
+                *pi = pl->prov[w->k];
+                *pj = pl->loc[w->k++];
+                return true;
+            }
+        return false;
+    }
+    for (; w->i < n; w->i++, w->j = 0) {
+        provider *p = &provs[w->i];
+        if (p->nil_location) {
+            if (w->j)
+                continue;
+            *pi = w->i;
+            *pj = w->j++;
+            return true;
+        }
+        bool known = false;
+        bool indexed = a->use_kx && p->lvl->fkind == FN_DATA_HASH && (provider_format(p, &known), known);
+        for (; w->j < p->nlocs; w->j++) {
+            const location *loc = &p->locs[w->j];
+            if (!loc->exists || (indexed && loc->data && loc->kid && !key_index_find(entry_kx(a), loc->kid)))
+                continue;
+            *pi = w->i;
+            *pj = w->j++;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The layer's hierarchy without an explanation: what strategy_lookup over layer_entry, then over
+ * entry_location, computes, as one plain loop over the locations that may hold the key (the
+ * lookup's hottest path). */
+static lr layer_walk(inv *I, layer *l, provider *provs, size_t n, const char *root_key, const merge_strategy *ms,
                      hv **out, herr *err)
 {
     entry_arg a = entry_args(I, l, NULL, root_key, ms);
+    const probe_plan *pl = a.use_kx ? layer_plan(l, provs, n) : NULL;
+    if (pl && !entry_kx(&a))
+        return LR_NOT_FOUND; /* no file holds the key */
     bool first = ms_is_first(ms);
     deferral d;
     defer_start(&d, I->h, ms, n, 'l');
     fold outer = {ms, n, NULL};
-    for (size_t i = 0; i < n; i++) {
-        a.p = &provs[i];
-        size_t nl = a.p->nil_location ? 1 : a.p->nlocs;
-        fold inner = {ms, nl, NULL};
-        /* most locations do not hold the key: with the key index, a location whose file is
-         * loaded is passed over at the cost of a search in the key's list of files (what
-         * data_value finds first for it: its checks only come for a found value) */
-        bool known = false;
-        bool indexed = a.use_kx && !a.p->nil_location && a.p->lvl->fkind == FN_DATA_HASH &&
-                       (provider_format(a.p, &known), known);
-        for (size_t j = 0; j < nl; j++) {
-            hv *v = NULL;
-            if (indexed) {
-                const location *loc = &a.p->locs[j];
-                if (!loc->exists || (loc->data && loc->kid && !key_index_find(entry_kx(&a), loc->kid)))
-                    continue;
-            }
-            lr r = a.p->nil_location ? data_value(&a, &a.p->nil_loc, &v, err)
-                   : a.p->locs[j].exists ? data_value(&a, &a.p->locs[j], &v, err)
-                                         : LR_NOT_FOUND;
-            if (r == LR_NOT_FOUND)
-                continue;
-            if (r == LR_FOUND && first) {
-                *out = v;
-                return LR_FOUND;
-            }
-            if (r == LR_FOUND && defer_add(&d, i, nl, j, v))
-                continue;
-            if (!defer_flush(&d, &outer, &inner, i, err)) {
-                hv_decref(v);
-                hv_decref(inner.memo);
+    fold inner = {ms, 0, NULL}; /* the fold of provider `live` */
+    size_t live = SIZE_MAX, i, j;
+    walk_pos w = {0, 0, 0};
+    while (walk_next(&a, provs, n, pl, &w, &i, &j)) {
+        if (i != live) {
+            /* a provider's fold joins the layer's before the next provider is asked */
+            if (inner.memo && fold_add(&outer, inner.memo, err) == LR_ERROR) {
                 hv_decref(outer.memo);
                 return LR_ERROR;
             }
-            if (r == LR_ERROR || fold_add(&inner, v, err) == LR_ERROR) {
-                hv_decref(inner.memo);
-                hv_decref(outer.memo);
-                return LR_ERROR;
-            }
+            live = i;
+            a.p = &provs[i];
+            inner = (fold){ms, a.p->nil_location ? 1 : a.p->nlocs, NULL};
         }
-        if (inner.memo && fold_add(&outer, inner.memo, err) == LR_ERROR) {
+        hv *v = NULL;
+        lr r = data_value(&a, a.p->nil_location ? &a.p->nil_loc : &a.p->locs[j], &v, err);
+        if (r == LR_NOT_FOUND)
+            continue;
+        if (r == LR_FOUND && first) {
+            *out = v;
+            return LR_FOUND;
+        }
+        if (r == LR_FOUND && defer_add(&d, i, inner.n, j, v))
+            continue;
+        if (!defer_flush(&d, &outer, &inner, i, err)) {
+            hv_decref(v);
+            hv_decref(inner.memo);
             hv_decref(outer.memo);
             return LR_ERROR;
         }
+        if (r == LR_ERROR || fold_add(&inner, v, err) == LR_ERROR) {
+            hv_decref(inner.memo);
+            hv_decref(outer.memo);
+            return LR_ERROR;
+        }
+    }
+    if (inner.memo && fold_add(&outer, inner.memo, err) == LR_ERROR) {
+        hv_decref(outer.memo);
+        return LR_ERROR;
     }
     if (d.m) {
         fold none = {ms, 0, NULL}; /* (replayed providers' folds: no provider is still open) */
