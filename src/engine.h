@@ -129,6 +129,17 @@ struct hiera_ctx {
     struct var_read *vars;
     size_t vars_cap, nvars;
     sbuf vkey; /* interpolate_remembered's key, built here (no allocation per value) */
+    /* the modules asked for last: their layer (module_layer) and their compiled lookup_options
+     * (lookup_lookup_options), found without a hash lookup (names copied; "" for no module) */
+    struct {
+        char *name;
+        layer *l;
+        int st;
+    } mod_recent[2];
+    struct {
+        char *name;
+        lo_compiled *c;
+    } lo_recent[2];
 };
 
 /* Puppet's Invocation: what changes for a nested lookup. */

@@ -238,6 +238,11 @@ typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
 /* LookupAdapter#module_provider: created once per module name. */
 static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
 {
+    for (size_t i = 0; i < 2; i++)
+        if (h->mod_recent[i].name && strcmp(h->mod_recent[i].name, name) == 0) {
+            *state = (mod_state)h->mod_recent[i].st;
+            return h->mod_recent[i].l;
+        }
     hv *idx = hv_hash_gets(h->modules, name);
     if (!idx) {
         layer *l = NULL;
@@ -277,7 +282,13 @@ static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, her
         idx = hv_hash_gets(h->modules, name);
     }
     *state = (mod_state)hv_int_val(hv_array_get(idx, 1));
-    return h->mod_layers[hv_int_val(hv_array_get(idx, 0))];
+    layer *l = h->mod_layers[hv_int_val(hv_array_get(idx, 0))];
+    free(h->mod_recent[1].name);
+    h->mod_recent[1] = h->mod_recent[0];
+    h->mod_recent[0].name = xstrdup(name);
+    h->mod_recent[0].l = l;
+    h->mod_recent[0].st = (int)*state;
+    return l;
 }
 
 /* ------------------------------------------------------------------ locations */
@@ -1784,6 +1795,25 @@ static lo_compiled *lo_cache_get(hv *index, lo_compiled **cache, const char *mod
     return i ? cache[hv_int_val(i)] : NULL;
 }
 
+/* lo_cache_get of the context's options, the last two modules remembered */
+static lo_compiled *lo_cache_recent(hiera_ctx *h, const char *module, bool *present)
+{
+    const char *name = module ? module : "";
+    for (size_t i = 0; i < 2; i++)
+        if (h->lo_recent[i].name && strcmp(h->lo_recent[i].name, name) == 0) {
+            *present = true;
+            return h->lo_recent[i].c;
+        }
+    lo_compiled *c = lo_cache_get(h->lo_index, h->lo_cache, module, present);
+    if (*present) {
+        free(h->lo_recent[1].name);
+        h->lo_recent[1] = h->lo_recent[0];
+        h->lo_recent[0].name = xstrdup(name);
+        h->lo_recent[0].c = c;
+    }
+    return c;
+}
+
 static void lo_cache_put(hv **index, lo_compiled ***cache, size_t *n, const char *module, lo_compiled *c)
 {
     if (!*index)
@@ -2052,7 +2082,7 @@ static bool lookup_lookup_options(inv *I, const char *module, const char *root_k
 {
     hiera_ctx *h = I->h;
     bool present;
-    lo_compiled *c = lo_cache_get(h->lo_index, h->lo_cache, module, &present);
+    lo_compiled *c = lo_cache_recent(h, module, &present);
     if (!present) {
         char *sig = lo_signature(h, module);
         bool found = false;
@@ -2533,6 +2563,10 @@ void hctx_free(hiera_ctx *h)
     hv_decref(h->dlo_index);
     free(h->stack);
     interp_ctx_free(h);
+    for (size_t i = 0; i < 2; i++) {
+        free(h->mod_recent[i].name);
+        free(h->lo_recent[i].name);
+    }
     prov_free(h->prov);
     free(h->prov_key);
     hv_decref(h->prov_value);
