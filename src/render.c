@@ -675,9 +675,27 @@ static bool json_legal_utf8(const unsigned char *p, size_t clen)
 
 /* json's convert_UTF8_to_JSON: escapes '"', '\\' and control characters (\b \f \n \r \t by name,
  * others as lowercase \u00xx); "/", DEL and all non-ASCII are copied; broken UTF-8 raises. */
+/* Bytes that a JSON string takes as they are: printable ASCII but '"' and '\\'. */
+static const bool json_plain[256] = {
+#define P16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+    P16(false), P16(false), P16(true), P16(true), P16(true), P16(true), P16(true), P16(true),
+    P16(false), P16(false), P16(false), P16(false), P16(false), P16(false), P16(false), P16(false),
+#undef P16
+};
+
 static int json_string(sbuf *out, const char *s, size_t n, herr *err)
 {
     const unsigned char *p = (const unsigned char *)s;
+    /* the usual string: plain bytes only, copied at once with its quotes */
+    size_t plain = 0;
+    while (plain < n && json_plain[p[plain]] && p[plain] != '"' && p[plain] != '\\')
+        plain++;
+    if (plain == n) {
+        sb_addc(out, '"');
+        sb_addn(out, s, n);
+        sb_addc(out, '"');
+        return 0;
+    }
     sb_addc(out, '"');
     for (size_t i = 0; i < n;) {
         unsigned char c = p[i];
@@ -793,11 +811,13 @@ static int json_rec(sbuf *out, const hv *v, int depth, herr *err)
 
 int render_json(sbuf *out, const hv *v, herr *err)
 {
-    sbuf tmp = {0};
-    int r = v ? json_rec(&tmp, v, 0, err) : (sb_adds(&tmp, "null"), 0);
-    if (r == 0)
-        sb_addn(out, sb_str(&tmp), tmp.len);
-    sb_free(&tmp);
+    /* written in place; on an error, out is cut back to what it held */
+    size_t at = out->len;
+    int r = v ? json_rec(out, v, 0, err) : (sb_adds(out, "null"), 0);
+    if (r != 0 && out->s) {
+        out->len = at;
+        out->s[at] = 0;
+    }
     return r;
 }
 
