@@ -357,7 +357,7 @@ static hv *read_node(rctx *r, int depth)
         for (uint64_t i = 0; i < len; i++) {
             hv *k = read_node(r, depth + 1);
             hv *e = k ? read_node(r, depth + 1) : NULL;
-            if (!e || hv_hash_get(v, k)) {
+            if (!e || !hv_hash_add(v, k, e)) {
                 /* a repeated key is never written: the entry is corrupt (and replacing the
                  * value would free a node that a later 'r' may name) */
                 hv_decref(k);
@@ -365,7 +365,6 @@ static hv *read_node(rctx *r, int depth)
                 hv_decref(v);
                 return NULL;
             }
-            hv_hash_set(v, k, e);
         }
         break;
     default:

@@ -766,7 +766,8 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
                     hv_decref(result);
                     result = own;
                 }
-                hv *dv = hv_hash_get(result, k);
+                long at = hv_hash_index(result, k);
+                hv *dv = at >= 0 ? hv_hash_val_at(result, (size_t)at) : NULL;
                 hv *merged;
                 if (hv_truthy(dv)) {
                     s->alias_ctx += self_merge;
@@ -780,7 +781,7 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
                     result = NULL;
                     break;
                 }
-                hv_hash_set(result, hv_incref(k), merged);
+                hv_hash_put_at(result, at, hv_incref(k), merged);
             } else if (overwrite) {
                 result = overwrite_unmergeables(s, hv_incref(source), result);
                 self_merge = result == source;

@@ -547,6 +547,8 @@ hv *hv_hash_getsn_code(const hv *h, const char *key, size_t len, uint64_t code)
 
 hv *hv_hash_gets(const hv *h, const char *key) { return hv_hash_getsn(h, key, strlen(key)); }
 
+static void append_entry(hv_hashv *h, hv *key, hv *val, uint64_t code);
+
 void hv_hash_set(hv *hh, hv *key, hv *val)
 {
     hv_hashv *h = (hv_hashv *)hh;
@@ -558,6 +560,33 @@ void hv_hash_set(hv *hh, hv *key, hv *val)
         hv_decref(key);
         return;
     }
+    append_entry(h, key, val, code);
+}
+
+bool hv_hash_add(hv *hh, hv *key, hv *val)
+{
+    hv_hashv *h = (hv_hashv *)hh;
+    uint64_t code = hv_hash_code(key);
+    if (find_entry(h, key, code) >= 0)
+        return false;
+    append_entry(h, key, val, code);
+    return true;
+}
+
+void hv_hash_put_at(hv *hh, long at, hv *key, hv *val)
+{
+    hv_hashv *h = (hv_hashv *)hh;
+    if (at >= 0) {
+        hv_decref(h->items[at].val);
+        h->items[at].val = val;
+        hv_decref(key);
+        return;
+    }
+    append_entry(h, key, val, hv_hash_code(key));
+}
+
+static void append_entry(hv_hashv *h, hv *key, hv *val, uint64_t code)
+{
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 4;
         h->items = xrealloc(h->items, h->cap * sizeof *h->items);

@@ -102,6 +102,11 @@ long hv_hash_index(const hv *h, const hv *key);             /* position or -1 */
  * original key object; the new key reference is dropped. */
 void hv_hash_set(hv *h, hv *key, hv *val);
 void hv_hash_sets(hv *h, const char *key, hv *val); /* STEALS val */
+/* hv_hash_set of a key h does not hold: false (nothing taken, nothing changed) when it does */
+bool hv_hash_add(hv *h, hv *key, hv *val);
+/* hv_hash_set where hv_hash_index(h, key) said `at` (h unchanged since): the value at that
+ * position replaced, or (at -1) the entry appended; STEALS key and val */
+void hv_hash_put_at(hv *h, long at, hv *key, hv *val);
 bool hv_hash_del(hv *h, const hv *key);             /* keeps the order of the others */
 
 /* ---- sensitive ---- */

@@ -14,6 +14,43 @@ static void test_hash_order_and_replace(void **state)
     hv_decref(h);
 }
 
+/* hv_hash_add refuses a key already held; hv_hash_put_at replaces at the index hv_hash_index
+ * gave, or appends for -1; both keep the index of a large hash right */
+static void test_hash_add_and_put_at(void **state)
+{
+    (void)state;
+    for (int size = 2; size <= 40; size += 19) {
+        hv *h = hv_hash();
+        char key[32];
+        for (int i = 0; i < size; i++) {
+            snprintf(key, sizeof key, "k%d", i);
+            assert_true(hv_hash_add(h, hv_str(key), hv_int(i)));
+        }
+        hv *dup = hv_str("k1"), *val = hv_int(-1);
+        assert_false(hv_hash_add(h, dup, val)); /* nothing taken */
+        assert_int_equal(hv_int_val(hv_hash_gets(h, "k1")), 1);
+        hv_decref(dup);
+        hv_decref(val);
+        hv *k = hv_str("k0");
+        long at = hv_hash_index(h, k);
+        assert_int_equal(at, 0);
+        hv_hash_put_at(h, at, k, hv_int(100));
+        k = hv_str("new");
+        at = hv_hash_index(h, k);
+        assert_int_equal(at, -1);
+        hv_hash_put_at(h, at, k, hv_int(200));
+        assert_int_equal(hv_hash_len(h), size + 1);
+        assert_int_equal(hv_int_val(hv_hash_gets(h, "k0")), 100);
+        assert_int_equal(hv_int_val(hv_hash_gets(h, "new")), 200);
+        assert_string_equal(hv_str_ptr(hv_hash_key_at(h, (size_t)size)), "new");
+        for (int i = 1; i < size; i++) {
+            snprintf(key, sizeof key, "k%d", i);
+            assert_int_equal(hv_int_val(hv_hash_gets(h, key)), i);
+        }
+        hv_decref(h);
+    }
+}
+
 static void test_hash_index_large(void **state)
 {
     (void)state;
@@ -109,6 +146,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hash_order_and_replace),
+        cmocka_unit_test(test_hash_add_and_put_at),
         cmocka_unit_test(test_hash_index_large),
         cmocka_unit_test(test_eql_is_ruby_eql),
         cmocka_unit_test(test_deep_copy_independent),
