@@ -315,16 +315,16 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
     }
     char *codedir = o->codedir ? xstrdup(o->codedir) : default_codedir();
     char *confdir = o->confdir ? xstrdup(o->confdir) : default_confdir();
-    char *envpath = o->environmentpath ? xstrdup(o->environmentpath) : xasprintf("%s/environments", codedir);
+    char *envpath = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
     const char *env = o->environment ? o->environment : "production";
     char *global;
     if (o->hiera_config) {
         global = xstrdup(o->hiera_config);
     } else {
-        global = xasprintf("%s/hiera.yaml", codedir);
+        global = xjoin(codedir, "/hiera.yaml", NULL);
         if (!path_exists(global)) {
             free(global);
-            global = xasprintf("%s/hiera.yaml", confdir);
+            global = xjoin(confdir, "/hiera.yaml", NULL);
         }
     }
     /* the environment must exist (a directory on the environmentpath) */
@@ -332,7 +332,7 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
     char *paths = xstrdup(envpath), *save = NULL;
     char *env_dir_path = NULL;
     for (char *p = strtok_r(paths, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
-        char *d = xasprintf("%s/%s", p, env);
+        char *d = xjoin(p, "/", env, NULL);
         if (is_dir(d)) {
             found = true;
             env_dir_path = xstrdup(p);

@@ -883,7 +883,8 @@ hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *
         return config_load_file(cache, path, layer, ignored, err);
     /* files do not change while the cache is frozen: a config that loaded is loaded once (its
      * warnings printed once); failures are not remembered (Puppet retries them) */
-    char *sig = xasprintf("hiera.yaml\n%d\n%s", (int)layer, path);
+    char kind[2] = {(char)('0' + (int)layer), 0}; /* (layer kinds are single digits) */
+    char *sig = xjoin("hiera.yaml\n", kind, "\n", path, NULL);
     bool found;
     hcfg *c = cache_shared_get(cache, sig, &found);
     if (found) {

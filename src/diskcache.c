@@ -79,7 +79,12 @@ static char *entry_path(const diskcache *c, const char *path, int fmt)
         h ^= (unsigned char)*p;
         h *= 1099511628211ULL;
     }
-    return xasprintf("%s/%016llx.hc", c->dir, (unsigned long long)h);
+    char name[sizeof "/0123456789abcdef.hc"];
+    name[0] = '/';
+    for (int i = 0; i < 16; i++)
+        name[1 + i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    memcpy(name + 17, ".hc", 4);
+    return xjoin(c->dir, name, NULL); /* (no printf: one per file and per node) */
 }
 
 /* ------------------------------------------------------------------ writing */

@@ -140,13 +140,27 @@ static void layer_set_name(layer *l)
 {
     free(l->name);
     const char *place = l->kind == LAYER_GLOBAL ? "Global" : l->kind == LAYER_ENV ? "Environment" : "Module";
+    /* (no printf: made for every node) */
     sbuf b = {0};
-    sb_addf(&b, "%s ", place);
-    if (l->module)
-        sb_addf(&b, "\"%s\" ", l->module);
+    sb_adds(&b, place);
+    sb_adds(&b, " ");
+    if (l->module) {
+        sb_adds(&b, "\"");
+        sb_adds(&b, l->module);
+        sb_adds(&b, "\" ");
+    }
     sb_adds(&b, "Data Provider");
-    if (l->cfg)
-        sb_addf(&b, " (hiera configuration version %d)", l->cfg->version);
+    if (l->cfg) {
+        char num[24];
+        int n = 0;
+        unsigned v = l->cfg->version < 0 ? 0 : (unsigned)l->cfg->version;
+        do
+            num[sizeof num - 1 - n++] = (char)('0' + v % 10);
+        while ((v /= 10) && n < (int)sizeof num);
+        sb_adds(&b, " (hiera configuration version ");
+        sb_addn(&b, num + sizeof num - n, (size_t)n);
+        sb_adds(&b, ")");
+    }
     l->name = sb_take(&b);
 }
 
@@ -181,7 +195,7 @@ static layer *env_layer(hiera_ctx *h, herr *err)
 {
     if (!h->env_init) {
         h->env_init = true;
-        char *path = xasprintf("%s/hiera.yaml", h->env_dir);
+        char *path = xjoin(h->env_dir, "/hiera.yaml", NULL);
         if (cache_file_exists(h->cache, path)) {
             bool ignored = false;
             hcfg *cfg = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
@@ -220,12 +234,12 @@ static char *module_dir(hiera_ctx *h, const char *name)
 {
     if (!valid_module_name(name))
         return NULL;
-    char *p = xasprintf("%s/modules/%s", h->env_dir, name);
+    char *p = xjoin(h->env_dir, "/modules/", name, NULL);
     if (cache_dir_exists(h->cache, p))
         return p;
     free(p);
     if (h->codedir) {
-        p = xasprintf("%s/modules/%s", h->codedir, name);
+        p = xjoin(h->codedir, "/modules/", name, NULL);
         if (cache_dir_exists(h->cache, p))
             return p;
         free(p);
@@ -251,7 +265,7 @@ static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, her
         char *dir = module_dir(h, name);
         if (dir) {
             st = MOD_NO_PROVIDER;
-            char *path = xasprintf("%s/hiera.yaml", dir);
+            char *path = xjoin(dir, "/hiera.yaml", NULL);
             if (cache_file_exists(h->cache, path)) {
                 bool ignored = false;
                 hcfg *cfg = config_load(h->cache, path, LAYER_MODULE, &ignored, &e);
@@ -2517,7 +2531,7 @@ hiera_ctx *hctx_new(const char *codedir, const char *envpath, const char *env_na
     h->codedir = xstrdup(codedir);
     h->envpath = xstrdup(envpath);
     h->env_name = xstrdup(env_name);
-    h->env_dir = xasprintf("%s/%s", envpath, env_name);
+    h->env_dir = xjoin(envpath, "/", env_name, NULL);
     h->global_config = xstrdup(global_config);
     h->scope = hv_incref(scope);
     if (cache) {

@@ -56,6 +56,26 @@ char *xasprintf(const char *fmt, ...)
     return sb_take(&b);
 }
 
+char *xjoin(const char *first, ...)
+{
+    va_list ap;
+    size_t len = 0;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *))
+        len += strlen(s);
+    va_end(ap);
+    char *out = xmalloc(len + 1), *p = out;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *)) {
+        size_t n = strlen(s);
+        memcpy(p, s, n);
+        p += n;
+    }
+    va_end(ap);
+    *p = 0;
+    return out;
+}
+
 static void sb_grow(sbuf *b, size_t extra)
 {
     if (b->len + extra + 1 <= b->cap)

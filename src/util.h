@@ -19,6 +19,9 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) HIERA_PRINTF(1, 2);
+/* The strings given, up to a NULL, joined (malloc'ed): xasprintf without a format, for the
+ * paths and names made for every node. */
+char *xjoin(const char *first, ...) __attribute__((sentinel));
 
 /* A growable NUL-terminated byte buffer. Zero-initialise (sbuf b = {0}) to start. */
 typedef struct {
