@@ -709,12 +709,24 @@ hv *hv_copy(const hv *v)
         return a;
     }
     case HV_HASH: {
-        size_t n = hv_hash_len(v);
-        hv *h = hv_hash_sized(n);
-        for (size_t i = 0; i < n; i++)
-            hv_hash_set(h, hv_incref(hv_hash_key_at(v, i)), hv_incref(hv_hash_val_at(v, i)));
-        hv_set_line(h, hv_line(v));
-        return h;
+        /* the entries (codes included) and the index as they are: the keys are known distinct;
+         * room for a few more (a copy is made to be changed: merges add keys) */
+        const hv_hashv *from = (const hv_hashv *)v;
+        hv_hashv *h = (hv_hashv *)hv_hash_sized(from->n + 4);
+        if (from->n)
+            memcpy(h->items, from->items, from->n * sizeof *h->items);
+        for (size_t i = 0; i < from->n; i++) {
+            hv_incref(h->items[i].key);
+            hv_incref(h->items[i].val);
+        }
+        h->n = from->n;
+        if (from->idxcap) {
+            h->idx = xmalloc(from->idxcap * sizeof *h->idx);
+            memcpy(h->idx, from->idx, from->idxcap * sizeof *h->idx);
+            h->idxcap = from->idxcap;
+        }
+        hv_set_line(&h->h, hv_line(v));
+        return &h->h;
     }
     default:
         return hv_incref((hv *)v);

@@ -51,6 +51,54 @@ static void test_hash_add_and_put_at(void **state)
     }
 }
 
+/* hv_copy of a hash copies entries and index: the copy finds every key, and changing it (keys
+ * added, replaced, deleted) leaves the original as it was */
+static void test_hash_copy_independent(void **state)
+{
+    (void)state;
+    for (int size = 0; size <= 60; size += 6) {
+        hv *h = hv_hash();
+        char key[32];
+        for (int i = 0; i < size; i++) {
+            snprintf(key, sizeof key, "k%d", i);
+            hv_hash_sets(h, key, hv_int(i));
+        }
+        hv *c = hv_copy(h);
+        assert_int_equal(hv_hash_len(c), size);
+        for (int i = 0; i < size; i++) {
+            snprintf(key, sizeof key, "k%d", i);
+            assert_int_equal(hv_int_val(hv_hash_gets(c, key)), i);
+            assert_string_equal(hv_str_ptr(hv_hash_key_at(c, (size_t)i)), key);
+        }
+        for (int i = 0; i < 20; i++) {
+            snprintf(key, sizeof key, "n%d", i);
+            hv_hash_sets(c, key, hv_int(1000 + i));
+        }
+        if (size) {
+            hv_hash_sets(c, "k0", hv_int(-1));
+            hv *k = hv_str("k1");
+            hv_hash_del(c, k);
+            hv_decref(k);
+        }
+        assert_int_equal(hv_hash_len(h), size);
+        assert_null(hv_hash_gets(h, "n0"));
+        for (int i = 0; i < size; i++) {
+            snprintf(key, sizeof key, "k%d", i);
+            assert_int_equal(hv_int_val(hv_hash_gets(h, key)), i);
+        }
+        for (int i = 0; i < 20; i++) {
+            snprintf(key, sizeof key, "n%d", i);
+            assert_int_equal(hv_int_val(hv_hash_gets(c, key)), 1000 + i);
+        }
+        if (size) {
+            assert_int_equal(hv_int_val(hv_hash_gets(c, "k0")), -1);
+            assert_null(hv_hash_gets(c, "k1"));
+        }
+        hv_decref(c);
+        hv_decref(h);
+    }
+}
+
 static void test_hash_index_large(void **state)
 {
     (void)state;
@@ -147,6 +195,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hash_order_and_replace),
         cmocka_unit_test(test_hash_add_and_put_at),
+        cmocka_unit_test(test_hash_copy_independent),
         cmocka_unit_test(test_hash_index_large),
         cmocka_unit_test(test_eql_is_ruby_eql),
         cmocka_unit_test(test_deep_copy_independent),
