@@ -257,10 +257,9 @@ static hv *trusted_hash(const hv *facts)
 
 static hv *build_scope(const hv *facts, const char *environment)
 {
-    hv *scope = hv_hash();
-    if (hv_is(facts, HV_HASH))
-        for (size_t i = 0; i < hv_hash_len(facts); i++)
-            hv_hash_set(scope, hv_incref(hv_hash_key_at(facts, i)), hv_incref(hv_hash_val_at(facts, i)));
+    /* every fact a top-scope variable, then the variables Puppet sets (replacing facts of the
+     * same names where they stand) */
+    hv *scope = hv_is(facts, HV_HASH) ? hv_copy(facts) : hv_hash();
     hv_hash_sets(scope, "facts", hv_is(facts, HV_HASH) ? hv_incref((hv *)facts) : hv_hash());
     hv_hash_sets(scope, "trusted", trusted_hash(facts));
     hv_hash_sets(scope, "server_facts", hv_hash());
