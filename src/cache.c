@@ -32,14 +32,7 @@ typedef struct centry {
     uint32_t kid; /* frozen: the data hash's number in the key index (0: not indexed) */
 } centry;
 
-/* The key index of a frozen cache: for each top-level key, the loaded data hashes that hold it
- * (by number, in load order) with its value there. A lookup finds its key here once, then
- * answers each level from this short list instead of probing every file's hash. */
-struct key_index {
-    uint32_t n, cap;
-    uint32_t *kids; /* the files' numbers, ascending: what a search reads */
-    key_hit *hits;  /* hits[i]: the key in file kids[i] */
-};
+#define KIX_BITS_FROM 8
 
 typedef struct {
     uint64_t code; /* 0: empty (first: oa_regrow) */
@@ -117,6 +110,7 @@ void cache_free(hiera_cache *c)
             hv_decref(c->kix[i].entry.hits[j].deps);
         free(c->kix[i].entry.hits);
         free(c->kix[i].entry.kids);
+        free(c->kix[i].entry.bits);
     }
     free(c->kix);
     for (size_t i = 0; i < c->nshared; i++)
@@ -539,6 +533,33 @@ static void kix_grow(hiera_cache *c)
 }
 
 /* Numbers a frozen cache's data hash and adds its string keys to the key index. */
+/* Adds kid to x's bitmap (made from kids the first time), or gives the bitmap up when it
+ * would outgrow its bound. */
+static void kix_set_bit(key_index *x, uint32_t kid)
+{
+    uint32_t need = kid / 64 + 1;
+    if (need > x->nwords) {
+        if ((size_t)need * 8 > (size_t)x->n * 64) {
+            free(x->bits);
+            x->bits = NULL;
+            x->nwords = 0;
+            x->no_bits = true;
+            return;
+        }
+        uint32_t nw = need > x->nwords * 2 ? need : x->nwords * 2;
+        if ((size_t)nw * 8 > (size_t)x->n * 64)
+            nw = need;
+        bool fresh = !x->bits;
+        x->bits = xrealloc(x->bits, (size_t)nw * sizeof *x->bits);
+        memset(x->bits + x->nwords, 0, (size_t)(nw - x->nwords) * sizeof *x->bits);
+        x->nwords = nw;
+        if (fresh)
+            for (uint32_t i = 0; i < x->n; i++)
+                x->bits[x->kids[i] / 64] |= 1ull << (x->kids[i] % 64);
+    }
+    x->bits[kid / 64] |= 1ull << (kid % 64);
+}
+
 static void kix_add_file(hiera_cache *c, centry *e)
 {
     e->kid = ++c->kix_files;
@@ -567,6 +588,8 @@ static void kix_add_file(hiera_cache *c, centry *e)
         }
         x->kids[x->n] = e->kid;
         x->hits[x->n++] = (key_hit){-1, hv_hash_val_at(v, i), NULL};
+        if (x->n >= KIX_BITS_FROM && !x->no_bits)
+            kix_set_bit(x, e->kid);
     }
 }
 

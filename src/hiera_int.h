@@ -47,13 +47,33 @@ typedef struct {
     hv *value;
     hv *deps; /* what interpolating value reads (interp.c), once known; the entry holds it */
 } key_hit;
-typedef struct key_index key_index;
+/* The key index of a frozen cache: for each top-level key, the loaded data hashes that hold it
+ * (by number, in load order) with its value there. A lookup finds its key here once, then
+ * answers each level from this short list instead of probing every file's hash (cache.c). */
+typedef struct key_index {
+    uint32_t n, cap;
+    uint32_t *kids; /* the files' numbers, ascending: what a search reads */
+    key_hit *hits;  /* hits[i]: the key in file kids[i] */
+    /* a key in several files: the same numbers as a bitmap (bit kid), for key_index_has; kept
+     * while it takes at most 64 bytes per file holding the key (else NULL: searches) */
+    uint64_t *bits;
+    uint32_t nwords;
+    bool no_bits;
+} key_index;
 /* The hashes holding key (code: hv_str_code), or NULL when none of the indexed ones does. */
 const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code);
 /* Changes whenever a hash is added to the index (entries fetched before may have moved). */
 uint32_t cache_key_index_gen(const hiera_cache *c);
 /* The key's entry for the hash numbered kid, or NULL (x may be NULL). */
 key_hit *key_index_find(const key_index *x, uint32_t kid);
+/* Whether the hash numbered kid holds the key (x may be NULL): key_index_find != NULL, faster
+ * (the walk asks it for every location). */
+static inline bool key_index_has(const key_index *x, uint32_t kid)
+{
+    if (x && x->bits)
+        return kid / 64 < x->nwords && (x->bits[kid / 64] >> (kid % 64) & 1);
+    return key_index_find(x, kid) != NULL;
+}
 /* What a top-level key's value needs (KEY_INTERP: a string in it contains %{; KEY_INVALID: it is
  * not Puppet data), computed once per file and key. */
 enum { KEY_INTERP = 1, KEY_INVALID = 2 };

@@ -1407,8 +1407,9 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
                              size_t *pj)
 {
     if (pl) {
+        const key_index *kx = entry_kx(a); /* (moves only when data_value loads files) */
         for (size_t count = pl->nprobes; w->k < count; w->k++)
-            if (key_index_find(entry_kx(a), pl->kid[w->k])) {
+            if (key_index_has(kx, pl->kid[w->k])) {
                 *pi = pl->prov[w->k];
                 *pj = pl->loc[w->k++];
                 return true;
@@ -1428,7 +1429,7 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
         bool indexed = a->use_kx && p->lvl->fkind == FN_DATA_HASH && (provider_format(p, &known), known);
         for (; w->j < p->nlocs; w->j++) {
             const location *loc = &p->locs[w->j];
-            if (!loc->exists || (indexed && loc->data && loc->kid && !key_index_find(entry_kx(a), loc->kid)))
+            if (!loc->exists || (indexed && loc->data && loc->kid && !key_index_has(entry_kx(a), loc->kid)))
                 continue;
             *pi = w->i;
             *pj = w->j++;

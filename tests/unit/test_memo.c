@@ -174,6 +174,49 @@ static void test_key_index(void **state)
     free(b);
 }
 
+/* key_index_has answers as key_index_find does, whether the key's files are kept as a bitmap
+ * (a key in many files) or only searched (a key in a few) */
+static void test_key_index_has(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/hiera-memo-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    enum { FILES = 300 };
+    char *paths[FILES];
+    uint32_t kids[FILES];
+    hiera_cache *c = cache_new();
+    cache_freeze(c);
+    herr e = {0};
+    for (int i = 0; i < FILES; i++) {
+        char name[32], text[160];
+        snprintf(name, sizeof name, "f%d.json", i);
+        snprintf(text, sizeof text, "{\"all\": %d%s%s%s}", i, i % 2 ? ", \"odd\": 1" : "", i % 40 == 0 ? ", \"sparse\": 1" : "",
+                 i == 0 || i == FILES - 1 ? ", \"ends\": 1" : "");
+        paths[i] = testutil_write_under(dir, name, text);
+        hv *flags;
+        hv *v = cache_load_data(c, paths[i], FMT_JSON, &flags, &kids[i], &e);
+        assert_non_null(v);
+        assert_true(kids[i] > 0);
+        hv_decref(v);
+    }
+    const char *keys[] = {"all", "odd", "sparse", "ends", "none"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const key_index *x = cache_key_index(c, keys[k], strlen(keys[k]), hv_str_code(keys[k], strlen(keys[k])));
+        for (uint32_t kid = 0; kid <= kids[FILES - 1] + 70; kid++)
+            assert_int_equal(key_index_has(x, kid), key_index_find(x, kid) != NULL);
+        for (int i = 0; i < FILES; i++) {
+            bool holds = k == 0 || (k == 1 && i % 2) || (k == 2 && i % 40 == 0) || (k == 3 && (i == 0 || i == FILES - 1));
+            assert_int_equal(key_index_has(x, kids[i]), holds);
+        }
+    }
+    cache_free(c);
+    for (int i = 0; i < FILES; i++) {
+        unlink(paths[i]);
+        free(paths[i]);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_intern),
         cmocka_unit_test(test_key_index),
+        cmocka_unit_test(test_key_index_has),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
