@@ -12,6 +12,11 @@ CFLAGS ?= -O2 -g
 # keep their plain code too (fat), so a program linked without LTO (the unit tests, a user's
 # cc) links against libhiera.a as before. `make LTO=` builds without it.
 LTO ?= -flto=auto -ffat-lto-objects
+# The command's allocator: mimalloc (libmimalloc-dev) when it is installed. hiera batch makes
+# and frees millions of small values, where glibc's malloc took 15% of the CPU (mimalloc: about
+# 15% less CPU per lookup; the one-shot lookup is unchanged). The library leaves the allocator
+# to the program that embeds it. `make MIMALLOC=` links the command without it.
+MIMALLOC ?= $(shell printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo "-Wl,--push-state,--no-as-needed -lmimalloc -Wl,--pop-state")
 WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm
@@ -54,7 +59,7 @@ $(B)/libhiera.so: $(PIC_OBJ)
 	$(CC) $(CFLAGS) $(LTO) -shared -Wl,-soname,libhiera.so.$(SOVER) -o $@ $^ $(LIBS)
 
 $(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a
-	$(CC) $(CFLAGS) $(LTO) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(CLI_LIBS)
+	$(CC) $(CFLAGS) $(LTO) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(MIMALLOC) $(CLI_LIBS)
 
 $(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
@@ -140,7 +145,7 @@ SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:de
 SHARED_CONFORMANCE = ../shared/conformance
 
 asan:
-	@$(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" LTO= all $(UNIT_SRC:tests/unit/%.c=$(ASAN_B)/tests/%)
+	@$(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" LTO= MIMALLOC= all $(UNIT_SRC:tests/unit/%.c=$(ASAN_B)/tests/%)
 
 RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
 	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera; \
@@ -154,7 +159,7 @@ conformance-asan: asan
 check-asan: asan
 	@mkdir -p $(ASAN_B)/bin && real=$$(command -v $(CC)) && \
 	  printf '#!/bin/sh\nexec %s -fsanitize=address,undefined "$$@"\n' "$$real" >$(ASAN_B)/bin/cc && chmod +x $(ASAN_B)/bin/cc
-	@PATH="$(CURDIR)/$(ASAN_B)/bin:$$PATH" $(SAN_ENV) $(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" LTO= check
+	@PATH="$(CURDIR)/$(ASAN_B)/bin:$$PATH" $(SAN_ENV) $(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" LTO= MIMALLOC= check
 	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then $(MAKE) --no-print-directory fuzz-regress; \
 	else echo "no $(FUZZ_CC): fuzz regressions skipped"; fi
 	@$(RUN_CONFORMANCE_ASAN)
@@ -164,7 +169,7 @@ VG_B = build-vg
 VALGRIND = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
            --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=200
 check-valgrind:
-	@$(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g -DHIERA_FREE_ON_EXIT" LTO= all $(UNIT_SRC:tests/unit/%.c=$(VG_B)/tests/%)
+	@$(MAKE) --no-print-directory B=$(VG_B) CFLAGS="-O0 -g -DHIERA_FREE_ON_EXIT" LTO= MIMALLOC= all $(UNIT_SRC:tests/unit/%.c=$(VG_B)/tests/%)
 	@fail=0; for t in $(UNIT_SRC:tests/unit/%.c=$(VG_B)/tests/%); do \
 	  $(VALGRIND) ./$$t >$$t.log 2>&1 || { echo "FAIL (valgrind) $$t"; tail -40 $$t.log; fail=1; }; done; \
 	  echo "valgrind: unit tests done"; exit $$fail

@@ -22,11 +22,15 @@ if [ "${1:-}" = "--test" ]; then
     have_pc cmocka || need="$need libcmocka-dev"
     command -v python3 >/dev/null 2>&1 || need="$need python3"
 fi
-[ -z "$need" ] && exit 0
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+# the hiera command's allocator: optional (the command links without it where it is missing)
+optional=""
+[ -e /usr/include/mimalloc.h ] || optional="libmimalloc-dev"
+[ -z "$need" ] && { [ -z "$optional" ] || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; } && exit 0
+if [ -n "$need" ] && { [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; }; then
     echo "missing build packages:$need (install them with apt-get as root)" >&2
     exit 1
 fi
-echo "installing build packages:$need" >&2
+echo "installing build packages:$need${optional:+ $optional (optional)}" >&2
 apt-get update -qq >/dev/null 2>&1 || true
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+[ -z "$need" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+[ -z "$optional" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $optional >/dev/null 2>&1 || true
