@@ -32,7 +32,7 @@ typedef struct centry {
     uint32_t kid; /* frozen: the data hash's number in the key index (0: not indexed) */
 } centry;
 
-#define KIX_BITS_FROM 8
+#define KIX_BITS_FROM 2
 
 typedef struct {
     uint64_t code; /* 0: empty (first: oa_regrow) */
@@ -539,7 +539,7 @@ static void kix_set_bit(key_index *x, uint32_t kid)
 {
     uint32_t need = kid / 64 + 1;
     if (need > x->nwords) {
-        if ((size_t)need * 8 > (size_t)x->n * 64) {
+        if ((size_t)need * 8 > (size_t)x->n * 128) {
             free(x->bits);
             x->bits = NULL;
             x->nwords = 0;
@@ -547,7 +547,7 @@ static void kix_set_bit(key_index *x, uint32_t kid)
             return;
         }
         uint32_t nw = need > x->nwords * 2 ? need : x->nwords * 2;
-        if ((size_t)nw * 8 > (size_t)x->n * 64)
+        if ((size_t)nw * 8 > (size_t)x->n * 128)
             nw = need;
         bool fresh = !x->bits;
         x->bits = xrealloc(x->bits, (size_t)nw * sizeof *x->bits);

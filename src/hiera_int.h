@@ -55,7 +55,7 @@ typedef struct key_index {
     uint32_t *kids; /* the files' numbers, ascending: what a search reads */
     key_hit *hits;  /* hits[i]: the key in file kids[i] */
     /* a key in several files: the same numbers as a bitmap (bit kid), for key_index_has; kept
-     * while it takes at most 64 bytes per file holding the key (else NULL: searches) */
+     * while it takes at most 128 bytes per file holding the key (else NULL: searches) */
     uint64_t *bits;
     uint32_t nwords;
     bool no_bits;
