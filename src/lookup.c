@@ -2419,7 +2419,8 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
 {
     hiera_ctx *h = parent->h;
     explainer *ex = h->ex;
-    if (strcmp(key, LOOKUP_OPTIONS) == 0 || strncmp(key, LOOKUP_OPTIONS ".", sizeof LOOKUP_OPTIONS) == 0) {
+    if (key[0] == LOOKUP_OPTIONS[0] && strncmp(key, LOOKUP_OPTIONS, sizeof LOOKUP_OPTIONS - 1) == 0 &&
+        (key[sizeof LOOKUP_OPTIONS - 1] == 0 || key[sizeof LOOKUP_OPTIONS - 1] == '.')) {
         if (ex) {
             ex_push(ex, EX_INVALID_KEY, LOOKUP_OPTIONS, NULL);
             ex_pop(ex);
