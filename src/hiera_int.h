@@ -118,6 +118,10 @@ typedef struct {
     char *text;
     size_t len;
     const hv *entry;
+    /* the key's lookup_options as extracted from the compiled options lo_c (shared by the
+     * cache), with their merge and convert_to (BORROWED from lo_c); lo_c NULL: not yet */
+    const void *lo_c;
+    const hv *lo, *merge, *conv;
 } recent_key;
 recent_key *cache_recent_keys(hiera_cache *c);
 void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));

@@ -2092,8 +2092,10 @@ static char *lo_signature(hiera_ctx *h, const char *module)
 
 static void lo_free_shared(void *c) { lo_free(c); }
 
-/* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL */
-static bool lookup_lookup_options(inv *I, const char *module, const char *root_key, hv **out, herr *err)
+/* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL;
+ * *compiled: the compiled options they come from (NULL for none) */
+static bool lookup_lookup_options(inv *I, const char *module, const char *root_key, hv **out, lo_compiled **compiled,
+                                  herr *err)
 {
     hiera_ctx *h = I->h;
     bool present;
@@ -2118,6 +2120,9 @@ static bool lookup_lookup_options(inv *I, const char *module, const char *root_k
         free(sig);
         lo_cache_put(&h->lo_index, &h->lo_cache, &h->nlo_cache, module, c);
     }
+    *compiled = c;
+    if (!out)
+        return true; /* (the caller extracts) */
     if (root_key == I->root_key)
         *out = extract_lookup_options(c, root_key, I->root_len, I->root_code);
     else
@@ -2183,8 +2188,9 @@ static bool lkey_parse(const char *key, lookup_key *k, herr *err)
 /* lkey_parse, remembered by a frozen cache: a batch asks the same keys for every node. The
  * entry [root, module or undef, segments or false, root hash] lives in the cache's table; the
  * key's text is the caller's. */
-static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, herr *err)
+static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, recent_key **rk, herr *err)
 {
+    *rk = NULL;
     memo *m = cache_work_memo(h->cache);
     size_t len = strlen(key);
     char stack_key[128];
@@ -2193,8 +2199,10 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
         recent_key *recent = cache_recent_keys(h->cache);
         const hv *e = NULL;
         for (size_t i = 0; i < RECENT_KEYS && !e; i++)
-            if (recent[i].len == len && recent[i].text && memcmp(recent[i].text, key, len) == 0)
+            if (recent[i].len == len && recent[i].text && memcmp(recent[i].text, key, len) == 0) {
                 e = recent[i].entry;
+                *rk = &recent[i];
+            }
         if (!e) {
             mk[0] = 'k';
             memcpy(mk + 1, &len, sizeof len);
@@ -2204,7 +2212,8 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
                 /* the oldest gives way */
                 free(recent[RECENT_KEYS - 1].text);
                 memmove(recent + 1, recent, (RECENT_KEYS - 1) * sizeof *recent);
-                recent[0] = (recent_key){xstrndup(key, len), len, e};
+                recent[0] = (recent_key){xstrndup(key, len), len, e, NULL, NULL, NULL, NULL};
+                *rk = &recent[0];
             }
         }
         if (e) {
@@ -2428,7 +2437,8 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         return LR_NOT_FOUND;
     }
     lookup_key k;
-    if (!lkey_parse_remembered(h, key, &k, err))
+    recent_key *rk;
+    if (!lkey_parse_remembered(h, key, &k, &rk, err))
         return LR_ERROR;
     inv I = {h, k.module, k.text, NULL, NULL, k.root, k.root_len, k.root_code, 0, NULL};
     lr r;
@@ -2444,17 +2454,38 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         *out = hv_undef();
         return LR_FOUND;
     }
-    hv *lo = NULL;
-    if (!lookup_lookup_options(&I, k.module, k.root, &lo, err)) {
+    lo_compiled *lc = NULL;
+    if (!lookup_lookup_options(&I, k.module, k.root, NULL, &lc, err)) {
         lkey_free(&k);
         return LR_ERROR;
     }
+    /* the key's options and their merge and convert_to: the same for every node whose compiled
+     * options are the same shared ones (a batch asks for them node after node) */
+    const hv *lo, *opt_merge = NULL, *conv = NULL;
+    bool known = rk && lc && lc->shared && rk->lo_c == lc;
+    if (known) {
+        lo = rk->lo;
+        opt_merge = rk->merge;
+        conv = rk->conv;
+    } else {
+        lo = extract_lookup_options(lc, k.root, k.root_len, k.root_code);
+        if (!lo || hv_is(lo, HV_HASH) || hv_is(lo, HV_UNDEF)) {
+            /* (lo_option cannot fail on these) */
+            herr none = {0};
+            lo_option(lo, "merge", &opt_merge, &none);
+            lo_option(lo, "convert_to", &conv, &none);
+            known = rk && lc && lc->shared;
+            if (known)
+                *rk = (recent_key){rk->text, rk->len, rk->entry, lc, lo, opt_merge, conv};
+        }
+    }
     const hv *m = merge;
     if (!m) {
-        if (!lo_option(lo, "merge", &m, err)) {
+        if (!known && !lo_option(lo, "merge", &opt_merge, err)) {
             lkey_free(&k);
             return LR_ERROR;
         }
+        m = opt_merge;
         if (m && hv_is(m, HV_UNDEF))
             m = NULL;
         if (m && ex)
@@ -2462,10 +2493,11 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     }
     hv *found = NULL;
     /* a key converted to Sensitive is never shown in clear in an explanation */
-    const hv *conv = NULL;
-    herr ignore = {0};
-    lo_option(lo, "convert_to", &conv, &ignore);
-    herr_clear(&ignore);
+    if (!known) {
+        herr ignore = {0};
+        lo_option(lo, "convert_to", &conv, &ignore);
+        herr_clear(&ignore);
+    }
     const hv *conv_type = hv_is(conv, HV_ARRAY) ? hv_array_get(conv, 0) : conv;
     bool redact = ex && hv_is(conv_type, HV_STRING) && strncmp(hv_str_ptr(conv_type), "Sensitive", 9) == 0;
     if (redact)
