@@ -122,6 +122,7 @@ typedef struct {
      * cache), with their merge and convert_to (BORROWED from lo_c); lo_c NULL: not yet */
     const void *lo_c;
     const hv *lo, *merge, *conv;
+    void *ms; /* the merge strategy made for merge (the cache's), or NULL */
 } recent_key;
 recent_key *cache_recent_keys(hiera_cache *c);
 void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));

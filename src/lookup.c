@@ -2212,7 +2212,7 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
                 /* the oldest gives way */
                 free(recent[RECENT_KEYS - 1].text);
                 memmove(recent + 1, recent, (RECENT_KEYS - 1) * sizeof *recent);
-                recent[0] = (recent_key){xstrndup(key, len), len, e, NULL, NULL, NULL, NULL};
+                recent[0] = (recent_key){xstrndup(key, len), len, e, NULL, NULL, NULL, NULL, NULL};
                 *rk = &recent[0];
             }
         }
@@ -2476,7 +2476,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
             lo_option(lo, "convert_to", &conv, &none);
             known = rk && lc && lc->shared;
             if (known)
-                *rk = (recent_key){rk->text, rk->len, rk->entry, lc, lo, opt_merge, conv};
+                *rk = (recent_key){rk->text, rk->len, rk->entry, lc, lo, opt_merge, conv, NULL};
         }
     }
     const hv *m = merge;
@@ -2504,8 +2504,15 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         ex_redact(ex, true);
     if (ex)
         ex_push(ex, EX_TOP, k.text, NULL);
-    bool ms_owned;
-    merge_strategy *ms = merge_strategy_for(h, m, &ms_owned, err);
+    bool ms_owned = false;
+    merge_strategy *ms;
+    if (known && m == rk->merge && rk->ms) {
+        ms = rk->ms; /* (kept by the cache) */
+    } else {
+        ms = merge_strategy_for(h, m, &ms_owned, err);
+        if (ms && !ms_owned && known && m == rk->merge)
+            rk->ms = ms;
+    }
     if (!ms) {
         r = LR_ERROR;
     } else {
