@@ -676,19 +676,27 @@ static bool json_legal_utf8(const unsigned char *p, size_t clen)
 /* json's convert_UTF8_to_JSON: escapes '"', '\\' and control characters (\b \f \n \r \t by name,
  * others as lowercase \u00xx); "/", DEL and all non-ASCII are copied; broken UTF-8 raises. */
 /* Bytes that a JSON string takes as they are: printable ASCII but '"' and '\\'. */
-static const bool json_plain[256] = {
+#define T true
+#define F false
 #define P16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
-    P16(false), P16(false), P16(true), P16(true), P16(true), P16(true), P16(true), P16(true),
-    P16(false), P16(false), P16(false), P16(false), P16(false), P16(false), P16(false), P16(false),
-#undef P16
+static const bool json_plain[256] = {
+    P16(F), P16(F),
+    T, T, F, T, T, T, T, T, T, T, T, T, T, T, T, T, /* 0x22 '"' */
+    P16(T), P16(T),
+    T, T, T, T, T, T, T, T, T, T, T, T, F, T, T, T, /* 0x5c '\\' */
+    P16(T), P16(T),
+    P16(F), P16(F), P16(F), P16(F), P16(F), P16(F), P16(F), P16(F),
 };
+#undef P16
+#undef T
+#undef F
 
 static int json_string(sbuf *out, const char *s, size_t n, herr *err)
 {
     const unsigned char *p = (const unsigned char *)s;
     /* the usual string: plain bytes only, copied at once with its quotes */
     size_t plain = 0;
-    while (plain < n && json_plain[p[plain]] && p[plain] != '"' && p[plain] != '\\')
+    while (plain < n && json_plain[p[plain]])
         plain++;
     if (plain == n) {
         sb_addc(out, '"');
