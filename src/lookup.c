@@ -843,7 +843,7 @@ typedef struct {
     const key_index *kx;
 } entry_arg;
 
-static entry_arg entry_args(inv *I, const layer *l, provider *p, const char *root_key, const merge_strategy *ms)
+static inline __attribute__((always_inline)) entry_arg entry_args(inv *I, const layer *l, provider *p, const char *root_key, const merge_strategy *ms)
 {
     hiera_ctx *h = I->h;
     entry_arg a = {I, l, p, root_key, ms, 0, 0, cache_is_frozen(h->cache) && !h->ex && !h->prov, false, 0, NULL};
@@ -1503,7 +1503,7 @@ static lr layer_walk(inv *I, layer *l, provider *provs, size_t n, const char *ro
     return LR_FOUND;
 }
 
-static lr unchecked_layer_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms,
+static inline __attribute__((always_inline)) lr unchecked_layer_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms,
                                  bool use_default, hv **out, herr *err)
 {
     hiera_ctx *h = I->h;
@@ -1532,8 +1532,11 @@ static lr unchecked_layer_lookup(inv *I, layer *l, const char *key, const char *
     return r;
 }
 
+/* (layer_key_lookup, unchecked_layer_lookup and entry_args are inlined where they are called:
+ * every lookup passes through them for each layer; calls between them cost about 4% of a batch
+ * run's instructions) */
 /* DataProvider#key_lookup: the layer lookup under the recursion guard */
-static lr layer_key_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
 {
     if (!check_enter(I, key, err))
         return LR_ERROR;
