@@ -725,10 +725,11 @@ struct var_read {
 static const struct var_read *var_read(inv *I, const hv *x)
 {
     hiera_ctx *h = I->h;
-    uint64_t code = ((uint64_t)(uintptr_t)x * 0x9e3779b97f4a7c15ull) | 1;
+    /* (the product's high bits, moved down: an address's low bits are alike) */
+    uint64_t code = (((uint64_t)(uintptr_t)x * 0x9e3779b97f4a7c15ull) >> 24) | 1;
     size_t mask = h->vars_cap - 1;
     if (h->vars_cap)
-        for (size_t i = (size_t)(code >> 32) & mask; h->vars[i].code; i = (i + 1) & mask)
+        for (size_t i = (size_t)code & mask; h->vars[i].code; i = (i + 1) & mask)
             if (h->vars[i].x == x)
                 return &h->vars[i];
     sbuf b = {0};
@@ -744,23 +745,12 @@ static const struct var_read *var_read(inv *I, const hv *x)
     hv_decref(v);
     herr_clear(&ignore);
     if (2 * (h->nvars + 1) > h->vars_cap) {
-        /* (slots are placed by the high half of the code: rehash by hand) */
         size_t ncap = h->vars_cap ? 2 * h->vars_cap : 16;
-        struct var_read *slots = xcalloc(ncap, sizeof *slots);
-        for (size_t i = 0; i < h->vars_cap; i++) {
-            if (!h->vars[i].code)
-                continue;
-            size_t j = (size_t)(h->vars[i].code >> 32) & (ncap - 1);
-            while (slots[j].code)
-                j = (j + 1) & (ncap - 1);
-            slots[j] = h->vars[i];
-        }
-        free(h->vars);
-        h->vars = slots;
+        h->vars = oa_regrow(h->vars, h->vars_cap, ncap, sizeof *h->vars);
         h->vars_cap = ncap;
         mask = ncap - 1;
     }
-    size_t i = (size_t)(code >> 32) & mask;
+    size_t i = (size_t)code & mask;
     while (h->vars[i].code)
         i = (i + 1) & mask;
     ptrdiff_t len = usable ? (ptrdiff_t)b.len : -1;

@@ -14,6 +14,30 @@ static void test_hash_order_and_replace(void **state)
     hv_decref(h);
 }
 
+/* {"<prefix>0": base, "<prefix>1": base + 1, ...} with n entries, set with hv_hash_sets */
+static hv *numbered_hash(const char *prefix, int n, int base)
+{
+    hv *h = hv_hash();
+    for (int i = 0; i < n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s%d", prefix, i);
+        hv_hash_sets(h, key, hv_int(base + i));
+    }
+    return h;
+}
+
+/* h maps "<prefix>i" to base + i for i in [from, to) */
+static void assert_numbered(const hv *h, const char *prefix, int from, int to, int base)
+{
+    for (int i = from; i < to; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s%d", prefix, i);
+        const hv *v = hv_hash_gets(h, key);
+        assert_non_null(v);
+        assert_int_equal(hv_int_val(v), base + i);
+    }
+}
+
 /* hv_hash_add refuses a key already held; hv_hash_put_at replaces at the index hv_hash_index
  * gave, or appends for -1; both keep the index of a large hash right */
 static void test_hash_add_and_put_at(void **state)
@@ -21,8 +45,8 @@ static void test_hash_add_and_put_at(void **state)
     (void)state;
     for (int size = 2; size <= 40; size += 19) {
         hv *h = hv_hash();
-        char key[32];
         for (int i = 0; i < size; i++) {
+            char key[32];
             snprintf(key, sizeof key, "k%d", i);
             assert_true(hv_hash_add(h, hv_str(key), hv_int(i)));
         }
@@ -43,10 +67,7 @@ static void test_hash_add_and_put_at(void **state)
         assert_int_equal(hv_int_val(hv_hash_gets(h, "k0")), 100);
         assert_int_equal(hv_int_val(hv_hash_gets(h, "new")), 200);
         assert_string_equal(hv_str_ptr(hv_hash_key_at(h, (size_t)size)), "new");
-        for (int i = 1; i < size; i++) {
-            snprintf(key, sizeof key, "k%d", i);
-            assert_int_equal(hv_int_val(hv_hash_gets(h, key)), i);
-        }
+        assert_numbered(h, "k", 1, size, 0);
         hv_decref(h);
     }
 }
@@ -57,23 +78,16 @@ static void test_hash_copy_independent(void **state)
 {
     (void)state;
     for (int size = 0; size <= 60; size += 6) {
-        hv *h = hv_hash();
-        char key[32];
-        for (int i = 0; i < size; i++) {
-            snprintf(key, sizeof key, "k%d", i);
-            hv_hash_sets(h, key, hv_int(i));
-        }
+        hv *h = numbered_hash("k", size, 0);
         hv *c = hv_copy(h);
         assert_int_equal(hv_hash_len(c), size);
-        for (int i = 0; i < size; i++) {
-            snprintf(key, sizeof key, "k%d", i);
-            assert_int_equal(hv_int_val(hv_hash_gets(c, key)), i);
-            assert_string_equal(hv_str_ptr(hv_hash_key_at(c, (size_t)i)), key);
-        }
-        for (int i = 0; i < 20; i++) {
-            snprintf(key, sizeof key, "n%d", i);
-            hv_hash_sets(c, key, hv_int(1000 + i));
-        }
+        assert_numbered(c, "k", 0, size, 0);
+        for (int i = 0; i < size; i++)
+            assert_true(hv_equal(hv_hash_key_at(c, (size_t)i), hv_hash_key_at(h, (size_t)i)));
+        hv *more = numbered_hash("n", 20, 1000);
+        for (size_t i = 0; i < hv_hash_len(more); i++)
+            hv_hash_set(c, hv_incref(hv_hash_key_at(more, i)), hv_incref(hv_hash_val_at(more, i)));
+        hv_decref(more);
         if (size) {
             hv_hash_sets(c, "k0", hv_int(-1));
             hv *k = hv_str("k1");
@@ -82,14 +96,8 @@ static void test_hash_copy_independent(void **state)
         }
         assert_int_equal(hv_hash_len(h), size);
         assert_null(hv_hash_gets(h, "n0"));
-        for (int i = 0; i < size; i++) {
-            snprintf(key, sizeof key, "k%d", i);
-            assert_int_equal(hv_int_val(hv_hash_gets(h, key)), i);
-        }
-        for (int i = 0; i < 20; i++) {
-            snprintf(key, sizeof key, "n%d", i);
-            assert_int_equal(hv_int_val(hv_hash_gets(c, key)), 1000 + i);
-        }
+        assert_numbered(h, "k", 0, size, 0);
+        assert_numbered(c, "n", 0, 20, 1000);
         if (size) {
             assert_int_equal(hv_int_val(hv_hash_gets(c, "k0")), -1);
             assert_null(hv_hash_gets(c, "k1"));
