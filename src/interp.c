@@ -453,6 +453,10 @@ static bool next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, cons
     return true;
 }
 
+struct var_read;
+static const struct var_read *var_read(inv *I, const hv *x);
+static hv *var_read_value(const struct var_read *r);
+
 static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, herr *err)
 {
     const char *s = hv_str_ptr(subject);
@@ -497,7 +501,13 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
             r = LR_ERROR;
         } else {
             const hv *segs = hv_array_get(x, 2);
-            if (hv_is(segs, HV_ARRAY)) {
+            /* a frozen cache's context reads each variable once (var_read) */
+            hv *known = !ex && !I->local_scope && cache_is_frozen(I->h->cache) && hv_is(segs, HV_ARRAY)
+                            ? var_read_value(var_read(I, x))
+                            : NULL;
+            if (known) {
+                value = hv_incref(known);
+            } else if (hv_is(segs, HV_ARRAY)) {
                 r = scope_lookup_segs(I, arg, segs, &value, err);
             } else {
                 herr_set(err, HERR_LOOKUP, "Syntax error in string: %s", s);
@@ -720,6 +730,7 @@ struct var_read {
     const hv *x;
     char *bytes;
     ptrdiff_t len;
+    hv *value; /* what it read (a reference), NULL when the scope lookup failed */
 };
 
 static const struct var_read *var_read(inv *I, const hv *x)
@@ -741,8 +752,10 @@ static const struct var_read *var_read(inv *I, const hv *x)
         v = hv_str(arg);
     else if (scope_lookup_segs(I, arg, hv_array_get(x, 2), &v, &ignore) != LR_FOUND)
         usable = false;
+    hv *value = usable ? v : NULL;
     usable = usable && key_value(&b, v);
-    hv_decref(v);
+    if (!value)
+        hv_decref(v);
     herr_clear(&ignore);
     if (2 * (h->nvars + 1) > h->vars_cap) {
         size_t ncap = h->vars_cap ? 2 * h->vars_cap : 16;
@@ -754,16 +767,20 @@ static const struct var_read *var_read(inv *I, const hv *x)
     while (h->vars[i].code)
         i = (i + 1) & mask;
     ptrdiff_t len = usable ? (ptrdiff_t)b.len : -1;
-    h->vars[i] = (struct var_read){code, x, usable ? sb_take(&b) : NULL, len};
+    h->vars[i] = (struct var_read){code, x, usable ? sb_take(&b) : NULL, len, value};
     sb_free(&b);
     h->nvars++;
     return &h->vars[i];
 }
 
+static hv *var_read_value(const struct var_read *r) { return r->value; }
+
 void interp_ctx_free(hiera_ctx *h)
 {
-    for (size_t i = 0; i < h->vars_cap; i++)
+    for (size_t i = 0; i < h->vars_cap; i++) {
         free(h->vars[i].bytes);
+        hv_decref(h->vars[i].value);
+    }
     free(h->vars);
     sb_free(&h->vkey);
     h->vars = NULL;
