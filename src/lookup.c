@@ -1391,8 +1391,6 @@ static const probe_plan *layer_plan(layer *l, const provider *provs, size_t n)
     return pl;
 }
 
-/* The layer's hierarchy without an explanation: what strategy_lookup over layer_entry, then over
- * entry_location, computes, as two plain loops (the lookup's hottest path). */
 /* Where a walk is: provider i, location j, or probe k of a plan. */
 typedef struct {
     size_t i, j, k;
