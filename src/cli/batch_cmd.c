@@ -590,22 +590,21 @@ static void json_begin_node(batch *b, const char *name_json)
 
 static void json_node_value(size_t nth, const char *key_json, size_t key_len, const char *value_json, size_t value_len)
 {
-    /* (one thread writes stdout: no locking per call; a short entry is put together first and
-     * written at once) */
+    /* (one thread writes stdout: no locking per call; the separator and key are put together
+     * and written at once, then the value, which is copied only once) */
     const char *sep = nth ? ",\n    " : "\n    ";
     size_t sep_len = nth ? 6 : 5;
-    char line[512];
-    if (sep_len + key_len + 2 + value_len <= sizeof line) {
+    char line[256];
+    if (sep_len + key_len + 2 <= sizeof line) {
         memcpy(line, sep, sep_len);
         memcpy(line + sep_len, key_json, key_len);
         memcpy(line + sep_len + key_len, ": ", 2);
-        memcpy(line + sep_len + key_len + 2, value_json, value_len);
-        fwrite_unlocked(line, 1, sep_len + key_len + 2 + value_len, stdout);
-        return;
+        fwrite_unlocked(line, 1, sep_len + key_len + 2, stdout);
+    } else {
+        fwrite_unlocked(sep, 1, sep_len, stdout);
+        fwrite_unlocked(key_json, 1, key_len, stdout);
+        fwrite_unlocked(": ", 1, 2, stdout);
     }
-    fwrite_unlocked(sep, 1, sep_len, stdout);
-    fwrite_unlocked(key_json, 1, key_len, stdout);
-    fwrite_unlocked(": ", 1, 2, stdout);
     fwrite_unlocked(value_json, 1, value_len, stdout);
 }
 
