@@ -216,14 +216,20 @@ void hiera_cache_free(hiera_cache *c) { cache_free(c); }
 void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
 bool hiera_cache_use_disk(hiera_cache *c, const char *dir) { return cache_use_disk(c, dir); }
 
-static bool path_exists(const char *p)
+/* stat() through the cache when there is one (a frozen cache remembers: hiera batch makes a
+ * context per node) */
+static bool path_exists(hiera_cache *c, const char *p)
 {
+    if (c)
+        return cache_file_exists(c, p);
     struct stat st;
     return stat(p, &st) == 0;
 }
 
-static bool is_dir(const char *p)
+static bool is_dir(hiera_cache *c, const char *p)
 {
+    if (c)
+        return cache_dir_exists(c, p);
     struct stat st;
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
@@ -313,7 +319,7 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
         }
     }
     char *codedir = o->codedir ? xstrdup(o->codedir) : default_codedir();
-    char *confdir = o->confdir ? xstrdup(o->confdir) : default_confdir();
+    char *confdir = o->confdir ? xstrdup(o->confdir) : o->hiera_config ? NULL : default_confdir();
     char *envpath = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
     const char *env = o->environment ? o->environment : "production";
     char *global;
@@ -321,7 +327,7 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
         global = xstrdup(o->hiera_config);
     } else {
         global = xjoin(codedir, "/hiera.yaml", NULL);
-        if (!path_exists(global)) {
+        if (!path_exists(o->cache, global)) {
             free(global);
             global = xjoin(confdir, "/hiera.yaml", NULL);
         }
@@ -332,7 +338,7 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
     char *env_dir_path = NULL;
     for (char *p = strtok_r(paths, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
         char *d = xjoin(p, "/", env, NULL);
-        if (is_dir(d)) {
+        if (is_dir(o->cache, d)) {
             found = true;
             env_dir_path = xstrdup(p);
             free(d);

@@ -26,6 +26,7 @@
 
 struct diskcache {
     char *dir;
+    uid_t uid; /* the owner the folder and its entries must have: this process's euid */
 };
 
 diskcache *diskcache_open(const char *dir)
@@ -55,12 +56,14 @@ diskcache *diskcache_open(const char *dir)
         return NULL;
     }
     struct stat st;
-    if (lstat(d, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+    uid_t uid = geteuid();
+    if (lstat(d, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022)) {
         free(d);
         return NULL;
     }
     diskcache *c = xcalloc(1, sizeof *c);
     c->dir = d;
+    c->uid = uid;
     return c;
 }
 
@@ -391,7 +394,7 @@ hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st
         return NULL;
     struct stat cst;
     hv *value = NULL;
-    if (fstat(fd, &cst) == 0 && S_ISREG(cst.st_mode) && cst.st_uid == geteuid() && cst.st_size > 0 &&
+    if (fstat(fd, &cst) == 0 && S_ISREG(cst.st_mode) && cst.st_uid == c->uid && cst.st_size > 0 &&
         cst.st_size < (off_t)1 << 31) {
         size_t n = (size_t)cst.st_size;
         unsigned char *buf = xmalloc(n);

@@ -472,9 +472,12 @@ static int list_facts_dir(const char *dir, node_src **out, size_t *nout)
         size_t nl = facts_name_len(de->d_name);
         if (!nl)
             continue;
+        if (de->d_type != DT_REG && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+            continue;
         char *path = join_path(dir, de->d_name);
         struct stat st;
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        /* (a regular file by the folder's word needs no stat; a link is followed) */
+        if (de->d_type != DT_REG && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) {
             free(path);
             continue;
         }

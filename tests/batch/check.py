@@ -177,6 +177,21 @@ def main():
 
         doc = compare_variant(c, hiera, repo, base, keys, nodes, [], "default")
         c.check(doc is not None and ".hidden" not in doc and "README" not in doc, "hidden and non-facts files are skipped")
+        # what the folder says a name is: a link to a facts file is a node, a folder or a dangling
+        # link is not (the listing trusts the folder's file types and follows links)
+        kinds_dir = os.path.join(repo, "facts-kinds")
+        os.makedirs(os.path.join(kinds_dir, "folder.yaml"))
+        first = next(p for n, p in nodes if n.startswith("node"))
+        shutil.copy(first, os.path.join(kinds_dir, "plain" + os.path.splitext(first)[1]))
+        os.symlink(first, os.path.join(kinds_dir, "linked" + os.path.splitext(first)[1]))
+        os.symlink(os.path.join(kinds_dir, "nowhere.yaml"), os.path.join(kinds_dir, "dangling.yaml"))
+        kinds = run([hiera, "batch"] + base + ["--facts-dir", kinds_dir, keys[0]])
+        try:
+            kinds_doc = json.loads(kinds.stdout)
+        except ValueError:
+            kinds_doc = None
+        c.check(kinds_doc is not None and sorted(n for n in kinds_doc if n != ".errors") == ["linked", "plain"],
+                "a linked facts file is a node; a folder and a dangling link are not")
         c.check(doc is not None and set(doc.get(".errors", {})) >= {"broken", "partial", "empty", "list"},
                 "broken facts files are node errors")
         # worker processes: the same bytes and exit status whatever their number
