@@ -140,7 +140,11 @@ struct hiera_ctx {
         char *name;
         lo_compiled *c;
     } lo_recent[2];
+    hv *lo_names[2]; /* lookup_options that are a string: String#[] of "merge", "convert_to" */
 };
+
+/* The options lookup_options may give a key (lookup.c lo_option). */
+typedef enum { LO_MERGE, LO_CONVERT_TO } lo_name;
 
 /* Puppet's Invocation: what changes for a nested lookup. */
 typedef struct inv {

@@ -2336,31 +2336,24 @@ static lr dig(inv *I, const lookup_key *k, hv *value, hv **out, herr *err)
 }
 
 /* A lookup_options entry's value for one option: Ruby's opts[name] on whatever the entry is. */
-static bool lo_option(const hv *lo, const char *name, const hv **out, herr *err)
+static bool lo_option(hiera_ctx *h, const hv *lo, lo_name which, const hv **out, herr *err)
 {
+    static const char *const names[] = {"merge", "convert_to"};
+    const char *name = names[which];
     *out = NULL;
     if (!lo || hv_is(lo, HV_UNDEF))
         return true;
     if (hv_is(lo, HV_HASH)) {
-        /* the two names asked for every lookup: their hashes once */
-        static uint64_t merge_code, convert_code;
-        if (!merge_code) {
-            convert_code = hv_str_code("convert_to", 10);
-            merge_code = hv_str_code("merge", 5);
-        }
-        size_t n = strlen(name);
-        uint64_t code = n == 5 && !strcmp(name, "merge") ? merge_code
-                        : n == 10 && !strcmp(name, "convert_to") ? convert_code : hv_str_code(name, n);
-        *out = hv_hash_getsn_code(lo, name, n, code);
+        *out = hv_hash_gets(lo, name);
         return true;
     }
     if (hv_is(lo, HV_STRING)) {
-        /* String#[] with a string: the substring when present */
-        static hv *found;
+        /* String#[] with a string: the substring when present (a string the context keeps, one
+         * per name: both may be in use at once) */
         if (strstr(hv_str_ptr(lo), name)) {
-            hv_decref(found);
-            found = hv_str(name);
-            *out = found;
+            if (!h->lo_names[which])
+                h->lo_names[which] = hv_str(name);
+            *out = h->lo_names[which];
         }
         return true;
     }
@@ -2372,7 +2365,7 @@ static bool lo_option(const hv *lo, const char *name, const hv **out, herr *err)
 static lr convert_result(inv *I, const char *key, const hv *lo, hv *value, hv **out, herr *err)
 {
     const hv *convert_to = NULL;
-    if (!lo_option(lo, "convert_to", &convert_to, err))
+    if (!lo_option(I->h, lo, LO_CONVERT_TO, &convert_to, err))
         return LR_ERROR;
     if (!convert_to || hv_is(convert_to, HV_UNDEF)) {
         *out = hv_incref(value);
@@ -2473,8 +2466,8 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         if (!lo || hv_is(lo, HV_HASH) || hv_is(lo, HV_UNDEF)) {
             /* (lo_option cannot fail on these) */
             herr none = {0};
-            lo_option(lo, "merge", &opt_merge, &none);
-            lo_option(lo, "convert_to", &conv, &none);
+            lo_option(h, lo, LO_MERGE, &opt_merge, &none);
+            lo_option(h, lo, LO_CONVERT_TO, &conv, &none);
             known = rk && lc && lc->shared;
             if (known)
                 *rk = (recent_key){rk->text, rk->len, rk->entry, lc, lo, opt_merge, conv, NULL};
@@ -2482,7 +2475,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     }
     const hv *m = merge;
     if (!m) {
-        if (!known && !lo_option(lo, "merge", &opt_merge, err)) {
+        if (!known && !lo_option(h, lo, LO_MERGE, &opt_merge, err)) {
             lkey_free(&k);
             return LR_ERROR;
         }
@@ -2496,7 +2489,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     /* a key converted to Sensitive is never shown in clear in an explanation */
     if (!known) {
         herr ignore = {0};
-        lo_option(lo, "convert_to", &conv, &ignore);
+        lo_option(h, lo, LO_CONVERT_TO, &conv, &ignore);
         herr_clear(&ignore);
     }
     const hv *conv_type = hv_is(conv, HV_ARRAY) ? hv_array_get(conv, 0) : conv;
@@ -2622,6 +2615,7 @@ void hctx_free(hiera_ctx *h)
     for (size_t i = 0; i < 2; i++) {
         free(h->mod_recent[i].name);
         free(h->lo_recent[i].name);
+        hv_decref(h->lo_names[i]);
     }
     prov_free(h->prov);
     free(h->prov_key);
