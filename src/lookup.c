@@ -2093,10 +2093,9 @@ static char *lo_signature(hiera_ctx *h, const char *module)
 
 static void lo_free_shared(void *c) { lo_free(c); }
 
-/* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL;
- * *compiled: the compiled options they come from (NULL for none) */
-static bool lookup_lookup_options(inv *I, const char *module, const char *root_key, hv **out, lo_compiled **compiled,
-                                  herr *err)
+/* LookupAdapter#lookup_lookup_options, up to the options compiled for the module (*compiled,
+ * BORROWED; NULL for none): extract_lookup_options gives a key's own */
+static bool lookup_lookup_options(inv *I, const char *module, lo_compiled **compiled, herr *err)
 {
     hiera_ctx *h = I->h;
     bool present;
@@ -2122,12 +2121,6 @@ static bool lookup_lookup_options(inv *I, const char *module, const char *root_k
         lo_cache_put(&h->lo_index, &h->lo_cache, &h->nlo_cache, module, c);
     }
     *compiled = c;
-    if (!out)
-        return true; /* (the caller extracts) */
-    if (root_key == I->root_key)
-        *out = extract_lookup_options(c, root_key, I->root_len, I->root_code);
-    else
-        *out = extract_lookup_options(c, root_key, strlen(root_key), hv_str_code(root_key, strlen(root_key)));
     return true;
 }
 
@@ -2449,33 +2442,35 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         return LR_FOUND;
     }
     lo_compiled *lc = NULL;
-    if (!lookup_lookup_options(&I, k.module, k.root, NULL, &lc, err)) {
+    if (!lookup_lookup_options(&I, k.module, &lc, err)) {
         lkey_free(&k);
         return LR_ERROR;
     }
     /* the key's options and their merge and convert_to: the same for every node whose compiled
-     * options are the same shared ones (a batch asks for them node after node) */
+     * options are the same shared ones (a batch asks for them node after node), so they are kept
+     * with the key's recent entry */
     const hv *lo, *opt_merge = NULL, *conv = NULL;
-    bool known = rk && lc && lc->shared && rk->lo_c == lc;
-    if (known) {
+    herr merge_err = {0};
+    bool kept = rk && lc && lc->shared && rk->lo_c == lc;
+    if (kept) {
         lo = rk->lo;
         opt_merge = rk->merge;
         conv = rk->conv;
     } else {
         lo = extract_lookup_options(lc, k.root, k.root_len, k.root_code);
-        if (!lo || hv_is(lo, HV_HASH) || hv_is(lo, HV_UNDEF)) {
-            /* (lo_option cannot fail on these) */
-            herr none = {0};
-            lo_option(h, lo, LO_MERGE, &opt_merge, &none);
-            lo_option(h, lo, LO_CONVERT_TO, &conv, &none);
-            known = rk && lc && lc->shared;
-            if (known)
-                *rk = (recent_key){rk->text, rk->len, rk->entry, lc, lo, opt_merge, conv, NULL};
-        }
+        bool merge_ok = lo_option(h, lo, LO_MERGE, &opt_merge, &merge_err);
+        herr ignore = {0};
+        lo_option(h, lo, LO_CONVERT_TO, &conv, &ignore);
+        herr_clear(&ignore);
+        /* (what a string's String#[] gives belongs to the context) */
+        kept = rk && lc && lc->shared && merge_ok && !hv_is(lo, HV_STRING);
+        if (kept)
+            *rk = (recent_key){rk->text, rk->len, rk->entry, lc, lo, opt_merge, conv, NULL};
     }
     const hv *m = merge;
     if (!m) {
-        if (!known && !lo_option(h, lo, LO_MERGE, &opt_merge, err)) {
+        if (herr_isset(&merge_err)) {
+            herr_move(err, &merge_err);
             lkey_free(&k);
             return LR_ERROR;
         }
@@ -2485,13 +2480,9 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         if (m && ex)
             ex_merge_source(ex, LOOKUP_OPTIONS);
     }
+    herr_clear(&merge_err);
     hv *found = NULL;
     /* a key converted to Sensitive is never shown in clear in an explanation */
-    if (!known) {
-        herr ignore = {0};
-        lo_option(h, lo, LO_CONVERT_TO, &conv, &ignore);
-        herr_clear(&ignore);
-    }
     const hv *conv_type = hv_is(conv, HV_ARRAY) ? hv_array_get(conv, 0) : conv;
     bool redact = ex && hv_is(conv_type, HV_STRING) && strncmp(hv_str_ptr(conv_type), "Sensitive", 9) == 0;
     if (redact)
@@ -2500,11 +2491,11 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         ex_push(ex, EX_TOP, k.text, NULL);
     bool ms_owned = false;
     merge_strategy *ms;
-    if (known && m == rk->merge && rk->ms) {
+    if (kept && m == rk->merge && rk->ms) {
         ms = rk->ms; /* (kept by the cache) */
     } else {
         ms = merge_strategy_for(h, m, &ms_owned, err);
-        if (ms && !ms_owned && known && m == rk->merge)
+        if (ms && !ms_owned && kept && m == rk->merge)
             rk->ms = ms;
     }
     if (!ms) {
