@@ -673,8 +673,6 @@ static bool json_legal_utf8(const unsigned char *p, size_t clen)
     return b >= lo && b <= hi;
 }
 
-/* json's convert_UTF8_to_JSON: escapes '"', '\\' and control characters (\b \f \n \r \t by name,
- * others as lowercase \u00xx); "/", DEL and all non-ASCII are copied; broken UTF-8 raises. */
 /* Bytes that a JSON string takes as they are: printable ASCII but '"' and '\\'. */
 #define T true
 #define F false
@@ -691,19 +689,11 @@ static const bool json_plain[256] = {
 #undef T
 #undef F
 
+/* json's convert_UTF8_to_JSON: escapes '"', '\\' and control characters (\b \f \n \r \t by name,
+ * others as lowercase \u00xx); "/", DEL and all non-ASCII are copied; broken UTF-8 raises. */
 static int json_string(sbuf *out, const char *s, size_t n, herr *err)
 {
     const unsigned char *p = (const unsigned char *)s;
-    /* the usual string: plain bytes only, copied at once with its quotes */
-    size_t plain = 0;
-    while (plain < n && json_plain[p[plain]])
-        plain++;
-    if (plain == n) {
-        sb_addc(out, '"');
-        sb_addn(out, s, n);
-        sb_addc(out, '"');
-        return 0;
-    }
     sb_addc(out, '"');
     for (size_t i = 0; i < n;) {
         unsigned char c = p[i];
@@ -721,10 +711,10 @@ static int json_string(sbuf *out, const char *s, size_t n, herr *err)
             sb_addc(out, '\\');
             sb_addc(out, (char)c);
             i++;
-        } else if (c < 0x80) {
-            /* a run of plain ASCII is copied at once */
+        } else if (json_plain[c]) {
+            /* a run of plain bytes is copied at once (the whole of the usual string) */
             size_t j = i + 1;
-            while (j < n && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\')
+            while (j < n && json_plain[p[j]])
                 j++;
             sb_addn(out, s + i, j - i);
             i = j;
