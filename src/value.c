@@ -549,18 +549,23 @@ hv *hv_hash_gets(const hv *h, const char *key) { return hv_hash_getsn(h, key, st
 
 static void append_entry(hv_hashv *h, hv *key, hv *val, uint64_t code);
 
-void hv_hash_set(hv *hh, hv *key, hv *val)
+/* The value at position at (found for key) replaced, or (at -1) the entry appended. */
+static void put_entry(hv_hashv *h, long at, hv *key, hv *val, uint64_t code)
 {
-    hv_hashv *h = (hv_hashv *)hh;
-    uint64_t code = hv_hash_code(key);
-    long i = find_entry(h, key, code);
-    if (i >= 0) {
-        hv_decref(h->items[i].val);
-        h->items[i].val = val;
+    if (at >= 0) {
+        hv_decref(h->items[at].val);
+        h->items[at].val = val;
         hv_decref(key);
         return;
     }
     append_entry(h, key, val, code);
+}
+
+void hv_hash_set(hv *hh, hv *key, hv *val)
+{
+    hv_hashv *h = (hv_hashv *)hh;
+    uint64_t code = hv_hash_code(key);
+    put_entry(h, find_entry(h, key, code), key, val, code);
 }
 
 bool hv_hash_add(hv *hh, hv *key, hv *val)
@@ -575,14 +580,7 @@ bool hv_hash_add(hv *hh, hv *key, hv *val)
 
 void hv_hash_put_at(hv *hh, long at, hv *key, hv *val)
 {
-    hv_hashv *h = (hv_hashv *)hh;
-    if (at >= 0) {
-        hv_decref(h->items[at].val);
-        h->items[at].val = val;
-        hv_decref(key);
-        return;
-    }
-    append_entry(h, key, val, hv_hash_code(key));
+    put_entry((hv_hashv *)hh, at, key, val, at >= 0 ? 0 : hv_hash_code(key));
 }
 
 static void append_entry(hv_hashv *h, hv *key, hv *val, uint64_t code)
