@@ -453,9 +453,19 @@ static bool next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, cons
     return true;
 }
 
-struct var_read;
+/* What a variable expression reads in a context: its part of a key (key_value's bytes), or
+ * len -1 when it cannot stand in one. The scope of a context never changes, and the frozen cache
+ * keeps parse_expr's entries, so each expression is read once per context (a node reads a few
+ * variables in many values). */
+struct var_read {
+    uint64_t code; /* the entry's address, mixed; 0: empty slot (oa_regrow) */
+    const hv *x;
+    char *bytes;
+    ptrdiff_t len;
+    hv *value; /* what it read (a reference), NULL when the scope lookup failed */
+};
+
 static const struct var_read *var_read(inv *I, const hv *x);
-static hv *var_read_value(const struct var_read *r);
 
 static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, herr *err)
 {
@@ -501,17 +511,17 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
             r = LR_ERROR;
         } else {
             const hv *segs = hv_array_get(x, 2);
-            /* a frozen cache's context reads each variable once (var_read) */
-            hv *known = !ex && !I->local_scope && cache_is_frozen(I->h->cache) && hv_is(segs, HV_ARRAY)
-                            ? var_read_value(var_read(I, x))
-                            : NULL;
-            if (known) {
-                value = hv_incref(known);
-            } else if (hv_is(segs, HV_ARRAY)) {
-                r = scope_lookup_segs(I, arg, segs, &value, err);
-            } else {
+            if (!hv_is(segs, HV_ARRAY)) {
                 herr_set(err, HERR_LOOKUP, "Syntax error in string: %s", s);
                 r = LR_ERROR;
+            } else {
+                /* a frozen cache's context reads each variable once (var_read) */
+                const struct var_read *known =
+                    !ex && !I->local_scope && cache_is_frozen(I->h->cache) ? var_read(I, x) : NULL;
+                if (known && known->value)
+                    value = hv_incref(known->value);
+                else
+                    r = scope_lookup_segs(I, arg, segs, &value, err);
             }
         }
         if (r == LR_FOUND && alias_value)
@@ -721,18 +731,6 @@ static bool key_value(sbuf *k, const hv *v)
     }
 }
 
-/* What a variable expression reads in a context: its part of a key (key_value's bytes), or
- * len -1 when it cannot stand in one. The scope of a context never changes, and the frozen cache
- * keeps parse_expr's entries, so each expression is read once per context (a node reads a few
- * variables in many values). */
-struct var_read {
-    uint64_t code; /* the entry's address, mixed; 0: empty slot (oa_regrow) */
-    const hv *x;
-    char *bytes;
-    ptrdiff_t len;
-    hv *value; /* what it read (a reference), NULL when the scope lookup failed */
-};
-
 static const struct var_read *var_read(inv *I, const hv *x)
 {
     hiera_ctx *h = I->h;
@@ -772,8 +770,6 @@ static const struct var_read *var_read(inv *I, const hv *x)
     h->nvars++;
     return &h->vars[i];
 }
-
-static hv *var_read_value(const struct var_read *r) { return r->value; }
 
 void interp_ctx_free(hiera_ctx *h)
 {
