@@ -32,7 +32,10 @@ typedef struct centry {
     uint32_t kid; /* frozen: the data hash's number in the key index (0: not indexed) */
 } centry;
 
+/* A key in this many files or more keeps them as a bitmap too, of at most KIX_BITS_PER_FILE
+ * bytes per file holding the key. */
 #define KIX_BITS_FROM 2
+#define KIX_BITS_PER_FILE 128
 
 typedef struct {
     uint64_t code; /* 0: empty (first: oa_regrow) */
@@ -532,14 +535,13 @@ static void kix_grow(hiera_cache *c)
     c->kix_cap = ncap;
 }
 
-/* Numbers a frozen cache's data hash and adds its string keys to the key index. */
 /* Adds kid to x's bitmap (made from kids the first time), or gives the bitmap up when it
  * would outgrow its bound. */
 static void kix_set_bit(key_index *x, uint32_t kid)
 {
     uint32_t need = kid / 64 + 1;
     if (need > x->nwords) {
-        if ((size_t)need * 8 > (size_t)x->n * 128) {
+        if ((size_t)need * 8 > (size_t)x->n * KIX_BITS_PER_FILE) {
             free(x->bits);
             x->bits = NULL;
             x->nwords = 0;
@@ -547,7 +549,7 @@ static void kix_set_bit(key_index *x, uint32_t kid)
             return;
         }
         uint32_t nw = need > x->nwords * 2 ? need : x->nwords * 2;
-        if ((size_t)nw * 8 > (size_t)x->n * 128)
+        if ((size_t)nw * 8 > (size_t)x->n * KIX_BITS_PER_FILE)
             nw = need;
         bool fresh = !x->bits;
         x->bits = xrealloc(x->bits, (size_t)nw * sizeof *x->bits);
@@ -560,6 +562,7 @@ static void kix_set_bit(key_index *x, uint32_t kid)
     x->bits[kid / 64] |= 1ull << (kid % 64);
 }
 
+/* Numbers a frozen cache's data hash and adds its string keys to the key index. */
 static void kix_add_file(hiera_cache *c, centry *e)
 {
     e->kid = ++c->kix_files;

@@ -151,14 +151,9 @@ static void layer_set_name(layer *l)
     }
     sb_adds(&b, "Data Provider");
     if (l->cfg) {
-        char num[24];
-        int n = 0;
-        unsigned v = l->cfg->version < 0 ? 0 : (unsigned)l->cfg->version;
-        do
-            num[sizeof num - 1 - n++] = (char)('0' + v % 10);
-        while ((v /= 10) && n < (int)sizeof num);
+        char digit[2] = {(char)('0' + l->cfg->version), 0}; /* (3, 4 or 5: config_load takes no other) */
         sb_adds(&b, " (hiera configuration version ");
-        sb_addn(&b, num + sizeof num - n, (size_t)n);
+        sb_adds(&b, digit);
         sb_adds(&b, ")");
     }
     l->name = sb_take(&b);

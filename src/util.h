@@ -73,7 +73,6 @@ void herr_clear(herr *e);
 void herr_move(herr *dst, herr *src); /* dst takes src's contents; src is cleared */
 bool herr_isset(const herr *e);
 
-
 /* Open-addressing tables (linear probing) whose slots start with a uint64_t hash code, 0 for an
  * empty slot: a table of ncap slots (a power of two) holding the entries of old (ocap slots of
  * slot_size bytes), which is freed. */
