@@ -42,10 +42,12 @@ typedef struct {
     int state;               /* 0: not yet, 1: made, -1: cannot be (a location the index lacks) */
     const provider *provs;   /* the providers it was made for */
     size_t nprovs;
-    size_t nprobes;          /* the locations that exist, in the walk's order: */
-    uint32_t *kid;           /* its file number */
-    uint32_t *prov;          /* its provider's index */
-    uint32_t *loc;           /* its index in its provider */
+    size_t nprobes;          /* the locations that exist, in the walk's order */
+    struct probe {
+        uint32_t kid;        /* its file number */
+        uint32_t prov;       /* its provider's index */
+        uint32_t loc;        /* its index in its provider */
+    } *probes;
 } probe_plan;
 
 /* A data provider of one layer (ConfiguredDataProvider). */

@@ -114,9 +114,7 @@ static void providers_free(provider *p, size_t n)
 
 static void plan_clear(probe_plan *pl)
 {
-    free(pl->kid);
-    free(pl->prov);
-    free(pl->loc);
+    free(pl->probes);
     *pl = (probe_plan){0};
 }
 
@@ -1368,18 +1366,13 @@ static const probe_plan *layer_plan(layer *l, const provider *provs, size_t n)
         pl->state = -1;
         return NULL;
     }
-    pl->kid = xmalloc((count ? count : 1) * sizeof *pl->kid);
-    pl->prov = xmalloc((count ? count : 1) * sizeof *pl->prov);
-    pl->loc = xmalloc((count ? count : 1) * sizeof *pl->loc);
+    pl->probes = xmalloc((count ? count : 1) * sizeof *pl->probes);
     pl->nprobes = count;
     count = 0;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < provs[i].nlocs; j++)
-            if (provs[i].locs[j].exists) {
-                pl->kid[count] = provs[i].locs[j].kid;
-                pl->prov[count] = (uint32_t)i;
-                pl->loc[count++] = (uint32_t)j;
-            }
+            if (provs[i].locs[j].exists)
+                pl->probes[count++] = (struct probe){provs[i].locs[j].kid, (uint32_t)i, (uint32_t)j};
     pl->provs = provs;
     pl->nprovs = n;
     pl->state = 1;
@@ -1402,9 +1395,9 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
     if (pl) {
         const key_index *kx = entry_kx(a); /* (moves only when data_value loads files) */
         for (size_t count = pl->nprobes; w->k < count; w->k++)
-            if (key_index_has(kx, pl->kid[w->k])) {
-                *pi = pl->prov[w->k];
-                *pj = pl->loc[w->k++];
+            if (key_index_has(kx, pl->probes[w->k].kid)) {
+                *pi = pl->probes[w->k].prov;
+                *pj = pl->probes[w->k++].loc;
                 return true;
             }
         return false;
