@@ -76,6 +76,13 @@ typedef struct {
     bool shared;     /* owned by the cache (shared by the contexts with the same data) */
 } lo_compiled;
 
+/* A name (copied; "" for no module) and what was found for it. */
+typedef struct {
+    char *name;
+    void *obj;
+    int st;
+} recent_name;
+
 struct hiera_ctx {
     hiera_cache *cache;
     bool own_cache;
@@ -131,17 +138,9 @@ struct hiera_ctx {
     struct var_read *vars;
     size_t vars_cap, nvars;
     sbuf vkey; /* interpolate_remembered's key, built here (no allocation per value) */
-    /* the modules asked for last: their layer (module_layer) and their compiled lookup_options
-     * (lookup_lookup_options), found without a hash lookup (names copied; "" for no module) */
-    struct {
-        char *name;
-        layer *l;
-        int st;
-    } mod_recent[2];
-    struct {
-        char *name;
-        lo_compiled *c;
-    } lo_recent[2];
+    /* the modules asked for last: their layer and state (module_layer) and their compiled
+     * lookup_options (lookup_lookup_options), found without a hash lookup (lookup.c recent_*) */
+    recent_name mod_recent[2], lo_recent[2];
     hv *lo_names[2]; /* lookup_options that are a string: String#[] of "merge", "convert_to" */
 };
 

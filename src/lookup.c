@@ -242,14 +242,31 @@ static char *module_dir(hiera_ctx *h, const char *name)
 
 typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
 
+/* The entry of r (two names, the last asked first) for name, or NULL. */
+static const recent_name *recent_get(const recent_name *r, const char *name)
+{
+    for (size_t i = 0; i < 2; i++)
+        if (r[i].name && strcmp(r[i].name, name) == 0)
+            return &r[i];
+    return NULL;
+}
+
+/* Remembers obj and st for name in r; the older of the two gives way. */
+static void recent_put(recent_name *r, const char *name, void *obj, int st)
+{
+    free(r[1].name);
+    r[1] = r[0];
+    r[0] = (recent_name){xstrdup(name), obj, st};
+}
+
 /* LookupAdapter#module_provider: created once per module name. */
 static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
 {
-    for (size_t i = 0; i < 2; i++)
-        if (h->mod_recent[i].name && strcmp(h->mod_recent[i].name, name) == 0) {
-            *state = (mod_state)h->mod_recent[i].st;
-            return h->mod_recent[i].l;
-        }
+    const recent_name *known = recent_get(h->mod_recent, name);
+    if (known) {
+        *state = (mod_state)known->st;
+        return known->obj;
+    }
     hv *idx = hv_hash_gets(h->modules, name);
     if (!idx) {
         layer *l = NULL;
@@ -290,11 +307,7 @@ static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, her
     }
     *state = (mod_state)hv_int_val(hv_array_get(idx, 1));
     layer *l = h->mod_layers[hv_int_val(hv_array_get(idx, 0))];
-    free(h->mod_recent[1].name);
-    h->mod_recent[1] = h->mod_recent[0];
-    h->mod_recent[0].name = xstrdup(name);
-    h->mod_recent[0].l = l;
-    h->mod_recent[0].st = (int)*state;
+    recent_put(h->mod_recent, name, l, (int)*state);
     return l;
 }
 
@@ -1802,19 +1815,14 @@ static lo_compiled *lo_cache_get(hv *index, lo_compiled **cache, const char *mod
 /* lo_cache_get of the context's options, the last two modules remembered */
 static lo_compiled *lo_cache_recent(hiera_ctx *h, const char *module, bool *present)
 {
-    const char *name = module ? module : "";
-    for (size_t i = 0; i < 2; i++)
-        if (h->lo_recent[i].name && strcmp(h->lo_recent[i].name, name) == 0) {
-            *present = true;
-            return h->lo_recent[i].c;
-        }
-    lo_compiled *c = lo_cache_get(h->lo_index, h->lo_cache, module, present);
-    if (*present) {
-        free(h->lo_recent[1].name);
-        h->lo_recent[1] = h->lo_recent[0];
-        h->lo_recent[0].name = xstrdup(name);
-        h->lo_recent[0].c = c;
+    const recent_name *known = recent_get(h->lo_recent, module ? module : "");
+    if (known) {
+        *present = true;
+        return known->obj;
     }
+    lo_compiled *c = lo_cache_get(h->lo_index, h->lo_cache, module, present);
+    if (*present)
+        recent_put(h->lo_recent, module ? module : "", c, 0);
     return c;
 }
 
