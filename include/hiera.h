@@ -197,6 +197,47 @@ typedef struct {
 HIERA_API hiera *hiera_new(const hiera_options *options, hiera_error *err);
 HIERA_API void hiera_free(hiera *h);
 
+/* ------------------------------------------------------------------ snapshots
+ *
+ * A snapshot is everything parsed from one code directory at one moment: every hiera.yaml (the
+ * global one, each environment's, each module's) and every data file one of their levels can name
+ * for some node (a location's %{...} read as "any text" over the files that exist). It never
+ * changes once built and is shared read-only by any number of threads. Lookups reach it through
+ * caches made over it, one per thread: hiera_cache_new_from_snapshot gives a frozen cache (see
+ * hiera_cache_freeze) that takes files from the snapshot instead of reading them, and keeps its
+ * own work (compiled hierarchies, remembered merges) for the contexts of its thread.
+ *
+ * Reload is replacement: build a new snapshot when files change, make new caches over it for the
+ * next lookups, and release the old one; it is freed when its last cache is. Values that lookups
+ * return may hold parts of the snapshot: they stay valid while the snapshot lives (the caller's
+ * reference, or any cache made over it).
+ *
+ * Threads: every function of this section may be called from any thread at any time on the same
+ * snapshot; the caches made over it belong to one thread at a time each. */
+typedef struct hiera_snapshot hiera_snapshot;
+
+/* Reads the tree o describes (codedir, confdir, environmentpath and hiera_config as hiera_new
+ * resolves them; o->environment NULL reads every environment found, else that one; o->cache, when
+ * it keeps a disk cache, lends it for parsing). Never NULL: files that do not parse and
+ * configurations that are not valid are kept as problems (hiera_snapshot_problems), and the
+ * lookups that read them fail as they would without a snapshot. Holds one reference: release with
+ * hiera_snapshot_release. err is not used (reserved). */
+HIERA_API hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err);
+/* Another reference to s (returns s); hiera_snapshot_release drops one. Atomic. */
+HIERA_API hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s);
+HIERA_API void hiera_snapshot_release(hiera_snapshot *s);
+/* A new frozen cache over s for one thread's contexts (hiera_options.cache); it holds a
+ * reference on s. Release with hiera_cache_free. */
+HIERA_API hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s);
+/* What s holds: {"environments": [name...], "configs": [{"path", "layer", "environment",
+ * "module", "exists"}...], "files": [{"path", "format", "error"?}...]}. A new reference (valid
+ * while s lives). */
+HIERA_API hiera_value *hiera_snapshot_describe(const hiera_snapshot *s);
+/* The problems met while reading: an array of {"severity", "code" ("config-syntax",
+ * "config-invalid", "data-syntax"), "file", "line", "column", "message"} (line and column 0 when
+ * unknown). A new reference (valid while s lives). */
+HIERA_API hiera_value *hiera_snapshot_problems(const hiera_snapshot *s);
+
 /* ------------------------------------------------------------------ lookups */
 
 typedef enum {

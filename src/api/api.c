@@ -4,6 +4,7 @@
 
 #include "formats/diskcache.h"
 #include "engine/engine.h"
+#include "engine/snapshot.h"
 #include "formats/json.h"
 #include "engine/provenance.h"
 #include "types/ptype.h"
@@ -293,6 +294,28 @@ static char *default_codedir(void)
     return xasprintf("%s/.puppetlabs/etc/code", home ? home : "");
 }
 
+/* The folders and global hiera.yaml of o, with Puppet's defaults (malloc'ed): what hiera_new
+ * and hiera_snapshot_new read. */
+static void resolve_paths(const hiera_options *o, char **codedir_out, char **envpath_out, char **global_out)
+{
+    char *codedir = o->codedir ? xstrdup(o->codedir) : default_codedir();
+    char *confdir = o->confdir ? xstrdup(o->confdir) : o->hiera_config ? NULL : default_confdir();
+    char *global;
+    if (o->hiera_config) {
+        global = xstrdup(o->hiera_config);
+    } else {
+        global = xjoin(codedir, "/hiera.yaml", NULL);
+        if (!path_exists(o->cache, global)) {
+            free(global);
+            global = xjoin(confdir, "/hiera.yaml", NULL);
+        }
+    }
+    *envpath_out = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
+    *codedir_out = codedir;
+    *global_out = global;
+    free(confdir);
+}
+
 hiera *hiera_new(const hiera_options *o, hiera_error *err)
 {
     herr e = {0};
@@ -318,20 +341,9 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
             return NULL;
         }
     }
-    char *codedir = o->codedir ? xstrdup(o->codedir) : default_codedir();
-    char *confdir = o->confdir ? xstrdup(o->confdir) : o->hiera_config ? NULL : default_confdir();
-    char *envpath = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
+    char *codedir, *envpath, *global;
+    resolve_paths(o, &codedir, &envpath, &global);
     const char *env = o->environment ? o->environment : "production";
-    char *global;
-    if (o->hiera_config) {
-        global = xstrdup(o->hiera_config);
-    } else {
-        global = xjoin(codedir, "/hiera.yaml", NULL);
-        if (!path_exists(o->cache, global)) {
-            free(global);
-            global = xjoin(confdir, "/hiera.yaml", NULL);
-        }
-    }
     /* the environment must exist (a directory on the environmentpath) */
     bool found = false;
     char *paths = xstrdup(envpath), *save = NULL;
@@ -360,7 +372,6 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
     }
     free(env_dir_path);
     free(codedir);
-    free(confdir);
     free(envpath);
     free(global);
     return h;
@@ -443,3 +454,32 @@ hiera_value *hiera_provenance_tree(hiera *h)
 }
 
 const char *hiera_version(void) { return HIERA_VERSION; }
+
+/* ------------------------------------------------------------------ snapshots */
+
+struct hiera_snapshot; /* is an engine snapshot (engine/snapshot.h) */
+
+hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err)
+{
+    (void)err; /* problems are kept in the snapshot (hiera_snapshot_problems) */
+    hiera_options none = {0};
+    if (!o)
+        o = &none;
+    char *codedir, *envpath, *global;
+    resolve_paths(o, &codedir, &envpath, &global);
+    diskcache *d = o->cache ? cache_disk(o->cache) : NULL;
+    const char *only[1] = {o->environment};
+    snapshot_spec spec = {codedir, envpath, global, o->environment ? only : NULL, o->environment ? 1 : 0,
+                          d ? diskcache_dir(d) : NULL};
+    snapshot *s = snapshot_build(&spec);
+    free(codedir);
+    free(envpath);
+    free(global);
+    return (hiera_snapshot *)s;
+}
+
+hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s) { return (hiera_snapshot *)snapshot_retain((snapshot *)s); }
+void hiera_snapshot_release(hiera_snapshot *s) { snapshot_release((snapshot *)s); }
+hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s) { return cache_new_view((snapshot *)s); }
+hiera_value *hiera_snapshot_describe(const hiera_snapshot *s) { return snapshot_describe((const snapshot *)s); }
+hiera_value *hiera_snapshot_problems(const hiera_snapshot *s) { return snapshot_problems((const snapshot *)s); }
