@@ -286,6 +286,31 @@ HIERA_API hiera_value *hiera_explanation_tree(hiera *h);
 HIERA_API char *hiera_provenance_text(hiera *h);
 HIERA_API hiera_value *hiera_provenance_tree(hiera *h);
 
+/* ------------------------------------------------------------------ enumeration
+ *
+ * What the context's node sees, as values (render them with hiera_render). Both walk the layers a
+ * lookup walks, with the node's facts, and never fail as a whole: a layer, level or file that
+ * cannot be used is reported inside the result. Each returns a new reference. */
+
+/* The layers in lookup order (global, environment, then every module of the environment's
+ * modulepath, by name), as an array of
+ *   {"layer": "global"|"environment"|"module", "module" (module layers), "name" (as --explain
+ *    names the provider), "config" (its hiera.yaml, null for a built-in default), "version",
+ *    "levels": [{"name", "function" ("yaml_data"...), "kind" ("data_hash", "lookup_key"...),
+ *                "locations": [{"original" (as written), "path" (or "uri"), "exists"}]}],
+ *    "default_levels" (a module's default_hierarchy, when it has one),
+ *    "error": {"message", "file", "line"} (when the layer cannot be used)}. */
+HIERA_API hiera_value *hiera_hierarchy(hiera *h);
+
+/* Every key the node can see: the top-level keys of the data files its levels resolve to (a
+ * module's data only within the module's namespace; lookup_options left out), as
+ *   {"keys": {key: [{"layer", "module", "level", "default_hierarchy" (true when from a module's
+ *                     default_hierarchy), "file", "line"}...]},
+ *    "errors": [{"layer", "module", "level", "message", "file", "line"}...]}
+ * with each key's definitions in lookup order (the first is what a first-found lookup answers
+ * from) and keys in the order first met. */
+HIERA_API hiera_value *hiera_keys(hiera *h);
+
 HIERA_API const char *hiera_version(void);
 
 /* ================================================================== Hiera 3

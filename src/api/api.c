@@ -4,6 +4,7 @@
 
 #include "formats/diskcache.h"
 #include "engine/engine.h"
+#include "engine/enumerate.h"
 #include "engine/snapshot.h"
 #include "formats/json.h"
 #include "engine/provenance.h"
@@ -483,3 +484,8 @@ void hiera_snapshot_release(hiera_snapshot *s) { snapshot_release((snapshot *)s)
 hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s) { return cache_new_view((snapshot *)s); }
 hiera_value *hiera_snapshot_describe(const hiera_snapshot *s) { return snapshot_describe((const snapshot *)s); }
 hiera_value *hiera_snapshot_problems(const hiera_snapshot *s) { return snapshot_problems((const snapshot *)s); }
+
+/* ------------------------------------------------------------------ enumeration */
+
+hiera_value *hiera_hierarchy(hiera *h) { return enum_hierarchy(h); }
+hiera_value *hiera_keys(hiera *h) { return enum_keys(h); }

@@ -197,6 +197,23 @@ lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *valu
 
 /* ---- lookup.c ---- */
 
+/* The layers of a context, made on first use (what enumerate.c lists): the global layer (its
+ * configuration loaded by global_config), the environment's (NULL without an environment
+ * hiera.yaml; err set when it cannot be loaded), a module's (NULL with *state saying why). */
+layer *global_layer(hiera_ctx *h);
+bool global_config(hiera_ctx *h, layer *l, herr *err);
+layer *env_layer(hiera_ctx *h, herr *err);
+typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
+layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err);
+bool valid_module_name(const char *n);
+/* The folders modules are found in, in order (a NULL-terminated array; module_roots_free). */
+char **module_roots(hiera_ctx *h);
+void module_roots_free(char **roots);
+/* A layer's hierarchy (or default_hierarchy) interpolated for the context's node. */
+lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err);
+/* A location's data hash (loaded once), BORROWED; NULL with err. */
+hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err);
+
 /* The recursion guard (Invocation#check): fails with "Recursive lookup detected in [...]" when
  * name is already being looked up; otherwise pushes it. */
 bool check_enter(inv *I, const char *name, herr *err);
