@@ -3,6 +3,7 @@
  * Puppet's cached_file_data checks). Parse errors are kept as well, so a broken file costs one
  * parse, not one per lookup. */
 #include "engine/cache.h"
+#include "base/diag.h"
 #include "formats/diskcache.h"
 #include "crypto/eyaml.h"
 #include "base/glob.h"
@@ -374,7 +375,7 @@ bool hv_has_interpolation(const hv *v, int depth)
  * empty hash; symbol keys become strings (HieraConfig.symkeys_to_string). */
 static void warn_not_hash(const char *path)
 {
-    fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", path);
+    diag_warn("data-not-hash", path, 0, 0, "%s: file does not contain a valid yaml hash", path);
 }
 
 #define DC_WARN_NOT_HASH 1u /* disk cache flag: yaml_data warned when the file was parsed */

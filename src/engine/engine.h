@@ -4,6 +4,8 @@
 #ifndef HIERA_ENGINE_H
 #define HIERA_ENGINE_H
 
+#include "hiera.h"
+#include "base/diag.h"
 #include "engine/cache.h"
 #include "engine/config.h"
 #include "engine/explain.h"
@@ -93,6 +95,9 @@ typedef struct {
 
 struct hiera_ctx {
     hiera_cache *cache;
+    /* where the context's warnings go: the caller's callback (api.c wraps it as a diag sink) */
+    hiera_diagnostic_fn user_diag;
+    void *user_diag_data;
     bool own_cache;
     char *codedir;
     char *envpath;
@@ -100,10 +105,9 @@ struct hiera_ctx {
     char *env_dir;          /* <envpath>/<env> */
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */
+    /* while a lookup runs (api.c attaches them and hands them to its result afterwards): */
     explainer *ex;          /* NULL unless explaining */
     struct prov_registry *prov; /* NULL unless tracing where values come from */
-    char *prov_key;         /* the key and value of the last provenance lookup */
-    hv *prov_value;
     bool global_only;
     bool strict_paths;      /* the facts rule's strict mode (lookup.c location_allowed) */
     herr env_err;           /* the environment does not exist */

@@ -2621,9 +2621,8 @@ void hctx_free(hiera_ctx *h)
         free(h->lo_recent[i].name);
         hv_decref(h->lo_names[i]);
     }
+    ex_free(h->ex);
     prov_free(h->prov);
-    free(h->prov_key);
-    hv_decref(h->prov_value);
     if (h->own_cache)
         cache_free(h->cache);
     free(h);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/diag.h"
 #include "base/pathname.h"
 #include "engine/config.h"
 #include "engine/providers.h"
@@ -251,6 +252,20 @@ static const char *format_name(file_format f)
     return "?";
 }
 
+static void collect_warning(int severity, const char *code, const char *file, int line, int col, const char *message,
+                            void *data)
+{
+    snapshot *s = data;
+    hv *p = hv_hash();
+    hv_hash_sets(p, "severity", hv_str(severity == DIAG_ERROR ? "error" : "warning"));
+    hv_hash_sets(p, "code", hv_str(code));
+    hv_hash_sets(p, "file", hv_str(file ? file : ""));
+    hv_hash_sets(p, "line", hv_int(line));
+    hv_hash_sets(p, "column", hv_int(col));
+    hv_hash_sets(p, "message", hv_str(message));
+    hv_array_push(s->problems, p);
+}
+
 /* Parses path with fmt into the snapshot (once). */
 static void load(builder *b, const char *path, file_format fmt)
 {
@@ -455,6 +470,9 @@ snapshot *snapshot_build(const snapshot_spec *spec)
     s->filelist = hv_array();
     s->problems = hv_array();
     builder b = {s, spec, cache_new(), hv_hash(), hv_hash(), 0};
+    /* warnings met while parsing (a data file that is not a hash...) are kept as problems */
+    diag_sink saved;
+    diag_enter((diag_sink){collect_warning, s}, &saved);
     if (spec->disk_cache)
         cache_use_disk(b.cache, spec->disk_cache);
 
@@ -494,6 +512,7 @@ snapshot *snapshot_build(const snapshot_spec *spec)
     hv_decref(b.walks);
     hv_decref(b.seen_configs);
     cache_free(b.cache);
+    diag_leave(&saved);
     /* what snapshot_describe and snapshot_problems hand out is read by any thread too */
     hv_make_immortal(s->environments, &s->nodes);
     hv_make_immortal(s->configs, &s->nodes);
