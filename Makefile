@@ -108,6 +108,7 @@ check: all
 	@python3 tests/batch/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
+	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
 demo: all

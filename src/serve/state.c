@@ -194,6 +194,8 @@ bool state_reload(serve_state *st, const char *why)
                     (unsigned long long)cur->id, hv_str_ptr(hv_hash_gets(e, "file")), hv_str_ptr(hv_hash_gets(e, "message")));
         }
         char *json = hiera_render(added, HIERA_RENDER_JSON, NULL);
+        hv_decref(added); /* (it holds parts of fresh's snapshot: before fresh is released) */
+        added = NULL;
         pthread_mutex_lock(&lock);
         free(st->refused);
         st->refused = json;
