@@ -44,7 +44,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps check unit cases demo clean install uninstall install-check
+.PHONY: all deps check unit cases demo clean install uninstall install-check check-web
 all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 deps:
@@ -143,6 +143,11 @@ install: all $(B)/hiera.pc
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
+
+# the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
+# missing; screenshots in build/web-artifacts)
+check-web: all
+	@sh tests/web/run.sh $(B)/hiera
 
 # installs into a scratch DESTDIR and builds the README's example against it with pkg-config
 install-check: all

@@ -429,8 +429,13 @@ def check_drain(hiera, root, facts):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
+    ap.add_argument("--make-tree", metavar="DIR", help="only write the test tree into DIR (for tests/web)")
     args = ap.parse_args()
     hiera = os.path.abspath(args.hiera)
+    if args.make_tree:
+        os.makedirs(args.make_tree, exist_ok=True)
+        make_tree(hiera, os.path.abspath(args.make_tree))
+        return
     root = tempfile.mkdtemp(prefix="hiera-serve-")
     try:
         facts = make_tree(hiera, root)
