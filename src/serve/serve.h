@@ -56,6 +56,7 @@ typedef struct generation {
     hv_nodes immortal;       /* the nodes of facts, nodes and facts_errors, freed with it */
     time_t built;
     double build_seconds;
+    size_t files, reused;    /* files in the snapshot; taken unchanged from the previous one */
 } generation;
 
 typedef struct {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "engine/snapshot.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -108,7 +109,8 @@ static void load_facts(generation *g, const char *dir)
     g->facts_errors = errors;
 }
 
-static generation *build(serve_state *st)
+/* A new generation; prev (BORROWED, or NULL) lends the parses of the files that did not change. */
+static generation *build(serve_state *st, const generation *prev)
 {
     const serve_options *o = st->o;
     double t0 = now_seconds();
@@ -119,7 +121,9 @@ static generation *build(serve_state *st)
     ho.confdir = o->confdir;
     ho.environmentpath = o->environmentpath;
     ho.hiera_config = o->hiera_config;
-    g->snap = hiera_snapshot_new(&ho, NULL);
+    g->snap = hiera_snapshot_update(prev ? prev->snap : NULL, &ho, NULL);
+    size_t dirs;
+    snapshot_stats((const snapshot *)g->snap, &g->files, &dirs, &g->reused);
     load_facts(g, o->facts_dir);
     g->built = time(NULL);
     g->build_seconds = now_seconds() - t0;
@@ -149,7 +153,7 @@ bool state_init(serve_state *st, const serve_options *o)
 {
     memset(st, 0, sizeof *st);
     st->o = o;
-    st->current = build(st);
+    st->current = build(st, NULL);
     st->current->id = ++st->next_id;
     return true;
 }
@@ -165,8 +169,8 @@ generation *state_current(serve_state *st)
 
 bool state_reload(serve_state *st, const char *why)
 {
-    generation *fresh = build(st);
     generation *cur = state_current(st);
+    generation *fresh = build(st, cur);
     hv *before = error_set(cur->snap), *after = error_set(fresh->snap);
     hv *added = hv_array();
     for (size_t i = 0; i < hv_hash_len(after); i++)
@@ -185,8 +189,8 @@ bool state_reload(serve_state *st, const char *why)
         pthread_mutex_unlock(&lock);
         generation_release(old);
         __atomic_add_fetch(&st->reloads_ok, 1, __ATOMIC_RELAXED);
-        fprintf(stderr, "hiera serve: reloaded (%s): generation %llu in %.3f s\n", why, (unsigned long long)fresh->id,
-                fresh->build_seconds);
+        fprintf(stderr, "hiera serve: reloaded (%s): generation %llu in %.3f s (%zu of %zu files parsed again)\n", why,
+                (unsigned long long)fresh->id, fresh->build_seconds, fresh->files - fresh->reused, fresh->files);
     } else {
         for (size_t i = 0; i < hv_array_len(added); i++) {
             const hv *e = hv_array_get(added, i);
