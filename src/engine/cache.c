@@ -358,7 +358,7 @@ bool hv_has_interpolation(const hv *v, int depth)
 }
 
 /* yaml_data's own rules on what Psych gave: a file whose top is not a hash is a warning and an
- * empty hash; symbol keys become strings (HieraConfig.symkeys_to_string). */
+ * empty hash; symbol keys become strings, at every depth (HieraConfig.symkeys_to_string). */
 static void warn_not_hash(const char *path)
 {
     fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", path);
@@ -374,22 +374,7 @@ static hv *prepare_yaml_data(const char *path, hv *v, unsigned *flags)
         hv_decref(v);
         return hv_hash();
     }
-    bool has_sym = false;
-    for (size_t i = 0; i < hv_hash_len(v); i++)
-        if (hv_is(hv_hash_key_at(v, i), HV_SYMBOL))
-            has_sym = true;
-    if (!has_sym)
-        return v;
-    hv *nv = hv_hash_sized(hv_hash_len(v));
-    for (size_t i = 0; i < hv_hash_len(v); i++) {
-        hv *k = hv_hash_key_at(v, i);
-        hv *nk = hv_is(k, HV_SYMBOL) ? hv_strn(hv_str_ptr(k), hv_str_len(k)) : hv_incref(k);
-        hv_set_line(nk, hv_line(k));
-        hv_hash_set(nv, nk, hv_incref(hv_hash_val_at(v, i)));
-    }
-    hv_set_line(nv, hv_line(v));
-    hv_decref(v);
-    return nv;
+    return hv_symkeys_to_string(v);
 }
 
 /* What a top-level key of a data file needs, found when first asked (see cache_load_data). */

@@ -668,12 +668,8 @@ static lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **o
 /* ------------------------------------------------------------------ data hash functions */
 
 
-static char *infer_type_name(const hv *v)
-{
-    if (hv_is(v, HV_SYMBOL))
-        return xstrdup("Runtime[ruby, 'Symbol']");
-    return ptype_name_of_value(v);
-}
+/* DataProvider#validate_data_value names the type TypeCalculator#infer gives the value */
+static char *infer_type_name(const hv *v) { return ptype_infer_to_s(v); }
 
 __attribute__((noinline)) static file_format data_hash_format(const char *fname, bool *known)
 {
