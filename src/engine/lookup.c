@@ -983,7 +983,15 @@ static hv *trace(entry_arg *a, const location *loc, hv *value)
     const layer *l = a->l;
     char *layer_name = l->kind == LAYER_GLOBAL ? xstrdup("Global") : l->kind == LAYER_ENV ? xstrdup("Environment")
                                                                                          : xasprintf("Module %s", l->module);
-    hv *res = prov_register(a->I->h->prov, value, layer_name, a->p->lvl->name, loc->path);
+    uint32_t key_line = 0; /* the line of the found key in the location's file */
+    if (loc->data) {
+        hv *k = hv_strn(a->root_key, a->root_len);
+        long at = hv_hash_index(loc->data, k);
+        hv_decref(k);
+        if (at >= 0)
+            key_line = hv_line(hv_hash_key_at(loc->data, (size_t)at));
+    }
+    hv *res = prov_register(a->I->h->prov, value, layer_name, a->p->lvl->name, loc->path, key_line);
     free(layer_name);
     hv_decref(value);
     return res;

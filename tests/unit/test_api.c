@@ -27,10 +27,14 @@ static int setup(void **state)
                "  bob:\n"
                "    shell: /bin/zsh\n"
                "list: [n]\n"
-               "flag: false\n");
+               "flag: false\n"
+               "team:\n"
+               "  lead:\n"
+               "    name: n\n");
     write_file("environments/production/data/common.yaml",
                "lookup_options:\n"
                "  users: {merge: deep}\n"
+               "  team: {merge: deep}\n"
                "  list: {merge: unique}\n"
                "  secret: {convert_to: Sensitive}\n"
                "users:\n"
@@ -41,7 +45,16 @@ static int setup(void **state)
                "list: [c]\n"
                "flag: true\n"
                "greeting: \"hello %{facts.hostname}\"\n"
-               "secret: hunter2\n");
+               "secret: hunter2\n"
+               "block:\n"
+               "  inner:\n"
+               "    - x: 1\n"
+               "      y:\n"
+               "        2\n"
+               "team:\n"
+               "  lead:\n"
+               "    since: 2020\n"
+               "    name: c\n");
     return 0;
 }
 
@@ -169,7 +182,7 @@ static void test_provenance(void **state)
     assert_string_equal(hiera_value_string(hiera_value_hash_get(shell, "level")), "node");
     assert_int_equal(hiera_value_int(hiera_value_hash_get(shell, "line")), 3);
     assert_string_equal(hiera_value_string(hiera_value_hash_get(uid, "level")), "common");
-    assert_int_equal(hiera_value_int(hiera_value_hash_get(uid, "line")), 7);
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(uid, "line")), 8);
     /* alice's entries all come from common: the merge-built hash reports that one origin */
     hiera_value *alice = hiera_value_hash_get(hiera_value_hash_get(p, "entries"), "alice");
     assert_string_equal(hiera_value_string(hiera_value_hash_get(alice, "level")), "common");
@@ -191,6 +204,37 @@ static void test_provenance(void **state)
     p = hiera_value_hash_get(tree, "provenance");
     assert_string_equal(hiera_value_string(hiera_value_hash_get(p, "level")), "node");
     assert_false(hiera_value_bool(hiera_value_hash_get(p, "value")));
+    hiera_value_decref(tree);
+    hiera_value_decref(v);
+
+    /* the line of a hash entry is its key's line, not the first line of its value */
+    key = "block";
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    text = hiera_provenance_text(h);
+    char *at;
+    while ((at = strstr(text, root)) != NULL) /* the scratch folder's name varies */
+        memmove(at, at + strlen(root) + 1, strlen(at + strlen(root) + 1) + 1);
+    assert_string_equal(text,
+                        "block:        # Environment, common, environments/production/data/common.yaml:15\n"
+                        "  \"inner\":    # Environment, common, environments/production/data/common.yaml:16\n"
+                        "    -         # Environment, common, environments/production/data/common.yaml:17\n"
+                        "      \"x\": 1  # Environment, common, environments/production/data/common.yaml:17\n"
+                        "      \"y\": 2  # Environment, common, environments/production/data/common.yaml:18\n");
+    free(text);
+    hiera_value_decref(v);
+
+    /* a deep merge: each entry's line is its key's in the file its value came from */
+    key = "team";
+    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    tree = hiera_provenance_tree(h);
+    hiera_value *lead = hiera_value_hash_get(hiera_value_hash_get(hiera_value_hash_get(tree, "provenance"), "entries"), "lead");
+    assert_true(hiera_value_bool(hiera_value_hash_get(lead, "merged")));
+    hiera_value *name = hiera_value_hash_get(hiera_value_hash_get(lead, "entries"), "name");
+    hiera_value *since = hiera_value_hash_get(hiera_value_hash_get(lead, "entries"), "since");
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(name, "level")), "node");
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(name, "line")), 8);
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(since, "level")), "common");
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(since, "line")), 22);
     hiera_value_decref(tree);
     hiera_value_decref(v);
     hiera_free(h);
