@@ -55,6 +55,7 @@ struct hiera_cache {
     hv *exists; /* path -> path_state: nothing, not a directory, a directory */
     hv *globs;  /* pattern -> array of paths */
     hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
+    hv *warned; /* the warnings given once (cache_warn_once) */
     memo *work; /* merges and interpolations remembered (frozen only; memo.h) */
     kix_slot *kix;        /* the key index (frozen only) */
     size_t kix_cap, kix_n;
@@ -122,6 +123,7 @@ void cache_free(hiera_cache *c)
     free(c->shared);
     free(c->shared_free);
     hv_decref(c->shared_index);
+    hv_decref(c->warned);
     free(c);
 }
 
@@ -145,6 +147,18 @@ void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*f
 }
 
 struct diskcache *cache_disk(hiera_cache *c) { return c->disk; }
+
+bool cache_warn_once(hiera_cache *c, const char *id)
+{
+    if (!c)
+        return true;
+    if (!c->warned)
+        c->warned = hv_hash();
+    if (hv_hash_gets(c->warned, id))
+        return false;
+    hv_hash_sets(c->warned, id, hv_true());
+    return true;
+}
 
 hv *cache_memo(hiera_cache *c)
 {

@@ -851,6 +851,27 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
     return c;
 }
 
+hcfg *config_legacy_function(const char *root, const char *function_name, layer_kind layer)
+{
+    hcfg *c = xcalloc(1, sizeof *c);
+    c->refs = 1;
+    c->version = 5;
+    c->root = xstrdup(root);
+    hv *loaded = hv_hash(), *list = hv_array(), *e = hv_hash();
+    hv_hash_sets(loaded, "version", hv_int(5));
+    char *name = xasprintf("Legacy function '%s'", function_name);
+    hv_hash_sets(e, "name", hv_str(name));
+    free(name);
+    hv_hash_sets(e, "v4_data_hash", hv_str(function_name));
+    hv_array_push(list, e);
+    hv_hash_sets(loaded, "hierarchy", list);
+    herr err = {0};
+    if (!load_v5(c, loaded, layer, &err)) /* (valid by construction) */
+        herr_move(&c->lazy_err, &err);
+    c->raw = loaded;
+    return c;
+}
+
 static void config_release(void *c) { config_free(c); }
 
 hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err)

@@ -55,6 +55,18 @@ static int setup(void **state)
                "  lead:\n"
                "    since: 2020\n"
                "    name: c\n");
+    /* legacy module data providers (metadata.json "data_provider") */
+    static const char meta[] = "{\"name\": \"x-m\", \"version\": \"1.0.0\", \"author\": \"x\", \"license\": \"l\", "
+                               "\"source\": \"s\", \"dependencies\": [], \"data_provider\": ";
+    char text[256];
+    snprintf(text, sizeof text, "%s\"hiera\"}\n", meta);
+    write_file("environments/production/modules/legacyhiera/metadata.json", text);
+    write_file("environments/production/modules/legacyhiera/data/common.yaml", "legacyhiera::x: from data/common.yaml\n");
+    snprintf(text, sizeof text, "%s\"function\"}\n", meta);
+    write_file("environments/production/modules/legacyrb/metadata.json", text);
+    write_file("environments/production/modules/legacyrb/lib/puppet/functions/legacyrb/data.rb",
+               "Puppet::Functions.create_function(:'legacyrb::data') do\n  def data()\n    { 'legacyrb::x' => 1 }\n  end\nend\n");
+    write_file("environments/production/modules/legacynone/metadata.json", text);
     return 0;
 }
 
@@ -240,6 +252,29 @@ static void test_provenance(void **state)
     hiera_free(h);
 }
 
+/* "data_provider" in a module's metadata.json: 'hiera' without a hiera.yaml reads data/common.yaml;
+ * 'function' names <module>::data, which Puppet would run when the module defines it (this engine
+ * cannot: it says so) and which is not found otherwise */
+static void test_legacy_module_providers(void **state)
+{
+    (void)state;
+    hiera *h = open_ctx();
+    hiera_error err = {0};
+    hiera_value *v = NULL;
+    assert_int_equal(hiera_lookup_key(h, "legacyhiera::x", &v, &err), HIERA_OK);
+    assert_string_equal(hiera_value_string(v), "from data/common.yaml");
+    hiera_value_decref(v);
+    assert_int_equal(hiera_lookup_key(h, "legacyrb::x", &v, &err), HIERA_ERROR);
+    assert_int_equal(err.kind, HIERA_ERR_FATAL);
+    assert_non_null(strstr(err.message, "The v4_data_hash function 'legacyrb::data' is Ruby or Puppet code ("));
+    assert_non_null(strstr(err.message, "/modules/legacyrb/lib/puppet/functions/legacyrb/data.rb): hiera runs no such functions"));
+    hiera_error_clear(&err);
+    assert_int_equal(hiera_lookup_key(h, "legacynone::x", &v, &err), HIERA_ERROR);
+    assert_string_equal(err.message, "Unable to find 'v4_data_hash' function named 'legacynone::data'");
+    hiera_error_clear(&err);
+    hiera_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_explanation),
         cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_sensitive_redacted),
+        cmocka_unit_test(test_legacy_module_providers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
