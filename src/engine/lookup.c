@@ -6,6 +6,7 @@
  * over its locations; then dotted sub-keys are dug, then convert_to, then the type is asserted.
  * Every step reports to the explainer when one is attached (one NULL test otherwise). */
 #include "engine/engine.h"
+#include "base/diag.h"
 #include "crypto/eyaml.h"
 #include "base/glob.h"
 #include "engine/memo.h"
@@ -158,7 +159,7 @@ static void layer_set_name(layer *l)
 }
 
 /* The global layer always exists; its configuration is read on first use (inside the guard). */
-static layer *global_layer(hiera_ctx *h)
+layer *global_layer(hiera_ctx *h)
 {
     if (!h->global) {
         h->global = xcalloc(1, sizeof *h->global);
@@ -168,7 +169,7 @@ static layer *global_layer(hiera_ctx *h)
     return h->global;
 }
 
-static bool global_config(hiera_ctx *h, layer *l, herr *err)
+bool global_config(hiera_ctx *h, layer *l, herr *err)
 {
     if (l->cfg)
         return true;
@@ -195,14 +196,14 @@ static layer *new_layer(layer_kind kind, const char *module, hcfg *cfg)
 
 /* ------------------------------------------------------------------ legacy provider settings */
 
-/* Puppet.warn_once(kind, id, message, file): printed once per cache, with Puppet's location line. */
-static void warn_once(hiera_ctx *h, const char *id, const char *file, const char *msg)
+/* Puppet.warn_once(kind, id, message, file): reported once per cache, with Puppet's location line. */
+static void warn_once(hiera_ctx *h, const char *code, const char *id, const char *file, const char *msg)
 {
     if (cache_warn_once(h->cache, id)) {
         if (file)
-            fprintf(stderr, "Warning: %s\n   (file: %s)\n", msg, file);
+            diag_warn(code, file, 0, 0, "%s\n   (file: %s)", msg, file);
         else
-            fprintf(stderr, "Warning: %s\n   (file & line not available)\n", msg);
+            diag_warn(code, NULL, 0, 0, "%s\n   (file & line not available)", msg);
     }
 }
 
@@ -286,7 +287,7 @@ static char *env_conf_setting(hiera_ctx *h, const char *conf_path, const char *n
  * or as environment.conf's deprecated environment_data_provider says: 'hiera' (the hiera.yaml,
  * else Puppet's default version 5 hierarchy: <env>/data/common.yaml), 'none', or 'function' (the
  * legacy function environment::data); a version 5 hiera.yaml makes the setting ignored. */
-static layer *env_layer(hiera_ctx *h, herr *err)
+layer *env_layer(hiera_ctx *h, herr *err)
 {
     if (!h->env_init) {
         h->env_init = true;
@@ -300,11 +301,11 @@ static layer *env_layer(hiera_ctx *h, herr *err)
             cfg = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
             if (cfg && cfg->version >= 5 && pname) {
                 char *m = xasprintf("Defining environment_data_provider='%s' in environment.conf is deprecated", pname);
-                warn_once(h, "environment.conf#data_provider", conf, m);
+                warn_once(h, "data-provider-deprecated", "environment.conf#data_provider", conf, m);
                 free(m);
                 if (strcmp(pname, "hiera") != 0) {
                     m = xasprintf("The environment_data_provider='%s' setting is ignored since '%s' version >= 5", pname, path);
-                    warn_once(h, "environment.conf#data_provider_overridden", conf, m);
+                    warn_once(h, "data-provider-ignored", "environment.conf#data_provider_overridden", conf, m);
                     free(m);
                 }
                 free(pname);
@@ -320,7 +321,7 @@ static layer *env_layer(hiera_ctx *h, herr *err)
         } else {
             char *m = xasprintf("Defining environment_data_provider='%s' in environment.conf is deprecated.%s", pname,
                                 cfg ? "" : " A 'hiera.yaml' file should be used instead");
-            warn_once(h, "environment.conf#data_provider", conf, m);
+            warn_once(h, "data-provider-deprecated", "environment.conf#data_provider", conf, m);
             free(m);
             if (strcmp(pname, "hiera") == 0) {
                 if (cfg) {
@@ -336,7 +337,7 @@ static layer *env_layer(hiera_ctx *h, herr *err)
                         h->env = new_layer(LAYER_ENV, NULL, dflt);
                 }
             } else if (strcmp(pname, "function") == 0) {
-                warn_once(h, "legacy_provider_function", NULL,
+                warn_once(h, "legacy-provider-function", "legacy_provider_function", NULL,
                           "Using of legacy data provider function 'environment::data'. Please convert to a 'data_hash' function");
                 h->env = new_layer(LAYER_ENV, NULL, config_legacy_function(h->env_dir, "environment::data", LAYER_ENV));
             } else if (strcmp(pname, "none") != 0) {
@@ -360,7 +361,7 @@ static layer *env_layer(hiera_ctx *h, herr *err)
     return h->env;
 }
 
-static bool valid_module_name(const char *n)
+bool valid_module_name(const char *n)
 {
     if (!(*n >= 'a' && *n <= 'z'))
         return false;
@@ -370,26 +371,43 @@ static bool valid_module_name(const char *n)
     return true;
 }
 
-/* The module's folder on the environment's modulepath (<env>/modules, then <codedir>/modules),
- * or NULL when the environment has no such module. */
+/* The folders of the environment's modulepath, in order: <env>/modules, then <codedir>/modules
+ * (a new NULL-terminated array of malloc'ed paths). */
+char **module_roots(hiera_ctx *h)
+{
+    char **roots = xcalloc(3, sizeof *roots);
+    size_t n = 0;
+    roots[n++] = xjoin(h->env_dir, "/modules", NULL);
+    if (h->codedir)
+        roots[n++] = xjoin(h->codedir, "/modules", NULL);
+    return roots;
+}
+
+void module_roots_free(char **roots)
+{
+    for (size_t i = 0; roots && roots[i]; i++)
+        free(roots[i]);
+    free(roots);
+}
+
+/* The module's folder on the environment's modulepath (the first root that has it), or NULL
+ * when the environment has no such module. */
 static char *module_dir(hiera_ctx *h, const char *name)
 {
     if (!valid_module_name(name))
         return NULL;
-    char *p = xjoin(h->env_dir, "/modules/", name, NULL);
-    if (cache_dir_exists(h->cache, p))
-        return p;
-    free(p);
-    if (h->codedir) {
-        p = xjoin(h->codedir, "/modules/", name, NULL);
+    char **roots = module_roots(h), *found = NULL;
+    for (size_t i = 0; roots[i] && !found; i++) {
+        char *p = xjoin(roots[i], "/", name, NULL);
         if (cache_dir_exists(h->cache, p))
-            return p;
-        free(p);
+            found = p;
+        else
+            free(p);
     }
-    return NULL;
+    module_roots_free(roots);
+    return found;
 }
 
-typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
 
 /* The entry of r (two names, the last asked first) for name, or NULL. */
 static const recent_name *recent_get(const recent_name *r, const char *name)
@@ -444,7 +462,8 @@ static bool module_metadata(hiera_ctx *h, const char *name, const char *dir, hv 
                 m += pre; /* the parser's own message, as Puppet::Util::Json raises it */
             char *id = xjoin("metadata.json parse\n", path, NULL);
             if (cache_warn_once(h->cache, id))
-                fprintf(stderr, "Warning: %s has an invalid and unparsable metadata.json file. The parse error: %s\n", name, m);
+                diag_warn("metadata-unparsable", path, 0, 0,
+                          "%s has an invalid and unparsable metadata.json file. The parse error: %s", name, m);
             free(id);
             herr_clear(&e);
         }
@@ -490,7 +509,7 @@ static bool module_metadata(hiera_ctx *h, const char *name, const char *dir, hv 
             /* Puppet::Module::MissingMetadata: logged, and the module is left out */
             char *id = xjoin("metadata.json\n", path, NULL);
             if (cache_warn_once(h->cache, id))
-                fprintf(stderr, "Error: %s\n", missing);
+                diag_report(DIAG_ERROR, "metadata-invalid", path, 0, 0, "%s", missing);
             free(id);
             free(missing);
             ok = false;
@@ -551,7 +570,7 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
         if (cfg && cfg->version >= 5 && pname) {
             char *m = xasprintf("Defining \"data_provider\": \"%s\" in metadata.json is deprecated. It is ignored since a 'hiera.yaml' with version >= 5 is present", pname);
             char *id = xjoin("metadata.json#data_provider-", name, NULL);
-            warn_once(h, id, md_path, m);
+            warn_once(h, "data-provider-deprecated", id, md_path, m);
             free(id);
             free(m);
             free(pname);
@@ -568,7 +587,7 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
         char *m = xasprintf("Defining \"data_provider\": \"%s\" in metadata.json is deprecated.%s", pname,
                             cfg ? "" : " A 'hiera.yaml' file should be used instead");
         char *id = xjoin("metadata.json#data_provider-", name, NULL);
-        warn_once(h, id, md_path, m);
+        warn_once(h, "data-provider-deprecated", id, md_path, m);
         free(id);
         free(m);
         if (pstring && strcmp(pname, "hiera") == 0) {
@@ -587,7 +606,7 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
         } else if (pstring && strcmp(pname, "function") == 0) {
             char *fn = xjoin(name, "::data", NULL);
             m = xasprintf("Using of legacy data provider function '%s'. Please convert to a 'data_hash' function", fn);
-            warn_once(h, "legacy_provider_function", NULL, m);
+            warn_once(h, "legacy-provider-function", "legacy_provider_function", NULL, m);
             free(m);
             l = new_layer(LAYER_MODULE, name, config_legacy_function(dir, fn, LAYER_MODULE));
             free(fn);
@@ -609,7 +628,7 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
 }
 
 /* LookupAdapter#module_provider: created once per module name. */
-static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
 {
     const recent_name *known = recent_get(h->mod_recent, name);
     if (known) {
@@ -967,7 +986,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
 }
 
 /* HieraConfig#configured_data_providers, once per context (the scope does not change). */
-static lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
+lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
 {
     if (herr_isset(&l->cfg->lazy_err)) {
         herr_clear(err);
@@ -1116,7 +1135,7 @@ static void function_not_found(hiera_ctx *h, const layer *l, const provider *p, 
 }
 
 /* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
-static hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
+hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
 {
     if (!loc->loaded) {
         loc->loaded = true;
@@ -3008,9 +3027,8 @@ void hctx_free(hiera_ctx *h)
         free(h->lo_recent[i].name);
         hv_decref(h->lo_names[i]);
     }
+    ex_free(h->ex);
     prov_free(h->prov);
-    free(h->prov_key);
-    hv_decref(h->prov_value);
     if (h->own_cache)
         cache_free(h->cache);
     free(h);
