@@ -795,7 +795,7 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
             return NULL;
         }
         if (hv_is(parsed, HV_HASH)) {
-            loaded = hv_symkeys_to_string(hv_incref(parsed));
+            loaded = hv_symkeys_to_string(hv_deep_copy(parsed)); /* a private copy: the loaders add defaults */
         } else {
             diag_warn("config-not-hash", path, 0, 0,
                       "%s: File exists but does not contain a valid YAML hash. Falling back to Hiera version 3 default config", path);
