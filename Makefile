@@ -3,7 +3,7 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
-PKGS = yaml-0.1 jansson oniguruma openssl
+PKGS = yaml-0.1 oniguruma openssl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
@@ -21,7 +21,7 @@ WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm
 # the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c)
-CLI_LIBS := $(shell pkg-config --libs yaml-0.1 jansson oniguruma 2>/dev/null) -lm -ldl -lpthread
+CLI_LIBS := $(shell pkg-config --libs yaml-0.1 oniguruma 2>/dev/null) -lm -ldl -lpthread
 
 B = build
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api);
@@ -184,7 +184,8 @@ asan:
 	@$(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" LTO= MIMALLOC= all $(UNIT_SRC:tests/unit/%.c=$(ASAN_B)/tests/%)
 
 RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
-	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera; \
+	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
+	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
 	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
 
 conformance-asan: asan
