@@ -354,7 +354,7 @@ static void test_hiera_new(void **state)
     hv *base = testutil_json("{\"hostname\": \"h\", \"fqdn\": \"h\", \"clientcert\": \"h\", \"role\": \"base\", \"os\": \"linux\","
                              " \"nil\": null}");
     hv *given = testutil_json("{\"role\": \"given\"}");
-    hiera_options o = {.codedir = code, .facts = given, .base_facts = base};
+    hiera_options o = {.size = sizeof o, .codedir = code, .facts = given, .base_facts = base};
     hiera_value *v = NULL;
     hiera_error err = {0};
     assert_int_equal(lookup_with(&o, "role", &v, &err), HIERA_OK);
