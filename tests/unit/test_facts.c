@@ -383,6 +383,12 @@ static void test_hiera_new(void **state)
     assert_int_equal(lookup_with(&o, "host", &v, &err), HIERA_OK);
     assert_string_equal(hiera_value_string(v), "web01");
     hiera_value_decref(v);
+    /* a caller of version 0.2 (size 0, or the size of the 0.2 struct) never has them read */
+    o.size = offsetof(hiera_options, trusted);
+    assert_int_equal(lookup_with(&o, "pp_role", &v, &err), HIERA_OK);
+    assert_string_equal(hiera_value_string(v), "");
+    hiera_value_decref(v);
+    o.size = sizeof o;
     hv_decref(trusted);
     trusted = testutil_json("{\"certname\": \"web01.example.com\"}");
     o.trusted = trusted;
