@@ -272,6 +272,9 @@ typedef struct {
     /* Where the context's warnings go (see hiera_diagnostic); NULL drops them. */
     hiera_diagnostic_fn diagnostics;
     void *diagnostics_data;
+    /* true: eyaml blocks are never decrypted; each reads as a Sensitive value (shown redacted), for
+     * answers given to someone who may not see secrets (hiera serve). */
+    bool redact_encrypted;
     /* Fields added after version 0.2 (read only when size covers them: set size): */
     /* $trusted, as a catalog request from an agent with a certificate sets it: a hash with the
      * keys authenticated ("remote", "local" or false), certname (a String) and extensions (a
