@@ -106,6 +106,7 @@ check: all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory cases
 	@python3 tests/batch/check.py --hiera $(B)/hiera
+	@python3 tests/facts/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
 	@python3 tests/serve/check.py --hiera $(B)/hiera
