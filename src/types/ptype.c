@@ -110,7 +110,7 @@ static int int_float_cmp(int64_t i, double d)
 }
 
 /* -1, 0, 1, or 2 when unordered (NaN involved). */
-static int n_cmp(num a, num b)
+static int pt_n_cmp(num a, num b)
 {
     if (a.k == N_FLOAT && isnan(a.d))
         return 2;
@@ -137,9 +137,9 @@ static int n_cmp(num a, num b)
     double y = big_to_double(b.big);
     return a.d < y ? -1 : a.d > y;
 }
-static bool n_le(num a, num b) { int c = n_cmp(a, b); return c == -1 || c == 0; }
-static bool n_lt(num a, num b) { return n_cmp(a, b) == -1; }
-static bool n_eq(num a, num b) { return n_cmp(a, b) == 0; }
+static bool n_le(num a, num b) { int c = pt_n_cmp(a, b); return c == -1 || c == 0; }
+static bool n_lt(num a, num b) { return pt_n_cmp(a, b) == -1; }
+static bool n_eq(num a, num b) { return pt_n_cmp(a, b) == 0; }
 static num n_min(num a, num b) { return n_le(a, b) ? a : b; }
 static num n_max(num a, num b) { return n_le(b, a) ? a : b; }
 
@@ -154,7 +154,7 @@ static num n_succ(num n)
 }
 
 /* Ruby's Float#to_s: shortest round-trip digits, fixed notation for exponents -4 < e <= 16. */
-static void ruby_float_to_s(sbuf *b, double d)
+static void pt_ruby_float_to_s(sbuf *b, double d)
 {
     if (isnan(d)) {
         sb_adds(b, "NaN");
@@ -216,14 +216,14 @@ static void ruby_float_to_s(sbuf *b, double d)
 }
 
 /* Ruby's Integer#to_s / Float#to_s of a number. */
-static void n_to_s(sbuf *b, num n)
+static void pt_n_to_s(sbuf *b, num n)
 {
     if (n.k == N_INT)
         sb_addf(b, "%" PRId64, n.i);
     else if (n.k == N_BIG)
         sb_adds(b, hv_bigint_digits(n.big));
     else
-        ruby_float_to_s(b, n.d);
+        pt_ruby_float_to_s(b, n.d);
 }
 
 /* ======================================================================================
@@ -240,7 +240,7 @@ static bool ps_eq(pstr a, pstr b) { return a.n == b.n && memcmp(a.p, b.p, a.n) =
 
 /* Ruby String#size for UTF-8 text: characters; a byte that does not start a valid sequence
  * counts as one character. */
-static size_t utf8_len(const char *s, size_t n)
+static size_t pt_utf8_len(const char *s, size_t n)
 {
     size_t count = 0, i = 0;
     while (i < n) {
@@ -264,7 +264,7 @@ static size_t utf8_len(const char *s, size_t n)
 
 /* Decodes one UTF-8 character at s (n bytes available); returns its length (1 for a bad byte,
  * with *cp the byte value). */
-static size_t utf8_next(const char *s, size_t n, uint32_t *cp)
+static size_t pt_utf8_next(const char *s, size_t n, uint32_t *cp)
 {
     unsigned char c = (unsigned char)s[0];
     size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
@@ -286,7 +286,7 @@ static size_t utf8_next(const char *s, size_t n, uint32_t *cp)
 }
 
 /* Ruby String#casecmp == 0: ASCII-only case folding. */
-static bool ascii_casecmp_eq(const char *a, size_t an, const char *b, size_t bn)
+static bool pt_ascii_casecmp_eq(const char *a, size_t an, const char *b, size_t bn)
 {
     if (an != bn)
         return false;
@@ -302,7 +302,7 @@ static void puppet_double_quote(sbuf *b, const char *s, size_t n)
     sb_addc(b, '"');
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        size_t len = utf8_next(s + i, n - i, &cp);
+        size_t len = pt_utf8_next(s + i, n - i, &cp);
         switch (cp) {
         case '\t': sb_adds(b, "\\t"); break;
         case '\n': sb_adds(b, "\\n"); break;
@@ -367,7 +367,7 @@ static void onig_init_once(void)
 
 /* Compiles src; on failure returns NULL and sets err to Ruby's RegexpError text
  * ("<reason>: /<source>/"). */
-static regex_t *re_compile(const char *src, size_t n, herr *err)
+static regex_t *pt_re_compile(const char *src, size_t n, herr *err)
 {
     onig_init_once();
     regex_t *re = NULL;
@@ -470,7 +470,7 @@ static const tkind parent_of[K_COUNT] = {
     [K_CATALOGENTRY] = K_ANY, [K_CLASS] = K_CATALOGENTRY, [K_RESOURCE] = K_CATALOGENTRY,
 };
 
-static const char *const simple_names[K_COUNT] = {
+static const char *const pt_simple_names[K_COUNT] = {
     "Any", "Unit", "Undef", "Default", "TypeWithContainedType", "NotUndef", "Type", "Optional",
     "Sensitive", "Iterable", "Iterator", "Init", "Scalar", "ScalarData", "Numeric", "Integer",
     "Float", "String", "Enum", "Pattern", "Boolean", "Regexp", "SemVer", "AbstractTimeData",
@@ -480,7 +480,7 @@ static const char *const simple_names[K_COUNT] = {
 };
 
 /* Ruby's is_a? on the type classes. */
-static bool is_a(const ptype *t, tkind k)
+static bool pt_is_a(const ptype *t, tkind k)
 {
     if (!t)
         return false;
@@ -492,7 +492,7 @@ static bool is_a(const ptype *t, tkind k)
     }
 }
 static bool is_k(const ptype *t, tkind k) { return t && t->k == k; }
-static bool is_contained(const ptype *t) { return is_a(t, K_CONTAINED); }
+static bool is_contained(const ptype *t) { return pt_is_a(t, K_CONTAINED); }
 
 static ptype *t_new(tkind k)
 {
@@ -505,7 +505,7 @@ static ptype *t_new(tkind k)
     return t;
 }
 
-static ptype *t_ref(const ptype *ct)
+static ptype *pt_ref(const ptype *ct)
 {
     ptype *t = (ptype *)ct;
     if (t && t->refs > 0)
@@ -513,18 +513,18 @@ static ptype *t_ref(const ptype *ct)
     return t;
 }
 
-static void t_unref(ptype *t)
+static void pt_unref(ptype *t)
 {
     if (!t || t->refs < 0 || --t->refs > 0)
         return;
     n_drop(&t->from);
     n_drop(&t->to);
-    t_unref(t->t);
-    t_unref(t->t2);
-    t_unref(t->t3);
-    t_unref(t->size);
+    pt_unref(t->t);
+    pt_unref(t->t2);
+    pt_unref(t->t3);
+    pt_unref(t->size);
     for (size_t i = 0; i < t->n; i++)
-        t_unref(t->v[i]);
+        pt_unref(t->v[i]);
     free(t->v);
     free(t->s.p);
     free(t->rt.p);
@@ -553,25 +553,25 @@ static void tl_push(tlist *l, ptype *t) /* steals t */
 static void tl_free(tlist *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        t_unref(l->v[i]);
+        pt_unref(l->v[i]);
     free(l->v);
     *l = (tlist){0};
 }
 
 /* ---- constructors (they steal their type arguments) ---- */
 
-static ptype *mk(tkind k) { return t_new(k); }
+static ptype *pt_mk(tkind k) { return t_new(k); }
 
-static ptype *mk_int(num from, num to)
+static ptype *pt_mk_int(num from, num to)
 {
     ptype *t = t_new(K_INTEGER);
     t->from = from;
     t->to = to;
     return t;
 }
-static ptype *mk_intv(int64_t from, int64_t to) { return mk_int(n_int(from), n_int(to)); }
+static ptype *mk_intv(int64_t from, int64_t to) { return pt_mk_int(n_int(from), n_int(to)); }
 
-static ptype *mk_float(num from, num to)
+static ptype *pt_mk_float(num from, num to)
 {
     ptype *t = t_new(K_FLOAT);
     t->from = from;
@@ -585,8 +585,8 @@ static ptype *to_size(ptype *size)
     if (!size || n_le(n_int(0), size->from))
         return size;
     num to = n_lt(size->to, n_int(0)) ? n_int(0) : n_copy(size->to);
-    t_unref(size);
-    return mk_int(n_int(0), to);
+    pt_unref(size);
+    return pt_mk_int(n_int(0), to);
 }
 
 static bool size_is_zero(const ptype *size)
@@ -594,13 +594,13 @@ static bool size_is_zero(const ptype *size)
     return size && n_eq(size->from, n_int(0)) && n_eq(size->to, n_int(0));
 }
 
-static ptype *mk_string_size(ptype *size)
+static ptype *pt_mk_string_size(ptype *size)
 {
     ptype *t = t_new(K_STRING);
     t->size = to_size(size);
     return t;
 }
-static ptype *mk_string_val(const char *p, size_t n)
+static ptype *pt_mk_string_val(const char *p, size_t n)
 {
     ptype *t = t_new(K_STRING);
     t->s = ps_dup(p, n);
@@ -617,7 +617,7 @@ static int pstr_cmp(const void *a, const void *b)
 }
 
 /* PEnumType.new: values are made unique and sorted (Ruby's String#<=>, bytewise). Copies. */
-static ptype *mk_enum(const pstr *vals, size_t n, bool ci)
+static ptype *pt_mk_enum(const pstr *vals, size_t n, bool ci)
 {
     ptype *t = t_new(K_ENUM);
     t->vals = xcalloc(n ? n : 1, sizeof *t->vals);
@@ -636,7 +636,7 @@ static ptype *mk_enum(const pstr *vals, size_t n, bool ci)
     return t;
 }
 
-static ptype *mk_regexp(const char *p, size_t n, bool has)
+static ptype *pt_mk_regexp(const char *p, size_t n, bool has)
 {
     ptype *t = t_new(K_REGEXP);
     if (has) {
@@ -646,14 +646,14 @@ static ptype *mk_regexp(const char *p, size_t n, bool has)
     return t;
 }
 
-static ptype *mk_bool(int flag)
+static ptype *pt_mk_bool(int flag)
 {
     ptype *t = t_new(K_BOOLEAN);
     t->flag = flag;
     return t;
 }
 
-static ptype *mk_collection(ptype *size)
+static ptype *pt_mk_collection(ptype *size)
 {
     ptype *t = t_new(K_COLLECTION);
     t->size = to_size(size);
@@ -661,34 +661,34 @@ static ptype *mk_collection(ptype *size)
 }
 
 /* PArrayType.new: a [0,0] size makes the element type Unit; no element type means Any. */
-static ptype *mk_array(ptype *elem, ptype *size)
+static ptype *pt_mk_array(ptype *elem, ptype *size)
 {
     ptype *t = t_new(K_ARRAY);
     t->size = to_size(size);
     if (size_is_zero(t->size)) {
-        t_unref(elem);
-        elem = mk(K_UNIT);
+        pt_unref(elem);
+        elem = pt_mk(K_UNIT);
     }
-    t->t = elem ? elem : mk(K_ANY);
+    t->t = elem ? elem : pt_mk(K_ANY);
     return t;
 }
 
-static ptype *mk_hash(ptype *key, ptype *value, ptype *size)
+static ptype *pt_mk_hash(ptype *key, ptype *value, ptype *size)
 {
     ptype *t = t_new(K_HASH);
     t->size = to_size(size);
     if (size_is_zero(t->size)) {
-        t_unref(key);
-        t_unref(value);
-        key = mk(K_UNIT);
-        value = mk(K_UNIT);
+        pt_unref(key);
+        pt_unref(value);
+        key = pt_mk(K_UNIT);
+        value = pt_mk(K_UNIT);
     }
-    t->t = key ? key : mk(K_ANY);
-    t->t2 = value ? value : mk(K_ANY);
+    t->t = key ? key : pt_mk(K_ANY);
+    t->t2 = value ? value : pt_mk(K_ANY);
     return t;
 }
 
-static ptype *mk_tuple(ptype **types, size_t n, ptype *size) /* steals types array */
+static ptype *pt_mk_tuple(ptype **types, size_t n, ptype *size) /* steals types array */
 {
     ptype *t = t_new(K_TUPLE);
     t->v = types ? types : xcalloc(1, sizeof *t->v);
@@ -697,7 +697,7 @@ static ptype *mk_tuple(ptype **types, size_t n, ptype *size) /* steals types arr
     return t;
 }
 
-static ptype *mk_struct(ptype **pairs, size_t nelems) /* steals the pairs array (2*nelems) */
+static ptype *pt_mk_struct(ptype **pairs, size_t nelems) /* steals the pairs array (2*nelems) */
 {
     ptype *t = t_new(K_STRUCT);
     t->v = pairs ? pairs : xcalloc(1, sizeof *t->v);
@@ -713,7 +713,7 @@ static ptype *mk_variant(ptype **types, size_t n) /* steals types array */
     return t;
 }
 
-static ptype *mk_pattern(ptype **regexps, size_t n) /* steals */
+static ptype *pt_mk_pattern(ptype **regexps, size_t n) /* steals */
 {
     ptype *t = t_new(K_PATTERN);
     t->v = regexps ? regexps : xcalloc(1, sizeof *t->v);
@@ -721,23 +721,23 @@ static ptype *mk_pattern(ptype **regexps, size_t n) /* steals */
     return t;
 }
 
-static ptype *generalize(const ptype *t);
+static ptype *pt_generalize(const ptype *t);
 
 /* Constructors of the types with one contained type, with their Ruby initialize quirks:
  * NotUndef[Any] keeps no type; Sensitive generalizes its type and defaults to Any. */
-static ptype *mk_contained(tkind k, ptype *inner)
+static ptype *pt_mk_contained(tkind k, ptype *inner)
 {
     ptype *t = t_new(k);
     if (k == K_NOTUNDEF && is_k(inner, K_ANY)) {
-        t_unref(inner);
+        pt_unref(inner);
         inner = NULL;
     }
     if (k == K_SENSITIVE) {
         if (!inner) {
-            inner = mk(K_ANY);
+            inner = pt_mk(K_ANY);
         } else {
-            ptype *g = generalize(inner);
-            t_unref(inner);
+            ptype *g = pt_generalize(inner);
+            pt_unref(inner);
             inner = g;
         }
     }
@@ -745,20 +745,20 @@ static ptype *mk_contained(tkind k, ptype *inner)
     return t;
 }
 
-static ptype *mk_callable(ptype *params, ptype *block, ptype *ret)
+static ptype *pt_mk_callable(ptype *params, ptype *block, ptype *ret)
 {
     ptype *t = t_new(K_CALLABLE);
     t->t = params;
     t->t2 = block;
     if (is_k(ret, K_ANY)) {
-        t_unref(ret);
+        pt_unref(ret);
         ret = NULL;
     }
     t->t3 = ret;
     return t;
 }
 
-static ptype *mk_named(tkind k, const char *p, size_t n)
+static ptype *pt_mk_named(tkind k, const char *p, size_t n)
 {
     ptype *t = t_new(k);
     t->s = ps_dup(p, n);
@@ -766,7 +766,7 @@ static ptype *mk_named(tkind k, const char *p, size_t n)
     return t;
 }
 
-static ptype *mk_runtime(const char *rt, size_t rtn, bool has_rt, const char *name, size_t nn, bool has_name)
+static ptype *pt_mk_runtime(const char *rt, size_t rtn, bool has_rt, const char *name, size_t nn, bool has_name)
 {
     ptype *t = t_new(K_RUNTIME);
     if (has_rt) {
@@ -781,25 +781,25 @@ static ptype *mk_runtime(const char *rt, size_t rtn, bool has_rt, const char *na
 }
 
 /* The DEFAULT instance of a type class. */
-static ptype *dflt(tkind k)
+static ptype *pt_dflt(tkind k)
 {
     switch (k) {
-    case K_ARRAY: return mk_array(NULL, NULL);
-    case K_HASH: return mk_hash(NULL, NULL, NULL);
-    case K_SENSITIVE: return mk_contained(K_SENSITIVE, NULL);
-    case K_TYPEREF: return mk_named(K_TYPEREF, "UnresolvedReference", 19);
+    case K_ARRAY: return pt_mk_array(NULL, NULL);
+    case K_HASH: return pt_mk_hash(NULL, NULL, NULL);
+    case K_SENSITIVE: return pt_mk_contained(K_SENSITIVE, NULL);
+    case K_TYPEREF: return pt_mk_named(K_TYPEREF, "UnresolvedReference", 19);
     case K_ALIAS: { /* PTypeAliasType::DEFAULT */
-        ptype *a = mk_named(K_ALIAS, "UnresolvedAlias", 15);
-        a->t = mk_named(K_TYPEREF, "UnresolvedReference", 19);
+        ptype *a = pt_mk_named(K_ALIAS, "UnresolvedAlias", 15);
+        a->t = pt_mk_named(K_TYPEREF, "UnresolvedReference", 19);
         return a;
     }
-    default: return mk(k);
+    default: return pt_mk(k);
     }
 }
 
-static ptype *hash_empty(void) { return mk_hash(mk(K_UNIT), mk(K_UNIT), mk_intv(0, 0)); }
-static ptype *array_empty(void) { return mk_array(mk(K_UNIT), mk_intv(0, 0)); }
-static ptype *default_size(void) { return mk_int(n_int(0), n_posinf()); }
+static ptype *hash_empty(void) { return pt_mk_hash(pt_mk(K_UNIT), pt_mk(K_UNIT), mk_intv(0, 0)); }
+static ptype *array_empty(void) { return pt_mk_array(pt_mk(K_UNIT), mk_intv(0, 0)); }
+static ptype *default_size(void) { return pt_mk_int(n_int(0), n_posinf()); }
 
 /* ---- element accessors ---- */
 static const ptype *st_key(const ptype *s, size_t i) { return s->v[2 * i]; }
@@ -823,20 +823,20 @@ static const char *t_name(const ptype *t)
         return t->s.p;
     if (t->k == K_TYPESET)
         return "DefaultTypeSet";
-    return simple_names[t->k];
+    return pt_simple_names[t->k];
 }
 
 /* ======================================================================================
  * Structural equality (Ruby eql? / == on types)
  * ====================================================================================== */
 
-static bool t_eq(const ptype *a, const ptype *b);
+static bool pt_eq(const ptype *a, const ptype *b);
 
 static bool opt_eq(const ptype *a, const ptype *b)
 {
     if (!a || !b)
         return a == b;
-    return t_eq(a, b);
+    return pt_eq(a, b);
 }
 
 /* Ruby's (a - b).empty? on type arrays: every element of a is in b. */
@@ -845,14 +845,14 @@ static bool tv_subset(ptype *const *a, size_t an, ptype *const *b, size_t bn)
     for (size_t i = 0; i < an; i++) {
         bool found = false;
         for (size_t j = 0; j < bn && !found; j++)
-            found = t_eq(a[i], b[j]);
+            found = pt_eq(a[i], b[j]);
         if (!found)
             return false;
     }
     return true;
 }
 
-static bool t_eq(const ptype *a, const ptype *b)
+static bool pt_eq(const ptype *a, const ptype *b)
 {
     if (a == b)
         return true;
@@ -879,7 +879,7 @@ static bool t_eq(const ptype *a, const ptype *b)
     case K_REGEXP: case K_TYPEREF: case K_ALIAS: case K_CLASS:
         return a->has_s == b->has_s && (!a->has_s || ps_eq(a->s, b->s));
     case K_RESOURCE:
-        return a->has_s == b->has_s && (!a->has_s || ascii_casecmp_eq(a->s.p, a->s.n, b->s.p, b->s.n));
+        return a->has_s == b->has_s && (!a->has_s || pt_ascii_casecmp_eq(a->s.p, a->s.n, b->s.p, b->s.n));
     case K_RUNTIME:
         return a->has_s == b->has_s && (!a->has_s || ps_eq(a->s, b->s)) && a->has_rt == b->has_rt &&
                (!a->has_rt || ps_eq(a->rt, b->rt));
@@ -888,21 +888,21 @@ static bool t_eq(const ptype *a, const ptype *b)
     case K_COLLECTION:
         return opt_eq(a->size, b->size);
     case K_ARRAY:
-        return opt_eq(a->size, b->size) && t_eq(a->t, b->t);
+        return opt_eq(a->size, b->size) && pt_eq(a->t, b->t);
     case K_HASH:
-        return opt_eq(a->size, b->size) && t_eq(a->t, b->t) && t_eq(a->t2, b->t2);
+        return opt_eq(a->size, b->size) && pt_eq(a->t, b->t) && pt_eq(a->t2, b->t2);
     case K_TUPLE:
         if (a->n != b->n || !opt_eq(a->size, b->size))
             return false;
         for (size_t i = 0; i < a->n; i++)
-            if (!t_eq(a->v[i], b->v[i]))
+            if (!pt_eq(a->v[i], b->v[i]))
                 return false;
         return true;
     case K_STRUCT:
         if (a->n != b->n)
             return false;
         for (size_t i = 0; i < a->n; i++)
-            if (!t_eq(a->v[i], b->v[i]))
+            if (!pt_eq(a->v[i], b->v[i]))
                 return false;
         return true;
     case K_CALLABLE:
@@ -928,7 +928,7 @@ static uint64_t t_digest(const ptype *t)
 }
 
 /* Array#uniq on types (first occurrence kept). */
-static void tl_uniq(tlist *l)
+static void pt_tl_uniq(tlist *l)
 {
     uint64_t *d = xcalloc(l->n ? l->n : 1, sizeof *d);
     size_t w = 0;
@@ -936,9 +936,9 @@ static void tl_uniq(tlist *l)
         uint64_t di = t_digest(l->v[i]);
         bool dup = false;
         for (size_t j = 0; j < w && !dup; j++)
-            dup = d[j] == di && t_eq(l->v[j], l->v[i]);
+            dup = d[j] == di && pt_eq(l->v[j], l->v[i]);
         if (dup) {
-            t_unref(l->v[i]);
+            pt_unref(l->v[i]);
         } else {
             d[w] = di;
             l->v[w++] = l->v[i];
@@ -950,22 +950,22 @@ static void tl_uniq(tlist *l)
 
 /* PVariantType.maybe_create: flattens nested variants, removes duplicates, and returns the only
  * type when one remains. Steals the list's types. */
-static ptype *maybe_create(tlist *l)
+static ptype *pt_maybe_create(tlist *l)
 {
     tlist flat = {0};
     for (size_t i = 0; i < l->n; i++) {
         ptype *t = l->v[i];
         if (is_k(t, K_VARIANT)) {
             for (size_t j = 0; j < t->n; j++)
-                tl_push(&flat, t_ref(t->v[j]));
-            t_unref(t);
+                tl_push(&flat, pt_ref(t->v[j]));
+            pt_unref(t);
         } else {
             tl_push(&flat, t);
         }
     }
     free(l->v);
     *l = (tlist){0};
-    tl_uniq(&flat);
+    pt_tl_uniq(&flat);
     if (flat.n == 1) {
         ptype *t = flat.v[0];
         free(flat.v);
@@ -979,8 +979,8 @@ static ptype *maybe_create(tlist *l)
  * ====================================================================================== */
 
 typedef struct guard guard;
-static bool assignable(const ptype *t, const ptype *o, guard *g);
-static bool accepts_undef(const ptype *t);
+static bool pt_assignable(const ptype *t, const ptype *o, guard *g);
+static bool pt_accepts_undef(const ptype *t);
 
 static void tfx(sbuf *b, const ptype *t, bool x);
 
@@ -992,10 +992,10 @@ static void tf_range(sbuf *b, const ptype *r, bool continued)
     if (n_is_neginf(r->from))
         sb_adds(b, "default");
     else
-        n_to_s(b, r->from);
+        pt_n_to_s(b, r->from);
     if (!n_is_posinf(r->to)) {
         sb_adds(b, ", ");
-        n_to_s(b, r->to);
+        pt_n_to_s(b, r->to);
     }
     if (continued)
         sb_adds(b, ", ");
@@ -1040,7 +1040,7 @@ static void tf_struct(sbuf *b, const ptype *t, bool x)
     sb_adds(b, "[{");
     for (size_t i = 0; i < st_count(t); i++) {
         const ptype *k = st_key(t, i), *v = st_val(t, i);
-        bool value_optional = accepts_undef(v);
+        bool value_optional = pt_accepts_undef(v);
         pstr name = st_name(t, i);
         if (i)
             sb_adds(b, ", ");
@@ -1098,7 +1098,7 @@ static void tfx(sbuf *b, const ptype *t, bool x)
 {
     switch (t->k) {
     case K_INTEGER: case K_FLOAT:
-        sb_adds(b, simple_names[t->k]);
+        sb_adds(b, pt_simple_names[t->k]);
         if (!is_unbounded(t)) {
             sb_addc(b, '[');
             tf_range(b, t, false);
@@ -1106,7 +1106,7 @@ static void tfx(sbuf *b, const ptype *t, bool x)
         }
         break;
     case K_STRING: case K_COLLECTION:
-        sb_adds(b, simple_names[t->k]);
+        sb_adds(b, pt_simple_names[t->k]);
         if (t->size && !is_unbounded(t->size)) {
             sb_addc(b, '[');
             tf_range(b, t->size, false);
@@ -1223,7 +1223,7 @@ static void tfx(sbuf *b, const ptype *t, bool x)
         }
         break;
     case K_NOTUNDEF: case K_OPTIONAL:
-        sb_adds(b, simple_names[t->k]);
+        sb_adds(b, pt_simple_names[t->k]);
         if (t->t) {
             sb_addc(b, '[');
             tf_maybe_value(b, t->t, x);
@@ -1234,7 +1234,7 @@ static void tfx(sbuf *b, const ptype *t, bool x)
         tf_contained(b, "Sensitive", is_k(t->t, K_ANY) ? NULL : t->t, x);
         break;
     case K_TYPE: case K_ITERABLE: case K_ITERATOR: case K_INIT:
-        tf_contained(b, simple_names[t->k], t->t, x);
+        tf_contained(b, pt_simple_names[t->k], t->t, x);
         break;
     case K_RUNTIME:
         sb_adds(b, "Runtime");
@@ -1290,12 +1290,12 @@ static void tfx(sbuf *b, const ptype *t, bool x)
                    "version => '0.0.0'}]");
         break;
     default:
-        sb_adds(b, simple_names[t->k]);
+        sb_adds(b, pt_simple_names[t->k]);
         break;
     }
 }
 
-static char *t_to_s(const ptype *t)
+static char *pt_to_s(const ptype *t)
 {
     sbuf b = {0};
     tfx(&b, t, t->k == K_ALIAS); /* PTypeAliasType#to_s is the expanded form */
@@ -1303,7 +1303,7 @@ static char *t_to_s(const ptype *t)
 }
 
 /* to_alias_expanded_s */
-static char *t_to_xs(const ptype *t)
+static char *pt_to_xs(const ptype *t)
 {
     sbuf b = {0};
     tfx(&b, t, true);
@@ -1316,11 +1316,11 @@ static char *t_to_xs(const ptype *t)
 
 static void make_immortal(ptype *t) { t->refs = -1; }
 
-static const ptype *D(tkind k)
+static const ptype *pt_D(tkind k)
 {
     static ptype *defaults[K_COUNT];
     if (!defaults[k]) {
-        defaults[k] = dflt(k);
+        defaults[k] = pt_dflt(k);
         make_immortal(defaults[k]);
     }
     return defaults[k];
@@ -1340,72 +1340,72 @@ static bool is_hash_default(const ptype *t)
 }
 static bool is_tuple_default(const ptype *t) { return is_k(t, K_TUPLE) && t->n == 0 && !t->size; }
 
-static ptype *generalize(const ptype *t)
+static ptype *pt_generalize(const ptype *t)
 {
     switch (t->k) {
     case K_NOTUNDEF: case K_TYPE: case K_OPTIONAL: case K_ITERABLE: case K_ITERATOR: case K_INIT:
     case K_SENSITIVE:
         if (!t->t)
-            return dflt(t->k);
-        return mk_contained(t->k, generalize(t->t));
+            return pt_dflt(t->k);
+        return pt_mk_contained(t->k, pt_generalize(t->t));
     case K_ENUM: {
         if (!t->nvals)
-            return dflt(K_STRING);
+            return pt_dflt(K_STRING);
         size_t lo = SIZE_MAX, hi = 0;
         for (size_t i = 0; i < t->nvals; i++) {
-            size_t l = utf8_len(t->vals[i].p, t->vals[i].n);
+            size_t l = pt_utf8_len(t->vals[i].p, t->vals[i].n);
             lo = l < lo ? l : lo;
             hi = l > hi ? l : hi;
         }
-        return mk_string_size(mk_intv((int64_t)lo, (int64_t)hi));
+        return pt_mk_string_size(mk_intv((int64_t)lo, (int64_t)hi));
     }
     case K_INTEGER: case K_FLOAT: case K_STRING: case K_BOOLEAN: case K_COLLECTION:
-        return dflt(t->k);
+        return pt_dflt(t->k);
     case K_STRUCT: {
         if (!t->n)
-            return dflt(K_STRUCT);
+            return pt_dflt(K_STRUCT);
         ptype **v = xcalloc(t->n, sizeof *v);
         for (size_t i = 0; i < st_count(t); i++) {
-            v[2 * i] = t_ref(st_key(t, i));
-            v[2 * i + 1] = generalize(st_val(t, i));
+            v[2 * i] = pt_ref(st_key(t, i));
+            v[2 * i + 1] = pt_generalize(st_val(t, i));
         }
-        return mk_struct(v, st_count(t));
+        return pt_mk_struct(v, st_count(t));
     }
     case K_TUPLE: {
         if (is_tuple_default(t))
-            return dflt(K_TUPLE);
+            return pt_dflt(K_TUPLE);
         ptype **v = xcalloc(t->n ? t->n : 1, sizeof *v);
         for (size_t i = 0; i < t->n; i++)
-            v[i] = generalize(t->v[i]);
-        return mk_tuple(v, t->n, t_ref(t->size));
+            v[i] = pt_generalize(t->v[i]);
+        return pt_mk_tuple(v, t->n, pt_ref(t->size));
     }
     case K_CALLABLE:
         if (!t->t && !t->t2 && !t->t3)
-            return dflt(K_CALLABLE);
-        return mk_callable(t->t ? generalize(t->t) : NULL, t->t2 ? generalize(t->t2) : NULL,
-                           t->t3 ? generalize(t->t3) : NULL);
+            return pt_dflt(K_CALLABLE);
+        return pt_mk_callable(t->t ? pt_generalize(t->t) : NULL, t->t2 ? pt_generalize(t->t2) : NULL,
+                           t->t3 ? pt_generalize(t->t3) : NULL);
     case K_ARRAY:
         if (is_k(t->t, K_ANY))
-            return dflt(K_ARRAY);
-        return mk_array(generalize(t->t), NULL);
+            return pt_dflt(K_ARRAY);
+        return pt_mk_array(pt_generalize(t->t), NULL);
     case K_HASH:
         if (is_hash_default(t) || is_hash_empty(t))
-            return t_ref(t);
-        return mk_hash(generalize(t->t), generalize(t->t2), NULL);
+            return pt_ref(t);
+        return pt_mk_hash(pt_generalize(t->t), pt_generalize(t->t2), NULL);
     case K_VARIANT: {
         if (!t->n)
-            return t_ref(t);
+            return pt_ref(t);
         tlist l = {0};
         for (size_t i = 0; i < t->n; i++)
-            tl_push(&l, generalize(t->v[i]));
-        return maybe_create(&l);
+            tl_push(&l, pt_generalize(t->v[i]));
+        return pt_maybe_create(&l);
     }
     default:
-        return t_ref(t);
+        return pt_ref(t);
     }
 }
 
-static ptype *normalize(const ptype *t);
+static ptype *pt_normalize(const ptype *t);
 
 /* Integer ranges of a Variant merged as PVariantType#merge_ranges does. */
 static bool int_merge(const ptype *a, const ptype *b, num *from, num *to)
@@ -1448,9 +1448,10 @@ static void merge_numbers(tkind k, tlist *types)
             for (size_t i = 0; i < ranges.n; i++) {
                 num from, to;
                 if (int_merge(memo, ranges.v[i], &from, &to)) {
-                    ptype *m = k == K_INTEGER ? mk_int(n_copy(from), n_copy(to)) : mk_float(n_copy(from), n_copy(to));
-                    t_unref(memo);
-                    t_unref(ranges.v[i]);
+                    ptype *m = k == K_INTEGER ? pt_mk_int(n_copy(from), n_copy(to))
+                                              : pt_mk_float(n_copy(from), n_copy(to));
+                    pt_unref(memo);
+                    pt_unref(ranges.v[i]);
                     memo = m;
                 } else {
                     tl_push(&unmerged, ranges.v[i]);
@@ -1482,12 +1483,12 @@ static void swap_not_undefs(tlist *types)
     if (nus.n > 1) {
         tlist inner = {0};
         for (size_t i = 0; i < nus.n; i++)
-            tl_push(&inner, nus.v[i]->t ? t_ref(nus.v[i]->t) : mk(K_ANY));
+            tl_push(&inner, nus.v[i]->t ? pt_ref(nus.v[i]->t) : pt_mk(K_ANY));
         tl_free(&nus);
-        ptype *v = maybe_create(&inner);
-        ptype *nv = normalize(v);
-        t_unref(v);
-        tl_push(&others, mk_contained(K_NOTUNDEF, nv));
+        ptype *v = pt_maybe_create(&inner);
+        ptype *nv = pt_normalize(v);
+        pt_unref(v);
+        tl_push(&others, pt_mk_contained(K_NOTUNDEF, nv));
     } else {
         for (size_t i = 0; i < nus.n; i++)
             tl_push(&others, nus.v[i]);
@@ -1537,7 +1538,7 @@ static void merge_enums_pass(tlist *types, bool ci)
                 vals[i] = d;
             }
         }
-        ptype *m = mk_enum(vals, nv, ci);
+        ptype *m = pt_mk_enum(vals, nv, ci);
         if (ci)
             for (size_t i = 0; i < nv; i++)
                 free(vals[i].p);
@@ -1564,10 +1565,10 @@ static void merge_patterns(tlist *types)
         tlist res = {0};
         for (size_t i = 0; i < pats.n; i++)
             for (size_t j = 0; j < pats.v[i]->n; j++)
-                tl_push(&res, t_ref(pats.v[i]->v[j]));
-        tl_uniq(&res);
+                tl_push(&res, pt_ref(pats.v[i]->v[j]));
+        pt_tl_uniq(&res);
         tl_free(&pats);
-        tl_push(&others, mk_pattern(res.v, res.n));
+        tl_push(&others, pt_mk_pattern(res.v, res.n));
     } else {
         for (size_t i = 0; i < pats.n; i++)
             tl_push(&others, pats.v[i]);
@@ -1579,11 +1580,11 @@ static void merge_patterns(tlist *types)
 static ptype *normalize_variant(const ptype *t)
 {
     if (!t->n)
-        return t_ref(t);
+        return pt_ref(t);
     tlist types = {0};
     bool has_undef = false, modified = false;
     for (size_t i = 0; i < t->n; i++) {
-        ptype *n = normalize(t->v[i]);
+        ptype *n = pt_normalize(t->v[i]);
         has_undef |= is_k(n, K_UNDEF) || is_k(n, K_OPTIONAL);
         modified |= n != t->v[i];
         tl_push(&types, n);
@@ -1600,12 +1601,12 @@ static ptype *normalize_variant(const ptype *t)
             ptype *x = types.v[i];
             if (is_k(x, K_UNDEF))
                 continue;
-            tl_push(&rest, is_k(x, K_OPTIONAL) ? (x->t ? t_ref(x->t) : mk(K_ANY)) : t_ref(x));
+            tl_push(&rest, is_k(x, K_OPTIONAL) ? (x->t ? pt_ref(x->t) : pt_mk(K_ANY)) : pt_ref(x));
         }
         tl_free(&types);
-        ptype *o = mk_contained(K_OPTIONAL, maybe_create(&rest));
-        ptype *r = normalize(o);
-        t_unref(o);
+        ptype *o = pt_mk_contained(K_OPTIONAL, pt_maybe_create(&rest));
+        ptype *r = pt_normalize(o);
+        pt_unref(o);
         return r;
     }
     /* flatten_variants */
@@ -1614,8 +1615,8 @@ static ptype *normalize_variant(const ptype *t)
         ptype *x = types.v[i];
         if (is_k(x, K_VARIANT)) {
             for (size_t j = 0; j < x->n; j++)
-                tl_push(&flat, t_ref(x->v[j]));
-            t_unref(x);
+                tl_push(&flat, pt_ref(x->v[j]));
+            pt_unref(x);
         } else {
             tl_push(&flat, x);
         }
@@ -1635,9 +1636,9 @@ static ptype *normalize_variant(const ptype *t)
     }
     if (!modified && flat.n == before_merge) {
         tl_free(&flat);
-        return t_ref(t);
+        return pt_ref(t);
     }
-    return maybe_create(&flat);
+    return pt_maybe_create(&flat);
 }
 
 /* normalize keeps Ruby's object identity: a type whose parts did not change is returned itself,
@@ -1645,40 +1646,40 @@ static ptype *normalize_variant(const ptype *t)
 static ptype *normalize_contained(const ptype *t)
 {
     if (!t->t)
-        return dflt(t->k);
-    ptype *inner = normalize(t->t), *n;
+        return pt_dflt(t->k);
+    ptype *inner = pt_normalize(t->t), *n;
     if (inner == t->t) {
-        t_unref(inner);
-        n = t_ref(t);
+        pt_unref(inner);
+        n = pt_ref(t);
     } else {
-        n = mk_contained(t->k, inner);
+        n = pt_mk_contained(t->k, inner);
     }
     if (!n->t)
         return n;
     if (t->k == K_NOTUNDEF) {
         if (is_k(n->t, K_OPTIONAL)) { /* no point in an Optional inside a NotUndef */
-            ptype *x = mk_contained(K_NOTUNDEF, t_ref(n->t->t));
-            t_unref(n);
-            ptype *r = normalize(x);
-            t_unref(x);
+            ptype *x = pt_mk_contained(K_NOTUNDEF, pt_ref(n->t->t));
+            pt_unref(n);
+            ptype *r = pt_normalize(x);
+            pt_unref(x);
             return r;
         }
-        if (!accepts_undef(n->t)) { /* NotUndef anyway */
-            ptype *r = t_ref(n->t);
-            t_unref(n);
+        if (!pt_accepts_undef(n->t)) { /* NotUndef anyway */
+            ptype *r = pt_ref(n->t);
+            pt_unref(n);
             return r;
         }
     } else if (t->k == K_OPTIONAL) {
         if (is_k(n->t, K_NOTUNDEF)) {
-            ptype *x = mk_contained(K_OPTIONAL, t_ref(n->t->t));
-            t_unref(n);
-            ptype *r = normalize(x);
-            t_unref(x);
+            ptype *x = pt_mk_contained(K_OPTIONAL, pt_ref(n->t->t));
+            pt_unref(n);
+            ptype *r = pt_normalize(x);
+            pt_unref(x);
             return r;
         }
-        if (accepts_undef(n->t)) { /* Optional anyway */
-            ptype *r = t_ref(n->t);
-            t_unref(n);
+        if (pt_accepts_undef(n->t)) { /* Optional anyway */
+            ptype *r = pt_ref(n->t);
+            pt_unref(n);
             return r;
         }
     }
@@ -1691,10 +1692,10 @@ static bool normalize_all(ptype *const *in, size_t n, size_t step, ptype **out)
     bool same = true;
     for (size_t i = 0; i < n; i++) {
         if (step == 2 && i % 2 == 0) { /* struct keys stay */
-            out[i] = t_ref(in[i]);
+            out[i] = pt_ref(in[i]);
             continue;
         }
-        out[i] = normalize(in[i]);
+        out[i] = pt_normalize(in[i]);
         same &= out[i] == in[i];
     }
     return same;
@@ -1703,66 +1704,66 @@ static bool normalize_all(ptype *const *in, size_t n, size_t step, ptype **out)
 static void unref_all(ptype **v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        t_unref(v[i]);
+        pt_unref(v[i]);
     free(v);
 }
 
-static ptype *normalize(const ptype *t)
+static ptype *pt_normalize(const ptype *t)
 {
     switch (t->k) {
     case K_NOTUNDEF: case K_TYPE: case K_OPTIONAL: case K_ITERABLE: case K_ITERATOR: case K_INIT:
     case K_SENSITIVE:
         return normalize_contained(t);
     case K_COLLECTION:
-        return dflt(K_COLLECTION); /* PCollectionType#normalize drops the size */
+        return pt_dflt(K_COLLECTION); /* PCollectionType#normalize drops the size */
     case K_STRUCT: case K_TUPLE: {
         if ((t->k == K_STRUCT && !t->n) || is_tuple_default(t))
-            return dflt(t->k);
+            return pt_dflt(t->k);
         ptype **v = xcalloc(t->n ? t->n : 1, sizeof *v);
         if (normalize_all(t->v, t->n, t->k == K_STRUCT ? 2 : 1, v)) {
             unref_all(v, t->n);
-            return t_ref(t);
+            return pt_ref(t);
         }
-        return t->k == K_STRUCT ? mk_struct(v, st_count(t)) : mk_tuple(v, t->n, t_ref(t->size));
+        return t->k == K_STRUCT ? pt_mk_struct(v, st_count(t)) : pt_mk_tuple(v, t->n, pt_ref(t->size));
     }
     case K_ARRAY: {
         if (is_k(t->t, K_ANY))
-            return dflt(K_ARRAY); /* Array[Any, ...] normalizes to Array, dropping the size */
-        ptype *e = normalize(t->t);
+            return pt_dflt(K_ARRAY); /* Array[Any, ...] normalizes to Array, dropping the size */
+        ptype *e = pt_normalize(t->t);
         if (e == t->t) {
-            t_unref(e);
-            return t_ref(t);
+            pt_unref(e);
+            return pt_ref(t);
         }
-        return mk_array(e, t_ref(t->size));
+        return pt_mk_array(e, pt_ref(t->size));
     }
     case K_HASH: {
         if (is_hash_default(t) || is_hash_empty(t))
-            return t_ref(t);
-        ptype *k = normalize(t->t), *v = normalize(t->t2);
+            return pt_ref(t);
+        ptype *k = pt_normalize(t->t), *v = pt_normalize(t->t2);
         if (!t->size && k == t->t && v == t->t2) {
-            t_unref(k);
-            t_unref(v);
-            return t_ref(t);
+            pt_unref(k);
+            pt_unref(v);
+            return pt_ref(t);
         }
-        return mk_hash(k, v, t_ref(t->size));
+        return pt_mk_hash(k, v, pt_ref(t->size));
     }
     case K_VARIANT:
         return normalize_variant(t);
     case K_CALLABLE: {
         if (!t->t && !t->t2 && !t->t3)
-            return dflt(K_CALLABLE);
-        ptype *p = t->t ? normalize(t->t) : NULL, *b = t->t2 ? normalize(t->t2) : NULL,
-              *r = t->t3 ? normalize(t->t3) : NULL;
+            return pt_dflt(K_CALLABLE);
+        ptype *p = t->t ? pt_normalize(t->t) : NULL, *b = t->t2 ? pt_normalize(t->t2) : NULL,
+              *r = t->t3 ? pt_normalize(t->t3) : NULL;
         if (p == t->t && b == t->t2 && r == t->t3) {
-            t_unref(p);
-            t_unref(b);
-            t_unref(r);
-            return t_ref(t);
+            pt_unref(p);
+            pt_unref(b);
+            pt_unref(r);
+            return pt_ref(t);
         }
-        return mk_callable(p, b, r);
+        return pt_mk_callable(p, b, r);
     }
     default:
-        return t_ref(t);
+        return pt_ref(t);
     }
 }
 
@@ -1779,12 +1780,12 @@ struct guard {
 };
 
 static bool asg_base(const ptype *t, const ptype *o, guard *g);
-static ptype *builtin_alias(const char *name, size_t n);
+static ptype *pt_builtin_alias(const char *name, size_t n);
 static bool iterable(const ptype *t, int depth);
 static ptype *iterable_type(const ptype *t, int depth);
 static bool re_type_match(ptype *re, const char *s, size_t n);
 
-/* Runs assignable(t, o) with the pair pushed on the guard; true when already present. */
+/* Runs pt_assignable(t, o) with the pair pushed on the guard; true when already present. */
 static bool asg_guarded(const ptype *t, const ptype *o, guard *g, bool via_that)
 {
     guard local = {.n = 0};
@@ -1799,12 +1800,12 @@ static bool asg_guarded(const ptype *t, const ptype *o, guard *g, bool via_that)
     g->that_[g->n] = o;
     g->via_that[g->n] = via_that;
     g->n++;
-    bool r = via_that ? assignable(t, o->t, g) : asg_base(t, o, g);
+    bool r = via_that ? pt_assignable(t, o->t, g) : asg_base(t, o, g);
     g->n--;
     return r;
 }
 
-static bool assignable(const ptype *t, const ptype *o, guard *g)
+static bool pt_assignable(const ptype *t, const ptype *o, guard *g)
 {
     if (!t || !o)
         return false;
@@ -1832,7 +1833,7 @@ static bool assignable(const ptype *t, const ptype *o, guard *g)
     }
 }
 
-static bool accepts_undef(const ptype *t) { return assignable(t, D(K_UNDEF), NULL); }
+static bool pt_accepts_undef(const ptype *t) { return pt_assignable(t, pt_D(K_UNDEF), NULL); }
 
 static bool asg_impl(const ptype *t, const ptype *o, guard *g);
 
@@ -1853,14 +1854,14 @@ static bool asg_base(const ptype *t, const ptype *o, guard *g)
         if (o->n == 0)
             return false;
         for (size_t i = 0; i < o->n; i++)
-            if (!assignable(t, o->v[i], g))
+            if (!pt_assignable(t, o->v[i], g))
                 return false;
         return true;
     case K_OPTIONAL:
-        return assignable(t, D(K_UNDEF), g) && (!o->t || assignable(t, o->t, g));
+        return pt_assignable(t, pt_D(K_UNDEF), g) && (!o->t || pt_assignable(t, o->t, g));
     case K_NOTUNDEF:
-        if (o->t && !accepts_undef(o->t))
-            return assignable(t, o->t, g);
+        if (o->t && !pt_accepts_undef(o->t))
+            return pt_assignable(t, o->t, g);
         return asg_impl(t, o, g);
     default:
         return asg_impl(t, o, g);
@@ -1871,9 +1872,9 @@ static bool asg_base(const ptype *t, const ptype *o, guard *g)
 static ptype *derived_size(const ptype *s)
 {
     if (s->size)
-        return t_ref(s->size);
+        return pt_ref(s->size);
     if (s->has_s) {
-        int64_t l = (int64_t)utf8_len(s->s.p, s->s.n);
+        int64_t l = (int64_t)pt_utf8_len(s->s.p, s->s.n);
         return mk_intv(l, l);
     }
     return default_size();
@@ -1882,7 +1883,7 @@ static ptype *derived_size(const ptype *s)
 static bool enum_has(const ptype *e, const char *s, size_t n)
 {
     for (size_t i = 0; i < e->nvals; i++)
-        if (e->flag ? ascii_casecmp_eq(e->vals[i].p, e->vals[i].n, s, n)
+        if (e->flag ? pt_ascii_casecmp_eq(e->vals[i].p, e->vals[i].n, s, n)
                     : (e->vals[i].n == n && memcmp(e->vals[i].p, s, n) == 0))
             return true;
     return false;
@@ -1891,9 +1892,9 @@ static bool enum_has(const ptype *e, const char *s, size_t n)
 static bool size_assignable(const ptype *size_s, const ptype *size_o, guard *g)
 {
     ptype *ds = size_s ? NULL : default_size(), *dso = size_o ? NULL : default_size();
-    bool r = assignable(size_s ? size_s : ds, size_o ? size_o : dso, g);
-    t_unref(ds);
-    t_unref(dso);
+    bool r = pt_assignable(size_s ? size_s : ds, size_o ? size_o : dso, g);
+    pt_unref(ds);
+    pt_unref(dso);
     return r;
 }
 
@@ -1901,7 +1902,7 @@ static bool size_assignable_n(const ptype *size_s, int64_t from, int64_t to, gua
 {
     ptype *o = mk_intv(from, to);
     bool r = size_assignable(size_s, o, g);
-    t_unref(o);
+    pt_unref(o);
     return r;
 }
 
@@ -1916,8 +1917,8 @@ static bool asg_string(const ptype *t, const ptype *o, guard *g)
         /* a size constrained String */
         if (o->k == K_STRING) {
             ptype *d = derived_size(o);
-            bool r = assignable(t->size, d, g);
-            t_unref(d);
+            bool r = pt_assignable(t->size, d, g);
+            pt_unref(d);
             return r;
         }
         if (o->k == K_ENUM) {
@@ -1925,7 +1926,7 @@ static bool asg_string(const ptype *t, const ptype *o, guard *g)
                 return size_assignable(t->size, NULL, g);
             size_t lo = SIZE_MAX, hi = 0;
             for (size_t i = 0; i < o->nvals; i++) {
-                size_t l = utf8_len(o->vals[i].p, o->vals[i].n);
+                size_t l = pt_utf8_len(o->vals[i].p, o->vals[i].n);
                 lo = l < lo ? l : lo;
                 hi = l > hi ? l : hi;
             }
@@ -1946,7 +1947,7 @@ static bool asg_string(const ptype *t, const ptype *o, guard *g)
 
 static bool asg_pattern(const ptype *t, const ptype *o)
 {
-    if (t_eq(t, o))
+    if (pt_eq(t, o))
         return true;
     if (o->k == K_STRING) {
         if (!o->has_s)
@@ -1979,7 +1980,7 @@ static bool asg_pattern(const ptype *t, const ptype *o)
 
 static bool asg_enum(const ptype *t, const ptype *o)
 {
-    if (t_eq(t, o))
+    if (pt_eq(t, o))
         return true;
     if (!t->nvals && (o->k == K_STRING || o->k == K_ENUM || o->k == K_PATTERN))
         return true;
@@ -2009,11 +2010,11 @@ static bool asg_struct(const ptype *t, const ptype *o, guard *g)
                     e2v = st_val(o, j);
                 }
             if (!e2k) {
-                if (!accepts_undef(st_key(t, i)))
+                if (!pt_accepts_undef(st_key(t, i)))
                     return false;
             } else {
                 matched++;
-                if (!assignable(st_key(t, i), e2k, g) || !assignable(st_val(t, i), e2v, g))
+                if (!pt_assignable(st_key(t, i), e2k, g) || !pt_assignable(st_val(t, i), e2v, g))
                     return false;
             }
         }
@@ -2023,30 +2024,30 @@ static bool asg_struct(const ptype *t, const ptype *o, guard *g)
         int64_t required = 0;
         for (size_t i = 0; i < st_count(t); i++) {
             const ptype *k = st_key(t, i);
-            if (accepts_undef(k))
+            if (pt_accepts_undef(k))
                 continue;
             required++;
-            if (!assignable(st_val(t, i), o->t2, g))
+            if (!pt_assignable(st_val(t, i), o->t2, g))
                 return false;
-            ptype *gk = generalize(k);
-            bool ok = assignable(gk, o->t, g);
-            t_unref(gk);
+            ptype *gk = pt_generalize(k);
+            bool ok = pt_assignable(gk, o->t, g);
+            pt_unref(gk);
             if (!ok)
                 return false;
         }
         ptype *r = mk_intv(required, (int64_t)st_count(t));
         bool ok = size_assignable(r, o->size, g);
-        t_unref(r);
+        pt_unref(r);
         return ok;
     }
     return false;
 }
 
 /* PTupleType#size_range as an Integer type. */
-static ptype *tuple_size_type(const ptype *t)
+static ptype *pt_tuple_size_type(const ptype *t)
 {
     if (t->size)
-        return t_ref(t->size);
+        return pt_ref(t->size);
     if (t->n == 0)
         return default_size();
     return mk_intv((int64_t)t->n, (int64_t)t->n);
@@ -2054,22 +2055,22 @@ static ptype *tuple_size_type(const ptype *t)
 
 static bool asg_tuple(const ptype *t, const ptype *o, guard *g)
 {
-    if (t_eq(t, o))
+    if (pt_eq(t, o))
         return true;
     if (o->k != K_TUPLE && o->k != K_ARRAY)
         return false;
-    ptype *size_s = tuple_size_type(t);
+    ptype *size_s = pt_tuple_size_type(t);
     bool r = true;
     if (o->k == K_TUPLE) {
-        ptype *size_o = tuple_size_type(o);
-        r = assignable(size_s, size_o, g);
-        t_unref(size_o);
+        ptype *size_o = pt_tuple_size_type(o);
+        r = pt_assignable(size_s, size_o, g);
+        pt_unref(size_o);
         if (r && t->n) {
             if (o->n == 0) {
                 r = n_eq(size_s->from, n_int(0));
             } else {
                 for (size_t i = 0; i < o->n && r; i++)
-                    r = assignable(t->v[i < t->n ? i : t->n - 1], o->v[i], g);
+                    r = pt_assignable(t->v[i < t->n ? i : t->n - 1], o->v[i], g);
             }
         }
     } else {
@@ -2081,25 +2082,25 @@ static bool asg_tuple(const ptype *t, const ptype *o, guard *g)
             if (n_lt(max, n_int((int64_t)count)))
                 count = max.k == N_INT && max.i > 0 ? (size_t)max.i : 0;
             for (size_t i = 0; i < count && r; i++)
-                r = assignable(t->v[i], o->t, g);
+                r = pt_assignable(t->v[i], o->t, g);
         }
     }
-    t_unref(size_s);
+    pt_unref(size_s);
     return r;
 }
 
 static bool asg_array(const ptype *t, const ptype *o, guard *g)
 {
     if (o->k == K_TUPLE) {
-        ptype *size_o = o->size ? t_ref(o->size) : mk_intv((int64_t)o->n, (int64_t)o->n);
+        ptype *size_o = o->size ? pt_ref(o->size) : mk_intv((int64_t)o->n, (int64_t)o->n);
         bool r = size_assignable(t->size, size_o, g);
-        t_unref(size_o);
+        pt_unref(size_o);
         for (size_t i = 0; i < o->n && r; i++)
-            r = assignable(t->t, o->v[i], g);
+            r = pt_assignable(t->t, o->v[i], g);
         return r;
     }
     if (o->k == K_ARRAY)
-        return size_assignable(t->size, o->size, g) && assignable(t->t, o->t, g);
+        return size_assignable(t->size, o->size, g) && pt_assignable(t->t, o->t, g);
     return false;
 }
 
@@ -2110,14 +2111,14 @@ static bool asg_hash(const ptype *t, const ptype *o, guard *g)
     if (o->k == K_HASH) {
         if ((!t->size || n_eq(t->size->from, n_int(0))) && is_hash_empty(o))
             return true;
-        return assignable(t->t, o->t, g) && assignable(t->t2, o->t2, g) && size_assignable(t->size, o->size, g);
+        return pt_assignable(t->t, o->t, g) && pt_assignable(t->t2, o->t2, g) && size_assignable(t->size, o->size, g);
     }
     if (o->k == K_STRUCT) {
         ptype *ds = t->size ? NULL : default_size();
         bool r = range_contains(t->size ? t->size : ds, n_int((int64_t)st_count(o)));
-        t_unref(ds);
+        pt_unref(ds);
         for (size_t i = 0; i < st_count(o) && r; i++)
-            r = value_instance_of_string(t->t, st_name(o, i), g) && assignable(t->t2, st_val(o, i), g);
+            r = value_instance_of_string(t->t, st_name(o, i), g) && pt_assignable(t->t2, st_val(o, i), g);
         return r;
     }
     return false;
@@ -2127,14 +2128,14 @@ static bool asg_callable(const ptype *t, const ptype *o, guard *g)
 {
     if (o->k != K_CALLABLE)
         return false;
-    if (t->t3 && !assignable(t->t3, o->t3 ? o->t3 : D(K_ANY), g))
+    if (t->t3 && !pt_assignable(t->t3, o->t3 ? o->t3 : pt_D(K_ANY), g))
         return false;
     if (!t->t)
         return true;
-    if (!o->t || !assignable(o->t, t->t, g))
+    if (!o->t || !pt_assignable(o->t, t->t, g))
         return false;
-    const ptype *tb = t->t2 ? t->t2 : D(K_UNDEF), *ob = o->t2 ? o->t2 : D(K_UNDEF);
-    return assignable(ob, tb, g);
+    const ptype *tb = t->t2 ? t->t2 : pt_D(K_UNDEF), *ob = o->t2 ? o->t2 : pt_D(K_UNDEF);
+    return pt_assignable(ob, tb, g);
 }
 
 static bool asg_impl(const ptype *t, const ptype *o, guard *g)
@@ -2143,55 +2144,56 @@ static bool asg_impl(const ptype *t, const ptype *o, guard *g)
     case K_ANY: case K_UNIT:
         return true;
     case K_INIT:
-        return is_a(o, K_INIT) || (!t->t && assignable(builtin_alias("RichData", 8), o, g));
+        return pt_is_a(o, K_INIT) || (!t->t && pt_assignable(pt_builtin_alias("RichData", 8), o, g));
     case K_UNDEF: case K_DEFAULT: case K_CATALOGENTRY: case K_BINARY: case K_URI: case K_OBJECT:
     case K_TYPESET: case K_SEMVERRANGE: case K_SEMVER: case K_TIMESPAN: case K_TIMESTAMP:
-        return is_a(o, t->k);
+        return pt_is_a(o, t->k);
     case K_NOTUNDEF:
-        return !accepts_undef(o) && (!t->t || assignable(t->t, o, g));
+        return !pt_accepts_undef(o) && (!t->t || pt_assignable(t->t, o, g));
     case K_TYPE:
         if (o->k != K_TYPE)
             return false;
         if (!t->t)
             return true;
-        return o->t && assignable(t->t, o->t, g);
+        return o->t && pt_assignable(t->t, o->t, g);
     case K_SCALAR:
-        return is_a(o, K_SCALAR) || assignable(D(K_STRING), o, g) || assignable(D(K_INTEGER), o, g) ||
-               assignable(D(K_FLOAT), o, g) || assignable(D(K_BOOLEAN), o, g) ||
-               assignable(D(K_REGEXP), o, g) || assignable(D(K_SEMVER), o, g) ||
-               assignable(D(K_SEMVERRANGE), o, g) || assignable(D(K_TIMESPAN), o, g) ||
-               assignable(D(K_TIMESTAMP), o, g);
+        return pt_is_a(o, K_SCALAR) || pt_assignable(pt_D(K_STRING), o, g) || pt_assignable(pt_D(K_INTEGER), o, g) ||
+               pt_assignable(pt_D(K_FLOAT), o, g) || pt_assignable(pt_D(K_BOOLEAN), o, g) ||
+               pt_assignable(pt_D(K_REGEXP), o, g) || pt_assignable(pt_D(K_SEMVER), o, g) ||
+               pt_assignable(pt_D(K_SEMVERRANGE), o, g) || pt_assignable(pt_D(K_TIMESPAN), o, g) ||
+               pt_assignable(pt_D(K_TIMESTAMP), o, g);
     case K_SCALARDATA:
-        return is_a(o, K_SCALARDATA) || assignable(D(K_STRING), o, g) || assignable(D(K_INTEGER), o, g) ||
-               assignable(D(K_FLOAT), o, g) || assignable(D(K_BOOLEAN), o, g);
+        return pt_is_a(o, K_SCALARDATA) || pt_assignable(pt_D(K_STRING), o, g) ||
+               pt_assignable(pt_D(K_INTEGER), o, g) || pt_assignable(pt_D(K_FLOAT), o, g) ||
+               pt_assignable(pt_D(K_BOOLEAN), o, g);
     case K_ENUM:
         return asg_enum(t, o);
     case K_NUMERIC: case K_INTEGER: case K_FLOAT:
         /* o.is_a?(self.class) and the range of o within the range of t */
-        return is_a(o, t->k) && n_le(t->from, o->from) && n_le(o->to, t->to);
+        return pt_is_a(o, t->k) && n_le(t->from, o->from) && n_le(o->to, t->to);
     case K_COLLECTION:
-        if (is_a(o, K_COLLECTION))
+        if (pt_is_a(o, K_COLLECTION))
             return size_assignable(t->size, o->size, g);
         if (o->k == K_TUPLE) {
-            ptype *so = o->size ? t_ref(o->size) : mk_intv((int64_t)o->n, (int64_t)o->n);
+            ptype *so = o->size ? pt_ref(o->size) : mk_intv((int64_t)o->n, (int64_t)o->n);
             bool r = size_assignable(t->size, so, g);
-            t_unref(so);
+            pt_unref(so);
             return r;
         }
         if (o->k == K_STRUCT)
             return size_assignable_n(t->size, (int64_t)st_count(o), (int64_t)st_count(o), g);
         return false;
     case K_ITERABLE:
-        if (!t->t || assignable(t->t, D(K_ANY), g))
+        if (!t->t || pt_assignable(t->t, pt_D(K_ANY), g))
             return iterable(o, 0);
         else {
             ptype *it = iterable_type(o, 0);
-            bool r = it && it->t && assignable(t->t, it->t, g);
-            t_unref(it);
+            bool r = it && it->t && pt_assignable(t->t, it->t, g);
+            pt_unref(it);
             return r;
         }
     case K_ITERATOR:
-        return o->k == K_ITERATOR && (!t->t || (o->t && assignable(t->t, o->t, g)));
+        return o->k == K_ITERATOR && (!t->t || (o->t && pt_assignable(t->t, o->t, g)));
     case K_STRING:
         return asg_string(t, o, g);
     case K_REGEXP:
@@ -2212,26 +2214,26 @@ static bool asg_impl(const ptype *t, const ptype *o, guard *g)
         return asg_hash(t, o, g);
     case K_VARIANT:
         for (size_t i = 0; i < t->n; i++)
-            if (assignable(t->v[i], o, g))
+            if (pt_assignable(t->v[i], o, g))
                 return true;
         return false;
     case K_OPTIONAL:
         if (o->k == K_UNDEF || !t->t)
             return true;
         if (o->k == K_OPTIONAL)
-            return assignable(t->t, o->t ? o->t : D(K_ANY), g);
-        return assignable(t->t, o, g);
+            return pt_assignable(t->t, o->t ? o->t : pt_D(K_ANY), g);
+        return pt_assignable(t->t, o, g);
     case K_SENSITIVE:
-        return o->k == K_SENSITIVE && assignable(t->t, o->t, g);
+        return o->k == K_SENSITIVE && pt_assignable(t->t, o->t, g);
     case K_TYPEREF:
-        return t_eq(t, o);
+        return pt_eq(t, o);
     case K_ALIAS:
-        return t->t ? assignable(t->t, o, g) : t_eq(t, o);
+        return t->t ? pt_assignable(t->t, o, g) : pt_eq(t, o);
     case K_CLASS:
         return o->k == K_CLASS && (!t->has_s || (o->has_s && ps_eq(t->s, o->s)));
     case K_RESOURCE:
         return o->k == K_RESOURCE &&
-               (!t->has_s || (o->has_s && ascii_casecmp_eq(t->s.p, t->s.n, o->s.p, o->s.n)));
+               (!t->has_s || (o->has_s && pt_ascii_casecmp_eq(t->s.p, t->s.n, o->s.p, o->s.n)));
     case K_RUNTIME:
         if (o->k != K_RUNTIME)
             return false;
@@ -2269,7 +2271,7 @@ static ptype *key_pair_tuple(ptype *k, ptype *v)
     ptype **types = xcalloc(2, sizeof *types);
     types[0] = k;
     types[1] = v;
-    return mk_tuple(types, 2, mk_intv(2, 2));
+    return pt_mk_tuple(types, 2, mk_intv(2, 2));
 }
 
 static ptype *iterable_type(const ptype *t, int depth)
@@ -2278,38 +2280,38 @@ static ptype *iterable_type(const ptype *t, int depth)
         return NULL;
     switch (t->k) {
     case K_STRING: case K_ENUM:
-        return mk_contained(K_ITERABLE, mk_string_size(mk_intv(1, 1)));
+        return pt_mk_contained(K_ITERABLE, pt_mk_string_size(mk_intv(1, 1)));
     case K_INTEGER:
-        return mk_contained(K_ITERABLE, dflt(K_INTEGER));
+        return pt_mk_contained(K_ITERABLE, pt_dflt(K_INTEGER));
     case K_ARRAY:
-        return is_k(t->t, K_ANY) ? dflt(K_ITERABLE) : mk_contained(K_ITERABLE, t_ref(t->t));
+        return is_k(t->t, K_ANY) ? pt_dflt(K_ITERABLE) : pt_mk_contained(K_ITERABLE, pt_ref(t->t));
     case K_HASH:
         if (is_hash_default(t) || is_hash_empty(t))
-            return mk_contained(K_ITERABLE, key_pair_tuple(mk(K_UNIT), mk(K_UNIT)));
-        return mk_contained(K_ITERABLE, key_pair_tuple(t_ref(t->t), t_ref(t->t2)));
+            return pt_mk_contained(K_ITERABLE, key_pair_tuple(pt_mk(K_UNIT), pt_mk(K_UNIT)));
+        return pt_mk_contained(K_ITERABLE, key_pair_tuple(pt_ref(t->t), pt_ref(t->t2)));
     case K_STRUCT: {
         if (!t->n)
-            return mk_contained(K_ITERABLE, key_pair_tuple(mk(K_UNIT), mk(K_UNIT)));
+            return pt_mk_contained(K_ITERABLE, key_pair_tuple(pt_mk(K_UNIT), pt_mk(K_UNIT)));
         tlist ks = {0}, vs = {0};
         for (size_t i = 0; i < st_count(t); i++) {
-            tl_push(&ks, t_ref(st_key(t, i)));
-            tl_push(&vs, t_ref(st_val(t, i)));
+            tl_push(&ks, pt_ref(st_key(t, i)));
+            tl_push(&vs, pt_ref(st_val(t, i)));
         }
-        return mk_contained(K_ITERABLE, key_pair_tuple(maybe_create(&ks), maybe_create(&vs)));
+        return pt_mk_contained(K_ITERABLE, key_pair_tuple(pt_maybe_create(&ks), pt_maybe_create(&vs)));
     }
     case K_TUPLE: {
         tlist l = {0};
         for (size_t i = 0; i < t->n; i++)
-            tl_push(&l, t_ref(t->v[i]));
-        return mk_contained(K_ITERABLE, maybe_create(&l));
+            tl_push(&l, pt_ref(t->v[i]));
+        return pt_mk_contained(K_ITERABLE, pt_maybe_create(&l));
     }
     case K_ITERABLE:
-        return t_ref(t);
+        return pt_ref(t);
     case K_ITERATOR:
-        return t->t ? mk_contained(K_ITERABLE, t_ref(t->t)) : dflt(K_ITERABLE);
+        return t->t ? pt_mk_contained(K_ITERABLE, pt_ref(t->t)) : pt_dflt(K_ITERABLE);
     case K_TYPE:
         if (iterable(t, depth))
-            return mk_contained(K_ITERABLE, t_ref(t->t));
+            return pt_mk_contained(K_ITERABLE, pt_ref(t->t));
         return NULL;
     case K_ALIAS:
         return t->t ? iterable_type(t->t, depth + 1) : NULL;
@@ -2335,13 +2337,13 @@ static bool v_is_default(const hv *v) { return sym_is(v, "default"); }
 static bool re_type_match(ptype *re, const char *s, size_t n)
 {
     if (!re->re && !re->re_failed) {
-        re->re = re_compile(re->has_s ? re->s.p : "", re->has_s ? re->s.n : 0, NULL);
+        re->re = pt_re_compile(re->has_s ? re->s.p : "", re->has_s ? re->s.n : 0, NULL);
         re->re_failed = !re->re;
     }
     return re->re && re_search(re->re, s, n);
 }
 
-static num v_num(const hv *v)
+static num pt_v_num(const hv *v)
 {
     switch (hv_kind_of(v)) {
     case HV_INT: return n_int(hv_int_val(v));
@@ -2353,13 +2355,13 @@ static num v_num(const hv *v)
     }
 }
 
-static bool instance(const ptype *t, const hv *v, int depth);
-static ptype *infer(const hv *v, int depth);
-static ptype *builtin_alias(const char *name, size_t n);
+static bool pt_instance(const ptype *t, const hv *v, int depth);
+static ptype *pt_infer(const hv *v, int depth);
+static ptype *pt_builtin_alias(const char *name, size_t n);
 
 static bool in_range(const ptype *t, const hv *v)
 {
-    num n = v_num(v);
+    num n = pt_v_num(v);
     bool r = range_contains(t, n);
     n_drop(&n);
     return r;
@@ -2368,21 +2370,21 @@ static bool in_range(const ptype *t, const hv *v)
 /* Whether the type inferred for v is assignable to t (used by types whose instance? does that). */
 static bool instance_by_infer(const ptype *t, const hv *v, int depth)
 {
-    ptype *it = infer(v, depth);
-    bool r = assignable(t, it, NULL);
-    t_unref(it);
+    ptype *it = pt_infer(v, depth);
+    bool r = pt_assignable(t, it, NULL);
+    pt_unref(it);
     return r;
 }
 
 static bool value_instance_of_string(const ptype *t, pstr s, guard *g)
 {
     hv *v = hv_strn(s.p, s.n);
-    bool r = instance(t, v, 0);
+    bool r = pt_instance(t, v, 0);
     hv_decref(v);
     return r;
 }
 
-static bool instance(const ptype *t, const hv *v, int depth)
+static bool pt_instance(const ptype *t, const hv *v, int depth)
 {
     if (depth > MAX_VALUE_DEPTH)
         return false;
@@ -2395,9 +2397,9 @@ static bool instance(const ptype *t, const hv *v, int depth)
     case K_DEFAULT:
         return v_is_default(v);
     case K_NOTUNDEF:
-        return !v_is_undef(v) && (!t->t || instance(t->t, v, depth + 1));
+        return !v_is_undef(v) && (!t->t || pt_instance(t->t, v, depth + 1));
     case K_OPTIONAL:
-        return v_is_undef(v) || (t->t && instance(t->t, v, depth + 1));
+        return v_is_undef(v) || (t->t && pt_instance(t->t, v, depth + 1));
     case K_SCALAR:
         if (hv_is_scalar(v))
             return true;
@@ -2416,7 +2418,7 @@ static bool instance(const ptype *t, const hv *v, int depth)
         if (vk != HV_STRING)
             return false;
         if (t->size)
-            return range_contains(t->size, n_int((int64_t)utf8_len(hv_str_ptr(v), hv_str_len(v))));
+            return range_contains(t->size, n_int((int64_t)pt_utf8_len(hv_str_ptr(v), hv_str_len(v))));
         return !t->has_s || (t->s.n == hv_str_len(v) && memcmp(t->s.p, hv_str_ptr(v), t->s.n) == 0);
     case K_ENUM:
         return vk == HV_STRING && enum_has(t, hv_str_ptr(v), hv_str_len(v));
@@ -2441,17 +2443,17 @@ static bool instance(const ptype *t, const hv *v, int depth)
         if (vk != HV_ARRAY)
             return false;
         for (size_t i = 0; i < hv_array_len(v); i++)
-            if (!instance(t->t, hv_array_get(v, i), depth + 1))
+            if (!pt_instance(t->t, hv_array_get(v, i), depth + 1))
                 return false;
         return !t->size || range_contains(t->size, n_int((int64_t)hv_array_len(v)));
     case K_HASH:
         if (vk != HV_HASH)
             return false;
         for (size_t i = 0; i < hv_hash_len(v); i++)
-            if (!instance(t->t, hv_hash_key_at(v, i), depth + 1))
+            if (!pt_instance(t->t, hv_hash_key_at(v, i), depth + 1))
                 return false;
         for (size_t i = 0; i < hv_hash_len(v); i++)
-            if (!instance(t->t2, hv_hash_val_at(v, i), depth + 1))
+            if (!pt_instance(t->t2, hv_hash_val_at(v, i), depth + 1))
                 return false;
         return !t->size || range_contains(t->size, n_int((int64_t)hv_hash_len(v)));
     case K_TUPLE: {
@@ -2467,7 +2469,7 @@ static bool instance(const ptype *t, const hv *v, int depth)
         if (!t->n)
             return true;
         for (size_t i = 0; i < len; i++)
-            if (!instance(t->v[i < t->n ? i : t->n - 1], hv_array_get(v, i), depth + 1))
+            if (!pt_instance(t->v[i < t->n ? i : t->n - 1], hv_array_get(v, i), depth + 1))
                 return false;
         return true;
     }
@@ -2479,11 +2481,11 @@ static bool instance(const ptype *t, const hv *v, int depth)
             pstr name = st_name(t, i);
             hv *x = hv_hash_getsn(v, name.p, name.n);
             if (!x) {
-                if (!accepts_undef(st_key(t, i)))
+                if (!pt_accepts_undef(st_key(t, i)))
                     return false;
             } else {
                 matched++;
-                if (!instance(st_val(t, i), x, depth + 1))
+                if (!pt_instance(st_val(t, i), x, depth + 1))
                     return false;
             }
         }
@@ -2491,13 +2493,13 @@ static bool instance(const ptype *t, const hv *v, int depth)
     }
     case K_VARIANT:
         for (size_t i = 0; i < t->n; i++)
-            if (instance(t->v[i], v, depth + 1))
+            if (pt_instance(t->v[i], v, depth + 1))
                 return true;
         return false;
     case K_SENSITIVE:
-        return vk == HV_SENSITIVE && instance(t->t, hv_sensitive_inner(v), depth + 1);
+        return vk == HV_SENSITIVE && pt_instance(t->t, hv_sensitive_inner(v), depth + 1);
     case K_ITERABLE:
-        if (!t->t || assignable(t->t, D(K_ANY), NULL)) {
+        if (!t->t || pt_assignable(t->t, pt_D(K_ANY), NULL)) {
             if (vk == HV_STRING || vk == HV_HASH || vk == HV_ARRAY)
                 return true;
             if (vk == HV_INT)
@@ -2510,9 +2512,9 @@ static bool instance(const ptype *t, const hv *v, int depth)
     case K_RUNTIME: case K_CATALOGENTRY: case K_CLASS: case K_RESOURCE:
         return instance_by_infer(t, v, depth);
     case K_ALIAS:
-        return t->t && instance(t->t, v, depth + 1);
+        return t->t && pt_instance(t->t, v, depth + 1);
     case K_INIT: /* Init without a type: RichData */
-        return !t->t && instance(builtin_alias("RichData", 8), v, depth + 1);
+        return !t->t && pt_instance(pt_builtin_alias("RichData", 8), v, depth + 1);
     default:
         /* Regexp, Type, Callable, Iterator, TypeReference, SemVer, Timespan, Binary, URI, Object,
          * ...: no value of ours is an instance */
@@ -2527,37 +2529,37 @@ static ptype *data_alias(void);
 
 /* TypeCalculator#infer: the single common type of a value (arrays and hashes reduce their
  * elements to a common type). */
-static ptype *infer(const hv *v, int depth)
+static ptype *pt_infer(const hv *v, int depth)
 {
     if (depth > MAX_VALUE_DEPTH)
-        return mk(K_ANY);
+        return pt_mk(K_ANY);
     switch (hv_kind_of(v)) {
     case HV_UNDEF:
-        return mk(K_UNDEF);
+        return pt_mk(K_UNDEF);
     case HV_BOOL:
-        return mk_bool(hv_bool_val(v));
+        return pt_mk_bool(hv_bool_val(v));
     case HV_INT: case HV_BIGINT: case HV_FLOAT: {
-        num a = v_num(v), b = n_copy(a);
-        return hv_is(v, HV_FLOAT) ? mk_float(a, b) : mk_int(a, b);
+        num a = pt_v_num(v), b = n_copy(a);
+        return hv_is(v, HV_FLOAT) ? pt_mk_float(a, b) : pt_mk_int(a, b);
     }
     case HV_STRING:
-        return mk_string_val(hv_str_ptr(v), hv_str_len(v));
+        return pt_mk_string_val(hv_str_ptr(v), hv_str_len(v));
     case HV_SENSITIVE:
-        return mk_contained(K_SENSITIVE, infer(hv_sensitive_inner(v), depth + 1));
+        return pt_mk_contained(K_SENSITIVE, pt_infer(hv_sensitive_inner(v), depth + 1));
     case HV_SYMBOL:
         if (sym_is(v, "default"))
-            return mk(K_DEFAULT);
+            return pt_mk(K_DEFAULT);
         if (sym_is(v, "undef"))
-            return mk(K_UNDEF);
-        return mk_runtime("ruby", 4, true, "Symbol", 6, true);
+            return pt_mk(K_UNDEF);
+        return pt_mk_runtime("ruby", 4, true, "Symbol", 6, true);
     case HV_ARRAY: {
         size_t n = hv_array_len(v);
         if (!n)
             return array_empty();
         ptype *c = NULL;
         for (size_t i = 0; i < n; i++)
-            c = common_type(c, infer(hv_array_get(v, i), depth + 1));
-        return mk_array(c, mk_intv((int64_t)n, (int64_t)n));
+            c = common_type(c, pt_infer(hv_array_get(v, i), depth + 1));
+        return pt_mk_array(c, mk_intv((int64_t)n, (int64_t)n));
     }
     case HV_HASH: {
         size_t n = hv_hash_len(v);
@@ -2565,22 +2567,22 @@ static ptype *infer(const hv *v, int depth)
             return hash_empty();
         ptype *k = NULL, *e = NULL;
         for (size_t i = 0; i < n; i++)
-            k = common_type(k, infer(hv_hash_key_at(v, i), depth + 1));
+            k = common_type(k, pt_infer(hv_hash_key_at(v, i), depth + 1));
         for (size_t i = 0; i < n; i++)
-            e = common_type(e, infer(hv_hash_val_at(v, i), depth + 1));
-        return mk_hash(k, e, mk_intv((int64_t)n, (int64_t)n));
+            e = common_type(e, pt_infer(hv_hash_val_at(v, i), depth + 1));
+        return pt_mk_hash(k, e, mk_intv((int64_t)n, (int64_t)n));
     }
     }
-    return mk(K_ANY);
+    return pt_mk(K_ANY);
 }
 
-static ptype *infer_set(const hv *v, int depth);
+static ptype *pt_infer_set(const hv *v, int depth);
 
 static ptype *unwrap_single_variant(ptype *t)
 {
     if (is_k(t, K_VARIANT) && t->n == 1) {
-        ptype *r = t_ref(t->v[0]);
-        t_unref(t);
+        ptype *r = pt_ref(t->v[0]);
+        pt_unref(t);
         return r;
     }
     return t;
@@ -2588,18 +2590,18 @@ static ptype *unwrap_single_variant(ptype *t)
 
 /* TypeCalculator#infer_set: arrays become Tuples of their elements' types, hashes with non-empty
  * String keys become Structs. */
-static ptype *infer_set(const hv *v, int depth)
+static ptype *pt_infer_set(const hv *v, int depth)
 {
     if (depth > MAX_VALUE_DEPTH)
-        return mk(K_ANY);
+        return pt_mk(K_ANY);
     if (hv_is(v, HV_ARRAY)) {
         size_t n = hv_array_len(v);
         if (!n)
             return array_empty();
         ptype **types = xcalloc(n, sizeof *types);
         for (size_t i = 0; i < n; i++)
-            types[i] = infer_set(hv_array_get(v, i), depth + 1);
-        return mk_tuple(types, n, NULL);
+            types[i] = pt_infer_set(hv_array_get(v, i), depth + 1);
+        return pt_mk_tuple(types, n, NULL);
     }
     if (hv_is(v, HV_HASH)) {
         size_t n = hv_hash_len(v);
@@ -2614,26 +2616,26 @@ static ptype *infer_set(const hv *v, int depth)
             ptype **pairs = xcalloc(2 * n, sizeof *pairs);
             for (size_t i = 0; i < n; i++) {
                 const hv *k = hv_hash_key_at(v, i);
-                pairs[2 * i] = mk_string_val(hv_str_ptr(k), hv_str_len(k));
-                pairs[2 * i + 1] = infer_set(hv_hash_val_at(v, i), depth + 1);
+                pairs[2 * i] = pt_mk_string_val(hv_str_ptr(k), hv_str_len(k));
+                pairs[2 * i + 1] = pt_infer_set(hv_hash_val_at(v, i), depth + 1);
             }
-            return mk_struct(pairs, n);
+            return pt_mk_struct(pairs, n);
         }
         tlist ks = {0}, vs = {0};
         for (size_t i = 0; i < n; i++) {
-            tl_push(&ks, infer_set(hv_hash_key_at(v, i), depth + 1));
-            tl_push(&vs, infer_set(hv_hash_val_at(v, i), depth + 1));
+            tl_push(&ks, pt_infer_set(hv_hash_key_at(v, i), depth + 1));
+            tl_push(&vs, pt_infer_set(hv_hash_val_at(v, i), depth + 1));
         }
-        ptype *kt = unwrap_single_variant(maybe_create(&ks));
-        ptype *vt = unwrap_single_variant(maybe_create(&vs));
-        return mk_hash(kt, vt, mk_intv((int64_t)n, (int64_t)n));
+        ptype *kt = unwrap_single_variant(pt_maybe_create(&ks));
+        ptype *vt = unwrap_single_variant(pt_maybe_create(&vs));
+        return pt_mk_hash(kt, vt, mk_intv((int64_t)n, (int64_t)n));
     }
-    return infer(v, depth);
+    return pt_infer(v, depth);
 }
 
 static bool common_by(tkind k, const ptype *t1, const ptype *t2)
 {
-    return assignable(D(k), t1, NULL) && assignable(D(k), t2, NULL);
+    return pt_assignable(pt_D(k), t1, NULL) && pt_assignable(pt_D(k), t2, NULL);
 }
 
 /* Steals t1 and t2. */
@@ -2645,57 +2647,57 @@ static ptype *common_type(ptype *t1, ptype *t2)
         return t1;
     ptype *r = NULL;
     if (is_k(t1, K_UNDEF)) { /* is_pnil?: Undef is no type at all here */
-        r = t_ref(t2);
+        r = pt_ref(t2);
     } else if (is_k(t2, K_UNDEF)) {
-        r = t_ref(t1);
+        r = pt_ref(t1);
     } else if (is_k(t1, K_UNIT)) {
-        r = t_ref(t2);
+        r = pt_ref(t2);
     } else if (is_k(t2, K_UNIT)) {
-        r = t_ref(t1);
-    } else if (assignable(t1, t2, NULL)) {
-        r = t_ref(t1);
-    } else if (assignable(t2, t1, NULL)) {
-        r = t_ref(t2);
+        r = pt_ref(t1);
+    } else if (pt_assignable(t1, t2, NULL)) {
+        r = pt_ref(t1);
+    } else if (pt_assignable(t2, t1, NULL)) {
+        r = pt_ref(t2);
     } else if (is_k(t1, K_ARRAY) && is_k(t2, K_ARRAY)) {
-        r = mk_array(common_type(t_ref(t1->t), t_ref(t2->t)), NULL);
+        r = pt_mk_array(common_type(pt_ref(t1->t), pt_ref(t2->t)), NULL);
     } else if (is_k(t1, K_HASH) && is_k(t2, K_HASH)) {
-        r = mk_hash(common_type(t_ref(t1->t), t_ref(t2->t)), common_type(t_ref(t1->t2), t_ref(t2->t2)), NULL);
+        r = pt_mk_hash(common_type(pt_ref(t1->t), pt_ref(t2->t)), common_type(pt_ref(t1->t2), pt_ref(t2->t2)), NULL);
     } else if (is_k(t1, K_INTEGER) && is_k(t2, K_INTEGER)) {
-        r = mk_int(n_copy(n_min(t1->from, t2->from)), n_copy(n_max(t1->to, t2->to)));
+        r = pt_mk_int(n_copy(n_min(t1->from, t2->from)), n_copy(n_max(t1->to, t2->to)));
     } else if (is_k(t1, K_FLOAT) && is_k(t2, K_FLOAT)) {
-        r = mk_float(n_copy(n_min(t1->from, t2->from)), n_copy(n_max(t1->to, t2->to)));
+        r = pt_mk_float(n_copy(n_min(t1->from, t2->from)), n_copy(n_max(t1->to, t2->to)));
     } else if (is_k(t1, K_STRING) && (is_k(t2, K_STRING) || is_k(t2, K_ENUM))) {
         if (is_k(t2, K_ENUM)) {
             if (!t1->has_s) {
-                r = dflt(K_ENUM);
+                r = pt_dflt(K_ENUM);
             } else {
                 pstr *vals = xcalloc(t2->nvals + 1, sizeof *vals);
                 memcpy(vals, t2->vals, t2->nvals * sizeof *vals);
                 vals[t2->nvals] = t1->s;
-                r = mk_enum(vals, t2->nvals + 1, false);
+                r = pt_mk_enum(vals, t2->nvals + 1, false);
                 free(vals);
             }
         } else if (!t1->size || !t2->size) {
             if (!t1->has_s || !t2->has_s) {
-                r = dflt(K_STRING);
+                r = pt_dflt(K_STRING);
             } else {
                 pstr vals[2] = {t1->s, t2->s};
-                r = mk_enum(vals, 2, false);
+                r = pt_mk_enum(vals, 2, false);
             }
         } else {
-            r = mk_string_size(common_type(t_ref(t1->size), t_ref(t2->size)));
+            r = pt_mk_string_size(common_type(pt_ref(t1->size), pt_ref(t2->size)));
         }
     } else if (is_k(t1, K_PATTERN) && is_k(t2, K_PATTERN)) {
         tlist l = {0};
         for (size_t i = 0; i < t1->n; i++)
-            tl_push(&l, t_ref(t1->v[i]));
+            tl_push(&l, pt_ref(t1->v[i]));
         for (size_t i = 0; i < t2->n; i++)
-            tl_push(&l, t_ref(t2->v[i]));
-        tl_uniq(&l);
-        r = mk_pattern(l.v, l.n);
+            tl_push(&l, pt_ref(t2->v[i]));
+        pt_tl_uniq(&l);
+        r = pt_mk_pattern(l.v, l.n);
     } else if (is_k(t1, K_ENUM) && (is_k(t2, K_STRING) || is_k(t2, K_ENUM))) {
         if (is_k(t2, K_STRING) && !t2->has_s) {
-            r = dflt(K_ENUM);
+            r = pt_dflt(K_ENUM);
         } else {
             size_t n2 = is_k(t2, K_ENUM) ? t2->nvals : 1;
             pstr *vals = xcalloc(t1->nvals + n2, sizeof *vals);
@@ -2704,41 +2706,41 @@ static ptype *common_type(ptype *t1, ptype *t2)
                 memcpy(vals + t1->nvals, t2->vals, n2 * sizeof *vals);
             else
                 vals[t1->nvals] = t2->s;
-            r = mk_enum(vals, t1->nvals + n2, false);
+            r = pt_mk_enum(vals, t1->nvals + n2, false);
             free(vals);
         }
     } else if (is_k(t1, K_VARIANT) && is_k(t2, K_VARIANT)) {
         tlist l = {0};
         for (size_t i = 0; i < t1->n; i++)
-            tl_push(&l, t_ref(t1->v[i]));
+            tl_push(&l, pt_ref(t1->v[i]));
         for (size_t i = 0; i < t2->n; i++)
-            tl_push(&l, t_ref(t2->v[i]));
-        tl_uniq(&l);
-        r = maybe_create(&l);
+            tl_push(&l, pt_ref(t2->v[i]));
+        pt_tl_uniq(&l);
+        r = pt_maybe_create(&l);
     } else if (is_k(t1, K_REGEXP) && is_k(t2, K_REGEXP)) {
-        r = dflt(K_REGEXP);
+        r = pt_dflt(K_REGEXP);
     } else if (is_k(t1, K_CALLABLE) && is_k(t2, K_CALLABLE)) {
-        r = dflt(K_CALLABLE);
+        r = pt_dflt(K_CALLABLE);
     } else if (common_by(K_NUMERIC, t1, t2)) {
-        r = dflt(K_NUMERIC);
+        r = pt_dflt(K_NUMERIC);
     } else if (common_by(K_SCALARDATA, t1, t2)) {
-        r = dflt(K_SCALARDATA);
+        r = pt_dflt(K_SCALARDATA);
     } else if (common_by(K_SCALAR, t1, t2)) {
-        r = dflt(K_SCALAR);
-    } else if (assignable(data_alias(), t1, NULL) && assignable(data_alias(), t2, NULL)) {
-        r = t_ref(data_alias());
+        r = pt_dflt(K_SCALAR);
+    } else if (pt_assignable(data_alias(), t1, NULL) && pt_assignable(data_alias(), t2, NULL)) {
+        r = pt_ref(data_alias());
     } else if (is_k(t1, K_TYPE) && is_k(t2, K_TYPE)) {
-        r = mk_contained(K_TYPE, common_type(t_ref(t1->t), t_ref(t2->t)));
-    } else if (assignable(builtin_alias("RichData", 8), t1, NULL) &&
-               assignable(builtin_alias("RichData", 8), t2, NULL)) {
-        r = t_ref(builtin_alias("RichData", 8));
-    } else if (is_k(t1, K_RUNTIME) && is_k(t2, K_RUNTIME) && t_eq(t1, t2)) {
-        r = t_ref(t1);
+        r = pt_mk_contained(K_TYPE, common_type(pt_ref(t1->t), pt_ref(t2->t)));
+    } else if (pt_assignable(pt_builtin_alias("RichData", 8), t1, NULL) &&
+               pt_assignable(pt_builtin_alias("RichData", 8), t2, NULL)) {
+        r = pt_ref(pt_builtin_alias("RichData", 8));
+    } else if (is_k(t1, K_RUNTIME) && is_k(t2, K_RUNTIME) && pt_eq(t1, t2)) {
+        r = pt_ref(t1);
     } else {
-        r = mk(K_ANY);
+        r = pt_mk(K_ANY);
     }
-    t_unref(t1);
-    t_unref(t2);
+    pt_unref(t1);
+    pt_unref(t2);
     return r;
 }
 
@@ -2769,7 +2771,7 @@ typedef struct {
     size_t n, cap;
 } mlist;
 
-static tpath path_plus(const tpath *p, pekind k, const char *key, size_t keylen, size_t idx)
+static tpath pt_path_plus(const tpath *p, pekind k, const char *key, size_t keylen, size_t idx)
 {
     tpath r = {xcalloc(p->n + 1, sizeof(pelem)), p->n + 1};
     for (size_t i = 0; i < p->n; i++) {
@@ -2788,7 +2790,7 @@ static tpath path_copy(const tpath *p)
     }
     return r;
 }
-static void path_free(tpath *p)
+static void pt_path_free(tpath *p)
 {
     for (size_t i = 0; i < p->n; i++)
         free(p->v[i].key);
@@ -2826,13 +2828,13 @@ static bool canonical_eq(const tpath *a, const tpath *b)
     }
 }
 
-static mismatch *m_new(mkind k, const tpath *p, const ptype *e, const ptype *a)
+static mismatch *pt_m_new(mkind k, const tpath *p, const ptype *e, const ptype *a)
 {
     mismatch *m = xcalloc(1, sizeof *m);
     m->k = k;
     m->p = path_copy(p);
-    m->e = e ? normalize(e) : NULL;
-    m->a = a ? normalize(a) : NULL;
+    m->e = e ? pt_normalize(e) : NULL;
+    m->a = a ? pt_normalize(a) : NULL;
     return m;
 }
 static mismatch *m_key(mkind k, const tpath *p, const char *key, size_t n)
@@ -2847,13 +2849,13 @@ static void m_free(mismatch *m)
 {
     if (!m)
         return;
-    path_free(&m->p);
-    t_unref(m->e);
-    t_unref(m->a);
+    pt_path_free(&m->p);
+    pt_unref(m->e);
+    pt_unref(m->a);
     free(m->key);
     free(m);
 }
-static void ml_push(mlist *l, mismatch *m)
+static void pt_ml_push(mlist *l, mismatch *m)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 4;
@@ -2864,11 +2866,11 @@ static void ml_push(mlist *l, mismatch *m)
 static void ml_concat(mlist *l, mlist *o) /* moves o's entries */
 {
     for (size_t i = 0; i < o->n; i++)
-        ml_push(l, o->v[i]);
+        pt_ml_push(l, o->v[i]);
     free(o->v);
     *o = (mlist){0};
 }
-static void ml_free(mlist *l)
+static void pt_ml_free(mlist *l)
 {
     for (size_t i = 0; i < l->n; i++)
         m_free(l->v[i]);
@@ -2883,7 +2885,7 @@ static bool m_is(const mismatch *m, mkind k)
 }
 
 /* Mismatch#chop_path */
-static mismatch *m_chop(mismatch *m, size_t index)
+static mismatch *pt_m_chop(mismatch *m, size_t index)
 {
     if (index >= m->p.n)
         return m;
@@ -2902,24 +2904,24 @@ static mismatch *m_merge(const mismatch *prev, const mismatch *curr)
 {
     if (m_is(prev, M_SIZE)) {
         num f1 = sm_from(prev), f2 = sm_from(curr), t1 = sm_to(prev), t2 = sm_to(curr);
-        ptype *r = mk_int(n_copy(n_lt(f1, f2) ? f1 : f2), n_copy(n_lt(t2, t1) ? t1 : t2));
-        mismatch *m = m_new(prev->k, &prev->p, r, prev->a);
-        t_unref(r);
+        ptype *r = pt_mk_int(n_copy(n_lt(f1, f2) ? f1 : f2), n_copy(n_lt(t2, t1) ? t1 : t2));
+        mismatch *m = pt_m_new(prev->k, &prev->p, r, prev->a);
+        pt_unref(r);
         return m;
     }
     tlist l = {0};
-    tl_push(&l, t_ref(prev->e));
-    tl_push(&l, t_ref(curr->e));
-    tl_uniq(&l);
-    ptype *e = maybe_create(&l);
-    mismatch *m = m_new(prev->k, &prev->p, e, prev->a);
-    t_unref(e);
+    tl_push(&l, pt_ref(prev->e));
+    tl_push(&l, pt_ref(curr->e));
+    pt_tl_uniq(&l);
+    ptype *e = pt_maybe_create(&l);
+    mismatch *m = pt_m_new(prev->k, &prev->p, e, prev->a);
+    pt_unref(e);
     return m;
 }
 
 /* merge_descriptions: when every variant failed the same way at the same place, one merged
  * mismatch replaces them. Steals the lists. */
-static mlist merge_descriptions(size_t varying, mkind size_class, mlist *variants, size_t nvariants)
+static mlist pt_merge_descriptions(size_t varying, mkind size_class, mlist *variants, size_t nvariants)
 {
     mlist all = {0};
     for (size_t i = 0; i < nvariants; i++)
@@ -2929,7 +2931,7 @@ static mlist merge_descriptions(size_t varying, mkind size_class, mlist *variant
         mlist sel = {0};
         for (size_t i = 0; i < all.n; i++)
             if (m_is(all.v[i], classes[c]))
-                ml_push(&sel, all.v[i]);
+                pt_ml_push(&sel, all.v[i]);
         if (sel.n == nvariants && sel.n > 0) {
             mismatch *generic = NULL;
             bool ok = true;
@@ -2954,7 +2956,7 @@ static mlist merge_descriptions(size_t varying, mkind size_class, mlist *variant
                 for (size_t i = 0; i < all.n; i++)
                     m_free(all.v[i]);
                 all.n = 0;
-                ml_push(&all, generic);
+                pt_ml_push(&all, generic);
                 break;
             }
             m_free(generic);
@@ -2964,17 +2966,17 @@ static mlist merge_descriptions(size_t varying, mkind size_class, mlist *variant
     /* uniq: Mismatch#== never holds between two objects (it compares a boolean with the
      * other mismatch), so nothing is removed */
     if (all.n == 1)
-        m_chop(all.v[0], varying);
+        pt_m_chop(all.v[0], varying);
     return all;
 }
 
-static mlist describe(const ptype *expected, const ptype *actual, const tpath *p);
+static mlist pt_describe(const ptype *expected, const ptype *actual, const tpath *p);
 static mlist internal_describe(const ptype *e, const ptype *original, const ptype *actual, const tpath *p);
 
 static mlist one(mismatch *m)
 {
     mlist l = {0};
-    ml_push(&l, m);
+    pt_ml_push(&l, m);
     return l;
 }
 
@@ -2983,23 +2985,23 @@ static mlist describe_variant(const ptype *e, const ptype *original, const ptype
     size_t extra = is_k(original, K_OPTIONAL) ? 1 : 0, nt = e->n + extra;
     mlist *vd = xcalloc(nt ? nt : 1, sizeof *vd);
     for (size_t i = 0; i < nt; i++) {
-        const ptype *vt = extra && i == 0 ? D(K_UNDEF) : e->v[i - extra];
-        tpath vp = path_plus(p, PE_VARIANT, NULL, 0, i);
-        vd[i] = describe(vt, actual, &vp);
-        path_free(&vp);
+        const ptype *vt = extra && i == 0 ? pt_D(K_UNDEF) : e->v[i - extra];
+        tpath vp = pt_path_plus(p, PE_VARIANT, NULL, 0, i);
+        vd[i] = pt_describe(vt, actual, &vp);
+        pt_path_free(&vp);
         if (vd[i].n == 0) {
             for (size_t j = 0; j < i; j++)
-                ml_free(&vd[j]);
+                pt_ml_free(&vd[j]);
             free(vd);
             return (mlist){0};
         }
     }
-    mlist d = merge_descriptions(p->n, M_SIZE, vd, nt);
+    mlist d = pt_merge_descriptions(p->n, M_SIZE, vd, nt);
     free(vd);
     if (is_k(original, K_ALIAS) && d.n == 1) {
         /* all variants of an alias failed: reported on the alias */
-        ml_free(&d);
-        return one(m_new(M_TYPE, p, original, actual));
+        pt_ml_free(&d);
+        return one(pt_m_new(M_TYPE, p, original, actual));
     }
     return d;
 }
@@ -3009,34 +3011,34 @@ static mlist describe_array(const ptype *e, const ptype *original, const ptype *
     mlist d = {0};
     const ptype *elem = e->t;
     if (is_k(actual, K_TUPLE)) {
-        ptype *es = e->size ? t_ref(e->size) : default_size();
-        ptype *as = actual->size ? t_ref(actual->size) : mk_intv((int64_t)actual->n, (int64_t)actual->n);
-        if (assignable(es, as, NULL)) {
+        ptype *es = e->size ? pt_ref(e->size) : default_size();
+        ptype *as = actual->size ? pt_ref(actual->size) : mk_intv((int64_t)actual->n, (int64_t)actual->n);
+        if (pt_assignable(es, as, NULL)) {
             for (size_t i = 0; i < actual->n; i++) {
-                if (assignable(elem, actual->v[i], NULL))
+                if (pt_assignable(elem, actual->v[i], NULL))
                     continue;
-                tpath ip = path_plus(p, PE_ARRAY, NULL, 0, i);
-                mlist x = describe(elem, actual->v[i], &ip);
+                tpath ip = pt_path_plus(p, PE_ARRAY, NULL, 0, i);
+                mlist x = pt_describe(elem, actual->v[i], &ip);
                 ml_concat(&d, &x);
-                path_free(&ip);
+                pt_path_free(&ip);
             }
         } else {
-            ml_push(&d, m_new(M_SIZE, p, es, as));
+            pt_ml_push(&d, pt_m_new(M_SIZE, p, es, as));
         }
-        t_unref(es);
-        t_unref(as);
+        pt_unref(es);
+        pt_unref(as);
     } else if (is_k(actual, K_ARRAY)) {
-        ptype *as = actual->size ? t_ref(actual->size) : default_size();
-        if (!e->size || assignable(e->size, as, NULL)) {
-            ptype *a2 = mk_array(t_ref(actual->t), NULL);
-            ml_push(&d, m_new(M_TYPE, p, original, a2));
-            t_unref(a2);
+        ptype *as = actual->size ? pt_ref(actual->size) : default_size();
+        if (!e->size || pt_assignable(e->size, as, NULL)) {
+            ptype *a2 = pt_mk_array(pt_ref(actual->t), NULL);
+            pt_ml_push(&d, pt_m_new(M_TYPE, p, original, a2));
+            pt_unref(a2);
         } else {
-            ml_push(&d, m_new(M_SIZE, p, e->size, as));
+            pt_ml_push(&d, pt_m_new(M_SIZE, p, e->size, as));
         }
-        t_unref(as);
+        pt_unref(as);
     } else {
-        ml_push(&d, m_new(M_TYPE, p, original, actual));
+        pt_ml_push(&d, pt_m_new(M_TYPE, p, original, actual));
     }
     return d;
 }
@@ -3045,7 +3047,7 @@ static int64_t struct_required(const ptype *s)
 {
     int64_t n = 0;
     for (size_t i = 0; i < st_count(s); i++)
-        if (!accepts_undef(st_key(s, i)))
+        if (!pt_accepts_undef(st_key(s, i)))
             n++;
     return n;
 }
@@ -3054,41 +3056,41 @@ static mlist describe_hash(const ptype *e, const ptype *original, const ptype *a
 {
     mlist d = {0};
     if (is_k(actual, K_STRUCT)) {
-        ptype *es = e->size ? t_ref(e->size) : default_size();
+        ptype *es = e->size ? pt_ref(e->size) : default_size();
         ptype *as = mk_intv(struct_required(actual), (int64_t)st_count(actual));
-        if (assignable(es, as, NULL)) {
+        if (pt_assignable(es, as, NULL)) {
             for (size_t i = 0; i < st_count(actual); i++) {
                 pstr name = st_name(actual, i);
-                if (!assignable(e->t, st_key(actual, i), NULL)) {
-                    tpath kp = path_plus(p, PE_ENTRY_KEY, name.p, name.n, 0);
-                    mlist x = describe(e->t, st_key(actual, i), &kp);
+                if (!pt_assignable(e->t, st_key(actual, i), NULL)) {
+                    tpath kp = pt_path_plus(p, PE_ENTRY_KEY, name.p, name.n, 0);
+                    mlist x = pt_describe(e->t, st_key(actual, i), &kp);
                     ml_concat(&d, &x);
-                    path_free(&kp);
+                    pt_path_free(&kp);
                 }
-                if (!assignable(e->t2, st_val(actual, i), NULL)) {
-                    tpath vp = path_plus(p, PE_ENTRY_VALUE, name.p, name.n, 0);
-                    mlist x = describe(e->t2, st_val(actual, i), &vp);
+                if (!pt_assignable(e->t2, st_val(actual, i), NULL)) {
+                    tpath vp = pt_path_plus(p, PE_ENTRY_VALUE, name.p, name.n, 0);
+                    mlist x = pt_describe(e->t2, st_val(actual, i), &vp);
                     ml_concat(&d, &x);
-                    path_free(&vp);
+                    pt_path_free(&vp);
                 }
             }
         } else {
-            ml_push(&d, m_new(M_SIZE, p, es, as));
+            pt_ml_push(&d, pt_m_new(M_SIZE, p, es, as));
         }
-        t_unref(es);
-        t_unref(as);
+        pt_unref(es);
+        pt_unref(as);
     } else if (is_k(actual, K_HASH)) {
-        ptype *as = actual->size ? t_ref(actual->size) : default_size();
-        if (!e->size || assignable(e->size, as, NULL)) {
-            ptype *a2 = mk_hash(t_ref(actual->t), t_ref(actual->t2), NULL);
-            ml_push(&d, m_new(M_TYPE, p, original, a2));
-            t_unref(a2);
+        ptype *as = actual->size ? pt_ref(actual->size) : default_size();
+        if (!e->size || pt_assignable(e->size, as, NULL)) {
+            ptype *a2 = pt_mk_hash(pt_ref(actual->t), pt_ref(actual->t2), NULL);
+            pt_ml_push(&d, pt_m_new(M_TYPE, p, original, a2));
+            pt_unref(a2);
         } else {
-            ml_push(&d, m_new(M_SIZE, p, e->size, as));
+            pt_ml_push(&d, pt_m_new(M_SIZE, p, e->size, as));
         }
-        t_unref(as);
+        pt_unref(as);
     } else {
-        ml_push(&d, m_new(M_TYPE, p, original, actual));
+        pt_ml_push(&d, pt_m_new(M_TYPE, p, original, actual));
     }
     return d;
 }
@@ -3106,44 +3108,44 @@ static mlist describe_struct(const ptype *e, const ptype *original, const ptype 
                 if (!used[j] && ps_eq(st_name(actual, j), key))
                     break;
             if (j == na) {
-                if (!accepts_undef(st_key(e, i)))
-                    ml_push(&d, m_key(M_MISSING_KEY, p, key.p, key.n));
+                if (!pt_accepts_undef(st_key(e, i)))
+                    pt_ml_push(&d, m_key(M_MISSING_KEY, p, key.p, key.n));
                 continue;
             }
             used[j] = true;
-            if (!assignable(st_key(e, i), st_key(actual, j), NULL)) {
-                tpath kp = path_plus(p, PE_ENTRY_KEY, key.p, key.n, 0);
-                mlist x = describe(st_key(e, i), st_key(actual, j), &kp);
+            if (!pt_assignable(st_key(e, i), st_key(actual, j), NULL)) {
+                tpath kp = pt_path_plus(p, PE_ENTRY_KEY, key.p, key.n, 0);
+                mlist x = pt_describe(st_key(e, i), st_key(actual, j), &kp);
                 ml_concat(&d, &x);
-                path_free(&kp);
+                pt_path_free(&kp);
             }
-            if (!assignable(st_val(e, i), st_val(actual, j), NULL)) {
-                tpath vp = path_plus(p, PE_ENTRY_VALUE, key.p, key.n, 0);
-                mlist x = describe(st_val(e, i), st_val(actual, j), &vp);
+            if (!pt_assignable(st_val(e, i), st_val(actual, j), NULL)) {
+                tpath vp = pt_path_plus(p, PE_ENTRY_VALUE, key.p, key.n, 0);
+                mlist x = pt_describe(st_val(e, i), st_val(actual, j), &vp);
                 ml_concat(&d, &x);
-                path_free(&vp);
+                pt_path_free(&vp);
             }
         }
         for (size_t j = 0; j < na; j++)
             if (!used[j]) {
                 pstr k = st_name(actual, j);
-                ml_push(&d, m_key(M_EXTRA_KEY, p, k.p, k.n));
+                pt_ml_push(&d, m_key(M_EXTRA_KEY, p, k.p, k.n));
             }
         free(used);
     } else if (is_k(actual, K_HASH)) {
-        ptype *as = actual->size ? t_ref(actual->size) : default_size();
+        ptype *as = actual->size ? pt_ref(actual->size) : default_size();
         ptype *es = mk_intv(struct_required(e), (int64_t)st_count(e));
-        if (assignable(es, as, NULL)) {
-            ptype *a2 = mk_hash(t_ref(actual->t), t_ref(actual->t2), NULL);
-            ml_push(&d, m_new(M_TYPE, p, original, a2));
-            t_unref(a2);
+        if (pt_assignable(es, as, NULL)) {
+            ptype *a2 = pt_mk_hash(pt_ref(actual->t), pt_ref(actual->t2), NULL);
+            pt_ml_push(&d, pt_m_new(M_TYPE, p, original, a2));
+            pt_unref(a2);
         } else {
-            ml_push(&d, m_new(M_SIZE, p, es, as));
+            pt_ml_push(&d, pt_m_new(M_SIZE, p, es, as));
         }
-        t_unref(as);
-        t_unref(es);
+        pt_unref(as);
+        pt_unref(es);
     } else {
-        ml_push(&d, m_new(M_TYPE, p, original, actual));
+        pt_ml_push(&d, pt_m_new(M_TYPE, p, original, actual));
     }
     return d;
 }
@@ -3152,42 +3154,42 @@ static mlist describe_tuple(const ptype *e, const ptype *original, const ptype *
                             mkind size_class)
 {
     mlist d = {0};
-    if (t_eq(e, actual) || (e->n == 0 && is_k(actual, K_ARRAY)))
+    if (pt_eq(e, actual) || (e->n == 0 && is_k(actual, K_ARRAY)))
         return d;
-    ptype *es = tuple_size_type(e);
+    ptype *es = pt_tuple_size_type(e);
     if (is_k(actual, K_TUPLE)) {
-        ptype *as = tuple_size_type(actual);
-        if (assignable(es, as, NULL)) {
+        ptype *as = pt_tuple_size_type(actual);
+        if (pt_assignable(es, as, NULL)) {
             if (e->n) {
                 for (size_t i = 0; i < actual->n; i++) {
                     size_t adx = i < e->n ? i : e->n - 1;
-                    tpath ip = path_plus(p, PE_ARRAY, NULL, 0, adx);
-                    mlist x = describe(e->v[adx], actual->v[i], &ip);
+                    tpath ip = pt_path_plus(p, PE_ARRAY, NULL, 0, adx);
+                    mlist x = pt_describe(e->v[adx], actual->v[i], &ip);
                     ml_concat(&d, &x);
-                    path_free(&ip);
+                    pt_path_free(&ip);
                 }
             }
         } else {
-            ml_push(&d, m_new(size_class, p, es, as));
+            pt_ml_push(&d, pt_m_new(size_class, p, es, as));
         }
-        t_unref(as);
+        pt_unref(as);
     } else if (is_k(actual, K_ARRAY)) {
-        ptype *as = actual->size ? t_ref(actual->size) : default_size();
-        if (assignable(es, as, NULL)) {
+        ptype *as = actual->size ? pt_ref(actual->size) : default_size();
+        if (pt_assignable(es, as, NULL)) {
             for (size_t i = 0; i < e->n; i++) {
-                tpath ip = path_plus(p, PE_ARRAY, NULL, 0, i);
-                mlist x = describe(e->v[i], actual->t, &ip);
+                tpath ip = pt_path_plus(p, PE_ARRAY, NULL, 0, i);
+                mlist x = pt_describe(e->v[i], actual->t, &ip);
                 ml_concat(&d, &x);
-                path_free(&ip);
+                pt_path_free(&ip);
             }
         } else {
-            ml_push(&d, m_new(size_class, p, es, as));
+            pt_ml_push(&d, pt_m_new(size_class, p, es, as));
         }
-        t_unref(as);
+        pt_unref(as);
     } else {
-        ml_push(&d, m_new(M_TYPE, p, original, actual));
+        pt_ml_push(&d, pt_m_new(M_TYPE, p, original, actual));
     }
-    t_unref(es);
+    pt_unref(es);
     return d;
 }
 
@@ -3209,21 +3211,21 @@ static mlist internal_describe(const ptype *e, const ptype *original, const ptyp
             return (mlist){0};
         return internal_describe(e->t, is_k(original, K_ALIAS) ? original : e, actual, p);
     case K_PATTERN: case K_ENUM:
-        return one(m_new(M_PATTERN, p, original, actual));
+        return one(pt_m_new(M_PATTERN, p, original, actual));
     case K_ALIAS: {
         if (!e->t)
             break;
-        ptype *r = normalize(e->t);
+        ptype *r = pt_normalize(e->t);
         mlist d = internal_describe(r, e, actual, p);
-        t_unref(r);
+        pt_unref(r);
         return d;
     }
     default:
         break;
     }
-    if (assignable(e, actual, NULL))
+    if (pt_assignable(e, actual, NULL))
         return (mlist){0};
-    return one(m_new(M_TYPE, p, original, actual));
+    return one(pt_m_new(M_TYPE, p, original, actual));
 }
 
 /* The first unresolved type reference in t (TypeAcceptor order), or NULL. */
@@ -3247,14 +3249,14 @@ static const ptype *find_typeref(const ptype *t, int depth)
     return NULL;
 }
 
-static mlist describe(const ptype *expected, const ptype *actual, const tpath *p)
+static mlist pt_describe(const ptype *expected, const ptype *actual, const tpath *p)
 {
     const ptype *ref = find_typeref(expected, 0);
     if (ref)
         return one(m_key(M_UNRESOLVED, p, ref->s.p, ref->s.n));
-    ptype *n = normalize(expected);
+    ptype *n = pt_normalize(expected);
     mlist d = internal_describe(n, expected, actual, p);
-    t_unref(n);
+    pt_unref(n);
     return d;
 }
 
@@ -3280,7 +3282,7 @@ static const ptype *resolved(const ptype *t)
 
 static bool specialization(const ptype *e, const ptype *a)
 {
-    return (e->k == K_STRUCT && is_a(a, K_HASH)) || (e->k == K_TUPLE && is_a(a, K_ARRAY));
+    return (e->k == K_STRUCT && pt_is_a(a, K_HASH)) || (e->k == K_TUPLE && pt_is_a(a, K_ARRAY));
 }
 
 static bool always_fully_detailed(ptype *const *es, size_t n, const ptype *a)
@@ -3297,7 +3299,7 @@ static bool assignable_to_default(ptype *const *es, size_t n, const ptype *a)
 {
     for (size_t i = 0; i < n; i++) {
         const ptype *e = resolved(es[i]);
-        if (assignable(D(e->k), a, NULL))
+        if (pt_assignable(pt_D(e->k), a, NULL))
             return true;
     }
     return false;
@@ -3311,14 +3313,14 @@ static char *detailed_actual(ptype *const *es, size_t n, const ptype *a)
         res[i] = (ptype *)resolved(es[i]);
     char *r;
     if (always_fully_detailed(res, n, a)) {
-        r = t_to_xs(a);
+        r = pt_to_xs(a);
     } else {
-        ptype *g = generalize(a);
+        ptype *g = pt_generalize(a);
         bool any = false;
         for (size_t i = 0; i < n && !any; i++)
-            any = assignable(res[i], g, NULL);
-        t_unref(g);
-        r = any ? t_to_xs(a) : xstrdup(simple_names[a->k]);
+            any = pt_assignable(res[i], g, NULL);
+        pt_unref(g);
+        r = any ? pt_to_xs(a) : xstrdup(pt_simple_names[a->k]);
     }
     free(res);
     return r;
@@ -3360,7 +3362,7 @@ static void type_mismatch_message(sbuf *b, const mismatch *m, const char *varian
     if (detailed) {
         a = detailed_actual(es, ne, m->a);
         for (size_t i = 0; i < ne; i++)
-            names[nn++] = t_to_xs(es[i]);
+            names[nn++] = pt_to_xs(es[i]);
     } else {
         sbuf ab = {0};
         short_name(&ab, m->a);
@@ -3425,22 +3427,22 @@ static void range_to_s(sbuf *b, const ptype *r, const char *zero)
         if (n_eq(min, n_int(0)))
             sb_adds(b, zero);
         else
-            n_to_s(b, min);
+            pt_n_to_s(b, min);
     } else if (n_eq(min, n_int(0))) {
         if (n_is_posinf(max))
             sb_adds(b, "unlimited");
         else {
             sb_adds(b, "at most ");
-            n_to_s(b, max);
+            pt_n_to_s(b, max);
         }
     } else if (n_is_posinf(max)) {
         sb_adds(b, "at least ");
-        n_to_s(b, min);
+        pt_n_to_s(b, min);
     } else {
         sb_adds(b, "between ");
-        n_to_s(b, min);
+        pt_n_to_s(b, min);
         sb_adds(b, " and ");
-        n_to_s(b, max);
+        pt_n_to_s(b, max);
     }
 }
 
@@ -3457,7 +3459,7 @@ static void m_message(sbuf *b, const mismatch *m, const char *variant, const cha
             e = e->t;
             pfx = "an undef value or ";
         }
-        char *es = t_to_xs(e);
+        char *es = pt_to_xs(e);
         sb_addf(b, "%s%s expects %sa match for %s, got ", variant, position, pfx, es);
         free(es);
         if (is_k(m->a, K_STRING) && m->a->has_s) {
@@ -3498,7 +3500,7 @@ static void m_message(sbuf *b, const mismatch *m, const char *variant, const cha
 }
 
 /* Mismatch#format */
-static void m_format(sbuf *b, const mismatch *m)
+static void pt_m_format(sbuf *b, const mismatch *m)
 {
     sbuf variant = {0}, position = {0};
     size_t start = 0;
@@ -3534,34 +3536,34 @@ static char *rstrip_take(sbuf *b)
 static char *describe_mismatch(const char *name, const ptype *expected, const ptype *actual)
 {
     tpath p = {0};
-    tpath root = path_plus(&p, PE_SUBJECT, name, strlen(name), 0);
-    mlist errs = describe(expected, actual, &root);
-    path_free(&root);
+    tpath root = pt_path_plus(&p, PE_SUBJECT, name, strlen(name), 0);
+    mlist errs = pt_describe(expected, actual, &root);
+    pt_path_free(&root);
     sbuf b = {0};
     char *r;
     if (errs.n == 1) {
-        m_format(&b, errs.v[0]);
+        pt_m_format(&b, errs.v[0]);
         r = rstrip_take(&b);
     } else {
         for (size_t i = 0; i < errs.n; i++) {
             if (i)
                 sb_adds(&b, "\n ");
-            m_format(&b, errs.v[i]);
+            pt_m_format(&b, errs.v[i]);
         }
         r = sb_take(&b);
     }
-    ml_free(&errs);
+    pt_ml_free(&errs);
     return r;
 }
 
 /* TypeAsserter.assert_instance_of's message for a value that is not an instance of t. */
-static char *assert_message(const char *subject, const ptype *t, const hv *v)
+static char *pt_assert_message(const char *subject, const ptype *t, const hv *v)
 {
-    ptype *a = infer_set(v, 0);
+    ptype *a = pt_infer_set(v, 0);
     char *name = xasprintf("%s has wrong type,", subject);
     char *r = describe_mismatch(name, t, a);
     free(name);
-    t_unref(a);
+    pt_unref(a);
     return r;
 }
 
@@ -3601,7 +3603,7 @@ static void pos_suffix(sbuf *b, const char *src, size_t off)
             line++;
             ls = i + 1;
         }
-    sb_addf(b, " (line: %d, column: %zu)", line, utf8_len(src + ls, off - ls) + 1);
+    sb_addf(b, " (line: %d, column: %zu)", line, pt_utf8_len(src + ls, off - ls) + 1);
 }
 
 static void lex_error(lexer *lx, size_t off, const char *fmt, ...) HIERA_PRINTF(3, 4);
@@ -3630,7 +3632,7 @@ static void emit(lexer *lx, tok k, size_t start, size_t end, char *val, size_t v
     lx->toks[lx->ntoks++] = (token){k, start, end, val, vlen};
 }
 
-static void lx_free(lexer *lx)
+static void pt_lx_free(lexer *lx)
 {
     for (size_t i = 0; i < lx->ntoks; i++)
         free(lx->toks[i].val);
@@ -3651,7 +3653,7 @@ static void followed_by(sbuf *b, const char *s, size_t n)
     size_t i = 0, chars = 0;
     while (i < n && chars < 5) {
         uint32_t cp;
-        size_t l = utf8_next(s + i, n - i, &cp);
+        size_t l = pt_utf8_next(s + i, n - i, &cp);
         if (s[i] == '\t')
             sb_adds(b, "\\t");
         else if (s[i] == '\n')
@@ -3695,7 +3697,7 @@ static bool lex_sq(lexer *lx, size_t *pos)
     return true;
 }
 
-static void add_utf8(sbuf *b, uint32_t cp)
+static void pt_add_utf8(sbuf *b, uint32_t cp)
 {
     char buf[4];
     if (cp < 0x80) {
@@ -3750,7 +3752,7 @@ static bool lex_dq(lexer *lx, size_t *pos)
                     while (k < lx->len && nd < 6 && isxdigit((unsigned char)lx->src[k]))
                         cp = cp * 16 + (uint32_t)(isdigit((unsigned char)lx->src[k]) ? lx->src[k] - '0' : (tolower((unsigned char)lx->src[k]) - 'a' + 10)), k++, nd++;
                     if (nd && k < lx->len && lx->src[k] == '}') {
-                        add_utf8(&v, cp);
+                        pt_add_utf8(&v, cp);
                         i = k + 1;
                         break;
                     }
@@ -3758,7 +3760,7 @@ static bool lex_dq(lexer *lx, size_t *pos)
                     while (k < lx->len && nd < 4 && isxdigit((unsigned char)lx->src[k]))
                         cp = cp * 16 + (uint32_t)(isdigit((unsigned char)lx->src[k]) ? lx->src[k] - '0' : (tolower((unsigned char)lx->src[k]) - 'a' + 10)), k++, nd++;
                     if (nd == 4) {
-                        add_utf8(&v, cp);
+                        pt_add_utf8(&v, cp);
                         i = k;
                         break;
                     }
@@ -4036,7 +4038,7 @@ static bool lex_slash(lexer *lx, size_t *pos)
                 }
             }
             /* the lexer compiles it: an invalid regexp fails here, without a position */
-            regex_t *re = re_compile(v.s ? v.s : "", v.len, lx->err);
+            regex_t *re = pt_re_compile(v.s ? v.s : "", v.len, lx->err);
             if (!re) {
                 sb_free(&v);
                 return false;
@@ -4066,7 +4068,7 @@ static size_t op_len(const char *s, size_t n)
     return 1;
 }
 
-static bool lex_all(lexer *lx)
+static bool pt_lex_all(lexer *lx)
 {
     const char *s = lx->src;
     size_t i = 0, n = lx->len;
@@ -4187,7 +4189,7 @@ static bool lex_all(lexer *lx)
         }
         /* an unrecognized character: Puppet's OTHER token, whose text reads as '' */
         uint32_t cp;
-        size_t l = utf8_next(s + i, n - i, &cp);
+        size_t l = pt_utf8_next(s + i, n - i, &cp);
         emit(lx, TK_OTHER, i, i + l, xstrdup(""), 0);
         i += l;
     }
@@ -4237,19 +4239,19 @@ static void a_push(ast *a, ast *kid)
     if (kid->end > a->end)
         a->end = kid->end;
 }
-static void a_free(ast *a)
+static void pt_a_free(ast *a)
 {
     if (!a)
         return;
     for (size_t i = 0; i < a->nk; i++)
-        a_free(a->kids[i]);
+        pt_a_free(a->kids[i]);
     free(a->kids);
     free(a);
 }
 static ast *opaque(ast *a, size_t end) /* widens a into an opaque node (frees a) */
 {
     ast *o = a_new(A_OPAQUE, a->start, end > a->end ? end : a->end);
-    a_free(a);
+    pt_a_free(a);
     return o;
 }
 
@@ -4326,7 +4328,7 @@ static bool p_entries(parser *p, ast *into, tok close, bool allow_empty)
             advance(p);
             ast *v = p_assignment(p);
             if (!v) {
-                a_free(e);
+                pt_a_free(e);
                 return false;
             }
             ast *last = into->nk ? into->kids[into->nk - 1] : NULL;
@@ -4368,14 +4370,14 @@ static ast *p_hash(parser *p)
         if (!k)
             goto fail;
         if (cur_k(p) != TK_FARROW) {
-            a_free(k);
+            pt_a_free(k);
             syntax_error(p);
             goto fail;
         }
         advance(p);
         ast *v = p_assignment(p);
         if (!v) {
-            a_free(k);
+            pt_a_free(k);
             goto fail;
         }
         a_push(h, k);
@@ -4393,7 +4395,7 @@ static ast *p_hash(parser *p)
     advance(p);
     return h;
 fail:
-    a_free(h);
+    pt_a_free(h);
     return NULL;
 }
 
@@ -4415,7 +4417,7 @@ static ast *p_primary(parser *p)
         a = a_new(A_LIST, t->start, t->end);
         advance(p);
         if (!p_entries(p, a, TK_RBRACK, true)) {
-            a_free(a);
+            pt_a_free(a);
             return NULL;
         }
         a->end = cur(p)->end;
@@ -4430,12 +4432,12 @@ static ast *p_primary(parser *p)
         if (!e)
             return NULL;
         if (cur_k(p) != TK_RPAREN) {
-            a_free(e);
+            pt_a_free(e);
             return syntax_error(p);
         }
         /* the parenthesized expression's text ends with the inner expression */
         a = a_new(A_OPAQUE, t->start, e->end);
-        a_free(e);
+        pt_a_free(e);
         advance(p);
         return a;
     }
@@ -4457,7 +4459,7 @@ static ast *p_postfix(parser *p)
             a_push(acc, a);
             advance(p);
             if (!p_entries(p, acc, TK_RBRACK, false)) {
-                a_free(acc);
+                pt_a_free(acc);
                 return NULL;
             }
             acc->end = cur(p)->end;
@@ -4467,20 +4469,20 @@ static ast *p_postfix(parser *p)
             advance(p);
             ast *args = a_new(A_LIST, a->start, a->end);
             if (!p_entries(p, args, TK_RPAREN, true)) {
-                a_free(args);
-                a_free(a);
+                pt_a_free(args);
+                pt_a_free(a);
                 return NULL;
             }
             size_t end = cur(p)->end;
             advance(p);
-            a_free(args);
+            pt_a_free(args);
             a = opaque(a, end);
         } else if (k == TK_DOT) { /* a method call */
             advance(p);
             tok nk = cur_k(p);
             if (nk != TK_NAME && nk != TK_CLASSREF && nk != TK_KEYWORD && nk != TK_DEFAULT && nk != TK_UNDEF &&
                 nk != TK_BOOLEAN && nk != TK_BINOP) {
-                a_free(a);
+                pt_a_free(a);
                 return syntax_error(p);
             }
             size_t end = cur(p)->end;
@@ -4489,7 +4491,7 @@ static ast *p_postfix(parser *p)
         } else if (k == TK_LBRACE && (a->k == A_QREF || a->k == A_ACCESS || a->k == A_QNAME)) {
             size_t end;
             if (!skip_braces(p, &end)) {
-                a_free(a);
+                pt_a_free(a);
                 return NULL;
             }
             a = opaque(a, end);
@@ -4518,7 +4520,7 @@ static ast *p_unary(parser *p)
             a_push(r, e);
         } else {
             r = a_new(A_OPAQUE, t->start, e->end);
-            a_free(e);
+            pt_a_free(e);
         }
     } else {
         r = p_postfix(p);
@@ -4538,17 +4540,17 @@ static ast *p_assignment(parser *p)
             advance(p);
             ast *r = p_unary(p);
             if (!r) {
-                a_free(a);
+                pt_a_free(a);
                 return NULL;
             }
             size_t end = r->end;
-            a_free(r);
+            pt_a_free(r);
             a = opaque(a, end);
         } else if (k == TK_QMARK) { /* selector */
             advance(p);
             size_t end;
             if (cur_k(p) != TK_LBRACE || !skip_braces(p, &end)) {
-                a_free(a);
+                pt_a_free(a);
                 return cur_k(p) != TK_LBRACE ? syntax_error(p) : NULL;
             }
             a = opaque(a, end);
@@ -4560,7 +4562,7 @@ static ast *p_assignment(parser *p)
 }
 
 /* program: statements (juxtaposed or separated by ';'); a comma continues a statement. */
-static ast *p_program(parser *p)
+static ast *pt_p_program(parser *p)
 {
     ast *first = NULL;
     size_t end = 0;
@@ -4568,31 +4570,31 @@ static ast *p_program(parser *p)
     while (cur_k(p) != TK_EOF) {
         ast *s = p_assignment(p);
         if (!s) {
-            a_free(first);
+            pt_a_free(first);
             return NULL;
         }
         while (cur_k(p) == TK_COMMA) {
             advance(p);
             ast *x = p_assignment(p);
             if (!x) {
-                a_free(s);
-                a_free(first);
+                pt_a_free(s);
+                pt_a_free(first);
                 return NULL;
             }
             size_t e = x->end;
-            a_free(x);
+            pt_a_free(x);
             s = opaque(s, e);
         }
         end = s->end;
         if (!first)
             first = s;
         else
-            a_free(s);
+            pt_a_free(s);
         count++;
         if (cur_k(p) == TK_SEMIC) {
             advance(p);
             if (cur_k(p) == TK_EOF) /* a ';' must be followed by a statement */
-                return syntax_error(p), a_free(first), NULL;
+                return syntax_error(p), pt_a_free(first), NULL;
         }
     }
     if (!first)
@@ -4621,7 +4623,7 @@ static void pv_free(pval *v)
 {
     if (!v)
         return;
-    t_unref(v->t);
+    pt_unref(v->t);
     n_drop(&v->n);
     free(v->s.p);
     for (size_t i = 0; i < v->nitems; i++)
@@ -4650,7 +4652,7 @@ typedef struct {
     int depth;
 } ictx;
 
-static ptype *parse_type(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
+static ptype *pt_parse_type(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
                          herr *err);
 
 static void invalid_spec(ictx *c, const ast *a)
@@ -4694,28 +4696,28 @@ static void ensure_builtin_aliases(void)
     if (builtin_alias_nodes[0])
         return;
     for (size_t i = 0; i < N_ALIASES; i++) {
-        ptype *a = mk_named(K_ALIAS, alias_names[i], strlen(alias_names[i]));
+        ptype *a = pt_mk_named(K_ALIAS, alias_names[i], strlen(alias_names[i]));
         a->flag = 1; /* built in: never printed expanded */
         make_immortal(a);
         builtin_alias_nodes[i] = a;
     }
     for (size_t i = 0; i < N_ALIASES; i++) {
         herr e = {0};
-        builtin_alias_nodes[i]->t = parse_type(alias_defs[i], strlen(alias_defs[i]), false, NULL, 0, &e);
+        builtin_alias_nodes[i]->t = pt_parse_type(alias_defs[i], strlen(alias_defs[i]), false, NULL, 0, &e);
         herr_clear(&e);
     }
 }
 
-static ptype *builtin_alias(const char *name, size_t n)
+static ptype *pt_builtin_alias(const char *name, size_t n)
 {
     ensure_builtin_aliases();
     for (size_t i = 0; i < N_ALIASES; i++)
-        if (ascii_casecmp_eq(alias_names[i], strlen(alias_names[i]), name, n))
+        if (pt_ascii_casecmp_eq(alias_names[i], strlen(alias_names[i]), name, n))
             return builtin_alias_nodes[i];
     return NULL;
 }
 
-static ptype *data_alias(void) { return builtin_alias("Data", 4); }
+static ptype *data_alias(void) { return pt_builtin_alias("Data", 4); }
 
 /* Puppet's built-in resource types (StaticLoader::BUILTIN_TYPE_NAMES). */
 static const char *const resource_names[] = {"Component", "Exec", "File", "Filebucket", "Group",
@@ -4725,7 +4727,7 @@ static const char *const resource_names[] = {"Component", "Exec", "File", "Fileb
 static const char *resource_name(const char *name, size_t n)
 {
     for (int i = 0; resource_names[i]; i++)
-        if (ascii_casecmp_eq(resource_names[i], strlen(resource_names[i]), name, n))
+        if (pt_ascii_casecmp_eq(resource_names[i], strlen(resource_names[i]), name, n))
             return resource_names[i];
     return NULL;
 }
@@ -4752,12 +4754,12 @@ static ptype *type_map(const char *lname)
     };
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (!strcmp(map[i].name, lname)) {
-            return dflt(map[i].k);
+            return pt_dflt(map[i].k);
         }
     return NULL;
 }
 
-static char *lower_dup(const char *s, size_t n)
+static char *pt_lower_dup(const char *s, size_t n)
 {
     char *r = xstrndup(s, n);
     for (size_t i = 0; i < n; i++)
@@ -4782,14 +4784,14 @@ static ptype *load_type(ictx *c, const char *name, size_t n)
         return NULL;
     }
     for (size_t i = 0; i < c->nlocals; i++)
-        if (ascii_casecmp_eq(c->locals[i].name, strlen(c->locals[i].name), name, n))
-            return t_ref(c->locals[i].type);
-    ptype *a = builtin_alias(name, n);
+        if (pt_ascii_casecmp_eq(c->locals[i].name, strlen(c->locals[i].name), name, n))
+            return pt_ref(c->locals[i].type);
+    ptype *a = pt_builtin_alias(name, n);
     if (a)
-        return t_ref(a);
+        return pt_ref(a);
     const char *r = resource_name(name, n);
     if (r)
-        return mk_named(K_RESOURCE, r, strlen(r));
+        return pt_mk_named(K_RESOURCE, r, strlen(r));
     return NULL;
 }
 
@@ -4820,7 +4822,7 @@ static pval *interp_number(ictx *c, const ast *a)
     return v;
 }
 
-static num n_negate(num n)
+static num pt_n_negate(num n)
 {
     if (n.k == N_FLOAT)
         return n_float(-n.d);
@@ -4851,7 +4853,7 @@ static pval *interp_qref(ictx *c, const ast *a)
     const char *name;
     size_t n;
     qref_name(c, a, &name, &n);
-    char *lname = lower_dup(name, n);
+    char *lname = pt_lower_dup(name, n);
     ptype *t = type_map(lname);
     free(lname);
     if (!t) {
@@ -4859,7 +4861,7 @@ static pval *interp_qref(ictx *c, const ast *a)
         if (!t && herr_isset(c->err))
             return NULL;
         if (!t)
-            t = mk_named(K_TYPEREF, c->src + a->start, a->end - a->start);
+            t = pt_mk_named(K_TYPEREF, c->src + a->start, a->end - a->start);
     }
     pval *v = pv_new(PV_TYPE);
     v->t = t;
@@ -4872,7 +4874,7 @@ static bool pv_eq(const pval *a, const pval *b)
     if (a->k != b->k)
         return false;
     switch (a->k) {
-    case PV_TYPE: return t_eq(a->t, b->t);
+    case PV_TYPE: return pt_eq(a->t, b->t);
     case PV_NUM: return a->n.k == b->n.k && n_eq(a->n, b->n);
     case PV_STR: case PV_REGEX: return ps_eq(a->s, b->s);
     case PV_BOOL: return a->b == b->b;
@@ -4933,7 +4935,7 @@ static pval *interp(ictx *c, const ast *a)
             pv_free(x);
             break;
         }
-        num neg = n_negate(x->n);
+        num neg = pt_n_negate(x->n);
         n_drop(&x->n);
         x->n = neg;
         v = x;
@@ -5009,7 +5011,7 @@ static void bound_to_s(sbuf *b, const pval *v, bool upper)
     if (!v || is_default(v) || v->k == PV_NIL)
         sb_adds(b, upper ? "Infinity" : "-Infinity");
     else
-        n_to_s(b, v->n);
+        pt_n_to_s(b, v->n);
 }
 
 /* PIntegerType.new(from, to) for parameter values (nil or default: unbounded). */
@@ -5022,7 +5024,7 @@ static ptype *int_range(ictx *c, const pval *from, const pval *to)
     }
     num f = (!from || is_default(from) || from->k == PV_NIL) ? n_neginf() : n_copy(from->n);
     num t = (!to || is_default(to) || to->k == PV_NIL || is_str(to, "default")) ? n_posinf() : n_copy(to->n);
-    if (n_cmp(f, t) == 1) {
+    if (pt_n_cmp(f, t) == 1) {
         sbuf b = {0};
         sb_adds(&b, "'from' must be less or equal to 'to'. Got (");
         bound_to_s(&b, from, false);
@@ -5034,22 +5036,22 @@ static ptype *int_range(ictx *c, const pval *from, const pval *to)
         n_drop(&t);
         return NULL;
     }
-    return mk_int(f, t);
+    return pt_mk_int(f, t);
 }
 
 /* TypeFactory.type_of */
 static ptype *type_of(const pval *v)
 {
     switch (v->k) {
-    case PV_TYPE: return t_ref(v->t);
-    case PV_STR: return mk_runtime("ruby", 4, true, v->s.p, v->s.n, true);
-    case PV_NUM: return dflt(v->n.k == N_FLOAT ? K_FLOAT : K_INTEGER);
-    case PV_BOOL: return dflt(K_BOOLEAN);
-    case PV_DEFAULT: return mk(K_DEFAULT);
-    case PV_NIL: return mk(K_UNDEF);
-    case PV_REGEX: return mk_regexp(v->s.p, v->s.n, true);
-    case PV_ARRAY: return dflt(K_ARRAY);
-    default: return dflt(K_HASH);
+    case PV_TYPE: return pt_ref(v->t);
+    case PV_STR: return pt_mk_runtime("ruby", 4, true, v->s.p, v->s.n, true);
+    case PV_NUM: return pt_dflt(v->n.k == N_FLOAT ? K_FLOAT : K_INTEGER);
+    case PV_BOOL: return pt_dflt(K_BOOLEAN);
+    case PV_DEFAULT: return pt_mk(K_DEFAULT);
+    case PV_NIL: return pt_mk(K_UNDEF);
+    case PV_REGEX: return pt_mk_regexp(v->s.p, v->s.n, true);
+    case PV_ARRAY: return pt_dflt(K_ARRAY);
+    default: return pt_dflt(K_HASH);
     }
 }
 
@@ -5059,7 +5061,7 @@ static const char *pv_class(const pval *v)
     static char buf[64];
     switch (v->k) {
     case PV_TYPE:
-        snprintf(buf, sizeof buf, "Puppet::Pops::Types::P%sType", v->t->k == K_ALIAS ? "TypeAlias" : simple_names[v->t->k]);
+        snprintf(buf, sizeof buf, "Puppet::Pops::Types::P%sType", v->t->k == K_ALIAS ? "TypeAlias" : pt_simple_names[v->t->k]);
         return buf;
     case PV_NUM: return v->n.k == N_FLOAT ? "Float" : "Integer";
     case PV_STR: return "String";
@@ -5078,14 +5080,14 @@ static ptype *need_type(ictx *c, const ast *a, const pval *v)
         invalid_spec(c, a);
         return NULL;
     }
-    return t_ref(v->t);
+    return pt_ref(v->t);
 }
 
 /* A size parameter: an Integer type, or a range parameter giving the lower bound. */
 static ptype *size_param(ictx *c, const ast *a, const pval *v)
 {
     if (is_type(v) && v->t->k == K_INTEGER)
-        return t_ref(v->t);
+        return pt_ref(v->t);
     if (!is_range(v)) {
         invalid_spec(c, a);
         return NULL;
@@ -5112,61 +5114,61 @@ static ptype *make_struct(ictx *c, const ast *a, const pval *h)
         if (k->k == PV_STR) {
             if (!k->s.n) {
                 herr_set(c->err, HERR_ERROR, "Struct element key cannot be an empty String");
-                t_unref(vt);
+                pt_unref(vt);
                 goto fail;
             }
-            kt = mk_string_val(k->s.p, k->s.n);
-            if (accepts_undef(vt))
-                kt = mk_contained(K_OPTIONAL, kt);
+            kt = pt_mk_string_val(k->s.p, k->s.n);
+            if (pt_accepts_undef(vt))
+                kt = pt_mk_contained(K_OPTIONAL, kt);
         } else {
             const ptype *s = NULL;
             kt = NULL;
             if (is_type(k)) {
                 const ptype *t = k->t;
                 if (t->k == K_NOTUNDEF) {
-                    kt = t->t ? t_ref(t->t) : NULL;
+                    kt = t->t ? pt_ref(t->t) : NULL;
                     s = kt;
                 } else if (t->k == K_OPTIONAL) {
-                    kt = t_ref(t);
+                    kt = pt_ref(t);
                     s = t->t;
                 } else if (t->k == K_STRING) {
-                    kt = t_ref(t);
+                    kt = pt_ref(t);
                     s = t;
                 } else if (t->k == K_ENUM) {
                     if (t->nvals == 1)
-                        kt = mk_string_val(t->vals[0].p, t->vals[0].n);
+                        kt = pt_mk_string_val(t->vals[0].p, t->vals[0].n);
                     s = kt;
                 } else {
                     herr_set(c->err, HERR_ERROR,
                              "Illegal Struct member key type. Expected NotUndef, Optional, String, or Enum. Got: %s",
                              pv_class(k));
-                    t_unref(vt);
+                    pt_unref(vt);
                     goto fail;
                 }
             } else {
                 herr_set(c->err, HERR_ERROR,
                          "Illegal Struct member key type. Expected NotUndef, Optional, String, or Enum. Got: %s",
                          pv_class(k));
-                t_unref(vt);
+                pt_unref(vt);
                 goto fail;
             }
             if (!is_k(s, K_STRING) || !s->has_s) {
-                char *ks = t_to_s(k->t);
+                char *ks = pt_to_s(k->t);
                 herr_set(c->err, HERR_ERROR,
                          "Unable to extract a non-empty literal string from Struct member key type %s", ks);
                 free(ks);
-                t_unref(kt);
-                t_unref(vt);
+                pt_unref(kt);
+                pt_unref(vt);
                 goto fail;
             }
         }
         pairs[2 * i] = kt;
         pairs[2 * i + 1] = vt;
     }
-    return mk_struct(pairs, n);
+    return pt_mk_struct(pairs, n);
 fail:
     for (size_t i = 0; i < 2 * n; i++)
-        t_unref(pairs[i]);
+        pt_unref(pairs[i]);
     free(pairs);
     return NULL;
 }
@@ -5177,19 +5179,19 @@ static ptype *make_pattern(ictx *c, pval **params, size_t np)
     for (size_t i = 0; i < np; i++) {
         const pval *p = params[i];
         if (p->k == PV_STR || p->k == PV_REGEX) {
-            regex_t *re = re_compile(p->s.p, p->s.n, c->err);
+            regex_t *re = pt_re_compile(p->s.p, p->s.n, c->err);
             if (!re) {
                 tl_free(&l);
                 return NULL;
             }
-            ptype *rt = mk_regexp(p->s.p, p->s.n, true);
+            ptype *rt = pt_mk_regexp(p->s.p, p->s.n, true);
             rt->re = re;
             tl_push(&l, rt);
         } else if (is_type(p) && p->t->k == K_REGEXP) {
-            tl_push(&l, t_ref(p->t));
+            tl_push(&l, pt_ref(p->t));
         } else if (is_type(p) && p->t->k == K_PATTERN) {
             for (size_t j = 0; j < p->t->n; j++)
-                tl_push(&l, t_ref(p->t->v[j]));
+                tl_push(&l, pt_ref(p->t->v[j]));
         } else {
             herr_set(c->err, HERR_ERROR, "Only String, Regexp, Pattern-Type, and Regexp-Type are allowed: got '%s",
                      pv_class(p));
@@ -5197,8 +5199,8 @@ static ptype *make_pattern(ictx *c, pval **params, size_t np)
             return NULL;
         }
     }
-    tl_uniq(&l);
-    return mk_pattern(l.v, l.n);
+    pt_tl_uniq(&l);
+    return pt_mk_pattern(l.v, l.n);
 }
 
 /* TypeFactory.callable */
@@ -5215,7 +5217,7 @@ static ptype *make_callable(ictx *c, const ast *a, pval **params, size_t np)
     if (np && is_type(ps[np - 1]) &&
         (ps[np - 1]->t->k == K_CALLABLE ||
          (ps[np - 1]->t->k == K_OPTIONAL && is_k(ps[np - 1]->t->t, K_CALLABLE)))) {
-        block = t_ref(ps[np - 1]->t);
+        block = pt_ref(ps[np - 1]->t);
         np--;
     }
     ptype *size = NULL;
@@ -5227,16 +5229,16 @@ static ptype *make_callable(ictx *c, const ast *a, pval **params, size_t np)
         np -= 1;
     }
     if (herr_isset(c->err)) {
-        t_unref(ret);
-        t_unref(block);
+        pt_unref(ret);
+        pt_unref(block);
         return NULL;
     }
     tlist types = {0};
     for (size_t i = 0; i < np; i++)
         tl_push(&types, type_of(ps[i]));
     if (!types.n && size && n_lt(n_int(0), size->to))
-        tl_push(&types, mk(K_UNIT));
-    return mk_callable(mk_tuple(types.v, types.n, size), block, ret);
+        tl_push(&types, pt_mk(K_UNIT));
+    return pt_mk_callable(pt_mk_tuple(types.v, types.n, size), block, ret);
 }
 
 static ptype *make_tuple(ictx *c, const ast *a, pval **params, size_t np)
@@ -5263,7 +5265,7 @@ static ptype *make_tuple(ictx *c, const ast *a, pval **params, size_t np)
     ptype **types = xcalloc(n ? n : 1, sizeof *types);
     for (size_t i = 0; i < n; i++)
         types[i] = type_of(params[i]);
-    return mk_tuple(types, n, size);
+    return pt_mk_tuple(types, n, size);
 }
 
 static ptype *make_runtime(ictx *c, const ast *a, pval **params)
@@ -5273,7 +5275,7 @@ static ptype *make_runtime(ictx *c, const ast *a, pval **params)
         invalid_spec(c, a);
         return NULL;
     }
-    return mk_runtime(rt->s.p, rt->s.n, rt->k == PV_STR, name->s.p, name->s.n, name->k == PV_STR);
+    return pt_mk_runtime(rt->s.p, rt->s.n, rt->k == PV_STR, name->s.p, name->s.n, name->k == PV_STR);
 }
 
 static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
@@ -5286,54 +5288,54 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
     const char *name;
     size_t nlen;
     qref_name(c, q, &name, &nlen);
-    char *lname = lower_dup(name, nlen);
+    char *lname = pt_lower_dup(name, nlen);
     ptype *r = NULL;
 #define IS(s) (!strcmp(lname, s))
     if (IS("array")) {
         if (np == 1) {
             ptype *e = need_type(c, a, params[0]);
-            r = e ? mk_array(e, NULL) : NULL;
+            r = e ? pt_mk_array(e, NULL) : NULL;
         } else if (np == 2) {
             if (is_type(params[0])) {
                 ptype *s = size_param(c, a, params[1]);
-                r = s ? mk_array(t_ref(params[0]->t), s) : NULL;
+                r = s ? pt_mk_array(pt_ref(params[0]->t), s) : NULL;
             } else {
                 ptype *s = two_ranges(c, a, params[0], params[1]);
-                r = s ? mk_array(mk(K_DEFAULT), s) : NULL; /* array_of(:default) is Array[Default] */
+                r = s ? pt_mk_array(pt_mk(K_DEFAULT), s) : NULL; /* array_of(:default) is Array[Default] */
             }
         } else if (np == 3) {
             ptype *e = need_type(c, a, params[0]);
             ptype *s = e ? two_ranges(c, a, params[1], params[2]) : NULL;
-            r = s ? mk_array(e, s) : NULL;
+            r = s ? pt_mk_array(e, s) : NULL;
             if (!s)
-                t_unref(e);
+                pt_unref(e);
         } else {
             invalid_params(c, "Array", "1 to 3", np);
         }
     } else if (IS("hash")) {
         if (np == 2) {
             if (is_type(params[0]) && is_type(params[1])) {
-                r = mk_hash(t_ref(params[0]->t), t_ref(params[1]->t), NULL);
+                r = pt_mk_hash(pt_ref(params[0]->t), pt_ref(params[1]->t), NULL);
             } else {
                 ptype *s = two_ranges(c, a, params[0], params[1]);
-                r = s ? mk_hash(mk(K_DEFAULT), mk(K_DEFAULT), s) : NULL;
+                r = s ? pt_mk_hash(pt_mk(K_DEFAULT), pt_mk(K_DEFAULT), s) : NULL;
             }
         } else if (np == 3) {
             ptype *s = size_param(c, a, params[2]);
             if (s && (!is_type(params[0]) || !is_type(params[1]))) {
                 invalid_spec(c, a);
-                t_unref(s);
+                pt_unref(s);
                 s = NULL;
             }
-            r = s ? mk_hash(t_ref(params[0]->t), t_ref(params[1]->t), s) : NULL;
+            r = s ? pt_mk_hash(pt_ref(params[0]->t), pt_ref(params[1]->t), s) : NULL;
         } else if (np == 4) {
             ptype *s = two_ranges(c, a, params[2], params[3]);
             if (s && (!is_type(params[0]) || !is_type(params[1]))) {
                 invalid_spec(c, a);
-                t_unref(s);
+                pt_unref(s);
                 s = NULL;
             }
-            r = s ? mk_hash(t_ref(params[0]->t), t_ref(params[1]->t), s) : NULL;
+            r = s ? pt_mk_hash(pt_ref(params[0]->t), pt_ref(params[1]->t), s) : NULL;
         } else {
             invalid_params(c, "Hash", "2 to 4", np);
         }
@@ -5345,7 +5347,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
             s = two_ranges(c, a, params[0], params[1]);
         else
             invalid_params(c, "Collection", "1 to 2", np);
-        r = s ? mk_collection(s) : NULL;
+        r = s ? pt_mk_collection(s) : NULL;
     } else if (IS("class")) {
         if (np != 1)
             invalid_params(c, "Class", "1", np);
@@ -5356,16 +5358,16 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
             size_t sn = params[0]->s.n;
             if (sn >= 2 && s[0] == ':' && s[1] == ':')
                 s += 2, sn -= 2;
-            r = mk_named(K_CLASS, s, sn);
+            r = pt_mk_named(K_CLASS, s, sn);
         }
     } else if (IS("regexp")) {
         if (np != 1)
             invalid_params(c, "Regexp", "1", np);
         else if (params[0]->k == PV_STR || params[0]->k == PV_REGEX) {
             /* Ruby compiles the pattern when the type is first used; it fails the same way */
-            regex_t *re = re_compile(params[0]->s.p, params[0]->s.n, c->err);
+            regex_t *re = pt_re_compile(params[0]->s.p, params[0]->s.n, c->err);
             if (re) {
-                r = mk_regexp(params[0]->s.p, params[0]->s.n, true);
+                r = pt_mk_regexp(params[0]->s.p, params[0]->s.n, true);
                 r->re = re;
             }
         }
@@ -5388,7 +5390,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
                 vals[i] = params[i]->s;
             }
             if (ok)
-                r = mk_enum(vals, n, ci);
+                r = pt_mk_enum(vals, n, ci);
             else
                 herr_set(c->err, HERR_PUPPET, "Enum parameters must be identifiers or strings");
             free(vals);
@@ -5404,10 +5406,10 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
         for (size_t i = 0; i < np && ok; i++) {
             ok = is_type(params[i]);
             if (ok)
-                tl_push(&l, t_ref(params[i]->t));
+                tl_push(&l, pt_ref(params[i]->t));
         }
         if (ok) {
-            r = maybe_create(&l);
+            r = pt_maybe_create(&l);
         } else {
             tl_free(&l);
             invalid_spec(c, a);
@@ -5432,7 +5434,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
         else if (params[0]->k != PV_BOOL)
             herr_set(c->err, HERR_PUPPET, "Boolean parameter must be true or false");
         else
-            r = mk_bool(params[0]->b);
+            r = pt_mk_bool(params[0]->b);
     } else if (IS("integer") || IS("float")) {
         bool fl = IS("float");
         if (np == 1) {
@@ -5440,7 +5442,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
                 ptype *x = int_range(c, params[0], NULL);
                 r = x;
             } else if (is_default(params[0])) {
-                r = dflt(K_INTEGER); /* made a Float below */
+                r = pt_dflt(K_INTEGER); /* made a Float below */
             } else {
                 invalid_spec(c, a);
             }
@@ -5460,8 +5462,8 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
             /* float_range: bounds become Floats */
             num f = r->from.k == N_FLOAT ? r->from : n_float(r->from.k == N_INT ? (double)r->from.i : big_to_double(r->from.big));
             num t = r->to.k == N_FLOAT ? r->to : n_float(r->to.k == N_INT ? (double)r->to.i : big_to_double(r->to.big));
-            ptype *x = mk_float(f, t);
-            t_unref(r);
+            ptype *x = pt_mk_float(f, t);
+            pt_unref(r);
             r = x;
         }
     } else if (IS("string")) {
@@ -5472,23 +5474,23 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
             s = two_ranges(c, a, params[0], params[1]);
         else
             invalid_params(c, "String", "1 to 2", np);
-        r = s ? mk_string_size(s) : NULL;
+        r = s ? pt_mk_string_size(s) : NULL;
     } else if (IS("sensitive")) {
         if (np != 1)
             invalid_params(c, "Sensitive", "0 to 1", np);
         else {
             ptype *t = need_type(c, a, params[0]);
-            r = t ? mk_contained(K_SENSITIVE, t) : NULL;
+            r = t ? pt_mk_contained(K_SENSITIVE, t) : NULL;
         }
     } else if (IS("optional") || IS("notundef")) {
         bool opt = IS("optional");
         if (np != 1) {
             invalid_params(c, opt ? "Optional" : "NotUndef", opt ? "1" : "0 to 1", np);
         } else if (params[0]->k == PV_STR) {
-            r = mk_contained(opt ? K_OPTIONAL : K_NOTUNDEF, mk_string_val(params[0]->s.p, params[0]->s.n));
+            r = pt_mk_contained(opt ? K_OPTIONAL : K_NOTUNDEF, pt_mk_string_val(params[0]->s.p, params[0]->s.n));
         } else {
             ptype *t = need_type(c, a, params[0]);
-            r = t ? mk_contained(opt ? K_OPTIONAL : K_NOTUNDEF, t) : NULL;
+            r = t ? pt_mk_contained(opt ? K_OPTIONAL : K_NOTUNDEF, t) : NULL;
         }
     } else if (IS("type") || IS("iterable") || IS("iterator")) {
         const char *cap = IS("type") ? "Type" : IS("iterable") ? "Iterable" : "Iterator";
@@ -5497,7 +5499,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
             invalid_params(c, cap, "1", np);
         } else {
             ptype *t = need_type(c, a, params[0]);
-            r = t ? mk_contained(k, t) : NULL;
+            r = t ? pt_mk_contained(k, t) : NULL;
         }
     } else if (IS("any") || IS("data") || IS("catalogentry") || IS("scalar") || IS("undef") || IS("numeric") ||
                IS("default") || IS("semverrange")) {
@@ -5519,7 +5521,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
                 for (size_t i = 0; i < rl; i++)
                     if (i == 0 || (i >= 2 && cn[i - 1] == ':' && cn[i - 2] == ':'))
                         cn[i] = (char)toupper((unsigned char)cn[i]);
-            r = mk_named(K_RESOURCE, cn, rl);
+            r = pt_mk_named(K_RESOURCE, cn, rl);
             free(cn);
         } else {
             invalid_spec(c, a);
@@ -5533,20 +5535,20 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
          * or a reference to an unknown type */
         ptype *t = load_type(c, name, nlen);
         if (herr_isset(c->err)) {
-            t_unref(t);
+            pt_unref(t);
         } else if (!t) {
-            r = mk_named(K_TYPEREF, c->src + a->start, a->end - a->start);
+            r = pt_mk_named(K_TYPEREF, c->src + a->start, a->end - a->start);
         } else if (t->k == K_RESOURCE) {
             if (np != 1) {
                 char *cased = xstrndup(name, nlen);
                 invalid_params(c, cased, "1", np);
                 free(cased);
             } else {
-                r = t_ref(t); /* the title is kept out: Resource titles describe no value here */
+                r = pt_ref(t); /* the title is kept out: Resource titles describe no value here */
             }
-            t_unref(t);
+            pt_unref(t);
         } else {
-            t_unref(t);
+            pt_unref(t);
             unparameterized(c, q);
         }
     }
@@ -5560,7 +5562,7 @@ static ptype *parse_type_e(const char *text, size_t len, bool cli, const local_a
 
 /* Parses text as a type (err may be NULL). cli selects `puppet lookup --type` behaviour (see
  * scope_load_error); locals are a new function's local type aliases. */
-static ptype *parse_type(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
+static ptype *pt_parse_type(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
                          herr *err)
 {
     herr local = {0};
@@ -5575,26 +5577,26 @@ static ptype *parse_type_e(const char *text, size_t len, bool cli, const local_a
     /* TypeParser.opt_type_map: these exact strings bypass the parser; of them only "Array[1]"
      * differs from what parsing gives (parsed, Array[1] is not a valid type) */
     if (len == 8 && !memcmp(text, "Array[1]", 8))
-        return mk_array(mk(K_ANY), mk_int(n_int(1), n_posinf()));
+        return pt_mk_array(pt_mk(K_ANY), pt_mk_int(n_int(1), n_posinf()));
     lexer lx = {text, len, NULL, 0, 0, err};
-    if (!lex_all(&lx)) {
-        lx_free(&lx);
+    if (!pt_lex_all(&lx)) {
+        pt_lx_free(&lx);
         return NULL;
     }
     parser p = {&lx, 0, 0, err};
-    ast *a = p_program(&p);
+    ast *a = pt_p_program(&p);
     ptype *r = NULL;
     if (a) {
         ictx c = {text, cli, locals, nlocals, err, 0};
         pval *v = interp(&c, a);
         if (v && v->k == PV_TYPE)
-            r = t_ref(v->t);
+            r = pt_ref(v->t);
         else if (v)
             invalid_spec(&c, a);
         pv_free(v);
-        a_free(a);
+        pt_a_free(a);
     }
-    lx_free(&lx);
+    pt_lx_free(&lx);
     return r;
 }
 
@@ -5610,7 +5612,7 @@ ptype *ptype_parse(const char *text, herr *err)
         herr_set(err, HERR_PUPPET, "The expression <> is not a valid type specification.");
         return NULL;
     }
-    return parse_type(text, strlen(text), false, NULL, 0, err);
+    return pt_parse_type(text, strlen(text), false, NULL, 0, err);
 }
 
 /* `puppet lookup --type T` parses T with the Scope as loader context. Any name outside the
@@ -5625,35 +5627,35 @@ ptype *ptype_parse_cli(const char *text, herr *err)
         herr_set(err, HERR_PUPPET, "The expression <> is not a valid type specification.");
         return NULL;
     }
-    return parse_type(text, strlen(text), true, NULL, 0, err);
+    return pt_parse_type(text, strlen(text), true, NULL, 0, err);
 }
 
-void ptype_free(ptype *t) { t_unref(t); }
+void ptype_free(ptype *t) { pt_unref(t); }
 
-bool ptype_match(const ptype *t, const hv *v) { return t && instance(t, v, 0); }
+bool ptype_match(const ptype *t, const hv *v) { return t && pt_instance(t, v, 0); }
 
 char *ptype_mismatch(const ptype *t, const hv *v, const char *subject)
 {
-    return assert_message(subject ? subject : "Value", t, v);
+    return pt_assert_message(subject ? subject : "Value", t, v);
 }
 
 char *ptype_name_of_value(const hv *v)
 {
-    ptype *t = infer_set(v, 0);
+    ptype *t = pt_infer_set(v, 0);
     sbuf b = {0};
     short_name(&b, t);
-    t_unref(t);
+    pt_unref(t);
     return sb_take(&b);
 }
 
-char *ptype_to_s(const ptype *t) { return t_to_s(t); }
+char *ptype_to_s(const ptype *t) { return pt_to_s(t); }
 
 /* ======================================================================================
  * Ruby conversions used by the new() functions
  * ====================================================================================== */
 
 /* Ruby String#inspect (the parts that matter for messages). */
-static void ruby_str_inspect(sbuf *b, const char *s, size_t n)
+static void pt_ruby_str_inspect(sbuf *b, const char *s, size_t n)
 {
     sb_addc(b, '"');
     for (size_t i = 0; i < n; i++) {
@@ -5697,8 +5699,8 @@ static void ruby_inspect(sbuf *b, const hv *v, int depth)
     case HV_BOOL: sb_adds(b, hv_bool_val(v) ? "true" : "false"); break;
     case HV_INT: sb_addf(b, "%" PRId64, hv_int_val(v)); break;
     case HV_BIGINT: sb_adds(b, hv_bigint_digits(v)); break;
-    case HV_FLOAT: ruby_float_to_s(b, hv_float_val(v)); break;
-    case HV_STRING: ruby_str_inspect(b, hv_str_ptr(v), hv_str_len(v)); break;
+    case HV_FLOAT: pt_ruby_float_to_s(b, hv_float_val(v)); break;
+    case HV_STRING: pt_ruby_str_inspect(b, hv_str_ptr(v), hv_str_len(v)); break;
     case HV_SYMBOL: sb_addf(b, ":%s", hv_str_ptr(v)); break;
     case HV_SENSITIVE: sb_adds(b, "#<Sensitive [value redacted]>"); break;
     case HV_ARRAY:
@@ -5725,7 +5727,7 @@ static void ruby_inspect(sbuf *b, const hv *v, int depth)
 }
 
 /* Ruby's to_s of a value in string interpolation. */
-static void ruby_to_s(sbuf *b, const hv *v)
+static void pt_ruby_to_s(sbuf *b, const hv *v)
 {
     switch (hv_kind_of(v)) {
     case HV_UNDEF: break;
@@ -5824,7 +5826,7 @@ static hv *ruby_Integer(const char *s, size_t n, int base, char **msg)
         sb_free(&digits);
         sbuf m = {0};
         sb_adds(&m, "invalid value for Integer(): ");
-        ruby_str_inspect(&m, s, n);
+        pt_ruby_str_inspect(&m, s, n);
         *msg = sb_take(&m);
         return NULL;
     }
@@ -5890,7 +5892,7 @@ static bool ruby_Float(const char *s, size_t n, double *out, char **msg)
         sb_free(&clean);
         sbuf m = {0};
         sb_adds(&m, "invalid value for Float(): ");
-        ruby_str_inspect(&m, s, n);
+        pt_ruby_str_inspect(&m, s, n);
         *msg = sb_take(&m);
         return false;
     }
@@ -5924,11 +5926,11 @@ static bool ws_between_sign(const char *s, size_t n, sbuf *out)
 }
 
 /* Float#to_i (truncation; large values become big integers). */
-static hv *float_to_i(double d, char **msg)
+static hv *pt_float_to_i(double d, char **msg)
 {
     if (isnan(d) || isinf(d)) {
         sbuf m = {0};
-        ruby_float_to_s(&m, d);
+        pt_ruby_float_to_s(&m, d);
         *msg = sb_take(&m);
         return NULL;
     }
@@ -5940,7 +5942,7 @@ static hv *float_to_i(double d, char **msg)
     return hv_bigint(buf, strlen(buf));
 }
 
-static double int_to_float(const hv *v)
+static double pt_int_to_float(const hv *v)
 {
     return hv_is(v, HV_INT) ? (double)hv_int_val(v) : big_to_double(v);
 }
@@ -6090,10 +6092,10 @@ static void nf_free(nfun *f)
 {
     for (size_t i = 0; i < f->nlocals; i++) {
         free((char *)f->locals[i].name);
-        t_unref(f->locals[i].type);
+        pt_unref(f->locals[i].type);
     }
     for (size_t i = 0; i < f->nsigs; i++)
-        t_unref(f->params[i]);
+        pt_unref(f->params[i]);
 }
 
 static const ptype *nf_local(const nfun *f, const char *name)
@@ -6112,13 +6114,13 @@ static bool nf_init(nfun *f, const fndef *def, herr *err)
     for (size_t i = 0; i < 6 && def->locals[i]; i++) {
         const char *eq = strstr(def->locals[i], " = ");
         const char *body = eq + 3;
-        ptype *al = mk_named(K_ALIAS, def->locals[i], (size_t)(eq - def->locals[i]));
-        al->t = parse_type(body, strlen(body), false, f->locals, f->nlocals, err);
+        ptype *al = pt_mk_named(K_ALIAS, def->locals[i], (size_t)(eq - def->locals[i]));
+        al->t = pt_parse_type(body, strlen(body), false, f->locals, f->nlocals, err);
         if (!al->t) {
-            t_unref(al);
+            pt_unref(al);
             return false;
         }
-        f->locals[f->nlocals].name = lower_dup(def->locals[i], (size_t)(eq - def->locals[i]));
+        f->locals[f->nlocals].name = pt_lower_dup(def->locals[i], (size_t)(eq - def->locals[i]));
         f->locals[f->nlocals++].type = al;
     }
     for (size_t s = 0; s < 5 && def->sigs[s].types[0]; s++) {
@@ -6128,18 +6130,18 @@ static bool nf_init(nfun *f, const fndef *def, herr *err)
             nt++;
         ptype **types = xcalloc(nt, sizeof *types);
         for (size_t k = 0; k < nt; k++) {
-            types[k] = parse_type(sd->types[k], strlen(sd->types[k]), false, f->locals, f->nlocals, err);
+            types[k] = pt_parse_type(sd->types[k], strlen(sd->types[k]), false, f->locals, f->nlocals, err);
             if (!types[k]) {
                 for (size_t j = 0; j < k; j++)
-                    t_unref(types[j]);
+                    pt_unref(types[j]);
                 free(types);
                 return false;
             }
         }
         ptype *size = (sd->min > 0 && sd->min == sd->max)
                           ? NULL
-                          : mk_int(n_int(sd->min), sd->max < 0 ? n_posinf() : n_int(sd->max));
-        f->params[f->nsigs++] = mk_tuple(types, nt, size);
+                          : pt_mk_int(n_int(sd->min), sd->max < 0 ? n_posinf() : n_int(sd->max));
+        f->params[f->nsigs++] = pt_mk_tuple(types, nt, size);
     }
     return true;
 }
@@ -6150,7 +6152,7 @@ static void signature_string(sbuf *b, const nfun *f, size_t s)
 {
     const ptype *pt = f->params[s];
     const sigdef *sd = &f->def->sigs[s];
-    ptype *range = tuple_size_type(pt);
+    ptype *range = pt_tuple_size_type(pt);
     num from = range->from, to = range->to;
     size_t nnames = 0;
     while (nnames < 3 && sd->names[nnames])
@@ -6168,12 +6170,12 @@ static void signature_string(sbuf *b, const nfun *f, size_t s)
             }
             if (i)
                 sb_adds(b, ", ");
-            char *ts = t_to_s(type);
+            char *ts = pt_to_s(type);
             sb_addf(b, "%s %s%s", ts, sd->names[i], indicator);
             free(ts);
         }
     }
-    t_unref(range);
+    pt_unref(range);
 }
 
 /* describe_signature_arguments for one signature and the arguments' inferred types */
@@ -6182,34 +6184,34 @@ static mlist describe_sig_args(const nfun *f, size_t s, const ptype *args_tuple)
     const ptype *pt = f->params[s];
     const sigdef *sd = &f->def->sigs[s];
     tpath root = {0};
-    tpath p = path_plus(&root, PE_SIGNATURE, NULL, 0, s);
-    ptype *psize = tuple_size_type(pt);
-    ptype *asize = tuple_size_type(args_tuple);
+    tpath p = pt_path_plus(&root, PE_SIGNATURE, NULL, 0, s);
+    ptype *psize = pt_tuple_size_type(pt);
+    ptype *asize = pt_tuple_size_type(args_tuple);
     mlist d = {0};
-    if (assignable(psize, asize, NULL)) {
+    if (pt_assignable(psize, asize, NULL)) {
         for (size_t i = 0; i < args_tuple->n; i++) {
             size_t adx = i < pt->n ? i : pt->n - 1;
-            if (assignable(pt->v[adx], args_tuple->v[i], NULL))
+            if (pt_assignable(pt->v[adx], args_tuple->v[i], NULL))
                 continue;
             const char *name = sd->names[adx < 3 ? adx : 2];
-            tpath pp = path_plus(&p, PE_PARAM, name, strlen(name), 0);
-            d = describe(pt->v[adx], args_tuple->v[i], &pp);
-            path_free(&pp);
+            tpath pp = pt_path_plus(&p, PE_PARAM, name, strlen(name), 0);
+            d = pt_describe(pt->v[adx], args_tuple->v[i], &pp);
+            pt_path_free(&pp);
             if (d.n)
                 break;
         }
     } else {
-        ml_push(&d, m_new(M_COUNT, &p, psize, asize));
+        pt_ml_push(&d, pt_m_new(M_COUNT, &p, psize, asize));
     }
-    t_unref(psize);
-    t_unref(asize);
-    path_free(&p);
+    pt_unref(psize);
+    pt_unref(asize);
+    pt_path_free(&p);
     return d;
 }
 
 static void describe_signatures(const nfun *f, const hv *args, herr *err)
 {
-    ptype *at = infer_set(args, 0);
+    ptype *at = pt_infer_set(args, 0);
     size_t ns = 0;
     size_t idx[5];
     for (size_t s = 0; s < f->nsigs; s++)
@@ -6223,12 +6225,12 @@ static void describe_signatures(const nfun *f, const hv *args, herr *err)
             if (arrays[i].v[k]->p.n && arrays[i].v[k]->p.v[0].k == PE_SIGNATURE)
                 arrays[i].v[k]->p.v[0].idx = i;
     }
-    mlist errs = merge_descriptions(0, M_COUNT, arrays, ns);
+    mlist errs = pt_merge_descriptions(0, M_COUNT, arrays, ns);
     free(arrays);
     sbuf b = {0};
     if (errs.n == 1) {
         sb_addf(&b, "'%s'", f->def->name);
-        m_format(&b, errs.v[0]);
+        pt_m_format(&b, errs.v[0]);
     } else {
         if (ns == 1) {
             sb_addf(&b, "'%s' expects (", f->def->name);
@@ -6247,15 +6249,15 @@ static void describe_signatures(const nfun *f, const hv *args, herr *err)
             mlist d = describe_sig_args(f, idx[i], at);
             for (size_t k = 0; k < d.n; k++) {
                 sb_adds(&b, ns > 1 ? "\n    rejected:" : "\n  rejected:");
-                m_format(&b, m_chop(d.v[k], 0));
+                pt_m_format(&b, pt_m_chop(d.v[k], 0));
             }
-            ml_free(&d);
+            pt_ml_free(&d);
         }
     }
     herr_set(err, HERR_ERROR, "%s", sb_str(&b));
     sb_free(&b);
-    ml_free(&errs);
-    t_unref(at);
+    pt_ml_free(&errs);
+    pt_unref(at);
 }
 
 /* ---- the handlers ---- */
@@ -6265,10 +6267,10 @@ static size_t nargs(const hv *args) { return hv_array_len(args); }
 
 static char *generalized_type_name(const hv *v)
 {
-    ptype *t = infer(v, 0), *g = generalize(t);
-    char *s = t_to_s(g);
-    t_unref(t);
-    t_unref(g);
+    ptype *t = pt_infer(v, 0), *g = pt_generalize(t);
+    char *s = pt_to_s(g);
+    pt_unref(t);
+    pt_unref(g);
     return s;
 }
 
@@ -6283,7 +6285,7 @@ static char *cannot_convert(const hv *from, const char *to)
     return m;
 }
 
-static bool set_msg_err(herr *err, char *msg)
+static bool pt_set_msg_err(herr *err, char *msg)
 {
     herr_set(err, HERR_ERROR, "%s", msg);
     free(msg);
@@ -6308,7 +6310,7 @@ static hv *string_to_integer(const char *s, size_t n, int radix, herr *err)
         free(msg);
         return r;
     }
-    set_msg_err(err, msg);
+    pt_set_msg_err(err, msg);
     return NULL;
 }
 
@@ -6318,9 +6320,9 @@ static hv *integer_from(const hv *from, const hv *radix, const hv *abs, herr *er
     switch (hv_kind_of(from)) {
     case HV_FLOAT: {
         char *msg = NULL;
-        r = float_to_i(hv_float_val(from), &msg);
+        r = pt_float_to_i(hv_float_val(from), &msg);
         if (!r)
-            set_msg_err(err, msg);
+            pt_set_msg_err(err, msg);
         break;
     }
     case HV_INT: case HV_BIGINT: r = hv_incref((hv *)from); break;
@@ -6347,7 +6349,7 @@ static bool assert_radix(const hv *radix, herr *err)
             return true;
     }
     sbuf b = {0};
-    ruby_to_s(&b, radix);
+    pt_ruby_to_s(&b, radix);
     herr_set(err, HERR_ERROR, "Illegal radix: %s, expected 2, 8, 10, 16, or default", sb_str(&b));
     sb_free(&b);
     return false;
@@ -6364,14 +6366,14 @@ static char *integer_on_error(const hv *from, const hv *radix, herr *err)
 static char *integer_on_error_hash(const nfun *f, const hv *h, herr *err)
 {
     const hv *from = hv_hash_gets(h, "from");
-    if (from && !instance(nf_local(f, "convertible"), from, 0))
+    if (from && !pt_instance(nf_local(f, "convertible"), from, 0))
         return integer_on_error(from, NULL, err);
     const hv *radix = hv_hash_gets(h, "radix");
     if (radix && !v_is_undef(radix) && !v_is_default(radix) && !assert_radix(radix, err))
         return NULL;
     const ptype *named = nf_local(f, "namedargs");
-    if (!instance(named, h, 0)) {
-        char *m = assert_message("Integer.new", named, h);
+    if (!pt_instance(named, h, 0)) {
+        char *m = pt_assert_message("Integer.new", named, h);
         herr_set(err, HERR_ERROR, "%s", m);
         free(m);
         return NULL;
@@ -6386,7 +6388,7 @@ static hv *float_from(const hv *from, const hv *abs, herr *err)
     hv *r = NULL;
     switch (hv_kind_of(from)) {
     case HV_FLOAT: r = hv_incref((hv *)from); break;
-    case HV_INT: case HV_BIGINT: r = hv_float(int_to_float(from)); break;
+    case HV_INT: case HV_BIGINT: r = hv_float(pt_int_to_float(from)); break;
     case HV_BOOL: r = hv_float(hv_bool_val(from) ? 1.0 : 0.0); break;
     case HV_STRING: {
         const char *s = hv_str_ptr(from);
@@ -6402,7 +6404,7 @@ static hv *float_from(const hv *from, const hv *abs, herr *err)
                 bin = string_to_integer(s, n, 0, err);
                 if (!bin)
                     return NULL;
-                r = hv_float(int_to_float(bin));
+                r = hv_float(pt_int_to_float(bin));
                 hv_decref(bin);
                 break;
             }
@@ -6426,7 +6428,7 @@ static hv *float_from(const hv *from, const hv *abs, herr *err)
             free(msg);
             break;
         }
-        set_msg_err(err, msg);
+        pt_set_msg_err(err, msg);
         return NULL;
     }
     default:
@@ -6455,8 +6457,8 @@ static hv *negate_value(hv *r)
         hv_decref(r);
         return hv_float(-d);
     }
-    num in = v_num(r);
-    num n = n_negate(in);
+    num in = pt_v_num(r);
+    num n = pt_n_negate(in);
     n_drop(&in);
     hv_decref(r);
     hv *b = n.k == N_INT ? hv_int(n.i) : hv_incref(n.big);
@@ -6578,20 +6580,21 @@ static hv *boolean_from(const hv *from)
     case HV_STRING: {
         const char *s = hv_str_ptr(from);
         size_t n = hv_str_len(from);
-        bool f = ascii_casecmp_eq(s, n, "false", 5) || ascii_casecmp_eq(s, n, "no", 2) || ascii_casecmp_eq(s, n, "n", 1);
+        bool f = pt_ascii_casecmp_eq(s, n, "false", 5) || pt_ascii_casecmp_eq(s, n, "no", 2) ||
+                 pt_ascii_casecmp_eq(s, n, "n", 1);
         return hv_bool(!f);
     }
     default: return hv_true();
     }
 }
 
-static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err);
+static bool pt_string_format(sbuf *out, const hv *v, const hv *fmt, herr *err);
 
 /* Array.new(from): arrays as is, hashes as [key, value] pairs, strings as characters, an
  * Integer n as 0..n-1. */
 #define MAX_ITERATE 1000000
 
-static hv *array_from(const hv *from, herr *err)
+static hv *pt_array_from(const hv *from, herr *err)
 {
     switch (hv_kind_of(from)) {
     case HV_ARRAY: return hv_incref((hv *)from);
@@ -6611,7 +6614,7 @@ static hv *array_from(const hv *from, herr *err)
         hv *a = hv_array();
         for (size_t i = 0; i < n;) {
             uint32_t cp;
-            size_t l = utf8_next(s + i, n - i, &cp);
+            size_t l = pt_utf8_next(s + i, n - i, &cp);
             hv_array_push(a, hv_strn(s + i, l));
             i += l;
         }
@@ -6731,8 +6734,8 @@ static hv *hash_from_any(const hv *from, herr *err)
     case HV_HASH:
         return hv_incref((hv *)from);
     case HV_STRING: case HV_INT: case HV_BIGINT:
-        if (instance(D(K_ITERABLE), from, 0)) {
-            hv *a = array_from(from, err);
+        if (pt_instance(pt_D(K_ITERABLE), from, 0)) {
+            hv *a = pt_array_from(from, err);
             if (!a)
                 return NULL;
             hv *h = hash_from_flat(a, err);
@@ -6790,7 +6793,7 @@ static hv *call_handler(const nfun *f, handler_id h, const hv *args, char **msg,
     case H_STR: {
         sbuf b = {0};
         if (a1 && !v_is_default(a1)) {
-            if (!string_format(&b, a0, a1, err)) {
+            if (!pt_string_format(&b, a0, a1, err)) {
                 sb_free(&b);
                 return NULL;
             }
@@ -6802,7 +6805,7 @@ static hv *call_handler(const nfun *f, handler_id h, const hv *args, char **msg,
         return hv_str_take(s, len);
     }
     case H_ARR_TO:
-        return array_from(a0, err);
+        return pt_array_from(a0, err);
     case H_ARR_WRAP:
         if (hv_is(a0, HV_ARRAY))
             return hv_incref((hv *)a0);
@@ -6847,7 +6850,7 @@ static hv *dispatch(const fndef *def, const hv *args, herr *err)
     hv *r = NULL;
     size_t s;
     for (s = 0; s < f.nsigs; s++)
-        if (instance(f.params[s], args, 0))
+        if (pt_instance(f.params[s], args, 0))
             break;
     if (s == f.nsigs) {
         describe_signatures(&f, args, err);
@@ -6899,7 +6902,7 @@ static const fndef *new_function_for(const ptype *t, herr *err, int depth)
     case K_TYPE: case K_REGEXP: case K_TIMESPAN: case K_TIMESTAMP: case K_SEMVER: case K_SEMVERRANGE:
     case K_BINARY: case K_URI: case K_OBJECT: case K_TYPESET: {
         /* Puppet creates values of these types, which have no representation here */
-        char *ts = t_to_s(t);
+        char *ts = pt_to_s(t);
         herr_set(err, HERR_ERROR, "Creation of new instance of type '%s' is not supported by this implementation", ts);
         free(ts);
         return NULL;
@@ -6907,7 +6910,7 @@ static const fndef *new_function_for(const ptype *t, herr *err, int depth)
     default:
         break;
     }
-    char *ts = t_to_s(t);
+    char *ts = pt_to_s(t);
     herr_set(err, HERR_ERROR, "Creation of new instance of type '%s' is not supported", ts);
     free(ts);
     return NULL;
@@ -6917,7 +6920,7 @@ static const fndef *new_function_for(const ptype *t, herr *err, int depth)
 static hv *new_instance(const ptype *t, const hv *args, herr *err)
 {
     const hv *value = arg(args, 0);
-    if (nargs(args) == 1 && t->k != K_INIT && instance(t, value, 0))
+    if (nargs(args) == 1 && t->k != K_INIT && pt_instance(t, value, 0))
         return hv_incref((hv *)value);
     const fndef *fn = new_function_for(t, err, 0);
     if (!fn)
@@ -6925,10 +6928,10 @@ static hv *new_instance(const ptype *t, const hv *args, herr *err)
     hv *r = dispatch(fn, args, err);
     if (!r)
         return NULL;
-    if (!instance(t, r, 0)) {
-        char *ts = t_to_s(t);
+    if (!pt_instance(t, r, 0)) {
+        char *ts = pt_to_s(t);
         char *subject = xasprintf("Converted value from %s.new()", ts);
-        char *m = assert_message(subject, t, r);
+        char *m = pt_assert_message(subject, t, r);
         herr_set(err, HERR_ERROR, "%s", m);
         free(m);
         free(subject);
@@ -6965,7 +6968,7 @@ static hv *convert_e(const hv *spec, const hv *value, herr *err)
     hv *r = NULL;
     if (t0 && hv_is(t0, HV_STRING)) {
         herr pe = {0};
-        ptype *t = parse_type(hv_str_ptr(t0), hv_str_len(t0), false, NULL, 0, &pe);
+        ptype *t = pt_parse_type(hv_str_ptr(t0), hv_str_len(t0), false, NULL, 0, &pe);
         if (!t) {
             /* the caller words it as "Invalid data type in lookup_options for key '<key>' <msg>" */
             herr_set(err, HERR_LOOKUP, "could not parse '%s', error: '%s", hv_str_ptr(t0), pe.msg ? pe.msg : "");
@@ -7042,7 +7045,7 @@ static void ps_element(sbuf *b, const hv *v, int depth)
     case HV_STRING: puppet_quote(b, hv_str_ptr(v), hv_str_len(v)); break;
     case HV_INT: sb_addf(b, "%" PRId64, hv_int_val(v)); break;
     case HV_BIGINT: sb_adds(b, hv_bigint_digits(v)); break;
-    case HV_FLOAT: ruby_float_to_s(b, hv_float_val(v)); break;
+    case HV_FLOAT: pt_ruby_float_to_s(b, hv_float_val(v)); break;
     case HV_BOOL: sb_adds(b, hv_bool_val(v) ? "true" : "false"); break;
     case HV_UNDEF: sb_adds(b, "undef"); break;
     case HV_SENSITIVE: sb_adds(b, "#<Sensitive [value redacted]>"); break;
@@ -7146,12 +7149,12 @@ static void pad_str(sbuf *b, const fmtspec *fs, const char *s, size_t n, bool us
         size_t i = 0, chars = 0;
         while (i < n && chars < (size_t)fs->prec) {
             uint32_t cp;
-            i += utf8_next(s + i, n - i, &cp);
+            i += pt_utf8_next(s + i, n - i, &cp);
             chars++;
         }
         n = i;
     }
-    size_t len = utf8_len(s, n);
+    size_t len = pt_utf8_len(s, n);
     size_t pad = fs->width > 0 && (size_t)fs->width > len ? (size_t)fs->width - len : 0;
     if (!fs->left)
         for (size_t i = 0; i < pad; i++)
@@ -7363,7 +7366,7 @@ static bool format_string_value(sbuf *b, const fmtspec *fs, const char *s, size_
 }
 
 /* StringConverter#convert(value, format) for a scalar value and one format string. */
-static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
+static bool pt_string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
 {
     if (!hv_is(fmt, HV_STRING)) {
         herr_set(err, HERR_ERROR, "String conversion with a map of formats is not supported by this implementation");
@@ -7382,16 +7385,16 @@ static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
             return true;
         }
         if (strchr("eEfgGaA", c)) {
-            format_float(out, &fs, c, int_to_float(v));
+            format_float(out, &fs, c, pt_int_to_float(v));
             return true;
         }
         if (c == 'p' || c == 's') {
             /* %s: the decimal string formatted with %s (%p when alternate: quoted) */
             sbuf d = {0};
             sbuf t = {0};
-            ruby_to_s(&d, v);
+            pt_ruby_to_s(&d, v);
             if (c == 's' && fs.alt)
-                ruby_str_inspect(&t, d.s, d.len);
+                pt_ruby_str_inspect(&t, d.s, d.len);
             else
                 sb_addn(&t, d.s, d.len);
             pad_str(out, &fs, t.s, t.len, c == 's');
@@ -7403,7 +7406,7 @@ static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
             sbuf ch = {0};
             if (fs.alt)
                 sb_addc(&ch, '"');
-            add_utf8(&ch, (uint32_t)hv_int_val(v));
+            pt_add_utf8(&ch, (uint32_t)hv_int_val(v));
             if (fs.alt)
                 sb_addc(&ch, '"');
             pad_str(out, &fs, ch.s, ch.len, true);
@@ -7417,9 +7420,9 @@ static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
         double d = hv_float_val(v);
         if (strchr("dxXobB", c)) {
             char *msg = NULL;
-            hv *i = float_to_i(d, &msg);
+            hv *i = pt_float_to_i(d, &msg);
             if (!i) {
-                set_msg_err(err, msg);
+                pt_set_msg_err(err, msg);
                 return false;
             }
             bool ok = !hv_is(i, HV_BIGINT) || c == 'd';
@@ -7438,7 +7441,7 @@ static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
             sbuf t = {0};
             if (c == 's' && fs.alt)
                 sb_addc(&t, '"');
-            ruby_float_to_s(&t, d);
+            pt_ruby_float_to_s(&t, d);
             if (c == 's' && fs.alt)
                 sb_addc(&t, '"');
             pad_str(out, &fs, t.s, t.len, c == 's');
@@ -7508,7 +7511,7 @@ static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
             break; /* delimiters, indentation and widths of containers are not supported here */
         if (!arr && c == 'a') { /* a hash formatted as an array of [key, value] pairs */
             herr e2 = {0};
-            hv *pairs = array_from(v, &e2);
+            hv *pairs = pt_array_from(v, &e2);
             herr_clear(&e2);
             ps_container(out, pairs, 0);
             hv_decref(pairs);
@@ -7531,7 +7534,7 @@ static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
         }
         if (v_is_undef(v)) {
             hv *u = hv_undef();
-            bool r = string_format(out, u, fmt, err);
+            bool r = pt_string_format(out, u, fmt, err);
             hv_decref(u);
             return r;
         }
