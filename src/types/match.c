@@ -62,7 +62,7 @@ ptype *pt_generalize(const ptype *t)
         if (!t->t && !t->t2 && !t->t3)
             return pt_dflt(K_CALLABLE);
         return pt_mk_callable(t->t ? pt_generalize(t->t) : NULL, t->t2 ? pt_generalize(t->t2) : NULL,
-                           t->t3 ? pt_generalize(t->t3) : NULL);
+                              t->t3 ? pt_generalize(t->t3) : NULL);
     case K_ARRAY:
         if (is_k(t->t, K_ANY))
             return pt_dflt(K_ARRAY);
