@@ -47,7 +47,7 @@ extern char **environ;
 
 #define MAX_PARSE_DEPTH 500    /* nested objects/arrays (and dotted key parts) in one document */
 #define MAX_RESOLVE_DEPTH 1000 /* nested resolve calls (substitution chains) */
-#define MAX_WORK 2000000L      /* bound on the total work, see work() */
+#define MAX_WORK 2000000L      /* bound on the total work, see hc_work() */
 #define MAX_INCLUDE_DEPTH 50   /* Parseable::MAX_INCLUDE_DEPTH */
 #define MAX_OCTAL_DIGITS 100000
 
@@ -63,7 +63,7 @@ typedef struct {
     size_t norigins;
     int include_depth;
     long work; /* units of work done (values copied by merges, resolve calls) */
-    bool merge_loaded; /* this parse's view of delayed_merge_loaded (see delay_merge) */
+    bool merge_loaded; /* this parse's view of hc_delayed_merge_loaded (see delay_merge) */
 } hctx;
 
 enum { E_CONFIG, E_NO_ORIGIN, E_RUBY };
@@ -73,7 +73,7 @@ enum { E_CONFIG, E_NO_ORIGIN, E_RUBY };
  * (the gem parses a string) or an included file's name; `how` is E_CONFIG for that, E_NO_ORIGIN for
  * a ConfigError without origin (no "String: N:", the location is still recorded), E_RUBY for a Ruby
  * exception that is not a ConfigError (Puppet prints those as they are, without "Unable to parse"). */
-static void failv(hctx *cx, int how, const char *org, int line, int col, const char *fmt, va_list ap)
+static void hc_failv(hctx *cx, int how, const char *org, int line, int col, const char *fmt, va_list ap)
 {
     if (cx->failed)
         return;
@@ -91,49 +91,49 @@ static void failv(hctx *cx, int how, const char *org, int line, int col, const c
     sb_free(&m);
 }
 
-static void fail(hctx *cx, const char *org, int line, int col, const char *fmt, ...) HIERA_PRINTF(5, 6);
-static void fail(hctx *cx, const char *org, int line, int col, const char *fmt, ...)
+static void hc_fail(hctx *cx, const char *org, int line, int col, const char *fmt, ...) HIERA_PRINTF(5, 6);
+static void hc_fail(hctx *cx, const char *org, int line, int col, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    failv(cx, E_CONFIG, org, line, col, fmt, ap);
+    hc_failv(cx, E_CONFIG, org, line, col, fmt, ap);
     va_end(ap);
 }
 
-static void fail_ruby(hctx *cx, const char *org, int line, int col, const char *fmt, ...) HIERA_PRINTF(5, 6);
-static void fail_ruby(hctx *cx, const char *org, int line, int col, const char *fmt, ...)
+static void hc_fail_ruby(hctx *cx, const char *org, int line, int col, const char *fmt, ...) HIERA_PRINTF(5, 6);
+static void hc_fail_ruby(hctx *cx, const char *org, int line, int col, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    failv(cx, E_RUBY, org, line, col, fmt, ap);
+    hc_failv(cx, E_RUBY, org, line, col, fmt, ap);
     va_end(ap);
 }
 
-/* Counts work (resolve calls, merges, copied text); false (with an error) past MAX_WORK. The gem
+/* Counts hc_work (resolve calls, merges, copied text); false (with an error) past MAX_WORK. The gem
  * does not memoize lookups, so chains of substitutions and self-referencing stacks (`a += x` many
  * times) take it exponential time: past this bound the gem would take hours, while real files use
  * a few percent of it. */
-static bool work(hctx *cx, size_t units)
+static bool hc_work(hctx *cx, size_t units)
 {
     cx->work += (long)(units < (size_t)MAX_WORK ? units : (size_t)MAX_WORK);
     if (cx->work <= MAX_WORK)
         return true;
-    fail(cx, NULL, 0, 0, "too complex to resolve (more than %ld steps)", MAX_WORK);
+    hc_fail(cx, NULL, 0, 0, "too complex to resolve (more than %ld steps)", MAX_WORK);
     return false;
 }
 
-static void fail_bare(hctx *cx, const char *org, int line, int col, const char *fmt, ...) HIERA_PRINTF(5, 6);
-static void fail_bare(hctx *cx, const char *org, int line, int col, const char *fmt, ...)
+static void hc_fail_bare(hctx *cx, const char *org, int line, int col, const char *fmt, ...) HIERA_PRINTF(5, 6);
+static void hc_fail_bare(hctx *cx, const char *org, int line, int col, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    failv(cx, E_NO_ORIGIN, org, line, col, fmt, ap);
+    hc_failv(cx, E_NO_ORIGIN, org, line, col, fmt, ap);
     va_end(ap);
 }
 
 /* Quirk: SimpleConfigList#resolve_substitutions turns any exception raised while resolving its
  * elements (ConfigError or not) into ConfigBugOrBrokenError "unexpected exception" */
-static void rewrap_unexpected(hctx *cx)
+static void hc_rewrap_unexpected(hctx *cx)
 {
     int line = cx->err->line, col = cx->err->col;
     char *file = cx->err->file ? xstrdup(cx->err->file) : NULL;
@@ -184,7 +184,7 @@ struct node {
     signed char badpath; /* N_REF: its path cannot be written in messages (-1: not known yet) */
 };
 
-static node *nnew(int kind, int line, int col, const char *org)
+static node *hc_nnew(int kind, int line, int col, const char *org)
 {
     node *n = xcalloc(1, sizeof *n);
     n->badpath = -1;
@@ -198,20 +198,20 @@ static node *nnew(int kind, int line, int col, const char *org)
     return n;
 }
 
-static node *nref(node *n)
+static node *hc_nref(node *n)
 {
     if (n)
         n->refs++;
     return n;
 }
 
-static void nfree(node *n)
+static void hc_nfree(node *n)
 {
     if (!n || --n->refs > 0)
         return;
     for (size_t i = 0; i < n->n; i++) {
         if (n->items)
-            nfree(n->items[i]);
+            hc_nfree(n->items[i]);
         if (n->keys)
             hv_decref(n->keys[i]);
     }
@@ -237,7 +237,7 @@ static bool is_container(const node *v)
 }
 
 /* Appends a child reference (stolen); objects use obj_append. */
-static void items_push(node *n, node *child)
+static void hc_items_push(node *n, node *child)
 {
     if (n->n == n->cap) {
         n->cap = n->cap ? n->cap * 2 : 4;
@@ -253,22 +253,22 @@ static void items_push(node *n, node *child)
         n->unresolved = true;
 }
 
-static node *nprim(int kind, hv *val, int line, int col, const char *org)
+static node *hc_nprim(int kind, hv *val, int line, int col, const char *org)
 {
-    node *n = nnew(kind, line, col, org);
+    node *n = hc_nnew(kind, line, col, org);
     n->val = val;
     return n;
 }
 
-static node *nstr(hv *s, bool quoted, int line, int col, const char *org)
+static node *hc_nstr(hv *s, bool quoted, int line, int col, const char *org)
 {
-    node *n = nprim(N_STR, s, line, col, org);
+    node *n = hc_nprim(N_STR, s, line, col, org);
     n->quoted = quoted;
     return n;
 }
 
 /* recomputes the resolve status of an object or list from its children */
-static void fix_status(node *n)
+static void hc_fix_status(node *n)
 {
     n->unresolved = false;
     for (size_t i = 0; i < n->n; i++)
@@ -278,7 +278,7 @@ static void fix_status(node *n)
 
 /* ---- objects: insertion-ordered keys with an index for the larger ones ---- */
 
-static uint64_t key_hash(const char *s, size_t n)
+static uint64_t hc_key_hash(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < n; i++) {
@@ -296,7 +296,7 @@ static bool key_eq(const hv *k, const char *s, size_t n)
 static void index_put(node *o, size_t pos)
 {
     size_t mask = o->icap - 1;
-    size_t i = (size_t)key_hash(hv_str_ptr(o->keys[pos]), hv_str_len(o->keys[pos])) & mask;
+    size_t i = (size_t)hc_key_hash(hv_str_ptr(o->keys[pos]), hv_str_len(o->keys[pos])) & mask;
     while (o->index[i])
         i = (i + 1) & mask;
     o->index[i] = (uint32_t)(o->front + pos + 1);
@@ -314,7 +314,7 @@ static void index_rebuild(node *o)
         index_put(o, i);
 }
 
-static long obj_find(node *o, const char *s, size_t n)
+static long hc_obj_find(node *o, const char *s, size_t n)
 {
     if (o->n > 8 && !o->index)
         index_rebuild(o);
@@ -325,7 +325,7 @@ static long obj_find(node *o, const char *s, size_t n)
         return -1;
     }
     size_t mask = o->icap - 1;
-    for (size_t i = (size_t)key_hash(s, n) & mask; o->index[i]; i = (i + 1) & mask) {
+    for (size_t i = (size_t)hc_key_hash(s, n) & mask; o->index[i]; i = (i + 1) & mask) {
         size_t pos = o->index[i] - 1 - o->front;
         if (key_eq(o->keys[pos], s, n))
             return (long)pos;
@@ -333,16 +333,16 @@ static long obj_find(node *o, const char *s, size_t n)
     return -1;
 }
 
-static node *obj_get(node *o, const hv *key)
+static node *hc_obj_get(node *o, const hv *key)
 {
-    long i = obj_find(o, hv_str_ptr(key), hv_str_len(key));
+    long i = hc_obj_find(o, hv_str_ptr(key), hv_str_len(key));
     return i < 0 ? NULL : o->items[i];
 }
 
 /* appends a key known to be absent; steals key and val */
-static void obj_append(node *o, hv *key, node *val)
+static void hc_obj_append(node *o, hv *key, node *val)
 {
-    items_push(o, val);
+    hc_items_push(o, val);
     o->keys[o->n - 1] = key;
     if (o->index) {
         if ((o->n + 1) * 2 > o->icap)
@@ -354,7 +354,7 @@ static void obj_append(node *o, hv *key, node *val)
 
 /* puts a key known to be absent first; steals key and val. Amortized O(1): the arrays keep free
  * room before the first element. */
-static void obj_prepend(node *o, hv *key, node *val)
+static void hc_obj_prepend(node *o, hv *key, node *val)
 {
     if (o->front == 0) {
         size_t room = o->n > 4 ? o->n : 4, total = room + o->cap;
@@ -393,42 +393,42 @@ static void obj_prepend(node *o, hv *key, node *val)
 
 /* Sets key to val as Ruby Hash#[]= does (an existing key keeps its position); steals both.
  * Only for objects still being built (one reference). */
-static void obj_put(node *o, hv *key, node *val)
+static void hc_obj_put(node *o, hv *key, node *val)
 {
-    long i = obj_find(o, hv_str_ptr(key), hv_str_len(key));
+    long i = hc_obj_find(o, hv_str_ptr(key), hv_str_len(key));
     if (i < 0) {
-        obj_append(o, key, val);
+        hc_obj_append(o, key, val);
         return;
     }
     hv_decref(key);
     bool was = o->items[i]->unresolved;
-    nfree(o->items[i]);
+    hc_nfree(o->items[i]);
     o->items[i] = val;
     if (val->unresolved)
         o->unresolved = true;
     else if (was)
-        fix_status(o);
+        hc_fix_status(o);
 }
 
-static node *obj_new_like(const node *o)
+static node *hc_obj_new_like(const node *o)
 {
-    node *r = nnew(N_OBJ, o->line, o->col, o->org);
+    node *r = hc_nnew(N_OBJ, o->line, o->col, o->org);
     r->ignores = o->ignores;
     return r;
 }
 
 /* a new node of the same container kind with the same children (shared) */
-static node *shallow_copy(const node *v)
+static node *hc_shallow_copy(const node *v)
 {
-    node *r = nnew(v->kind, v->line, v->col, v->org);
+    node *r = hc_nnew(v->kind, v->line, v->col, v->org);
     r->ignores = v->ignores;
     for (size_t i = 0; i < v->n; i++) {
-        items_push(r, nref(v->items[i]));
+        hc_items_push(r, hc_nref(v->items[i]));
         if (v->kind == N_OBJ)
             r->keys[i] = hv_incref(v->keys[i]);
     }
     if (v->kind == N_OBJ || v->kind == N_LIST)
-        fix_status(r);
+        hc_fix_status(r);
     else
         r->unresolved = true;
     return r;
@@ -438,7 +438,7 @@ static node *shallow_copy(const node *v)
 /* merging (with_fallback), as the gem's AbstractConfigValue and its subclasses do it           */
 /* ------------------------------------------------------------------------------------------ */
 
-static bool ignores_fallbacks(const node *v)
+static bool hc_ignores_fallbacks(const node *v)
 {
     switch (v->kind) {
     case N_OBJ: return v->ignores;
@@ -446,7 +446,7 @@ static bool ignores_fallbacks(const node *v)
     case N_REF:
     case N_CONCAT: return false;
     case N_MERGE:
-    case N_MERGEOBJ: return ignores_fallbacks(v->items[v->n - 1]);
+    case N_MERGEOBJ: return hc_ignores_fallbacks(v->items[v->n - 1]);
     default: return true; /* resolved primitives */
     }
 }
@@ -456,9 +456,9 @@ static void push_unmerged(node *m, node *v)
 {
     if (v->kind == N_MERGE || v->kind == N_MERGEOBJ)
         for (size_t i = 0; i < v->n; i++)
-            items_push(m, nref(v->items[i]));
+            hc_items_push(m, hc_nref(v->items[i]));
     else
-        items_push(m, nref(v));
+        hc_items_push(m, hc_nref(v));
 }
 
 /* Quirk of the gem (confirmed with `puppet lookup`): AbstractConfigObject#construct_delayed_merge
@@ -466,7 +466,7 @@ static void push_unmerged(node *m, node *v)
  * the first ConfigDelayedMerge (AbstractConfigValue#construct_delayed_merge requires it). Until a
  * process has made one, making a delayed merge object raises NameError, which Puppet reports as
  * "Error: Could not run: uninitialized constant ...". This flag is that process-wide state. */
-static bool delayed_merge_loaded;
+static bool hc_delayed_merge_loaded;
 
 /* construct_delayed_merge: an object (or delayed merge object) makes a ConfigDelayedMergeObject;
  * NULL for the quirk above (see with_fallback). A parse works on its own copy of the flag
@@ -477,17 +477,17 @@ static node *delay_merge(hctx *cx, node *self, node *other, bool flatten_other)
         cx->merge_loaded = true;
     else if (!cx->merge_loaded)
         return NULL;
-    node *m = nnew(is_objectish(self) ? N_MERGEOBJ : N_MERGE, self->line, self->col, self->org);
+    node *m = hc_nnew(is_objectish(self) ? N_MERGEOBJ : N_MERGE, self->line, self->col, self->org);
     push_unmerged(m, self);
     if (flatten_other)
         push_unmerged(m, other);
     else
-        items_push(m, nref(other));
+        hc_items_push(m, hc_nref(other));
     m->unresolved = true;
     return m;
 }
 
-static node *with_fallback(hctx *cx, node *self, node *other);
+static node *hc_with_fallback(hctx *cx, node *self, node *other);
 
 /* Ruby's `first == kept` as SimpleConfigObject#merged_with_object evaluates it (to tell whether
  * the merge changed anything) for a value and what merging changed it into: 1 equal, 0 not, -1
@@ -506,10 +506,10 @@ static int rb_eq(const node *a, const node *b)
     if (b->kind != N_OBJ || a->n != b->n)
         return 0;
     for (size_t i = 0; i < a->n; i++)
-        if (obj_find((node *)b, hv_str_ptr(a->keys[i]), hv_str_len(a->keys[i])) < 0)
+        if (hc_obj_find((node *)b, hv_str_ptr(a->keys[i]), hv_str_len(a->keys[i])) < 0)
             return 0;
     for (size_t i = 0; i < a->n; i++) {
-        int r = rb_eq(a->items[i], obj_get((node *)b, a->keys[i]));
+        int r = rb_eq(a->items[i], hc_obj_get((node *)b, a->keys[i]));
         if (r <= 0)
             return r;
     }
@@ -521,40 +521,40 @@ static int rb_eq(const node *a, const node *b)
  * own fields, not the merged ones (which may differ in ignoring fallbacks). */
 static node *merge_objects(hctx *cx, node *a, node *b)
 {
-    if (!work(cx, 1 + (a->n + b->n) / 16))
+    if (!hc_work(cx, 1 + (a->n + b->n) / 16))
         return NULL;
-    node *o = nnew(N_OBJ, a->line, a->col, a->org);
+    node *o = hc_nnew(N_OBJ, a->line, a->col, a->org);
     bool changed = false;
     for (size_t i = 0; i < a->n; i++) {
-        node *second = obj_get(b, a->keys[i]);
-        node *kept = second ? with_fallback(cx, a->items[i], second) : nref(a->items[i]);
+        node *second = hc_obj_get(b, a->keys[i]);
+        node *kept = second ? hc_with_fallback(cx, a->items[i], second) : hc_nref(a->items[i]);
         int eq = kept ? rb_eq(a->items[i], kept) : 1;
         if (!kept || eq < 0) {
             if (kept)
-                fail(cx, NULL, 0, 0,
-                     "need to Config#resolve() before using this object, see the API docs for Config#resolve()");
-            nfree(kept);
-            nfree(o);
+                hc_fail(cx, NULL, 0, 0,
+                        "need to Config#resolve() before using this object, see the API docs for Config#resolve()");
+            hc_nfree(kept);
+            hc_nfree(o);
             return NULL;
         }
         if (eq == 0)
             changed = true;
-        obj_append(o, hv_incref(a->keys[i]), kept);
+        hc_obj_append(o, hv_incref(a->keys[i]), kept);
     }
     for (size_t i = 0; i < b->n; i++) {
-        if (obj_find(a, hv_str_ptr(b->keys[i]), hv_str_len(b->keys[i])) >= 0)
+        if (hc_obj_find(a, hv_str_ptr(b->keys[i]), hv_str_len(b->keys[i])) >= 0)
             continue;
-        obj_append(o, hv_incref(b->keys[i]), nref(b->items[i]));
+        hc_obj_append(o, hv_incref(b->keys[i]), hc_nref(b->items[i]));
         changed = true;
     }
     o->ignores = b->ignores;
-    fix_status(o);
+    hc_fix_status(o);
     if (!changed) {
         bool ignores = o->ignores, unresolved = o->unresolved;
-        nfree(o);
+        hc_nfree(o);
         if (ignores == a->ignores && unresolved == a->unresolved)
-            return nref(a);
-        o = shallow_copy(a); /* new_copy_with_status */
+            return hc_nref(a);
+        o = hc_shallow_copy(a); /* new_copy_with_status */
         o->ignores = ignores;
         o->unresolved = unresolved;
     }
@@ -570,13 +570,13 @@ static void obj_move_first(node *b, size_t p, node *val)
         size_t mask = b->icap - 1;
         slots = xmalloc((p + 1) * sizeof *slots);
         for (size_t j = 0; j <= p; j++) {
-            size_t i = (size_t)key_hash(hv_str_ptr(b->keys[j]), hv_str_len(b->keys[j])) & mask;
+            size_t i = (size_t)hc_key_hash(hv_str_ptr(b->keys[j]), hv_str_len(b->keys[j])) & mask;
             while (b->index[i] != b->front + j + 1)
                 i = (i + 1) & mask;
             slots[j] = i;
         }
     }
-    nfree(b->items[p]);
+    hc_nfree(b->items[p]);
     memmove(b->items + 1, b->items, p * sizeof *b->items);
     memmove(b->keys + 1, b->keys, p * sizeof *b->keys);
     b->items[0] = val;
@@ -598,32 +598,32 @@ static void obj_move_first(node *b, size_t p, node *val)
  * Same result as merge_objects. */
 static node *merge_objects_into(hctx *cx, node *a, node *b)
 {
-    if (!work(cx, 1 + a->n / 16))
+    if (!hc_work(cx, 1 + a->n / 16))
         return NULL;
     /* the merged fields, in a's order (as the gem computes them, errors included) */
     node **kept = xcalloc(a->n, sizeof *kept);
     bool replaced_unresolved = false, kept_unresolved = false, changed = false;
     size_t common = 0;
     for (size_t i = 0; i < a->n; i++) {
-        long p = obj_find(b, hv_str_ptr(a->keys[i]), hv_str_len(a->keys[i]));
+        long p = hc_obj_find(b, hv_str_ptr(a->keys[i]), hv_str_len(a->keys[i]));
         node *first = a->items[i], *second = p >= 0 ? b->items[p] : NULL, *k;
         if (!second) {
-            k = nref(first);
+            k = hc_nref(first);
         } else {
             common++;
             replaced_unresolved |= second->unresolved;
             k = second->refs == 1 && first->kind == N_OBJ && second->kind == N_OBJ && !first->ignores
                     ? merge_objects_into(cx, first, second) /* second is b's alone: merged in place */
-                    : with_fallback(cx, first, second);
+                    : hc_with_fallback(cx, first, second);
             int eq = k ? rb_eq(first, k) : 1;
             if (!k || eq < 0) {
                 if (k)
-                    fail(cx, NULL, 0, 0,
-                         "need to Config#resolve() before using this object, see the API docs for "
-                         "Config#resolve()");
-                nfree(k);
+                    hc_fail(cx, NULL, 0, 0,
+                            "need to Config#resolve() before using this object, see the API docs for "
+                            "Config#resolve()");
+                hc_nfree(k);
                 for (size_t j = 0; j < i; j++)
-                    nfree(kept[j]);
+                    hc_nfree(kept[j]);
                 free(kept);
                 return NULL;
             }
@@ -634,46 +634,46 @@ static node *merge_objects_into(hctx *cx, node *a, node *b)
     }
     if (!changed && common == b->n) { /* as merge_objects: the gem keeps a's own fields */
         for (size_t i = 0; i < a->n; i++)
-            nfree(kept[i]);
+            hc_nfree(kept[i]);
         free(kept);
         if (b->ignores == a->ignores && kept_unresolved == a->unresolved)
-            return nref(a);
-        node *o = shallow_copy(a);
+            return hc_nref(a);
+        node *o = hc_shallow_copy(a);
         o->ignores = b->ignores;
         o->unresolved = kept_unresolved;
         return o;
     }
     /* a's keys first, in a's order, then b's other keys */
     for (size_t i = a->n; i-- > 0;) {
-        long p = obj_find(b, hv_str_ptr(a->keys[i]), hv_str_len(a->keys[i]));
+        long p = hc_obj_find(b, hv_str_ptr(a->keys[i]), hv_str_len(a->keys[i]));
         if (p < 0)
-            obj_prepend(b, hv_incref(a->keys[i]), kept[i]);
+            hc_obj_prepend(b, hv_incref(a->keys[i]), kept[i]);
         else
             obj_move_first(b, (size_t)p, kept[i]);
     }
     free(kept);
     if (!kept_unresolved && replaced_unresolved)
-        fix_status(b);
-    return nref(b);
+        hc_fix_status(b);
+    return hc_nref(b);
 }
 
 /* with_fallback for a fallback the caller owns alone and drops afterwards (see above) */
-static node *with_fallback_into(hctx *cx, node *self, node *other)
+static node *hc_with_fallback_into(hctx *cx, node *self, node *other)
 {
     if (other->refs == 1 && self->kind == N_OBJ && other->kind == N_OBJ && !self->ignores)
         return merge_objects_into(cx, self, other);
-    return with_fallback(cx, self, other);
+    return hc_with_fallback(cx, self, other);
 }
 
 /* AbstractConfigValue#with_fallback and the merged_with_* methods of each class; NULL after an
  * error (the quirks of delay_merge and rb_eq) */
-static node *with_fallback(hctx *cx, node *self, node *other)
+static node *hc_with_fallback(hctx *cx, node *self, node *other)
 {
     node *r;
-    if (ignores_fallbacks(self))
-        return nref(self);
-    if (!work(cx, 1 + (self->kind == N_MERGE || self->kind == N_MERGEOBJ ? self->n : 0) +
-                      (other->kind == N_MERGE || other->kind == N_MERGEOBJ ? other->n : 0)))
+    if (hc_ignores_fallbacks(self))
+        return hc_nref(self);
+    if (!hc_work(cx, 1 + (self->kind == N_MERGE || self->kind == N_MERGEOBJ ? self->n : 0) +
+                         (other->kind == N_MERGE || other->kind == N_MERGEOBJ ? other->n : 0)))
         return NULL;
     if (is_unmergeable(other))
         r = delay_merge(cx, self, other, true);
@@ -681,13 +681,14 @@ static node *with_fallback(hctx *cx, node *self, node *other)
         return merge_objects(cx, self, other);
     else if (other->kind != N_OBJ && self->kind == N_OBJ && !self->unresolved) {
         /* a resolved object over a primitive or a list: the object wins, and ignores what is below */
-        r = shallow_copy(self);
+        r = hc_shallow_copy(self);
         r->ignores = true;
         return r;
     } else
         r = delay_merge(cx, self, other, false);
     if (!r)
-        fail_ruby(cx, self->org, self->line, self->col, "uninitialized constant Hocon::Impl::ConfigDelayedMergeObject");
+        hc_fail_ruby(cx, self->org, self->line, self->col,
+                     "uninitialized constant Hocon::Impl::ConfigDelayedMergeObject");
     return r;
 }
 
@@ -695,8 +696,8 @@ static node *with_fallback(hctx *cx, node *self, node *other)
 /* value concatenation (ConfigConcatenation.concatenate)                                       */
 /* ------------------------------------------------------------------------------------------ */
 
-static size_t utf8_char(const unsigned char *s, size_t n, long *cp);
-static bool is_cntrl_cp(long c);
+static size_t hc_utf8_char(const unsigned char *s, size_t n, long *cp);
+static bool hc_is_cntrl_cp(long c);
 
 /* Quirk: the gem writes strings into its messages with ConfigImplUtil.render_json_string, which
  * formats a control character other than \b \f \n \r \t with "\\u%04x" % char - an
@@ -706,8 +707,8 @@ static bool text_renders_badly(const char *s, size_t n, long *bad)
 {
     for (size_t i = 0; i < n;) {
         long cp;
-        size_t l = utf8_char((const unsigned char *)s + i, n - i, &cp);
-        if (cp < 0 || (is_cntrl_cp(cp) && cp != '\b' && cp != '\f' && cp != '\n' && cp != '\r' && cp != '\t')) {
+        size_t l = hc_utf8_char((const unsigned char *)s + i, n - i, &cp);
+        if (cp < 0 || (hc_is_cntrl_cp(cp) && cp != '\b' && cp != '\f' && cp != '\n' && cp != '\r' && cp != '\t')) {
             *bad = cp;
             return true;
         }
@@ -722,14 +723,14 @@ static bool text_render_raises(hctx *cx, const node *at, const char *s, size_t n
     if (!text_renders_badly(s, n, &cp))
         return false;
     if (cp < 0)
-        fail_ruby(cx, at->org, at->line, at->col, "invalid byte sequence in UTF-8");
+        hc_fail_ruby(cx, at->org, at->line, at->col, "invalid byte sequence in UTF-8");
     else
-        fail_ruby(cx, at->org, at->line, at->col, "invalid value for Integer(): \"\\u%04lx\"", cp);
+        hc_fail_ruby(cx, at->org, at->line, at->col, "invalid value for Integer(): \"\\u%04lx\"", cp);
     return true;
 }
 
 /* whether a reference's path cannot be written in messages (computed once) */
-static bool ref_badpath(node *r)
+static bool hc_ref_badpath(node *r)
 {
     if (r->badpath < 0) {
         long cp;
@@ -741,7 +742,7 @@ static bool ref_badpath(node *r)
 }
 
 /* the same for a whole value as the gem's to_s renders it (strings, keys, substitution paths) */
-static bool value_render_raises(hctx *cx, const node *v)
+static bool hc_value_render_raises(hctx *cx, const node *v)
 {
     if (v->kind == N_STR)
         return text_render_raises(cx, v, hv_str_ptr(v->val), hv_str_len(v->val));
@@ -751,7 +752,7 @@ static bool value_render_raises(hctx *cx, const node *v)
                 return true;
     if (v->kind != N_REF && v->items)
         for (size_t i = 0; i < v->n; i++)
-            if (value_render_raises(cx, v->items[i]))
+            if (hc_value_render_raises(cx, v->items[i]))
                 return true;
     return false;
 }
@@ -796,7 +797,7 @@ typedef struct {
     size_t n, cap;
 } nvec;
 
-static void nv_push(nvec *a, node *v)
+static void hc_nv_push(nvec *a, node *v)
 {
     if (a->n == a->cap) {
         a->cap = a->cap ? a->cap * 2 : 8;
@@ -805,10 +806,10 @@ static void nv_push(nvec *a, node *v)
     a->v[a->n++] = v;
 }
 
-static void nv_free(nvec *a)
+static void hc_nv_free(nvec *a)
 {
     for (size_t i = 0; i < a->n; i++)
-        nfree(a->v[i]);
+        hc_nfree(a->v[i]);
     free(a->v);
     a->v = NULL;
     a->n = a->cap = 0;
@@ -844,23 +845,23 @@ static int join_object_list(hctx *cx, node *left, node *right)
 {
     node *o = is_objectish(left) ? left : right;
     if (o->kind == N_MERGEOBJ) {
-        fail(cx, NULL, 0, 0,
-             "need to Config#resolve() before using this object, see the API docs for Config#resolve()");
+        hc_fail(cx, NULL, 0, 0,
+                "need to Config#resolve() before using this object, see the API docs for Config#resolve()");
         return -1;
     }
     for (size_t i = 0; i < o->n; i++) {
         if (numeric_key(o->keys[i])) {
-            fail_ruby(cx, o->org, o->line, o->col,
-                      "uninitialized constant Hocon::Impl::DefaultTransformer::SimpleConfigList");
+            hc_fail_ruby(cx, o->org, o->line, o->col,
+                         "uninitialized constant Hocon::Impl::DefaultTransformer::SimpleConfigList");
             return -1;
         }
     }
-    if (value_render_raises(cx, left) || value_render_raises(cx, right))
+    if (hc_value_render_raises(cx, left) || hc_value_render_raises(cx, right))
         return -1;
-    fail(cx, left->org, left->line, left->col,
-         "Cannot concatenate object or list with a non-object-or-list, %s and %s are not compatible",
-         left->kind == N_LIST ? "SimpleConfigList(...)" : "SimpleConfigObject(...)",
-         right->kind == N_LIST ? "SimpleConfigList(...)" : "SimpleConfigObject(...)");
+    hc_fail(cx, left->org, left->line, left->col,
+            "Cannot concatenate object or list with a non-object-or-list, %s and %s are not compatible",
+            left->kind == N_LIST ? "SimpleConfigList(...)" : "SimpleConfigObject(...)",
+            right->kind == N_LIST ? "SimpleConfigList(...)" : "SimpleConfigObject(...)");
     return -1;
 }
 
@@ -872,50 +873,50 @@ static int concat_join(hctx *cx, nvec *b, node *right)
     if ((is_objectish(left) && right->kind == N_LIST) || (left->kind == N_LIST && is_objectish(right)))
         return join_object_list(cx, left, right);
     if (is_objectish(left) && is_objectish(right)) {
-        if (!(joined = with_fallback(cx, right, left)))
+        if (!(joined = hc_with_fallback(cx, right, left)))
             return -1;
     } else if (left->kind == N_LIST && right->kind == N_LIST) {
-        if (!work(cx, left->n + right->n))
+        if (!hc_work(cx, left->n + right->n))
             return -1;
-        joined = nnew(N_LIST, left->line, left->col, left->org);
+        joined = hc_nnew(N_LIST, left->line, left->col, left->org);
         for (size_t i = 0; i < left->n; i++)
-            items_push(joined, nref(left->items[i]));
+            hc_items_push(joined, hc_nref(left->items[i]));
         for (size_t i = 0; i < right->n; i++)
-            items_push(joined, nref(right->items[i]));
+            hc_items_push(joined, hc_nref(right->items[i]));
     } else if ((left->kind == N_LIST || is_objectish(left)) && right->kind == N_STR && !right->quoted) {
         /* Quirk: any unquoted string after a list or object is dropped (is_ignored_whitespace
          * only checks "unquoted"), so `[1] foo` is [1]. */
-        joined = nref(left);
+        joined = hc_nref(left);
     } else if (is_unmergeable(left) || is_unmergeable(right)) {
         joined = NULL;
     } else {
         const char *s1, *s2;
         size_t n1, n2;
         if (!as_text(left, &s1, &n1) || !as_text(right, &s2, &n2)) {
-            if (value_render_raises(cx, left) || value_render_raises(cx, right))
+            if (hc_value_render_raises(cx, left) || hc_value_render_raises(cx, right))
                 return -1;
             sbuf l = {0}, r = {0};
             describe(&l, left);
             describe(&r, right);
-            fail(cx, left->org, left->line, left->col,
-                 "Cannot concatenate object or list with a non-object-or-list, %s and %s are not compatible",
-                 sb_str(&l), sb_str(&r));
+            hc_fail(cx, left->org, left->line, left->col,
+                    "Cannot concatenate object or list with a non-object-or-list, %s and %s are not compatible",
+                    sb_str(&l), sb_str(&r));
             sb_free(&l);
             sb_free(&r);
             return -1;
         }
-        if (!work(cx, (n1 + n2) / 8))
+        if (!hc_work(cx, (n1 + n2) / 8))
             return -1;
         char *s = xmalloc(n1 + n2 + 1);
         memcpy(s, s1, n1);
         memcpy(s + n1, s2, n2);
         s[n1 + n2] = 0;
-        joined = nstr(hv_str_take(s, n1 + n2), true, left->line, left->col, left->org);
+        joined = hc_nstr(hv_str_take(s, n1 + n2), true, left->line, left->col, left->org);
     }
     if (!joined) {
-        nv_push(b, nref(right));
+        hc_nv_push(b, hc_nref(right));
     } else {
-        nfree(b->v[b->n - 1]);
+        hc_nfree(b->v[b->n - 1]);
         b->v[b->n - 1] = joined;
     }
     return 0;
@@ -923,7 +924,7 @@ static int concat_join(hctx *cx, nvec *b, node *right)
 
 /* ConfigConcatenation.consolidate: flattens nested concatenations and joins what can be joined.
  * Pieces are borrowed; the result vector holds new references. */
-static int consolidate(hctx *cx, node **pieces, size_t n, nvec *out)
+static int hc_consolidate(hctx *cx, node **pieces, size_t n, nvec *out)
 {
     for (size_t i = 0; i < n; i++) {
         node *p = pieces[i];
@@ -931,7 +932,7 @@ static int consolidate(hctx *cx, node **pieces, size_t n, nvec *out)
         for (size_t j = 0; j < m; j++) {
             node *q = p->kind == N_CONCAT ? p->items[j] : p;
             if (out->n == 0)
-                nv_push(out, nref(q));
+                hc_nv_push(out, hc_nref(q));
             else if (concat_join(cx, out, q) < 0)
                 return -1;
         }
@@ -940,25 +941,25 @@ static int consolidate(hctx *cx, node **pieces, size_t n, nvec *out)
 }
 
 /* ConfigConcatenation.concatenate: *out is NULL when there were no pieces */
-static int concatenate(hctx *cx, node **pieces, size_t n, node **out)
+static int hc_concatenate(hctx *cx, node **pieces, size_t n, node **out)
 {
     nvec c = {0};
     *out = NULL;
-    if (consolidate(cx, pieces, n, &c) < 0) {
-        nv_free(&c);
+    if (hc_consolidate(cx, pieces, n, &c) < 0) {
+        hc_nv_free(&c);
         return -1;
     }
     if (c.n == 1) {
         *out = c.v[0];
         c.n = 0;
     } else if (c.n > 1) {
-        node *r = nnew(N_CONCAT, c.v[0]->line, c.v[0]->col, c.v[0]->org);
+        node *r = hc_nnew(N_CONCAT, c.v[0]->line, c.v[0]->col, c.v[0]->org);
         for (size_t i = 0; i < c.n; i++)
-            items_push(r, c.v[i]);
+            hc_items_push(r, c.v[i]);
         c.n = 0;
         *out = r;
     }
-    nv_free(&c);
+    hc_nv_free(&c);
     return 0;
 }
 
@@ -969,7 +970,7 @@ static int concatenate(hctx *cx, node **pieces, size_t n, node **out)
 /* Decodes the UTF-8 character at s[0..n): its length, with *cp = -1 for an invalid sequence
  * (then the length is 1). Ruby reads the content as UTF-8 and its regexp tests raise on invalid
  * bytes, so the lexer treats them as errors outside comments and triple-quoted strings. */
-static size_t utf8_char(const unsigned char *s, size_t n, long *cp)
+static size_t hc_utf8_char(const unsigned char *s, size_t n, long *cp)
 {
     unsigned c = s[0];
     size_t len;
@@ -1016,7 +1017,7 @@ static bool is_space_cp(long c)
 }
 
 /* Ruby's /[[:cntrl:]]/ */
-static bool is_cntrl_cp(long c) { return c < 0x20 || (c >= 0x7F && c <= 0x9F); }
+static bool hc_is_cntrl_cp(long c) { return c < 0x20 || (c >= 0x7F && c <= 0x9F); }
 
 /* Tokenizer::NOT_IN_UNQUOTED_TEXT */
 static bool is_reserved(int c) { return c && strchr("$\"{}[]:=,+#`^?!@*&\\", c) != NULL; }
@@ -1218,11 +1219,11 @@ typedef struct {
     bool pruby;    /* the problem is a Ruby exception in the gem, not a ConfigError */
 } token;
 
-static void tok_free(token *t)
+static void hc_tok_free(token *t)
 {
     hv_decref(t->str);
     hv_decref(t->num);
-    nfree(t->ref);
+    hc_nfree(t->ref);
     free(t->problem);
     t->str = t->num = NULL;
     t->ref = NULL;
@@ -1277,7 +1278,7 @@ static const char *tok_name(ttype t)
 }
 
 /* a token as the gem's messages show it */
-static void tok_describe(sbuf *b, const token *t)
+static void hc_tok_describe(sbuf *b, const token *t)
 {
     if (t->type == T_UNQ || t->type == T_STRING || t->type == T_NUMBER) {
         sb_addc(b, '\'');
@@ -1358,7 +1359,7 @@ static void char_name(sbuf *b, const lexer *L)
         sb_addf(b, "control character 0x%x", c);
     else {
         long cp;
-        size_t n = utf8_char(L->s + L->pos, L->len - L->pos, &cp);
+        size_t n = hc_utf8_char(L->s + L->pos, L->len - L->pos, &cp);
         sb_addn(b, (const char *)L->s + L->pos, n);
     }
 }
@@ -1368,7 +1369,7 @@ static void skip_char(lexer *L)
 {
     long cp;
     if (L->pos < L->len)
-        lx_advance(L, utf8_char(L->s + L->pos, L->len - L->pos, &cp));
+        lx_advance(L, hc_utf8_char(L->s + L->pos, L->len - L->pos, &cp));
 }
 
 /* skips blanks other than newlines, remembering them in the saver; false on invalid UTF-8 */
@@ -1381,9 +1382,9 @@ static bool skip_blanks(lexer *L, wsaver *sv)
         if (c == '\n')
             break;
         long cp;
-        size_t n = c < 0x80 ? (cp = c, 1) : utf8_char(L->s + L->pos, L->len - L->pos, &cp);
+        size_t n = c < 0x80 ? (cp = c, 1) : hc_utf8_char(L->s + L->pos, L->len - L->pos, &cp);
         if (cp < 0) {
-            fail_ruby(L->cx, L->org, L->line, L->col, "invalid byte sequence in UTF-8");
+            hc_fail_ruby(L->cx, L->org, L->line, L->col, "invalid byte sequence in UTF-8");
             return false;
         }
         if (!is_space_cp(cp))
@@ -1419,7 +1420,7 @@ static bool lex_unicode_escape(lexer *L, sbuf *b)
             return false;
         }
         long cp;
-        lx_advance(L, utf8_char(L->s + L->pos, L->len - L->pos, &cp));
+        lx_advance(L, hc_utf8_char(L->s + L->pos, L->len - L->pos, &cp));
     }
     /* String#hex: leading blanks, a sign, an optional 0x, hex digits (underscores between) */
     const unsigned char *p = start, *e = L->s + L->pos;
@@ -1442,7 +1443,7 @@ static bool lex_unicode_escape(lexer *L, sbuf *b)
         prev_digit = true;
     }
     if (neg && v != 0) {
-        fail_ruby(L->cx, L->org, L->line, L->col, "pack(U): value out of range");
+        hc_fail_ruby(L->cx, L->org, L->line, L->col, "pack(U): value out of range");
         return false;
     }
     utf8_put(b, v);
@@ -1528,12 +1529,12 @@ static void lex_quoted(lexer *L, token *t)
             break;
         }
         long cp;
-        size_t n = utf8_char(L->s + L->pos, L->len - L->pos, &cp);
+        size_t n = hc_utf8_char(L->s + L->pos, L->len - L->pos, &cp);
         if (cp < 0) {
-            fail_ruby(L->cx, L->org, L->line, L->col, "invalid byte sequence in UTF-8");
+            hc_fail_ruby(L->cx, L->org, L->line, L->col, "invalid byte sequence in UTF-8");
             goto bad;
         }
-        if (is_cntrl_cp(cp)) {
+        if (hc_is_cntrl_cp(cp)) {
             sbuf nm = {0};
             char_name(&nm, L);
             lx_fail(L, L->line, L->col,
@@ -1583,7 +1584,7 @@ static void lex_number(lexer *L, token *t)
     }
     if (why) {
         if (strcmp(why, "Infinity") == 0) /* FloatDomainError */
-            fail_ruby(L->cx, L->org, t->line, t->col, "%s", why);
+            hc_fail_ruby(L->cx, L->org, t->line, t->col, "%s", why);
         else
             lx_fail(L, t->line, t->col, "%s", why);
         set_error(L, t);
@@ -1613,9 +1614,9 @@ static void lex_unquoted(lexer *L, token *t)
         if (c < 0 || is_reserved(c) || comment_start(L))
             break;
         long cp;
-        size_t n = utf8_char(L->s + L->pos, L->len - L->pos, &cp);
+        size_t n = hc_utf8_char(L->s + L->pos, L->len - L->pos, &cp);
         if (cp < 0) {
-            fail_ruby(L->cx, L->org, L->line, L->col, "invalid byte sequence in UTF-8");
+            hc_fail_ruby(L->cx, L->org, L->line, L->col, "invalid byte sequence in UTF-8");
             set_error(L, t);
             return;
         }
@@ -1685,7 +1686,7 @@ static void pb_add(pbuild *pb, bool quoted, const char *s, size_t n)
     }
 }
 
-static void pb_free(pbuild *pb)
+static void hc_pb_free(pbuild *pb)
 {
     for (size_t i = 0; i < pb->n; i++)
         sb_free(&pb->el[i]);
@@ -1695,7 +1696,7 @@ static void pb_free(pbuild *pb)
 }
 
 /* feeds one token of a key or a ${} expression; false for a token not allowed in a path */
-static bool pb_token(pbuild *pb, const token *t)
+static bool hc_pb_token(pbuild *pb, const token *t)
 {
     switch (t->type) {
     case T_WS: return true;
@@ -1710,7 +1711,7 @@ static bool pb_token(pbuild *pb, const token *t)
 }
 
 /* the finished path as hv strings; NULL with *why when it has an empty element */
-static hv **pb_finish(pbuild *pb, size_t *n, const char **why)
+static hv **hc_pb_finish(pbuild *pb, size_t *n, const char **why)
 {
     if (!pb->any) {
         *why = "Expecting a field name or path here, but got nothing";
@@ -1730,9 +1731,9 @@ static hv **pb_finish(pbuild *pb, size_t *n, const char **why)
     return keys;
 }
 
-static node *ref_new(hv **keys, size_t n, bool optional, int line, int col, const char *org)
+static node *hc_ref_new(hv **keys, size_t n, bool optional, int line, int col, const char *org)
 {
-    node *r = nnew(N_REF, line, col, org);
+    node *r = hc_nnew(N_REF, line, col, org);
     r->keys = keys;
     r->n = r->cap = n;
     r->optional = optional;
@@ -1801,11 +1802,11 @@ static void lex_subst(lexer *L, token *t)
             L->pcol = x.col;
             L->pruby = x.pruby;
             x.problem = NULL;
-            tok_free(&x);
+            hc_tok_free(&x);
             goto fail;
         }
         if (x.type == T_RBRACE) {
-            tok_free(&x);
+            hc_tok_free(&x);
             break;
         }
         if (x.type == T_EOF) {
@@ -1813,32 +1814,32 @@ static void lex_subst(lexer *L, token *t)
             goto fail;
         }
         if (ws_check(L, &sv, &x, &w)) {
-            pb_token(&pb, &w);
-            tok_free(&w);
+            hc_pb_token(&pb, &w);
+            hc_tok_free(&w);
         }
-        if (!pb_token(&pb, &x) && bad.len == 0) {
+        if (!hc_pb_token(&pb, &x) && bad.len == 0) {
             sb_adds(&bad, "Token not allowed in path expression: ");
-            tok_describe(&bad, &x);
+            hc_tok_describe(&bad, &x);
             sb_adds(&bad, " (you can double-quote this token if you really want it here)");
         }
-        tok_free(&x);
+        hc_tok_free(&x);
     }
     L->subst_depth--;
     t->line = L->line; /* the gem's token origin is the line where the substitution ends */
     const char *why = NULL;
     size_t n = 0;
-    hv **keys = bad.len ? NULL : pb_finish(&pb, &n, &why);
+    hv **keys = bad.len ? NULL : hc_pb_finish(&pb, &n, &why);
     t->type = T_SUBST;
     if (keys) /* else the gem finds the bad path when it makes the value (ConfigParser) */
-        t->ref = ref_new(keys, n, optional, t->line, t->col, L->org);
+        t->ref = hc_ref_new(keys, n, optional, t->line, t->col, L->org);
     else
         t->problem = bad.len ? sb_take(&bad) : xstrdup(why);
-    pb_free(&pb);
+    hc_pb_free(&pb);
     sb_free(&bad);
     return;
 fail:
     L->subst_depth--;
-    pb_free(&pb);
+    hc_pb_free(&pb);
     sb_free(&bad);
     set_error(L, t);
 }
@@ -1917,7 +1918,7 @@ static void lx_fill(lexer *L)
     L->q[L->nq++] = x;
 }
 
-static void lx_next(lexer *L, token *t)
+static void hc_lx_next(lexer *L, token *t)
 {
     if (L->nback) {
         *t = L->back[--L->nback];
@@ -1932,27 +1933,27 @@ static void lx_next(lexer *L, token *t)
         lx_fill(L); /* TokenIterator#next reads the next token before returning this one */
     if (t->type == T_ERROR && t->problem) {
         if (t->pruby)
-            fail_ruby(L->cx, L->org, t->line, t->col, "%s", t->problem);
+            hc_fail_ruby(L->cx, L->org, t->line, t->col, "%s", t->problem);
         else
-            fail(L->cx, L->org, t->line, t->col, "%s", t->problem);
+            hc_fail(L->cx, L->org, t->line, t->col, "%s", t->problem);
     }
 }
 
-static void lx_back(lexer *L, token *t)
+static void hc_lx_back(lexer *L, token *t)
 {
     if (L->nback < (int)(sizeof L->back / sizeof L->back[0]))
         L->back[L->nback++] = *t;
     else
-        tok_free(t); /* cannot happen: the parser puts back at most two tokens */
+        hc_tok_free(t); /* cannot happen: the parser puts back at most two tokens */
     memset(t, 0, sizeof *t);
 }
 
-static void lx_free(lexer *L)
+static void hc_lx_free(lexer *L)
 {
     while (L->nback)
-        tok_free(&L->back[--L->nback]);
+        hc_tok_free(&L->back[--L->nback]);
     while (L->nq)
-        tok_free(&L->q[--L->nq]);
+        hc_tok_free(&L->q[--L->nq]);
     free(L->problem);
     L->problem = NULL;
 }
@@ -1991,16 +1992,16 @@ static void defer(parser *P)
  * after that are placeholders, and the merges and includes the gem would not do are skipped) */
 static bool building(const parser *P) { return !P->cx->failed && !P->deferred; }
 
-static node *placeholder(int line, int col) { return nprim(N_NULL, hv_undef(), line, col, NULL); }
+static node *placeholder(int line, int col) { return hc_nprim(N_NULL, hv_undef(), line, col, NULL); }
 
-static node *parse_document(hctx *cx, const char *text, size_t len, const char *org, const char *dir);
+static node *hc_parse_document(hctx *cx, const char *text, size_t len, const char *org, const char *dir);
 
 static void perr(parser *P, const token *t, const char *fmt, ...) HIERA_PRINTF(3, 4);
 static void perr(parser *P, const token *t, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    failv(P->cx, E_CONFIG, P->L.org, t ? t->line : P->L.line, t ? t->col : P->L.col, fmt, ap);
+    hc_failv(P->cx, E_CONFIG, P->L.org, t ? t->line : P->L.line, t ? t->col : P->L.col, fmt, ap);
     va_end(ap);
 }
 
@@ -2038,7 +2039,7 @@ static void render_path(sbuf *b, hv *const *keys, size_t n)
     }
 }
 
-static void ref_describe(sbuf *b, const node *r)
+static void hc_ref_describe(sbuf *b, const node *r)
 {
     sb_adds(b, r->optional ? "${?" : "${");
     render_path(b, r->keys, r->n);
@@ -2049,9 +2050,9 @@ static void ref_describe(sbuf *b, const node *r)
 static void next_tcw(parser *P, token *t)
 {
     for (;;) {
-        lx_next(&P->L, t);
+        hc_lx_next(&P->L, t);
         if (t->type == T_WS || t->type == T_NEWLINE || t->type == T_COMMENT || (t->type == T_UNQ && t->wsonly)) {
-            tok_free(t);
+            hc_tok_free(t);
             continue;
         }
         return;
@@ -2064,15 +2065,15 @@ static bool check_sep(parser *P)
     bool saw = false;
     for (;;) {
         token t;
-        lx_next(&P->L, &t);
+        hc_lx_next(&P->L, &t);
         if (t.type == T_WS || t.type == T_COMMENT || (t.type == T_UNQ && t.wsonly)) {
-            tok_free(&t);
+            hc_tok_free(&t);
         } else if (t.type == T_NEWLINE) {
             saw = true;
         } else if (t.type == T_COMMA) {
             return true;
         } else {
-            lx_back(&P->L, &t);
+            hc_lx_back(&P->L, &t);
             return saw;
         }
     }
@@ -2093,20 +2094,20 @@ static node *parse_value(parser *P, token *t)
     node *v = NULL;
     const char *org = P->L.org;
     switch (t->type) {
-    case T_STRING: v = nstr(t->str, true, t->line, t->col, org); t->str = NULL; break;
-    case T_UNQ: v = nstr(t->str, false, t->line, t->col, org); t->str = NULL; break;
+    case T_STRING: v = hc_nstr(t->str, true, t->line, t->col, org); t->str = NULL; break;
+    case T_UNQ: v = hc_nstr(t->str, false, t->line, t->col, org); t->str = NULL; break;
     case T_NUMBER:
-        v = nprim(N_NUM, t->num, t->line, t->col, org);
+        v = hc_nprim(N_NUM, t->num, t->line, t->col, org);
         v->text = t->str;
         t->num = t->str = NULL;
         break;
-    case T_TRUE: v = nprim(N_BOOL, hv_true(), t->line, t->col, org); break;
-    case T_FALSE: v = nprim(N_BOOL, hv_false(), t->line, t->col, org); break;
-    case T_NULL: v = nprim(N_NULL, hv_undef(), t->line, t->col, org); break;
+    case T_TRUE: v = hc_nprim(N_BOOL, hv_true(), t->line, t->col, org); break;
+    case T_FALSE: v = hc_nprim(N_BOOL, hv_false(), t->line, t->col, org); break;
+    case T_NULL: v = hc_nprim(N_NULL, hv_undef(), t->line, t->col, org); break;
     case T_SUBST:
         if (t->problem) { /* ConfigBadPathError, raised when the gem makes the value */
             if (building(P)) {
-                fail(P->cx, org, t->line, t->col, "%s", t->problem);
+                hc_fail(P->cx, org, t->line, t->col, "%s", t->problem);
                 defer(P);
             }
             v = placeholder(t->line, t->col);
@@ -2119,12 +2120,12 @@ static node *parse_value(parser *P, token *t)
     case T_LBRACKET: v = parse_array(P, t->line, t->col); break;
     default: {
         sbuf d = {0};
-        tok_describe(&d, t);
+        hc_tok_describe(&d, t);
         perr(P, t, "Expecting a value but got wrong token: %s", sb_str(&d));
         sb_free(&d);
     }
     }
-    tok_free(t);
+    hc_tok_free(t);
     return v;
 }
 
@@ -2138,32 +2139,32 @@ static int consolidate_values(parser *P, node **out)
     next_tcw(P, &t);
     for (;;) {
         if (t.type == T_WS) {
-            tok_free(&t);
+            hc_tok_free(&t);
         } else if (starts_value(t.type)) {
             node *v = parse_value(P, &t);
             if (!v) {
-                nv_free(&pieces);
+                hc_nv_free(&pieces);
                 return -1;
             }
-            nv_push(&pieces, v);
+            hc_nv_push(&pieces, v);
         } else {
             break;
         }
-        lx_next(&P->L, &t);
+        hc_lx_next(&P->L, &t);
     }
-    lx_back(&P->L, &t);
+    hc_lx_back(&P->L, &t);
     if (pieces.n == 1) {
         *out = pieces.v[0];
         pieces.n = 0;
     } else if (pieces.n > 1) {
         if (!building(P))
             *out = placeholder(pieces.v[0]->line, pieces.v[0]->col);
-        else if (concatenate(P->cx, pieces.v, pieces.n, out) < 0) {
+        else if (hc_concatenate(P->cx, pieces.v, pieces.n, out) < 0) {
             defer(P);
             *out = placeholder(pieces.v[0]->line, pieces.v[0]->col);
         }
     }
-    nv_free(&pieces);
+    hc_nv_free(&pieces);
     return 0;
 }
 
@@ -2183,31 +2184,31 @@ static hv **parse_key(parser *P, token *t, size_t *n, int *line, int *col)
     *col = t->col;
     while (t->type == T_STRING || t->type == T_NUMBER || t->type == T_TRUE || t->type == T_FALSE ||
            t->type == T_NULL || t->type == T_UNQ) {
-        pb_token(&pb, t);
+        hc_pb_token(&pb, t);
         got = true;
-        tok_free(t);
-        lx_next(&P->L, t);
+        hc_tok_free(t);
+        hc_lx_next(&P->L, t);
     }
     if (!got) {
         sbuf d = {0};
-        tok_describe(&d, t);
+        hc_tok_describe(&d, t);
         perr(P, t, "expecting a close brace or a field name here, got %s", sb_str(&d));
         sb_free(&d);
-        tok_free(t);
-        pb_free(&pb);
+        hc_tok_free(t);
+        hc_pb_free(&pb);
         return NULL;
     }
-    lx_back(&P->L, t);
+    hc_lx_back(&P->L, t);
     const char *why = NULL;
-    hv **keys = pb_finish(&pb, n, &why);
+    hv **keys = hc_pb_finish(&pb, n, &why);
     if (!keys) {
-        fail_bare(P->cx, P->L.org, *line, *col, "%s", why); /* a ConfigBadPathError without origin */
+        hc_fail_bare(P->cx, P->L.org, *line, *col, "%s", why); /* a ConfigBadPathError without origin */
     } else if (P->depth + *n > MAX_PARSE_DEPTH) { /* a.b.c... nests objects too */
-        fail(P->cx, P->L.org, *line, *col, "objects and arrays nested more than %d levels deep", MAX_PARSE_DEPTH);
+        hc_fail(P->cx, P->L.org, *line, *col, "objects and arrays nested more than %d levels deep", MAX_PARSE_DEPTH);
         free_keys(keys, *n);
         keys = NULL;
     }
-    pb_free(&pb);
+    hc_pb_free(&pb);
     return keys;
 }
 
@@ -2245,16 +2246,16 @@ static node *relativize(node *v, hv *const *prefix, size_t pn)
             k[i] = hv_incref(prefix[i]);
         for (size_t i = 0; i < v->n; i++)
             k[pn + i] = hv_incref(v->keys[i]);
-        node *r = ref_new(k, pn + v->n, v->optional, v->line, v->col, v->org);
+        node *r = hc_ref_new(k, pn + v->n, v->optional, v->line, v->col, v->org);
         r->prefix = v->prefix + pn;
         return r;
     }
     if (!is_container(v) || !v->unresolved)
-        return nref(v);
-    node *r = shallow_copy(v);
+        return hc_nref(v);
+    node *r = hc_shallow_copy(v);
     for (size_t i = 0; i < r->n; i++) {
         node *c = relativize(r->items[i], prefix, pn);
-        nfree(r->items[i]);
+        hc_nfree(r->items[i]);
         r->items[i] = c;
     }
     return r;
@@ -2265,19 +2266,19 @@ static node *relativize(node *v, hv *const *prefix, size_t pn)
 static int add_field(parser *P, node *o, hv **keys, size_t n, bool pluseq, node *v)
 {
     if (!building(P)) {
-        nfree(v);
+        hc_nfree(v);
         free_keys(keys, n);
         return 0;
     }
     if (pluseq) {
         node *pieces[2];
-        pieces[0] = ref_new(keys_copy(P->path, P->pn), P->pn, true, v->line, v->col, P->L.org);
-        pieces[1] = nnew(N_LIST, v->line, v->col, P->L.org);
-        items_push(pieces[1], v);
+        pieces[0] = hc_ref_new(keys_copy(P->path, P->pn), P->pn, true, v->line, v->col, P->L.org);
+        pieces[1] = hc_nnew(N_LIST, v->line, v->col, P->L.org);
+        hc_items_push(pieces[1], v);
         node *c = NULL;
-        int rc = concatenate(P->cx, pieces, 2, &c); /* a reference and a list: cannot fail */
-        nfree(pieces[0]);
-        nfree(pieces[1]);
+        int rc = hc_concatenate(P->cx, pieces, 2, &c); /* a reference and a list: cannot fail */
+        hc_nfree(pieces[0]);
+        hc_nfree(pieces[1]);
         if (rc < 0) {
             defer(P);
             c = placeholder(0, 0);
@@ -2285,25 +2286,25 @@ static int add_field(parser *P, node *o, hv **keys, size_t n, bool pluseq, node 
         v = c;
     }
     for (size_t i = n; i-- > 1;) {
-        node *w = nnew(N_OBJ, v->line, v->col, v->org);
-        obj_append(w, keys[i], v);
-        fix_status(w);
+        node *w = hc_nnew(N_OBJ, v->line, v->col, v->org);
+        hc_obj_append(w, keys[i], v);
+        hc_fix_status(w);
         v = w;
     }
-    node *existing = obj_get(o, keys[0]);
+    node *existing = hc_obj_get(o, keys[0]);
     bool was = existing && existing->unresolved; /* before it is possibly merged into in place */
     if (existing) {
-        node *m = with_fallback_into(P->cx, v, existing); /* existing is replaced below */
+        node *m = hc_with_fallback_into(P->cx, v, existing); /* existing is replaced below */
         if (m) {
-            nfree(v);
+            hc_nfree(v);
             v = m;
         } else {
             defer(P);
         }
     }
-    obj_put(o, keys[0], v);
+    hc_obj_put(o, keys[0], v);
     if (was && !v->unresolved)
-        fix_status(o);
+        hc_fix_status(o);
     free(keys);
     return 0;
 }
@@ -2323,25 +2324,25 @@ static int parse_include(parser *P, node *o)
         if (strcmp(k, "url(") == 0 || strcmp(k, "file(") == 0 || strcmp(k, "classpath(") == 0) {
             kind = strcmp(k, "url(") == 0 ? "url" : strcmp(k, "file(") == 0 ? "file" : "classpath";
         } else {
-            tok_describe(&d, &t);
+            hc_tok_describe(&d, &t);
             perr(P, &t,
                  "expecting include parameter to be quoted filename, file(), classpath(), or url(). No spaces are "
                  "allowed before the open paren. Not expecting: %s",
                  sb_str(&d));
             goto bad;
         }
-        tok_free(&t);
+        hc_tok_free(&t);
         next_tcw(P, &t);
         if (t.type != T_STRING) {
-            tok_describe(&d, &t);
+            hc_tok_describe(&d, &t);
             perr(P, &t, "expecting a quoted string inside file(), classpath(), or url(), rather than: %s", sb_str(&d));
             goto bad;
         }
         name = hv_incref(t.str);
-        tok_free(&t);
+        hc_tok_free(&t);
         next_tcw(P, &t);
         if (t.type != T_UNQ || strcmp(hv_str_ptr(t.str), ")") != 0) {
-            tok_describe(&d, &t);
+            hc_tok_describe(&d, &t);
             perr(P, &t, "expecting a close parentheses ')' here, not: %s", sb_str(&d));
             goto bad;
         }
@@ -2349,7 +2350,7 @@ static int parse_include(parser *P, node *o)
         kind = "heuristic";
         name = hv_incref(t.str);
     } else {
-        tok_describe(&d, &t);
+        hc_tok_describe(&d, &t);
         perr(P, &t, "include keyword is not followed by a quoted string, but by: %s", sb_str(&d));
         goto bad;
     }
@@ -2366,31 +2367,31 @@ static int parse_include(parser *P, node *o)
              "value, ${} substitutions inside the included file cannot be resolved correctly. Either move the "
              "include outside of the list value or remove the ${} statements from the included file.");
         defer(P);
-        nfree(inc);
+        hc_nfree(inc);
         goto done;
     }
     if (P->pn > 0) {
         node *r = relativize(inc, P->path, P->pn);
-        nfree(inc);
+        hc_nfree(inc);
         inc = r;
     }
     for (size_t i = 0; i < inc->n; i++) {
-        node *v = inc->items[i], *existing = obj_get(o, inc->keys[i]);
-        node *m = existing ? with_fallback(P->cx, v, existing) : nref(v);
+        node *v = inc->items[i], *existing = hc_obj_get(o, inc->keys[i]);
+        node *m = existing ? hc_with_fallback(P->cx, v, existing) : hc_nref(v);
         if (!m) {
             defer(P);
             break;
         }
-        obj_put(o, hv_incref(inc->keys[i]), m);
+        hc_obj_put(o, hv_incref(inc->keys[i]), m);
     }
-    nfree(inc);
+    hc_nfree(inc);
 done:
-    tok_free(&t);
+    hc_tok_free(&t);
     hv_decref(name);
     return 0;
 bad:
     sb_free(&d);
-    tok_free(&t);
+    hc_tok_free(&t);
     hv_decref(name);
     return -1;
 }
@@ -2410,11 +2411,11 @@ static int parse_field(parser *P, node *o, token *t)
     if (a.type != T_LBRACE && a.type != T_COLON && a.type != T_EQUALS && a.type != T_PLUSEQ) {
         sbuf d = {0}, k = {0};
         render_path(&k, keys, n);
-        tok_describe(&d, &a);
+        hc_tok_describe(&d, &a);
         perr(P, &a, "Key '%s' may not be followed by token: %s", sb_str(&k), sb_str(&d));
         sb_free(&d);
         sb_free(&k);
-        tok_free(&a);
+        hc_tok_free(&a);
         free_keys(keys, n);
         return -1;
     }
@@ -2432,7 +2433,7 @@ static int parse_field(parser *P, node *o, token *t)
     if (a.type == T_LBRACE) {
         v = parse_value(P, &a);
     } else {
-        tok_free(&a);
+        hc_tok_free(&a);
         if (consolidate_values(P, &v) == 0 && !v) {
             next_tcw(P, &a);
             v = parse_value(P, &a);
@@ -2452,7 +2453,7 @@ static int parse_field(parser *P, node *o, token *t)
 static bool enter(parser *P, int line, int col)
 {
     if (++P->depth > MAX_PARSE_DEPTH) {
-        fail(P->cx, P->L.org, line, col, "objects and arrays nested more than %d levels deep", MAX_PARSE_DEPTH);
+        hc_fail(P->cx, P->L.org, line, col, "objects and arrays nested more than %d levels deep", MAX_PARSE_DEPTH);
         return false;
     }
     return true;
@@ -2462,7 +2463,7 @@ static node *parse_object(parser *P, bool curly, int line, int col)
 {
     if (!enter(P, line, col))
         return NULL;
-    node *o = nnew(N_OBJ, line, col, P->L.org);
+    node *o = hc_nnew(N_OBJ, line, col, P->L.org);
     token t;
     sbuf d = {0};
     for (;;) {
@@ -2475,11 +2476,11 @@ static node *parse_object(parser *P, bool curly, int line, int col)
             break;
         }
         if (t.type == T_EOF && !curly) {
-            lx_back(&P->L, &t);
+            hc_lx_back(&P->L, &t);
             break;
         }
         if (t.type == T_UNQ && strcmp(hv_str_ptr(t.str), "include") == 0) {
-            tok_free(&t);
+            hc_tok_free(&t);
             if (parse_include(P, o) < 0)
                 goto bad;
         } else if (parse_field(P, o, &t) < 0) {
@@ -2496,20 +2497,20 @@ static node *parse_object(parser *P, bool curly, int line, int col)
             break;
         }
         if (t.type == T_EOF && !curly) {
-            lx_back(&P->L, &t);
+            hc_lx_back(&P->L, &t);
             break;
         }
-        tok_describe(&d, &t);
+        hc_tok_describe(&d, &t);
         perr(P, &t, "Expecting close brace } or a comma, got %s", sb_str(&d));
         goto bad;
     }
-    tok_free(&t);
+    hc_tok_free(&t);
     P->depth--;
     return o;
 bad:
     sb_free(&d);
-    tok_free(&t);
-    nfree(o);
+    hc_tok_free(&t);
+    hc_nfree(o);
     return NULL;
 }
 
@@ -2517,7 +2518,7 @@ static node *parse_array(parser *P, int line, int col)
 {
     if (!enter(P, line, col))
         return NULL;
-    node *l = nnew(N_LIST, line, col, P->L.org), *v = NULL;
+    node *l = hc_nnew(N_LIST, line, col, P->L.org), *v = NULL;
     token t = {0};
     sbuf d = {0};
     P->array_count++;
@@ -2527,20 +2528,20 @@ static node *parse_array(parser *P, int line, int col)
         next_tcw(P, &t);
         if (t.type == T_RBRACKET)
             goto done;
-        tok_describe(&d, &t);
+        hc_tok_describe(&d, &t);
         perr(P, &t,
              "List should have ] or a first element after the open [, instead had token: %s (if you want %s to be "
              "part of a string value, then double-quote it)",
              sb_str(&d), sb_str(&d));
         goto bad;
     }
-    items_push(l, v);
+    hc_items_push(l, v);
     for (;;) {
         if (!check_sep(P)) {
             next_tcw(P, &t);
             if (t.type == T_RBRACKET)
                 goto done;
-            tok_describe(&d, &t);
+            hc_tok_describe(&d, &t);
             perr(P, &t,
                  "List should have ended with ] or had a comma, instead had token: %s (if you want %s to be part of a "
                  "string value, then double-quote it)",
@@ -2550,29 +2551,29 @@ static node *parse_array(parser *P, int line, int col)
         if (consolidate_values(P, &v) < 0)
             goto bad;
         if (v) {
-            items_push(l, v);
+            hc_items_push(l, v);
             continue;
         }
         next_tcw(P, &t);
         if (t.type != T_RBRACKET) {
-            tok_describe(&d, &t);
+            hc_tok_describe(&d, &t);
             perr(P, &t,
                  "List should have had new element after a comma, instead had token: %s (if you want the comma or %s "
                  "to be part of a string value, then double-quote it)",
                  sb_str(&d), sb_str(&d));
             goto bad;
         }
-        lx_back(&P->L, &t); /* one trailing comma is allowed */
+        hc_lx_back(&P->L, &t); /* one trailing comma is allowed */
     }
 done:
-    tok_free(&t);
+    hc_tok_free(&t);
     P->array_count--;
     P->depth--;
     return l;
 bad:
     sb_free(&d);
-    tok_free(&t);
-    nfree(l);
+    hc_tok_free(&t);
+    hc_nfree(l);
     return NULL;
 }
 
@@ -2585,7 +2586,7 @@ static node *parse_root(parser *P)
     if (t.type == T_LBRACE || t.type == T_LBRACKET) {
         v = parse_value(P, &t);
     } else {
-        lx_back(&P->L, &t);
+        hc_lx_back(&P->L, &t);
         v = parse_object(P, false, P->L.line, P->L.col);
     }
     if (!v)
@@ -2593,18 +2594,18 @@ static node *parse_root(parser *P)
     next_tcw(P, &t);
     if (t.type != T_EOF) {
         sbuf d = {0};
-        tok_describe(&d, &t);
+        hc_tok_describe(&d, &t);
         perr(P, &t, "Document has trailing tokens after first object or array: %s", sb_str(&d));
         sb_free(&d);
-        tok_free(&t);
-        nfree(v);
+        hc_tok_free(&t);
+        hc_nfree(v);
         return NULL;
     }
-    tok_free(&t);
+    hc_tok_free(&t);
     return v;
 }
 
-static node *parse_document(hctx *cx, const char *text, size_t len, const char *org, const char *dir)
+static node *hc_parse_document(hctx *cx, const char *text, size_t len, const char *org, const char *dir)
 {
     parser P = {0};
     bool merge_loaded = cx->merge_loaded;
@@ -2617,7 +2618,7 @@ static node *parse_document(hctx *cx, const char *text, size_t len, const char *
     P.L.line = 1;
     P.L.col = 1;
     node *root = parse_root(&P);
-    lx_free(&P.L);
+    hc_lx_free(&P.L);
     path_pop(&P, P.pn);
     free(P.path);
     if (cx->failed) /* the gem stopped before making any value: it made no delayed merge */
@@ -2628,9 +2629,9 @@ static node *parse_document(hctx *cx, const char *text, size_t len, const char *
     }
     herr_clear(&P.derr);
     if (root && !cx->failed && root->kind != N_OBJ) /* Parseable.force_parsed_to_object */
-        fail(cx, org, root->line, root->col, " has type LIST rather than object at file root");
+        hc_fail(cx, org, root->line, root->col, " has type LIST rather than object at file root");
     if (root && cx->failed) {
-        nfree(root);
+        hc_nfree(root);
         root = NULL;
     }
     return root;
@@ -2642,7 +2643,7 @@ static node *parse_document(hctx *cx, const char *text, size_t len, const char *
  * MAX_INCLUDE_SIZE bytes; *err_no is set on failure (EFBIG when too large). */
 #define MAX_INCLUDE_SIZE ((off_t)256 * 1024 * 1024)
 
-static bool read_file(const char *path, sbuf *out, int *err_no)
+static bool hc_read_file(const char *path, sbuf *out, int *err_no)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
@@ -2704,7 +2705,7 @@ static node *include_parse_file(parser *P, const char *path, const token *at)
     }
     sbuf text = {0};
     int e = 0;
-    if (!read_file(path, &text, &e)) {
+    if (!hc_read_file(path, &text, &e)) {
         sb_free(&text);
         perr(P, at, "could not read included file %s: %s", path,
              e == EINVAL ? "not a regular file" : e == EFBIG ? "larger than 256 MB" : strerror(e));
@@ -2719,7 +2720,7 @@ static node *include_parse_file(parser *P, const char *path, const token *at)
     else
         strcpy(dir, ".");
     cx->include_depth++;
-    node *root = parse_document(cx, sb_str(&text), text.len, org, dir);
+    node *root = hc_parse_document(cx, sb_str(&text), text.len, org, dir);
     cx->include_depth--;
     free(dir);
     sb_free(&text);
@@ -2732,7 +2733,7 @@ static node *include_basename(parser *P, const char *path, const token *at)
 {
     if (ends_with(path, ".conf") || ends_with(path, ".json") || ends_with(path, ".properties")) {
         if (!file_exists(path))
-            return nnew(N_OBJ, at->line, at->col, P->L.org);
+            return hc_nnew(N_OBJ, at->line, at->col, P->L.org);
         return include_parse_file(P, path, at);
     }
     node *obj = NULL;
@@ -2742,14 +2743,14 @@ static node *include_basename(parser *P, const char *path, const token *at)
     if (file_exists(json)) {
         node *j = include_parse_file(P, json, at);
         if (!j) {
-            nfree(obj);
+            hc_nfree(obj);
             obj = NULL;
             goto out;
         }
         if (obj) {
-            node *m = with_fallback(P->cx, obj, j);
-            nfree(obj);
-            nfree(j);
+            node *m = hc_with_fallback(P->cx, obj, j);
+            hc_nfree(obj);
+            hc_nfree(j);
             if (!(obj = m))
                 goto out;
         } else {
@@ -2757,7 +2758,7 @@ static node *include_basename(parser *P, const char *path, const token *at)
         }
     }
     if (!obj)
-        obj = nnew(N_OBJ, at->line, at->col, P->L.org);
+        obj = hc_nnew(N_OBJ, at->line, at->col, P->L.org);
 out:
     free(conf);
     free(json);
@@ -2788,26 +2789,26 @@ static node *include_load(parser *P, const char *kind, hv *name, const token *at
     }
     if (strcmp(kind, "url") == 0) {
         if (is_http_url(s)) /* the gem's SimpleIncluder has no include_url */
-            fail_ruby(P->cx, P->L.org, at->line, at->col,
-                      "undefined method `include_url' for #<Hocon::Impl::SimpleIncluder>");
+            hc_fail_ruby(P->cx, P->L.org, at->line, at->col,
+                         "undefined method `include_url' for #<Hocon::Impl::SimpleIncluder>");
         else
             perr(P, at, "include url() specifies an invalid URL: %s", s);
         return NULL;
     }
     if (strcmp(kind, "classpath") == 0) { /* the gem's SimpleIncluder lacks include_resources */
-        fail_ruby(P->cx, P->L.org, at->line, at->col,
-                  "undefined method `include_resources' for #<Hocon::Impl::SimpleIncluder>");
+        hc_fail_ruby(P->cx, P->L.org, at->line, at->col,
+                     "undefined method `include_resources' for #<Hocon::Impl::SimpleIncluder>");
         return NULL;
     }
     if (strcmp(kind, "file") == 0)
         return include_basename(P, s, at);
     if (is_http_url(s)) { /* nor an include_url_without_fallback */
-        fail_ruby(P->cx, P->L.org, at->line, at->col,
-                  "undefined method `include_url_without_fallback' for Hocon::Impl::SimpleIncluder:Class");
+        hc_fail_ruby(P->cx, P->L.org, at->line, at->col,
+                     "undefined method `include_url_without_fallback' for Hocon::Impl::SimpleIncluder:Class");
         return NULL;
     }
     if (!P->dir)
-        return nnew(N_OBJ, at->line, at->col, P->L.org);
+        return hc_nnew(N_OBJ, at->line, at->col, P->L.org);
     char *path = s[0] == '/' ? xstrdup(s) : xasprintf("%s/%s", P->dir, s);
     node *r = include_basename(P, path, at);
     free(path);
@@ -2843,25 +2844,25 @@ typedef struct {
     char *cycle; /* the trace when a cycle was found, if the reference catching it needs it */
 } rctx;
 
-static void src_set(rsrc *s, node *root, node *const *par, size_t npar, bool has)
+static void hc_src_set(rsrc *s, node *root, node *const *par, size_t npar, bool has)
 {
-    s->root = nref(root);
+    s->root = hc_nref(root);
     s->has = has;
     s->npar = has ? npar : 0;
     s->par = NULL;
     if (s->npar) {
         s->par = xmalloc(npar * sizeof *s->par);
         for (size_t i = 0; i < npar; i++)
-            s->par[i] = nref(par[i]);
+            s->par[i] = hc_nref(par[i]);
     }
 }
 
-static void src_free(rsrc *s)
+static void hc_src_free(rsrc *s)
 {
     for (size_t i = 0; i < s->npar; i++)
-        nfree(s->par[i]);
+        hc_nfree(s->par[i]);
     free(s->par);
-    nfree(s->root);
+    hc_nfree(s->root);
     memset(s, 0, sizeof *s);
 }
 
@@ -2870,19 +2871,19 @@ static void src_push(const rsrc *s, node *parent, rsrc *out)
 {
     if (!s->has) {
         if (parent == s->root)
-            src_set(out, s->root, &parent, 1, true);
+            hc_src_set(out, s->root, &parent, 1, true);
         else
-            src_set(out, s->root, NULL, 0, false);
+            hc_src_set(out, s->root, NULL, 0, false);
         return;
     }
-    src_set(out, s->root, s->par, s->npar, true);
+    hc_src_set(out, s->root, s->par, s->npar, true);
     out->par = xrealloc(out->par, (out->npar + 1) * sizeof *out->par);
-    out->par[out->npar++] = nref(parent);
+    out->par[out->npar++] = hc_nref(parent);
 }
 
-static void bug(rctx *R, const char *msg) { fail(R->cx, NULL, 0, 0, "%s", msg); }
+static void hc_bug(rctx *R, const char *msg) { hc_fail(R->cx, NULL, 0, 0, "%s", msg); }
 
-static node *empty_object(void) { return nnew(N_OBJ, 0, 0, NULL); }
+static node *empty_object(void) { return hc_nnew(N_OBJ, 0, 0, NULL); }
 
 /* replace_child of a container: a copy with `child` (found by identity) replaced by repl, or
  * removed when repl is NULL. *out may be NULL (a list that became empty). */
@@ -2894,39 +2895,39 @@ static int replace_child(rctx *R, node *parent, node *child, node *repl, node **
         i++;
     if (parent->kind == N_OBJ) {
         if (i == parent->n) {
-            bug(R, "SimpleConfigObject.replaceChild did not find the child in its parent");
+            hc_bug(R, "SimpleConfigObject.replaceChild did not find the child in its parent");
             return R_ERR;
         }
-        node *o = obj_new_like(parent);
+        node *o = hc_obj_new_like(parent);
         for (size_t j = 0; j < parent->n; j++) {
             if (j != i)
-                obj_append(o, hv_incref(parent->keys[j]), nref(parent->items[j]));
+                hc_obj_append(o, hv_incref(parent->keys[j]), hc_nref(parent->items[j]));
             else if (repl)
-                obj_append(o, hv_incref(parent->keys[j]), nref(repl));
+                hc_obj_append(o, hv_incref(parent->keys[j]), hc_nref(repl));
         }
-        fix_status(o);
+        hc_fix_status(o);
         *out = o;
         return R_OK;
     }
     if (parent->kind == N_MERGEOBJ) {
         if (i == parent->n) {
-            bug(R, "tried to replace a child which is not in the delayed merge");
+            hc_bug(R, "tried to replace a child which is not in the delayed merge");
             return R_ERR;
         }
         /* Quirk: with no replacement the gem's replace_child_in_list calls Array#delete(i),
          * which removes nothing, so the stack stays as it was */
-        node *m = shallow_copy(parent);
+        node *m = hc_shallow_copy(parent);
         if (repl) {
-            nfree(m->items[i]);
-            m->items[i] = nref(repl);
+            hc_nfree(m->items[i]);
+            m->items[i] = hc_nref(repl);
         }
         *out = m;
         return R_OK;
     }
     /* lists, delayed merges and concatenations call replace_child_in_list unqualified in the gem,
      * which raises NoMethodError (that a list being resolved turns into "unexpected exception") */
-    fail_ruby(R->cx, parent->org, parent->line, parent->col, "undefined method `replace_child_in_list' for %s",
-              parent->kind == N_LIST ? "SimpleConfigList" : parent->kind == N_MERGE ? "ConfigDelayedMerge"
+    hc_fail_ruby(R->cx, parent->org, parent->line, parent->col, "undefined method `replace_child_in_list' for %s",
+                 parent->kind == N_LIST ? "SimpleConfigList" : parent->kind == N_MERGE ? "ConfigDelayedMerge"
                                                                                     : "ConfigConcatenation");
     return R_ERR;
 }
@@ -2938,14 +2939,14 @@ static int chain_replace(rctx *R, node *const *chain, size_t n, node *old, node 
     *out = NULL;
     *outn = 0;
     if (n == 0 || chain[n - 1] != old) {
-        bug(R, "Can only replace() the top node we're resolving");
+        hc_bug(R, "Can only replace() the top node we're resolving");
         return R_ERR;
     }
     node *parent = n >= 2 ? chain[n - 2] : NULL, *np = NULL;
     if (!parent) {
         if (repl && is_container(repl)) {
             *out = xmalloc(sizeof **out);
-            (*out)[0] = nref(repl);
+            (*out)[0] = hc_nref(repl);
             *outn = 1;
         }
         return R_OK;
@@ -2954,21 +2955,21 @@ static int chain_replace(rctx *R, node *const *chain, size_t n, node *old, node 
     int rc = replace_child(R, parent, old, keep ? repl : NULL, &np);
     if (rc == R_OK)
         rc = chain_replace(R, chain, n - 1, parent, np, out, outn);
-    nfree(np);
+    hc_nfree(np);
     if (rc != R_OK || !keep)
         return rc;
     *out = xrealloc(*out, (*outn + 1) * sizeof **out);
-    (*out)[(*outn)++] = nref(repl);
+    (*out)[(*outn)++] = hc_nref(repl);
     return R_OK;
 }
 
-static node *root_must_be_obj(node *v) { return is_objectish(v) ? nref(v) : empty_object(); }
+static node *root_must_be_obj(node *v) { return is_objectish(v) ? hc_nref(v) : empty_object(); }
 
 /* ResolveSource#replace_current_parent */
 static int src_replace_current(rctx *R, const rsrc *s, node *old, node *repl, rsrc *out)
 {
     if (old == repl) {
-        src_set(out, s->root, s->par, s->npar, s->has);
+        hc_src_set(out, s->root, s->par, s->npar, s->has);
         return R_OK;
     }
     if (s->has) {
@@ -2978,24 +2979,24 @@ static int src_replace_current(rctx *R, const rsrc *s, node *old, node *repl, rs
         if (rc != R_OK)
             return rc;
         if (chain) {
-            src_set(out, chain[0], chain, n, true);
+            hc_src_set(out, chain[0], chain, n, true);
             for (size_t i = 0; i < n; i++)
-                nfree(chain[i]);
+                hc_nfree(chain[i]);
             free(chain);
         } else {
             node *e = empty_object();
-            src_set(out, e, NULL, 0, false);
-            nfree(e);
+            hc_src_set(out, e, NULL, 0, false);
+            hc_nfree(e);
         }
         return R_OK;
     }
     if (old != s->root) {
-        bug(R, "attempt to replace root with something else");
+        hc_bug(R, "attempt to replace root with something else");
         return R_ERR;
     }
     node *r = root_must_be_obj(repl);
-    src_set(out, r, NULL, 0, false);
-    nfree(r);
+    hc_src_set(out, r, NULL, 0, false);
+    hc_nfree(r);
     return R_OK;
 }
 
@@ -3007,33 +3008,33 @@ static int src_replace_within(rctx *R, const rsrc *s, node *old, node *repl, rsr
         int rc = replace_child(R, parent, old, repl, &np);
         if (rc == R_OK)
             rc = src_replace_current(R, s, parent, np && is_container(np) ? np : NULL, out);
-        nfree(np);
+        hc_nfree(np);
         return rc;
     }
     if (old == s->root && repl && is_container(repl)) {
         node *r = root_must_be_obj(repl);
-        src_set(out, r, NULL, 0, false);
-        nfree(r);
+        hc_src_set(out, r, NULL, 0, false);
+        hc_nfree(r);
         return R_OK;
     }
-    bug(R, "replace in parent not possible");
+    hc_bug(R, "replace in parent not possible");
     return R_ERR;
 }
 
-static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **out);
+static int hc_resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **out);
 
 static int resolve_obj(rctx *R, node *v, const rsrc *src, const rpath *rp, node **out)
 {
     if (!v->unresolved) {
-        *out = nref(v);
+        *out = hc_nref(v);
         return R_OK;
     }
     /* restricted: only the child on the path, and not the leaf itself */
     size_t from = 0, to = v->n;
     if (rp) {
-        long i = rp->n > 1 ? obj_find(v, hv_str_ptr(rp->k[0]), hv_str_len(rp->k[0])) : -1;
+        long i = rp->n > 1 ? hc_obj_find(v, hv_str_ptr(rp->k[0]), hv_str_len(rp->k[0])) : -1;
         if (i < 0) {
-            *out = nref(v);
+            *out = hc_nref(v);
             return R_OK;
         }
         from = (size_t)i;
@@ -3047,40 +3048,40 @@ static int resolve_obj(rctx *R, node *v, const rsrc *src, const rpath *rp, node 
         node *c = v->items[i], *r = NULL;
         if (rp) {
             rpath sub = {rp->k + 1, rp->n - 1};
-            rc = resolve(R, c, &s2, &sub, &r);
+            rc = hc_resolve(R, c, &s2, &sub, &r);
         } else {
-            rc = resolve(R, c, &s2, NULL, &r);
+            rc = hc_resolve(R, c, &s2, NULL, &r);
         }
         if (rc != R_OK)
             break;
         if (r == c) {
-            nfree(r);
+            hc_nfree(r);
             continue;
         }
         if (!nv) {
             nv = xmalloc(v->n * sizeof *nv);
             for (size_t j = 0; j < v->n; j++)
-                nv[j] = nref(v->items[j]);
+                nv[j] = hc_nref(v->items[j]);
         }
-        nfree(nv[i]);
+        hc_nfree(nv[i]);
         nv[i] = r;
     }
-    src_free(&s2);
+    hc_src_free(&s2);
     if (rc != R_OK || !nv) {
         if (nv) {
             for (size_t j = 0; j < v->n; j++)
-                nfree(nv[j]);
+                hc_nfree(nv[j]);
             free(nv);
         }
-        *out = rc == R_OK ? nref(v) : NULL;
+        *out = rc == R_OK ? hc_nref(v) : NULL;
         return rc;
     }
-    node *o = obj_new_like(v);
+    node *o = hc_obj_new_like(v);
     for (size_t j = 0; j < v->n; j++)
         if (nv[j])
-            obj_append(o, hv_incref(v->keys[j]), nv[j]);
+            hc_obj_append(o, hv_incref(v->keys[j]), nv[j]);
     free(nv);
-    fix_status(o);
+    hc_fix_status(o);
     *out = o;
     return R_OK;
 }
@@ -3088,30 +3089,30 @@ static int resolve_obj(rctx *R, node *v, const rsrc *src, const rpath *rp, node 
 static int resolve_list(rctx *R, node *v, const rsrc *src, const rpath *rp, node **out)
 {
     if (!v->unresolved || rp) { /* a list has no child paths to restrict to */
-        *out = nref(v);
+        *out = hc_nref(v);
         return R_OK;
     }
     rsrc s2;
     src_push(src, v, &s2);
-    node *l = nnew(N_LIST, v->line, v->col, v->org);
+    node *l = hc_nnew(N_LIST, v->line, v->col, v->org);
     bool changed = false;
     int rc = R_OK;
     for (size_t i = 0; i < v->n; i++) {
         node *r = NULL;
-        rc = resolve(R, v->items[i], &s2, NULL, &r);
+        rc = hc_resolve(R, v->items[i], &s2, NULL, &r);
         if (rc == R_ERR)
-            rewrap_unexpected(R->cx);
+            hc_rewrap_unexpected(R->cx);
         if (rc != R_OK)
             break;
         if (r != v->items[i])
             changed = true;
         if (r)
-            items_push(l, r);
+            hc_items_push(l, r);
     }
-    src_free(&s2);
+    hc_src_free(&s2);
     if (rc != R_OK || !changed) {
-        nfree(l);
-        *out = rc == R_OK ? nref(v) : NULL;
+        hc_nfree(l);
+        *out = rc == R_OK ? hc_nref(v) : NULL;
         return rc;
     }
     *out = l;
@@ -3123,30 +3124,30 @@ static int peek(rctx *R, node *obj, hv *key, node **out)
 {
     *out = NULL;
     if (obj->kind == N_OBJ) {
-        *out = obj_get(obj, key);
+        *out = hc_obj_get(obj, key);
         return R_OK;
     }
     for (size_t i = 0; i < obj->n; i++) { /* a delayed merge object: look through its layers */
         node *layer = obj->items[i];
         if (layer->kind == N_OBJ) {
-            node *c = obj_get(layer, key);
-            if (c && ignores_fallbacks(c)) {
+            node *c = hc_obj_get(layer, key);
+            if (c && hc_ignores_fallbacks(c)) {
                 *out = c;
                 return R_OK;
             }
         } else if (is_unmergeable(layer)) {
-            fail(R->cx, obj->org, obj->line, obj->col,
-                 "Key '%s' is not available because a value has not been resolved and may turn out to contain or "
-                 "hide it",
-                 hv_str_ptr(key));
+            hc_fail(R->cx, obj->org, obj->line, obj->col,
+                    "Key '%s' is not available because a value has not been resolved and may turn out to contain or "
+                    "hide it",
+                    hv_str_ptr(key));
             return R_ERR;
         } else {
             /* the gem's typo (layer.resolved_status) raises NoMethodError for any other layer */
-            fail_ruby(R->cx, obj->org, obj->line, obj->col, "undefined method `resolved_status'");
+            hc_fail_ruby(R->cx, obj->org, obj->line, obj->col, "undefined method `resolved_status'");
             return R_ERR;
         }
     }
-    bug(R, "Delayed merge stack does not contain any unmergeable values");
+    hc_bug(R, "Delayed merge stack does not contain any unmergeable values");
     return R_ERR;
 }
 
@@ -3158,14 +3159,14 @@ static int find_in_object(rctx *R, node *obj, const rpath *path, node **found, r
     node *partial = NULL;
     *found = NULL;
     memset(fs, 0, sizeof *fs);
-    src_set(&plain, obj, NULL, 0, false);
-    int rc = resolve(R, obj, &plain, path, &partial);
-    src_free(&plain);
+    hc_src_set(&plain, obj, NULL, 0, false);
+    int rc = hc_resolve(R, obj, &plain, path, &partial);
+    hc_src_free(&plain);
     if (rc != R_OK)
         return rc;
     if (!partial || !is_objectish(partial)) {
-        nfree(partial);
-        bug(R, "resolved object to non-object");
+        hc_nfree(partial);
+        hc_bug(R, "resolved object to non-object");
         return R_ERR;
     }
     node **chain = xmalloc(path->n * sizeof *chain);
@@ -3184,11 +3185,11 @@ static int find_in_object(rctx *R, node *obj, const rpath *path, node **found, r
         cur = c;
     }
     if (rc == R_OK) {
-        *found = nref(c);
-        src_set(fs, partial, chain, nchain, true);
+        *found = hc_nref(c);
+        hc_src_set(fs, partial, chain, nchain, true);
     }
     free(chain);
-    nfree(partial);
+    hc_nfree(partial);
     return rc;
 }
 
@@ -3250,11 +3251,11 @@ static node *env_lookup(hv *name)
                 vals[j] = vals[j - 1];
                 vals[j - 1] = tv;
             }
-        r = nnew(N_LIST, 0, 0, NULL);
+        r = hc_nnew(N_LIST, 0, 0, NULL);
         for (size_t i = 0; i < n; i++)
-            items_push(r, nstr(hv_str(vals[i]), true, 0, 0, NULL));
+            hc_items_push(r, hc_nstr(hv_str(vals[i]), true, 0, 0, NULL));
     } else if (plain) {
-        r = nstr(hv_str(plain), true, 0, 0, NULL);
+        r = hc_nstr(hv_str(plain), true, 0, 0, NULL);
     }
     free(idx);
     free(vals);
@@ -3269,15 +3270,15 @@ static int lookup_subst(rctx *R, node *ref, const rsrc *src, node **found, rsrc 
     int rc = find_in_object(R, src->root, &full, found, fs);
     if (rc != R_OK || *found)
         return rc;
-    src_free(fs);
+    hc_src_free(fs);
     if (ref->prefix > 0) {
         rc = find_in_object(R, src->root, &bare, found, fs);
         if (rc != R_OK || *found)
             return rc;
-        src_free(fs);
+        hc_src_free(fs);
     }
     if (bare.n == 1 && (*found = env_lookup(bare.k[0])) != NULL)
-        src_set(fs, *found, NULL, 0, false);
+        hc_src_set(fs, *found, NULL, 0, false);
     return R_OK;
 }
 
@@ -3287,7 +3288,7 @@ static char *trace_string(rctx *R)
     for (size_t i = 0; i < R->trace.n; i++) {
         if (i)
             sb_adds(&b, ", ");
-        ref_describe(&b, R->trace.v[i]);
+        hc_ref_describe(&b, R->trace.v[i]);
     }
     return sb_take(&b);
 }
@@ -3300,38 +3301,38 @@ static int resolve_ref(rctx *R, node *v, const rpath *rp, const rsrc *src, node 
     v->marked++; /* the cycle marker */
     int rc = lookup_subst(R, v, src, &found, &fs);
     if (rc == R_OK && found)
-        rc = resolve(R, found, &fs, rp, &r);
+        rc = hc_resolve(R, found, &fs, rp, &r);
     if (rc == R_OK || found)
-        src_free(&fs);
-    nfree(found);
+        hc_src_free(&fs);
+    hc_nfree(found);
     v->marked--;
     if (rc == R_CYCLE) {
         if (v->optional) {
             rc = R_OK;
-        } else if (value_render_raises(R->cx, v)) {
+        } else if (hc_value_render_raises(R->cx, v)) {
             rc = R_ERR;
         } else {
             sbuf d = {0};
-            ref_describe(&d, v);
-            fail(R->cx, v->org, v->line, v->col,
-                 "Could not resolve substitution to a value: %s was part of a cycle of substitutions involving %s",
-                 sb_str(&d), R->cycle ? R->cycle : "");
+            hc_ref_describe(&d, v);
+            hc_fail(R->cx, v->org, v->line, v->col,
+                    "Could not resolve substitution to a value: %s was part of a cycle of substitutions involving %s",
+                    sb_str(&d), R->cycle ? R->cycle : "");
             sb_free(&d);
             rc = R_ERR;
         }
         free(R->cycle);
         R->cycle = NULL;
     }
-    if (rc == R_OK && !r && !v->optional && value_render_raises(R->cx, v)) {
+    if (rc == R_OK && !r && !v->optional && hc_value_render_raises(R->cx, v)) {
         rc = R_ERR;
     } else if (rc == R_OK && !r && !v->optional) {
         sbuf d = {0};
-        ref_describe(&d, v);
-        fail(R->cx, v->org, v->line, v->col, "Could not resolve substitution to a value: %s", sb_str(&d));
+        hc_ref_describe(&d, v);
+        hc_fail(R->cx, v->org, v->line, v->col, "Could not resolve substitution to a value: %s", sb_str(&d));
         sb_free(&d);
         rc = R_ERR;
     }
-    *out = rc == R_OK ? r : (nfree(r), NULL);
+    *out = rc == R_OK ? r : (hc_nfree(r), NULL);
     return rc;
 }
 
@@ -3342,22 +3343,22 @@ static int resolve_concat(rctx *R, node *v, const rsrc *src, node **out)
     int rc = R_OK;
     for (size_t i = 0; i < v->n && rc == R_OK; i++) {
         node *r = NULL;
-        rc = resolve(R, v->items[i], src, NULL, &r);
+        rc = hc_resolve(R, v->items[i], src, NULL, &r);
         if (r)
-            nv_push(&got, r);
+            hc_nv_push(&got, r);
     }
-    if (rc == R_OK && consolidate(R->cx, got.v, got.n, &joined) < 0)
+    if (rc == R_OK && hc_consolidate(R->cx, got.v, got.n, &joined) < 0)
         rc = R_ERR;
     if (rc == R_OK && joined.n > 1) {
-        bug(R, "Bug in the library; resolved list was joined to too many values");
+        hc_bug(R, "Bug in the library; resolved list was joined to too many values");
         rc = R_ERR;
     }
     if (rc == R_OK && joined.n == 1) {
         *out = joined.v[0];
         joined.n = 0;
     }
-    nv_free(&got);
-    nv_free(&joined);
+    hc_nv_free(&got);
+    hc_nv_free(&joined);
     return rc;
 }
 
@@ -3367,10 +3368,10 @@ static int merge_rest(rctx *R, node *m, size_t skip, node **out)
     node *merged = NULL;
     for (size_t i = skip; i < m->n; i++) {
         if (!merged) {
-            merged = nref(m->items[i]);
+            merged = hc_nref(m->items[i]);
         } else {
-            node *x = with_fallback(R->cx, merged, m->items[i]);
-            nfree(merged);
+            node *x = hc_with_fallback(R->cx, merged, m->items[i]);
+            hc_nfree(merged);
             if (!(merged = x))
                 return R_ERR;
         }
@@ -3394,38 +3395,38 @@ static int resolve_merge(rctx *R, node *v, const rsrc *src, const rpath *rp, nod
             if ((rc = merge_rest(R, v, i + 1, &rest)) != R_OK)
                 break;
             rc = src_replace_within(R, src, v, rest, &tmp);
-            nfree(rest);
+            hc_nfree(rest);
             if (rc != R_OK)
                 break;
-            src_set(&se, tmp.root, NULL, 0, false); /* reset_parents */
-            src_free(&tmp);
+            hc_src_set(&se, tmp.root, NULL, 0, false); /* reset_parents */
+            hc_src_free(&tmp);
         } else if (e->kind == N_MERGE || e->kind == N_MERGEOBJ) {
-            bug(R, "A delayed merge should not contain another one");
+            hc_bug(R, "A delayed merge should not contain another one");
             rc = R_ERR;
             break;
         } else {
             src_push(src, v, &se);
         }
-        rc = resolve(R, e, &se, rp, &r);
-        src_free(&se);
+        rc = hc_resolve(R, e, &se, rp, &r);
+        hc_src_free(&se);
         if (rc != R_OK || !r)
             continue;
         if (!merged) {
             merged = r;
         } else {
-            node *x = with_fallback(R->cx, merged, r);
-            nfree(merged);
-            nfree(r);
+            node *x = hc_with_fallback(R->cx, merged, r);
+            hc_nfree(merged);
+            hc_nfree(r);
             if (!(merged = x))
                 rc = R_ERR;
         }
     }
     if (rc == R_OK && v->kind == N_MERGEOBJ && (!merged || !is_objectish(merged))) {
-        bug(R, "Expecting a resolve result to be an object");
+        hc_bug(R, "Expecting a resolve result to be an object");
         rc = R_ERR;
     }
     if (rc != R_OK) {
-        nfree(merged);
+        hc_nfree(merged);
         merged = NULL;
     }
     *out = merged;
@@ -3434,21 +3435,21 @@ static int resolve_merge(rctx *R, node *v, const rsrc *src, const rpath *rp, nod
 
 /* ResolveContext#resolve: *out is a new reference, or NULL for an optional substitution that
  * was not found (the value is then left out) */
-static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **out)
+static int hc_resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **out)
 {
     *out = NULL;
     if (R->depth >= MAX_RESOLVE_DEPTH) {
-        fail(R->cx, v->org, v->line, v->col, "substitutions nested more than %d levels deep", MAX_RESOLVE_DEPTH);
+        hc_fail(R->cx, v->org, v->line, v->col, "substitutions nested more than %d levels deep", MAX_RESOLVE_DEPTH);
         return R_ERR;
     }
-    if (!work(R->cx, 1 + (!rp && (v->kind == N_OBJ || v->kind == N_LIST) && v->unresolved ? v->n : 0)))
+    if (!hc_work(R->cx, 1 + (!rp && (v->kind == N_OBJ || v->kind == N_LIST) && v->unresolved ? v->n : 0)))
         return R_ERR;
     bool isref = v->kind == N_REF;
     int rc = R_OK;
     R->depth++;
     if (isref) {
-        nv_push(&R->trace, v);
-        R->nbad += ref_badpath(v);
+        hc_nv_push(&R->trace, v);
+        R->nbad += hc_ref_badpath(v);
         if (v->marked)
             rc = R_CYCLE;
     }
@@ -3457,7 +3458,7 @@ static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **ou
          * raises for some paths); the message is needed only if the reference that catches it
          * (the one resolving below this one) is not optional */
         for (size_t i = 0; i < R->trace.n && R->nbad; i++)
-            if (value_render_raises(R->cx, R->trace.v[i]))
+            if (hc_value_render_raises(R->cx, R->trace.v[i]))
                 rc = R_ERR;
         free(R->cycle);
         R->cycle = NULL;
@@ -3471,18 +3472,18 @@ static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **ou
         case N_CONCAT: rc = resolve_concat(R, v, src, out); break;
         case N_MERGE:
         case N_MERGEOBJ: rc = resolve_merge(R, v, src, rp, out); break;
-        default: *out = nref(v);
+        default: *out = hc_nref(v);
         }
     }
     if (rc == R_OK && *out && (*out)->unresolved && !rp) {
-        bug(R, "resolve_substitutions did not give us a resolved object");
-        nfree(*out);
+        hc_bug(R, "resolve_substitutions did not give us a resolved object");
+        hc_nfree(*out);
         *out = NULL;
         rc = R_ERR;
     }
     if (isref) {
         R->trace.n--;
-        R->nbad -= ref_badpath(v);
+        R->nbad -= hc_ref_badpath(v);
     }
     R->depth--;
     return rc;
@@ -3532,39 +3533,39 @@ hv *hocon_parse(const char *text, size_t len, const char *name, herr *err)
 {
     hctx cx = {0};
     herr scratch = {0};
-    cx.merge_loaded = delayed_merge_loaded;
+    cx.merge_loaded = hc_delayed_merge_loaded;
     cx.err = err ? err : &scratch;
     cx.name = name ? name : "<string>";
     hv *result = NULL;
-    node *root = parse_document(&cx, text ? text : "", text ? len : 0, NULL, NULL);
+    node *root = hc_parse_document(&cx, text ? text : "", text ? len : 0, NULL, NULL);
     if (root) {
         /* Hocon.parse merges the document over reference.conf, which the ruby gem never finds, so
-         * that merge changes nothing; then resolve() */
+         * that merge changes nothing; then hc_resolve() */
         rctx R = {0};
         rsrc s;
         node *res = NULL;
         R.cx = &cx;
-        src_set(&s, root, NULL, 0, false);
-        int rc = resolve(&R, root, &s, NULL, &res);
-        src_free(&s);
+        hc_src_set(&s, root, NULL, 0, false);
+        int rc = hc_resolve(&R, root, &s, NULL, &res);
+        hc_src_free(&s);
         if (rc == R_CYCLE)
-            bug(&R, "NotPossibleToResolve was thrown from an outermost resolve");
+            hc_bug(&R, "NotPossibleToResolve was thrown from an outermost resolve");
         if (rc == R_OK && res) {
             result = unwrap(res);
             if (!result)
-                bug(&R, "unresolved value after resolve");
+                hc_bug(&R, "unresolved value after resolve");
         }
-        nfree(res);
+        hc_nfree(res);
         free(R.cycle);
         free(R.trace.v);
-        nfree(root);
+        hc_nfree(root);
     }
-    delayed_merge_loaded = cx.merge_loaded;
+    hc_delayed_merge_loaded = cx.merge_loaded;
     for (size_t i = 0; i < cx.norigins; i++)
         free(cx.origins[i]);
     free(cx.origins);
     if (!result && !cx.failed)
-        fail(&cx, NULL, 0, 0, "could not parse");
+        hc_fail(&cx, NULL, 0, 0, "could not parse");
     herr_clear(&scratch);
     return result;
 }
@@ -3573,7 +3574,7 @@ hv *hocon_load_file(const char *path, herr *err)
 {
     sbuf text = {0};
     int e = 0;
-    if (!read_file(path, &text, &e)) {
+    if (!hc_read_file(path, &text, &e)) {
         sb_free(&text);
         herr_set(err, HERR_ERROR, "Unable to read %s: %s", path, strerror(e));
         herr_at(err, path, 0, 0);
