@@ -81,7 +81,7 @@ struct hiera3 {
 /* ------------------------------------------------------------------ the backends */
 
 static const h3_backend h3_yaml_backend, h3_json_backend;
-static h3_inst *canonical_inst(h3 *h, size_t i);
+static h3_inst *h3_canonical_inst(h3 *h, size_t i);
 
 /* hiera-eyaml's backend (eyaml_backend.c) */
 extern const h3_backend h3_eyaml_backend;
@@ -111,7 +111,7 @@ h3_errclass h3_last_errclass(const h3 *h) { return h ? h->errclass : H3E_LOOKUP;
 const char *h3_last_rbclass(const h3 *h) { return h && h->rbclass ? h->rbclass : "RuntimeError"; }
 
 /* An error that came from another module (YAML, JSON, deep_merge): record its class. */
-static void note_error(h3 *h, h3_errclass cls, const char *rbclass)
+static void h3_note_error(h3 *h, h3_errclass cls, const char *rbclass)
 {
     h->errclass = cls;
     h->rbclass = rbclass;
@@ -161,7 +161,7 @@ const char *h3_ruby_class(const hv *v)
 
 /* Ruby's to_s as string interpolation ("#{v}") and gsub's block result use it: strings and
  * symbols verbatim, nil as "", everything else as inspect. */
-static void rb_to_s(sbuf *out, const hv *v)
+static void h3_rb_to_s(sbuf *out, const hv *v)
 {
     if (hv_is(v, HV_SYMBOL))
         sb_addn(out, hv_str_ptr(v), hv_str_len(v));
@@ -172,7 +172,7 @@ static void rb_to_s(sbuf *out, const hv *v)
 char *h3_to_s_dup(const hv *v)
 {
     sbuf b = {0};
-    rb_to_s(&b, v);
+    h3_rb_to_s(&b, v);
     return sb_take(&b);
 }
 
@@ -200,7 +200,7 @@ static bool name_is(const hv *v, const char *name)
 }
 
 /* hash[:name] */
-static hv *sym_get(const hv *hash, const char *name)
+static hv *h3_sym_get(const hv *hash, const char *name)
 {
     if (!hv_is(hash, HV_HASH))
         return NULL;
@@ -213,7 +213,7 @@ static hv *sym_get(const hv *hash, const char *name)
 /* hash[:name], or hash["name"] when lenient (options given through the C API) */
 static hv *opt_get(const hv *hash, const char *name, bool lenient)
 {
-    hv *v = sym_get(hash, name);
+    hv *v = h3_sym_get(hash, name);
     if (!v && lenient)
         v = hv_hash_gets(hash, name);
     return v;
@@ -410,8 +410,8 @@ static long long seg_to_i(const hv *seg)
 
 /* Backend.qualified_lookup(segments, value, full_key): digs segs (from index `from`) into value.
  * H3_NOT_FOUND is Ruby's throw :no_such_key. */
-static h3_result qualified_lookup(h3 *h, const hv *segs, size_t from, const hv *value, const char *full_key, hv **out,
-                                  herr *err)
+static h3_result h3_qualified_lookup(h3 *h, const hv *segs, size_t from, const hv *value, const char *full_key, hv **out,
+                                     herr *err)
 {
     char *suffix = full_key ? xasprintf(" from key '%s'", full_key) : xstrdup("");
     const hv *v = value;
@@ -571,7 +571,7 @@ static bool match_quoted(const char *s, size_t n, size_t *k_start, size_t *k_len
     return false;
 }
 
-static hv *interpolate_ctx(h3 *h, const hv *data, const hv *scope, const h3_ctx *ctx, herr *err);
+static hv *h3_interpolate_ctx(h3 *h, const hv *data, const hv *scope, const h3_ctx *ctx, herr *err);
 
 /* scope_interpolate: the variable (dotted) in the scope, then in the (always empty) extra data */
 static int scope_interpolate(h3 *h, const char *match, size_t mlen, const char *key, size_t klen, const hv *scope,
@@ -584,10 +584,10 @@ static int scope_interpolate(h3 *h, const char *match, size_t mlen, const char *
         return -1;
     }
     char *full = xstrndup(key, klen);
-    h3_result r = qualified_lookup(h, segs, 0, scope, full, val, err);
+    h3_result r = h3_qualified_lookup(h, segs, 0, scope, full, val, err);
     if (r == H3_NOT_FOUND) {
         hv *extra = hv_hash();
-        r = qualified_lookup(h, segs, 0, extra, full, val, err);
+        r = h3_qualified_lookup(h, segs, 0, extra, full, val, err);
         hv_decref(extra);
         if (r == H3_NOT_FOUND) {
             *val = hv_undef();
@@ -706,7 +706,7 @@ static int do_interpolation(h3 *h, const hv *data, const hv *scope, h3_ctx *ctx,
     return 0;
 }
 
-static hv *interpolate_ctx(h3 *h, const hv *data, const hv *scope, const h3_ctx *ctx, herr *err)
+static hv *h3_interpolate_ctx(h3 *h, const hv *data, const hv *scope, const h3_ctx *ctx, herr *err)
 {
     if (!hv_is(data, HV_STRING))
         return hv_incref((hv *)data);
@@ -745,7 +745,7 @@ static hv *interpolate_ctx(h3 *h, const hv *data, const hv *scope, const h3_ctx 
             h3_raise(h, err, H3E_INTERP, "Hiera::InterpolationInvalidValue", "Cannot call alias in the string context");
             goto done;
         }
-        rb_to_s(&out, val);
+        h3_rb_to_s(&out, val);
         hv_decref(val);
         if (out.len > MAX_INTERPOLATED_SIZE) {
             h3_raise(h, err, H3E_INTERP, NULL, MAX_INTERPOLATED_MSG, s, MAX_INTERPOLATED_SIZE);
@@ -763,26 +763,26 @@ done:
 
 hv *h3_interpolate(h3 *h, const hv *data, const hv *scope, h3_ctx *ctx, herr *err)
 {
-    return interpolate_ctx(h, data, scope, ctx, err);
+    return h3_interpolate_ctx(h, data, scope, ctx, err);
 }
 
 /* Backend.interpolate_config(entry, scope, override): hierarchy entries and datadirs. The
  * outermost call owns a context with a fresh guard; lookups made from it (hiera() in a
  * hierarchy) interpolate their own config entries in that same context. */
-static hv *interpolate_config(h3 *h, const hv *entry, const hv *scope, const hv *override, herr *err)
+static hv *h3_interpolate_config(h3 *h, const hv *entry, const hv *scope, const hv *override, herr *err)
 {
     if (!h->cfg_ctx) {
         h3_guard g = {hv_array()};
         h3_ctx c = {&g, override, true};
         h->cfg_ctx = &c;
-        hv *r = interpolate_ctx(h, entry, scope, &c, err);
+        hv *r = h3_interpolate_ctx(h, entry, scope, &c, err);
         h->cfg_ctx = NULL;
         hv_decref(g.seen);
         return r;
     }
     h3_ctx c = *h->cfg_ctx;
     c.order_override = override;
-    return interpolate_ctx(h, entry, scope, &c, err);
+    return h3_interpolate_ctx(h, entry, scope, &c, err);
 }
 
 /* ------------------------------------------------------------------ parse_answer */
@@ -796,7 +796,7 @@ static hv *parse_answer_rec(h3 *h, const hv *data, const hv *scope, h3_ctx *ctx,
     case HV_FLOAT:
         return hv_incref((hv *)data);
     case HV_STRING:
-        return interpolate_ctx(h, data, scope, ctx, err);
+        return h3_interpolate_ctx(h, data, scope, ctx, err);
     case HV_HASH: {
         if (depth > H3_MAX_VALUE_DEPTH) {
             h3_raise(h, err, H3E_LOOKUP, "SystemStackError", "stack level too deep");
@@ -804,7 +804,7 @@ static hv *parse_answer_rec(h3 *h, const hv *data, const hv *scope, h3_ctx *ctx,
         }
         hv *ans = hv_hash_sized(hv_hash_len(data));
         for (size_t i = 0; i < hv_hash_len(data); i++) {
-            hv *k = interpolate_ctx(h, hv_hash_key_at(data, i), scope, ctx, err);
+            hv *k = h3_interpolate_ctx(h, hv_hash_key_at(data, i), scope, ctx, err);
             if (!k) {
                 hv_decref(ans);
                 return NULL;
@@ -916,8 +916,8 @@ hv *h3_merge_answer(h3 *h, hv *left, hv *right, const h3_resolution *res, herr *
         options = res->merge_options;
         lenient = true;
     } else {
-        behavior = sym_get(h->config, "merge_behavior");
-        options = sym_get(h->config, "deep_merge_options");
+        behavior = h3_sym_get(h->config, "merge_behavior");
+        options = h3_sym_get(h->config, "deep_merge_options");
         lenient = false;
     }
     bool deeper = name_is(behavior, "deeper"), deep = name_is(behavior, "deep");
@@ -937,7 +937,7 @@ hv *h3_merge_answer(h3 *h, hv *left, hv *right, const h3_resolution *res, herr *
     free(keep[0]);
     free(keep[1]);
     if (!r)
-        note_error(h, H3E_LOOKUP, strstr(err->msg ? err->msg : "", "deep_merge!") ? "DeepMerge::InvalidParameter"
+        h3_note_error(h, H3E_LOOKUP, strstr(err->msg ? err->msg : "", "deep_merge!") ? "DeepMerge::InvalidParameter"
                                                                                    : "ArgumentError");
     return r;
 }
@@ -979,11 +979,11 @@ static hv *resolve_array(h3 *h, const hv *answer, herr *err)
 
 char *h3_datadir(h3 *h, const char *backend, const hv *scope, herr *err)
 {
-    const hv *sect = sym_get(h->config, backend);
+    const hv *sect = h3_sym_get(h->config, backend);
     const hv *dir = NULL;
     if (hv_truthy(sect)) {
         if (hv_is(sect, HV_HASH)) {
-            dir = sym_get(sect, "datadir");
+            dir = h3_sym_get(sect, "datadir");
         } else if (hv_is(sect, HV_STRING) || hv_is(sect, HV_ARRAY) || hv_is(sect, HV_INT)) {
             h3_raise(h, err, H3E_CONFIG, "TypeError", "no implicit conversion of Symbol into Integer");
             return NULL;
@@ -1001,7 +1001,7 @@ char *h3_datadir(h3 *h, const char *backend, const hv *scope, herr *err)
         h3_raise(h, err, H3E_CONFIG, "Hiera::InvalidConfigurationError", "datadir for %s cannot be an array", backend);
         return NULL;
     }
-    hv *r = interpolate_config(h, dir, scope, NULL, err);
+    hv *r = h3_interpolate_config(h, dir, scope, NULL, err);
     hv_decref(def);
     if (!r)
         return NULL;
@@ -1040,11 +1040,11 @@ static bool bad_source(const char *s, size_t n)
     return false;
 }
 
-static void flatten_entries(hv *out, const hv *v, int depth)
+static void h3_flatten_entries(hv *out, const hv *v, int depth)
 {
     if (hv_is(v, HV_ARRAY) && depth < H3_MAX_VALUE_DEPTH) {
         for (size_t i = 0; i < hv_array_len(v); i++)
-            flatten_entries(out, hv_array_get(v, i), depth + 1);
+            h3_flatten_entries(out, hv_array_get(v, i), depth + 1);
     } else {
         hv_array_push(out, hv_incref((hv *)v));
     }
@@ -1054,15 +1054,15 @@ int h3_datasources(h3 *h, const hv *scope, const hv *override, h3_source_fn fn, 
 {
     hv *entries = hv_array();
     if (override)
-        flatten_entries(entries, override, 0);
-    const hv *hier = sym_get(h->config, "hierarchy");
+        h3_flatten_entries(entries, override, 0);
+    const hv *hier = h3_sym_get(h->config, "hierarchy");
     if (hier)
-        flatten_entries(entries, hier, 0);
+        h3_flatten_entries(entries, hier, 0);
     else
         hv_array_push(entries, hv_str("common"));
     int rc = 0;
     for (size_t i = 0; i < hv_array_len(entries) && rc == 0; i++) {
-        hv *src = interpolate_config(h, hv_array_get(entries, i), scope, override, err);
+        hv *src = h3_interpolate_config(h, hv_array_get(entries, i), scope, override, err);
         if (!src) {
             rc = -1;
             break;
@@ -1141,7 +1141,7 @@ static const char *errno_class(int e)
 }
 
 /* File.read(path, :encoding => 'BOM|UTF-8') */
-static char *read_whole(h3 *h, const char *path, size_t *len, herr *err)
+static char *h3_read_whole(h3 *h, const char *path, size_t *len, herr *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -1190,7 +1190,7 @@ hv *h3_filecache_read(h3 *h, h3_filecache *c, const char *path, h3_parse_fn pars
         e->size = st.st_size;
         e->mtime = st.st_mtim;
         size_t len;
-        char *text = read_whole(h, path, &len, err);
+        char *text = h3_read_whole(h, path, &len, err);
         if (!text)
             return NULL;
         herr perr = {0};
@@ -1199,7 +1199,7 @@ hv *h3_filecache_read(h3 *h, h3_filecache *c, const char *path, h3_parse_fn pars
         if (!v) {
             const char *cls = h3_psych_class(perr.msg);
             herr_move(err, &perr);
-            note_error(h, H3E_LOOKUP, cls);
+            h3_note_error(h, H3E_LOOKUP, cls);
             return NULL;
         }
         hv_decref(e->data);
@@ -1508,7 +1508,7 @@ h3_result h3_backend_lookup(h3 *h, const char *key, const hv *dflt, const hv *sc
     hv *answer = NULL;
     h3_result rc = H3_FOUND;
     for (size_t i = 0; i < h->ninsts; i++) {
-        h3_inst *in = canonical_inst(h, i);
+        h3_inst *in = h3_canonical_inst(h, i);
         if (!inst_ready(h, in, err)) {
             rc = H3_ERROR;
             break;
@@ -1523,7 +1523,7 @@ h3_result h3_backend_lookup(h3 *h, const char *key, const hv *dflt, const hv *sc
             continue;
         if (hv_array_len(segs) > 1) {
             hv *sub = NULL;
-            r = qualified_lookup(h, segs, 1, nv, key, &sub, err);
+            r = h3_qualified_lookup(h, segs, 1, nv, key, &sub, err);
             hv_decref(nv);
             if (r == H3_ERROR) {
                 rc = H3_ERROR;
@@ -1581,7 +1581,7 @@ h3_result h3_backend_lookup(h3 *h, const char *key, const hv *dflt, const hv *sc
     }
     if (!found && hv_is(dflt, HV_STRING)) {
         hv_decref(answer);
-        answer = interpolate_ctx(h, dflt, scope, ctx, err); /* Ruby quirk: a String default IS interpolated */
+        answer = h3_interpolate_ctx(h, dflt, scope, ctx, err); /* Ruby quirk: a String default IS interpolated */
         if (!answer)
             return H3_ERROR;
     }
@@ -1645,7 +1645,7 @@ static int check_version(h3 *h, const hv *config, const char *path, herr *err)
 {
     const hv *v = hv_hash_gets(config, "version");
     if (!hv_truthy(v))
-        v = sym_get(config, "version");
+        v = h3_sym_get(config, "version");
     if (!hv_truthy(v))
         return 0; /* version 3 */
     bool big = false;
@@ -1688,7 +1688,7 @@ static int load_config_file(h3 *h, const char *path, hv **out, herr *err)
         return -1;
     }
     size_t len;
-    char *text = read_whole(h, path, &len, err);
+    char *text = h3_read_whole(h, path, &len, err);
     if (!text) {
         h->errclass = H3E_CONFIG;
         return -1;
@@ -1803,7 +1803,7 @@ static void free_insts(h3 *h)
 }
 
 /* The instance a lookup must use for entry i (duplicate names share the first one). */
-static h3_inst *canonical_inst(h3 *h, size_t i)
+static h3_inst *h3_canonical_inst(h3 *h, size_t i)
 {
     for (size_t j = 0; j < i; j++)
         if (hv_eql(h->insts[j].name, h->insts[i].name))
@@ -1827,10 +1827,10 @@ static h3 *finish_config(h3 *h, hv *source, const char **rbclass, herr *err)
             hv_hash_set(h->config, hv_incref(hv_hash_key_at(source, i)), hv_incref(hv_hash_val_at(source, i)));
     }
     h->backends = hv_array();
-    flatten_entries(h->backends, sym_get(h->config, "backends"), 0);
+    h3_flatten_entries(h->backends, h3_sym_get(h->config, "backends"), 0);
     hv *bk = hv_symbol("backends", 8);
     hv_hash_set(h->config, bk, hv_incref(h->backends));
-    hv *logger = sym_get(h->config, "logger");
+    hv *logger = h3_sym_get(h->config, "logger");
     if (logger) {
         char *name = h3_to_s_dup(logger);
         h3_set_logger(h, name);
@@ -1890,8 +1890,8 @@ const hv *h3_config(const h3 *h) { return h->config; }
 
 const hv *h3_config_get(const h3 *h, const char *section, const char *key)
 {
-    const hv *s = sym_get(h->config, section);
-    return key ? sym_get(s, key) : s;
+    const hv *s = h3_sym_get(h->config, section);
+    return key ? h3_sym_get(s, key) : s;
 }
 
 /* ------------------------------------------------------------------ Ruby 3.1's pp */
@@ -2365,7 +2365,7 @@ static int jd_rec(sbuf *out, const hv *v, int depth, herr *err)
             if (i)
                 sb_addc(out, ',');
             sbuf k = {0};
-            rb_to_s(&k, hv_hash_key_at(v, i)); /* keys through to_s */
+            h3_rb_to_s(&k, hv_hash_key_at(v, i)); /* keys through to_s */
             int r = jd_string(out, sb_str(&k), k.len, err);
             sb_free(&k);
             if (r)
