@@ -27,6 +27,7 @@
  * DEFAULT types.
  */
 #include "types/types_int.h"
+#include "base/rregex.h"
 
 #include <ctype.h>
 #include <float.h>
@@ -289,21 +290,11 @@ bool pt_ascii_casecmp_eq(const char *a, size_t an, const char *b, size_t bn)
  * Regular expressions (Ruby semantics through Oniguruma's Ruby syntax, UTF-8)
  * ====================================================================================== */
 
-static void onig_init_once(void)
-{
-    static bool done;
-    if (!done) {
-        OnigEncoding encs[1] = {ONIG_ENCODING_UTF8};
-        onig_initialize(encs, 1);
-        done = true;
-    }
-}
-
 /* Compiles src; on failure returns NULL and sets err to Ruby's RegexpError text
  * ("<reason>: /<source>/"). */
 regex_t *pt_re_compile(const char *src, size_t n, herr *err)
 {
-    onig_init_once();
+    rregex_init(); /* Oniguruma, once per process */
     regex_t *re = NULL;
     OnigErrorInfo einfo;
     const OnigUChar *p = (const OnigUChar *)src;
