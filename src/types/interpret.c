@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "types/parse.h"
@@ -88,11 +89,15 @@ static const char *const alias_defs[] = {
 };
 #define N_ALIASES (sizeof alias_names / sizeof *alias_names)
 static ptype *builtin_alias_nodes[N_ALIASES];
+static pthread_once_t builtin_aliases_once = PTHREAD_ONCE_INIT;
+/* On the thread that builds them: the definitions refer to each other (RichData to RichDataKey and
+ * to itself), so parsing them looks the aliases up while pthread_once has not returned. */
+static _Thread_local bool building_builtin_aliases;
 
-static void ensure_builtin_aliases(void)
+/* Built once, the first time one is needed, and frozen: they are shared by every thread. */
+static void make_builtin_aliases(void)
 {
-    if (builtin_alias_nodes[0])
-        return;
+    building_builtin_aliases = true;
     for (size_t i = 0; i < N_ALIASES; i++) {
         ptype *a = pt_mk_named(K_ALIAS, alias_names[i], strlen(alias_names[i]));
         a->flag = 1; /* built in: never printed expanded */
@@ -104,11 +109,15 @@ static void ensure_builtin_aliases(void)
         builtin_alias_nodes[i]->t = pt_parse_type(alias_defs[i], strlen(alias_defs[i]), false, NULL, 0, &e);
         herr_clear(&e);
     }
+    for (size_t i = 0; i < N_ALIASES; i++)
+        ptype_freeze(builtin_alias_nodes[i]->t);
+    building_builtin_aliases = false;
 }
 
 ptype *pt_builtin_alias(const char *name, size_t n)
 {
-    ensure_builtin_aliases();
+    if (!building_builtin_aliases)
+        pthread_once(&builtin_aliases_once, make_builtin_aliases);
     for (size_t i = 0; i < N_ALIASES; i++)
         if (pt_ascii_casecmp_eq(alias_names[i], strlen(alias_names[i]), name, n))
             return builtin_alias_nodes[i];
@@ -426,12 +435,12 @@ static ptype *type_of(const pval *v)
 }
 
 /* Ruby class name of a parameter value, for messages. */
-static const char *pv_class(const pval *v)
+/* Ruby's class name of a parameter value, for messages; buf holds a type's. */
+static const char *pv_class(const pval *v, char buf[static 64])
 {
-    static char buf[64];
     switch (v->k) {
     case PV_TYPE:
-        snprintf(buf, sizeof buf, "Puppet::Pops::Types::P%sType", v->t->k == K_ALIAS ? "TypeAlias" : pt_simple_names[v->t->k]);
+        snprintf(buf, 64, "Puppet::Pops::Types::P%sType", v->t->k == K_ALIAS ? "TypeAlias" : pt_simple_names[v->t->k]);
         return buf;
     case PV_NUM: return v->n.k == N_FLOAT ? "Float" : "Integer";
     case PV_STR: return "String";
@@ -509,16 +518,18 @@ static ptype *make_struct(ictx *c, const ast *a, const pval *h)
                         kt = pt_mk_string_val(t->vals[0].p, t->vals[0].n);
                     s = kt;
                 } else {
+                    char cls[64];
                     herr_set(c->err, HERR_ERROR,
                              "Illegal Struct member key type. Expected NotUndef, Optional, String, or Enum. Got: %s",
-                             pv_class(k));
+                             pv_class(k, cls));
                     pt_unref(vt);
                     goto fail;
                 }
             } else {
+                char cls[64];
                 herr_set(c->err, HERR_ERROR,
                          "Illegal Struct member key type. Expected NotUndef, Optional, String, or Enum. Got: %s",
-                         pv_class(k));
+                         pv_class(k, cls));
                 pt_unref(vt);
                 goto fail;
             }
@@ -563,8 +574,9 @@ static ptype *make_pattern(ictx *c, pval **params, size_t np)
             for (size_t j = 0; j < p->t->n; j++)
                 tl_push(&l, pt_ref(p->t->v[j]));
         } else {
+            char cls[64];
             herr_set(c->err, HERR_ERROR, "Only String, Regexp, Pattern-Type, and Regexp-Type are allowed: got '%s",
-                     pv_class(p));
+                     pv_class(p, cls));
             tl_free(&l);
             return NULL;
         }

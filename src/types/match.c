@@ -1010,11 +1010,8 @@ static bool re_search(regex_t *re, const char *s, size_t n)
 
 static bool re_type_match(ptype *re, const char *s, size_t n)
 {
-    if (!re->re && !re->re_failed) {
-        re->re = pt_re_compile(re->has_s ? re->s.p : "", re->has_s ? re->s.n : 0, NULL);
-        re->re_failed = !re->re;
-    }
-    return re->re && re_search(re->re, s, n);
+    regex_t *r = pt_regexp_compiled(re);
+    return r && re_search(r, s, n);
 }
 
 num pt_v_num(const hv *v)

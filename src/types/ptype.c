@@ -32,6 +32,7 @@
 #include <ctype.h>
 #include <float.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 
 /* ======================================================================================
@@ -768,12 +769,54 @@ void ptype_free(ptype *t) { pt_unref(t); }
  * Immortal default types used in comparisons (Ruby's PXxxType::DEFAULT constants)
  * ====================================================================================== */
 
+/* Built all at once, the first time one is needed: they are shared by every thread. */
+static ptype *defaults[K_COUNT];
+static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+
+static void make_defaults(void)
+{
+    for (int k = 0; k < K_COUNT; k++) {
+        defaults[k] = pt_dflt((tkind)k);
+        ptype_freeze(defaults[k]);
+    }
+}
+
 const ptype *pt_D(tkind k)
 {
-    static ptype *defaults[K_COUNT];
-    if (!defaults[k]) {
-        defaults[k] = pt_dflt(k);
-        make_immortal(defaults[k]);
-    }
+    pthread_once(&defaults_once, make_defaults);
     return defaults[k];
 }
+
+/* ======================================================================================
+ * Types shared between threads
+ * ====================================================================================== */
+
+/* A Regexp type's compiled regexp (compiled on first use; NULL when the pattern is invalid). */
+regex_t *pt_regexp_compiled(ptype *re)
+{
+    if (!re->re && !re->re_failed) {
+        re->re = pt_re_compile(re->has_s ? re->s.p : "", re->has_s ? re->s.n : 0, NULL);
+        re->re_failed = !re->re;
+    }
+    return re->re;
+}
+
+/* Every node immortal (reference counts are never written again) and every regexp compiled
+ * (matching never writes), down to nodes already immortal (the built-in aliases, other frozen
+ * types), which are frozen on their own. */
+static void freeze(ptype *t, int depth)
+{
+    if (!t || t->refs < 0 || depth > MAX_DEPTH)
+        return;
+    make_immortal(t);
+    if (t->k == K_REGEXP)
+        pt_regexp_compiled(t);
+    freeze(t->t, depth + 1);
+    freeze(t->t2, depth + 1);
+    freeze(t->t3, depth + 1);
+    freeze(t->size, depth + 1);
+    for (size_t i = 0; i < t->n; i++)
+        freeze(t->v[i], depth + 1);
+}
+
+void ptype_freeze(ptype *t) { freeze(t, 0); }

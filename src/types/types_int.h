@@ -250,8 +250,12 @@ void pt_tl_uniq(tlist *l);
 ptype *pt_maybe_create(tlist *l);
 
 static inline void make_immortal(ptype *t) { t->refs = -1; }
-/* The immortal DEFAULT type of a class (Ruby's PXxxType::DEFAULT constants): not to be unref'ed. */
+/* The immortal DEFAULT type of a class (Ruby's PXxxType::DEFAULT constants): not to be unref'ed;
+ * frozen (ptype_freeze), shared by every thread. */
 const ptype *pt_D(tkind k);
+/* A Regexp type's compiled regexp, compiled on first use (a write: a type shared between threads
+ * is frozen, see ptype_freeze); NULL when its pattern is invalid. */
+regex_t *pt_regexp_compiled(ptype *re);
 
 /* ---- format.c: printing types (TypeFormatter#string) and values (String.new) ---- */
 
