@@ -394,7 +394,7 @@ hv *hocon_parse(const char *text, size_t len, const char *name, herr *err)
 {
     hctx cx = {0};
     herr scratch = {0};
-    cx.merge_loaded = hc_delayed_merge_loaded;
+    cx.merge_loaded = atomic_load(&hc_delayed_merge_loaded);
     cx.err = err ? err : &scratch;
     cx.name = name ? name : "<string>";
     hv *result = NULL;
@@ -421,7 +421,8 @@ hv *hocon_parse(const char *text, size_t len, const char *name, herr *err)
         free(R.trace.v);
         hc_nfree(root);
     }
-    hc_delayed_merge_loaded = cx.merge_loaded;
+    if (cx.merge_loaded)
+        atomic_store(&hc_delayed_merge_loaded, true);
     for (size_t i = 0; i < cx.norigins; i++)
         free(cx.origins[i]);
     free(cx.origins);

@@ -13,6 +13,7 @@
 #define HIERA_HOCON_INT_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,7 +135,7 @@ void hc_nv_push(nvec *a, node *v);
 void hc_nv_free(nvec *a);
 
 /* Whether a parse may make a ConfigDelayedMergeObject yet (see hocon_merge.c). */
-extern bool hc_delayed_merge_loaded;
+extern atomic_bool hc_delayed_merge_loaded;
 
 bool hc_ignores_fallbacks(const node *v);
 node *hc_with_fallback(hctx *cx, node *self, node *other);

@@ -37,8 +37,9 @@ static void push_unmerged(node *m, node *v)
  * names Hocon::Impl::ConfigDelayedMergeObject without requiring its file, which is only loaded by
  * the first ConfigDelayedMerge (AbstractConfigValue#construct_delayed_merge requires it). Until a
  * process has made one, making a delayed merge object raises NameError, which Puppet reports as
- * "Error: Could not run: uninitialized constant ...". This flag is that process-wide state. */
-bool hc_delayed_merge_loaded;
+ * "Error: Could not run: uninitialized constant ...". This flag is that process-wide state; it
+ * only ever goes from false to true, atomically (parses on other threads may set it). */
+atomic_bool hc_delayed_merge_loaded;
 
 /* construct_delayed_merge: an object (or delayed merge object) makes a ConfigDelayedMergeObject;
  * NULL for the quirk above (see with_fallback). A parse works on its own copy of the flag
