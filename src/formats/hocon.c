@@ -438,7 +438,7 @@ hv *hocon_load_file(const char *path, herr *err)
     int e = 0;
     if (!hc_read_file(path, &text, &e)) {
         sb_free(&text);
-        herr_set(err, HERR_ERROR, "Unable to read %s: %s", path, strerror(e));
+        herr_set(err, HERR_ERROR, "Unable to read %s: %s", path, ERRNO_TEXT(e));
         herr_at(err, path, 0, 0);
         return NULL;
     }

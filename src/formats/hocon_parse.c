@@ -757,7 +757,7 @@ static node *include_parse_file(parser *P, const char *path, const token *at)
     if (!hc_read_file(path, &text, &e)) {
         sb_free(&text);
         perr(P, at, "could not read included file %s: %s", path,
-             e == EINVAL ? "not a regular file" : e == EFBIG ? "larger than 256 MB" : strerror(e));
+             e == EINVAL ? "not a regular file" : e == EFBIG ? "larger than 256 MB" : ERRNO_TEXT(e));
         return NULL;
     }
     cx->origins = xrealloc(cx->origins, (cx->norigins + 1) * sizeof *cx->origins);

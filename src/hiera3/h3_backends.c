@@ -182,7 +182,7 @@ char *h3_read_whole(h3 *h, const char *path, size_t *len, herr *err)
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ rb_sysopen - %s", strerror(e), path);
+        h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ rb_sysopen - %s", ERRNO_TEXT(e), path);
         return NULL;
     }
     sbuf b = {0};
@@ -194,7 +194,7 @@ char *h3_read_whole(h3 *h, const char *path, size_t *len, herr *err)
         int e = errno;
         fclose(f);
         sb_free(&b);
-        h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ io_fread - %s", strerror(e), path);
+        h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ io_fread - %s", ERRNO_TEXT(e), path);
         return NULL;
     }
     fclose(f);
@@ -212,7 +212,7 @@ hv *h3_filecache_read(h3 *h, h3_filecache *c, const char *path, h3_parse_fn pars
     struct stat st;
     if (stat(path, &st) != 0) {
         int e = errno;
-        h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ rb_file_s_stat - %s", strerror(e), path);
+        h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ rb_file_s_stat - %s", ERRNO_TEXT(e), path);
         return NULL;
     }
     fc_entry *e = fc_find(c, path);
