@@ -30,15 +30,21 @@ LIB_DIRS := base formats types crypto engine hiera3 api
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
+# `hiera serve` (src/serve/): part of the command, with its page (src/serve/web/) compiled in;
+# libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), so only their
+# headers are needed to build
+SERVE_SRC := $(sort $(wildcard src/serve/*.c))
+SERVE_WEB := $(sort $(wildcard src/serve/web/*))
+SERVE_CFLAGS = $(shell pkg-config --cflags libmicrohttpd gnutls 2>/dev/null)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
-CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o)
+CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps check unit cases demo clean install uninstall install-check
+.PHONY: all deps check unit cases demo clean install uninstall install-check check-web
 all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 deps:
@@ -55,6 +61,24 @@ $(B)/pic/%.o: src/%.c $(LIB_HDR)
 $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -c $< -o $@
+
+$(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) $(LTO) -c $< -o $@
+
+# the page's files as byte arrays (scripts/embed.c, built for the build machine)
+$(B)/embed: scripts/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -o $@ $<
+
+$(B)/gen/assets.c: $(SERVE_WEB) $(B)/embed
+	@mkdir -p $(dir $@)
+	./$(B)/embed $@ / 'text/html; charset=utf-8' src/serve/web/index.html \
+	  /app.js 'text/javascript; charset=utf-8' src/serve/web/app.js /style.css 'text/css; charset=utf-8' src/serve/web/style.css
+
+$(B)/obj/serve/assets.o: $(B)/gen/assets.c src/serve/serve.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) -c $< -o $@
 
 $(B)/libhiera.a: $(LIB_OBJ)
 	@rm -f $@
@@ -88,6 +112,7 @@ check: all
 	@./$(B)/tests/stress --threads 4 --rounds 1 tests/cases >$(B)/tests/stress.log 2>&1 \
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
+	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
 demo: all
@@ -122,6 +147,11 @@ install: all $(B)/hiera.pc
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
+
+# the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
+# missing; screenshots in build/web-artifacts)
+check-web: all
+	@sh tests/web/run.sh $(B)/hiera
 
 # installs into a scratch DESTDIR and builds the README's example against it with pkg-config
 install-check: all

@@ -222,6 +222,9 @@ typedef struct {
     /* Where the context's warnings go (see hiera_diagnostic); NULL drops them. */
     hiera_diagnostic_fn diagnostics;
     void *diagnostics_data;
+    /* true: eyaml blocks are never decrypted; each reads as a Sensitive value (shown redacted), for
+     * answers given to someone who may not see secrets (hiera serve). */
+    bool redact_encrypted;
 } hiera_options;
 #define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 

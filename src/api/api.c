@@ -388,6 +388,7 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
         hv *scope = build_scope(facts, env);
         h = hctx_new(codedir, env_dir_path, env, global, scope, o->cache);
         h->strict_paths = !o->unsafe_fact_paths;
+        h->redact_encrypted = o->redact_encrypted;
         h->user_diag = o->diagnostics;
         h->user_diag_data = o->diagnostics_data;
         hv_decref(scope);

@@ -888,6 +888,11 @@ static lr eyaml_decrypt_value(entry_arg *a, const location *loc, hv *v, hv **out
     switch (hv_kind_of(v)) {
     case HV_STRING: {
         hv *plain = NULL;
+        if (a->I->h->redact_encrypted && eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
+            /* a caller who may not see secrets: the block is not even decrypted */
+            *out = hv_sensitive_new(hv_str("encrypted value"));
+            return LR_FOUND;
+        }
         if (eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
             herr e = {0};
             size_t n = 0;
