@@ -2,6 +2,8 @@
  * ...) on top of the engine's h3_* functions. */
 #include "hiera3/hiera3_int.h"
 
+#include <string.h>
+
 #include <stdlib.h>
 
 /* ------------------------------------------------------------------ the public API */
@@ -82,6 +84,15 @@ hiera_status hiera3_lookup(hiera3 *h, const char *key, const hiera_value *defaul
     *value = NULL;
     h3_resolution res = {H3_PRIORITY, false, NULL, NULL};
     hv *opts = NULL;
+    /* the caller's struct copied into this version's layout (fields past its size are zero; a
+     * size of 0 reads the fields of version 0.2: all of today's) */
+    hiera3_resolution given;
+    if (resolution) {
+        memset(&given, 0, sizeof given);
+        size_t n = resolution->size && resolution->size < sizeof given ? resolution->size : sizeof given;
+        memcpy(&given, resolution, n);
+        resolution = &given;
+    }
     if (resolution) {
         switch (resolution->kind) {
         case HIERA3_ARRAY: res.strategy = H3_ARRAY; break;
