@@ -9,10 +9,12 @@
  *
  * Threads: exactly this may be shared between threads:
  *  - a snapshot (hiera_snapshot_*): every function on it may be called from any thread at once;
- *  - the values a snapshot hands out and the values lookups return from it may be read (never
- *    changed) by any thread while the snapshot lives;
+ *  - the values a snapshot hands out (hiera_snapshot_describe, _problems) may be read by any
+ *    thread while the snapshot lives;
  *  - nothing else: a context (hiera) and the cache it uses belong to one thread at a time, and so
- *    do the values it returns that the caller built or changed. Separate contexts may run on
+ *    do the values its lookups return (they may hold parts of a snapshot, which is why they are
+ *    valid only while it lives; pass them to another thread only with their reference, never to
+ *    two threads at once). Separate contexts may run on
  *    separate threads when they do not share a hiera_cache; caches made over one snapshot
  *    (hiera_cache_new_from_snapshot) may each serve one thread.
  * Functions that take no context, cache or snapshot (values the caller builds, rendering,
