@@ -3,27 +3,36 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
+B = build
 PKGS = yaml-0.1 jansson oniguruma openssl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
 # Link-time optimisation of the library and the command: calls between the library's files are
 # inlined as calls within a file are (about 10% less CPU per lookup in hiera batch). The objects
 # keep their plain code too (fat), so a program linked without LTO (the unit tests, a user's
 # cc) links against libhiera.a as before. `make LTO=` builds without it.
 LTO ?= -flto=auto -ffat-lto-objects
+# What pkg-config says of the libraries (PKG_CFLAGS, PKG_LIBS, CLI_LIBS) and whether mimalloc
+# links (MIMALLOC_FOUND) is asked once per build folder, into $(B)/config.mk, by the rule below,
+# after scripts/deps.sh has installed what is missing. GNU make makes an included makefile
+# before anything else and then reads everything again, so whatever the first command on a fresh
+# machine (make, make -j2 check, make install, make demo, make check-asan), the compiler and the
+# linker get the flags of the packages just installed. The file is made again when the Makefile
+# or scripts/deps.sh change; delete it (or `make clean`) to ask again after installing a package.
+# `make clean` and `make uninstall` need none of it.
+ifneq ($(filter-out clean uninstall deps,$(or $(MAKECMDGOALS),all)),)
+include $(B)/config.mk
+endif
 # The command's allocator: mimalloc (libmimalloc-dev) when it is installed. hiera batch makes
 # and frees millions of small values, where glibc's malloc took 15% of the CPU (mimalloc: about
 # 15% less CPU per lookup; the one-shot lookup is unchanged). The library leaves the allocator
 # to the program that embeds it. `make MIMALLOC=` links the command without it.
-MIMALLOC ?= $(shell printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo "-Wl,--push-state,--no-as-needed -lmimalloc -Wl,--pop-state")
+MIMALLOC ?= $(if $(MIMALLOC_FOUND),-Wl$(comma)--push-state$(comma)--no-as-needed -lmimalloc -Wl$(comma)--pop-state)
+comma = ,
 WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm
-# the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c)
-CLI_LIBS := $(shell pkg-config --libs yaml-0.1 jansson oniguruma 2>/dev/null) -lm -ldl -lpthread
-
-B = build
+# the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c): CLI_LIBS
+# (from $(B)/config.mk) names the other three
 LIB_SRC := $(sort $(wildcard src/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
@@ -33,11 +42,27 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 SOVER = 0
 
-.PHONY: all deps check unit cases demo clean install uninstall install-check
-all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
+.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check
+all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
+# the build's packages (also installed, when missing, before $(B)/config.mk is written)
 deps:
 	@sh scripts/deps.sh
+
+# and the tests' (cmocka, python3-yaml, groff): before the first unit test is built
+test-deps:
+	@sh scripts/deps.sh --test
+
+$(B)/config.mk: Makefile scripts/deps.sh
+	@sh scripts/deps.sh
+	@mkdir -p $(dir $@)
+	@pkg-config --exists $(PKGS) || { echo "pkg-config does not find $(PKGS)" >&2; exit 1; }
+	@{ echo "# made by the Makefile after scripts/deps.sh; delete it to ask pkg-config again"; \
+	  echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
+	  echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
+	  echo "CLI_LIBS := $$(pkg-config --libs yaml-0.1 jansson oniguruma) -lm -ldl -lpthread"; \
+	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \
+	} > $@.tmp && mv $@.tmp $@
 
 $(B)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h)
 	@mkdir -p $(dir $@)
@@ -61,7 +86,7 @@ $(B)/libhiera.so: $(PIC_OBJ)
 $(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a
 	$(CC) $(CFLAGS) $(LTO) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(MIMALLOC) $(CLI_LIBS)
 
-$(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h
+$(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h | test-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libhiera.a $(LIBS) $(shell pkg-config --libs cmocka)
 
@@ -72,8 +97,7 @@ unit: $(UNIT_BIN)
 cases: $(B)/hiera
 	@python3 tests/run-cases.py --hiera $(B)/hiera
 
-check: all
-	@sh scripts/deps.sh --test
+check: all test-deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory cases
 	@python3 tests/batch/check.py --hiera $(B)/hiera
