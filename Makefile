@@ -117,12 +117,9 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 
-$(B)/hiera.pc: hiera.pc.in Makefile
-	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	    -e 's|@VERSION@|$(VERSION)|' $< > $@
-
-install: all $(B)/hiera.pc
+# hiera.pc is written at each install from hiera.pc.in with the PREFIX, LIBDIR and INCLUDEDIR of
+# that install (a file kept in $(B) would keep the folders of an earlier `make install`)
+install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(B)/hiera $(DESTDIR)$(BINDIR)/hiera
 	install -m 0644 $(B)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.a
@@ -130,7 +127,9 @@ install: all $(B)/hiera.pc
 	ln -sf libhiera.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhiera.so.$(SOVER)
 	ln -sf libhiera.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libhiera.so
 	install -m 0644 include/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera.h
-	install -m 0644 $(B)/hiera.pc $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' hiera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	install -m 0644 docs/hiera.1 $(DESTDIR)$(MANDIR)/man1/hiera.1
 
 uninstall:
