@@ -170,8 +170,11 @@ SHARED_CONFORMANCE = ../shared/conformance
 asan:
 	@$(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" LTO= MIMALLOC= all $(UNIT_SRC:tests/unit/%.c=$(ASAN_B)/tests/%)
 
+# (with a scratch disk cache, removed afterwards)
 RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
-	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera; \
+	  dc=$$(mktemp -d /tmp/hiera-conformance-cache-XXXXXX) && \
+	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera; \
+	  rc=$$?; rm -rf "$$dc"; exit $$rc; \
 	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
 
 conformance-asan: asan

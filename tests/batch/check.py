@@ -158,6 +158,9 @@ def main():
     hiera = os.path.abspath(args.hiera)
     c = Checker()
     repo = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="hiera-batch-check-")
+    # a scratch disk cache, removed at the end (never the user's ~/.cache/hiera)
+    scratch = tempfile.mkdtemp(prefix="hiera-batch-cache-")
+    os.environ["HIERA_CACHE_DIR"] = scratch
     if args.keep and os.path.exists(repo):
         shutil.rmtree(repo)
     try:
@@ -295,6 +298,7 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(repo, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
 
