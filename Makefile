@@ -33,7 +33,11 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLA
 LIBS = $(PKG_LIBS) -lm
 # the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c): CLI_LIBS
 # (from $(B)/config.mk) names the other three
-LIB_SRC := $(sort $(wildcard src/*.c))
+# the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api);
+# src/cli is the command
+LIB_DIRS := base formats types crypto engine hiera3 api
+LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
+LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
@@ -64,15 +68,15 @@ $(B)/config.mk: Makefile scripts/deps.sh
 	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \
 	} > $@.tmp && mv $@.tmp $@
 
-$(B)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h)
+$(B)/obj/%.o: src/%.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -c $< -o $@
 
-$(B)/pic/%.o: src/%.c $(wildcard src/*.h include/*.h)
+$(B)/pic/%.o: src/%.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -fPIC -fvisibility=hidden -DHIERA_BUILD_SHARED -c $< -o $@
 
-$(B)/obj/cli/%.o: src/cli/%.c $(wildcard src/*.h src/cli/*.h include/*.h)
+$(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -c $< -o $@
 
@@ -213,7 +217,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(FUZZ_B)/fuzz-%)
 FUZZ_LIB_OBJ := $(LIB_SRC:src/%.c=$(FUZZ_B)/obj/%.o)
 FUZZ_TIME ?= 20
 
-$(FUZZ_B)/obj/%.o: src/%.c $(wildcard src/*.h include/*.h)
+$(FUZZ_B)/obj/%.o: src/%.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 

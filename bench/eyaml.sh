@@ -147,8 +147,8 @@ LIB=$(dirname "$HIERA")/libhiera.a
 if [ -f "$LIB" ] && command -v cc >/dev/null 2>&1; then
     cat > count.c <<'EOF'
 #include "hiera.h"
-#include "hiera_int.h"
-#include "eyaml.h"
+#include "engine/engine.h"
+#include "crypto/eyaml.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -32,9 +32,9 @@
  *
  * All contexts share one hiera_cache, so every data file and hiera.yaml is parsed once per run.
  * A progress line is written (and rewritten with \r) on stderr only when stderr is a terminal. */
-#include "batch_cmd.h"
+#include "cli/batch_cmd.h"
 
-#include "cli.h"
+#include "cli/common.h"
 
 #include <dirent.h>
 #include <errno.h>

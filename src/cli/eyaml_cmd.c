@@ -4,14 +4,14 @@
  * $EYAML_CONFIG) and the same output bytes (block layout, labels, `puts` newlines).
  *
  * The files eyaml reads are scanned with the tool's own parsers, which differ from the one
- * Puppet's lookup uses (src/eyaml.c): `decrypt` finds ENC[...] strings without whitespace and
+ * Puppet's lookup uses (src/crypto/eyaml.c): `decrypt` finds ENC[...] strings without whitespace and
  * ">\n<indent>ENC[...]" folded blocks, `-e` files hold DEC::PKCS7[...]! tokens.
  *
  * Differences: errors exit 1 (eyaml's option parser exits 255), error lines carry no ANSI
  * colours, `edit`/`recrypt` are not provided, and an unknown encryption method is an error
  * message instead of a Ruby backtrace.
  */
-#include "eyaml_cmd.h"
+#include "cli/eyaml_cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,10 +23,10 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "eyaml.h"
-#include "util.h"
-#include "value.h"
-#include "yaml.h"
+#include "crypto/eyaml.h"
+#include "base/util.h"
+#include "base/value.h"
+#include "formats/psych.h"
 
 #define EYAML_VERSION "3.3.0"
 

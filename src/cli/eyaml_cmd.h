@@ -1,5 +1,5 @@
 /* eyaml_cmd.h - `hiera eyaml ...`, the hiera-eyaml 3.3 command line (encrypt, decrypt,
- * createkeys) on top of src/eyaml.c. */
+ * createkeys) on top of src/crypto/eyaml.c. */
 #ifndef HIERA_EYAML_CMD_H
 #define HIERA_EYAML_CMD_H
 

@@ -4,12 +4,12 @@
  * option acting when it is met (-V prints the version at once, -c checks its file at once);
  * then the scope files, KEY [DEFAULT] [VAR=VALUE...], the lookup, and output_answer. Where
  * Ruby would die with a stack trace we print one line "hiera: <message>" and exit 1. */
-#include "hiera3_cmd.h"
+#include "cli/hiera3_cmd.h"
 
-#include "hiera3.h" /* the engine (src/hiera3.h); the public API is in include/hiera.h */
-#include "json.h"
-#include "render.h"
-#include "yaml.h"
+#include "hiera3/hiera3.h" /* the engine; the public API is in include/hiera.h */
+#include "formats/json.h"
+#include "formats/render.h"
+#include "formats/psych.h"
 
 #include <errno.h>
 #include <stdio.h>

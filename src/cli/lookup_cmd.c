@@ -3,11 +3,13 @@
  * json or s; exit 0 when found (or a default applies), 1 when not found or on a lookup error
  * (nothing on stdout), 1 with "Error: Could not run: <message>" for other errors; with
  * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
-#include "cli.h"
+#include "cli/common.h"
+#include "cli/lookup_cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define RUN_HELP "Run 'puppet lookup --help' for more details"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks what `hiera batch` remembers across nodes (src/memo.c: merges by the addresses of their
+"""Checks what `hiera batch` remembers across nodes (src/engine/memo.c: merges by the addresses of their
 inputs, interpolations by the values of the variables they read, the key index of loaded files).
 
 Random control repositories from tests/tools/random-compare.py (global, environment and module

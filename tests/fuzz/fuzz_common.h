@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
-#include "value.h"
+#include "base/util.h"
+#include "base/value.h"
 
 /* The process' own folder under $TMPDIR (or /tmp), made on first use and removed at exit. */
 static char fz_dir_buf[512];

@@ -1,11 +1,11 @@
-/* fuzz_config.c - libFuzzer harness: hiera.yaml loading and validation (src/config.c, versions
+/* fuzz_config.c - libFuzzer harness: hiera.yaml loading and validation (src/engine/config.c, versions
  * 3, 4 and 5) through config_load on a file. Input: one byte choosing the layer (global,
  * environment, module), then the file's text. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "fuzz_common.h"
-#include "hiera_int.h"
+#include "engine/engine.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

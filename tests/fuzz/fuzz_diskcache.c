@@ -1,4 +1,4 @@
-/* fuzz_diskcache.c - libFuzzer harness: the on-disk cache of parsed files (src/diskcache.c).
+/* fuzz_diskcache.c - libFuzzer harness: the on-disk cache of parsed files (src/formats/diskcache.c).
  * "Anything unexpected (a short or corrupt file...) is a miss": a corrupt entry must never crash.
  * Input: byte 0 even: the rest is the entry's body after a valid identity header (flags varint,
  * then the value), read back with diskcache_get; odd: the rest is YAML, stored with
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diskcache.h"
+#include "formats/diskcache.h"
 #include "fuzz_common.h"
-#include "value.h"
-#include "yaml.h"
+#include "base/value.h"
+#include "formats/psych.h"
 
 static diskcache *dc;
 static char *src, *entry;

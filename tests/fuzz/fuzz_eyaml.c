@@ -1,4 +1,4 @@
-/* fuzz_eyaml.c - libFuzzer harness: hiera-eyaml's encrypted values (src/eyaml.c): the parser
+/* fuzz_eyaml.c - libFuzzer harness: hiera-eyaml's encrypted values (src/crypto/eyaml.c): the parser
  * of ENC[...] blocks in text, base64, PKCS7 (OpenSSL) decryption with a fixed test key pair, and
  * an encrypt/decrypt round trip. Input: one byte of flags (bit 0: also encrypt the rest and
  * decrypt it back), then the text. The key pair below is a throwaway made for these tests with
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eyaml.h"
+#include "crypto/eyaml.h"
 #include "fuzz_common.h"
 #include "fuzz_keys.h"
-#include "value.h"
+#include "base/value.h"
 
 static hv *options;
 

@@ -1,11 +1,11 @@
-/* fuzz_glob.c - libFuzzer harness: Ruby's Dir.glob as glob/globs levels use it (src/glob.c),
+/* fuzz_glob.c - libFuzzer harness: Ruby's Dir.glob as glob/globs levels use it (src/base/glob.c),
  * over a small fixed tree. Input: the pattern, relative to the tree's root. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "glob.h"
+#include "base/glob.h"
 
 static const char *const TREE[] = {
     "data/common.yaml", "data/a.yaml", "data/a/z.yaml", "data/nodes/n1.example.com.yaml",

@@ -1,4 +1,4 @@
-/* fuzz_hiera3.c - libFuzzer harness: the Hiera 3 engine (src/hiera3.c): a v3 hiera.yaml, the
+/* fuzz_hiera3.c - libFuzzer harness: the Hiera 3 engine (src/hiera3/hiera3.c): a v3 hiera.yaml, the
  * yaml and json backends, resolution types and deep merges, Hiera 3 interpolation.
  * Input: byte 0 picks the resolution (priority, array, hash, hash with deep/deeper merges),
  * byte 1 holds flags (default, order override, key choice), then sections cut at "\n%%\n":
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "hiera3.h"
-#include "json.h"
+#include "hiera3/hiera3.h"
+#include "formats/json.h"
 
 static const char CONFIG_TMPL[] = "---\n"
                                   ":backends: [yaml, json]\n"

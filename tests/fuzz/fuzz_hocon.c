@@ -1,13 +1,13 @@
-/* fuzz_hocon.c - libFuzzer harness: HOCON data (src/hocon.c, hocon_data), parse and resolve.
+/* fuzz_hocon.c - libFuzzer harness: HOCON data (src/formats/hocon.c, hocon_data), parse and resolve.
  * The document is named as a file in a private folder; includes of relative names are read from
  * the working directory (run the fuzzer from an empty one). */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "fuzz_common.h"
-#include "hocon.h"
-#include "render.h"
-#include "value.h"
+#include "formats/hocon.h"
+#include "formats/render.h"
+#include "base/value.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

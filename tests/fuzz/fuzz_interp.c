@@ -1,4 +1,4 @@
-/* fuzz_interp.c - libFuzzer harness: %{} interpolation (src/interp.c) of a string against a
+/* fuzz_interp.c - libFuzzer harness: %{} interpolation (src/engine/interp.c) of a string against a
  * fixed scope (facts, trusted, top-scope variables), with lookup()/hiera()/alias() reaching a
  * fixed small tree whose data interpolates too; and dotted keys dug into a fixed value.
  * Input: one byte of flags (bit 0: method syntax allowed, bit 1: also as a hash key and in an
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "fuzz_common.h"
 #include "hiera.h"
-#include "yaml.h"
+#include "formats/psych.h"
 
 static const char GLOBAL_CONFIG[] = "version: 5\n"
                                     "hierarchy:\n"

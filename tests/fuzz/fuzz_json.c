@@ -1,11 +1,11 @@
-/* fuzz_json.c - libFuzzer harness: JSON data (src/json.c, json_data) and its renderings. */
+/* fuzz_json.c - libFuzzer harness: JSON data (src/formats/json.c, json_data) and its renderings. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "fuzz_common.h"
-#include "json.h"
-#include "render.h"
-#include "value.h"
+#include "formats/json.h"
+#include "formats/render.h"
+#include "base/value.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

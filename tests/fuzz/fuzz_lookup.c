@@ -1,4 +1,4 @@
-/* fuzz_lookup.c - libFuzzer harness: a whole lookup (src/api.c, lookup.c, merge.c, interp.c,
+/* fuzz_lookup.c - libFuzzer harness: a whole lookup (src/api/api.c, lookup.c, merge.c, interp.c,
  * explain.c, cache.c, ...) over a generated small tree: a global layer, an environment layer
  * (node YAML, JSON, HOCON and glob levels) and a module, with every merge strategy.
  *
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "fuzz_common.h"
 #include "fuzz_keys.h"
 #include "hiera.h"

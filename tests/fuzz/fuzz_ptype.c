@@ -1,4 +1,4 @@
-/* fuzz_ptype.c - libFuzzer harness: Puppet's type language (src/ptype.c): parsing (as
+/* fuzz_ptype.c - libFuzzer harness: Puppet's type language (src/types/ptype.c): parsing (as
  * lookup_options/convert_to and as `--type` parse it), matching, mismatch messages, printing,
  * and new(Type, value). Input: the type's text, a newline, then a value as YAML. */
 #include <stdint.h>
@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "ptype.h"
-#include "value.h"
-#include "yaml.h"
+#include "types/ptype.h"
+#include "base/value.h"
+#include "formats/psych.h"
 
 static void use_type(ptype *t, const hv *v)
 {

@@ -1,10 +1,10 @@
-/* fuzz_regex.c - libFuzzer harness: Ruby regexps (src/rregex.c) as lookup_options patterns and
+/* fuzz_regex.c - libFuzzer harness: Ruby regexps (src/base/rregex.c) as lookup_options patterns and
  * knockout prefixes use them. Input: the pattern, a NUL byte, then the subject. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rregex.h"
+#include "base/rregex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

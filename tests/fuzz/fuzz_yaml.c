@@ -1,15 +1,15 @@
-/* fuzz_yaml.c - libFuzzer harness: the YAML loader (src/yaml.c) in both modes, then every text
- * form of what it loaded (src/render.c) and the value operations of src/value.c.
+/* fuzz_yaml.c - libFuzzer harness: the YAML loader (src/formats/psych.c) in both modes, then every text
+ * form of what it loaded (src/formats/render.c) and the value operations of src/base/value.c.
  * Input: one byte choosing the mode (bit 0: Hiera 3's YAML.load, else Puppet's safe_load),
  * then the YAML text. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "fuzz_common.h"
-#include "json.h"
-#include "render.h"
-#include "value.h"
-#include "yaml.h"
+#include "formats/json.h"
+#include "formats/render.h"
+#include "base/value.h"
+#include "formats/psych.h"
 
 static void exercise(const hv *v)
 {

@@ -1,10 +1,10 @@
-/* Tests of the on-disk cache of parsed files (src/diskcache.c): round trips keep values, lines
+/* Tests of the on-disk cache of parsed files (src/formats/diskcache.c): round trips keep values, lines
  * and shared nodes; a changed source, a corrupt or foreign cache file is a miss. */
 #include "testutil.h"
 
-#include "diskcache.h"
+#include "formats/diskcache.h"
 #include "hiera.h"
-#include "yaml.h"
+#include "formats/psych.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

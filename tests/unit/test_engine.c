@@ -3,10 +3,10 @@
  * Every expectation was recorded from Ruby 3.1 / deep_merge 1.1.1 / Puppet 7.23. */
 #include "testutil.h"
 
-#include "engine.h"
-#include "pathname.h"
-#include "ptype.h"
-#include "rregex.h"
+#include "engine/engine.h"
+#include "base/pathname.h"
+#include "types/ptype.h"
+#include "base/rregex.h"
 
 static void test_pathname_plus(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_eyaml.c - hiera-eyaml decryption/encryption (src/eyaml.c): round trips with keys made
+/* test_eyaml.c - hiera-eyaml decryption/encryption (src/crypto/eyaml.c): round trips with keys made
  * at test time, the parser's placements, the messages of hiera-eyaml 3.3's exceptions (as
  * recorded by running the Ruby code: see the comments), caching, key reloading, the keys and
  * blocks of the shared conformance case eyaml-lookup-key, and malformed input. */
@@ -11,7 +11,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "eyaml.h"
+#include "crypto/eyaml.h"
 
 /* keys/private_key.pkcs7.pem and keys/public_key.pkcs7.pem of the conformance case */
 static const char CASE_PRIVATE_KEY[] =

@@ -1,4 +1,4 @@
-/* Unit tests for src/glob.c: glob_expand compared with what Ruby 3.1's
+/* Unit tests for src/base/glob.c: glob_expand compared with what Ruby 3.1's
  * `Pathname.glob(root + pattern).reject(&:directory?)` printed for an identical tree (the tree
  * is built below; expectations are relative to its root, entries separated by '|'). */
 #include <errno.h>
@@ -10,7 +10,7 @@
 
 #include "testutil.h"
 
-#include "glob.h"
+#include "base/glob.h"
 
 static char root[64];
 

@@ -1,4 +1,4 @@
-/* Unit tests for the HOCON reader (src/hocon.c).
+/* Unit tests for the HOCON reader (src/formats/hocon.c).
  *
  * Every expected value and key order here was recorded from the ruby hocon gem 1.3.1 as Puppet's
  * hocon_data calls it (Hocon.parse of the file's content), e.g.
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hocon.h"
+#include "formats/hocon.h"
 
 static hv *parse(const char *text, herr *e) { return hocon_parse(text, strlen(text), "data.conf", e); }
 

@@ -8,12 +8,12 @@
  * Nothing here is timed: a limit that failed to hold would hang or exhaust the test instead. */
 #include "testutil.h"
 
-#include "glob.h"
+#include "base/glob.h"
 #include "hiera.h"
-#include "hiera_int.h"
-#include "hocon.h"
-#include "rregex.h"
-#include "yaml.h"
+#include "engine/engine.h"
+#include "formats/hocon.h"
+#include "base/rregex.h"
+#include "formats/psych.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-/* Unit tests for what a frozen cache remembers: src/memo.c (the table, interning), the
+/* Unit tests for what a frozen cache remembers: src/engine/memo.c (the table, interning), the
  * identity of values it relies on (value.c: hv_identical, hv_identity_code, stable marks) and
  * the key index of loaded data files (cache.c). Whole lookups through remembered merges are
  * compared with plain ones by tests/batch/memo-compare.py. */
@@ -6,8 +6,8 @@
 
 #include "testutil.h"
 
-#include "hiera_int.h"
-#include "memo.h"
+#include "engine/engine.h"
+#include "engine/memo.h"
 
 static void test_identical(void **state)
 {

@@ -8,7 +8,7 @@
  * the Ruby Symbol :n and {"__big__": "digits"} for an integer beyond 64 bits. */
 #include "testutil.h"
 
-#include "ptype.h"
+#include "types/ptype.h"
 
 /* The `puppet lookup --type` parser (defined in ptype.c, see there). */
 ptype *ptype_parse_cli(const char *text, herr *err);

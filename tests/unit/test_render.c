@@ -1,4 +1,4 @@
-/* Unit tests for src/render.c: `puppet lookup --render-as json|yaml|s`, Ruby's inspect/to_s and
+/* Unit tests for src/formats/render.c: `puppet lookup --render-as json|yaml|s`, Ruby's inspect/to_s and
  * Float#to_s, and the explainer's value dump.
  *
  * Every expectation below was produced by the reference, not written by hand: the tables were
@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "render.h"
+#include "formats/render.h"
 
 typedef struct {
     const char *s;

@@ -1,4 +1,4 @@
-/* Unit tests for the value type (src/value.c). */
+/* Unit tests for the value type (src/base/value.c). */
 #include "testutil.h"
 
 static void test_hash_order_and_replace(void **state)

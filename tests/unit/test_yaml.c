@@ -1,4 +1,4 @@
-/* test_yaml.c - the YAML loader (src/yaml.c) against answers recorded from Ruby 3.1's Psych 4.0.4:
+/* test_yaml.c - the YAML loader (src/formats/psych.c) against answers recorded from Ruby 3.1's Psych 4.0.4:
  * YAML_PUPPET as Puppet::Util::Yaml.safe_load(text, [Symbol], "f.yaml") loads it,
  * YAML_HIERA3 as Hiera 3's YAML.load(text) does.
  *
@@ -11,7 +11,7 @@
 
 #include <math.h>
 
-#include "yaml.h"
+#include "formats/psych.h"
 
 typedef struct {
     const char *yaml;

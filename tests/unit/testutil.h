@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "json.h"
-#include "util.h"
-#include "value.h"
+#include "formats/json.h"
+#include "base/util.h"
+#include "base/value.h"
 
 /* Asserts that v renders (hjson_debug) exactly as the expected JSON text, compared after parsing
  * the expectation, so key order matters and 1 differs from 1.0. */

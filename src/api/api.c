@@ -1,0 +1,445 @@
+/* api.c - the public API of include/hiera.h over the internal engine: contexts (with the top
+ * scope `puppet lookup --node N --facts F` gives a lookup), requests, values, rendering. */
+#include "hiera.h"
+
+#include "formats/diskcache.h"
+#include "engine/engine.h"
+#include "formats/json.h"
+#include "engine/provenance.h"
+#include "types/ptype.h"
+#include "formats/render.h"
+#include "formats/psych.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* engine entry points (lookup.c) */
+hiera_ctx *hctx_new(const char *codedir, const char *envpath, const char *env_name, const char *global_config,
+                    hv *scope, hiera_cache *cache);
+void hctx_free(hiera_ctx *h);
+lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptype *type, const hv *dflt,
+               const hv *merge, hv **out, herr *err);
+
+/* ------------------------------------------------------------------ errors */
+
+static void to_public(hiera_error *out, herr *in)
+{
+    if (!out) {
+        herr_clear(in);
+        return;
+    }
+    hiera_error_clear(out);
+    out->kind = in->kind == HERR_NONE ? HIERA_ERR_NONE
+                : (in->kind == HERR_LOOKUP || in->kind == HERR_LOOKUP_ISSUE) ? HIERA_ERR_LOOKUP
+                                                                              : HIERA_ERR_FATAL;
+    out->message = in->msg;
+    out->file = in->file;
+    out->line = in->line;
+    out->column = in->col;
+    in->msg = in->file = NULL;
+    in->kind = HERR_NONE;
+}
+
+void hiera_error_clear(hiera_error *err)
+{
+    if (!err)
+        return;
+    free(err->message);
+    free(err->file);
+    memset(err, 0, sizeof *err);
+}
+
+/* ------------------------------------------------------------------ values */
+
+hiera_value *hiera_value_incref(hiera_value *v) { return hv_incref(v); }
+void hiera_value_decref(hiera_value *v) { hv_decref(v); }
+hiera_kind hiera_value_kind(const hiera_value *v) { return (hiera_kind)hv_kind_of(v); }
+bool hiera_value_bool(const hiera_value *v) { return hv_bool_val(v); }
+int64_t hiera_value_int(const hiera_value *v) { return hv_is(v, HV_INT) ? hv_int_val(v) : 0; }
+const char *hiera_value_bigint(const hiera_value *v) { return hv_is(v, HV_BIGINT) ? hv_bigint_digits(v) : NULL; }
+double hiera_value_float(const hiera_value *v) { return hv_is(v, HV_FLOAT) ? hv_float_val(v) : 0.0; }
+const char *hiera_value_string(const hiera_value *v)
+{
+    return hv_is(v, HV_STRING) || hv_is(v, HV_SYMBOL) ? hv_str_ptr(v) : NULL;
+}
+size_t hiera_value_string_length(const hiera_value *v)
+{
+    return hv_is(v, HV_STRING) || hv_is(v, HV_SYMBOL) ? hv_str_len(v) : 0;
+}
+size_t hiera_value_array_size(const hiera_value *v) { return hv_is(v, HV_ARRAY) ? hv_array_len(v) : 0; }
+hiera_value *hiera_value_array_get(const hiera_value *v, size_t i) { return hv_is(v, HV_ARRAY) ? hv_array_get(v, i) : NULL; }
+size_t hiera_value_hash_size(const hiera_value *v) { return hv_is(v, HV_HASH) ? hv_hash_len(v) : 0; }
+hiera_value *hiera_value_hash_key(const hiera_value *v, size_t i)
+{
+    return hv_is(v, HV_HASH) && i < hv_hash_len(v) ? hv_hash_key_at(v, i) : NULL;
+}
+hiera_value *hiera_value_hash_value(const hiera_value *v, size_t i)
+{
+    return hv_is(v, HV_HASH) && i < hv_hash_len(v) ? hv_hash_val_at(v, i) : NULL;
+}
+hiera_value *hiera_value_hash_get(const hiera_value *v, const char *key) { return hv_is(v, HV_HASH) ? hv_hash_gets(v, key) : NULL; }
+hiera_value *hiera_value_sensitive_unwrap(const hiera_value *v) { return hv_is(v, HV_SENSITIVE) ? hv_sensitive_inner(v) : NULL; }
+hiera_value *hiera_value_undef(void) { return hv_undef(); }
+hiera_value *hiera_value_new_bool(bool b) { return hv_bool(b); }
+hiera_value *hiera_value_new_int(int64_t i) { return hv_int(i); }
+hiera_value *hiera_value_new_float(double d) { return hv_float(d); }
+hiera_value *hiera_value_new_string(const char *s) { return hv_str(s); }
+hiera_value *hiera_value_new_array(void) { return hv_array(); }
+hiera_value *hiera_value_new_hash(void) { return hv_hash(); }
+void hiera_value_array_push(hiera_value *array, hiera_value *item) { hv_array_push(array, item); }
+void hiera_value_hash_set(hiera_value *hash, const char *key, hiera_value *value) { hv_hash_sets(hash, key, value); }
+
+hiera_value *hiera_value_from_json(const char *text, hiera_error *err)
+{
+    herr e = {0};
+    hv *v = hjson_parse(text, strlen(text), "<string>", &e);
+    if (!v)
+        to_public(err, &e);
+    return v;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+#define FACTS_MAX_SIZE (64L * 1024 * 1024)
+
+static hv *read_file(const char *path, herr *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        herr_set(err, HERR_PUPPET, "%s is not a regular file", path);
+        herr_at(err, path, 0, 0);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        herr_set(err, HERR_PUPPET, "No such file or directory @ rb_sysopen - %s", path);
+        herr_at(err, path, 0, 0);
+        return NULL;
+    }
+    sbuf b = {0};
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        sb_addn(&b, buf, n);
+        if (b.len > (size_t)FACTS_MAX_SIZE) {
+            fclose(f);
+            sb_free(&b);
+            herr_set(err, HERR_PUPPET, "%s is larger than %ld bytes", path, FACTS_MAX_SIZE);
+            herr_at(err, path, 0, 0);
+            return NULL;
+        }
+    }
+    fclose(f);
+    return hv_str_take(sb_take(&b), b.len);
+}
+
+hiera_value *hiera_value_load_file(const char *path, hiera_error *err)
+{
+    herr e = {0};
+    hv *text = read_file(path, &e);
+    if (!text) {
+        to_public(err, &e);
+        return NULL;
+    }
+    hv *v = NULL;
+    const char *s = hv_str_ptr(text);
+    size_t len = hv_str_len(text);
+    if (ends_with(path, ".json")) {
+        v = hjson_parse(s, len, path, &e);
+    } else if (ends_with(path, ".yaml") || ends_with(path, ".yml")) {
+        v = yaml_parse(s, len, path, YAML_PUPPET, &e);
+    } else {
+        v = hjson_parse(s, len, path, &e);
+        if (!v) {
+            herr_clear(&e);
+            v = yaml_parse(s, len, path, YAML_PUPPET, &e);
+        }
+    }
+    hv_decref(text);
+    if (!v) {
+        e.kind = HERR_PUPPET;
+        to_public(err, &e);
+    }
+    return v;
+}
+
+/* the disk cache's format code for facts files (data files use their file_format) */
+#define DISK_FMT_VALUE_FILE 64
+
+hiera_value *hiera_cache_load_value_file(hiera_cache *c, const char *path, hiera_error *err)
+{
+    diskcache *d = c ? cache_disk(c) : NULL;
+    struct stat st;
+    bool cacheable = d && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    if (cacheable) {
+        unsigned flags;
+        hv *v = diskcache_get(d, path, DISK_FMT_VALUE_FILE, &st, &flags);
+        if (v)
+            return v;
+    }
+    hv *v = hiera_value_load_file(path, err);
+    if (v && cacheable)
+        diskcache_put(d, path, DISK_FMT_VALUE_FILE, &st, v, 0);
+    return v;
+}
+
+char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error *err)
+{
+    sbuf b = {0};
+    herr e = {0};
+    int rc = format == HIERA_RENDER_JSON          ? render_json(&b, v, &e)
+             : format == HIERA_RENDER_YAML        ? render_yaml(&b, v, &e)
+             : format == HIERA_RENDER_YAML_SHARED ? render_yaml_shared(&b, v, &e)
+                                                  : render_s(&b, v, &e);
+    if (rc != 0) {
+        sb_free(&b);
+        if (!herr_isset(&e))
+            herr_set(&e, HERR_ERROR, "cannot render the value");
+        to_public(err, &e);
+        return NULL;
+    }
+    return sb_take(&b);
+}
+
+/* ------------------------------------------------------------------ contexts */
+
+struct hiera_cache;
+hiera_cache *hiera_cache_new(void) { return cache_new(); }
+void hiera_cache_free(hiera_cache *c) { cache_free(c); }
+void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
+bool hiera_cache_use_disk(hiera_cache *c, const char *dir) { return cache_use_disk(c, dir); }
+
+/* stat() through the cache when there is one (a frozen cache remembers: hiera batch makes a
+ * context per node) */
+static bool path_exists(hiera_cache *c, const char *p)
+{
+    if (c)
+        return cache_file_exists(c, p);
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static bool is_dir(hiera_cache *c, const char *p)
+{
+    if (c)
+        return cache_dir_exists(c, p);
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* $trusted as `puppet lookup --node` sets it: certname from the clientcert fact, hostname and
+ * domain split from it at the first dot. */
+static hv *trusted_hash(const hv *facts)
+{
+    hv *t = hv_hash();
+    const hv *cc = facts ? hv_hash_gets(facts, "clientcert") : NULL;
+    hv_hash_sets(t, "authenticated", hv_str("local"));
+    hv_hash_sets(t, "certname", cc ? hv_incref((hv *)cc) : hv_undef());
+    hv_hash_sets(t, "extensions", hv_hash());
+    if (hv_is(cc, HV_STRING)) {
+        const char *s = hv_str_ptr(cc);
+        const char *dot = strchr(s, '.');
+        if (dot) {
+            hv_hash_sets(t, "hostname", hv_strn(s, (size_t)(dot - s)));
+            hv_hash_sets(t, "domain", hv_str(dot + 1));
+        } else {
+            hv_hash_sets(t, "hostname", hv_str(s));
+            hv_hash_sets(t, "domain", hv_undef());
+        }
+    } else {
+        hv_hash_sets(t, "hostname", hv_undef());
+        hv_hash_sets(t, "domain", hv_undef());
+    }
+    hv_hash_sets(t, "external", hv_hash());
+    return t;
+}
+
+static hv *build_scope(const hv *facts, const char *environment)
+{
+    /* every fact a top-scope variable, then the variables Puppet sets (replacing facts of the
+     * same names where they stand) */
+    hv *scope = hv_is(facts, HV_HASH) ? hv_copy(facts) : hv_hash();
+    hv_hash_sets(scope, "facts", hv_is(facts, HV_HASH) ? hv_incref((hv *)facts) : hv_hash());
+    hv_hash_sets(scope, "trusted", trusted_hash(facts));
+    hv_hash_sets(scope, "server_facts", hv_hash());
+    hv_hash_sets(scope, "environment", hv_str(environment));
+    hv_hash_sets(scope, "name", hv_str("main"));
+    hv_hash_sets(scope, "title", hv_str("main"));
+    hv_hash_sets(scope, "module_name", hv_str(""));
+    hv_hash_sets(scope, "settings::environment", hv_str(environment));
+    return scope;
+}
+
+static char *default_confdir(void)
+{
+    if (geteuid() == 0)
+        return xstrdup("/etc/puppet");
+    const char *home = getenv("HOME");
+    return xasprintf("%s/.puppetlabs/etc/puppet", home ? home : "");
+}
+
+static char *default_codedir(void)
+{
+    if (geteuid() == 0)
+        return xstrdup("/etc/puppet/code");
+    const char *home = getenv("HOME");
+    return xasprintf("%s/.puppetlabs/etc/code", home ? home : "");
+}
+
+hiera *hiera_new(const hiera_options *o, hiera_error *err)
+{
+    herr e = {0};
+    hiera_options none = {0};
+    if (!o)
+        o = &none;
+    const hv *facts = o->facts;
+    if (facts && !hv_is(facts, HV_HASH)) {
+        herr_set(&e, HERR_PUPPET, "Incorrectly formatted data given via the --facts flag (only accepts yaml and json files)");
+        to_public(err, &e);
+        return NULL;
+    }
+    if (facts) {
+        static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
+        int n = 0;
+        for (int i = 0; i < 4; i++)
+            if (hv_hash_gets(facts, trusted[i]))
+                n++;
+        if (n && n != 4) {
+            herr_set(&e, HERR_PUPPET,
+                     "When overriding any of the hostname,domain,fqdn,clientcert facts with the --facts flag, they must all be overridden.");
+            to_public(err, &e);
+            return NULL;
+        }
+    }
+    char *codedir = o->codedir ? xstrdup(o->codedir) : default_codedir();
+    char *confdir = o->confdir ? xstrdup(o->confdir) : o->hiera_config ? NULL : default_confdir();
+    char *envpath = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
+    const char *env = o->environment ? o->environment : "production";
+    char *global;
+    if (o->hiera_config) {
+        global = xstrdup(o->hiera_config);
+    } else {
+        global = xjoin(codedir, "/hiera.yaml", NULL);
+        if (!path_exists(o->cache, global)) {
+            free(global);
+            global = xjoin(confdir, "/hiera.yaml", NULL);
+        }
+    }
+    /* the environment must exist (a directory on the environmentpath) */
+    bool found = false;
+    char *paths = xstrdup(envpath), *save = NULL;
+    char *env_dir_path = NULL;
+    for (char *p = strtok_r(paths, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+        char *d = xjoin(p, "/", env, NULL);
+        if (is_dir(o->cache, d)) {
+            found = true;
+            env_dir_path = xstrdup(p);
+            free(d);
+            break;
+        }
+        free(d);
+    }
+    free(paths);
+    hiera *h = NULL;
+    if (!found) {
+        herr_set(&e, HERR_PUPPET, "Could not find a directory environment named '%s' anywhere in the path: %s. Does the directory exist?",
+                 env, envpath);
+        to_public(err, &e);
+    } else {
+        hv *scope = build_scope(facts, env);
+        h = hctx_new(codedir, env_dir_path, env, global, scope, o->cache);
+        h->strict_paths = !o->unsafe_fact_paths;
+        hv_decref(scope);
+    }
+    free(env_dir_path);
+    free(codedir);
+    free(confdir);
+    free(envpath);
+    free(global);
+    return h;
+}
+
+void hiera_free(hiera *h)
+{
+    if (!h)
+        return;
+    ex_free(h->ex);
+    hctx_free(h);
+}
+
+/* ------------------------------------------------------------------ lookups */
+
+hiera_status hiera_lookup(hiera *h, const hiera_request *r, hiera_value **value, hiera_error *err)
+{
+    herr e = {0};
+    *value = NULL;
+    ex_free(h->ex);
+    h->ex = NULL;
+    prov_free(h->prov);
+    h->prov = NULL;
+    free(h->prov_key);
+    h->prov_key = NULL;
+    hv_decref(h->prov_value);
+    h->prov_value = NULL;
+    if (r->explain & (HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_OPTIONS))
+        h->ex = ex_new((r->explain & HIERA_EXPLAIN_OPTIONS) != 0,
+                       (r->explain & (HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_OPTIONS)) == HIERA_EXPLAIN_OPTIONS);
+    if (r->explain & HIERA_EXPLAIN_PROVENANCE)
+        h->prov = prov_new();
+    ptype *type = NULL;
+    if (r->type) {
+        type = ptype_parse_cli(r->type, &e);
+        if (!type) {
+            if (e.kind == HERR_ERROR || e.kind == HERR_LOOKUP)
+                e.kind = HERR_PUPPET;
+            to_public(err, &e);
+            return HIERA_ERROR;
+        }
+    }
+    lr res = hctx_lookup(h, r->keys, r->nkeys, type, r->default_value, r->merge, value, &e);
+    ptype_free(type);
+    if (res == LR_FOUND) {
+        if (h->prov) {
+            h->prov_key = xstrdup(r->nkeys ? r->keys[0] : "");
+            h->prov_value = hv_incref(*value);
+        }
+        return HIERA_OK;
+    }
+    if (h->ex && (e.kind == HERR_LOOKUP || e.kind == HERR_LOOKUP_ISSUE))
+        ex_text(h->ex, e.msg); /* puppet lookup reports a LookupError (not found included) last */
+    if (res == LR_NOT_FOUND) {
+        herr_clear(&e);
+        return HIERA_NOT_FOUND;
+    }
+    to_public(err, &e);
+    return HIERA_ERROR;
+}
+
+hiera_status hiera_lookup_key(hiera *h, const char *key, hiera_value **value, hiera_error *err)
+{
+    hiera_request r = {0};
+    r.keys = &key;
+    r.nkeys = 1;
+    return hiera_lookup(h, &r, value, err);
+}
+
+char *hiera_explanation_text(hiera *h) { return h->ex ? ex_render_text(h->ex) : NULL; }
+hiera_value *hiera_explanation_tree(hiera *h) { return h->ex ? ex_to_value(h->ex) : NULL; }
+char *hiera_provenance_text(hiera *h)
+{
+    return h->prov && h->prov_value ? prov_render_text(h->prov, h->prov_key, h->prov_value) : NULL;
+}
+
+hiera_value *hiera_provenance_tree(hiera *h)
+{
+    return h->prov && h->prov_value ? prov_to_value(h->prov, h->prov_key, h->prov_value) : NULL;
+}
+
+const char *hiera_version(void) { return HIERA_VERSION; }

@@ -1,0 +1,24 @@
+/* rregex.h - Ruby regular expressions (Oniguruma with its Ruby syntax, UTF-8), as Puppet uses
+ * them: lookup_options patterns (=~, unanchored), knockout prefixes (/^prefix/ with gsub). */
+#ifndef HIERA_RREGEX_H
+#define HIERA_RREGEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/util.h"
+
+typedef struct rregex rregex;
+
+/* Compiles a Ruby regexp source. NULL with err (HERR_ERROR, Ruby's RegexpError wording as far as
+ * Oniguruma gives it) when invalid. */
+rregex *rregex_new(const char *src, size_t len, herr *err);
+void rregex_free(rregex *re);
+/* Ruby's `re =~ s`: true when the regexp matches anywhere in s. A match that exceeds the
+ * backtracking limit counts as no match and sets *limit_hit when given. */
+bool rregex_search(const rregex *re, const char *s, size_t len);
+/* Ruby's s.gsub(re, ""): a new malloc'ed string with every match removed; *outlen gets its length.
+ * Returns NULL when nothing matched (the caller keeps s). */
+char *rregex_gsub_empty(const rregex *re, const char *s, size_t len, size_t *outlen);
+
+#endif

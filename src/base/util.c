@@ -1,0 +1,229 @@
+/* util.c - see util.h */
+#include "base/util.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(void)
+{
+    fputs("hiera: out of memory\n", stderr);
+    abort();
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
+
+char *xasprintf(const char *fmt, ...)
+{
+    sbuf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vaddf(&b, fmt, ap);
+    va_end(ap);
+    return sb_take(&b);
+}
+
+char *xjoin(const char *first, ...)
+{
+    va_list ap;
+    size_t len = 0;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *))
+        len += strlen(s);
+    va_end(ap);
+    char *out = xmalloc(len + 1), *p = out;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *)) {
+        size_t n = strlen(s);
+        memcpy(p, s, n);
+        p += n;
+    }
+    va_end(ap);
+    *p = 0;
+    return out;
+}
+
+static void sb_grow(sbuf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 32;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    b->s = xrealloc(b->s, cap);
+    b->cap = cap;
+}
+
+void sb_addn(sbuf *b, const char *s, size_t n)
+{
+    sb_grow(b, n);
+    if (n)
+        memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+void sb_adds(sbuf *b, const char *s) { sb_addn(b, s, strlen(s)); }
+
+void sb_addc(sbuf *b, char c)
+{
+    sb_grow(b, 1);
+    b->s[b->len++] = c;
+    b->s[b->len] = 0;
+}
+
+void sb_vaddf(sbuf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n <= 0)
+        return;
+    sb_grow(b, (size_t)n);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void sb_addf(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vaddf(b, fmt, ap);
+    va_end(ap);
+}
+
+char *sb_take(sbuf *b)
+{
+    char *s = b->s ? b->s : xstrdup("");
+    b->s = NULL;
+    b->len = b->cap = 0;
+    return s;
+}
+
+void sb_free(sbuf *b)
+{
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
+
+const char *sb_str(const sbuf *b) { return b->s ? b->s : ""; }
+
+void herr_setv(herr *e, herr_kind kind, const char *fmt, va_list ap)
+{
+    if (!e)
+        return;
+    herr_clear(e);
+    sbuf b = {0};
+    sb_vaddf(&b, fmt, ap);
+    e->kind = kind;
+    e->msg = sb_take(&b);
+}
+
+void herr_set_text(herr *e, herr_kind kind, const char *msg)
+{
+    if (!e)
+        return;
+    herr_clear(e);
+    e->kind = kind;
+    e->msg = xstrdup(msg);
+}
+
+void herr_set(herr *e, herr_kind kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    herr_setv(e, kind, fmt, ap);
+    va_end(ap);
+}
+
+void herr_at(herr *e, const char *file, int line, int col)
+{
+    if (!e)
+        return;
+    free(e->file);
+    e->file = file ? xstrdup(file) : NULL;
+    e->line = line;
+    e->col = col;
+}
+
+void herr_clear(herr *e)
+{
+    if (!e)
+        return;
+    free(e->msg);
+    free(e->file);
+    e->msg = e->file = NULL;
+    e->kind = HERR_NONE;
+    e->line = e->col = 0;
+}
+
+void herr_move(herr *dst, herr *src)
+{
+    if (dst == src)
+        return;
+    herr_clear(dst);
+    *dst = *src;
+    src->msg = src->file = NULL;
+    src->kind = HERR_NONE;
+    src->line = src->col = 0;
+}
+
+bool herr_isset(const herr *e) { return e && e->kind != HERR_NONE; }
+
+void *oa_regrow(void *old, size_t ocap, size_t ncap, size_t slot_size)
+{
+    unsigned char *slots = xcalloc(ncap, slot_size);
+    const unsigned char *from = old;
+    for (size_t i = 0; i < ocap; i++) {
+        uint64_t code;
+        memcpy(&code, from + i * slot_size, sizeof code);
+        if (!code)
+            continue;
+        size_t j = (size_t)code & (ncap - 1);
+        for (;;) {
+            uint64_t taken;
+            memcpy(&taken, slots + j * slot_size, sizeof taken);
+            if (!taken)
+                break;
+            j = (j + 1) & (ncap - 1);
+        }
+        memcpy(slots + j * slot_size, from + i * slot_size, slot_size);
+    }
+    free(old);
+    return slots;
+}

@@ -1,0 +1,87 @@
+/* util.h - allocation that never returns NULL, a growable string buffer, and the error record
+ * every stage fills in. */
+#ifndef HIERA_UTIL_H
+#define HIERA_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#if defined(__GNUC__)
+#define HIERA_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define HIERA_PRINTF(a, b)
+#endif
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) HIERA_PRINTF(1, 2);
+/* The strings given, up to a NULL, joined (malloc'ed): xasprintf without a format, for the
+ * paths and names made for every node. */
+char *xjoin(const char *first, ...) __attribute__((sentinel));
+
+/* A growable NUL-terminated byte buffer. Zero-initialise (sbuf b = {0}) to start. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} sbuf;
+void sb_addn(sbuf *b, const char *s, size_t n);
+void sb_adds(sbuf *b, const char *s);
+void sb_addc(sbuf *b, char c);
+void sb_addf(sbuf *b, const char *fmt, ...) HIERA_PRINTF(2, 3);
+void sb_vaddf(sbuf *b, const char *fmt, va_list ap);
+char *sb_take(sbuf *b); /* returns the malloc'ed string ("" when empty) and resets b */
+void sb_free(sbuf *b);
+const char *sb_str(const sbuf *b); /* "" when empty; BORROWED */
+
+/* Error kinds, after the Ruby exception classes Puppet's lookup raises, because they decide
+ * what `puppet lookup` does with the error:
+ *  - HERR_LOOKUP: Puppet::DataBinding::LookupError (no issue code). `puppet lookup` exits 1 and
+ *    prints nothing (--explain shows the message). A failing lookup in the global layer rewraps
+ *    it as a Puppet::Error "Lookup of key 'k' failed: ...".
+ *  - HERR_LOOKUP_ISSUE: a LookupError that carries an issue code (hiera.yaml semantic checks,
+ *    interpolation syntax); like HERR_LOOKUP but never rewrapped.
+ *  - HERR_PUPPET: any other Puppet::Error (type assertion, YAML load of hiera.yaml). Printed as
+ *    "Error: Could not run: <msg>", but inside a data provider's recursion guard it becomes a
+ *    HERR_LOOKUP with the same message.
+ *  - HERR_ERROR: any other Ruby StandardError (ArgumentError...): printed, never converted. */
+typedef enum {
+    HERR_NONE = 0,
+    HERR_LOOKUP,
+    HERR_LOOKUP_ISSUE,
+    HERR_PUPPET,
+    HERR_ERROR,
+} herr_kind;
+
+typedef struct {
+    herr_kind kind;
+    char *msg;  /* malloc'ed message, without file/line suffix */
+    char *file; /* malloc'ed path, or NULL */
+    int line;   /* 1-based, 0 when unknown */
+    int col;    /* 1-based, 0 when unknown */
+} herr;
+
+void herr_set(herr *e, herr_kind kind, const char *fmt, ...) HIERA_PRINTF(3, 4);
+void herr_setv(herr *e, herr_kind kind, const char *fmt, va_list ap);
+/* herr_set with a message taken as it is (no formatting) */
+void herr_set_text(herr *e, herr_kind kind, const char *msg);
+void herr_at(herr *e, const char *file, int line, int col); /* sets the location */
+void herr_clear(herr *e);
+void herr_move(herr *dst, herr *src); /* dst takes src's contents; src is cleared */
+bool herr_isset(const herr *e);
+
+/* Open-addressing tables (linear probing) whose slots start with a uint64_t hash code, 0 for an
+ * empty slot: a table of ncap slots (a power of two) holding the entries of old (ocap slots of
+ * slot_size bytes), which is freed. */
+void *oa_regrow(void *old, size_t ocap, size_t ncap, size_t slot_size);
+
+/* An interpolated string may not grow past this (data files are capped at 256 MB; a value that
+ * repeats a long one many times could otherwise take all memory); the message names the text
+ * interpolated (its first 100 bytes) and the bound. */
+#define MAX_INTERPOLATED_SIZE (64 * 1024 * 1024)
+#define MAX_INTERPOLATED_MSG "Interpolation of '%.100s' gives a string longer than %d bytes"
+
+#endif

@@ -1,0 +1,686 @@
+/* cache.c - every data file and hiera.yaml is parsed once per process and kept by path; a later
+ * use re-stats the file and parses again only when device, inode, size or mtime changed (what
+ * Puppet's cached_file_data checks). Parse errors are kept as well, so a broken file costs one
+ * parse, not one per lookup. */
+#include "engine/cache.h"
+#include "formats/diskcache.h"
+#include "crypto/eyaml.h"
+#include "base/glob.h"
+#include "formats/hocon.h"
+#include "formats/json.h"
+#include "engine/memo.h"
+#include "formats/psych.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct centry {
+    struct centry *next;
+    char *path;
+    file_format fmt;
+    uint64_t code;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    hv *value; /* NULL when err is set */
+    herr err;
+    hv *info;  /* data formats: what each top-level key needs, filled as keys are asked */
+    uint32_t kid; /* frozen: the data hash's number in the key index (0: not indexed) */
+} centry;
+
+/* A key in this many files or more keeps them as a bitmap too, of at most KIX_BITS_PER_FILE
+ * bytes per file holding the key. */
+#define KIX_BITS_FROM 2
+#define KIX_BITS_PER_FILE 128
+
+typedef struct {
+    uint64_t code; /* 0: empty (first: oa_regrow) */
+    const hv *key; /* BORROWED from the data hash */
+    key_index entry;
+} kix_slot;
+
+struct hiera_cache {
+    centry **buckets;
+    size_t nbuckets, n;
+    eyaml_ctx *eyaml; /* keys and decrypted blocks, shared like the files */
+    /* frozen: the caller promised that files do not change while the cache lives, so a file
+     * loaded once is not stat()ed again, and existence checks and glob expansions are
+     * remembered (hiera batch: thousands of nodes over the same tree) */
+    bool frozen;
+    diskcache *disk; /* parsed files kept between runs, or NULL */
+    hv *exists; /* path -> path_state: nothing, not a directory, a directory */
+    hv *globs;  /* pattern -> array of paths */
+    hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
+    memo *work; /* merges and interpolations remembered (frozen only; memo.h) */
+    kix_slot *kix;        /* the key index (frozen only) */
+    size_t kix_cap, kix_n;
+    uint32_t kix_files;   /* data hashes indexed */
+    /* objects the engine shares between contexts (compiled lookup_options), by signature */
+    hv *shared_index;
+    void **shared;
+    void (**shared_free)(void *);
+    size_t nshared;
+    recent_key recent[RECENT_KEYS];
+};
+
+/* Files larger than this are refused rather than read into memory. */
+#define CACHE_MAX_FILE_SIZE ((off_t)256 * 1024 * 1024)
+
+hiera_cache *cache_new(void)
+{
+    hiera_cache *c = xcalloc(1, sizeof *c);
+    c->nbuckets = 64;
+    c->buckets = xcalloc(c->nbuckets, sizeof *c->buckets);
+    return c;
+}
+
+static void entry_free(centry *e)
+{
+    free(e->path);
+    hv_decref(e->info);
+    hv_decref(e->value);
+    herr_clear(&e->err);
+    free(e);
+}
+
+void cache_free(hiera_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nbuckets; i++) {
+        centry *e = c->buckets[i];
+        while (e) {
+            centry *next = e->next;
+            entry_free(e);
+            e = next;
+        }
+    }
+    free(c->buckets);
+    for (size_t i = 0; i < RECENT_KEYS; i++)
+        free(c->recent[i].text);
+    diskcache_close(c->disk);
+    eyaml_free(c->eyaml);
+    hv_decref(c->exists);
+    hv_decref(c->globs);
+    hv_decref(c->memo);
+    memo_free(c->work);
+    for (size_t i = 0; i < c->kix_cap; i++) {
+        for (uint32_t j = 0; j < c->kix[i].entry.n; j++)
+            hv_decref(c->kix[i].entry.hits[j].deps);
+        free(c->kix[i].entry.hits);
+        free(c->kix[i].entry.kids);
+        free(c->kix[i].entry.bits);
+    }
+    free(c->kix);
+    for (size_t i = 0; i < c->nshared; i++)
+        if (c->shared_free[i])
+            c->shared_free[i](c->shared[i]);
+    free(c->shared);
+    free(c->shared_free);
+    hv_decref(c->shared_index);
+    free(c);
+}
+
+void *cache_shared_get(hiera_cache *c, const char *signature, bool *found)
+{
+    hv *i = c->shared_index ? hv_hash_gets(c->shared_index, signature) : NULL;
+    *found = i != NULL;
+    return i ? c->shared[hv_int_val(i)] : NULL;
+}
+
+void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *))
+{
+    if (!c->shared_index)
+        c->shared_index = hv_hash();
+    c->shared = xrealloc(c->shared, (c->nshared + 1) * sizeof *c->shared);
+    c->shared_free = xrealloc(c->shared_free, (c->nshared + 1) * sizeof *c->shared_free);
+    c->shared[c->nshared] = obj;
+    c->shared_free[c->nshared] = free_fn;
+    hv_hash_sets(c->shared_index, signature, hv_int((int64_t)c->nshared));
+    c->nshared++;
+}
+
+struct diskcache *cache_disk(hiera_cache *c) { return c->disk; }
+
+hv *cache_memo(hiera_cache *c)
+{
+    if (!c->memo)
+        c->memo = hv_hash();
+    return c->memo;
+}
+
+bool cache_is_frozen(const hiera_cache *c) { return c->frozen; }
+
+memo *cache_work_memo(hiera_cache *c)
+{
+    if (!c->frozen)
+        return NULL;
+    if (!c->work)
+        c->work = memo_new();
+    return c->work;
+}
+
+bool cache_use_disk(hiera_cache *c, const char *dir)
+{
+    diskcache_close(c->disk);
+    c->disk = diskcache_open(dir);
+    return c->disk != NULL;
+}
+
+recent_key *cache_recent_keys(hiera_cache *c) { return c->recent; }
+
+void cache_freeze(hiera_cache *c)
+{
+    c->frozen = true;
+    if (c->eyaml)
+        eyaml_freeze(c->eyaml);
+    if (!c->exists)
+        c->exists = hv_hash();
+    if (!c->globs)
+        c->globs = hv_hash();
+}
+
+eyaml_ctx *cache_eyaml(hiera_cache *c)
+{
+    if (!c->eyaml) {
+        c->eyaml = eyaml_new();
+        if (c->frozen)
+            eyaml_freeze(c->eyaml);
+    }
+    return c->eyaml;
+}
+
+static uint64_t path_code(const char *p, file_format fmt)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)fmt;
+    for (; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static void grow(hiera_cache *c)
+{
+    size_t nb = c->nbuckets * 2;
+    centry **b = xcalloc(nb, sizeof *b);
+    for (size_t i = 0; i < c->nbuckets; i++) {
+        centry *e = c->buckets[i];
+        while (e) {
+            centry *next = e->next;
+            size_t j = (size_t)(e->code & (nb - 1));
+            e->next = b[j];
+            b[j] = e;
+            e = next;
+        }
+    }
+    free(c->buckets);
+    c->buckets = b;
+    c->nbuckets = nb;
+}
+
+static bool read_all(const char *path, sbuf *out, herr *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", strerror(errno), path);
+        herr_at(err, path, 0, 0);
+        return false;
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        sb_addn(out, buf, n);
+        if ((off_t)out->len > CACHE_MAX_FILE_SIZE) {
+            fclose(f);
+            herr_set(err, HERR_LOOKUP, "File '%s' is larger than %lld bytes", path, (long long)CACHE_MAX_FILE_SIZE);
+            herr_at(err, path, 0, 0);
+            return false;
+        }
+    }
+    if (ferror(f)) {
+        int e = errno;
+        fclose(f);
+        herr_set(err, HERR_ERROR, "%s @ io_fread - %s", strerror(e), path);
+        herr_at(err, path, 0, 0);
+        return false;
+    }
+    fclose(f);
+    if (!out->s)
+        sb_adds(out, "");
+    return true;
+}
+
+static hv *parse(const char *path, const char *text, size_t len, file_format fmt, herr *err)
+{
+    switch (fmt) {
+    case FMT_YAML:
+    case FMT_CONFIG:
+        return yaml_parse(text, len, path, YAML_PUPPET, err);
+    case FMT_YAML3:
+        return yaml_parse(text, len, path, YAML_HIERA3, err);
+    case FMT_JSON:
+        return hjson_parse(text, len, path, err);
+    case FMT_HOCON:
+        return hocon_parse(text, len, path, err);
+    case FMT_TEXT:
+        return hv_strn(text, len);
+    }
+    return NULL;
+}
+
+/* The error a data function or config loader raises for a file its parser refused:
+ * yaml_data/json_data/hocon_data raise LookupErrors "Unable to parse ...", a hiera.yaml gives a
+ * Puppet::Util::Yaml::YamlLoadError (a Puppet::Error). The YAML loader's messages are Psych's,
+ * already prefixed with "(<file>): " where Puppet shows the file. Recursive YAML data makes Ruby
+ * overflow its stack: a SystemStackError nobody rescues, so printed as it is. */
+static void wrap_parse_error(const char *path, file_format fmt, herr *e)
+{
+    const char *m = e->msg ? e->msg : "";
+    char *msg;
+    if ((fmt == FMT_YAML || fmt == FMT_CONFIG) && strncmp(m, "stack level too deep", 20) == 0) {
+        e->kind = HERR_ERROR;
+        return;
+    }
+    switch (fmt) {
+    case FMT_YAML:
+        msg = xasprintf("Unable to parse %s", m);
+        e->kind = HERR_LOOKUP;
+        break;
+    case FMT_CONFIG:
+        msg = xstrdup(m);
+        e->kind = HERR_PUPPET;
+        break;
+    case FMT_JSON:
+        msg = strncmp(m, "Unable to parse", 15) == 0 ? xstrdup(m) : xasprintf("Unable to parse (%s): %s", path, m);
+        e->kind = HERR_LOOKUP;
+        break;
+    case FMT_HOCON:
+        /* hocon_data rescues the gem's ConfigErrors only ("Unable to parse (path): ..."); the
+         * gem's plain Ruby exceptions (NameError, ArgumentError, FloatDomainError) end the run */
+        if (strncmp(m, "Unable to parse", 15) != 0) {
+            e->kind = HERR_ERROR;
+            return;
+        }
+        msg = xstrdup(m);
+        e->kind = HERR_LOOKUP;
+        break;
+    default:
+        return;
+    }
+    free(e->msg);
+    e->msg = msg;
+}
+
+bool hv_is_rich_data(const hv *v, int depth)
+{
+    if (depth > 10000)
+        return false;
+    switch (hv_kind_of(v)) {
+    case HV_SYMBOL:
+        return false;
+    case HV_ARRAY:
+        for (size_t i = 0; i < hv_array_len(v); i++)
+            if (!hv_is_rich_data(hv_array_get(v, i), depth + 1))
+                return false;
+        return true;
+    case HV_HASH:
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            const hv *k = hv_hash_key_at(v, i);
+            if (!(hv_is(k, HV_STRING) || hv_is(k, HV_INT) || hv_is(k, HV_BIGINT) || hv_is(k, HV_FLOAT)))
+                return false;
+            if (!hv_is_rich_data(hv_hash_val_at(v, i), depth + 1))
+                return false;
+        }
+        return true;
+    default:
+        return true;
+    }
+}
+
+bool hv_has_interpolation(const hv *v, int depth)
+{
+    if (depth > 10000)
+        return true;
+    if (hv_is(v, HV_STRING))
+        return memmem(hv_str_ptr(v), hv_str_len(v), "%{", 2) != NULL;
+    for (size_t i = 0; i < hv_array_len(v); i++)
+        if (hv_has_interpolation(hv_array_get(v, i), depth + 1))
+            return true;
+    for (size_t i = 0; i < hv_hash_len(v); i++)
+        if (hv_has_interpolation(hv_hash_key_at(v, i), depth + 1) || hv_has_interpolation(hv_hash_val_at(v, i), depth + 1))
+            return true;
+    return false;
+}
+
+/* yaml_data's own rules on what Psych gave: a file whose top is not a hash is a warning and an
+ * empty hash; symbol keys become strings (HieraConfig.symkeys_to_string). */
+static void warn_not_hash(const char *path)
+{
+    fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", path);
+}
+
+#define DC_WARN_NOT_HASH 1u /* disk cache flag: yaml_data warned when the file was parsed */
+
+static hv *prepare_yaml_data(const char *path, hv *v, unsigned *flags)
+{
+    if (!hv_is(v, HV_HASH)) {
+        warn_not_hash(path);
+        *flags |= DC_WARN_NOT_HASH;
+        hv_decref(v);
+        return hv_hash();
+    }
+    bool has_sym = false;
+    for (size_t i = 0; i < hv_hash_len(v); i++)
+        if (hv_is(hv_hash_key_at(v, i), HV_SYMBOL))
+            has_sym = true;
+    if (!has_sym)
+        return v;
+    hv *nv = hv_hash_sized(hv_hash_len(v));
+    for (size_t i = 0; i < hv_hash_len(v); i++) {
+        hv *k = hv_hash_key_at(v, i);
+        hv *nk = hv_is(k, HV_SYMBOL) ? hv_strn(hv_str_ptr(k), hv_str_len(k)) : hv_incref(k);
+        hv_set_line(nk, hv_line(k));
+        hv_hash_set(nv, nk, hv_incref(hv_hash_val_at(v, i)));
+    }
+    hv_set_line(nv, hv_line(v));
+    hv_decref(v);
+    return nv;
+}
+
+/* What a top-level key of a data file needs, found when first asked (see cache_load_data). */
+int cache_key_flags(hv *keyflags, const char *key, size_t len, uint64_t code, const hv *value)
+{
+    hv *known = hv_hash_getsn_code(keyflags, key, len, code);
+    if (known)
+        return (int)hv_int_val(known);
+    int bits = (hv_has_interpolation(value, 0) ? KEY_INTERP : 0) | (hv_is_rich_data(value, 0) ? 0 : KEY_INVALID);
+    hv_hash_set(keyflags, hv_strn(key, len), hv_int(bits));
+    return bits;
+}
+
+static bool data_format(file_format f) { return f == FMT_YAML || f == FMT_JSON || f == FMT_HOCON || f == FMT_CONFIG; }
+
+/* Files smaller than this parse faster than a cache file is opened (measured: a 1 KB YAML file
+ * already reads back faster from the disk cache than libyaml parses it). */
+#define DISK_MIN_SIZE 256
+
+static void fill(hiera_cache *c, centry *e, const struct stat *st)
+{
+    unsigned dflags = 0;
+    hv_decref(e->info);
+    e->info = NULL;
+    hv_decref(e->value);
+    e->value = NULL;
+    herr_clear(&e->err);
+    e->dev = st->st_dev;
+    e->ino = st->st_ino;
+    e->size = st->st_size;
+    e->mtime = st->st_mtim;
+    sbuf text = {0};
+    if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
+        /* a FIFO or device would block or never end (a fact can name one in a path) */
+        herr_set(&e->err, HERR_LOOKUP, "File '%s' is not a regular file", e->path);
+        herr_at(&e->err, e->path, 0, 0);
+    } else if (st->st_size > CACHE_MAX_FILE_SIZE) {
+        herr_set(&e->err, HERR_LOOKUP, "File '%s' is larger than %lld bytes", e->path, (long long)CACHE_MAX_FILE_SIZE);
+        herr_at(&e->err, e->path, 0, 0);
+    } else if (c->disk && data_format(e->fmt) && st->st_size >= DISK_MIN_SIZE &&
+               (e->value = diskcache_get(c->disk, e->path, (int)e->fmt, st, &dflags)) != NULL) {
+        if (dflags & DC_WARN_NOT_HASH)
+            warn_not_hash(e->path); /* as on every run that parses it */
+    } else if (read_all(e->path, &text, &e->err)) {
+        const char *t = text.s;
+        size_t n = text.len;
+        /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
+        if (e->fmt == FMT_YAML3 && n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) {
+            t += 3;
+            n -= 3;
+        }
+        e->value = parse(e->path, t, n, e->fmt, &e->err);
+        unsigned flags = 0;
+        if (!e->value)
+            wrap_parse_error(e->path, e->fmt, &e->err);
+        else if (e->fmt == FMT_YAML)
+            e->value = prepare_yaml_data(e->path, e->value, &flags);
+        if (e->value && c->disk && data_format(e->fmt) && st->st_size >= DISK_MIN_SIZE)
+            diskcache_put(c->disk, e->path, (int)e->fmt, st, e->value, flags);
+    }
+    sb_free(&text);
+}
+
+static bool same_stat(const centry *e, const struct stat *st)
+{
+    return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+           e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+static centry *find_entry(hiera_cache *c, const char *path, file_format fmt, uint64_t code)
+{
+    size_t b = (size_t)(code & (c->nbuckets - 1));
+    for (centry *e = c->buckets[b]; e; e = e->next)
+        if (e->code == code && e->fmt == fmt && strcmp(e->path, path) == 0)
+            return e;
+    return NULL;
+}
+
+static hv *entry_result(centry *e, herr *err)
+{
+    if (!e->value) {
+        herr_clear(err);
+        if (err) {
+            err->kind = e->err.kind;
+            err->msg = xstrdup(e->err.msg ? e->err.msg : "");
+            err->file = e->err.file ? xstrdup(e->err.file) : NULL;
+            err->line = e->err.line;
+            err->col = e->err.col;
+        }
+        return NULL;
+    }
+    return hv_incref(e->value);
+}
+
+hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
+{
+    if (c->frozen) {
+        centry *known = find_entry(c, path, fmt, path_code(path, fmt));
+        if (known)
+            return entry_result(known, err);
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        herr_set(err, HERR_LOOKUP, "Unable to read file '%s': %s", path, strerror(errno));
+        herr_at(err, path, 0, 0);
+        return NULL;
+    }
+    uint64_t code = path_code(path, fmt);
+    size_t b = (size_t)(code & (c->nbuckets - 1));
+    centry *e = find_entry(c, path, fmt, code);
+    if (!e) {
+        e = xcalloc(1, sizeof *e);
+        e->path = xstrdup(path);
+        e->fmt = fmt;
+        e->code = code;
+        fill(c, e, &st);
+        e->next = c->buckets[b];
+        c->buckets[b] = e;
+        if (++c->n > c->nbuckets * 2)
+            grow(c);
+    } else if (!same_stat(e, &st)) {
+        fill(c, e, &st);
+    }
+    return entry_result(e, err);
+}
+
+static kix_slot *kix_find(const hiera_cache *c, const char *key, size_t len, uint64_t code)
+{
+    if (!c->kix_cap)
+        return NULL;
+    size_t mask = c->kix_cap - 1;
+    for (size_t i = (size_t)code & mask;; i = (i + 1) & mask) {
+        kix_slot *s = &c->kix[i];
+        if (!s->code || (s->code == code && hv_str_len(s->key) == len && memcmp(hv_str_ptr(s->key), key, len) == 0))
+            return s;
+    }
+}
+
+static void kix_grow(hiera_cache *c)
+{
+    size_t ncap = c->kix_cap ? c->kix_cap * 2 : 4096;
+    c->kix = oa_regrow(c->kix, c->kix_cap, ncap, sizeof *c->kix);
+    c->kix_cap = ncap;
+}
+
+/* Adds kid to x's bitmap (made from kids the first time), or gives the bitmap up when it
+ * would outgrow its bound. */
+static void kix_set_bit(key_index *x, uint32_t kid)
+{
+    uint32_t need = kid / 64 + 1;
+    if (need > x->nwords) {
+        if ((size_t)need * 8 > (size_t)x->n * KIX_BITS_PER_FILE) {
+            free(x->bits);
+            x->bits = NULL;
+            x->nwords = 0;
+            x->no_bits = true;
+            return;
+        }
+        uint32_t nw = need > x->nwords * 2 ? need : x->nwords * 2;
+        if ((size_t)nw * 8 > (size_t)x->n * KIX_BITS_PER_FILE)
+            nw = need;
+        bool fresh = !x->bits;
+        x->bits = xrealloc(x->bits, (size_t)nw * sizeof *x->bits);
+        memset(x->bits + x->nwords, 0, (size_t)(nw - x->nwords) * sizeof *x->bits);
+        x->nwords = nw;
+        if (fresh)
+            for (uint32_t i = 0; i < x->n; i++)
+                x->bits[x->kids[i] / 64] |= 1ull << (x->kids[i] % 64);
+    }
+    x->bits[kid / 64] |= 1ull << (kid % 64);
+}
+
+/* Numbers a frozen cache's data hash and adds its string keys to the key index. */
+static void kix_add_file(hiera_cache *c, centry *e)
+{
+    e->kid = ++c->kix_files;
+    hv_set_stable_deep(e->value); /* kept, unchanged, to the end: merges of its values are remembered */
+    const hv *v = e->value;
+    for (size_t i = 0; i < hv_hash_len(v); i++) {
+        const hv *k = hv_hash_key_at(v, i);
+        if (!hv_is(k, HV_STRING))
+            continue; /* lookups ask for string keys only */
+        if ((c->kix_n + 1) * 4 > c->kix_cap * 3)
+            kix_grow(c);
+        const char *ks = hv_str_ptr(k);
+        size_t kl = hv_str_len(k);
+        uint64_t code = hv_str_code(ks, kl);
+        kix_slot *s = kix_find(c, ks, kl, code);
+        if (!s->code) {
+            s->code = code;
+            s->key = k;
+            c->kix_n++;
+        }
+        key_index *x = &s->entry;
+        if (x->n == x->cap) {
+            x->cap = x->cap ? x->cap * 2 : 4;
+            x->hits = xrealloc(x->hits, x->cap * sizeof *x->hits);
+            x->kids = xrealloc(x->kids, x->cap * sizeof *x->kids);
+        }
+        x->kids[x->n] = e->kid;
+        x->hits[x->n++] = (key_hit){-1, hv_hash_val_at(v, i), NULL};
+        if (x->n >= KIX_BITS_FROM && !x->no_bits)
+            kix_set_bit(x, e->kid);
+    }
+}
+
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, herr *err)
+{
+    hv *v = cache_load(c, path, fmt, err);
+    *keyflags = NULL;
+    *kid = 0;
+    if (v && hv_is(v, HV_HASH)) {
+        centry *e = find_entry(c, path, fmt, path_code(path, fmt));
+        if (e && e->value == v) {
+            if (!e->info)
+                e->info = hv_hash();
+            *keyflags = e->info;
+            if (c->frozen && !e->kid && c->kix_files < UINT32_MAX)
+                kix_add_file(c, e);
+            *kid = e->kid;
+        }
+    }
+    return v;
+}
+
+uint32_t cache_key_index_gen(const hiera_cache *c) { return c->kix_files; }
+
+const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code)
+{
+    kix_slot *s = kix_find(c, key, len, code);
+    return s && s->code ? &s->entry : NULL;
+}
+
+key_hit *key_index_find(const key_index *x, uint32_t kid)
+{
+    if (!x)
+        return NULL;
+    size_t lo = 0, hi = x->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        uint32_t m = x->kids[mid];
+        if (m == kid)
+            return &x->hits[mid];
+        if (m < kid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* What stat() says of path: 0 nothing there, 1 something that is not a directory, 2 a directory
+ * (remembered when the cache is frozen). */
+static int path_state(hiera_cache *c, const char *path)
+{
+    if (c->frozen) {
+        hv *known = hv_hash_gets(c->exists, path);
+        if (known)
+            return (int)hv_int_val(known);
+    }
+    struct stat st;
+    int state = stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
+    if (c->frozen)
+        hv_hash_sets(c->exists, path, hv_int(state));
+    return state;
+}
+
+/* Ruby's Pathname#exist?: directories exist too (reading one then fails) */
+bool cache_file_exists(hiera_cache *c, const char *path) { return path_state(c, path) != 0; }
+
+bool cache_dir_exists(hiera_cache *c, const char *path) { return path_state(c, path) == 2; }
+
+int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)
+{
+    hv *known = c->frozen ? hv_hash_gets(c->globs, pattern) : NULL;
+    if (!known) {
+        glob_result g = {0};
+        int rc = glob_expand(pattern, &g, limit);
+        if (!c->frozen || rc < 0) {
+            *out = g;
+            return rc;
+        }
+        known = hv_array_sized(g.n);
+        for (size_t i = 0; i < g.n; i++)
+            hv_array_push(known, hv_str(g.paths[i]));
+        glob_free(&g);
+        hv_hash_sets(c->globs, pattern, known);
+    }
+    out->n = hv_array_len(known);
+    out->paths = xcalloc(out->n ? out->n : 1, sizeof *out->paths);
+    for (size_t i = 0; i < out->n; i++)
+        out->paths[i] = xstrdup(hv_str_ptr(hv_array_get(known, i)));
+    return 0;
+}

@@ -1,0 +1,125 @@
+/* cache.h - the file cache (cache.c): files parsed once and re-read only when they change, the
+ * frozen cache of a batch run (existence checks, globs, the key index, shared objects), eyaml and the
+ * disk cache it carries. */
+#ifndef HIERA_ENGINE_CACHE_H
+#define HIERA_ENGINE_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/glob.h"
+#include "base/util.h"
+#include "base/value.h"
+
+typedef struct hiera_cache hiera_cache;
+
+typedef enum {
+    FMT_YAML,   /* Puppet's yaml_data (Psych safe_load, symbols, aliases) */
+    FMT_JSON,   /* json_data */
+    FMT_HOCON,  /* hocon_data */
+    FMT_CONFIG, /* a hiera.yaml (same YAML rules as FMT_YAML) */
+    FMT_YAML3,  /* Hiera 3's yaml backend (YAML.load under Psych 4) */
+    FMT_TEXT,   /* raw bytes (key files) */
+} file_format;
+
+/* Parses a file once per process and re-reads it only when stat() says it changed. The returned
+ * value is a NEW reference (values are immutable once cached). NULL with err filled when the file
+ * cannot be read or parsed (the error is cached too). *missing is set when the file does not exist. */
+hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
+hiera_cache *cache_new(void);
+/* cache_load for data files (FMT_YAML after yaml_data's own rules: a non-hash top is an empty
+ * hash, symbol keys are strings). *keyflags (BORROWED, NULL unless the value is a hash) is the
+ * file's memo for cache_key_flags. *kid: the hash's number in a frozen cache's key index (0 when
+ * not indexed). */
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, herr *err);
+
+/* The key index of a frozen cache: which indexed data hashes hold a top-level key, and its value
+ * in each (BORROWED; the cache keeps the files). flags: cache_key_flags' bits, -1 until known. */
+typedef struct {
+    int32_t flags;
+    hv *value;
+    hv *deps; /* what interpolating value reads (interp.c), once known; the entry holds it */
+} key_hit;
+/* The key index of a frozen cache: for each top-level key, the loaded data hashes that hold it
+ * (by number, in load order) with its value there. A lookup finds its key here once, then
+ * answers each level from this short list instead of probing every file's hash (cache.c). */
+typedef struct key_index {
+    uint32_t n, cap;
+    uint32_t *kids; /* the files' numbers, ascending: what a search reads */
+    key_hit *hits;  /* hits[i]: the key in file kids[i] */
+    /* a key in several files: the same numbers as a bitmap (bit kid), for key_index_has; kept
+     * while it takes at most 128 bytes per file holding the key (else NULL: searches) */
+    uint64_t *bits;
+    uint32_t nwords;
+    bool no_bits;
+} key_index;
+/* The hashes holding key (code: hv_str_code), or NULL when none of the indexed ones does. */
+const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code);
+/* Changes whenever a hash is added to the index (entries fetched before may have moved). */
+uint32_t cache_key_index_gen(const hiera_cache *c);
+/* The key's entry for the hash numbered kid, or NULL (x may be NULL). */
+key_hit *key_index_find(const key_index *x, uint32_t kid);
+/* Whether the hash numbered kid holds the key (x may be NULL): key_index_find != NULL, faster
+ * (the walk asks it for every location). */
+static inline bool key_index_has(const key_index *x, uint32_t kid)
+{
+    if (x && x->bits)
+        return kid / 64 < x->nwords && (x->bits[kid / 64] >> (kid % 64) & 1);
+    return key_index_find(x, kid) != NULL;
+}
+/* What a top-level key's value needs (KEY_INTERP: a string in it contains %{; KEY_INVALID: it is
+ * not Puppet data), computed once per file and key. */
+enum { KEY_INTERP = 1, KEY_INVALID = 2 };
+int cache_key_flags(hv *keyflags, const char *key, size_t len, uint64_t code, const hv *value);
+/* Keeps parsed files on disk between runs in dir (NULL: the user's cache folder). false when no
+ * safe folder can be used (the cache then works in memory only). */
+bool cache_use_disk(hiera_cache *c, const char *dir);
+/* The disk cache set by cache_use_disk (BORROWED; unchanged until the next cache_use_disk), or NULL. */
+struct diskcache *cache_disk(hiera_cache *c);
+/* Puppet::LookupValue: no Ruby symbols, hash keys strings or numbers. */
+bool hv_is_rich_data(const hv *v, int depth);
+/* Whether a string in v (value or hash key, at any depth) contains "%{". */
+bool hv_has_interpolation(const hv *v, int depth);
+void cache_free(hiera_cache *c);
+/* The eyaml decryption context kept with the cache (created on first use; BORROWED). */
+struct eyaml_ctx *cache_eyaml(hiera_cache *c);
+/* Whether path exists (Ruby's File.exist?: directories included). */
+bool cache_file_exists(hiera_cache *c, const char *path);
+/* Whether path is a directory (remembered when the cache is frozen). */
+bool cache_dir_exists(hiera_cache *c, const char *path);
+/* glob_expand through the cache (remembered when the cache is frozen). out and the result as
+ * glob_expand's (-1: the limit or the work budget was exceeded; never remembered). */
+int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out);
+/* Promises that files will not change while the cache lives: loaded files are not re-checked,
+ * existence checks and glob expansions are remembered. */
+void cache_freeze(hiera_cache *c);
+bool cache_is_frozen(const hiera_cache *c);
+/* A hash kept with the cache for parse results that only depend on text (BORROWED). */
+hv *cache_memo(hiera_cache *c);
+/* The table of remembered merges and interpolations (memo.h, BORROWED), made on first use; NULL
+ * when the cache is not frozen (files may change: nothing can be remembered). */
+struct memo *cache_work_memo(hiera_cache *c);
+/* Objects shared by every context of the cache, by a signature of what they depend on. get:
+ * BORROWED (*found tells whether the signature is known); put: the cache owns obj and calls
+ * free_fn on it when freed. */
+void *cache_shared_get(hiera_cache *c, const char *signature, bool *found);
+/* The keys parsed last (lookup.c): a copy of each text (owned by the cache, or NULL) with its
+ * parse in the work table. A batch looks one key up for several nodes in a row: comparing texts
+ * costs less than finding the parse again. An array of RECENT_KEYS (BORROWED). */
+#define RECENT_KEYS 4
+typedef struct {
+    char *text;
+    size_t len;
+    const hv *entry;
+    /* the key's lookup_options as extracted from the compiled options lo_c (shared by the
+     * cache), with their merge and convert_to (BORROWED from lo_c); lo_c NULL: not yet */
+    const void *lo_c;
+    const hv *lo, *merge, *conv;
+    void *ms; /* the merge strategy made for merge (the cache's), or NULL */
+} recent_key;
+recent_key *cache_recent_keys(hiera_cache *c);
+void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));
+
+#endif

@@ -1,0 +1,84 @@
+/* config.h - hiera.yaml (config.c): versions 3, 4 and 5 loaded and validated as Puppet does, into
+ * layers of hierarchy levels. */
+#ifndef HIERA_ENGINE_CONFIG_H
+#define HIERA_ENGINE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/util.h"
+#include "base/value.h"
+#include "engine/cache.h"
+
+typedef enum {
+    FN_NONE = 0,
+    FN_DATA_HASH,
+    FN_LOOKUP_KEY,
+    FN_DATA_DIG,
+    FN_HIERA3_BACKEND,
+    FN_V4_DATA_HASH,
+} fn_kind;
+
+typedef enum {
+    LOC_NONE = 0,
+    LOC_PATH,
+    LOC_PATHS,
+    LOC_GLOB,
+    LOC_GLOBS,
+    LOC_URI,
+    LOC_URIS,
+    LOC_MAPPED_PATHS,
+} loc_kind;
+
+typedef struct {
+    char *name;
+    fn_kind fkind;
+    char *fname;   /* function name, e.g. "yaml_data" */
+    char *datadir; /* entry's datadir, else defaults', else "data" (not yet interpolated) */
+    loc_kind lkind;
+    char **locs; /* declared locations (mapped_paths: the three strings) */
+    size_t nlocs;
+    hv *options; /* entry's options, else defaults' (not interpolated), or NULL */
+    char *extension; /* v3/v4: required extension appended to paths, or NULL */
+    bool v3_datadir_abs; /* v3: datadir is taken as given (relative to cwd), not config root */
+} hlevel;
+
+typedef enum { LAYER_GLOBAL, LAYER_ENV, LAYER_MODULE } layer_kind;
+
+typedef struct hcfg {
+    int version;   /* 3, 4 or 5 */
+    char *path;    /* the hiera.yaml, or NULL for the built-in default config */
+    char *root;    /* its folder */
+    hlevel *levels;
+    size_t nlevels;
+    hlevel *dlevels; /* default_hierarchy (module layer) */
+    size_t ndlevels;
+    bool has_default_hierarchy;
+    /* a problem Puppet only reports when the hierarchy is used (duplicate names, unknown
+     * functions, default_hierarchy outside a module): set, the config fails every lookup */
+    herr lazy_err;
+    /* v3 */
+    char *merge_behavior;     /* native | deep | deeper */
+    hv *deep_merge_options;   /* hash or NULL */
+    hv *raw;                  /* the loaded config hash (symbol keys made strings) */
+    int refs;                 /* config_load's caller holds one; a frozen cache another */
+} hcfg;
+
+/* Loads and validates a hiera.yaml for a layer. path may name a missing file: the layer then gets
+ * Puppet's built-in default (v5 for global/env/module). Returns NULL with err on an invalid file.
+ * *ignored is set (and NULL returned without error) when Puppet ignores the file with a warning
+ * (a version 3 file in the environment or a module). The result is read-only: with a frozen
+ * cache one loaded config is shared by every context; config_free drops the caller's hold. */
+hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err);
+void config_free(hcfg *c);
+
+/* The fast check of a version 5 config (true only when Puppet's schema certainly accepts it) and
+ * the schema itself, for the tests that hold one to the other. */
+bool config_v5_quick_valid(const hv *config);
+const char *config_v5_type(void);
+
+/* Line of the first line (from start_line) of the config file whose text, with quoted parts and
+ * comments handled as Puppet's find_line_matching does, matches the Ruby regexp; 0 when none. */
+int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line);
+
+#endif

@@ -1,0 +1,208 @@
+/* engine.h - the lookup engine's state, shared by lookup.c (layers, providers, merges, options)
+ * and interp.c (%{} interpolation, scope variables, dotted keys). The names follow Puppet's
+ * lookup classes (lib/puppet/pops/lookup/) so that the two can be read side by side. */
+#ifndef HIERA_ENGINE_H
+#define HIERA_ENGINE_H
+
+#include "engine/cache.h"
+#include "engine/config.h"
+#include "engine/explain.h"
+#include "engine/merge.h"
+
+typedef struct hiera_ctx hiera_ctx;
+
+/* The three outcomes of a lookup step. */
+typedef enum { LR_FOUND = 0, LR_NOT_FOUND = 1, LR_ERROR = 2 } lr;
+
+typedef struct rregex rregex;
+
+/* A resolved location of a hierarchy entry (ResolvedLocation). */
+typedef struct {
+    char *path;     /* absolute path (or URI) */
+    char *original; /* as declared (for globs: the whole interpolated pattern) */
+    bool exists;
+    bool is_uri;
+    /* the data_hash function's result for this location, loaded once per context */
+    bool loaded;
+    hv *data;
+    hv *keyflags;     /* BORROWED from the cache: the file's cache_key_flags memo */
+    uint32_t kid;     /* the data's number in the frozen cache's key index, 0 when not indexed */
+    herr data_err;
+    hv *memo; /* lookup_key functions: key -> the answer already given */
+} location;
+
+/* A hierarchy entry after interpolation (a FunctionProvider). */
+typedef struct {
+    const hlevel *lvl;
+    hv *options;     /* interpolated options; NULL means {} */
+    location *locs;
+    size_t nlocs;
+    bool nil_location; /* the entry declares no location: the function is called once without */
+    bool fmt_set, fmt_known; /* the function's file format, once known */
+    file_format fmt;
+    location nil_loc;
+} provider;
+
+/* The walk over a layer's hierarchy made shorter (lookup.c layer_plan): with a frozen cache,
+ * once every location that exists is a loaded data hash in the key index, the walk only needs,
+ * for each provider in order, the file numbers of its locations. */
+typedef struct {
+    int state;               /* 0: not yet, 1: made, -1: cannot be (a location the index lacks) */
+    const provider *provs;   /* the providers it was made for */
+    size_t nprovs;
+    size_t nprobes;          /* the locations that exist, in the walk's order */
+    struct probe {
+        uint32_t kid;        /* its file number */
+        uint32_t prov;       /* its provider's index */
+        uint32_t loc;        /* its index in its provider */
+    } *probes;
+} probe_plan;
+
+/* A data provider of one layer (ConfiguredDataProvider). */
+typedef struct {
+    layer_kind kind;
+    char *module;    /* module layers */
+    char *name;      /* "Global Data Provider (hiera configuration version 5)" etc. */
+    hcfg *cfg;       /* NULL: the layer has no provider */
+    herr cfg_err;    /* config creation failed: every use reports it */
+    bool expanded;
+    herr expand_err;
+    provider *provs;
+    size_t nprovs;
+    provider *dprovs; /* default_hierarchy */
+    size_t ndprovs;
+    probe_plan plan, dplan; /* for provs and dprovs */
+} layer;
+
+/* lookup_options compiled for one module (or for no module): literal keys and patterns. */
+typedef struct {
+    hv *literal;     /* hash key -> options, or NULL */
+    rregex **pats;
+    hv **pat_values;
+    size_t npats;
+    hv *memo;        /* root key -> the options that apply (false: none), filled as keys come */
+    bool shared;     /* owned by the cache (shared by the contexts with the same data) */
+} lo_compiled;
+
+/* A name (copied; "" for no module) and what was found for it. */
+typedef struct {
+    char *name;
+    void *obj;
+    int st;
+} recent_name;
+
+struct hiera_ctx {
+    hiera_cache *cache;
+    bool own_cache;
+    char *codedir;
+    char *envpath;
+    char *env_name;
+    char *env_dir;          /* <envpath>/<env> */
+    char *global_config;    /* --hiera_config */
+    hv *scope;              /* top-scope variables */
+    explainer *ex;          /* NULL unless explaining */
+    struct prov_registry *prov; /* NULL unless tracing where values come from */
+    char *prov_key;         /* the key and value of the last provenance lookup */
+    hv *prov_value;
+    bool global_only;
+    bool strict_paths;      /* the facts rule's strict mode (lookup.c location_allowed) */
+    herr env_err;           /* the environment does not exist */
+
+    layer *global;
+    bool env_init;
+    layer *env;             /* NULL: no environment data provider */
+    herr env_provider_err;
+    hv *modules;            /* module name -> index into mod_layers (as int), or undef for none */
+    layer **mod_layers;
+    size_t nmod_layers;
+
+    /* lookup_options caches (LookupAdapter @lookup_options etc.) */
+    bool global_lo_done;
+    hv *global_lo;
+    herr global_lo_err;
+    bool env_lo_done;
+    hv *env_lo;
+    herr env_lo_err;
+    hv *lo_index;           /* module name ("" for none) -> index into lo_cache */
+    lo_compiled **lo_cache;
+    size_t nlo_cache;
+    hv *dlo_index;          /* module default_hierarchy lookup_options */
+    lo_compiled **dlo_cache;
+    size_t ndlo_cache;
+
+    /* Invocation name stack (recursion guard) */
+    char **stack;
+    size_t nstack, capstack;
+    size_t nested_lookups;  /* guarded entries since the top-level lookup began (check_enter) */
+    /* the merge strategies last found in the cache for a merge value (frozen cache only) */
+    struct {
+        const hv *merge;
+        struct merge_strategy *ms;
+    } ms_recent[8];
+    unsigned ms_next;
+    const char *top_name;   /* the top-level key being looked up (borrowed), for errors */
+    /* frozen cache: what each variable expression (parse_expr's entry, kept by the cache) reads
+     * in this context's scope, as remembered interpolations key it (interp.c var_read) */
+    struct var_read *vars;
+    size_t vars_cap, nvars;
+    sbuf vkey; /* interpolate_remembered's key, built here (no allocation per value) */
+    /* the modules asked for last: their layer and state (module_layer) and their compiled
+     * lookup_options (lookup_lookup_options), found without a hash lookup (lookup.c recent_*) */
+    recent_name mod_recent[2], lo_recent[2];
+    hv *lo_names[2]; /* lookup_options that are a string: String#[] of "merge", "convert_to" */
+};
+
+/* The options lookup_options may give a key (lookup.c lo_option). */
+typedef enum { LO_MERGE, LO_CONVERT_TO } lo_name;
+
+/* Puppet's Invocation: what changes for a nested lookup. */
+typedef struct inv {
+    hiera_ctx *h;
+    const char *module_name; /* module of the key being looked up, or NULL */
+    const char *top_key;
+    const hv *local_scope;   /* mapped_paths: {var_name => value} overlay, or NULL */
+    const hcfg *config;      /* interpolating inside this hiera.yaml: errors name it */
+    const char *root_key;    /* the root key this invocation probes data for, with its hash */
+    size_t root_len;
+    uint64_t root_code;
+    /* frozen cache: root_key's entry in the key index, as of kx_gen indexed files (lookup.c) */
+    uint32_t kx_gen;
+    const struct key_index *kx;
+} inv;
+
+/* ---- interp.c ---- */
+
+/* Interpolation#interpolate: a new value with %{} expressions resolved in strings, array
+ * elements and hash keys/values. value is borrowed. */
+lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err);
+/* interpolate(I, value, true, ...) for a stable data value: remembered in m (a frozen cache's
+ * table, or NULL for the plain interpolation) and given as a stable value (interp.c). deps_slot,
+ * when not NULL, keeps (a reference to) what the value reads, found the first time. */
+struct memo;
+lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **deps_slot, hv **out, herr *err);
+/* Frees what interpolate_remembered and location_remembered kept in the context. */
+void interp_ctx_free(hiera_ctx *h);
+/* A hierarchy location template s (one that holds "%{"; no method syntax) interpolated as before
+ * for the same values of the variables it reads: the malloc'ed text, or NULL; then, when key->len
+ * is set, the caller's text (once checked) is to be remembered under key (memo_put). */
+char *location_remembered(inv *I, struct memo *m, const char *s, bool glob, bool uri, sbuf *key);
+/* The 'scope' interpolation method: a variable with an optional dotted path; *out is undef when
+ * it is not defined. subject is the string being interpolated (for syntax errors). */
+lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err);
+/* SubLookup#split_key: the segments (strings; integers for digit segments) as a new array, or
+ * NULL when the key has a syntax error. */
+hv *split_key(const char *key, size_t len);
+/* SubLookup#sub_lookup: digs the segments (array, from index `from`) into value. */
+lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *value, hv **out, herr *err);
+
+/* ---- lookup.c ---- */
+
+/* The recursion guard (Invocation#check): fails with "Recursive lookup detected in [...]" when
+ * name is already being looked up; otherwise pushes it. */
+bool check_enter(inv *I, const char *name, herr *err);
+/* Pops the guard; a Puppet::Error raised inside becomes a LookupError (HERR_PUPPET -> HERR_LOOKUP). */
+void check_leave(inv *I, herr *err);
+/* The 'lookup'/'hiera'/'alias' interpolation method: a full lookup with default "". */
+lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err);
+
+#endif

@@ -1,0 +1,2669 @@
+/* lookup.c - the Hiera 5 lookup engine, following Puppet's lookup classes step by step
+ * (lib/puppet/pops/lookup.rb, lookup_adapter.rb, configured_data_provider.rb,
+ * data_hash_function_provider.rb, hiera_config.rb, location_resolver.rb): names tried in order,
+ * lookup_options found first with a hash merge, then the merge strategy run over the layers
+ * (global, environment, module), inside each layer over its hierarchy entries, inside each entry
+ * over its locations; then dotted sub-keys are dug, then convert_to, then the type is asserted.
+ * Every step reports to the explainer when one is attached (one NULL test otherwise). */
+#include "engine/engine.h"
+#include "crypto/eyaml.h"
+#include "base/glob.h"
+#include "engine/memo.h"
+#include "engine/provenance.h"
+#include "base/pathname.h"
+#include "types/ptype.h"
+#include "formats/render.h"
+#include "base/rregex.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define LOOKUP_OPTIONS "lookup_options"
+#define GLOB_LIMIT 100000
+#define MAX_STACK 1000
+/* Nested lookups one top-level lookup may make. Depth alone does not bound the work: values
+ * like "%{lookup('k2')}%{lookup('k2')}" over 30 keys need 2^30 lookups (Puppet takes hours). */
+#define MAX_NESTED_LOOKUPS 1000000
+
+/* ------------------------------------------------------------------ small helpers */
+
+
+
+/* The name of the key's module: the root key's text before its first "::". */
+static char *module_of(const char *root)
+{
+    const char *q = strstr(root, "::");
+    return q ? xstrndup(root, (size_t)(q - root)) : NULL;
+}
+
+/* Computes the invocation's root key length and hash once. */
+static void inv_root(inv *I)
+{
+    I->root_len = strlen(I->root_key);
+    I->root_code = hv_str_code(I->root_key, I->root_len);
+}
+
+/* ------------------------------------------------------------------ recursion guard */
+
+bool check_enter(inv *I, const char *name, herr *err)
+{
+    hiera_ctx *h = I->h;
+    for (size_t i = 0; i < h->nstack; i++) {
+        if (strcmp(h->stack[i], name) == 0) {
+            sbuf b = {0};
+            for (size_t j = 0; j < h->nstack; j++) {
+                if (j)
+                    sb_adds(&b, ", ");
+                sb_adds(&b, h->stack[j]);
+            }
+            herr_set(err, HERR_LOOKUP, "Recursive lookup detected in [%s]", sb_str(&b));
+            sb_free(&b);
+            return false;
+        }
+    }
+    if (++h->nested_lookups > MAX_NESTED_LOOKUPS) {
+        herr_set(err, HERR_ERROR, "Lookup of '%s' needs more than %d nested lookups (interpolations that multiply)",
+                 h->top_name ? h->top_name : name, MAX_NESTED_LOOKUPS);
+        return false;
+    }
+    if (h->nstack >= MAX_STACK) {
+        herr_set(err, HERR_LOOKUP, "Lookups nested deeper than %d levels (at '%s')", MAX_STACK, name);
+        return false;
+    }
+    if (h->nstack == h->capstack) {
+        h->capstack = h->capstack ? h->capstack * 2 : 16;
+        h->stack = xrealloc(h->stack, h->capstack * sizeof *h->stack);
+    }
+    h->stack[h->nstack++] = (char *)name; /* borrowed: the caller's string outlives the guard */
+    return true;
+}
+
+void check_leave(inv *I, herr *err)
+{
+    hiera_ctx *h = I->h;
+    --h->nstack;
+    /* Invocation#check: a Puppet::Error raised inside becomes a LookupError */
+    if (err && err->kind == HERR_PUPPET)
+        err->kind = HERR_LOOKUP;
+}
+
+/* ------------------------------------------------------------------ layers */
+
+static void location_clear(location *l)
+{
+    hv_decref(l->memo);
+    free(l->path);
+    free(l->original);
+    hv_decref(l->data);
+    herr_clear(&l->data_err);
+}
+
+static void providers_free(provider *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        hv_decref(p[i].options);
+        for (size_t j = 0; j < p[i].nlocs; j++)
+            location_clear(&p[i].locs[j]);
+        free(p[i].locs);
+        location_clear(&p[i].nil_loc);
+    }
+    free(p);
+}
+
+static void plan_clear(probe_plan *pl)
+{
+    free(pl->probes);
+    *pl = (probe_plan){0};
+}
+
+static void layer_free(layer *l)
+{
+    if (!l)
+        return;
+    free(l->module);
+    free(l->name);
+    config_free(l->cfg);
+    herr_clear(&l->cfg_err);
+    herr_clear(&l->expand_err);
+    providers_free(l->provs, l->nprovs);
+    providers_free(l->dprovs, l->ndprovs);
+    plan_clear(&l->plan);
+    plan_clear(&l->dplan);
+    free(l);
+}
+
+static void layer_set_name(layer *l)
+{
+    free(l->name);
+    const char *place = l->kind == LAYER_GLOBAL ? "Global" : l->kind == LAYER_ENV ? "Environment" : "Module";
+    /* (no printf: made for every node) */
+    sbuf b = {0};
+    sb_adds(&b, place);
+    sb_adds(&b, " ");
+    if (l->module) {
+        sb_adds(&b, "\"");
+        sb_adds(&b, l->module);
+        sb_adds(&b, "\" ");
+    }
+    sb_adds(&b, "Data Provider");
+    if (l->cfg) {
+        char digit[2] = {(char)('0' + l->cfg->version), 0}; /* (3, 4 or 5: config_load takes no other) */
+        sb_adds(&b, " (hiera configuration version ");
+        sb_adds(&b, digit);
+        sb_adds(&b, ")");
+    }
+    l->name = sb_take(&b);
+}
+
+/* The global layer always exists; its configuration is read on first use (inside the guard). */
+static layer *global_layer(hiera_ctx *h)
+{
+    if (!h->global) {
+        h->global = xcalloc(1, sizeof *h->global);
+        h->global->kind = LAYER_GLOBAL;
+        layer_set_name(h->global);
+    }
+    return h->global;
+}
+
+static bool global_config(hiera_ctx *h, layer *l, herr *err)
+{
+    if (l->cfg)
+        return true;
+    bool ignored;
+    herr e = {0};
+    l->cfg = config_load(h->cache, h->global_config, LAYER_GLOBAL, &ignored, &e);
+    if (!l->cfg) {
+        herr_move(err, &e);
+        return false;
+    }
+    layer_set_name(l);
+    return true;
+}
+
+/* LookupAdapter#env_provider: a provider only when <env>/hiera.yaml exists (and is not v3). */
+static layer *env_layer(hiera_ctx *h, herr *err)
+{
+    if (!h->env_init) {
+        h->env_init = true;
+        char *path = xjoin(h->env_dir, "/hiera.yaml", NULL);
+        if (cache_file_exists(h->cache, path)) {
+            bool ignored = false;
+            hcfg *cfg = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
+            if (cfg) {
+                h->env = xcalloc(1, sizeof *h->env);
+                h->env->kind = LAYER_ENV;
+                h->env->cfg = cfg;
+                layer_set_name(h->env);
+            }
+        }
+        free(path);
+    }
+    if (herr_isset(&h->env_provider_err)) {
+        herr_clear(err);
+        *err = (herr){h->env_provider_err.kind, xstrdup(h->env_provider_err.msg),
+                      h->env_provider_err.file ? xstrdup(h->env_provider_err.file) : NULL,
+                      h->env_provider_err.line, h->env_provider_err.col};
+        return NULL;
+    }
+    return h->env;
+}
+
+static bool valid_module_name(const char *n)
+{
+    if (!(*n >= 'a' && *n <= 'z'))
+        return false;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+/* The module's folder on the environment's modulepath (<env>/modules, then <codedir>/modules),
+ * or NULL when the environment has no such module. */
+static char *module_dir(hiera_ctx *h, const char *name)
+{
+    if (!valid_module_name(name))
+        return NULL;
+    char *p = xjoin(h->env_dir, "/modules/", name, NULL);
+    if (cache_dir_exists(h->cache, p))
+        return p;
+    free(p);
+    if (h->codedir) {
+        p = xjoin(h->codedir, "/modules/", name, NULL);
+        if (cache_dir_exists(h->cache, p))
+            return p;
+        free(p);
+    }
+    return NULL;
+}
+
+typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
+
+/* The entry of r (two names, the last asked first) for name, or NULL. */
+static const recent_name *recent_get(const recent_name *r, const char *name)
+{
+    for (size_t i = 0; i < 2; i++)
+        if (r[i].name && strcmp(r[i].name, name) == 0)
+            return &r[i];
+    return NULL;
+}
+
+/* Remembers obj and st for name in r; the older of the two gives way. */
+static void recent_put(recent_name *r, const char *name, void *obj, int st)
+{
+    free(r[1].name);
+    r[1] = r[0];
+    r[0] = (recent_name){xstrdup(name), obj, st};
+}
+
+/* LookupAdapter#module_provider: created once per module name. */
+static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+{
+    const recent_name *known = recent_get(h->mod_recent, name);
+    if (known) {
+        *state = (mod_state)known->st;
+        return known->obj;
+    }
+    hv *idx = hv_hash_gets(h->modules, name);
+    if (!idx) {
+        layer *l = NULL;
+        herr e = {0};
+        int st = MOD_NOT_FOUND;
+        char *dir = module_dir(h, name);
+        if (dir) {
+            st = MOD_NO_PROVIDER;
+            char *path = xjoin(dir, "/hiera.yaml", NULL);
+            if (cache_file_exists(h->cache, path)) {
+                bool ignored = false;
+                hcfg *cfg = config_load(h->cache, path, LAYER_MODULE, &ignored, &e);
+                if (cfg) {
+                    l = xcalloc(1, sizeof *l);
+                    l->kind = LAYER_MODULE;
+                    l->module = xstrdup(name);
+                    l->cfg = cfg;
+                    layer_set_name(l);
+                    st = MOD_OK;
+                }
+            }
+            free(path);
+            free(dir);
+        }
+        if (herr_isset(&e)) {
+            /* not remembered: Puppet tries again (and fails again) on the next lookup */
+            herr_move(err, &e);
+            return NULL;
+        }
+        h->mod_layers = xrealloc(h->mod_layers, (h->nmod_layers + 1) * sizeof *h->mod_layers);
+        h->mod_layers[h->nmod_layers] = l;
+        hv *rec = hv_array();
+        hv_array_push(rec, hv_int((int64_t)h->nmod_layers));
+        hv_array_push(rec, hv_int(st));
+        hv_hash_sets(h->modules, name, rec);
+        h->nmod_layers++;
+        idx = hv_hash_gets(h->modules, name);
+    }
+    *state = (mod_state)hv_int_val(hv_array_get(idx, 1));
+    layer *l = h->mod_layers[hv_int_val(hv_array_get(idx, 0))];
+    recent_put(h->mod_recent, name, l, (int)*state);
+    return l;
+}
+
+/* ------------------------------------------------------------------ locations */
+
+static void add_location(location **locs, size_t *n, size_t *cap, char *path, char *original, bool exists, bool is_uri)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *locs = xrealloc(*locs, *cap * sizeof **locs);
+    }
+    (*locs)[(*n)++] = (location){.path = path, .original = original, .exists = exists, .is_uri = is_uri};
+}
+
+/* ------------------------------------------------------------------ the facts rule
+ *
+ * Facts (and other scope variables) are sent by nodes: what they may do to a location.
+ *  - Always, as Puppet does: a NUL byte in an interpolated path, glob or datadir is an error
+ *    (Ruby's Pathname raises ArgumentError "pathname contains null byte"; a URI gives URI's
+ *    InvalidURIError). A C string would silently end at the NUL and drop the rest of the path.
+ *  - Unless the caller opts out (hiera_options.unsafe_fact_paths, `--unsafe-fact-paths`): the
+ *    interpolation may not add a ".." segment, may not make a relative location absolute, and
+ *    in a glob may not add glob metacharacters; such a location fails the lookup. Puppet has no
+ *    such rule (it follows "..", absolute values and glob characters that facts bring), so the
+ *    opt-out gives Puppet's answers for such facts; data whose hiera.yaml itself writes ".." or
+ *    globs is not affected, only what interpolation adds. */
+
+/* The number of ".." segments of s; with strip_expressions, a segment holding a "%{...}"
+ * expression never counts (it is the template of an interpolation). */
+static size_t dotdot_segments(const char *s, size_t len, bool strip_expressions)
+{
+    size_t n = 0, seg = 0;
+    bool expr = false;
+    for (size_t i = 0; i <= len; i++) {
+        if (i == len || s[i] == '/') {
+            if (!expr && i - seg == 2 && s[seg] == '.' && s[seg + 1] == '.')
+                n++;
+            seg = i + 1;
+            expr = false;
+        } else if (strip_expressions && s[i] == '%' && i + 1 < len && s[i + 1] == '{') {
+            const char *close = memchr(s + i, '}', len - i);
+            if (close) {
+                i = (size_t)(close - s);
+                expr = true;
+            }
+        }
+    }
+    return n;
+}
+
+/* The number of glob metacharacters of s (outside "%{...}" with strip_expressions). */
+static size_t glob_chars(const char *s, size_t len, bool strip_expressions)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (strip_expressions && i + 1 < len && s[i] == '%' && s[i + 1] == '{') {
+            const char *close = memchr(s + i, '}', len - i);
+            if (close) {
+                i = (size_t)(close - s);
+                continue;
+            }
+        }
+        if (strchr("*?[]{}\\", s[i]))
+            n++;
+    }
+    return n;
+}
+
+/* Checks the interpolated location res of template tmpl (a location relative to the datadir,
+ * or the datadir itself) under the facts rule. */
+static bool location_allowed(inv *I, const hlevel *lvl, const char *tmpl, const char *res, size_t reslen, bool glob,
+                             bool uri, herr *err)
+{
+    if (memchr(res, 0, reslen)) {
+        if (uri) {
+            sbuf b = {0};
+            hv *s = hv_strn(res, reslen);
+            ruby_inspect(&b, s);
+            hv_decref(s);
+            herr_set(err, HERR_ERROR, "bad URI(is not URI?): %s", sb_str(&b));
+            sb_free(&b);
+        } else {
+            herr_set(err, HERR_ERROR, "pathname contains null byte");
+        }
+        return false;
+    }
+    if (!I->h->strict_paths || uri)
+        return true;
+    const char *why = NULL;
+    if (dotdot_segments(res, reslen, false) > dotdot_segments(tmpl, strlen(tmpl), true))
+        why = "adds a '..' segment";
+    else if (res[0] == '/' && tmpl[0] != '/')
+        why = "makes the path absolute";
+    else if (glob && glob_chars(res, reslen, false) > glob_chars(tmpl, strlen(tmpl), true))
+        why = "adds glob characters";
+    if (!why)
+        return true;
+    herr_set(err, HERR_ERROR,
+             "Interpolation of '%s' in hierarchy entry '%s' gave '%s', which %s: facts and variables may "
+             "not lead a location out of its datadir (--unsafe-fact-paths allows it, as Puppet does)",
+             tmpl, lvl ? lvl->name : "", res, why);
+    return false;
+}
+
+/* Interpolates a location (or datadir) string: the result is checked with its length, so that
+ * a NUL is seen, then returned as a C string. */
+static lr interp_location(inv *I, const hlevel *lvl, const char *s, bool glob, bool uri, char **out, herr *err)
+{
+    if (!strstr(s, "%{")) {
+        /* nothing to interpolate: the text itself, which the facts rule always allows */
+        *out = xstrdup(s);
+        return LR_FOUND;
+    }
+    /* a frozen cache remembers the checked text for the values of the variables it reads */
+    memo *m = cache_work_memo(I->h->cache);
+    sbuf key = {0};
+    char *known = location_remembered(I, m, s, glob, uri, &key);
+    if (known) {
+        *out = known;
+        return LR_FOUND;
+    }
+    hv *in = hv_str(s), *res = NULL;
+    lr r = interpolate(I, in, false, &res, err);
+    hv_decref(in);
+    if (r != LR_FOUND) {
+        sb_free(&key);
+        return r;
+    }
+    sbuf b = {0};
+    ruby_to_s(&b, res);
+    hv_decref(res);
+    if (!location_allowed(I, lvl, s, sb_str(&b), b.len, glob, uri, err)) {
+        sb_free(&key);
+        sb_free(&b);
+        return LR_ERROR;
+    }
+    if (key.len) {
+        hv *text = hv_strn(b.s ? b.s : "", b.len);
+        memo_put(m, key.s, key.len, text);
+        hv_decref(text);
+    }
+    sb_free(&key);
+    *out = sb_take(&b);
+    return LR_FOUND;
+}
+
+/* LocationResolver#resolve_paths, #expand_globs, #expand_uris, #expand_mapped_paths */
+static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const char *datadir,
+                            location **locs, size_t *nlocs, herr *err)
+{
+    size_t cap = 0;
+    *locs = NULL;
+    *nlocs = 0;
+    bool is_default = cfg->path == NULL;
+    switch (lvl->lkind) {
+    case LOC_PATH:
+    case LOC_PATHS:
+        for (size_t i = 0; i < lvl->nlocs; i++) {
+            char *p;
+            if (interp_location(I, lvl, lvl->locs[i], false, false, &p, err) != LR_FOUND)
+                return LR_ERROR;
+            if (lvl->extension) {
+                size_t pl = strlen(p), el = strlen(lvl->extension);
+                if (pl < el || strcmp(p + pl - el, lvl->extension) != 0) {
+                    char *q = xasprintf("%s%s", p, lvl->extension);
+                    free(p);
+                    p = q;
+                }
+            }
+            char *full = pn_plus(datadir, p);
+            free(p);
+            bool exists = cache_file_exists(I->h->cache, full);
+            if (is_default && !exists) {
+                free(full);
+                continue;
+            }
+            add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[i]), exists, false);
+        }
+        return LR_FOUND;
+    case LOC_GLOB:
+    case LOC_GLOBS:
+        for (size_t i = 0; i < lvl->nlocs; i++) {
+            char *p;
+            if (interp_location(I, lvl, lvl->locs[i], true, false, &p, err) != LR_FOUND)
+                return LR_ERROR;
+            char *pattern = pn_plus(datadir, p);
+            free(p);
+            glob_result g = {0};
+            if (cache_glob(I->h->cache, pattern, GLOB_LIMIT, &g) < 0) {
+                glob_free(&g);
+                herr_set(err, HERR_LOOKUP, "Glob pattern '%s' of hierarchy entry '%s' matches too many paths (more than %d) or needs too much work",
+                         pattern, lvl->name, GLOB_LIMIT);
+                free(pattern);
+                return LR_ERROR;
+            }
+            for (size_t j = 0; j < g.n; j++) {
+                add_location(locs, nlocs, &cap, g.paths[j], xstrdup(pattern), true, false);
+                g.paths[j] = NULL;
+            }
+            glob_free(&g);
+            free(pattern);
+        }
+        return LR_FOUND;
+    case LOC_URI:
+    case LOC_URIS:
+        for (size_t i = 0; i < lvl->nlocs; i++) {
+            char *p;
+            if (interp_location(I, lvl, lvl->locs[i], false, true, &p, err) != LR_FOUND)
+                return LR_ERROR;
+            add_location(locs, nlocs, &cap, p, xstrdup(lvl->locs[i]), true, true);
+        }
+        return LR_FOUND;
+    case LOC_MAPPED_PATHS: {
+        if (lvl->nlocs != 3)
+            return LR_FOUND;
+        hv *vars = NULL;
+        if (scope_lookup(I, lvl->locs[0], "mapped_path[0]", &vars, err) != LR_FOUND)
+            return LR_ERROR;
+        hv *list = NULL;
+        if (hv_is(vars, HV_STRING)) {
+            if (hv_str_len(vars)) {
+                list = hv_array();
+                hv_array_push(list, hv_incref(vars));
+            }
+        } else if (hv_is(vars, HV_ARRAY)) {
+            list = hv_incref(vars);
+        } else if (hv_is(vars, HV_HASH)) {
+            list = hv_array();
+            for (size_t i = 0; i < hv_hash_len(vars); i++) {
+                hv *pair = hv_array();
+                hv_array_push(pair, hv_incref(hv_hash_key_at(vars, i)));
+                hv_array_push(pair, hv_incref(hv_hash_val_at(vars, i)));
+                hv_array_push(list, pair);
+            }
+        }
+        hv_decref(vars);
+        lr r = LR_FOUND;
+        for (size_t i = 0; list && i < hv_array_len(list); i++) {
+            hv *local = hv_hash();
+            hv_hash_sets(local, lvl->locs[1], hv_incref(hv_array_get(list, i)));
+            const hv *save = I->local_scope;
+            I->local_scope = local;
+            char *p = NULL;
+            r = interp_location(I, lvl, lvl->locs[2], false, false, &p, err);
+            I->local_scope = save;
+            hv_decref(local);
+            if (r != LR_FOUND)
+                break;
+            char *full = pn_plus(datadir, p);
+            free(p);
+            add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[2]), cache_file_exists(I->h->cache, full), false);
+        }
+        hv_decref(list);
+        return r;
+    }
+    case LOC_NONE:
+        return LR_FOUND;
+    }
+    return LR_FOUND;
+}
+
+static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
+{
+    const hcfg *cfg = l->cfg;
+    inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0, 0, NULL};
+    provider *provs = xcalloc(n ? n : 1, sizeof *provs);
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        const hlevel *lvl = &levels[i];
+        provider *p = &provs[np];
+        memset(p, 0, sizeof *p);
+        p->lvl = lvl;
+        char *datadir;
+        if (lvl->v3_datadir_abs) {
+            /* Hiera 3 backends: the backend's :datadir: (interpolated), else the default */
+            const char *dd = lvl->datadir;
+            char *def = NULL;
+            if (!dd)
+                dd = def = xasprintf("%s/environments/%%{::environment}/hieradata", h->codedir);
+            lr r = interp_location(&I, lvl, dd, false, false, &datadir, err);
+            free(def);
+            if (r != LR_FOUND) {
+                providers_free(provs, np);
+                return LR_ERROR;
+            }
+        } else {
+            char *joined = pn_plus(cfg->root, lvl->datadir);
+            lr r = cfg->version == 4 ? (datadir = xstrdup(joined), LR_FOUND) : interp_location(&I, lvl, joined, false, false, &datadir, err);
+            free(joined);
+            if (r != LR_FOUND) {
+                providers_free(provs, np);
+                return LR_ERROR;
+            }
+        }
+        if (lvl->lkind == LOC_NONE) {
+            p->nil_location = true;
+        } else if (resolve_locations(&I, cfg, lvl, datadir, &p->locs, &p->nlocs, err) != LR_FOUND) {
+            free(datadir);
+            providers_free(provs, np + 1);
+            return LR_ERROR;
+        }
+        free(datadir);
+        if (!cfg->path && !p->nil_location && p->nlocs == 0) {
+            free(p->locs);
+            continue; /* default config and no existing paths */
+        }
+        if (lvl->options && cfg->version == 5) {
+            hv *opts = NULL;
+            if (interpolate(&I, lvl->options, false, &opts, err) != LR_FOUND) {
+                providers_free(provs, np + 1);
+                return LR_ERROR;
+            }
+            p->options = opts;
+        } else if (lvl->options) {
+            hv *opts = NULL;
+            if (interpolate(&I, lvl->options, false, &opts, err) != LR_FOUND) {
+                providers_free(provs, np + 1);
+                return LR_ERROR;
+            }
+            p->options = opts;
+        }
+        np++;
+    }
+    *out = provs;
+    *nout = np;
+    return LR_FOUND;
+}
+
+/* HieraConfig#configured_data_providers, once per context (the scope does not change). */
+static lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
+{
+    if (herr_isset(&l->cfg->lazy_err)) {
+        herr_clear(err);
+        *err = (herr){l->cfg->lazy_err.kind, xstrdup(l->cfg->lazy_err.msg),
+                      l->cfg->lazy_err.file ? xstrdup(l->cfg->lazy_err.file) : NULL, l->cfg->lazy_err.line, 0};
+        return LR_ERROR;
+    }
+    if (!l->expanded) {
+        explainer *save = h->ex;
+        h->ex = NULL; /* Puppet's explanation shows no hierarchy interpolation */
+        lr r = expand_levels(h, l, l->cfg->levels, l->cfg->nlevels, &l->provs, &l->nprovs, err);
+        if (r == LR_FOUND && l->cfg->has_default_hierarchy)
+            r = expand_levels(h, l, l->cfg->dlevels, l->cfg->ndlevels, &l->dprovs, &l->ndprovs, err);
+        h->ex = save;
+        if (r != LR_FOUND) {
+            providers_free(l->provs, l->nprovs);
+            l->provs = NULL;
+            l->nprovs = 0;
+            return r;
+        }
+        l->expanded = true;
+    }
+    *out = use_default ? l->dprovs : l->provs;
+    *n = use_default ? l->ndprovs : l->nprovs;
+    return LR_FOUND;
+}
+
+/* ------------------------------------------------------------------ data hash functions */
+
+
+static char *infer_type_name(const hv *v)
+{
+    if (hv_is(v, HV_SYMBOL))
+        return xstrdup("Runtime[ruby, 'Symbol']");
+    return ptype_name_of_value(v);
+}
+
+__attribute__((noinline)) static file_format data_hash_format(const char *fname, bool *known)
+{
+    *known = true;
+    if (!strcmp(fname, "yaml_data") || !strcmp(fname, "eyaml_lookup_key"))
+        return FMT_YAML;
+    if (!strcmp(fname, "json_data"))
+        return FMT_JSON;
+    if (!strcmp(fname, "hocon_data"))
+        return FMT_HOCON;
+    *known = false;
+    return FMT_YAML;
+}
+
+/* data_hash_format of the provider's function, remembered in the provider. */
+static inline file_format provider_format(provider *p, bool *known)
+{
+    if (!p->fmt_set) {
+        p->fmt = data_hash_format(p->lvl->fname, &p->fmt_known);
+        p->fmt_set = true;
+    }
+    *known = p->fmt_known;
+    return p->fmt;
+}
+
+static const char *fn_tag(fn_kind k)
+{
+    switch (k) {
+    case FN_DATA_HASH: return "data_hash";
+    case FN_LOOKUP_KEY: return "lookup_key";
+    case FN_DATA_DIG: return "data_dig";
+    case FN_HIERA3_BACKEND: return "hiera3_backend";
+    case FN_V4_DATA_HASH: return "v4_data_hash";
+    default: return "data_hash";
+    }
+}
+
+static void function_not_found(const layer *l, const provider *p, herr *err)
+{
+    if (l->cfg->path)
+        herr_set(err, HERR_LOOKUP_ISSUE, "Unable to find '%s' function named '%s' (file: %s)", fn_tag(p->lvl->fkind),
+                 p->lvl->fname, l->cfg->path);
+    else
+        herr_set(err, HERR_LOOKUP_ISSUE, "Unable to find '%s' function named '%s'", fn_tag(p->lvl->fkind), p->lvl->fname);
+    herr_at(err, l->cfg->path, 0, 0);
+}
+
+/* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
+static hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
+{
+    if (!loc->loaded) {
+        loc->loaded = true;
+        bool known;
+        file_format fmt = provider_format(p, &known);
+        if (p->nil_location || !loc->path || loc->is_uri) {
+            herr_set(&loc->data_err, HERR_ERROR,
+                     "'%s' one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this data_hash function",
+                     p->lvl->fname);
+        } else {
+            herr e = {0};
+            hv *info = NULL;
+            hv *v = cache_load_data(h->cache, loc->path, fmt, &info, &loc->kid, &e);
+            if (!v) {
+                herr_move(&loc->data_err, &e);
+            } else if (!hv_is(v, HV_HASH)) {
+                loc->kid = 0;
+                char *got = ptype_name_of_value(v);
+                herr_set(&loc->data_err, HERR_PUPPET,
+                         "Value returned from data_hash function '%s', when using location '%s', has wrong type, expects a Hash value, got %s",
+                         p->lvl->fname, loc->path, got);
+                free(got);
+                hv_decref(v);
+            } else {
+                loc->data = v;
+                loc->keyflags = info;
+            }
+        }
+    }
+    if (!loc->data) {
+        herr_clear(err);
+        *err = (herr){loc->data_err.kind, xstrdup(loc->data_err.msg ? loc->data_err.msg : ""),
+                      loc->data_err.file ? xstrdup(loc->data_err.file) : NULL, loc->data_err.line, loc->data_err.col};
+        return NULL;
+    }
+    return loc->data;
+}
+
+/* ------------------------------------------------------------------ strategy lookups */
+
+typedef lr (*variant_fn)(void *arg, size_t i, hv **out, herr *err);
+static lr strategy_fold(hiera_ctx *h, const merge_strategy *ms, size_t n, variant_fn fn, void *arg, hv **out, herr *err);
+
+/* MergeStrategy#lookup: first found, or the fold of all found values (merge node in the
+ * explanation when there is more than one variant). Without an explanation, the fold is
+ * remembered as layer_walk's is (see deferral below). */
+static lr strategy_lookup(hiera_ctx *h, const merge_strategy *ms, size_t n, variant_fn fn, void *arg, hv **out, herr *err)
+{
+    if (ms_is_first(ms)) {
+        for (size_t i = 0; i < n; i++) {
+            lr r = fn(arg, i, out, err);
+            if (r != LR_NOT_FOUND)
+                return r;
+        }
+        return LR_NOT_FOUND;
+    }
+    if (n == 0)
+        return LR_NOT_FOUND;
+    explainer *ex = h->ex;
+    if (!ex)
+        return strategy_fold(h, ms, n, fn, arg, out, err);
+    if (n == 1) {
+        hv *v = NULL;
+        lr r = fn(arg, 0, &v, err);
+        if (r != LR_FOUND)
+            return r;
+        *out = ms_merge_single(ms, v);
+        hv_decref(v);
+        return LR_FOUND;
+    }
+    ex_push_merge(ex, ms);
+    hv *acc = NULL;
+    lr result = LR_FOUND;
+    for (size_t i = 0; i < n; i++) {
+        hv *v = NULL;
+        lr r = fn(arg, i, &v, err);
+        if (r == LR_ERROR) {
+            result = LR_ERROR;
+            break;
+        }
+        if (r == LR_NOT_FOUND)
+            continue;
+        hv *next;
+        if (!acc) {
+            next = ms_convert_value(ms, v);
+        } else {
+            next = ms_merge(ms, acc, v, true, err);
+            if (!next) {
+                hv_decref(v);
+                result = LR_ERROR;
+                break;
+            }
+        }
+        hv_decref(v);
+        hv_decref(acc);
+        acc = next;
+    }
+    if (result == LR_FOUND && !acc)
+        result = LR_NOT_FOUND;
+    if (result == LR_FOUND) {
+        ex_result(ex, acc);
+        *out = acc;
+    } else {
+        hv_decref(acc);
+    }
+    ex_pop(ex);
+    return result;
+}
+
+/* ---- one hierarchy entry ---- */
+
+typedef struct {
+    inv *I;
+    const layer *l;
+    provider *p;
+    const char *root_key;
+    const merge_strategy *ms;
+    size_t root_len;
+    uint64_t root_code; /* the root key's hash, computed once for every level probed */
+    /* frozen cache: the key's entry in the key index, as of kx_gen indexed files (kept in the
+     * invocation when the key is its own: fetched once for all layers) */
+    bool use_kx, kx_in_inv;
+    uint32_t kx_gen;
+    const key_index *kx;
+} entry_arg;
+
+static inline __attribute__((always_inline)) entry_arg entry_args(inv *I, const layer *l, provider *p, const char *root_key, const merge_strategy *ms)
+{
+    hiera_ctx *h = I->h;
+    entry_arg a = {I, l, p, root_key, ms, 0, 0, cache_is_frozen(h->cache) && !h->ex && !h->prov, false, 0, NULL};
+    if (I->root_key == root_key) { /* the lookup's own key: its hash is known */
+        a.root_len = I->root_len;
+        a.root_code = I->root_code;
+        a.kx_in_inv = true;
+    } else {
+        a.root_len = strlen(root_key);
+        a.root_code = hv_str_code(root_key, a.root_len);
+    }
+    return a;
+}
+
+/* eyaml_lookup_key's decrypt_value: strings decrypted when they hold ENC[...] blocks, then
+ * interpolated; hash keys interpolated; arrays element by element. */
+static lr eyaml_decrypt_value(entry_arg *a, const location *loc, hv *v, hv **out, herr *err)
+{
+    switch (hv_kind_of(v)) {
+    case HV_STRING: {
+        hv *plain = NULL;
+        if (eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
+            herr e = {0};
+            size_t n = 0;
+            char *text = eyaml_decrypt_text(cache_eyaml(a->I->h->cache), hv_str_ptr(v), hv_str_len(v), a->p->options, &n, &e);
+            if (!text) {
+                if (eyaml_last_error_class(cache_eyaml(a->I->h->cache)) == EYAML_ERR_LOAD) {
+                    /* a LoadError (an encryption scheme without its plugin) is not rescued */
+                    herr_move(err, &e);
+                    err->kind = HERR_ERROR;
+                    return LR_ERROR;
+                }
+                herr_set(err, HERR_LOOKUP,
+                         "hiera-eyaml backend error decrypting %s when looking up %s in %s. Error was %s", hv_str_ptr(v),
+                         a->root_key, loc->path ? loc->path : "", e.msg ? e.msg : "");
+                herr_clear(&e);
+                return LR_ERROR;
+            }
+            plain = hv_str_take(text, n);
+        } else {
+            plain = hv_incref(v);
+        }
+        lr r = interpolate(a->I, plain, true, out, err);
+        hv_decref(plain);
+        return r;
+    }
+    case HV_HASH: {
+        hv *res = hv_hash_sized(hv_hash_len(v));
+        hv_set_line(res, hv_line(v));
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            hv *k = NULL, *val = NULL;
+            if (interpolate(a->I, hv_hash_key_at(v, i), true, &k, err) != LR_FOUND ||
+                eyaml_decrypt_value(a, loc, hv_hash_val_at(v, i), &val, err) != LR_FOUND) {
+                hv_decref(k);
+                hv_decref(res);
+                return LR_ERROR;
+            }
+            hv_hash_set(res, k, val);
+        }
+        *out = res;
+        return LR_FOUND;
+    }
+    case HV_ARRAY: {
+        hv *res = hv_array_sized(hv_array_len(v));
+        hv_set_line(res, hv_line(v));
+        for (size_t i = 0; i < hv_array_len(v); i++) {
+            hv *e = NULL;
+            if (eyaml_decrypt_value(a, loc, hv_array_get(v, i), &e, err) != LR_FOUND) {
+                hv_decref(res);
+                return LR_ERROR;
+            }
+            hv_array_push(res, e);
+        }
+        *out = res;
+        return LR_FOUND;
+    }
+    default:
+        *out = hv_incref(v);
+        return LR_FOUND;
+    }
+}
+
+/* LookupKeyFunctionProvider#lookup_key with eyaml_lookup_key: one answer per key and location,
+ * remembered (the function caches, so interpolation runs once). */
+static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
+{
+    hiera_ctx *h = a->I->h;
+    explainer *ex = h->ex;
+    if (strcmp(a->p->lvl->fname, "eyaml_lookup_key") != 0) {
+        function_not_found(a->l, a->p, err);
+        return LR_ERROR;
+    }
+    if (!loc->data_err.msg && !loc->loaded && (a->p->nil_location || loc->is_uri)) {
+        herr_set(err, HERR_ERROR,
+                 "'eyaml_lookup_key': one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this lookup_key function");
+        return LR_ERROR;
+    }
+    hv *known = hv_hash_gets(loc->memo, a->root_key);
+    if (known) {
+        *out = hv_incref(known);
+        return LR_FOUND;
+    }
+    hv *hash = location_data(h, a->l, a->p, loc, err);
+    if (!hash)
+        return LR_ERROR;
+    hv *raw = hv_hash_gets(hash, a->root_key);
+    if (!raw) {
+        if (ex)
+            ex_not_found_str(ex, a->root_key);
+        return LR_NOT_FOUND;
+    }
+    hv *value = NULL;
+    if (eyaml_decrypt_value(a, loc, raw, &value, err) != LR_FOUND)
+        return LR_ERROR;
+    if (!hv_is_rich_data(value, 0)) {
+        char *got = infer_type_name(value);
+        herr_set(err, HERR_PUPPET,
+                 "Value for key '%s', returned from %s function '%s', when using location '%s', has wrong type, expects Puppet::LookupValue, got %s",
+                 a->root_key, a->l->cfg && a->l->cfg->version == 3 ? "v3_lookup_key" : "lookup_key", a->p->lvl->fname,
+                 loc->path ? loc->path : "", got);
+        free(got);
+        hv_decref(value);
+        return LR_ERROR;
+    }
+    if (!loc->memo)
+        loc->memo = hv_hash();
+    hv_hash_sets(loc->memo, a->root_key, hv_incref(value));
+    *out = value;
+    return LR_FOUND;
+}
+
+/* Provenance mode: registers the nodes of a value found at a location. */
+static hv *trace(entry_arg *a, const location *loc, hv *value)
+{
+    const layer *l = a->l;
+    char *layer_name = l->kind == LAYER_GLOBAL ? xstrdup("Global") : l->kind == LAYER_ENV ? xstrdup("Environment")
+                                                                                         : xasprintf("Module %s", l->module);
+    hv *res = prov_register(a->I->h->prov, value, layer_name, a->p->lvl->name, loc->path);
+    free(layer_name);
+    hv_decref(value);
+    return res;
+}
+
+/* The key's entry in the frozen cache's key index (fetched again after files were added: it may
+ * move). */
+static inline const key_index *entry_kx(entry_arg *a)
+{
+    hiera_cache *c = a->I->h->cache;
+    uint32_t gen = cache_key_index_gen(c);
+    uint32_t *kx_gen = a->kx_in_inv ? &a->I->kx_gen : &a->kx_gen;
+    const key_index **kx = a->kx_in_inv ? &a->I->kx : &a->kx;
+    if (gen != *kx_gen) {
+        *kx = cache_key_index(c, a->root_key, a->root_len, a->root_code);
+        *kx_gen = gen;
+    }
+    return *kx;
+}
+
+static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
+{
+    if (a->p->lvl->fkind == FN_LOOKUP_KEY) {
+        lr r = lookup_key_value(a, loc, out, err);
+        if (r == LR_FOUND && a->I->h->prov)
+            *out = trace(a, loc, *out);
+        if (r == LR_FOUND && a->I->h->ex)
+            ex_found_str(a->I->h->ex, a->root_key, *out);
+        return r;
+    }
+    hiera_ctx *h = a->I->h;
+    explainer *ex = h->ex;
+    bool known;
+    provider_format(a->p, &known);
+    if (a->p->lvl->fkind != FN_DATA_HASH || !known) {
+        function_not_found(a->l, a->p, err);
+        return LR_ERROR;
+    }
+    hv *hash = location_data(h, a->l, a->p, loc, err);
+    if (!hash)
+        return LR_ERROR;
+    hv *value;
+    key_hit *hit = NULL;
+    if (loc->kid && a->use_kx) {
+        hit = key_index_find(entry_kx(a), loc->kid);
+        value = hit ? hit->value : NULL;
+    } else {
+        value = hv_hash_getsn_code(hash, a->root_key, a->root_len, a->root_code);
+    }
+    if (!value) {
+        if (ex)
+            ex_not_found_str(ex, a->root_key);
+        return LR_NOT_FOUND;
+    }
+    int flags;
+    if (hit && hit->flags >= 0)
+        flags = hit->flags;
+    else if (loc->keyflags)
+        flags = cache_key_flags(loc->keyflags, a->root_key, a->root_len, a->root_code, value);
+    else
+        flags = KEY_INTERP | (hv_is_rich_data(value, 0) ? 0 : KEY_INVALID);
+    if (hit)
+        hit->flags = flags;
+    bool invalid = (flags & KEY_INVALID) != 0;
+    if (invalid) {
+        char *got = infer_type_name(value);
+        if (loc->path && !a->p->nil_location)
+            herr_set(err, HERR_PUPPET,
+                     "Value for key '%s', in hash returned from data_hash function '%s', when using location '%s', has wrong type, expects Puppet::LookupValue, got %s",
+                     a->root_key, a->p->lvl->fname, loc->path, got);
+        else
+            herr_set(err, HERR_PUPPET,
+                     "Value for key '%s', in hash returned from data_hash function '%s', has wrong type, expects Puppet::LookupValue, got %s",
+                     a->root_key, a->p->lvl->fname, got);
+        free(got);
+        return LR_ERROR;
+    }
+    hv *res = NULL;
+    bool plain = !(flags & KEY_INTERP) && !ex && !h->prov;
+    memo *m = !ex && !h->prov ? cache_work_memo(h->cache) : NULL;
+    if (plain) {
+        res = hv_incref(value); /* nothing to interpolate: the value as it is (stable when its
+                                 * file is in a frozen cache's key index) */
+    } else {
+        lr r = m ? interpolate_remembered(a->I, m, value, hit ? &hit->deps : NULL, &res, err)
+                 : interpolate(a->I, value, true, &res, err);
+        if (r != LR_FOUND)
+            return r;
+    }
+    if (h->prov)
+        res = trace(a, loc, res);
+    if (ex)
+        ex_found_str(ex, a->root_key, res);
+    *out = res;
+    return LR_FOUND;
+}
+
+static lr entry_location(void *arg, size_t i, hv **out, herr *err)
+{
+    entry_arg *a = arg;
+    explainer *ex = a->I->h->ex;
+    if (a->p->nil_location)
+        return data_value(a, &a->p->nil_loc, out, err);
+    location *loc = &a->p->locs[i];
+    if (ex)
+        ex_push_location(ex, loc->path, loc->original, loc->is_uri);
+    lr r;
+    if (loc->exists) {
+        r = data_value(a, loc, out, err);
+    } else {
+        if (ex)
+            ex_location_not_found(ex);
+        r = LR_NOT_FOUND;
+    }
+    if (ex)
+        ex_pop(ex);
+    return r;
+}
+
+static lr entry_lookup(inv *I, const layer *l, provider *p, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    explainer *ex = I->h->ex;
+    if (ex) {
+        char *name = xasprintf("Hierarchy entry \"%s\"", p->lvl->name);
+        ex_push(ex, EX_HIERARCHY_ENTRY, name, NULL);
+        free(name);
+    }
+    entry_arg a = entry_args(I, l, p, root_key, ms);
+    lr r = strategy_lookup(I->h, ms, p->nil_location ? 1 : p->nlocs, entry_location, &a, out, err);
+    if (ex)
+        ex_pop(ex);
+    return r;
+}
+
+/* ---- one layer (ConfiguredDataProvider) ---- */
+
+typedef struct {
+    inv *I;
+    const layer *l;
+    provider *provs;
+    const char *root_key;
+    const merge_strategy *ms;
+} layer_arg;
+
+static lr layer_entry(void *arg, size_t i, hv **out, herr *err)
+{
+    layer_arg *a = arg;
+    return entry_lookup(a->I, a->l, &a->provs[i], a->root_key, a->ms, out, err);
+}
+
+/* strategy_lookup's fold over n variants, one value at a time (v is consumed). */
+typedef struct {
+    const merge_strategy *ms;
+    size_t n;
+    hv *memo;
+} fold;
+
+static lr fold_add(fold *f, hv *v, herr *err)
+{
+    hv *next;
+    if (f->n == 1)
+        next = ms_merge_single(f->ms, v);
+    else if (!f->memo)
+        next = ms_convert_value(f->ms, v);
+    else if (!(next = ms_merge(f->ms, f->memo, v, false, err))) {
+        hv_decref(v);
+        return LR_ERROR;
+    }
+    hv_decref(v);
+    hv_decref(f->memo);
+    f->memo = next;
+    return LR_FOUND;
+}
+
+/* ---- merges remembered (memo.h) ----
+ *
+ * With a frozen cache, a merge whose found values are all stable is a function of their
+ * addresses: the walk defers the fold, and looks the whole of it up under a key made of the
+ * strategy and, for each value, where it was found. A value that is not stable, too many values,
+ * or an error ends the deferral: what was deferred is folded then, in the order of the walk
+ * (a merge error the plain fold would have met first still comes first). */
+
+#define DEFER_MAX 48
+
+typedef struct {
+    uint32_t outer, inner_n, inner; /* variant, its number of sub-variants, sub-variant */
+    uint32_t pad;
+    const hv *value;
+} defer_item;
+
+typedef struct {
+    memo *m;              /* NULL: not deferring */
+    const merge_strategy *ms;
+    uint32_t n;           /* variants of the outer fold */
+    size_t count;
+    struct {
+        char tag; /* 'l' layer, 's' strategy (memo keys start with their kind's letter) */
+        const merge_strategy *ms;
+        uint64_t n;
+    } head;
+    defer_item items[DEFER_MAX];
+} deferral;
+
+static void defer_start(deferral *d, hiera_ctx *h, const merge_strategy *ms, size_t n, char tag)
+{
+    d->m = !ms_is_first(ms) && ms->stable && !h->ex && !h->prov ? cache_work_memo(h->cache) : NULL;
+    d->ms = ms;
+    d->n = (uint32_t)n;
+    d->count = 0;
+    memset(&d->head, 0, sizeof d->head);
+    d->head.ms = ms;
+    d->head.n = n;
+    d->head.tag = tag;
+}
+
+/* Keeps v (a reference) for later; false when it cannot be deferred (the caller folds instead). */
+static bool defer_add(deferral *d, size_t outer, size_t inner_n, size_t inner, hv *v)
+{
+    if (!d->m || d->count == DEFER_MAX || !hv_is_stable(v))
+        return false;
+    defer_item *it = &d->items[d->count++];
+    memset(it, 0, sizeof *it);
+    it->outer = (uint32_t)outer;
+    it->inner_n = (uint32_t)inner_n;
+    it->inner = (uint32_t)inner;
+    it->value = v;
+    return true;
+}
+
+static void defer_drop(deferral *d, size_t from)
+{
+    for (size_t k = from; k < d->count; k++)
+        hv_decref((hv *)d->items[k].value);
+    d->count = 0;
+    d->m = NULL;
+}
+
+/* Ends the deferral: folds the deferred values into outer, those of the variant `live` (when
+ * nested) into *inner, which stays open. */
+static lr defer_replay(deferral *d, fold *outer, fold *inner, size_t live, herr *err)
+{
+    size_t count = d->count;
+    d->m = NULL;
+    d->count = 0;
+    fold tmp = {d->ms, 0, NULL};
+    for (size_t k = 0; k < count; k++) {
+        defer_item *it = &d->items[k];
+        hv *v = (hv *)it->value;
+        lr r;
+        if (!inner) {
+            r = fold_add(outer, v, err);
+        } else if (it->outer == live) {
+            r = fold_add(inner, v, err);
+        } else {
+            if (!tmp.n)
+                tmp = (fold){d->ms, it->inner_n, NULL};
+            r = fold_add(&tmp, v, err);
+            if (r != LR_ERROR && (k + 1 == count || d->items[k + 1].outer != it->outer)) {
+                hv *done = tmp.memo;
+                tmp = (fold){d->ms, 0, NULL};
+                if (done)
+                    r = fold_add(outer, done, err);
+            }
+        }
+        if (r == LR_ERROR) {
+            hv_decref(tmp.memo);
+            d->count = count;
+            defer_drop(d, k + 1);
+            return LR_ERROR;
+        }
+    }
+    return LR_FOUND;
+}
+
+/* Ends the deferral before the walk folds a value it could not defer, or reports an error: the
+ * deferred values are folded first, and a merge error among them replaces err (the plain fold
+ * would have met it first). false on that error. */
+static bool defer_flush(deferral *d, fold *outer, fold *inner, size_t live, herr *err)
+{
+    if (!d->m)
+        return true;
+    herr merr = {0};
+    if (defer_replay(d, outer, inner, live, &merr) != LR_ERROR)
+        return true;
+    herr_clear(err);
+    *err = merr;
+    return false;
+}
+
+/* The end of a walk that deferred all it found (outer has folded nothing): not found, the one
+ * value (a fold of one value is the value itself: convert_value and merge_single only change
+ * arrays for unique), the fold remembered, or the fold made now (providers' folds in inner when
+ * nested, as replayed) and remembered. */
+static lr defer_finish(deferral *d, fold *outer, fold *inner, hv **out, herr *err)
+{
+    if (!d->count)
+        return LR_NOT_FOUND;
+    if (d->count == 1 && d->ms->kind != MS_UNIQUE) {
+        *out = (hv *)d->items[0].value;
+        return LR_FOUND;
+    }
+    char key[sizeof d->head + sizeof d->items];
+    size_t klen = sizeof d->head + d->count * sizeof(defer_item);
+    memcpy(key, &d->head, sizeof d->head);
+    memcpy(key + sizeof d->head, d->items, d->count * sizeof(defer_item));
+    memo *m = d->m;
+    hv *known = memo_get(m, key, klen);
+    if (known) {
+        defer_drop(d, 0);
+        *out = hv_incref(known);
+        return LR_FOUND;
+    }
+    if (defer_replay(d, outer, inner, d->n, err) == LR_ERROR) {
+        hv_decref(outer->memo);
+        return LR_ERROR;
+    }
+    if (!outer->memo)
+        return LR_NOT_FOUND;
+    memo_put(m, key, klen, outer->memo);
+    *out = outer->memo;
+    return LR_FOUND;
+}
+
+/* strategy_lookup's fold without an explanation, deferred and remembered when it can be. */
+static lr strategy_fold(hiera_ctx *h, const merge_strategy *ms, size_t n, variant_fn fn, void *arg, hv **out, herr *err)
+{
+    deferral d;
+    defer_start(&d, h, ms, n, 's');
+    fold f = {ms, n, NULL};
+    for (size_t i = 0; i < n; i++) {
+        hv *v = NULL;
+        lr r = fn(arg, i, &v, err);
+        if (r == LR_NOT_FOUND)
+            continue;
+        if (r == LR_FOUND && defer_add(&d, i, 1, 0, v))
+            continue;
+        if (!defer_flush(&d, &f, NULL, 0, err)) {
+            hv_decref(v);
+            hv_decref(f.memo);
+            return LR_ERROR;
+        }
+        if (r == LR_ERROR || fold_add(&f, v, err) == LR_ERROR) {
+            hv_decref(f.memo);
+            return LR_ERROR;
+        }
+    }
+    if (d.m)
+        return defer_finish(&d, &f, NULL, out, err);
+    if (!f.memo)
+        return LR_NOT_FOUND;
+    *out = f.memo;
+    return LR_FOUND;
+}
+
+/* The layer's probe plan for provs (engine.h), or NULL while it cannot be used: a location not
+ * loaded yet (asked again at the next walk), or for good: a provider that is not a data hash
+ * with locations, a file that failed to load or that the key index lacks. */
+static const probe_plan *layer_plan(layer *l, const provider *provs, size_t n)
+{
+    probe_plan *pl = provs == l->provs ? &l->plan : provs == l->dprovs ? &l->dplan : NULL;
+    if (!pl)
+        return NULL;
+    if (pl->state && (pl->provs != provs || pl->nprovs != n))
+        plan_clear(pl);
+    if (pl->state)
+        return pl->state > 0 ? pl : NULL;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        provider *p = (provider *)&provs[i];
+        bool known = false;
+        if (p->nil_location || p->lvl->fkind != FN_DATA_HASH || (provider_format(p, &known), !known)) {
+            pl->state = -1;
+            return NULL;
+        }
+        for (size_t j = 0; j < p->nlocs; j++) {
+            const location *loc = &p->locs[j];
+            if (!loc->exists)
+                continue;
+            if (!loc->loaded)
+                return NULL;
+            if (!loc->data || !loc->kid || j > UINT32_MAX) {
+                pl->state = -1;
+                return NULL;
+            }
+            count++;
+        }
+    }
+    if (count > UINT32_MAX || n > UINT32_MAX) {
+        pl->state = -1;
+        return NULL;
+    }
+    pl->probes = xmalloc((count ? count : 1) * sizeof *pl->probes);
+    pl->nprobes = count;
+    count = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < provs[i].nlocs; j++)
+            if (provs[i].locs[j].exists)
+                pl->probes[count++] = (struct probe){provs[i].locs[j].kid, (uint32_t)i, (uint32_t)j};
+    pl->provs = provs;
+    pl->nprovs = n;
+    pl->state = 1;
+    return pl;
+}
+
+/* Where a walk is: provider i, location j, or probe k of a plan. */
+typedef struct {
+    size_t i, j, k;
+} walk_pos;
+
+/* The next location of the walk that may hold the key (*pi provider, *pj location; a provider
+ * without locations gives j 0 once). Most locations do not hold the key: with the key index, a
+ * location whose file is loaded is passed over at the cost of a search in the key's list of
+ * files (what data_value finds first for it: its checks only come for a found value); with a
+ * plan, only those searches are made. */
+static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const probe_plan *pl, walk_pos *w, size_t *pi,
+                             size_t *pj)
+{
+    if (pl) {
+        const key_index *kx = entry_kx(a); /* (moves only when data_value loads files) */
+        for (size_t count = pl->nprobes; w->k < count; w->k++)
+            if (key_index_has(kx, pl->probes[w->k].kid)) {
+                *pi = pl->probes[w->k].prov;
+                *pj = pl->probes[w->k++].loc;
+                return true;
+            }
+        return false;
+    }
+    for (; w->i < n; w->i++, w->j = 0) {
+        provider *p = &provs[w->i];
+        if (p->nil_location) {
+            if (w->j)
+                continue;
+            *pi = w->i;
+            *pj = w->j++;
+            return true;
+        }
+        bool known = false;
+        bool indexed = a->use_kx && p->lvl->fkind == FN_DATA_HASH && (provider_format(p, &known), known);
+        for (; w->j < p->nlocs; w->j++) {
+            const location *loc = &p->locs[w->j];
+            if (!loc->exists || (indexed && loc->data && loc->kid && !key_index_has(entry_kx(a), loc->kid)))
+                continue;
+            *pi = w->i;
+            *pj = w->j++;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The layer's hierarchy without an explanation: what strategy_lookup over layer_entry, then over
+ * entry_location, computes, as one plain loop over the locations that may hold the key (the
+ * lookup's hottest path). */
+static lr layer_walk(inv *I, layer *l, provider *provs, size_t n, const char *root_key, const merge_strategy *ms,
+                     hv **out, herr *err)
+{
+    entry_arg a = entry_args(I, l, NULL, root_key, ms);
+    const probe_plan *pl = a.use_kx ? layer_plan(l, provs, n) : NULL;
+    if (pl && !entry_kx(&a))
+        return LR_NOT_FOUND; /* no file holds the key */
+    bool first = ms_is_first(ms);
+    deferral d;
+    defer_start(&d, I->h, ms, n, 'l');
+    fold outer = {ms, n, NULL};
+    fold inner = {ms, 0, NULL}; /* the fold of provider `live` */
+    size_t live = SIZE_MAX, i, j;
+    walk_pos w = {0, 0, 0};
+    while (walk_next(&a, provs, n, pl, &w, &i, &j)) {
+        if (i != live) {
+            /* a provider's fold joins the layer's before the next provider is asked */
+            if (inner.memo && fold_add(&outer, inner.memo, err) == LR_ERROR) {
+                hv_decref(outer.memo);
+                return LR_ERROR;
+            }
+            live = i;
+            a.p = &provs[i];
+            inner = (fold){ms, a.p->nil_location ? 1 : a.p->nlocs, NULL};
+        }
+        hv *v = NULL;
+        lr r = data_value(&a, a.p->nil_location ? &a.p->nil_loc : &a.p->locs[j], &v, err);
+        if (r == LR_NOT_FOUND)
+            continue;
+        if (r == LR_FOUND && first) {
+            *out = v;
+            return LR_FOUND;
+        }
+        if (r == LR_FOUND && defer_add(&d, i, inner.n, j, v))
+            continue;
+        if (!defer_flush(&d, &outer, &inner, i, err)) {
+            hv_decref(v);
+            hv_decref(inner.memo);
+            hv_decref(outer.memo);
+            return LR_ERROR;
+        }
+        if (r == LR_ERROR || fold_add(&inner, v, err) == LR_ERROR) {
+            hv_decref(inner.memo);
+            hv_decref(outer.memo);
+            return LR_ERROR;
+        }
+    }
+    if (inner.memo && fold_add(&outer, inner.memo, err) == LR_ERROR) {
+        hv_decref(outer.memo);
+        return LR_ERROR;
+    }
+    if (d.m) {
+        fold none = {ms, 0, NULL}; /* (replayed providers' folds: no provider is still open) */
+        return defer_finish(&d, &outer, &none, out, err);
+    }
+    if (!outer.memo)
+        return LR_NOT_FOUND;
+    *out = outer.memo;
+    return LR_FOUND;
+}
+
+static inline __attribute__((always_inline)) lr unchecked_layer_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms,
+                                 bool use_default, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    explainer *ex = h->ex;
+    if (l->kind == LAYER_GLOBAL && !global_config(h, l, err))
+        return LR_ERROR;
+    if (ex)
+        ex_push_provider(ex, l->name, l->cfg ? l->cfg->path : NULL, l->module);
+    provider *provs = NULL;
+    size_t n = 0;
+    lr r = layer_providers(h, l, use_default, &provs, &n, err);
+    if (r == LR_FOUND) {
+        if (n == 0) {
+            if (ex)
+                ex_not_found_str(ex, key);
+            r = LR_NOT_FOUND;
+        } else if (!ex) {
+            r = layer_walk(I, l, provs, n, root_key, ms, out, err);
+        } else {
+            layer_arg a = {I, l, provs, root_key, ms};
+            r = strategy_lookup(h, ms, n, layer_entry, &a, out, err);
+        }
+    }
+    if (ex)
+        ex_pop(ex);
+    return r;
+}
+
+/* (layer_key_lookup, unchecked_layer_lookup and entry_args are inlined where they are called:
+ * every lookup passes through them for each layer; calls between them cost about 4% of a batch
+ * run's instructions) */
+/* DataProvider#key_lookup: the layer lookup under the recursion guard */
+static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *l, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    if (!check_enter(I, key, err))
+        return LR_ERROR;
+    hiera_ctx *h = I->h;
+    bool save_global_only = h->global_only;
+    if (l->kind == LAYER_GLOBAL && !global_config(h, l, err)) {
+        check_leave(I, err);
+        return LR_ERROR;
+    }
+    if (l->kind == LAYER_GLOBAL && l->cfg->version == 3 && !h->global_only) {
+        /* GlobalDataProvider with a version 3 config: lookups made from inside (interpolation)
+         * only see the global layer unless the environment has a version 5 provider */
+        herr e = {0};
+        layer *env = env_layer(h, &e);
+        herr_clear(&e);
+        if (!env || env->cfg->version < 5)
+            h->global_only = true;
+    }
+    lr r = unchecked_layer_lookup(I, l, key, root_key, ms, false, out, err);
+    h->global_only = save_global_only;
+    check_leave(I, err);
+    return r;
+}
+
+/* ---- the provider stack ---- */
+
+typedef struct {
+    inv *I;
+    const char *key;      /* the whole key text */
+    const char *root_key;
+    const merge_strategy *ms;
+} stack_arg;
+
+static lr lookup_global(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    layer *l = global_layer(I->h);
+    lr r = layer_key_lookup(I, l, key, root_key, ms, out, err);
+    if (r == LR_ERROR && err->kind == HERR_LOOKUP) {
+        /* LookupAdapter#lookup_global rewraps a LookupError without an issue code */
+        char *msg = xasprintf("Lookup of key '%s' failed: %s", I->top_key ? I->top_key : key, err->msg);
+        free(err->msg);
+        err->msg = msg;
+        err->kind = HERR_PUPPET;
+    }
+    return r;
+}
+
+static lr lookup_in_environment(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    layer *l = env_layer(I->h, err);
+    if (!l)
+        return herr_isset(err) ? LR_ERROR : LR_NOT_FOUND;
+    return layer_key_lookup(I, l, key, root_key, ms, out, err);
+}
+
+static lr lookup_in_module(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    if (!I->module_name)
+        return LR_NOT_FOUND;
+    mod_state st;
+    layer *l = module_layer(I->h, I->module_name, &st, err);
+    if (!l) {
+        if (herr_isset(err))
+            return LR_ERROR;
+        if (I->h->ex)
+            ex_module_event(I->h->ex, I->module_name, st == MOD_NOT_FOUND ? EV_MODULE_NOT_FOUND : EV_MODULE_PROVIDER_NOT_FOUND);
+        return LR_NOT_FOUND;
+    }
+    return layer_key_lookup(I, l, key, root_key, ms, out, err);
+}
+
+static lr stack_variant(void *arg, size_t i, hv **out, herr *err)
+{
+    stack_arg *a = arg;
+    switch (i) {
+    case 0: return lookup_global(a->I, a->key, a->root_key, a->ms, out, err);
+    case 1: return lookup_in_environment(a->I, a->key, a->root_key, a->ms, out, err);
+    default: return lookup_in_module(a->I, a->key, a->root_key, a->ms, out, err);
+    }
+}
+
+/* LookupAdapter#do_lookup without the dig: the merge over global, environment, module */
+static lr provider_stack(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
+{
+    if (I->h->global_only)
+        return lookup_global(I, key, root_key, ms, out, err);
+    stack_arg a = {I, key, root_key, ms};
+    return strategy_lookup(I->h, ms, 3, stack_variant, &a, out, err);
+}
+
+/* ------------------------------------------------------------------ lookup_options */
+
+static void lo_free(lo_compiled *c)
+{
+    if (!c)
+        return;
+    hv_decref(c->memo);
+    hv_decref(c->literal);
+    for (size_t i = 0; i < c->npats; i++) {
+        rregex_free(c->pats[i]);
+        hv_decref(c->pat_values[i]);
+    }
+    free(c->pats);
+    free(c->pat_values);
+    free(c);
+}
+
+/* LookupAdapter#validate_lookup_options */
+static bool validate_lookup_options(const hv *opts, const char *module, herr *err)
+{
+    if (!opts)
+        return true;
+    if (!hv_is(opts, HV_HASH)) {
+        herr_set(err, HERR_LOOKUP, "value of lookup_options must be a hash");
+        return false;
+    }
+    if (!module)
+        return true;
+    char *pfx = xasprintf("%s::", module);
+    size_t pl = strlen(pfx);
+    bool ok = true;
+    for (size_t i = 0; i < hv_hash_len(opts) && ok; i++) {
+        const hv *k = hv_hash_key_at(opts, i);
+        const char *ks = hv_is(k, HV_STRING) ? hv_str_ptr(k) : "";
+        size_t kl = hv_is(k, HV_STRING) ? hv_str_len(k) : 0;
+        if (kl && ks[0] == '^') {
+            if (kl < pl + 1 || memcmp(ks + 1, pfx, pl) != 0) {
+                herr_set(err, HERR_LOOKUP, "all lookup_options patterns must match a key starting with module name '%s'", module);
+                ok = false;
+            }
+        } else if (kl < pl || memcmp(ks, pfx, pl) != 0) {
+            herr_set(err, HERR_LOOKUP, "all lookup_options keys must start with module name '%s'", module);
+            ok = false;
+        }
+    }
+    free(pfx);
+    return ok;
+}
+
+/* LookupAdapter#compile_patterns; NULL options give NULL. false with err on a bad regexp. */
+static bool compile_patterns(const hv *opts, lo_compiled **out, herr *err)
+{
+    *out = NULL;
+    if (!opts)
+        return true;
+    lo_compiled *c = xcalloc(1, sizeof *c);
+    for (size_t i = 0; i < hv_hash_len(opts); i++) {
+        hv *k = hv_hash_key_at(opts, i), *v = hv_hash_val_at(opts, i);
+        if (hv_is(k, HV_STRING) && hv_str_len(k) && hv_str_ptr(k)[0] == '^') {
+            rregex *re = rregex_new(hv_str_ptr(k), hv_str_len(k), err);
+            if (!re) {
+                lo_free(c);
+                return false;
+            }
+            c->pats = xrealloc(c->pats, (c->npats + 1) * sizeof *c->pats);
+            c->pat_values = xrealloc(c->pat_values, (c->npats + 1) * sizeof *c->pat_values);
+            c->pats[c->npats] = re;
+            c->pat_values[c->npats] = hv_incref(v);
+            c->npats++;
+        } else {
+            if (!c->literal)
+                c->literal = hv_hash();
+            hv_hash_set(c->literal, hv_incref(k), hv_incref(v));
+        }
+    }
+    *out = c;
+    return true;
+}
+
+static hv *extract_lookup_options_uncached(const lo_compiled *c, const char *root_key)
+{
+    if (c->literal) {
+        hv *v = hv_hash_gets(c->literal, root_key);
+        if (v && !hv_is(v, HV_UNDEF))
+            return v;
+    }
+    for (size_t i = 0; i < c->npats; i++)
+        if (rregex_search(c->pats[i], root_key, strlen(root_key)))
+            return c->pat_values[i];
+    return NULL;
+}
+
+/* LookupAdapter#extract_lookup_options_for_key, remembered per root key (BORROWED result);
+ * root_len and root_code: the key's length and hv_str_code. */
+static hv *extract_lookup_options(lo_compiled *c, const char *root_key, size_t root_len, uint64_t root_code)
+{
+    if (!c)
+        return NULL;
+    if (!c->memo)
+        c->memo = hv_hash();
+    hv *known = hv_hash_getsn_code(c->memo, root_key, root_len, root_code);
+    if (known)
+        return hv_is(known, HV_BOOL) && !hv_bool_val(known) ? NULL : hv_array_get(known, 0);
+    hv *found = extract_lookup_options_uncached(c, root_key);
+    hv *box = hv_array();
+    if (found)
+        hv_array_push(box, hv_incref(found));
+    hv_hash_sets(c->memo, root_key, found ? box : (hv_decref(box), hv_false()));
+    return found;
+}
+
+/* Looks the key "lookup_options" up in one layer with the hash strategy. */
+typedef lr (*layer_lookup_fn)(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err);
+
+static bool layer_lookup_options(inv *I, layer_lookup_fn fn, const char *module, hv **out, herr *err)
+{
+    merge_strategy *hash = ms_new(MS_HASH);
+    hv *v = NULL;
+    lr r = fn(I, LOOKUP_OPTIONS, I->root_key == NULL ? LOOKUP_OPTIONS : I->root_key, hash, &v, err);
+    ms_free(hash);
+    *out = NULL;
+    if (r == LR_ERROR)
+        return false;
+    if (r == LR_NOT_FOUND)
+        return true;
+    if (hv_is(v, HV_UNDEF)) {
+        hv_decref(v);
+        return true;
+    }
+    if (!validate_lookup_options(v, module, err)) {
+        hv_decref(v);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool global_lookup_options(inv *I, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!h->global_lo_done) {
+        h->global_lo_done = true;
+        if (!layer_lookup_options(I, lookup_global, NULL, &h->global_lo, &h->global_lo_err)) {
+            h->global_lo_done = false; /* not remembered on failure */
+            herr_move(err, &h->global_lo_err);
+            return false;
+        }
+    }
+    *out = h->global_lo;
+    return true;
+}
+
+static bool env_lookup_options(inv *I, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!h->env_lo_done) {
+        hv *global = NULL, *env = NULL;
+        if (!global_lookup_options(I, &global, err))
+            return false;
+        if (!layer_lookup_options(I, lookup_in_environment, NULL, &env, err))
+            return false;
+        if (!global) {
+            h->env_lo = env;
+        } else if (!env) {
+            h->env_lo = hv_incref(global);
+        } else {
+            merge_strategy *hash = ms_new(MS_HASH);
+            h->env_lo = ms_merge(hash, global, env, false, err);
+            ms_free(hash);
+            hv_decref(env);
+            if (!h->env_lo)
+                return false;
+        }
+        h->env_lo_done = true;
+    }
+    *out = h->env_lo;
+    return true;
+}
+
+static lo_compiled *lo_cache_get(hv *index, lo_compiled **cache, const char *module, bool *present)
+{
+    hv *i = hv_hash_gets(index, module ? module : "");
+    *present = i != NULL;
+    return i ? cache[hv_int_val(i)] : NULL;
+}
+
+/* lo_cache_get of the context's options, the last two modules remembered */
+static lo_compiled *lo_cache_recent(hiera_ctx *h, const char *module, bool *present)
+{
+    const recent_name *known = recent_get(h->lo_recent, module ? module : "");
+    if (known) {
+        *present = true;
+        return known->obj;
+    }
+    lo_compiled *c = lo_cache_get(h->lo_index, h->lo_cache, module, present);
+    if (*present)
+        recent_put(h->lo_recent, module ? module : "", c, 0);
+    return c;
+}
+
+static void lo_cache_put(hv **index, lo_compiled ***cache, size_t *n, const char *module, lo_compiled *c)
+{
+    if (!*index)
+        *index = hv_hash();
+    *cache = xrealloc(*cache, (*n + 1) * sizeof **cache);
+    (*cache)[*n] = c;
+    hv_hash_sets(*index, module ? module : "", hv_int((int64_t)*n));
+    (*n)++;
+}
+
+typedef struct {
+    inv *I;
+    hv *values[2];
+    const char *names[2];
+} lo_merge_arg;
+
+static lr lo_merge_variant(void *arg, size_t i, hv **out, herr *err)
+{
+    lo_merge_arg *a = arg;
+    explainer *ex = a->I->h->ex;
+    if (ex) {
+        ex_push(ex, EX_SCOPE, a->names[i], NULL);
+        ex_found_str(ex, LOOKUP_OPTIONS, a->values[i]);
+        ex_pop(ex);
+    }
+    *out = hv_incref(a->values[i]);
+    return LR_FOUND;
+}
+
+/* LookupAdapter#retrieve_lookup_options */
+static bool retrieve_lookup_options(inv *I, const char *module, lo_compiled **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0, 0, NULL};
+    inv_root(&meta);
+    explainer *ex = h->ex;
+    if (ex)
+        ex_push(ex, EX_TOP, LOOKUP_OPTIONS, NULL);
+    bool ok = true;
+    hv *opts = NULL;
+    if (h->global_only) {
+        hv *g = NULL;
+        ok = global_lookup_options(&meta, &g, err);
+        opts = hv_incref(g);
+    } else {
+        hv *e = NULL;
+        ok = env_lookup_options(&meta, &e, err);
+        opts = hv_incref(e);
+        if (ok && module) {
+            bool present;
+            lo_cache_get(h->lo_index, h->lo_cache, NULL, &present);
+            if (!present) {
+                lo_compiled *c = NULL;
+                if (!compile_patterns(opts, &c, err))
+                    ok = false;
+                else
+                    lo_cache_put(&h->lo_index, &h->lo_cache, &h->nlo_cache, NULL, c);
+            }
+            hv *mod_opts = NULL;
+            merge_strategy *hash = ms_new(MS_HASH);
+            hv *raw = NULL;
+            lr r = ok ? lookup_in_module(&meta, LOOKUP_OPTIONS, LOOKUP_OPTIONS, hash, &raw, err) : LR_ERROR;
+            if (r == LR_ERROR) {
+                ok = false;
+            } else if (r == LR_FOUND) {
+                if (!hv_is(raw, HV_UNDEF) && !validate_lookup_options(raw, module, err)) {
+                    ok = false;
+                } else {
+                    mod_opts = hv_is(raw, HV_UNDEF) ? NULL : hv_incref(raw);
+                    if (!opts) {
+                        opts = mod_opts;
+                        mod_opts = NULL;
+                    } else if (mod_opts) {
+                        char *mname = xasprintf("Module %s", I->module_name ? I->module_name : module);
+                        lo_merge_arg a = {&meta, {opts, mod_opts}, {"Global and Environment", mname}};
+                        hv *merged = NULL;
+                        lr mr = strategy_lookup(h, hash, 2, lo_merge_variant, &a, &merged, err);
+                        free(mname);
+                        if (mr == LR_ERROR) {
+                            ok = false;
+                        } else {
+                            hv_decref(opts);
+                            opts = merged;
+                        }
+                    }
+                }
+            }
+            hv_decref(raw);
+            hv_decref(mod_opts);
+            ms_free(hash);
+        }
+    }
+    if (ok && !compile_patterns(opts, out, err))
+        ok = false;
+    hv_decref(opts);
+    if (ex)
+        ex_pop(ex);
+    return ok;
+}
+
+/* LookupAdapter#lookup_lookup_options: the options that apply to the key (borrowed), or NULL */
+
+/* x in hexadecimal, written at dst (what "%lx" prints, without printf); returns its length */
+static size_t put_hex(char *dst, uintptr_t x)
+{
+    char buf[2 * sizeof x];
+    size_t n = 0;
+    do {
+        buf[sizeof buf - ++n] = "0123456789abcdef"[x & 15];
+        x >>= 4;
+    } while (x);
+    memcpy(dst, buf + sizeof buf - n, n);
+    return n;
+}
+
+static void sb_add_hex(sbuf *b, uintptr_t x, char sep)
+{
+    char buf[2 * sizeof x + 1];
+    size_t n = put_hex(buf, x);
+    buf[n++] = sep;
+    sb_addn(b, buf, n);
+}
+
+/* ms_from_value, remembered: with a frozen cache the merge options of lookup_options (and of a
+ * batch's --merge) are the same objects for every node, and checking an options hash against its
+ * type costs more than many lookups; the strategy made for each is kept with the cache. *owned
+ * tells whether the caller frees the result. */
+#define MS_MEMO_MAX 10000
+
+typedef struct {
+    hv *merge; /* held: its address stays its own */
+    merge_strategy *ms;
+} ms_memo;
+
+static void ms_memo_free(void *p)
+{
+    ms_memo *m = p;
+    hv_decref(m->merge);
+    ms_free(m->ms);
+    free(m);
+}
+
+static merge_strategy *merge_strategy_for(hiera_ctx *h, const hv *merge, bool *owned, herr *err)
+{
+    *owned = true;
+    if (!cache_is_frozen(h->cache) || (merge && !hv_is(merge, HV_HASH) && !hv_is(merge, HV_STRING)))
+        return ms_from_value(merge, err);
+    for (size_t i = 0; i < sizeof h->ms_recent / sizeof *h->ms_recent; i++)
+        if (h->ms_recent[i].ms && h->ms_recent[i].merge == merge) {
+            *owned = false;
+            return h->ms_recent[i].ms;
+        }
+    char key[48] = "merge strategy ";
+    size_t n = strlen(key);
+    n += put_hex(key + n, (uintptr_t)merge);
+    key[n] = 0;
+    bool found;
+    ms_memo *m = cache_shared_get(h->cache, key, &found);
+    if (!m) {
+        /* a caller making a new merge value for each lookup would make the table grow: it is
+         * kept to MS_MEMO_MAX strategies (counted in a shared counter) */
+        size_t *count = cache_shared_get(h->cache, "merge strategies", &found);
+        if (!count) {
+            count = xcalloc(1, sizeof *count);
+            cache_shared_put(h->cache, "merge strategies", count, free);
+        }
+        if (*count >= MS_MEMO_MAX)
+            return ms_from_value(merge, err);
+        merge_strategy *ms = ms_from_value(merge, err);
+        if (!ms)
+            return NULL;
+        ++*count;
+        ms->stable = true;
+        ms->memo = cache_work_memo(h->cache);
+        m = xcalloc(1, sizeof *m);
+        m->merge = merge ? hv_incref((hv *)merge) : NULL;
+        m->ms = ms;
+        cache_shared_put(h->cache, key, m, ms_memo_free);
+    }
+    *owned = false;
+    h->ms_recent[h->ms_next].merge = merge;
+    h->ms_recent[h->ms_next].ms = m->ms;
+    h->ms_next = (h->ms_next + 1) % (sizeof h->ms_recent / sizeof *h->ms_recent);
+    return m->ms;
+}
+
+/* What the lookup_options of a context depend on: the lookup_options values of the data files
+ * each layer consults, in order. Contexts with the same signature (nodes whose files hold the
+ * same options) get the same compiled options, computed once per cache. NULL when sharing is not safe:
+ * explaining (the search must be shown), errors, lookup_key functions, or options that
+ * interpolate (they depend on the node). */
+static char *lo_signature(hiera_ctx *h, const char *module)
+{
+    if (h->ex || h->prov || !cache_is_frozen(h->cache))
+        return NULL; /* (without a frozen cache a file may change between contexts) */
+    sbuf b = {0};
+    herr e = {0};
+    /* (no printf: this runs for every node) */
+    sb_adds(&b, h->global_only ? "1|" : "0|");
+    sb_adds(&b, module ? module : "");
+    sb_adds(&b, "|");
+    layer *ls[3] = {global_layer(h), NULL, NULL};
+    bool ok = global_config(h, ls[0], &e);
+    if (ok && !h->global_only) {
+        ls[1] = env_layer(h, &e);
+        ok = !herr_isset(&e);
+        if (ok && module) {
+            mod_state st;
+            ls[2] = module_layer(h, module, &st, &e);
+            ok = !herr_isset(&e);
+            char t[4] = {'m', (char)('0' + (int)st), '|', 0};
+            sb_adds(&b, t);
+        }
+    }
+    for (int i = 0; ok && i < 3; i++) {
+        layer *l = ls[i];
+        if (!l)
+            continue;
+        char t[4] = {'L', (char)('0' + i), '|', 0};
+        sb_adds(&b, t);
+        provider *provs = NULL;
+        size_t n = 0;
+        if (layer_providers(h, l, false, &provs, &n, &e) != LR_FOUND) {
+            ok = false;
+            break;
+        }
+        for (size_t j = 0; ok && j < n; j++) {
+            provider *p = &provs[j];
+            bool known;
+            provider_format(p, &known);
+            if (p->lvl->fkind != FN_DATA_HASH || !known || p->nil_location) {
+                ok = false;
+                break;
+            }
+            for (size_t k = 0; ok && k < p->nlocs; k++) {
+                location *loc = &p->locs[k];
+                if (!loc->exists)
+                    continue;
+                if (loc->is_uri) {
+                    ok = false;
+                    break;
+                }
+                hv *data = location_data(h, l, p, loc, &e);
+                const hv *lo = data ? hv_hash_gets(data, LOOKUP_OPTIONS) : NULL;
+                if (!data || hv_has_interpolation(lo, 0))
+                    ok = false;
+                else if (lo)
+                    /* the options themselves: a frozen cache keeps each file's value, so the
+                     * same file contributes the same object to every context */
+                    sb_add_hex(&b, (uintptr_t)lo, ';');
+            }
+        }
+    }
+    herr_clear(&e);
+    if (!ok) {
+        sb_free(&b);
+        return NULL;
+    }
+    return sb_take(&b);
+}
+
+static void lo_free_shared(void *c) { lo_free(c); }
+
+/* LookupAdapter#lookup_lookup_options, up to the options compiled for the module (*compiled,
+ * BORROWED; NULL for none): extract_lookup_options gives a key's own */
+static bool lookup_lookup_options(inv *I, const char *module, lo_compiled **compiled, herr *err)
+{
+    hiera_ctx *h = I->h;
+    bool present;
+    lo_compiled *c = lo_cache_recent(h, module, &present);
+    if (!present) {
+        char *sig = lo_signature(h, module);
+        bool found = false;
+        if (sig)
+            c = cache_shared_get(h->cache, sig, &found);
+        if (!found) {
+            if (!retrieve_lookup_options(I, module, &c, err)) {
+                free(sig);
+                return false;
+            }
+            if (sig) {
+                if (!c)
+                    c = xcalloc(1, sizeof *c);
+                c->shared = true;
+                cache_shared_put(h->cache, sig, c, lo_free_shared);
+            }
+        }
+        free(sig);
+        lo_cache_put(&h->lo_index, &h->lo_cache, &h->nlo_cache, module, c);
+    }
+    *compiled = c;
+    return true;
+}
+
+/* ------------------------------------------------------------------ the adapter's lookup */
+
+typedef struct {
+    char *text;     /* the key as given */
+    char *root;     /* root key */
+    char *module;   /* module name or NULL */
+    hv *segments;   /* all segments (root first); NULL for a plain key */
+    bool plain;     /* text and root borrow the caller's key */
+    bool borrowed;  /* everything borrowed from the caller and a frozen cache (lkey_parse_remembered) */
+    size_t root_len;
+    uint64_t root_code;
+} lookup_key;
+
+static void lkey_free(lookup_key *k)
+{
+    if (k->borrowed)
+        return;
+    if (!k->plain) {
+        free(k->text);
+        free(k->root);
+    }
+    free(k->module);
+    hv_decref(k->segments);
+}
+
+static bool lkey_parse(const char *key, lookup_key *k, herr *err)
+{
+    memset(k, 0, sizeof *k);
+    if (!strpbrk(key, "'\".")) {
+        /* a plain key: no segments to split */
+        k->text = k->root = (char *)key;
+        k->plain = true;
+        const char *q = strstr(key, "::");
+        k->module = q ? xstrndup(key, (size_t)(q - key)) : NULL;
+        return true;
+    }
+    hv *segs = split_key(key, strlen(key));
+    if (!segs) {
+        herr_set(err, HERR_LOOKUP, "Syntax error in key: '%s'", key);
+        return false;
+    }
+    const hv *root = hv_array_get(segs, 0);
+    if (hv_is(root, HV_STRING)) {
+        k->root = xstrndup(hv_str_ptr(root), hv_str_len(root));
+    } else {
+        sbuf b = {0};
+        ruby_to_s(&b, root);
+        k->root = sb_take(&b);
+    }
+    k->text = xstrdup(key);
+    k->module = module_of(k->root);
+    k->segments = segs;
+    return true;
+}
+
+/* lkey_parse, remembered by a frozen cache: a batch asks the same keys for every node. The
+ * entry [root, module or undef, segments or false, root hash] lives in the cache's table; the
+ * key's text is the caller's. */
+static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, recent_key **rk, herr *err)
+{
+    *rk = NULL;
+    memo *m = cache_work_memo(h->cache);
+    size_t len = strlen(key);
+    char stack_key[128];
+    char *mk = len + 1 + sizeof len <= sizeof stack_key ? stack_key : NULL;
+    if (m && mk) {
+        recent_key *recent = cache_recent_keys(h->cache);
+        const hv *e = NULL;
+        for (size_t i = 0; i < RECENT_KEYS && !e; i++)
+            if (recent[i].len == len && recent[i].text && memcmp(recent[i].text, key, len) == 0) {
+                e = recent[i].entry;
+                *rk = &recent[i];
+            }
+        if (!e) {
+            mk[0] = 'k';
+            memcpy(mk + 1, &len, sizeof len);
+            memcpy(mk + 1 + sizeof len, key, len);
+            e = memo_get(m, mk, 1 + sizeof len + len);
+            if (e) {
+                /* the oldest gives way */
+                free(recent[RECENT_KEYS - 1].text);
+                memmove(recent + 1, recent, (RECENT_KEYS - 1) * sizeof *recent);
+                recent[0] = (recent_key){xstrndup(key, len), len, e, NULL, NULL, NULL, NULL, NULL};
+                *rk = &recent[0];
+            }
+        }
+        if (e) {
+            const hv *module = hv_array_get(e, 1), *segs = hv_array_get(e, 2);
+            memset(k, 0, sizeof *k);
+            k->text = (char *)key;
+            k->root = (char *)hv_str_ptr(hv_array_get(e, 0));
+            k->module = hv_is(module, HV_STRING) ? (char *)hv_str_ptr(module) : NULL;
+            k->segments = hv_is(segs, HV_ARRAY) ? (hv *)segs : NULL;
+            k->plain = k->segments == NULL;
+            k->borrowed = true;
+            k->root_len = hv_str_len(hv_array_get(e, 0));
+            k->root_code = (uint64_t)hv_int_val(hv_array_get(e, 3));
+            return true;
+        }
+    }
+    if (!lkey_parse(key, k, err))
+        return false;
+    k->root_len = strlen(k->root);
+    k->root_code = hv_str_code(k->root, k->root_len);
+    if (m && mk) {
+        hv *e = hv_array_sized(4);
+        hv_array_push(e, hv_strn(k->root, k->root_len));
+        hv_array_push(e, k->module ? hv_str(k->module) : hv_undef());
+        hv_array_push(e, k->segments ? hv_incref(k->segments) : hv_false());
+        hv_array_push(e, hv_int((int64_t)k->root_code));
+        memo_put(m, mk, 1 + sizeof len + len, e);
+        hv_decref(e);
+    }
+    return true;
+}
+
+/* LookupAdapter#lookup_default_in_module */
+static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!I->module_name)
+        return LR_NOT_FOUND;
+    mod_state st;
+    layer *l = module_layer(h, I->module_name, &st, err);
+    if (!l)
+        return herr_isset(err) ? LR_ERROR : LR_NOT_FOUND;
+    if (!l->cfg->has_default_hierarchy)
+        return LR_NOT_FOUND;
+    explainer *ex = h->ex;
+    char *title = xasprintf("Searching default_hierarchy of module \"%s\"", I->module_name);
+    if (ex)
+        ex_push(ex, EX_SCOPE, title, NULL);
+    free(title);
+    lr r = LR_FOUND;
+    bool present;
+    lo_compiled *c = lo_cache_get(h->dlo_index, h->dlo_cache, I->module_name, &present);
+    if (!present) {
+        inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0, 0, NULL};
+        inv_root(&meta);
+        if (ex)
+            ex_push(ex, EX_SCOPE, "Searching for \"lookup_options\"", NULL);
+        merge_strategy *hash = ms_new(MS_HASH);
+        hv *raw = NULL;
+        lr lr_ = LR_NOT_FOUND;
+        if (check_enter(&meta, LOOKUP_OPTIONS, err)) {
+            lr_ = unchecked_layer_lookup(&meta, l, LOOKUP_OPTIONS, LOOKUP_OPTIONS, hash, true, &raw, err);
+            check_leave(&meta, err);
+        } else {
+            lr_ = LR_ERROR;
+        }
+        ms_free(hash);
+        if (ex)
+            ex_pop(ex);
+        if (lr_ == LR_ERROR) {
+            r = LR_ERROR;
+        } else {
+            hv *opts = lr_ == LR_FOUND && !hv_is(raw, HV_UNDEF) ? raw : NULL;
+            if (opts && !validate_lookup_options(opts, I->module_name, err))
+                r = LR_ERROR;
+            else if (!compile_patterns(opts, &c, err))
+                r = LR_ERROR;
+            else
+                lo_cache_put(&h->dlo_index, &h->dlo_cache, &h->ndlo_cache, I->module_name, c);
+        }
+        hv_decref(raw);
+    }
+    if (r == LR_FOUND) {
+        hv *lo = extract_lookup_options(c, k->root, k->root_len, k->root_code);
+        hv *merge = lo && hv_is(lo, HV_HASH) ? hv_hash_gets(lo, "merge") : NULL;
+        bool ms_owned;
+        merge_strategy *ms = merge_strategy_for(h, merge, &ms_owned, err);
+        if (!ms) {
+            r = LR_ERROR;
+        } else {
+            char *t = xasprintf("Searching for \"%s\"", k->text);
+            if (ex)
+                ex_push(ex, EX_SCOPE, t, NULL);
+            free(t);
+            if (check_enter(I, k->text, err)) {
+                r = unchecked_layer_lookup(I, l, k->text, k->root, ms, true, out, err);
+                check_leave(I, err);
+            } else {
+                r = LR_ERROR;
+            }
+            if (ex)
+                ex_pop(ex);
+            if (ms_owned)
+                ms_free(ms);
+        }
+    }
+    if (ex)
+        ex_pop(ex);
+    return r;
+}
+
+static lr dig(inv *I, const lookup_key *k, hv *value, hv **out, herr *err)
+{
+    if (hv_array_len(k->segments) < 2) {
+        *out = hv_incref(value);
+        return LR_FOUND;
+    }
+    return sub_lookup(I, k->text, k->segments, 1, value, out, err);
+}
+
+/* A lookup_options entry's value for one option: Ruby's opts[name] on whatever the entry is. */
+static bool lo_option(hiera_ctx *h, const hv *lo, lo_name which, const hv **out, herr *err)
+{
+    static const char *const names[] = {"merge", "convert_to"};
+    const char *name = names[which];
+    *out = NULL;
+    if (!lo || hv_is(lo, HV_UNDEF))
+        return true;
+    if (hv_is(lo, HV_HASH)) {
+        *out = hv_hash_gets(lo, name);
+        return true;
+    }
+    if (hv_is(lo, HV_STRING)) {
+        /* String#[] with a string: the substring when present (a string the context keeps, one
+         * per name: both may be in use at once) */
+        if (strstr(hv_str_ptr(lo), name)) {
+            if (!h->lo_names[which])
+                h->lo_names[which] = hv_str(name);
+            *out = h->lo_names[which];
+        }
+        return true;
+    }
+    herr_set(err, HERR_ERROR, "no implicit conversion of String into Integer");
+    return false;
+}
+
+/* LookupAdapter#convert_result */
+static lr convert_result(inv *I, const char *key, const hv *lo, hv *value, hv **out, herr *err)
+{
+    const hv *convert_to = NULL;
+    if (!lo_option(I->h, lo, LO_CONVERT_TO, &convert_to, err))
+        return LR_ERROR;
+    if (!convert_to || hv_is(convert_to, HV_UNDEF)) {
+        *out = hv_incref(value);
+        return LR_FOUND;
+    }
+    const hv *type = hv_is(convert_to, HV_ARRAY) ? hv_array_get(convert_to, 0) : convert_to;
+    if (hv_is(type, HV_STRING)) {
+        herr perr = {0};
+        ptype *t = ptype_parse(hv_str_ptr(type), &perr);
+        if (!t) {
+            herr_set(err, HERR_LOOKUP, "Invalid data type in lookup_options for key '%s' could not parse '%s', error: '%s", key,
+                     hv_str_ptr(type), perr.msg ? perr.msg : "");
+            herr_clear(&perr);
+            return LR_ERROR;
+        }
+        ptype_free(t);
+    }
+    herr cerr = {0};
+    hv *res = ptype_convert(convert_to, value, &cerr);
+    if (!res) {
+        herr_set(err, HERR_LOOKUP, "The convert_to lookup_option for key '%s' raised error: %s", key, cerr.msg ? cerr.msg : "");
+        herr_clear(&cerr);
+        return LR_ERROR;
+    }
+    if (I->h->ex) {
+        /* StringConverter of [Type, args...]: the type (already parsed) prints bare */
+        sbuf b = {0};
+        sb_addc(&b, '[');
+        if (hv_is(type, HV_STRING)) {
+            ptype *t = ptype_parse(hv_str_ptr(type), NULL);
+            char *ts = t ? ptype_to_s(t) : xstrdup(hv_str_ptr(type));
+            sb_adds(&b, ts);
+            free(ts);
+            ptype_free(t);
+        } else {
+            puppet_string(&b, type);
+        }
+        for (size_t i = 1; hv_is(convert_to, HV_ARRAY) && i < hv_array_len(convert_to); i++) {
+            sb_adds(&b, ", ");
+            puppet_string(&b, hv_array_get(convert_to, i));
+        }
+        sb_addc(&b, ']');
+        char *t = xasprintf("Applying convert_to lookup_option with arguments %s", sb_str(&b));
+        ex_text(I->h->ex, t);
+        free(t);
+        sb_free(&b);
+    }
+    *out = res;
+    return LR_FOUND;
+}
+
+/* LookupAdapter#lookup */
+static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out, herr *err)
+{
+    hiera_ctx *h = parent->h;
+    explainer *ex = h->ex;
+    if (key[0] == LOOKUP_OPTIONS[0] && strncmp(key, LOOKUP_OPTIONS, sizeof LOOKUP_OPTIONS - 1) == 0 &&
+        (key[sizeof LOOKUP_OPTIONS - 1] == 0 || key[sizeof LOOKUP_OPTIONS - 1] == '.')) {
+        if (ex) {
+            ex_push(ex, EX_INVALID_KEY, LOOKUP_OPTIONS, NULL);
+            ex_pop(ex);
+        }
+        return LR_NOT_FOUND;
+    }
+    lookup_key k;
+    recent_key *rk;
+    if (!lkey_parse_remembered(h, key, &k, &rk, err))
+        return LR_ERROR;
+    inv I = {h, k.module, k.text, NULL, NULL, k.root, k.root_len, k.root_code, 0, NULL};
+    lr r;
+    if (ex && ex_only_options(ex)) {
+        merge_strategy *hash = ms_new(MS_HASH);
+        hv *v = NULL;
+        r = provider_stack(&I, LOOKUP_OPTIONS, LOOKUP_OPTIONS, hash, &v, err);
+        hv_decref(v);
+        ms_free(hash);
+        lkey_free(&k);
+        if (r == LR_ERROR)
+            return r;
+        *out = hv_undef();
+        return LR_FOUND;
+    }
+    lo_compiled *lc = NULL;
+    if (!lookup_lookup_options(&I, k.module, &lc, err)) {
+        lkey_free(&k);
+        return LR_ERROR;
+    }
+    /* the key's options and their merge and convert_to: the same for every node whose compiled
+     * options are the same shared ones (a batch asks for them node after node), so they are kept
+     * with the key's recent entry */
+    const hv *lo, *opt_merge = NULL, *conv = NULL;
+    herr merge_err = {0};
+    bool kept = rk && lc && lc->shared && rk->lo_c == lc;
+    if (kept) {
+        lo = rk->lo;
+        opt_merge = rk->merge;
+        conv = rk->conv;
+    } else {
+        lo = extract_lookup_options(lc, k.root, k.root_len, k.root_code);
+        bool merge_ok = lo_option(h, lo, LO_MERGE, &opt_merge, &merge_err);
+        herr ignore = {0};
+        lo_option(h, lo, LO_CONVERT_TO, &conv, &ignore);
+        herr_clear(&ignore);
+        /* (what a string's String#[] gives belongs to the context) */
+        kept = rk && lc && lc->shared && merge_ok && !hv_is(lo, HV_STRING);
+        if (kept)
+            *rk = (recent_key){rk->text, rk->len, rk->entry, lc, lo, opt_merge, conv, NULL};
+    }
+    const hv *m = merge;
+    if (!m) {
+        if (herr_isset(&merge_err)) {
+            herr_move(err, &merge_err);
+            lkey_free(&k);
+            return LR_ERROR;
+        }
+        m = opt_merge;
+        if (m && hv_is(m, HV_UNDEF))
+            m = NULL;
+        if (m && ex)
+            ex_merge_source(ex, LOOKUP_OPTIONS);
+    }
+    herr_clear(&merge_err);
+    hv *found = NULL;
+    /* a key converted to Sensitive is never shown in clear in an explanation */
+    const hv *conv_type = hv_is(conv, HV_ARRAY) ? hv_array_get(conv, 0) : conv;
+    bool redact = ex && hv_is(conv_type, HV_STRING) && strncmp(hv_str_ptr(conv_type), "Sensitive", 9) == 0;
+    if (redact)
+        ex_redact(ex, true);
+    if (ex)
+        ex_push(ex, EX_TOP, k.text, NULL);
+    bool ms_owned = false;
+    merge_strategy *ms;
+    if (kept && m == rk->merge && rk->ms) {
+        ms = rk->ms; /* (kept by the cache) */
+    } else {
+        ms = merge_strategy_for(h, m, &ms_owned, err);
+        if (ms && !ms_owned && kept && m == rk->merge)
+            rk->ms = ms;
+    }
+    if (!ms) {
+        r = LR_ERROR;
+    } else {
+        hv *v = NULL;
+        r = provider_stack(&I, k.text, k.root, ms, &v, err);
+        if (r == LR_FOUND) {
+            r = dig(&I, &k, v, &found, err);
+            hv_decref(v);
+        }
+        if (r == LR_NOT_FOUND && !h->global_only) {
+            v = NULL;
+            r = lookup_default_in_module(&I, &k, &v, err);
+            if (r == LR_FOUND) {
+                r = dig(&I, &k, v, &found, err);
+                hv_decref(v);
+            }
+        }
+        if (ms_owned)
+            ms_free(ms);
+    }
+    if (ex)
+        ex_pop(ex);
+    if (r == LR_FOUND) {
+        hv *converted = NULL;
+        r = convert_result(&I, k.text, lo, found, &converted, err);
+        hv_decref(found);
+        if (r == LR_FOUND)
+            *out = converted;
+    }
+    if (redact)
+        ex_redact(ex, false);
+    lkey_free(&k);
+    return r;
+}
+
+lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err)
+{
+    hv *v = NULL;
+    lr r = adapter_lookup(I, key, NULL, &v, err);
+    if (r == LR_NOT_FOUND) {
+        *out = hv_str(""); /* the default '' */
+        return LR_FOUND;
+    }
+    if (r == LR_FOUND)
+        *out = v;
+    return r;
+}
+
+/* ------------------------------------------------------------------ context */
+
+void hctx_free(hiera_ctx *h);
+
+hiera_ctx *hctx_new(const char *codedir, const char *envpath, const char *env_name, const char *global_config,
+                    hv *scope, hiera_cache *cache)
+{
+    hiera_ctx *h = xcalloc(1, sizeof *h);
+    h->codedir = xstrdup(codedir);
+    h->envpath = xstrdup(envpath);
+    h->env_name = xstrdup(env_name);
+    h->env_dir = xjoin(envpath, "/", env_name, NULL);
+    h->global_config = xstrdup(global_config);
+    h->scope = hv_incref(scope);
+    if (cache) {
+        h->cache = cache;
+    } else {
+        h->cache = cache_new();
+        h->own_cache = true;
+    }
+    h->modules = hv_hash();
+    return h;
+}
+
+void hctx_free(hiera_ctx *h)
+{
+    if (!h)
+        return;
+    free(h->codedir);
+    free(h->envpath);
+    free(h->env_name);
+    free(h->env_dir);
+    free(h->global_config);
+    hv_decref(h->scope);
+    layer_free(h->global);
+    layer_free(h->env);
+    herr_clear(&h->env_provider_err);
+    herr_clear(&h->env_err);
+    for (size_t i = 0; i < h->nmod_layers; i++)
+        layer_free(h->mod_layers[i]);
+    free(h->mod_layers);
+    hv_decref(h->modules);
+    hv_decref(h->global_lo);
+    herr_clear(&h->global_lo_err);
+    hv_decref(h->env_lo);
+    herr_clear(&h->env_lo_err);
+    for (size_t i = 0; i < h->nlo_cache; i++)
+        if (h->lo_cache[i] && !h->lo_cache[i]->shared)
+            lo_free(h->lo_cache[i]);
+    free(h->lo_cache);
+    hv_decref(h->lo_index);
+    for (size_t i = 0; i < h->ndlo_cache; i++)
+        lo_free(h->dlo_cache[i]);
+    free(h->dlo_cache);
+    hv_decref(h->dlo_index);
+    free(h->stack);
+    interp_ctx_free(h);
+    for (size_t i = 0; i < 2; i++) {
+        free(h->mod_recent[i].name);
+        free(h->lo_recent[i].name);
+        hv_decref(h->lo_names[i]);
+    }
+    prov_free(h->prov);
+    free(h->prov_key);
+    hv_decref(h->prov_value);
+    if (h->own_cache)
+        cache_free(h->cache);
+    free(h);
+}
+
+/* Lookup.lookup: the names in order, the first found wins; then the default. The type is asserted
+ * on whichever value is returned. Returns LR_NOT_FOUND when nothing was found and there is no
+ * default (Puppet's "did not find a value" LookupError; err gets that message). */
+lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptype *type, const hv *dflt,
+               const hv *merge, hv **out, herr *err)
+{
+    inv top = {h, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL};
+    for (size_t i = 0; i < nnames; i++) {
+        hv *v = NULL;
+        h->nested_lookups = 0;
+        h->top_name = names[i];
+        lr r = adapter_lookup(&top, names[i], merge, &v, err);
+        h->top_name = NULL;
+        if (r == LR_ERROR)
+            return r;
+        if (r == LR_FOUND) {
+            if (type && !ptype_match(type, v)) {
+                char *msg = ptype_mismatch(type, v, "Found value");
+                herr_set(err, HERR_PUPPET, "%s", msg);
+                free(msg);
+                hv_decref(v);
+                return LR_ERROR;
+            }
+            *out = v;
+            return LR_FOUND;
+        }
+    }
+    if (dflt) {
+        if (type && !ptype_match(type, dflt)) {
+            char *msg = ptype_mismatch(type, dflt, "Default value");
+            herr_set(err, HERR_PUPPET, "%s", msg);
+            free(msg);
+            return LR_ERROR;
+        }
+        *out = hv_incref((hv *)dflt);
+        return LR_FOUND;
+    }
+    if (!h->ex) {
+        /* nobody reads the message of a plain not-found: do not build it */
+        herr_set_text(err, HERR_LOOKUP, "not found");
+        return LR_NOT_FOUND;
+    }
+    sbuf b = {0};
+    if (nnames == 1) {
+        sb_addf(&b, "Function lookup() did not find a value for the name '%s'", names[0]);
+    } else {
+        sb_adds(&b, "Function lookup() did not find a value for any of the names [");
+        for (size_t i = 0; i < nnames; i++)
+            sb_addf(&b, "%s'%s'", i ? ", " : "", names[i]);
+        sb_adds(&b, "]");
+    }
+    herr_set(err, HERR_LOOKUP, "%s", sb_str(&b));
+    sb_free(&b);
+    return LR_NOT_FOUND;
+}

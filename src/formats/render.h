@@ -1,0 +1,34 @@
+/* render.h - text forms of values: what `puppet lookup --render-as json|yaml|s` prints, Ruby's
+ * inspect/to_s (used by interpolation), and Puppet's explain value dumper. */
+#ifndef HIERA_RENDER_H
+#define HIERA_RENDER_H
+
+#include "base/util.h"
+#include "base/value.h"
+
+/* `puppet lookup --render-as json` output for v, without the trailing newline puppet adds.
+ * Returns 0, or -1 with err set (HERR_ERROR, e.g. "1000: Infinity not allowed in JSON"). */
+int render_json(sbuf *out, const hv *v, herr *err);
+/* `--render-as yaml` (puppet's default) output for v, including the "---" header and the final
+ * newline exactly as puppet prints it. */
+int render_yaml(sbuf *out, const hv *v, herr *err);
+/* render_yaml, but a container that appears more than once (the same object, as in an
+ * explanation tree where a found value is also the merged result) gets an anchor and aliases,
+ * as Ruby's to_yaml does for shared objects. */
+int render_yaml_shared(sbuf *out, const hv *v, herr *err);
+/* `--render-as s` output for v (Ruby to_s of the value), without the final newline. */
+int render_s(sbuf *out, const hv *v, herr *err);
+
+/* Ruby's Object#inspect of the value: {"a"=>1, "b"=>[nil, true, 1.5]}. */
+void ruby_inspect(sbuf *out, const hv *v);
+/* Ruby's to_s: strings verbatim, nil as "", others as inspect. */
+void ruby_to_s(sbuf *out, const hv *v);
+/* Ruby's Float#to_s: 1.0, 0.0001, 1.0e-05, 1.0e+16, Infinity, -Infinity, NaN. */
+void ruby_float_to_s(sbuf *out, double d);
+
+/* The value as Puppet's lookup explainer prints it after "value: " (hashes as {\n "k" => v,\n}
+ * with two spaces per level relative to `indent`, which is the indentation of the line the value
+ * starts on). */
+void render_explain_value(sbuf *out, const hv *v, int indent);
+
+#endif

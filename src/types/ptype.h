@@ -1,0 +1,47 @@
+/* ptype.h - Puppet data types as users write them for `--type` and lookup_options convert_to:
+ * parsing, matching values, Puppet's mismatch messages, and Puppet's new(Type, value, *args). */
+#ifndef HIERA_PTYPE_H
+#define HIERA_PTYPE_H
+
+#include <stdbool.h>
+
+#include "base/util.h"
+#include "base/value.h"
+
+typedef struct ptype ptype;
+
+/* Parses a type expression such as "Hash[String, Array[Integer[0,65535]]]". Returns NULL with err
+ * set (HERR_ERROR, Puppet's message) when it is not a valid type. Free with ptype_free. */
+ptype *ptype_parse(const char *text, herr *err);
+void ptype_free(ptype *t);
+
+/* Parses a type as `puppet lookup --type` does: only the names the type parser itself knows
+ * resolve (Data, RichData, resource types and unknown names are errors there, as in Puppet). */
+ptype *ptype_parse_cli(const char *text, herr *err);
+
+/* Whether v is an instance of t (Puppet's `v =~ T`). */
+bool ptype_match(const ptype *t, const hv *v);
+
+/* The Puppet message for a value that does not match, as TypeAsserter words it, e.g.
+ * ptype_mismatch(t, v, "Found value") -> "Found value has wrong type, expects an Integer value, got String".
+ * Returns a malloc'ed string. */
+char *ptype_mismatch(const ptype *t, const hv *v, const char *subject);
+
+/* Puppet's type of a value as mismatch messages name it ("String", "Integer", "Tuple",
+ * "Struct", "Undef", ...). Returns a malloc'ed string. */
+char *ptype_name_of_value(const hv *v);
+
+/* The canonical text of a type (as Puppet prints it). Returns a malloc'ed string. */
+char *ptype_to_s(const ptype *t);
+
+/* lookup_options convert_to: Puppet's `new(Type, value, *args)`. `spec` is the option's value:
+ * a type name string ("Integer") or an array [type, args...]. Returns a new value or NULL with err
+ * set; err->msg is the inner message only (the caller wraps it), with err->kind HERR_LOOKUP when
+ * the type cannot be parsed (msg like "could not parse ...") and HERR_ERROR when the conversion
+ * fails. */
+hv *ptype_convert(const hv *spec, const hv *value, herr *err);
+
+/* Puppet's String.new(v) / "%s" formatting of a value: ['a', 'b'], {'a' => 1}, 1.500000 ... */
+void puppet_string(sbuf *out, const hv *v);
+
+#endif
