@@ -11,9 +11,9 @@ CFLAGS ?= -O2 -g
 # keep their plain code too (fat), so a program linked without LTO (the unit tests, a user's
 # cc) links against libhiera.a as before. `make LTO=` builds without it.
 LTO ?= -flto=auto -ffat-lto-objects
-# What pkg-config says of the libraries (PKG_CFLAGS, PKG_LIBS, CLI_LIBS) and whether mimalloc
-# links (MIMALLOC_FOUND) is asked once per build folder, into $(B)/config.mk, by the rule below,
-# after scripts/deps.sh has installed what is missing. GNU make makes an included makefile
+# What pkg-config says of the libraries (PKG_CFLAGS, PKG_LIBS, CLI_LIBS, SERVE_CFLAGS) and
+# whether mimalloc links (MIMALLOC_FOUND) is asked once per build folder, into $(B)/config.mk, by
+# the rule below, after scripts/deps.sh has installed what is missing. GNU make makes an included makefile
 # before anything else and then reads everything again, so whatever the first command on a fresh
 # machine (make, make -j2 check, make install, make demo, make check-asan), the compiler and the
 # linker get the flags of the packages just installed. The file is made again when the Makefile
@@ -39,12 +39,18 @@ LIB_DIRS := base formats types crypto engine hiera3 api
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
+# `hiera serve` (src/serve/): part of the command, with its page (src/serve/web/) compiled in;
+# libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), so only their
+# headers are needed to build (SERVE_CFLAGS: from $(B)/config.mk)
+SERVE_SRC := $(sort $(wildcard src/serve/*.c))
+SERVE_WEB := $(sort $(wildcard src/serve/web/*))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
-CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o)
+CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
-SOVER = 0
+# the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
+SOVER = 1
 
 .PHONY: all deps test-deps check unit cases demo clean install uninstall install-check
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
@@ -60,11 +66,13 @@ test-deps:
 $(B)/config.mk: Makefile scripts/deps.sh
 	@sh scripts/deps.sh
 	@mkdir -p $(dir $@)
-	@pkg-config --exists $(PKGS) || { echo "pkg-config does not find $(PKGS)" >&2; exit 1; }
+	@pkg-config --exists $(PKGS) libmicrohttpd gnutls || \
+	  { echo "pkg-config does not find $(PKGS) libmicrohttpd gnutls" >&2; exit 1; }
 	@{ echo "# made by the Makefile after scripts/deps.sh; delete it to ask pkg-config again"; \
 	  echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
 	  echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
 	  echo "CLI_LIBS := $$(pkg-config --libs yaml-0.1 jansson oniguruma) -lm -ldl -lpthread"; \
+	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls)"; \
 	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \
 	} > $@.tmp && mv $@.tmp $@
 
@@ -79,6 +87,24 @@ $(B)/pic/%.o: src/%.c $(LIB_HDR)
 $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -c $< -o $@
+
+$(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) $(LTO) -c $< -o $@
+
+# the page's files as byte arrays (scripts/embed.c, built for the build machine)
+$(B)/embed: scripts/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -o $@ $<
+
+$(B)/gen/assets.c: $(SERVE_WEB) $(B)/embed
+	@mkdir -p $(dir $@)
+	./$(B)/embed $@ / 'text/html; charset=utf-8' src/serve/web/index.html \
+	  /app.js 'text/javascript; charset=utf-8' src/serve/web/app.js /style.css 'text/css; charset=utf-8' src/serve/web/style.css
+
+$(B)/obj/serve/assets.o: $(B)/gen/assets.c src/serve/serve.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) -c $< -o $@
 
 $(B)/libhiera.a: $(LIB_OBJ)
 	@rm -f $@
@@ -115,7 +141,8 @@ demo: all
 	  --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users
 
 # ---- installation: PREFIX and DESTDIR as usual
-VERSION = 0.1.0
+# the version, from the public header (HIERA_VERSION)
+VERSION := $(shell sed -n 's/^\#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include

@@ -46,3 +46,9 @@ void cli_cache_release(hiera_cache *c)
     }
     hiera_kept_cache = c;
 }
+
+void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata)
+{
+    (void)userdata;
+    fprintf(stderr, "%s: %s\n", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", d->message);
+}

@@ -158,7 +158,7 @@ static void layer_set_name(layer *l)
 }
 
 /* The global layer always exists; its configuration is read on first use (inside the guard). */
-static layer *global_layer(hiera_ctx *h)
+layer *global_layer(hiera_ctx *h)
 {
     if (!h->global) {
         h->global = xcalloc(1, sizeof *h->global);
@@ -168,7 +168,7 @@ static layer *global_layer(hiera_ctx *h)
     return h->global;
 }
 
-static bool global_config(hiera_ctx *h, layer *l, herr *err)
+bool global_config(hiera_ctx *h, layer *l, herr *err)
 {
     if (l->cfg)
         return true;
@@ -184,7 +184,7 @@ static bool global_config(hiera_ctx *h, layer *l, herr *err)
 }
 
 /* LookupAdapter#env_provider: a provider only when <env>/hiera.yaml exists (and is not v3). */
-static layer *env_layer(hiera_ctx *h, herr *err)
+layer *env_layer(hiera_ctx *h, herr *err)
 {
     if (!h->env_init) {
         h->env_init = true;
@@ -211,7 +211,7 @@ static layer *env_layer(hiera_ctx *h, herr *err)
     return h->env;
 }
 
-static bool valid_module_name(const char *n)
+bool valid_module_name(const char *n)
 {
     if (!(*n >= 'a' && *n <= 'z'))
         return false;
@@ -221,26 +221,43 @@ static bool valid_module_name(const char *n)
     return true;
 }
 
-/* The module's folder on the environment's modulepath (<env>/modules, then <codedir>/modules),
- * or NULL when the environment has no such module. */
+/* The folders of the environment's modulepath, in order: <env>/modules, then <codedir>/modules
+ * (a new NULL-terminated array of malloc'ed paths). */
+char **module_roots(hiera_ctx *h)
+{
+    char **roots = xcalloc(3, sizeof *roots);
+    size_t n = 0;
+    roots[n++] = xjoin(h->env_dir, "/modules", NULL);
+    if (h->codedir)
+        roots[n++] = xjoin(h->codedir, "/modules", NULL);
+    return roots;
+}
+
+void module_roots_free(char **roots)
+{
+    for (size_t i = 0; roots && roots[i]; i++)
+        free(roots[i]);
+    free(roots);
+}
+
+/* The module's folder on the environment's modulepath (the first root that has it), or NULL
+ * when the environment has no such module. */
 static char *module_dir(hiera_ctx *h, const char *name)
 {
     if (!valid_module_name(name))
         return NULL;
-    char *p = xjoin(h->env_dir, "/modules/", name, NULL);
-    if (cache_dir_exists(h->cache, p))
-        return p;
-    free(p);
-    if (h->codedir) {
-        p = xjoin(h->codedir, "/modules/", name, NULL);
+    char **roots = module_roots(h), *found = NULL;
+    for (size_t i = 0; roots[i] && !found; i++) {
+        char *p = xjoin(roots[i], "/", name, NULL);
         if (cache_dir_exists(h->cache, p))
-            return p;
-        free(p);
+            found = p;
+        else
+            free(p);
     }
-    return NULL;
+    module_roots_free(roots);
+    return found;
 }
 
-typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
 
 /* The entry of r (two names, the last asked first) for name, or NULL. */
 static const recent_name *recent_get(const recent_name *r, const char *name)
@@ -260,7 +277,7 @@ static void recent_put(recent_name *r, const char *name, void *obj, int st)
 }
 
 /* LookupAdapter#module_provider: created once per module name. */
-static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
 {
     const recent_name *known = recent_get(h->mod_recent, name);
     if (known) {
@@ -637,7 +654,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
 }
 
 /* HieraConfig#configured_data_providers, once per context (the scope does not change). */
-static lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
+lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
 {
     if (herr_isset(&l->cfg->lazy_err)) {
         herr_clear(err);
@@ -722,7 +739,7 @@ static void function_not_found(const layer *l, const provider *p, herr *err)
 }
 
 /* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
-static hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
+hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
 {
     if (!loc->loaded) {
         loc->loaded = true;
@@ -871,6 +888,11 @@ static lr eyaml_decrypt_value(entry_arg *a, const location *loc, hv *v, hv **out
     switch (hv_kind_of(v)) {
     case HV_STRING: {
         hv *plain = NULL;
+        if (a->I->h->redact_encrypted && eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
+            /* a caller who may not see secrets: the block is not even decrypted */
+            *out = hv_sensitive_new(hv_str("encrypted value"));
+            return LR_FOUND;
+        }
         if (eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
             herr e = {0};
             size_t n = 0;
@@ -2604,9 +2626,8 @@ void hctx_free(hiera_ctx *h)
         free(h->lo_recent[i].name);
         hv_decref(h->lo_names[i]);
     }
+    ex_free(h->ex);
     prov_free(h->prov);
-    free(h->prov_key);
-    hv_decref(h->prov_value);
     if (h->own_cache)
         cache_free(h->cache);
     free(h);

@@ -113,6 +113,7 @@ bool diskcache_parse_size(const char *s, uint64_t *bytes)
     *bytes = (uint64_t)v << shift;
     return true;
 }
+const char *diskcache_dir(const diskcache *c) { return c->dir; }
 
 void diskcache_close(diskcache *c)
 {

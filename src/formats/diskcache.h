@@ -22,6 +22,8 @@ void diskcache_close(diskcache *c);
 void diskcache_set_max_size(diskcache *c, uint64_t bytes);
 /* "N", "NK", "NM" or "NG" (powers of 1024, either case) as bytes; false for anything else. */
 bool diskcache_parse_size(const char *s, uint64_t *bytes);
+/* The folder it keeps its entries in (BORROWED). */
+const char *diskcache_dir(const diskcache *c);
 
 /* The value parsed from path (format fmt) when the cache holds it for exactly this stat identity;
  * a new reference, or NULL. *flags gets the flags it was stored with. */
