@@ -4,7 +4,7 @@
 PREFIX ?= /usr/local
 CC ?= cc
 B = build
-PKGS = yaml-0.1 jansson oniguruma openssl
+PKGS = yaml-0.1 oniguruma openssl
 CFLAGS ?= -O2 -g
 # Link-time optimisation of the library and the command: calls between the library's files are
 # inlined as calls within a file are (about 10% less CPU per lookup in hiera batch). The objects
@@ -32,7 +32,7 @@ WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm
 # the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c): CLI_LIBS
-# (from $(B)/config.mk) names the other three
+# (from $(B)/config.mk) names the other two
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api);
 # src/cli is the command
 LIB_DIRS := base formats types crypto engine hiera3 api
@@ -52,7 +52,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check
+.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check check-web
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -71,7 +71,7 @@ $(B)/config.mk: Makefile scripts/deps.sh
 	@{ echo "# made by the Makefile after scripts/deps.sh; delete it to ask pkg-config again"; \
 	  echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
 	  echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
-	  echo "CLI_LIBS := $$(pkg-config --libs yaml-0.1 jansson oniguruma) -lm -ldl -lpthread"; \
+	  echo "CLI_LIBS := $$(pkg-config --libs yaml-0.1 oniguruma) -lm -ldl -lpthread"; \
 	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls)"; \
 	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \
 	} > $@.tmp && mv $@.tmp $@
@@ -131,8 +131,10 @@ check: all test-deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory cases
 	@python3 tests/batch/check.py --hiera $(B)/hiera
+	@python3 tests/facts/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
+	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
 demo: all
@@ -166,6 +168,11 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
+
+# the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
+# missing; screenshots in build/web-artifacts)
+check-web: all
+	@sh tests/web/run.sh $(B)/hiera
 
 # installs into a scratch DESTDIR and builds the README's example against it with pkg-config
 install-check: all
@@ -204,7 +211,8 @@ asan:
 # (with a scratch disk cache, removed afterwards)
 RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
 	  dc=$$(mktemp -d /tmp/hiera-conformance-cache-XXXXXX) && \
-	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera; \
+	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
+	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
 	  rc=$$?; rm -rf "$$dc"; exit $$rc; \
 	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
 

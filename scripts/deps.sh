@@ -9,7 +9,6 @@ command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 have_pc yaml-0.1 || need="$need libyaml-dev"
-have_pc jansson || need="$need libjansson-dev"
 have_pc oniguruma || need="$need libonig-dev"
 have_pc openssl || need="$need libssl-dev"
 # hiera serve: the HTTP server and TLS libraries' headers (the libraries are opened at run time)

@@ -319,11 +319,20 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
     __atomic_sub_fetch(&in_flight, 1, __ATOMIC_RELAXED);
 }
 
+/* libmicrohttpd's messages, but not those every client that hangs up or sends garbage causes (the
+ * access log has those requests that got an answer; a flood of them would flood the log). */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    fputs("hiera serve: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    static const char *const routine[] = {"Connection was closed by remote side", "Error processing request",
+                                          "Socket has been disconnected", "Failed to receive data", "Failed to send data",
+                                          "Error: received handshake message out of context"};
+    for (size_t i = 0; i < sizeof routine / sizeof *routine; i++)
+        if (strncmp(msg, routine[i], strlen(routine[i])) == 0)
+            return;
+    fprintf(stderr, "hiera serve: %s%s", msg, strchr(msg, '\n') ? "" : "\n");
 }
 
 static char *read_text(const char *path)
@@ -505,7 +514,7 @@ int serve_run(const serve_options *o)
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (cert) {

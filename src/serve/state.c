@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "engine/snapshot.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -45,7 +46,8 @@ static int cmp_hv_str(const void *a, const void *b)
     return strcmp(hv_str_ptr(*(hv *const *)a), hv_str_ptr(*(hv *const *)b));
 }
 
-/* A node's facts file: NAME.yaml, NAME.yml or NAME.json (as hiera batch --facts-dir reads). */
+/* A node's facts file: NAME.yaml, NAME.yml or NAME.json (as hiera batch --facts-dir reads): a hash of
+ * facts or a file of Puppet's YAML facts cache. */
 static char *node_of_file(const char *name)
 {
     static const char *exts[] = {".yaml", ".yml", ".json"};
@@ -60,7 +62,7 @@ static char *node_of_file(const char *name)
 
 static void load_facts(generation *g, const char *dir)
 {
-    hv *facts = hv_hash(), *errors = hv_hash(), *names = hv_array();
+    hv *facts = hv_hash(), *errors = hv_hash(), *names = hv_array(), *stored = hv_hash();
     DIR *d = dir ? opendir(dir) : NULL;
     struct dirent *de;
     while (d && (de = readdir(d)) != NULL) {
@@ -73,10 +75,13 @@ static void load_facts(generation *g, const char *dir)
         struct stat st;
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && !hv_hash_gets(facts, node) && !hv_hash_gets(errors, node)) {
             hiera_error err = {0};
-            hiera_value *v = hiera_value_load_file(path, &err);
+            int kind = HIERA_FACTS_FILE;
+            hiera_value *v = hiera_facts_load(NULL, path, node, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
             if (v && hiera_value_kind(v) == HIERA_HASH) {
                 hv_hash_sets(facts, node, v);
                 hv_array_push(names, hv_str(node));
+                if (kind == HIERA_FACTS_CACHE)
+                    hv_hash_sets(stored, node, hv_true());
             } else {
                 hv_hash_sets(errors, node, hv_str(err.message ? err.message : "the facts file does not hold a hash"));
                 hiera_value_decref(v);
@@ -103,12 +108,15 @@ static void load_facts(generation *g, const char *dir)
     hv_make_immortal(facts, &g->immortal);
     hv_make_immortal(sorted, &g->immortal);
     hv_make_immortal(errors, &g->immortal);
+    hv_make_immortal(stored, &g->immortal);
+    g->facts_stored = stored;
     g->facts = facts;
     g->nodes = sorted;
     g->facts_errors = errors;
 }
 
-static generation *build(serve_state *st)
+/* A new generation; prev (BORROWED, or NULL) lends the parses of the files that did not change. */
+static generation *build(serve_state *st, const generation *prev)
 {
     const serve_options *o = st->o;
     double t0 = now_seconds();
@@ -119,7 +127,9 @@ static generation *build(serve_state *st)
     ho.confdir = o->confdir;
     ho.environmentpath = o->environmentpath;
     ho.hiera_config = o->hiera_config;
-    g->snap = hiera_snapshot_new(&ho, NULL);
+    g->snap = hiera_snapshot_update(prev ? prev->snap : NULL, &ho, NULL);
+    size_t dirs;
+    snapshot_stats((const snapshot *)g->snap, &g->files, &dirs, &g->reused);
     load_facts(g, o->facts_dir);
     g->built = time(NULL);
     g->build_seconds = now_seconds() - t0;
@@ -149,7 +159,7 @@ bool state_init(serve_state *st, const serve_options *o)
 {
     memset(st, 0, sizeof *st);
     st->o = o;
-    st->current = build(st);
+    st->current = build(st, NULL);
     st->current->id = ++st->next_id;
     return true;
 }
@@ -165,8 +175,8 @@ generation *state_current(serve_state *st)
 
 bool state_reload(serve_state *st, const char *why)
 {
-    generation *fresh = build(st);
     generation *cur = state_current(st);
+    generation *fresh = build(st, cur);
     hv *before = error_set(cur->snap), *after = error_set(fresh->snap);
     hv *added = hv_array();
     for (size_t i = 0; i < hv_hash_len(after); i++)
@@ -185,8 +195,8 @@ bool state_reload(serve_state *st, const char *why)
         pthread_mutex_unlock(&lock);
         generation_release(old);
         __atomic_add_fetch(&st->reloads_ok, 1, __ATOMIC_RELAXED);
-        fprintf(stderr, "hiera serve: reloaded (%s): generation %llu in %.3f s\n", why, (unsigned long long)fresh->id,
-                fresh->build_seconds);
+        fprintf(stderr, "hiera serve: reloaded (%s): generation %llu in %.3f s (%zu of %zu files parsed again)\n", why,
+                (unsigned long long)fresh->id, fresh->build_seconds, fresh->files - fresh->reused, fresh->files);
     } else {
         for (size_t i = 0; i < hv_array_len(added); i++) {
             const hv *e = hv_array_get(added, i);
@@ -194,6 +204,8 @@ bool state_reload(serve_state *st, const char *why)
                     (unsigned long long)cur->id, hv_str_ptr(hv_hash_gets(e, "file")), hv_str_ptr(hv_hash_gets(e, "message")));
         }
         char *json = hiera_render(added, HIERA_RENDER_JSON, NULL);
+        hv_decref(added); /* (it holds parts of fresh's snapshot: before fresh is released) */
+        added = NULL;
         pthread_mutex_lock(&lock);
         free(st->refused);
         st->refused = json;
