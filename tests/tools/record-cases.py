@@ -54,7 +54,10 @@ def write_tree(case, spec):
             with open(os.path.join(case, "facts.yaml"), "w") as f:
                 yaml.safe_dump(facts, f, sort_keys=False, allow_unicode=True)
         for env in {spec.get("environment", "production")} | {q["environment"] for q in spec["queries"] if "environment" in q}:
-            os.makedirs(os.path.join(case, "environments", env), exist_ok=True)
+            d = os.path.join(case, "environments", env)
+            os.makedirs(d, exist_ok=True)
+            if not os.listdir(d):  # git keeps no empty folder, and the environment must exist
+                open(os.path.join(d, ".gitkeep"), "w").close()
 
 def case_args(case, flags):
     return [str(a).replace("{case}", case) for a in (flags or [])]
