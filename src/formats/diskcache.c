@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAGIC "HIERAC\3\0"
+#define MAGIC DISKCACHE_MAGIC
 #define MAX_DEPTH 1000
 #define MAX_NODES 20000000UL
 

@@ -10,6 +10,10 @@
 
 typedef struct diskcache diskcache;
 
+/* The first 8 bytes of an entry: "HIERAC", the format's version, 0 (diskcache.c describes the
+ * form; the fuzz harness builds entries with it) */
+#define DISKCACHE_MAGIC "HIERAC\3\0"
+
 /* The bound of the entries' total size when HIERA_CACHE_MAX_SIZE does not give one. */
 #define DISKCACHE_DEFAULT_MAX_SIZE ((uint64_t)256 << 20)
 

@@ -30,10 +30,10 @@ static void put_var(sbuf *b, uint64_t v)
 
 static void put_u64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, 8); }
 
-/* the header diskcache.c writes (format version 2): magic, source identity, format */
+/* the header diskcache.c writes: magic (with the format's version), source identity, format */
 static void identity(sbuf *b, int fmt)
 {
-    sb_addn(b, "HIERAC\2\0", 8);
+    sb_addn(b, DISKCACHE_MAGIC, 8);
     put_var(b, strlen(src));
     sb_adds(b, src);
     put_u64(b, (uint64_t)src_st.st_dev);
@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         f = fopen(other, "wb");
         if (!f)
             abort();
-        fwrite("HIERAC\2\0", 1, 8, f);
+        fwrite(DISKCACHE_MAGIC, 1, 8, f);
         fwrite(data + 1, 1, size - 1, f);
         fclose(f);
         if (diskcache_sweep(dc, true) < 0 || access(entry, F_OK) != 0)
