@@ -279,7 +279,6 @@ typedef struct {
     /* true: eyaml blocks are never decrypted; each reads as a Sensitive value (shown redacted), for
      * answers given to someone who may not see secrets (hiera serve). */
     bool redact_encrypted;
-    /* Fields added after version 0.2 (read only when size covers them: set size): */
     /* $trusted, as a catalog request from an agent with a certificate sets it: a hash with the
      * keys authenticated ("remote", "local" or false), certname (a String) and extensions (a
      * Hash: pp_role, the OIDs...), which Puppet requires of trusted data; hostname and domain
