@@ -25,6 +25,11 @@ typedef enum {
  * `name` is the file name used in messages. */
 hv *yaml_parse(const char *text, size_t len, const char *name, yaml_mode mode, herr *err);
 
+/* What a plain (unquoted, untagged) scalar with this text loads as: Psych's ScalarScanner
+ * (a string, nil, true/false for yes/no/on/off..., integers in every base, sexagesimal numbers,
+ * floats, symbols). NULL with err for what safe_load refuses (a date, a time). New reference. */
+hv *yaml_plain_scalar(const char *s, size_t n, herr *err);
+
 /* Reads and parses a whole file (see yaml_parse). A file that cannot be read is an error. */
 hv *yaml_load_file(const char *path, yaml_mode mode, herr *err);
 

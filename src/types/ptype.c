@@ -4648,6 +4648,7 @@ typedef struct {
     size_t nlocals;
     herr *err;
     int depth;
+    struct ptype_aliases *ua; /* user-defined aliases (type Name = ... in modules), or NULL */
 } ictx;
 
 static ptype *parse_type(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
@@ -4775,6 +4776,8 @@ static void qref_name(const ictx *c, const ast *q, const char **p, size_t *n)
 }
 
 /* A name that is not in the type map: loaded (static loader, local aliases) or a reference. */
+static ptype *user_alias(struct ptype_aliases *ua, const char *name, size_t n);
+
 static ptype *load_type(ictx *c, const char *name, size_t n)
 {
     if (c->cli) {
@@ -4787,6 +4790,8 @@ static ptype *load_type(ictx *c, const char *name, size_t n)
     ptype *a = builtin_alias(name, n);
     if (a)
         return t_ref(a);
+    if (c->ua && (a = user_alias(c->ua, name, n)))
+        return a;
     const char *r = resource_name(name, n);
     if (r)
         return mk_named(K_RESOURCE, r, strlen(r));
@@ -5556,7 +5561,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
 }
 
 static ptype *parse_type_e(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
-                           herr *err);
+                           struct ptype_aliases *ua, herr *err);
 
 /* Parses text as a type (err may be NULL). cli selects `puppet lookup --type` behaviour (see
  * scope_load_error); locals are a new function's local type aliases. */
@@ -5564,13 +5569,13 @@ static ptype *parse_type(const char *text, size_t len, bool cli, const local_ali
                          herr *err)
 {
     herr local = {0};
-    ptype *t = parse_type_e(text, len, cli, locals, nlocals, err ? err : &local);
+    ptype *t = parse_type_e(text, len, cli, locals, nlocals, NULL, err ? err : &local);
     herr_clear(&local);
     return t;
 }
 
 static ptype *parse_type_e(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
-                           herr *err)
+                           struct ptype_aliases *ua, herr *err)
 {
     /* TypeParser.opt_type_map: these exact strings bypass the parser; of them only "Array[1]"
      * differs from what parsing gives (parsed, Array[1] is not a valid type) */
@@ -5585,7 +5590,7 @@ static ptype *parse_type_e(const char *text, size_t len, bool cli, const local_a
     ast *a = p_program(&p);
     ptype *r = NULL;
     if (a) {
-        ictx c = {text, cli, locals, nlocals, err, 0};
+        ictx c = {text, cli, locals, nlocals, err, 0, ua};
         pval *v = interp(&c, a);
         if (v && v->k == PV_TYPE)
             r = t_ref(v->t);
@@ -7569,4 +7574,153 @@ static bool string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
     herr_set(err, HERR_ERROR, "String conversion with format '%s' of this value is not supported by this implementation",
              hv_str_ptr(fmt));
     return false;
+}
+
+/* ======================================================================================
+ * User-defined type aliases (`type Name = <type>` in a module's types/ folder), for the class
+ * parameters hiera check reads: each alias becomes a TypeAlias node (named as written, shown
+ * expanded in messages as Puppet shows a module's aliases) whose type is parsed on first use,
+ * with the same set of aliases, so that aliases may name each other and themselves.
+ * ====================================================================================== */
+
+typedef struct {
+    char *name; /* as written */
+    char *body;
+    ptype *node;  /* the alias node (immortal: the table owns it), once asked for */
+    int state;    /* 0 not parsed, 1 being parsed, 2 parsed, 3 its body does not parse */
+    char *error;
+} ualias;
+
+struct ptype_aliases {
+    ualias *v;
+    size_t n, cap;
+};
+
+ptype_aliases *ptype_aliases_new(void) { return xcalloc(1, sizeof(ptype_aliases)); }
+
+void ptype_aliases_add(ptype_aliases *a, const char *name, const char *body)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (ascii_casecmp_eq(a->v[i].name, strlen(a->v[i].name), name, strlen(name)))
+            return; /* the first definition wins (modules earlier on the modulepath) */
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 32;
+        a->v = xrealloc(a->v, a->cap * sizeof *a->v);
+    }
+    a->v[a->n++] = (ualias){xstrdup(name), xstrdup(body), NULL, 0, NULL};
+}
+
+void ptype_aliases_free(ptype_aliases *a)
+{
+    if (!a)
+        return;
+    /* the nodes may refer to each other: drop every body first, then the nodes */
+    for (size_t i = 0; i < a->n; i++)
+        if (a->v[i].node) {
+            ptype *t = a->v[i].node->t;
+            a->v[i].node->t = NULL;
+            t_unref(t);
+        }
+    for (size_t i = 0; i < a->n; i++) {
+        if (a->v[i].node) {
+            a->v[i].node->refs = 1;
+            t_unref(a->v[i].node);
+        }
+        free(a->v[i].name);
+        free(a->v[i].body);
+        free(a->v[i].error);
+    }
+    free(a->v);
+    free(a);
+}
+
+static ptype *user_alias(struct ptype_aliases *ua, const char *name, size_t n)
+{
+    for (size_t i = 0; i < ua->n; i++) {
+        ualias *u = &ua->v[i];
+        if (!ascii_casecmp_eq(u->name, strlen(u->name), name, n))
+            continue;
+        if (u->state == 0) {
+            u->node = mk_named(K_ALIAS, u->name, strlen(u->name));
+            make_immortal(u->node);
+            u->state = 1;
+            herr e = {0};
+            ptype *t = parse_type_e(u->body, strlen(u->body), false, NULL, 0, ua, &e);
+            if (t) {
+                u->node->t = t;
+                u->state = 2;
+            } else {
+                /* the alias stands for nothing we can check: an unresolved reference */
+                u->node->t = mk_named(K_TYPEREF, u->name, strlen(u->name));
+                u->error = xstrdup(e.msg ? e.msg : "not a type");
+                u->state = 3;
+            }
+            herr_clear(&e);
+        }
+        return u->node;
+    }
+    return NULL;
+}
+
+const char *ptype_aliases_error(ptype_aliases *a, const char *name, const char **body)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        ualias *u = &a->v[i];
+        if (!ascii_casecmp_eq(u->name, strlen(u->name), name, strlen(name)))
+            continue;
+        user_alias(a, name, strlen(name));
+        if (body)
+            *body = u->body;
+        return u->error;
+    }
+    return NULL;
+}
+
+ptype *ptype_parse_with(const char *text, ptype_aliases *a, herr *err)
+{
+    if (!text) {
+        herr_set(err, HERR_PUPPET, "The expression <> is not a valid type specification.");
+        return NULL;
+    }
+    herr local = {0};
+    ptype *t = parse_type_e(text, strlen(text), false, NULL, 0, a, err ? err : &local);
+    herr_clear(&local);
+    return t;
+}
+
+char *ptype_unresolved(const ptype *t)
+{
+    const ptype *r = find_typeref(t, 0);
+    return r ? xstrndup(r->s.p, r->s.n) : NULL;
+}
+
+char *ptype_describe_param(const ptype *t, const hv *v, const char *param)
+{
+    if (instance(t, v, 0))
+        return NULL;
+    ptype *a = infer_set(v, 0);
+    tpath p = {0};
+    tpath root = path_plus(&p, PE_PARAM, param, strlen(param), 0);
+    mlist errs = describe(t, a, &root);
+    path_free(&root);
+    sbuf b = {0};
+    for (size_t i = 0; i < errs.n; i++) {
+        if (i)
+            sb_addc(&b, '\n');
+        sbuf one_msg = {0};
+        m_format(&one_msg, errs.v[i]);
+        char *line = rstrip_take(&one_msg);
+        sb_adds(&b, line);
+        free(line);
+    }
+    ml_free(&errs);
+    t_unref(a);
+    if (!b.len) /* instance? said no but nothing was described: say it as the assertion does */
+        sb_adds(&b, "has a value of the wrong type");
+    return sb_take(&b);
+}
+
+char *ptype_describe_missing(const char *param)
+{
+    return xasprintf("expects a value for parameter '%s'", param);
 }
