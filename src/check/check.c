@@ -519,6 +519,7 @@ static void env_free(ck_env *e)
     free(e->external);
     free(e->only_module);
     free(e->only_module_name);
+    free(e->opaque_level);
     memset(e, 0, sizeof *e);
 }
 
@@ -629,6 +630,8 @@ static void add_levels(ck_env *e, ck_config *cf, const hlevel *levels, size_t n,
         L->index = (int)cf->nlevels;
         if (pd)
             level_templates(e, cf->cfg, L);
+        else if (!e->opaque_level && L->function[0])
+            e->opaque_level = xasprintf("level '%s' of %s reads its data with '%s'", L->name, cf->path, L->function);
         cf->nlevels++;
     }
 }
@@ -835,6 +838,8 @@ static void add_manifests(ck_env *e, const char *dir, int depth)
                 add_manifests(e, p, depth + 1);
             else if (S_ISREG(st.st_mode) && n > 3 && !strcmp(names[i] + n - 3, ".pp"))
                 pp_index_add_file(e->pp, p);
+            else if (S_ISREG(st.st_mode) && n > 4 && (!strcmp(names[i] + n - 4, ".epp") || !strcmp(names[i] + n - 4, ".erb")))
+                pp_index_add_template(e->pp, p);
         }
         free(p);
     }
@@ -859,6 +864,9 @@ static void read_manifests(ck_ctx *c)
                 add_manifests(e, m, 0);
                 free(m);
                 m = xjoin(dir, "/types", NULL);
+                add_manifests(e, m, 0);
+                free(m);
+                m = xjoin(dir, "/templates", NULL);
                 add_manifests(e, m, 0);
                 free(m);
             }
@@ -1494,8 +1502,17 @@ static bool reportable(const ck_env *e, const char *file)
         char *name = slash ? xstrndup(m, (size_t)(slash - m)) : xstrdup(m);
         bool ext = ck_is_external_module(e, name);
         free(name);
-        if (ext)
-            return false;
+        if (ext) {
+            /* unless the environment's own hierarchy reads it (a data module) */
+            const hv *fi = hv_hash_gets(e->file_index, file);
+            if (!fi)
+                return false;
+            const ck_file *f = &e->files[hv_int_val(fi)];
+            for (size_t i = 0; i < f->nreach; i++)
+                if (e->configs[f->reach[i].cfg].layer != LAYER_MODULE)
+                    return true;
+            return f->orphan && f->cfg_owner >= 0 && e->configs[f->cfg_owner].layer != LAYER_MODULE;
+        }
     }
     return true;
 }
@@ -1525,9 +1542,13 @@ static void report_add(check_report *r, check_finding f)
     r->v[r->n++] = f;
 }
 
+static char *report_text(const ck_env *e, char *msg);
+
 void ck_note(ck_ctx *c, char *text)
 {
     check_report *r = c->report;
+    if (c->env)
+        text = report_text(c->env, text);
     for (size_t i = 0; i < r->nnotes; i++)
         if (!strcmp(r->notes[i], text)) {
             free(text);

@@ -146,6 +146,9 @@ typedef struct {
     pp_index *pp;
     ptype_aliases *aliases;
     hv *modules_present; /* module name -> true */
+    /* a level whose data we cannot read (a function of its own: vault, a database...): keys may
+     * come from there, so a key no file defines is not reported as missing */
+    char *opaque_level;
 } ck_env;
 
 typedef struct {

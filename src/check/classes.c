@@ -152,8 +152,9 @@ static void check_value(ck_ctx *c, type_cache *tc, const ck_key *k, const ck_def
     ck_key_options(e, k->name, &merge, &conv);
     hv *owned = NULL;
     if (hv_has_interpolation(v, 0)) {
-        /* interpolation gives strings (alias() keeps another key's value: checked per node) */
-        if (!hv_is(v, HV_STRING) || strstr(hv_str_ptr(v), "alias("))
+        /* interpolation gives strings (alias() keeps another key's value): only a type that takes
+         * no string at all is certainly wrong here; the rest is judged per node */
+        if (!hv_is(v, HV_STRING) || strstr(hv_str_ptr(v), "alias(") || ptype_may_match_string(t))
             return;
     }
     if (hv_is(v, HV_UNDEF) && p->has_default)
@@ -174,10 +175,6 @@ static void check_value(ck_ctx *c, type_cache *tc, const ck_key *k, const ck_def
         v = cv;
     }
     char *msg = ptype_describe_param(t, v, p->name);
-    if (msg && hv_has_interpolation(v, 0) && !strstr(msg, "got String")) {
-        free(msg); /* a pattern or enum: the interpolated text may match */
-        msg = NULL;
-    }
     if (msg && merge && partial_ok(msg)) {
         free(msg);
         msg = NULL;
@@ -250,6 +247,17 @@ static const char *closest_class(const ck_env *e, const char *name)
     return best;
 }
 
+/* Modules Puppet Enterprise installs itself (not in a Puppetfile) */
+static bool pe_module(const char *m)
+{
+    static const char *const pe[] = {"puppet_enterprise", "sce_linux", "sce_windows", "cd4pe", "cem_linux", "cem_windows",
+                                     NULL};
+    for (size_t i = 0; pe[i]; i++)
+        if (!strcmp(pe[i], m))
+            return true;
+    return !strncmp(m, "pe_", 3);
+}
+
 static void check_key(ck_ctx *c, type_cache *tc, const ck_key *k, hv *missing_modules)
 {
     ck_env *e = c->env;
@@ -292,8 +300,22 @@ static void check_key(ck_ctx *c, type_cache *tc, const ck_key *k, hv *missing_mo
     const char *msep = strstr(k->name, "::");
     char *module = xstrndup(k->name, (size_t)(msep - k->name));
     bool present = ck_module_present(e, module);
-    if (!present && ck_is_external_module(e, module)) {
-        hv_hash_sets(missing_modules, module, hv_true());
+    if (pp_is_define(e->pp, cname)) {
+        for (size_t i = 0; i < k->ndefs; i++) {
+            const ck_def *d = &k->defs[i];
+            if (!e->files[d->file].orphan)
+                ck_add(c, "unknown-class", 0, e->files[d->file].path, d->line, d->col,
+                       "'%s' is a defined type, not a class: Puppet looks up no data for the parameters of defined "
+                       "types, and nothing looks up '%s' by name",
+                       cname, k->name);
+        }
+        free(module);
+        free(cname);
+        return;
+    }
+    if (!present && (ck_is_external_module(e, module) || pe_module(module))) {
+        if (!pe_module(module))
+            hv_hash_sets(missing_modules, module, hv_true());
         free(module);
         free(cname);
         return;
@@ -328,9 +350,14 @@ void ck_classes(ck_ctx *c)
     hv *missing = hv_hash();
     for (size_t i = 0; i < e->nkeys; i++)
         check_key(c, &tc, &e->keys[i], missing);
-    for (size_t i = 0; i < hv_hash_len(missing); i++)
-        ck_note(c, xasprintf("module '%s' (Puppetfile) is not installed: the keys of its classes are not checked",
-                             hv_str_ptr(hv_hash_key_at(missing, i))));
+    if (hv_hash_len(missing)) {
+        sbuf b = {0};
+        for (size_t i = 0; i < hv_hash_len(missing); i++)
+            sb_addf(&b, "%s%s", i ? ", " : "", hv_str_ptr(hv_hash_key_at(missing, i)));
+        ck_note(c, xasprintf("module%s of the Puppetfile not installed (the keys of %s classes are not checked): %s",
+                             hv_hash_len(missing) == 1 ? "" : "s", hv_hash_len(missing) == 1 ? "its" : "their", sb_str(&b)));
+        sb_free(&b);
+    }
     if (hv_hash_len(tc.unresolved)) {
         sbuf b = {0};
         for (size_t i = 0; i < hv_hash_len(tc.unresolved) && i < 8; i++)

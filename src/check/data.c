@@ -634,7 +634,7 @@ static void walk(fctx *x, const ysnode *n, int depth, bool is_key, bool in_seq)
             ck_add(x->c, "empty-value", 0, x->f->path, n->line, n->col,
                    in_seq ? "an item without a value: it is read as undef (write ~ if that is meant)"
                           : "a key without a value: it is read as undef (write ~ if that is meant, or give the value)");
-        } else if (!x->param_typed || is_key) {
+        } else if (!x->param_typed || is_key || depth > 1) {
             char msg[256];
             const char *rule = ck_plain_trap(n->text, n->len, msg, sizeof msg);
             if (rule) {
@@ -779,7 +779,10 @@ static void lo_entry(fctx *x, const char *key, const hv *opts, uint32_t line, ui
             } else {
                 char *s = NULL;
                 size_t d1 = ck_distance(ks, "merge", 2), d2 = ck_distance(ks, "convert_to", 3);
-                if (d1 <= 2 || !strncmp(ks, "merge", 5))
+                if (!strcmp(ks, "knockout_prefix") || !strcmp(ks, "sort_merged_arrays") ||
+                    !strcmp(ks, "merge_hash_arrays") || !strcmp(ks, "strategy"))
+                    s = xasprintf(" (a merge option: write merge: {strategy: deep, %s: ...})", ks);
+                else if (d1 <= 2 || !strncmp(ks, "merge", 5))
                     s = xstrdup(" (did you mean 'merge'?)");
                 else if (d2 <= 3 || !strncmp(ks, "convert", 7))
                     s = xstrdup(" (did you mean 'convert_to'?)");
@@ -873,10 +876,23 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
     file_levels(&x);
     bool yaml = f->fmt == FMT_YAML;
     const ysnode *root = f->ys && f->ys->ndocs ? f->ys->docs[0] : NULL;
-    /* the document */
-    if (!hv_is(f->value, HV_HASH) && (f->fmt == FMT_YAML || f->fmt == FMT_JSON)) {
-        bool empty = hv_is(f->value, HV_UNDEF) || (hv_is(f->value, HV_BOOL) && !hv_bool_val(f->value) && !root);
-        uint32_t line = root ? root->line : 1, col = root ? root->col : 1;
+    /* the document (yaml_data reads a document that is not a hash as {} after a warning: the
+     * loaded value is then {}, so the marks tell) */
+    bool not_hash = false, empty = false;
+    const char *what = "a scalar";
+    if (yaml && f->ys && !f->ys->failed) {
+        not_hash = !root || root->kind != YS_MAP;
+        empty = !root || (root->kind == YS_SCALAR && root->style == YS_PLAIN && !root->tag &&
+                          (root->len == 0 || (root->len == 1 && root->text[0] == '~') ||
+                           (root->len == 4 && !strncasecmp(root->text, "null", 4))));
+        what = root && root->kind == YS_SEQ ? "an array" : "a scalar";
+    } else if (f->fmt == FMT_JSON) {
+        not_hash = !hv_is(f->value, HV_HASH);
+        empty = hv_is(f->value, HV_UNDEF);
+        what = hv_is(f->value, HV_ARRAY) ? "an array" : "a scalar";
+    }
+    if (not_hash) {
+        uint32_t line = root && !empty ? root->line : 1, col = root && !empty ? root->col : 1;
         if (empty)
             ck_add(c, "not-a-hash", 0, f->path, line, col,
                    "the file holds no data: Puppet warns 'file does not contain a valid yaml hash' each time it reads "
@@ -885,7 +901,7 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
             ck_add(c, "not-a-hash", 0, f->path, line, col,
                    "the document is %s, not a hash: Puppet warns 'file does not contain a valid yaml hash' and reads no "
                    "data from it",
-                   hv_is(f->value, HV_ARRAY) ? "an array" : hv_is(f->value, HV_STRING) ? "a string" : "a scalar");
+                   what);
     }
     if (yaml && f->ys) {
         for (size_t d = 1; d < f->ys->ndocs; d++)
@@ -946,7 +962,7 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
                 walk(&x, root->kids[i + 1], 1, false, false);
             }
             x.top_key = NULL;
-        } else {
+        } else if (root->kind != YS_SCALAR) {
             walk(&x, root, 0, false, false);
         }
     } else if (hv_is(f->value, HV_HASH)) {
@@ -1032,6 +1048,13 @@ static const char *ref_file(const ck_env *e, const ck_ref *r)
 static void unknown_refs(ck_ctx *c)
 {
     ck_env *e = c->env;
+    if (e->opaque_level) {
+        if (e->nrefs)
+            ck_note(c, xasprintf("%s, which hiera check cannot read: lookup()/alias() of keys no file defines are "
+                                 "not reported, nor lookup_options that match no key",
+                                 e->opaque_level));
+        return;
+    }
     for (size_t i = 0; i < e->nrefs; i++) {
         const ck_ref *r = &e->refs[i];
         if (ck_key_get(e, r->key) || key_of_missing_module(e, r->key))
@@ -1184,6 +1207,8 @@ static void loops(ck_ctx *c)
 static void unused_lookup_options(ck_ctx *c)
 {
     ck_env *e = c->env;
+    if (e->opaque_level)
+        return;
     for (size_t i = 0; i < hv_array_len(e->lo_entries); i++) {
         const hv *rec = hv_array_get(e->lo_entries, i);
         uint32_t fi = (uint32_t)hv_int_val(hv_array_get(rec, 0));

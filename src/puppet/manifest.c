@@ -49,6 +49,7 @@ typedef struct {
 
 static void problem(pp_index *x, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
     HIERA_PRINTF(5, 6);
+static void scan_text_lookups(pp_index *x, const char *path, const char *s, size_t len, uint32_t first_line);
 
 static void problem(pp_index *x, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
 {
@@ -120,6 +121,7 @@ static void skip_heredoc_bodies(lexer *L)
 {
     for (size_t h = 0; h < L->npending && !L->failed; h++) {
         uint32_t start_line = L->line;
+        size_t body = L->pos;
         bool found = false;
         while (L->pos < L->len) {
             const char *p = L->src + L->pos;
@@ -134,6 +136,9 @@ static void skip_heredoc_bodies(lexer *L)
             }
             if (end) {
                 found = true;
+                /* lookups in the body's interpolations */
+                if (memmem(L->src + body, L->pos - body, "lookup", 6) || memmem(L->src + body, L->pos - body, "hiera", 5))
+                    scan_text_lookups(L->x, L->path, L->src + body, L->pos - body, start_line);
                 break;
             }
         }
@@ -363,6 +368,8 @@ static void lex(lexer *L)
             tok *t = push_tok(L, TK_DQ, start, L->pos, line, col);
             t->val = sb_take(&v);
             t->interp = interp;
+            if (interp && (memmem(s + start, L->pos - start, "lookup", 6) || memmem(s + start, L->pos - start, "hiera", 5)))
+                scan_text_lookups(L->x, L->path, s + start + 1, L->pos - start - 1, line);
             continue;
         }
         if (c == '@' && L->pos + 1 < L->len && s[L->pos + 1] == '(') {
@@ -550,7 +557,18 @@ void pp_index_free(pp_index *x)
     for (size_t i = 0; i < x->ntopvars; i++)
         free(x->topvars[i]);
     free(x->topvars);
+    for (size_t i = 0; i < x->ndefines; i++)
+        free(x->defines[i]);
+    free(x->defines);
     free(x);
+}
+
+bool pp_is_define(const pp_index *x, const char *name)
+{
+    for (size_t i = 0; i < x->ndefines; i++)
+        if (!strcmp(x->defines[i], name))
+            return true;
+    return false;
 }
 
 const pp_class *pp_find_class(const pp_index *x, const char *name)
@@ -663,6 +681,17 @@ static const char *enclosing_class(const parser *P)
     return NULL;
 }
 
+static size_t lookup_call(parser *P, size_t i);
+static bool is_lookup_fn(const tok *t);
+
+/* Lookups in a parameter list (defaults may call lookup()): tokens (open, close) */
+static void scan_params(parser *P, size_t open, size_t close)
+{
+    for (size_t k = open + 1; k < close && k + 1 < P->n; k++)
+        if (is_lookup_fn(&P->t[k]) && is_p(&P->t[k + 1], "("))
+            lookup_call(P, k);
+}
+
 /* class NAME [( params )] [inherits NAME] {  (i at 'class'); returns the index to continue at */
 static size_t class_definition(parser *P, size_t i)
 {
@@ -692,6 +721,7 @@ static size_t class_definition(parser *P, size_t i)
             c->header_ok = false;
             return P->n;
         }
+        scan_params(P, j, close);
         size_t k = j + 1;
         while (k < close) {
             /* [Type] $name [= default] */
@@ -979,9 +1009,15 @@ static void parse(parser *P)
         } else if ((is_n(t, "define") || is_n(t, "function") || is_n(t, "plan")) && nx &&
                    (nx->k == TK_NAME || nx->k == TK_CLASSREF)) {
             P->next_kind = is_n(t, "define") ? SC_DEFINE : SC_FUNCTION;
-            /* parameters: skip them so that their defaults are not read as code */
+            if (is_n(t, "define") && nx->k == TK_NAME) {
+                GROW(P->x->defines, P->x->ndefines, P->x->capdefines);
+                P->x->defines[P->x->ndefines++] = lower_name(nx->val);
+            }
+            /* parameters: their defaults are not code of the body (lookups there count) */
             if (i + 2 < P->n && is_p(&P->t[i + 2], "(")) {
                 size_t close = matching(P, i + 2);
+                if (close < P->n)
+                    scan_params(P, i + 2, close);
                 i = close < P->n ? close : P->n;
             }
         } else if (is_n(t, "node") && nx && !is_p(nx, "(")) {
@@ -1044,5 +1080,78 @@ void pp_index_add_file(pp_index *x, const char *path)
         return;
     }
     pp_index_add_text(x, path, sb_str(&b), b.len);
+    sb_free(&b);
+}
+
+/* ------------------------------------------------------------------ templates */
+
+/* lookup('k') and the like found as text in s (a template, a string's interpolations, a heredoc),
+ * with line numbers from first_line */
+static void scan_text_lookups(pp_index *x, const char *path, const char *s, size_t len, uint32_t first_line)
+{
+    static const char *const fns[] = {"lookup", "hiera", "hiera_array", "hiera_hash", NULL};
+    uint32_t line = first_line;
+    size_t line_start = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\n') {
+            line++;
+            line_start = i + 1;
+            continue;
+        }
+        if (s[i] != 'l' && s[i] != 'h')
+            continue;
+        for (size_t k = 0; fns[k]; k++) {
+            size_t fl = strlen(fns[k]);
+            if (len - i < fl + 3 || memcmp(s + i, fns[k], fl) != 0 || (i > 0 && (is_word(s[i - 1]))))
+                continue;
+            size_t j = i + fl;
+            /* lookup('k')  |  call_function('lookup', ['k'])  |  function_hiera(['k']) */
+            if (s[j] == '\'' || s[j] == '"') {
+                if (i < 14 || memcmp(s + i - 14, "call_function(", 14) != 0)
+                    continue;
+                j++;
+                while (j < len && (s[j] == ' ' || s[j] == ','))
+                    j++;
+                if (j < len && s[j] == '\'')
+                    continue;
+            }
+            if (j < len && is_word(s[j]))
+                continue;
+            while (j < len && (s[j] == ' ' || s[j] == '(' || s[j] == '[' || s[j] == ','))
+                j++;
+            if (j >= len || (s[j] != '\'' && s[j] != '"'))
+                continue;
+            char q = s[j];
+            size_t ks = j + 1, ke = ks;
+            while (ke < len && s[ke] != q && s[ke] != '\n')
+                ke++;
+            if (ke >= len || s[ke] != q || ke == ks)
+                continue;
+            char *key = xstrndup(s + ks, ke - ks);
+            char *interp = q == '"' ? strstr(key, "#{") : NULL;
+            char *pinterp = q == '"' ? strstr(key, "${") : NULL;
+            char *cut = interp && (!pinterp || interp < pinterp) ? interp : pinterp;
+            bool prefix = cut != NULL;
+            if (cut)
+                *cut = 0;
+            GROW(x->lookups, x->nlookups, x->caplookups);
+            x->lookups[x->nlookups++] =
+                (pp_lookup){key, prefix, k >= 2, xstrdup(path), line, (uint32_t)(i - line_start + 1)};
+        }
+    }
+}
+
+void pp_index_add_template(pp_index *x, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    sbuf b = {0};
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_addn(&b, buf, n);
+    fclose(f);
+    scan_text_lookups(x, path, sb_str(&b), b.len, 1);
     sb_free(&b);
 }

@@ -76,6 +76,8 @@ typedef struct pp_index {
     size_t ndecls, capdecls;
     pp_problem *problems;
     size_t nproblems, capproblems;
+    char **defines; /* defined types (lower case) */
+    size_t ndefines, capdefines;
     char **topvars; /* variables assigned outside classes, defines and functions (top and node scope) */
     size_t ntopvars, captopvars;
     size_t files;   /* files read */
@@ -87,6 +89,11 @@ void pp_index_free(pp_index *x);
 void pp_index_add_text(pp_index *x, const char *path, const char *text, size_t len);
 /* Reads a file; one that cannot be read is a problem. */
 void pp_index_add_file(pp_index *x, const char *path);
+/* Scans a template (.epp, .erb) for keys it looks up by name: lookup('k'), hiera('k'),
+ * call_function('lookup', ['k']) and the like (text patterns: templates are not parsed). */
+void pp_index_add_template(pp_index *x, const char *path);
+/* Whether a defined type of that name (lower case) was read. */
+bool pp_is_define(const pp_index *x, const char *name);
 /* The class named (lower case), or NULL (the last one read when defined twice). */
 const pp_class *pp_find_class(const pp_index *x, const char *name);
 

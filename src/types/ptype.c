@@ -7724,3 +7724,27 @@ char *ptype_describe_missing(const char *param)
 {
     return xasprintf("expects a value for parameter '%s'", param);
 }
+
+/* Whether some string is an instance of t (what an interpolation gives may then match). */
+static bool may_match_string(const ptype *t, int depth)
+{
+    if (!t || depth > MAX_ALIAS_DEPTH)
+        return false;
+    switch (t->k) {
+    case K_ANY: case K_SCALAR: case K_SCALARDATA: case K_PATTERN: case K_ENUM: case K_STRING:
+        return true;
+    case K_NOTUNDEF: case K_OPTIONAL:
+        return !t->t || may_match_string(t->t, depth + 1);
+    case K_ALIAS:
+        return may_match_string(t->t, depth + 1);
+    case K_VARIANT:
+        for (size_t i = 0; i < t->n; i++)
+            if (may_match_string(t->v[i], depth + 1))
+                return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+bool ptype_may_match_string(const ptype *t) { return may_match_string(t, 0); }

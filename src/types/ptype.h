@@ -64,6 +64,9 @@ char *ptype_unresolved(const ptype *t);
  * expects an Integer value, got String"; several mismatches one per line), malloc'ed; NULL when v
  * matches. */
 char *ptype_describe_param(const ptype *t, const hv *v, const char *param);
+/* Whether some string is an instance of t (String, Pattern, Enum, Scalar, Any..., through
+ * Optional, NotUndef, Variant and aliases): a value that interpolation makes may then match. */
+bool ptype_may_match_string(const ptype *t);
 /* The message for a parameter without a value and without a default. */
 char *ptype_describe_missing(const char *param);
 
