@@ -147,6 +147,17 @@ ck_key *ck_key_add(ck_env *e, const char *name)
 
 bool ck_module_present(const ck_env *e, const char *name) { return hv_hash_gets(e->modules_present, name) != NULL; }
 
+static bool is_dir(const char *p);
+
+bool ck_module_visible(const ck_env *e, const char *module)
+{
+    char *a = xjoin(e->dir, "/modules/", module, NULL), *b = xjoin(e->codedir, "/modules/", module, NULL);
+    bool r = is_dir(a) || is_dir(b);
+    free(a);
+    free(b);
+    return r;
+}
+
 bool ck_is_external_module(const ck_env *e, const char *name)
 {
     for (size_t i = 0; i < e->nexternal; i++)

@@ -183,6 +183,12 @@ char *ck_class_ref(const char *name);
 
 /* classes.c: the class parameter a key names, when the class and the parameter exist (*cls: its class) */
 const pp_param *ck_class_param(ck_env *e, const char *key, const pp_class **cls);
+/* classes.c: the merge (0 first, 1 unique, 2 hash/deep) and convert_to that lookup_options give a key */
+void ck_key_options(ck_env *e, const char *key, int *merge, const hv **convert_to);
+/* classes.c: " (unquoted '0755' is read as ...)" when the definition's value is a YAML trap */
+void ck_trap_hint(const ck_env *e, const ck_def *d, const char *key, sbuf *out);
+/* check.c: whether the lookups find the module (it is in a folder of their modulepath) */
+bool ck_module_visible(const ck_env *e, const char *module);
 /* data.c: the YAML trap a plain scalar falls in (its rule; the hint in msg), or NULL */
 const char *ck_plain_trap(const char *text, size_t len, char *msg, size_t msgsize);
 

@@ -72,8 +72,6 @@ static const ptype *param_type(ck_env *e, type_cache *tc, const char *key, const
 
 /* The merge (0 first, 1 unique, 2 hash/deep) and convert_to that lookup_options give key, from
  * the global and environment layers and, for a module's key, the module's data. */
-void ck_key_options(ck_env *e, const char *key, int *merge, const hv **convert_to);
-
 void ck_key_options(ck_env *e, const char *key, int *merge, const hv **convert_to)
 {
     *merge = 0;
@@ -123,7 +121,7 @@ static bool partial_ok(const char *msg)
 }
 
 /* The hint for a value that is a YAML trap ("unquoted '0755' is read as the octal number 493") */
-static void trap_hint(const ck_env *e, const ck_def *d, const char *key, sbuf *out)
+void ck_trap_hint(const ck_env *e, const ck_def *d, const char *key, sbuf *out)
 {
     const ck_file *f = &e->files[d->file];
     if (f->fmt != FMT_YAML || !f->ys || !f->ys->ndocs)
@@ -189,7 +187,7 @@ static void check_value(ck_ctx *c, type_cache *tc, const ck_key *k, const ck_def
             else
                 sb_addc(&m, *q);
         }
-        trap_hint(e, d, k->name, &m);
+        ck_trap_hint(e, d, k->name, &m);
         ck_add(c, "parameter-type", 0, e->files[d->file].path, d->line, d->col, "%s", sb_str(&m));
         sb_free(&m);
         free(ref);

@@ -539,11 +539,22 @@ void pp_index_free(pp_index *x)
     for (size_t i = 0; i < x->nlookups; i++) {
         free(x->lookups[i].key);
         free(x->lookups[i].file);
+        free(x->lookups[i].scope_class);
     }
     free(x->lookups);
+    for (size_t i = 0; i < x->nnodes; i++) {
+        for (size_t j = 0; j < x->nodes[i].nnames; j++)
+            free(x->nodes[i].names[j]);
+        free(x->nodes[i].names);
+        for (size_t j = 0; j < x->nodes[i].nregexps; j++)
+            free(x->nodes[i].regexps[j]);
+        free(x->nodes[i].regexps);
+    }
+    free(x->nodes);
     for (size_t i = 0; i < x->ndecls; i++) {
         free(x->decls[i].cls);
         free(x->decls[i].file);
+        free(x->decls[i].scope_class);
         for (size_t j = 0; j < x->decls[i].nparams; j++)
             free(x->decls[i].params[j]);
         free(x->decls[i].params);
@@ -596,6 +607,7 @@ typedef enum { SC_OTHER, SC_CLASS, SC_DEFINE, SC_NODE, SC_FUNCTION } scope_kind;
 typedef struct {
     scope_kind kind;
     char *name; /* SC_CLASS: the class name */
+    int node;   /* SC_NODE: its index in the index's nodes */
 } scope;
 
 typedef struct {
@@ -608,6 +620,7 @@ typedef struct {
     size_t depth, cap;
     scope_kind next_kind; /* what the next '{' opens */
     char *next_name;
+    int next_node;
 } parser;
 
 static bool is_p(const tok *t, const char *p) { return t->k == TK_PUNCT && strcmp(t->val, p) == 0; }
@@ -669,6 +682,22 @@ static bool in_code_scope(const parser *P)
 {
     for (size_t i = 0; i < P->depth; i++)
         if (P->stack[i].kind == SC_CLASS || P->stack[i].kind == SC_DEFINE || P->stack[i].kind == SC_FUNCTION)
+            return true;
+    return false;
+}
+
+static int enclosing_node(const parser *P)
+{
+    for (size_t i = P->depth; i-- > 0;)
+        if (P->stack[i].kind == SC_NODE)
+            return P->stack[i].node;
+    return -1;
+}
+
+static bool in_define_or_function(const parser *P)
+{
+    for (size_t i = 0; i < P->depth; i++)
+        if (P->stack[i].kind == SC_DEFINE || P->stack[i].kind == SC_FUNCTION)
             return true;
     return false;
 }
@@ -786,7 +815,9 @@ static void add_decl(parser *P, const char *cls, bool resource_like, const tok *
 {
     pp_index *x = P->x;
     GROW(x->decls, x->ndecls, x->capdecls);
-    x->decls[x->ndecls++] = (pp_decl){lower_name(cls), resource_like, params, nparams, xstrdup(P->path), at->line, at->col};
+    const char *sc = enclosing_class(P);
+    x->decls[x->ndecls++] = (pp_decl){lower_name(cls), resource_like, params, nparams, xstrdup(P->path), at->line,
+                                      at->col, sc ? xstrdup(sc) : NULL, enclosing_node(P), in_define_or_function(P)};
 }
 
 /* class { 'name': attr => value, ...; 'other': ... }  (i at 'class', i+1 at '{') */
@@ -841,12 +872,13 @@ static bool is_lookup_fn(const tok *t)
            is_n(t, "hiera_include");
 }
 
-static void add_lookup(parser *P, const tok *k, bool merged)
+static void add_lookup(parser *P, const tok *k, bool merged, bool classes)
 {
     pp_index *x = P->x;
     GROW(x->lookups, x->nlookups, x->caplookups);
-    x->lookups[x->nlookups++] =
-        (pp_lookup){xstrdup(k->val), k->k == TK_DQ && k->interp, merged, xstrdup(P->path), k->line, k->col};
+    const char *sc = enclosing_class(P);
+    x->lookups[x->nlookups++] = (pp_lookup){xstrdup(k->val), k->k == TK_DQ && k->interp, merged, xstrdup(P->path),
+                                            k->line, k->col, classes, sc ? xstrdup(sc) : NULL, enclosing_node(P)};
 }
 
 /* lookup(...) and the hiera functions (i at the name, i+1 at '('); returns the closing ')' */
@@ -879,20 +911,41 @@ static size_t lookup_call(parser *P, size_t i)
                     is_p(&P->t[q + 1], "=>") &&
                     !((P->t[q + 2].k == TK_STR || P->t[q + 2].k == TK_DQ) && !strcmp(P->t[q + 2].val, "first")))
                     merged = true;
+    /* whether the value names classes to include: hiera_include(), lookup(...).include / .contain,
+     * include(lookup(...)), lookup(...).each |$c| { include $c } */
+    bool classes = is_n(fn, "hiera_include");
+    if (close + 2 < P->n && is_p(&P->t[close + 1], ".") &&
+        (is_n(&P->t[close + 2], "include") || is_n(&P->t[close + 2], "contain")))
+        classes = true;
+    if (i >= 2 && is_p(&P->t[i - 1], "(") && (is_n(&P->t[i - 2], "include") || is_n(&P->t[i - 2], "contain")))
+        classes = true;
+    if (i >= 1 && (is_n(&P->t[i - 1], "include") || is_n(&P->t[i - 1], "contain")))
+        classes = true;
+    if (close + 3 < P->n && is_p(&P->t[close + 1], ".") && is_n(&P->t[close + 2], "each")) {
+        /* the lambda's body */
+        size_t b = close + 3;
+        while (b < P->n && !is_p(&P->t[b], "{") && !is_p(&P->t[b], ";"))
+            b++;
+        size_t be = b < P->n && is_p(&P->t[b], "{") ? matching(P, b) : b;
+        for (size_t q = b; q + 1 < be && q + 1 < P->n; q++)
+            if ((is_n(&P->t[q], "include") || is_n(&P->t[q], "contain")) &&
+                (P->t[q + 1].k == TK_VAR || (is_p(&P->t[q + 1], "(") && q + 2 < be && P->t[q + 2].k == TK_VAR)))
+                classes = true;
+    }
     if (nargs) {
         const tok *k = &P->t[args[0]];
         if (k->k == TK_STR || k->k == TK_DQ) {
-            add_lookup(P, k, merged);
+            add_lookup(P, k, merged, classes);
         } else if (is_p(k, "[")) {
             size_t e = matching(P, args[0]);
             for (size_t q = args[0] + 1; q < e && q < close; q++)
                 if (P->t[q].k == TK_STR || P->t[q].k == TK_DQ)
-                    add_lookup(P, &P->t[q], merged);
+                    add_lookup(P, &P->t[q], merged, classes);
         } else if (is_p(k, "{")) {
             for (size_t q = args[0]; q + 2 < close; q++)
                 if ((P->t[q].k == TK_STR || P->t[q].k == TK_DQ) && !strcmp(P->t[q].val, "name") && is_p(&P->t[q + 1], "=>") &&
                     (P->t[q + 2].k == TK_STR || P->t[q + 2].k == TK_DQ))
-                    add_lookup(P, &P->t[q + 2], merged);
+                    add_lookup(P, &P->t[q + 2], merged, classes);
         }
     }
     return close;
@@ -982,9 +1035,10 @@ static void parse(parser *P)
         if (t->k == TK_PUNCT) {
             if (is_p(t, "{")) {
                 GROW(P->stack, P->depth, P->cap);
-                P->stack[P->depth++] = (scope){P->next_kind, P->next_name};
+                P->stack[P->depth++] = (scope){P->next_kind, P->next_name, P->next_node};
                 P->next_kind = SC_OTHER;
                 P->next_name = NULL;
+                P->next_node = -1;
             } else if (is_p(t, "}")) {
                 if (P->depth) {
                     P->depth--;
@@ -1020,8 +1074,26 @@ static void parse(parser *P)
                     scan_params(P, i + 2, close);
                 i = close < P->n ? close : P->n;
             }
-        } else if (is_n(t, "node") && nx && !is_p(nx, "(")) {
+        } else if (is_n(t, "node") && nx && !is_p(nx, "(") && !is_p(nx, ".")) {
             P->next_kind = SC_NODE;
+            pp_index *x = P->x;
+            GROW(x->nodes, x->nnodes, x->capnodes);
+            pp_node *nd = &x->nodes[x->nnodes];
+            memset(nd, 0, sizeof *nd);
+            size_t capn = 0, capr = 0;
+            for (size_t q = i + 1; q < P->n && !is_p(&P->t[q], "{"); q++) {
+                const tok *tq = &P->t[q];
+                if (is_n(tq, "default")) {
+                    nd->is_default = true;
+                } else if (tq->k == TK_STR || tq->k == TK_DQ || tq->k == TK_NAME) {
+                    GROW(nd->names, nd->nnames, capn);
+                    nd->names[nd->nnames++] = lower_name(tq->val);
+                } else if (tq->k == TK_REGEX && strlen(tq->val) >= 2) {
+                    GROW(nd->regexps, nd->nregexps, capr);
+                    nd->regexps[nd->nregexps++] = xstrndup(tq->val + 1, strlen(tq->val) - 2);
+                }
+            }
+            P->next_node = (int)x->nnodes++;
         } else if (is_n(t, "type") && nx && nx->k == TK_CLASSREF && i + 2 < P->n && is_p(&P->t[i + 2], "=")) {
             i = type_alias(P, i) - 1;
         } else if ((is_n(t, "include") || is_n(t, "contain") || is_n(t, "require")) && nx &&
@@ -1052,7 +1124,7 @@ void pp_index_add_text(pp_index *x, const char *path, const char *text, size_t l
 {
     lexer L = {.path = path, .src = text, .len = len, .line = 1, .x = x};
     lex(&L);
-    parser P = {.L = &L, .x = x, .path = path, .t = L.toks, .n = L.ntoks};
+    parser P = {.L = &L, .x = x, .path = path, .t = L.toks, .n = L.ntoks, .next_node = -1};
     parse(&P);
     for (size_t i = 0; i < L.ntoks; i++)
         free(L.toks[i].val);
@@ -1136,7 +1208,7 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
                 *cut = 0;
             GROW(x->lookups, x->nlookups, x->caplookups);
             x->lookups[x->nlookups++] =
-                (pp_lookup){key, prefix, k >= 2, xstrdup(path), line, (uint32_t)(i - line_start + 1)};
+                (pp_lookup){key, prefix, k >= 2, xstrdup(path), line, (uint32_t)(i - line_start + 1), false, NULL, -1};
         }
     }
 }

@@ -47,6 +47,9 @@ typedef struct {
     bool merged; /* a merge other than first is asked for (or hiera_array/hash/include) */
     char *file;
     uint32_t line, col;
+    bool classes;      /* its value names classes that are included (hiera_include, .include, include(lookup())...) */
+    char *scope_class; /* the class whose body holds it, or NULL */
+    int scope_node;    /* the node definition whose body holds it (index in nodes), or -1 */
 } pp_lookup;
 
 /* include/contain/require of a class by name, or a resource-like class { 'name': ... } */
@@ -57,7 +60,19 @@ typedef struct {
     size_t nparams;
     char *file;
     uint32_t line, col;
+    char *scope_class; /* the class whose body declares it, or NULL (top scope, a node, a define...) */
+    int scope_node;    /* the node definition whose body declares it (index in nodes), or -1 */
+    bool in_define;    /* declared by a defined type or a function (not known to be evaluated) */
 } pp_decl;
+
+/* node 'a', 'b', /re/, default { ... } */
+typedef struct {
+    char **names; /* lower case */
+    size_t nnames;
+    char **regexps; /* the regexp sources, without the slashes */
+    size_t nregexps;
+    bool is_default;
+} pp_node;
 
 typedef struct {
     char *file;
@@ -76,6 +91,8 @@ typedef struct pp_index {
     size_t ndecls, capdecls;
     pp_problem *problems;
     size_t nproblems, capproblems;
+    pp_node *nodes;
+    size_t nnodes, capnodes;
     char **defines; /* defined types (lower case) */
     size_t ndefines, capdefines;
     char **topvars; /* variables assigned outside classes, defines and functions (top and node scope) */
