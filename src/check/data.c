@@ -1340,8 +1340,10 @@ static void variables_without_facts(ck_ctx *c)
         else if (!strstr(root, "::") && !in_list(builtin_vars, root))
             name = root;
         if (name) {
+            /* a name a hierarchy uses is the repository's own: it weighs more than any use in data */
+            int64_t w = v->file == UINT32_MAX ? 100 : 1;
             hv *n = hv_hash_gets(uses, name);
-            hv_hash_sets(uses, name, hv_int(n ? hv_int_val(n) + 1 : 1));
+            hv_hash_sets(uses, name, hv_int(n ? hv_int_val(n) + w : w));
         }
     }
     for (size_t i = 0; i < e->nvars; i++) {

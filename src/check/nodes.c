@@ -105,8 +105,19 @@ static hv *load_facts(const char *path, char **msg)
     size_t len = b.len;
     static const char tag[] = "!ruby/object:Puppet::Node::Facts";
     char *t = memmem(text, len < 200 ? len : 200, tag, sizeof tag - 1);
-    if (t)
-        memset(t, ' ', sizeof tag - 1); /* the cache's class tag: its mapping is read as a plain hash */
+    if (t) {
+        /* the cache's class tag: its mapping is read as a plain hash; its timestamps (Time objects,
+         * which a safe load refuses) are left out */
+        memset(t, ' ', sizeof tag - 1);
+        static const char *const times[] = {"\ntimestamp:", "\nexpiration:"};
+        for (size_t i = 0; i < 2; i++) {
+            char *at = memmem(text, len, times[i], strlen(times[i]));
+            if (!at)
+                continue;
+            for (char *q = at + strlen(times[i]); q < text + len && *q != '\n'; q++)
+                *q = ' ';
+        }
+    }
     herr err = {0};
     size_t nl = strlen(path);
     hv *v = nl > 5 && !strcmp(path + nl - 5, ".json") ? hjson_parse(text, len, path, &err)
@@ -701,6 +712,11 @@ static bool caused_by_reported(ck_ctx *c, const char *msg)
 {
     const char *m = strstr(msg, "fails: ");
     m = m ? m + 7 : msg;
+    /* the key: "the lookup of 'KEY' fails: ..." */
+    char quoted[512] = "";
+    const char *ks = strchr(msg, '\''), *ke = ks ? strchr(ks + 1, '\'') : NULL;
+    if (ks && ke && (size_t)(ke - ks) < sizeof quoted - 2)
+        snprintf(quoted, sizeof quoted, "'%.*s'", (int)(ke - ks - 1), ks + 1);
     for (size_t i = 0; i < c->nf; i++) {
         const ck_finding_int *f = &c->f[i];
         if (f->sev != CHECK_ERROR || !strcmp(f->rule, "lookup-error") || !strcmp(f->rule, "parameter-type") ||
@@ -710,7 +726,8 @@ static bool caused_by_reported(ck_ctx *c, const char *msg)
             return true;
         if (!strcmp(f->rule, "interpolation-loop") && strstr(m, "Recursive lookup detected"))
             return true;
-        if (!strcmp(f->rule, "lookup-options-convert-to") && strstr(m, "convert_to"))
+        if (!strcmp(f->rule, "lookup-options-convert-to") && strstr(m, "convert_to") && *quoted &&
+            strstr(f->message, quoted))
             return true;
         if (!strcmp(f->rule, "data-syntax") && strstr(m, "Unable to parse"))
             return true;

@@ -75,6 +75,15 @@ static void lex_fail(lexer *L, size_t pos, const char *msg)
     problem(L->x, L->path, L->line, col_of(L, pos), "%s", msg);
 }
 
+/* lex_fail at a token's start (line, column), the lexer being further on */
+static void lex_fail_at(lexer *L, uint32_t line, uint32_t col, const char *msg)
+{
+    if (L->failed)
+        return;
+    L->failed = true;
+    problem(L->x, L->path, line, col, "%s", msg);
+}
+
 static tok *push_tok(lexer *L, tkind k, size_t s, size_t e, uint32_t line, uint32_t col)
 {
     if (L->ntoks == L->cap) {
@@ -143,9 +152,8 @@ static void skip_heredoc_bodies(lexer *L)
             }
         }
         if (!found) {
-            L->line = start_line;
             char *msg = xasprintf("heredoc without end tag '%s'", L->pending[h]);
-            lex_fail(L, L->line_start, msg);
+            lex_fail_at(L, start_line, 1, msg);
             free(msg);
         }
     }
@@ -344,8 +352,7 @@ static void lex(lexer *L)
             }
             if (L->pos >= L->len) {
                 sb_free(&v);
-                L->line = line;
-                lex_fail(L, start, "string without its closing quote (')");
+                lex_fail_at(L, line, col, "string without its closing quote (')");
                 return;
             }
             L->pos++;
@@ -359,10 +366,7 @@ static void lex(lexer *L)
             L->pos++;
             if (!skip_dq(L, '"', &v, &interp)) {
                 sb_free(&v);
-                if (!L->failed) {
-                    L->line = line;
-                    lex_fail(L, start, "string without its closing quote (\")");
-                }
+                lex_fail_at(L, line, col, "string without its closing quote (\")");
                 return;
             }
             tok *t = push_tok(L, TK_DQ, start, L->pos, line, col);
