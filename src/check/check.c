@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "base/rregex.h"
 #include "base/pathname.h"
 #include "engine/providers.h"
 #include "engine/tmplmatch.h"
@@ -507,6 +508,9 @@ static void env_free(ck_env *e)
     }
     free(e->vars);
     hv_decref(e->lo_entries);
+    for (size_t i = 0; i < e->nlo_regexps; i++)
+        rregex_free(e->lo_regexps[i]);
+    free(e->lo_regexps);
     pp_index_free(e->pp);
     ptype_aliases_free(e->aliases);
     hv_decref(e->modules_present);

@@ -143,6 +143,8 @@ typedef struct {
     size_t nvars, capvars;
     /* lookup_options entries seen: [file, key node's line, col, the key text, is pattern] */
     hv *lo_entries;
+    struct rregex **lo_regexps; /* lo_entries' patterns compiled (NULL: literal, or invalid), made on first use */
+    size_t nlo_regexps;
     pp_index *pp;
     ptype_aliases *aliases;
     hv *modules_present; /* module name -> true */

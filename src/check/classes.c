@@ -82,6 +82,20 @@ void ck_key_options(ck_env *e, const char *key, int *merge, const hv **convert_t
     const char *sep = strstr(key, "::");
     size_t ml = sep ? (size_t)(sep - key) : 0;
     const hv *found = NULL;
+    size_t nlo = hv_array_len(e->lo_entries);
+    if (e->nlo_regexps != nlo) {
+        for (size_t i = 0; i < e->nlo_regexps; i++)
+            rregex_free(e->lo_regexps[i]);
+        e->lo_regexps = xrealloc(e->lo_regexps, (nlo ? nlo : 1) * sizeof *e->lo_regexps);
+        for (size_t i = 0; i < nlo; i++) {
+            const hv *rec = hv_array_get(e->lo_entries, i);
+            const char *lk = hv_str_ptr(hv_array_get(rec, 3));
+            herr err = {0};
+            e->lo_regexps[i] = hv_bool_val(hv_array_get(rec, 4)) ? rregex_new(lk, strlen(lk), &err) : NULL;
+            herr_clear(&err);
+        }
+        e->nlo_regexps = nlo;
+    }
     for (int pass = 0; pass < 2 && !found; pass++) {
         for (size_t i = 0; i < hv_array_len(e->lo_entries) && !found; i++) {
             const hv *rec = hv_array_get(e->lo_entries, i);
@@ -92,13 +106,8 @@ void ck_key_options(ck_env *e, const char *key, int *merge, const hv **convert_t
             bool pattern = hv_bool_val(hv_array_get(rec, 4));
             if (pass == 0 && !pattern && !strcmp(lk, key)) {
                 found = rec;
-            } else if (pass == 1 && pattern) {
-                herr err = {0};
-                rregex *re = rregex_new(lk, strlen(lk), &err);
-                herr_clear(&err);
-                if (re && rregex_search(re, key, strlen(key)))
-                    found = rec;
-                rregex_free(re);
+            } else if (pass == 1 && pattern && e->lo_regexps[i] && rregex_search(e->lo_regexps[i], key, strlen(key))) {
+                found = rec;
             }
         }
     }

@@ -228,6 +228,8 @@ typedef struct {
     size_t *def_base; /* per key: index of its first definition in the flat numbering */
     size_t ndefs;
     bool *merged;     /* per key */
+    uint8_t *interp;  /* per flat definition: its value interpolates (its result may differ per node) */
+    uint8_t *has_lo;  /* per file: it defines lookup_options */
     /* per module configuration the engine can see: its module name */
     cand *cands;
     size_t ncands;
@@ -249,10 +251,62 @@ typedef struct {
     uint32_t *over;    /* per flat definition: the file that shadows it (UINT32_MAX: none seen) */
     uint32_t *stamp0, *stampm; /* per key: the node that met it last (layers global+env, modules) */
     uint32_t *first0, *firstm; /* per key: the definition met first (flat), this node */
+    /* per key, this node: what its lookup depends on (the definitions met, in order), whether one
+     * of them interpolates */
+    uint32_t *sigstamp;
+    uint64_t *siga, *sigb;
+    uint8_t *sigi;
+    /* results of lookups that depend on nothing else: (what they depend on) -> result */
+    struct memo_ent {
+        uint64_t a, b; /* a == 0: empty */
+        int st;        /* 0 fine, 1 type error, 2 lookup error, 3 not found */
+        char *msg;
+    } *memo;
+    size_t memo_n, memo_cap;
     hv *facts;     /* the union of the facts' shapes */
     hv *errors;    /* node -> message */
     size_t done;
 } worker;
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+static struct memo_ent *memo_slot(worker *w, uint64_t a, uint64_t b, bool create)
+{
+    if (create && (w->memo_n + 1) * 10 > w->memo_cap * 7) {
+        size_t ncap = w->memo_cap ? w->memo_cap * 2 : 1024;
+        struct memo_ent *nt = xcalloc(ncap, sizeof *nt);
+        for (size_t i = 0; i < w->memo_cap; i++)
+            if (w->memo[i].a) {
+                size_t j = (size_t)w->memo[i].a & (ncap - 1);
+                while (nt[j].a)
+                    j = (j + 1) & (ncap - 1);
+                nt[j] = w->memo[i];
+            }
+        free(w->memo);
+        w->memo = nt;
+        w->memo_cap = ncap;
+    }
+    if (!w->memo_cap)
+        return NULL;
+    for (size_t j = (size_t)a & (w->memo_cap - 1);; j = (j + 1) & (w->memo_cap - 1)) {
+        struct memo_ent *m = &w->memo[j];
+        if (!m->a) {
+            if (!create)
+                return NULL;
+            m->a = a;
+            m->b = b;
+            w->memo_n++;
+            return m;
+        }
+        if (m->a == a && m->b == b)
+            return m;
+    }
+}
 
 static void agg_add(worker *w, const char *rule, const char *file, uint32_t line, uint32_t col, const char *msg,
                     const char *node)
@@ -437,14 +491,29 @@ static void check_node(worker *w, size_t ni)
         if (ml->cfg && ml->cfg->has_default_hierarchy)
             add_layer_files(w, h, ml, true, 2, &items, &nitems, &capitems);
     }
-    /* which definition each key is found at first (per group), what shadows what */
+    /* which definition each key is found at first (per group), what shadows what, and what each
+     * key's lookup depends on (with the lookup_options files the node reads) */
     uint32_t stamp = (uint32_t)ni + 1;
+    uint64_t lo_a = 1, lo_b = 2;
     for (size_t i = 0; i < nitems; i++) {
         uint32_t fi = items[i].file;
         w->reached[fi] = 1;
+        if (p->has_lo[fi]) {
+            lo_a = mix(lo_a, fi + 1);
+            lo_b = mix(lo_b ^ 0x5bd1e995, fi + 7);
+        }
         for (size_t k = 0; k < p->nfkeys[fi]; k++) {
             uint32_t key = p->fkeys[fi][k].key;
             size_t def = p->def_base[key] + p->fkeys[fi][k].def;
+            if (w->sigstamp[key] != stamp) {
+                w->sigstamp[key] = stamp;
+                w->siga[key] = 3;
+                w->sigb[key] = 4;
+                w->sigi[key] = 0;
+            }
+            w->siga[key] = mix(w->siga[key], def + 1);
+            w->sigb[key] = mix(w->sigb[key] ^ 0xc2b2ae35, def * 31 + 11);
+            w->sigi[key] |= p->interp[def];
             uint32_t *st = items[i].group == 0 ? w->stamp0 : w->stampm;
             uint32_t *first = items[i].group == 0 ? w->first0 : w->firstm;
             if (items[i].group == 2) {
@@ -461,11 +530,13 @@ static void check_node(worker *w, size_t ni)
                 w->used[def] = 1;
             } else if (p->merged[key]) {
                 w->used[def] = 1;
-            } else if (w->over[def] == UINT32_MAX) {
-                /* the file of the definition met first */
+            } else {
+                /* the file of the definition met first (the smallest over the nodes: the same
+                 * whatever thread saw which node) */
                 const ck_key *kk = &e->keys[key];
                 size_t d0 = first[key] - p->def_base[key];
-                w->over[def] = kk->defs[d0].file;
+                if (kk->defs[d0].file < w->over[def])
+                    w->over[def] = kk->defs[d0].file;
             }
         }
     }
@@ -495,6 +566,29 @@ static void check_node(worker *w, size_t ni)
         }
         if (!cd->typed && !(included && !cd->param->has_default))
             continue;
+        /* a result that depends only on the definitions met and the lookup_options read is
+         * remembered for the next node that meets the same */
+        struct memo_ent *known = NULL;
+        uint64_t ma = 0, mb = 0;
+        if (reached && !w->sigi[cd->key] && !e->opaque_level) {
+            ma = mix(mix(w->siga[cd->key], lo_a), ci + 1) | 1;
+            mb = mix(mix(w->sigb[cd->key], lo_b), ci * 13 + 5);
+            known = memo_slot(w, ma, mb, false);
+        }
+        if (known) {
+            const ck_key *kk = &e->keys[cd->key];
+            uint32_t flat = w->stamp0[cd->key] == stamp ? w->first0[cd->key] : w->firstm[cd->key];
+            const ck_def *win = &kk->defs[flat - p->def_base[cd->key]];
+            if (known->st == 1)
+                agg_add(w, "parameter-type", e->files[win->file].path, win->line, win->col, known->msg, ns->name);
+            else if (known->st == 2)
+                agg_add(w, "lookup-error", e->files[win->file].path, win->line, win->col, known->msg, ns->name);
+            else if (known->st == 3 && included && !cd->param->has_default)
+                agg_add(w, "parameter-missing", cd->cls->file, cd->param->line, cd->param->col, known->msg, ns->name);
+            continue;
+        }
+        int st = 0;
+        char *memo_msg = NULL;
         hiera_value *v = NULL;
         hiera_error lerr = {0};
         hiera_status rs = hiera_lookup_key(h, cd->name, &v, &lerr);
@@ -513,15 +607,16 @@ static void check_node(worker *w, size_t ni)
         if (rs == HIERA_ERROR) {
             char *m = xasprintf("the lookup of '%s' fails: %s", cd->name, lerr.message ? lerr.message : "");
             agg_add(w, "lookup-error", file, line, col, m, ns->name);
-            free(m);
+            st = 2;
+            memo_msg = m;
         } else if (rs == HIERA_NOT_FOUND) {
-            if (included && !cd->param->has_default) {
-                char *m = xasprintf("expects a value for parameter '%s'", cd->param->name);
-                char *pm = param_message(cd->cls, m);
+            char *m = xasprintf("expects a value for parameter '%s'", cd->param->name);
+            char *pm = param_message(cd->cls, m);
+            free(m);
+            if (included && !cd->param->has_default)
                 agg_add(w, "parameter-missing", cd->cls->file, cd->param->line, cd->param->col, pm, ns->name);
-                free(pm);
-                free(m);
-            }
+            st = 3;
+            memo_msg = pm;
         } else if (cd->typed && !(hv_is(v, HV_UNDEF) && cd->param->has_default)) {
             char *detail = ptype_describe_param(w->types[ci], v, cd->param->name);
             if (detail) {
@@ -531,10 +626,18 @@ static void check_node(worker *w, size_t ni)
                 if (win)
                     ck_trap_hint(e, win, cd->name, &b);
                 agg_add(w, "parameter-type", file, line, col, sb_str(&b), ns->name);
-                sb_free(&b);
+                st = 1;
+                memo_msg = sb_take(&b);
                 free(pm);
                 free(detail);
             }
+        }
+        if (ma) {
+            struct memo_ent *m = memo_slot(w, ma, mb, true);
+            m->st = st;
+            m->msg = memo_msg;
+        } else {
+            free(memo_msg);
         }
         hiera_value_decref(v);
         hiera_error_clear(&lerr);
@@ -618,6 +721,16 @@ static void make_plan(plan *p)
     }
     p->def_base[e->nkeys] = p->ndefs;
     free(caps);
+    p->interp = xcalloc(p->ndefs ? p->ndefs : 1, 1);
+    for (size_t k = 0; k < e->nkeys; k++)
+        for (size_t d = 0; d < e->keys[k].ndefs; d++)
+            p->interp[p->def_base[k] + d] = hv_has_interpolation(e->keys[k].defs[d].value, 0);
+    p->has_lo = xcalloc(e->nfiles ? e->nfiles : 1, 1);
+    for (size_t fi = 0; fi < e->nfiles; fi++)
+        /* what else a lookup depends on: the lookup_options files read, and files that do not
+         * load (a lookup that walks over one fails, whatever its key) */
+        p->has_lo[fi] = !e->files[fi].value ||
+                        (hv_is(e->files[fi].value, HV_HASH) && hv_hash_gets(e->files[fi].value, "lookup_options"));
     /* declarations by the class (or "" for top scope) whose body holds them */
     p->decls_by_scope = hv_hash();
     const pp_index *pp = e->pp;
@@ -686,6 +799,8 @@ static void free_plan(plan *p)
     free(p->nfkeys);
     free(p->def_base);
     free(p->merged);
+    free(p->interp);
+    free(p->has_lo);
     free(p->cands);
     hv_decref(p->cand_index);
     hv_decref(p->decls_by_scope);
@@ -895,6 +1010,10 @@ int ck_nodes(ck_ctx *c, char **error)
         w->used = xcalloc(p.ndefs ? p.ndefs : 1, 1);
         w->over = xmalloc((p.ndefs ? p.ndefs : 1) * sizeof *w->over);
         memset(w->over, 0xff, (p.ndefs ? p.ndefs : 1) * sizeof *w->over);
+        w->sigstamp = xcalloc(e->nkeys ? e->nkeys : 1, sizeof *w->sigstamp);
+        w->siga = xcalloc(e->nkeys ? e->nkeys : 1, sizeof *w->siga);
+        w->sigb = xcalloc(e->nkeys ? e->nkeys : 1, sizeof *w->sigb);
+        w->sigi = xcalloc(e->nkeys ? e->nkeys : 1, sizeof *w->sigi);
         w->stamp0 = xcalloc(e->nkeys ? e->nkeys : 1, sizeof *w->stamp0);
         w->stampm = xcalloc(e->nkeys ? e->nkeys : 1, sizeof *w->stampm);
         w->first0 = xcalloc(e->nkeys ? e->nkeys : 1, sizeof *w->first0);
@@ -990,6 +1109,13 @@ int ck_nodes(ck_ctx *c, char **error)
         free(w->reached);
         free(w->used);
         free(w->over);
+        free(w->sigstamp);
+        free(w->siga);
+        free(w->sigb);
+        free(w->sigi);
+        for (size_t i = 0; i < w->memo_cap; i++)
+            free(w->memo[i].msg);
+        free(w->memo);
         free(w->stamp0);
         free(w->stampm);
         free(w->first0);
