@@ -916,7 +916,7 @@ static void check_env(ck_ctx *c)
 
     const char *envs[1] = {e->name};
     snapshot_spec spec = {e->codedir, e->envpath, e->hiera_config, envs, 1, NULL};
-    e->snap = snapshot_build(&spec);
+    e->snap = snapshot_build(&spec, NULL);
 
     module_roots_of(e);
     read_manifests(c);

@@ -28,8 +28,6 @@
 
 #include "base/rregex.h"
 #include "engine/engine.h"
-#include "formats/json.h"
-#include "formats/psych.h"
 
 /* ------------------------------------------------------------------ facts */
 
@@ -86,54 +84,27 @@ static bool list_nodes(const char *dir, nodesrc **out, size_t *n, char **error)
     return true;
 }
 
-/* A facts file: a hash of facts (yaml or json), or Puppet's facts cache (a Puppet::Node::Facts
- * object in YAML, or {"name", "values"} in JSON): its values. New reference, or NULL with *msg. */
-static hv *load_facts(const char *path, char **msg)
+/* A facts file: a hash of facts (YAML or JSON, as `puppet lookup --facts`), Puppet's YAML facts
+ * cache (hiera_facts_load reads both), or the JSON terminus's {"name", "values"}: the facts (a
+ * new reference; *cached: from a cache, the node's stored facts), or NULL with *msg. */
+static hv *load_facts(const char *path, const char *node, bool *cached, char **msg)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *msg = xasprintf("cannot read %s", path);
-        return NULL;
-    }
-    sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(&b, buf, n);
-    fclose(f);
-    char *text = b.s ? b.s : xstrdup("");
-    size_t len = b.len;
-    static const char tag[] = "!ruby/object:Puppet::Node::Facts";
-    char *t = memmem(text, len < 200 ? len : 200, tag, sizeof tag - 1);
-    if (t) {
-        /* the cache's class tag: its mapping is read as a plain hash; its timestamps (Time objects,
-         * which a safe load refuses) are left out */
-        memset(t, ' ', sizeof tag - 1);
-        static const char *const times[] = {"\ntimestamp:", "\nexpiration:"};
-        for (size_t i = 0; i < 2; i++) {
-            char *at = memmem(text, len, times[i], strlen(times[i]));
-            if (!at)
-                continue;
-            for (char *q = at + strlen(times[i]); q < text + len && *q != '\n'; q++)
-                *q = ' ';
-        }
-    }
-    herr err = {0};
-    size_t nl = strlen(path);
-    hv *v = nl > 5 && !strcmp(path + nl - 5, ".json") ? hjson_parse(text, len, path, &err)
-                                                       : yaml_parse(text, len, path, YAML_PUPPET, &err);
-    free(text);
+    hiera_error err = {0};
+    int kind = 0;
+    hv *v = hiera_facts_load(NULL, path, node, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
     if (!v) {
-        *msg = xasprintf("%s", err.msg ? err.msg : "does not parse");
-        herr_clear(&err);
+        *msg = xstrdup(err.message ? err.message : "cannot be read");
+        hiera_error_clear(&err);
         return NULL;
     }
-    if (hv_is(v, HV_HASH)) {
+    *cached = kind == HIERA_FACTS_CACHE;
+    if (hv_is(v, HV_HASH) && !*cached) {
         const hv *vals = hv_hash_gets(v, "values"), *name = hv_hash_gets(v, "name");
-        if (vals && hv_is(vals, HV_HASH) && name && hv_is(name, HV_STRING)) {
+        if (vals && hv_is(vals, HV_HASH) && name && hv_is(name, HV_STRING) && hv_hash_len(v) <= 4) {
             hv *r = hv_incref((hv *)vals);
             hv_decref(v);
             v = r;
+            *cached = true;
         }
     }
     if (!hv_is(v, HV_HASH)) {
@@ -441,7 +412,8 @@ static void check_node(worker *w, size_t ni)
     ck_env *e = p->e;
     const nodesrc *ns = &p->nodes[ni];
     char *msg = NULL;
-    hv *facts = load_facts(ns->path, &msg);
+    bool cached = false;
+    hv *facts = load_facts(ns->path, ns->name, &cached, &msg);
     if (!facts) {
         hv_hash_sets(w->errors, ns->name, hv_str(msg));
         free(msg);
@@ -456,7 +428,11 @@ static void check_node(worker *w, size_t ni)
     o.hiera_config = e->hiera_config;
     o.environment = e->name;
     o.node = ns->name;
-    o.facts = facts;
+    /* a cache's facts are the node's stored facts (no rule on them), a file's are given ones */
+    if (cached)
+        o.base_facts = facts;
+    else
+        o.facts = facts;
     o.cache = w->view;
     hiera_error herr_ = {0};
     hiera *h = hiera_new(&o, &herr_);

@@ -8,7 +8,6 @@
 
 #include "check/check.h"
 
-#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -237,135 +236,152 @@ static void print_text(const check_report *r, bool color)
 
 /* ------------------------------------------------------------------ json, sarif */
 
-static json_t *jstr(const char *s)
+/* The length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *s)
 {
-    json_t *j = json_string(s);
-    if (j)
-        return j;
-    /* not UTF-8: bytes it cannot carry become '?' */
-    char *copy = strdup(s);
-    for (char *p = copy; p && *p; p++)
-        if ((unsigned char)*p >= 0x80)
-            *p = '?';
-    j = json_string(copy ? copy : "");
-    free(copy);
-    return j;
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (!n || (n == 2 && s[0] < 0xC2))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
 }
 
-static json_t *nodes_json(const check_finding *f)
+/* A JSON string; bytes that are not UTF-8 become '?' so that the text is never lost. */
+static void jstr(const char *s)
 {
-    json_t *a = json_array();
-    for (size_t i = 0; i < f->nnodes; i++)
-        json_array_append_new(a, jstr(f->nodes[i]));
-    return a;
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            putchar('\\');
+            putchar(c);
+            p++;
+        } else if (c == '\n') {
+            fputs("\\n", stdout);
+            p++;
+        } else if (c == '\t') {
+            fputs("\\t", stdout);
+            p++;
+        } else if (c == '\r') {
+            fputs("\\r", stdout);
+            p++;
+        } else if (c < 0x20 || c == 0x7f) {
+            printf("\\u%04x", c);
+            p++;
+        } else {
+            size_t n = utf8_seq(p);
+            if (!n) {
+                putchar('?');
+                p++;
+            } else {
+                fwrite(p, 1, n, stdout);
+                p += n;
+            }
+        }
+    }
+    putchar('"');
+}
+
+static void jnodes(const check_finding *f)
+{
+    putchar('[');
+    for (size_t i = 0; i < f->nnodes; i++) {
+        if (i)
+            fputs(", ", stdout);
+        jstr(f->nodes[i]);
+    }
+    putchar(']');
 }
 
 static void print_json(const check_report *r)
 {
-    json_t *root = json_object(), *list = json_array();
     size_t errors = 0, warnings = 0;
+    fputs("{\n  \"findings\": [", stdout);
     for (size_t i = 0; i < r->n; i++) {
         const check_finding *f = &r->v[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "file", jstr(shown(f->file)));
-        json_object_set_new(o, "line", json_integer(f->line));
-        json_object_set_new(o, "column", json_integer(f->col));
-        json_object_set_new(o, "severity", jstr(sev_word(f->severity)));
-        json_object_set_new(o, "rule", jstr(f->rule));
-        json_object_set_new(o, "message", jstr(f->message));
-        if (f->nnodes)
-            json_object_set_new(o, "nodes", nodes_json(f));
-        json_array_append_new(list, o);
+        fputs(i ? ",\n    {" : "\n    {", stdout);
+        fputs("\"file\": ", stdout);
+        jstr(shown(f->file));
+        printf(", \"line\": %u, \"column\": %u, \"severity\": ", f->line, f->col);
+        jstr(sev_word(f->severity));
+        fputs(", \"rule\": ", stdout);
+        jstr(f->rule);
+        fputs(", \"message\": ", stdout);
+        jstr(f->message);
+        if (f->nnodes) {
+            fputs(", \"nodes\": ", stdout);
+            jnodes(f);
+        }
+        putchar('}');
         if (f->severity == CHECK_ERROR)
             errors++;
         else
             warnings++;
     }
-    json_object_set_new(root, "findings", list);
-    json_t *notes = json_array();
-    for (size_t i = 0; i < r->nnotes; i++)
-        json_array_append_new(notes, jstr(r->notes[i]));
-    json_object_set_new(root, "notes", notes);
-    json_t *sum = json_object();
-    json_object_set_new(sum, "errors", json_integer((json_int_t)errors));
-    json_object_set_new(sum, "warnings", json_integer((json_int_t)warnings));
-    json_object_set_new(sum, "configs", json_integer((json_int_t)r->configs));
-    json_object_set_new(sum, "data_files", json_integer((json_int_t)r->data_files));
-    json_object_set_new(sum, "manifests", json_integer((json_int_t)r->manifests));
-    json_object_set_new(sum, "nodes", json_integer((json_int_t)r->nodes));
-    json_object_set_new(root, "summary", sum);
-    json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    fputc('\n', stdout);
-    json_decref(root);
+    fputs(r->n ? "\n  ],\n  \"notes\": [" : "],\n  \"notes\": [", stdout);
+    for (size_t i = 0; i < r->nnotes; i++) {
+        fputs(i ? ",\n    " : "\n    ", stdout);
+        jstr(r->notes[i]);
+    }
+    fputs(r->nnotes ? "\n  ],\n" : "],\n", stdout);
+    printf("  \"summary\": {\"errors\": %zu, \"warnings\": %zu, \"configs\": %zu, \"data_files\": %zu, "
+           "\"manifests\": %zu, \"nodes\": %zu}\n}\n",
+           errors, warnings, r->configs, r->data_files, r->manifests, r->nodes);
 }
 
 static void print_sarif(const check_report *r)
 {
-    json_t *root = json_object();
-    json_object_set_new(root, "$schema", jstr("https://json.schemastore.org/sarif-2.1.0.json"));
-    json_object_set_new(root, "version", jstr("2.1.0"));
-    json_t *run = json_object(), *driver = json_object(), *rules = json_array();
-    json_object_set_new(driver, "name", jstr("hiera check"));
-    json_object_set_new(driver, "informationUri", jstr("https://github.com/"));
+    fputs("{\n  \"$schema\": \"https://json.schemastore.org/sarif-2.1.0.json\",\n  \"version\": \"2.1.0\",\n"
+          "  \"runs\": [\n    {\n      \"tool\": {\n        \"driver\": {\n          \"name\": \"hiera check\",\n"
+          "          \"rules\": [",
+          stdout);
     for (const check_rule *cr = check_rules; cr->name; cr++) {
-        json_t *rr = json_object(), *sd = json_object(), *conf = json_object(), *props = json_object();
-        json_object_set_new(rr, "id", jstr(cr->name));
-        json_object_set_new(sd, "text", jstr(cr->summary));
-        json_object_set_new(rr, "shortDescription", sd);
-        json_object_set_new(conf, "level", jstr(cr->severity == CHECK_ERROR ? "error" : "warning"));
-        json_object_set_new(rr, "defaultConfiguration", conf);
-        json_t *tags = json_array();
-        json_array_append_new(tags, jstr(cr->group));
-        json_object_set_new(props, "tags", tags);
-        json_object_set_new(rr, "properties", props);
-        json_array_append_new(rules, rr);
+        fputs(cr == check_rules ? "\n            {" : ",\n            {", stdout);
+        fputs("\"id\": ", stdout);
+        jstr(cr->name);
+        fputs(", \"shortDescription\": {\"text\": ", stdout);
+        jstr(cr->summary);
+        printf("}, \"defaultConfiguration\": {\"level\": \"%s\"}, \"properties\": {\"tags\": [",
+               cr->severity == CHECK_ERROR ? "error" : "warning");
+        jstr(cr->group);
+        fputs("]}}", stdout);
     }
-    json_object_set_new(driver, "rules", rules);
-    json_t *tool = json_object();
-    json_object_set_new(tool, "driver", driver);
-    json_object_set_new(run, "tool", tool);
-    json_t *results = json_array();
+    fputs("\n          ]\n        }\n      },\n      \"results\": [", stdout);
     for (size_t i = 0; i < r->n; i++) {
         const check_finding *f = &r->v[i];
-        json_t *res = json_object(), *msg = json_object();
-        json_object_set_new(res, "ruleId", jstr(f->rule));
-        json_object_set_new(res, "level", jstr(sev_word(f->severity)));
-        json_object_set_new(msg, "text", jstr(f->message));
-        json_object_set_new(res, "message", msg);
+        fputs(i ? ",\n        {" : "\n        {", stdout);
+        fputs("\"ruleId\": ", stdout);
+        jstr(f->rule);
+        printf(", \"level\": \"%s\", \"message\": {\"text\": ", sev_word(f->severity));
+        jstr(f->message);
+        putchar('}');
         if (*f->file) {
-            json_t *locs = json_array(), *loc = json_object(), *phys = json_object(), *art = json_object(),
-                   *region = json_object();
             const char *file = shown(f->file);
-            json_object_set_new(art, "uri", jstr(file));
+            fputs(", \"locations\": [{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ", stdout);
+            jstr(file);
             if (file[0] != '/')
-                json_object_set_new(art, "uriBaseId", jstr("%SRCROOT%"));
-            json_object_set_new(phys, "artifactLocation", art);
+                fputs(", \"uriBaseId\": \"%SRCROOT%\"", stdout);
+            putchar('}');
             if (f->line) {
-                json_object_set_new(region, "startLine", json_integer(f->line));
+                printf(", \"region\": {\"startLine\": %u", f->line);
                 if (f->col)
-                    json_object_set_new(region, "startColumn", json_integer(f->col));
-                json_object_set_new(phys, "region", region);
-            } else {
-                json_decref(region);
+                    printf(", \"startColumn\": %u", f->col);
+                putchar('}');
             }
-            json_object_set_new(loc, "physicalLocation", phys);
-            json_array_append_new(locs, loc);
-            json_object_set_new(res, "locations", locs);
+            fputs("}}]", stdout);
         }
         if (f->nnodes) {
-            json_t *props = json_object();
-            json_object_set_new(props, "nodes", nodes_json(f));
-            json_object_set_new(res, "properties", props);
+            fputs(", \"properties\": {\"nodes\": ", stdout);
+            jnodes(f);
+            putchar('}');
         }
-        json_array_append_new(results, res);
+        putchar('}');
     }
-    json_object_set_new(run, "results", results);
-    json_t *runs = json_array();
-    json_array_append_new(runs, run);
-    json_object_set_new(root, "runs", runs);
-    json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    fputc('\n', stdout);
-    json_decref(root);
+    fputs(r->n ? "\n      ]\n    }\n  ]\n}\n" : "]\n    }\n  ]\n}\n", stdout);
 }
 
 /* ------------------------------------------------------------------ junit */
