@@ -1215,6 +1215,14 @@ static void unused_lookup_options(ck_ctx *c)
         const char *key = hv_str_ptr(hv_array_get(rec, 3));
         bool pattern = hv_bool_val(hv_array_get(rec, 4));
         bool used = false;
+        /* an entry outside its module's namespace is reported as such (module-namespace) */
+        const ck_file *lf = &e->files[fi];
+        if (lf->layer == LAYER_MODULE && lf->module) {
+            size_t ml = strlen(lf->module);
+            const char *rest = pattern ? key + 1 : key;
+            if (strncmp(rest, lf->module, ml) != 0 || strncmp(rest + ml, "::", 2) != 0)
+                continue;
+        }
         if (!pattern) {
             used = ck_key_get(e, key) || looked_up_by_manifests(e, key) || key_of_missing_module(e, key) ||
                    ck_class_param(e, key, NULL);

@@ -790,8 +790,13 @@ static int cmp_strp(const void *a, const void *b) { return strcmp(*(char *const 
 /* A path relative to the environment's folder, for messages. */
 static const char *rel(const ck_env *e, const char *path)
 {
-    size_t dl = strlen(e->dir);
-    return !strncmp(path, e->dir, dl) && path[dl] == '/' ? path + dl + 1 : path;
+    const char *roots[3] = {e->only_module, e->dir, e->codedir};
+    for (size_t i = 0; i < 3; i++) {
+        size_t dl = roots[i] ? strlen(roots[i]) : 0;
+        if (dl && !strncmp(path, roots[i], dl) && path[dl] == '/')
+            return path + dl + 1;
+    }
+    return path;
 }
 
 /* The findings of the aggregations: a per-node type error that the data file already shows (the

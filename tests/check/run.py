@@ -4,7 +4,7 @@
   seeded/   a control repository with one seeded mistake of every rule: expected.txt (with
             --facts-dir facts) and expected-nofacts.txt (without) list "rule file:line:col
             [nodes]"; every line must be reported exactly once, and nothing else.
-  types/    a generated repository (tests/tools/record-check-types.py) and what Puppet's
+  types*/   generated repositories (tests/tools/record-check-types.py) and what Puppet's
             compile reported for each node with each class included (expected.json): the
             parameter-type, parameter-missing and lookup-error findings of --facts-dir must name
             exactly these (node, class, message) triples.
@@ -79,8 +79,8 @@ def test_expected(hiera, name, args, expected, status):
     return doc
 
 
-def test_types(hiera):
-    d = os.path.join(HERE, "types")
+def test_types(hiera, name):
+    d = os.path.join(HERE, name)
     with open(os.path.join(d, "expected.json")) as fh:
         exp = json.load(fh)
     p, doc = findings(hiera, ["--facts-dir", "facts", "."], os.path.join(d, "tree"))
@@ -108,10 +108,12 @@ def test_types(hiera):
     # where Puppet's compile stopped at a lookup error, it said nothing of the other parameters
     got = {g for g in got if (g[0], g[1]) not in stopped or g[2].startswith("LOOKUP: ")}
     for x in sorted(want - got):
-        check(False, "types: Puppet reports %s, hiera check does not" % (x,))
+        check(False, "%s: Puppet reports %s, hiera check does not" % (name, x))
     for x in sorted(got - want):
-        check(False, "types: hiera check reports %s, Puppet does not" % (x,))
-    check(len(want) > 20, "types: too few recorded errors (%d)" % len(want))
+        check(False, "%s: hiera check reports %s, Puppet does not" % (name, x))
+    for x in sorted(want & got):
+        check(True, "")
+    check(len(want) > 20, "%s: too few recorded errors (%d)" % (name, len(want)))
     passed_here = len(want & got)
     return passed_here
 
@@ -201,6 +203,32 @@ def test_interface(hiera):
         check(n in seeded, "seeded/ has a mistake for rule %s" % n)
 
 
+def test_layouts(hiera):
+    """The same repository as a code directory (--codedir, --all-environments), and a module."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="hiera-check-test.") as tmp:
+        envs = os.path.join(tmp, "code", "environments")
+        os.makedirs(envs)
+        os.symlink(os.path.join(HERE, "clean"), os.path.join(envs, "production"))
+        os.symlink(os.path.join(HERE, "config"), os.path.join(envs, "other"))
+        p, doc = findings(hiera, ["--codedir", os.path.join(tmp, "code"), "--facts-dir", "facts"], os.path.join(HERE, "clean"))
+        check(p.returncode == 0 and not doc["findings"], "--codedir: the clean environment has no finding (%s)" %
+              [f["message"] for f in doc["findings"]][:3])
+        p, doc = findings(hiera, ["--codedir", os.path.join(tmp, "code"), "--all-environments"], HERE)
+        rules = sorted(f["rule"] for f in doc["findings"])
+        check(p.returncode == 1 and rules == ["duplicate-key", "yaml-boolean", "yaml-sexagesimal"],
+              "--all-environments: the findings of both environments (%s)" % rules)
+        p = run(hiera, ["--codedir", os.path.join(tmp, "code"), "--environment", "nosuch"], HERE)
+        check(p.returncode == 2, "--environment of an environment that does not exist: exit status 2")
+    # a module: its data, its classes, findings under the module's own paths
+    d = os.path.join(HERE, "module")
+    p, doc = findings(hiera, ["."], d)
+    got = sorted("%s %s:%d:%d" % (f["rule"], f["file"], f["line"], f["column"]) for f in doc["findings"])
+    with open(os.path.join(d, "expected.txt")) as fh:
+        want = sorted(l.strip() for l in fh if l.strip())
+    check(got == want, "module: %s, expected %s" % (got, want))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -212,7 +240,10 @@ def main():
     doc = test_expected(hiera, "config", ["."], "expected.txt", 1)
     check(all(f["severity"] == "error" for f in doc["findings"] if f["rule"] == "duplicate-key"),
           "config: rules: {duplicate-key: error} in .hiera-check.yaml")
-    test_types(hiera)
+    for name in sorted(os.listdir(HERE)):
+        if name.startswith("types") and os.path.isdir(os.path.join(HERE, name)):
+            test_types(hiera, name)
+    test_layouts(hiera)
     test_interface(hiera)
     for f in failures:
         print("FAIL check: " + f)
