@@ -213,7 +213,7 @@ static bool looked_up(const ck_env *e, const ck_key *k)
         return true;
     for (size_t i = 0; i < e->pp->nlookups; i++) {
         const pp_lookup *l = &e->pp->lookups[i];
-        if (l->prefix ? !strncmp(k->name, l->key, strlen(l->key)) : !strcmp(k->name, l->key))
+        if (pp_lookup_matches(l, k->name))
             return true;
     }
     return false;

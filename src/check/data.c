@@ -1020,7 +1020,7 @@ static bool looked_up_by_manifests(const ck_env *e, const char *key)
 {
     for (size_t i = 0; e->pp && i < e->pp->nlookups; i++) {
         const pp_lookup *l = &e->pp->lookups[i];
-        if (l->prefix ? !strncmp(key, l->key, strlen(l->key)) : !strcmp(key, l->key))
+        if (pp_lookup_matches(l, key))
             return true;
     }
     return false;

@@ -542,6 +542,7 @@ void pp_index_free(pp_index *x)
     free(x->aliases);
     for (size_t i = 0; i < x->nlookups; i++) {
         free(x->lookups[i].key);
+        free(x->lookups[i].suffix);
         free(x->lookups[i].file);
         free(x->lookups[i].scope_class);
     }
@@ -876,13 +877,51 @@ static bool is_lookup_fn(const tok *t)
            is_n(t, "hiera_include");
 }
 
+/* The text of a double-quoted string's content after its last interpolation (${...} or $name). */
+static char *dq_suffix(const char *s, size_t n)
+{
+    size_t last = 0, i = 0;
+    while (i < n) {
+        if (s[i] == '\\') {
+            i += 2;
+        } else if (s[i] == '$' && i + 1 < n && s[i + 1] == '{') {
+            int depth = 0;
+            for (i++; i < n; i++) {
+                if (s[i] == '{')
+                    depth++;
+                else if (s[i] == '}' && --depth == 0)
+                    break;
+            }
+            i = i < n ? i + 1 : n;
+            last = i;
+        } else if (s[i] == '$' && i + 1 < n && (is_word(s[i + 1]) || s[i + 1] == ':')) {
+            for (i++; i < n && (is_word(s[i]) || s[i] == ':'); i++)
+                ;
+            last = i;
+        } else {
+            i++;
+        }
+    }
+    return xstrndup(s + last, n > last ? n - last : 0);
+}
+
 static void add_lookup(parser *P, const tok *k, bool merged, bool classes)
 {
     pp_index *x = P->x;
     GROW(x->lookups, x->nlookups, x->caplookups);
     const char *sc = enclosing_class(P);
-    x->lookups[x->nlookups++] = (pp_lookup){xstrdup(k->val), k->k == TK_DQ && k->interp, merged, xstrdup(P->path),
-                                            k->line, k->col, classes, sc ? xstrdup(sc) : NULL, enclosing_node(P)};
+    bool prefix = k->k == TK_DQ && k->interp;
+    char *suffix = prefix ? dq_suffix(P->L->src + k->s + 1, k->e - k->s - 2) : xstrdup("");
+    x->lookups[x->nlookups++] = (pp_lookup){xstrdup(k->val), prefix, suffix, merged, xstrdup(P->path), k->line,
+                                            k->col, classes, sc ? xstrdup(sc) : NULL, enclosing_node(P)};
+}
+
+bool pp_lookup_matches(const pp_lookup *l, const char *key)
+{
+    if (!l->prefix)
+        return !strcmp(l->key, key);
+    size_t pl = strlen(l->key), sl = l->suffix ? strlen(l->suffix) : 0, kl = strlen(key);
+    return kl >= pl + sl && !strncmp(key, l->key, pl) && (!sl || !strcmp(key + kl - sl, l->suffix));
 }
 
 /* lookup(...) and the hiera functions (i at the name, i+1 at '('); returns the closing ')' */
@@ -1208,11 +1247,16 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
             char *pinterp = q == '"' ? strstr(key, "${") : NULL;
             char *cut = interp && (!pinterp || interp < pinterp) ? interp : pinterp;
             bool prefix = cut != NULL;
-            if (cut)
+            char *suffix = xstrdup("");
+            if (cut) {
+                char *close = strrchr(cut, '}');
+                free(suffix);
+                suffix = xstrdup(close ? close + 1 : "");
                 *cut = 0;
+            }
             GROW(x->lookups, x->nlookups, x->caplookups);
-            x->lookups[x->nlookups++] =
-                (pp_lookup){key, prefix, k >= 2, xstrdup(path), line, (uint32_t)(i - line_start + 1), false, NULL, -1};
+            x->lookups[x->nlookups++] = (pp_lookup){key, prefix, suffix, k >= 2, xstrdup(path), line,
+                                                    (uint32_t)(i - line_start + 1), false, NULL, -1};
         }
     }
 }

@@ -44,6 +44,7 @@ typedef struct {
 typedef struct {
     char *key;
     bool prefix;
+    char *suffix;      /* prefix: the text after the last interpolation ("" when none) */
     bool merged; /* a merge other than first is asked for (or hiera_array/hash/include) */
     char *file;
     uint32_t line, col;
@@ -109,6 +110,9 @@ void pp_index_add_file(pp_index *x, const char *path);
 /* Scans a template (.epp, .erb) for keys it looks up by name: lookup('k'), hiera('k'),
  * call_function('lookup', ['k']) and the like (text patterns: templates are not parsed). */
 void pp_index_add_template(pp_index *x, const char *path);
+/* Whether the lookup l may ask for key (its literal, or its prefix and suffix around what is
+ * interpolated). */
+bool pp_lookup_matches(const pp_lookup *l, const char *key);
 /* Whether a defined type of that name (lower case) was read. */
 bool pp_is_define(const pp_index *x, const char *name);
 /* The class named (lower case), or NULL (the last one read when defined twice). */

@@ -113,6 +113,12 @@ static void lookups_and_declarations(void **state)
     assert_true(has_lookup(x, "from::default", false));
     assert_true(has_lookup(x, "plain", false));
     assert_true(has_lookup(x, "dyn::", true));
+    for (size_t i = 0; i < x->nlookups; i++)
+        if (!strcmp(x->lookups[i].key, "dyn::")) {
+            assert_string_equal(x->lookups[i].suffix, "::z");
+            assert_true(pp_lookup_matches(&x->lookups[i], "dyn::web::z"));
+            assert_false(pp_lookup_matches(&x->lookups[i], "dyn::web::y"));
+        }
     const char *decls[] = {"ntp", "apache::mod::ssl", "profile::x", "a", "b", "sshd"};
     assert_int_equal(x->ndecls, 6);
     for (size_t i = 0; i < 6; i++) {
