@@ -1683,7 +1683,8 @@ int check_run(const check_options *o, check_report *report, char **error)
         check_report_free(report);
         return -1;
     }
-    qsort(report->v, report->n, sizeof *report->v, cmp_finding);
+    if (report->n)
+        qsort(report->v, report->n, sizeof *report->v, cmp_finding);
     return 0;
 }
 

@@ -969,6 +969,8 @@ int ck_nodes(ck_ctx *c, char **error)
         return -1;
     c->report->nodes += p.nnodes;
     make_plan(&p);
+    /* the type system's built-in aliases are made on first use: made here, before the threads */
+    ptype_free(ptype_parse("RichData", NULL));
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t nthreads = c->o->jobs > 0 ? (size_t)c->o->jobs : cpus > 0 ? (size_t)(cpus < 8 ? cpus : 8) : 1;
     if (nthreads > p.nnodes)
