@@ -340,6 +340,19 @@ static void on_interpolation(const ix_item *it, void *data)
             break;
         }
         const char *expr = it->arg[0] == ':' && it->arg[1] == ':' ? it->arg + 2 : it->arg;
+        /* a name no variable can have ([beat.version], +yyyy.MM.dd: another tool's syntax) */
+        const hv *root = hv_array_get(segs, 0);
+        bool odd = false;
+        for (const char *q = hv_is(root, HV_STRING) ? hv_str_ptr(root) : ""; *q && !odd; q++)
+            odd = !(is_word_char((unsigned char)*q) || *q == ':' || *q == '-');
+        if (odd) {
+            ck_add(c, "interpolation-syntax", 0, file, line, col,
+                   "%%{%.*s} is not a variable Puppet can have: it interpolates an empty string (for the text itself, "
+                   "write %%{literal('%%')}{%.*s})",
+                   (int)it->len, it->expr, (int)it->len, it->expr);
+            hv_decref(segs);
+            break;
+        }
         add_var(e, expr, segs, ic->fi, ic->cfg, line, col);
         break;
     }
@@ -428,6 +441,7 @@ static void check_enc(fctx *x, const ysnode *node, uint32_t nline, uint32_t ncol
             continue;
         FILE *kf = fopen(hv_str_ptr(key), "rb");
         if (!kf) {
+            x->e->eyaml_key_missing = true;
             ck_note(c, xasprintf("eyaml: the private key %s is not here: ENC[...] blocks are checked for their form only",
                                  hv_str_ptr(key)));
             continue;

@@ -813,6 +813,9 @@ static bool caused_by_reported(ck_ctx *c, const char *msg)
     const char *ks = strchr(msg, '\''), *ke = ks ? strchr(ks + 1, '\'') : NULL;
     if (ks && ke && (size_t)(ke - ks) < sizeof quoted - 2)
         snprintf(quoted, sizeof quoted, "'%.*s'", (int)(ke - ks - 1), ks + 1);
+    /* a block the missing key cannot decrypt (the note says the key is not here) */
+    if (c->env->eyaml_key_missing && strstr(m, "hiera-eyaml"))
+        return true;
     for (size_t i = 0; i < c->nf; i++) {
         const ck_finding_int *f = &c->f[i];
         if (f->sev != CHECK_ERROR || !strcmp(f->rule, "lookup-error") || !strcmp(f->rule, "parameter-type") ||

@@ -300,17 +300,13 @@ bool config_v5_quick_valid(const hv *config)
  * "The Lookup Configuration at '<path>' has wrong type, ..." */
 static bool check_schema(const char *type_text, ptype **cached, const hv *config, const hcfg *c, herr *err)
 {
-    ptype *t = cached ? *cached : NULL;
+    /* parsed once (shared by the threads of a snapshot's views), or each time without a slot */
+    herr perr = {0};
+    const ptype *t = cached ? ptype_shared(cached, type_text, &perr) : ptype_parse(type_text, &perr);
     if (!t) {
-        herr perr = {0};
-        t = ptype_parse(type_text, &perr);
-        if (!t) {
-            herr_set(err, HERR_ERROR, "internal: bad config type: %s", perr.msg ? perr.msg : "?");
-            herr_clear(&perr);
-            return false;
-        }
-        if (cached)
-            *cached = t;
+        herr_set(err, HERR_ERROR, "internal: bad config type: %s", perr.msg ? perr.msg : "?");
+        herr_clear(&perr);
+        return false;
     }
     bool ok = ptype_match(t, config);
     if (!ok) {
@@ -322,7 +318,7 @@ static bool check_schema(const char *type_text, ptype **cached, const hv *config
         free(subject);
     }
     if (!cached)
-        ptype_free(t);
+        ptype_free((ptype *)t);
     return ok;
 }
 

@@ -73,18 +73,17 @@ static const char *options_type(ms_kind kind)
  * with "<subject> has wrong type, ...". Type objects are parsed once per process. */
 static bool check_type(ptype **cache, const char *type_text, const hv *value, const char *subject, herr *err)
 {
-    if (!*cache) {
-        herr perr = {0};
-        *cache = ptype_parse(type_text, &perr);
-        if (!*cache) {
-            herr_set(err, HERR_ERROR, "internal type '%s': %s", type_text, perr.msg ? perr.msg : "");
-            herr_clear(&perr);
-            return false;
-        }
+    /* parsed once, shared by the threads of a snapshot's views */
+    herr perr = {0};
+    const ptype *t = ptype_shared(cache, type_text, &perr);
+    if (!t) {
+        herr_set(err, HERR_ERROR, "internal type '%s': %s", type_text, perr.msg ? perr.msg : "");
+        herr_clear(&perr);
+        return false;
     }
-    if (ptype_match(*cache, value))
+    if (ptype_match(t, value))
         return true;
-    char *msg = ptype_mismatch(*cache, value, subject);
+    char *msg = ptype_mismatch(t, value, subject);
     herr_set(err, HERR_PUPPET, "%s", msg);
     free(msg);
     return false;

@@ -2334,11 +2334,24 @@ static bool v_is_default(const hv *v) { return sym_is(v, "default"); }
 
 static bool re_type_match(ptype *re, const char *s, size_t n)
 {
-    if (!re->re && !re->re_failed) {
-        re->re = re_compile(re->has_s ? re->s.p : "", re->has_s ? re->s.n : 0, NULL);
-        re->re_failed = !re->re;
+    /* compiled on first use; a type may be shared by threads (ptype_shared): the first regex
+     * published wins, a thread that lost the race frees its own */
+    regex_t *r = __atomic_load_n(&re->re, __ATOMIC_ACQUIRE);
+    if (!r && !__atomic_load_n(&re->re_failed, __ATOMIC_RELAXED)) {
+        regex_t *mine = re_compile(re->has_s ? re->s.p : "", re->has_s ? re->s.n : 0, NULL);
+        if (!mine) {
+            __atomic_store_n(&re->re_failed, true, __ATOMIC_RELAXED);
+            return false;
+        }
+        regex_t *expected = NULL;
+        if (__atomic_compare_exchange_n(&re->re, &expected, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            r = mine;
+        } else {
+            onig_free(mine);
+            r = expected;
+        }
     }
-    return re->re && re_search(re->re, s, n);
+    return r && re_search(r, s, n);
 }
 
 static num v_num(const hv *v)
@@ -7756,3 +7769,18 @@ static bool may_match_string(const ptype *t, int depth)
 }
 
 bool ptype_may_match_string(const ptype *t) { return may_match_string(t, 0); }
+
+const ptype *ptype_shared(ptype **slot, const char *text, herr *err)
+{
+    ptype *t = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (t)
+        return t;
+    ptype *mine = ptype_parse(text, err);
+    if (!mine)
+        return NULL;
+    ptype *expected = NULL;
+    if (__atomic_compare_exchange_n(slot, &expected, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return mine;
+    ptype_free(mine);
+    return expected;
+}

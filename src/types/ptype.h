@@ -45,6 +45,11 @@ char *ptype_to_s(const ptype *t);
  * fails. */
 hv *ptype_convert(const hv *spec, const hv *value, herr *err);
 
+/* A type parsed once for the whole process and shared by every thread: *slot (NULL at first)
+ * receives it; threads that race to parse it keep the first one published. Returns it, or NULL
+ * with err when text does not parse. Matching a shared type from several threads is safe. */
+const ptype *ptype_shared(ptype **slot, const char *text, herr *err);
+
 /* ---- user-defined type aliases (`type Name = <type>` in modules), for class parameters ---- */
 
 /* A set of aliases by name (case-insensitive); types parsed with it may name them, and the
