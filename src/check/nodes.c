@@ -181,6 +181,9 @@ typedef struct {
     const pp_class *cls;
     const pp_param *param;
     bool typed;          /* its type resolves (checked) */
+    /* data of a module the lookups do not see (outside their modulepath) defines it: a node
+     * without the value may have it there, so no parameter-missing */
+    bool unseen_data;
 } cand;
 
 typedef struct {
@@ -525,7 +528,7 @@ static void check_node(worker *w, size_t ni)
     /* class parameters */
     for (size_t ci = 0; ci < p->ncands; ci++) {
         const cand *cd = &p->cands[ci];
-        bool included = inc && hv_hash_gets(inc, cd->cls->name);
+        bool included = inc && hv_hash_gets(inc, cd->cls->name) && !cd->unseen_data;
         bool reached = cd->key != UINT32_MAX &&
                        (w->stamp0[cd->key] == stamp || w->stampm[cd->key] == stamp);
         if (!reached && !e->opaque_level) {
@@ -755,8 +758,14 @@ static void make_plan(plan *p)
                 free(ref);
                 ptype_free(t);
             }
+            bool unseen = false;
+            for (size_t d = 0; k && d < k->ndefs; d++) {
+                const ck_file *f = &e->files[k->defs[d].file];
+                if (f->layer == LAYER_MODULE && f->module && !ck_module_visible(e, f->module))
+                    unseen = true;
+            }
             hv_hash_sets(p->cand_index, key, hv_int((int64_t)p->ncands));
-            p->cands[p->ncands++] = (cand){k ? (uint32_t)(k - e->keys) : UINT32_MAX, NULL, cls, prm, typed};
+            p->cands[p->ncands++] = (cand){k ? (uint32_t)(k - e->keys) : UINT32_MAX, NULL, cls, prm, typed, unseen};
             free(key);
         }
     }
