@@ -301,10 +301,6 @@ static void walk_files(const char *dir, int depth, hv *out)
 
 /* ------------------------------------------------------------------ diagnostics of the engine */
 
-typedef struct {
-    ck_ctx *c;
-} diag_ctx;
-
 static void engine_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
 {
     ck_ctx *c = data;
@@ -1125,7 +1121,7 @@ static void read_disables(disables *d, const char *path)
     char *text = read_text(path, &len);
     if (!text)
         return;
-    uint32_t line = 1, pending_for_next = 0;
+    uint32_t line = 1;
     hv *pending = NULL;
     for (size_t pos = 0; pos <= len;) {
         const char *ls = text + pos;
@@ -1166,7 +1162,6 @@ static void read_disables(disables *d, const char *path)
                         pending = hv_array();
                     for (size_t i = 0; i < hv_array_len(names); i++)
                         hv_array_push(pending, hv_incref(hv_array_get(names, i)));
-                    pending_for_next = line;
                 } else {
                     char key[16];
                     snprintf(key, sizeof key, "%u", line);
@@ -1186,7 +1181,6 @@ static void read_disables(disables *d, const char *path)
         pos += n + 1;
         line++;
     }
-    (void)pending_for_next;
     hv_decref(pending);
     free(text);
 }

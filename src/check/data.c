@@ -147,7 +147,6 @@ typedef struct {
     size_t nls;
     const char *top_key;   /* the top-level key whose value is being walked, or NULL */
     bool in_lookup_options;
-    bool param_typed;      /* top_key is a typed class parameter: type checks judge its scalars */
     /* ENC[...] blocks in a file that no eyaml level reads */
     size_t plain_enc;
     uint32_t plain_enc_line, plain_enc_col;
@@ -648,7 +647,7 @@ static void walk(fctx *x, const ysnode *n, int depth, bool is_key, bool in_seq)
             ck_add(x->c, "empty-value", 0, x->f->path, n->line, n->col,
                    in_seq ? "an item without a value: it is read as undef (write ~ if that is meant)"
                           : "a key without a value: it is read as undef (write ~ if that is meant, or give the value)");
-        } else if (!x->param_typed || is_key || depth > 1) {
+        } else {
             char msg[256];
             const char *rule = ck_plain_trap(n->text, n->len, msg, sizeof msg);
             if (rule) {
@@ -729,7 +728,7 @@ static void check_tabs(fctx *x)
 
 static bool key_of_missing_module(const ck_env *e, const char *key);
 
-static void lo_entry(fctx *x, const char *key, const hv *opts, uint32_t line, uint32_t col, int module_layer)
+static void lo_entry(fctx *x, const char *key, const hv *opts, uint32_t line, uint32_t col)
 {
     ck_ctx *c = x->c;
     ck_env *e = x->e;
@@ -807,7 +806,6 @@ static void lo_entry(fctx *x, const char *key, const hv *opts, uint32_t line, ui
             }
         }
     }
-    (void)module_layer;
     /* kept for the checks across files and for classes.c: [file, line, col, key, pattern?, merge, convert_to] */
     hv *rec = hv_array();
     hv_array_push(rec, hv_int(x->fi));
@@ -848,7 +846,7 @@ static void lookup_options(fctx *x, const hv *lo, const ysnode *knode, const ysn
                            : "all lookup_options keys must start with module name '%s' ('%s' does not)",
                        module, ks);
         }
-        lo_entry(x, ks, hv_hash_val_at(lo, i), l, cl, module != NULL);
+        lo_entry(x, ks, hv_hash_val_at(lo, i), l, cl);
     }
 }
 
@@ -967,11 +965,6 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
                 const ysnode *k = root->kids[i];
                 x.top_key = k->kind == YS_SCALAR ? k->text : NULL;
                 x.in_lookup_options = x.top_key && !strcmp(x.top_key, "lookup_options");
-                x.param_typed = false;
-                if (x.top_key && !x.in_lookup_options) {
-                    const pp_param *p = ck_class_param(e, x.top_key, NULL);
-                    x.param_typed = p && p->type;
-                }
                 walk(&x, k, 1, true, false);
                 walk(&x, root->kids[i + 1], 1, false, false);
             }
