@@ -152,6 +152,8 @@ typedef struct {
     uint32_t plain_enc_line, plain_enc_col;
     bool eyaml;              /* an eyaml level reads the file */
     const hv *eyaml_options; /* that level's options (NULL: none) */
+    hv *dec_options;         /* those options with the key files found (NULL: the private key is not here) */
+    bool dec_done;
     const char *eyaml_level;
     eyaml_ctx *ey;
 } fctx;
@@ -362,6 +364,62 @@ static void on_interpolation(const ix_item *it, void *data)
 
 static bool b64_char(unsigned char ch) { return isalnum(ch) || ch == '+' || ch == '/'; }
 
+static bool readable(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
+/* The eyaml level's options with its key files found: a relative path is relative to the working
+ * folder (as for Puppet), else to the repository checked, else to the hiera.yaml's folder (CI runs
+ * from anywhere). NULL when the private key is nowhere; *not_cwd is set when it is not where the
+ * lookups look (the working folder), so that their failures to decrypt are not reported. */
+static hv *key_options(fctx *x, bool *not_cwd)
+{
+    const ck_config *cf = NULL;
+    for (size_t r = 0; r < x->f->nreach && !cf; r++)
+        if (x->e->configs[x->f->reach[r].cfg].levels[x->f->reach[r].level].eyaml)
+            cf = &x->e->configs[x->f->reach[r].cfg];
+    hv *opts = hv_copy(x->eyaml_options);
+    static const char *const names[] = {"pkcs7_private_key", "pkcs7_public_key"};
+    bool found_private = false;
+    for (size_t n = 0; n < 2; n++) {
+        const hv *v = hv_hash_gets(opts, names[n]);
+        if (!v || !hv_is(v, HV_STRING))
+            continue;
+        const char *path = hv_str_ptr(v);
+        if (readable(path)) {
+            found_private |= n == 0;
+            continue;
+        }
+        if (path[0] == '/')
+            continue;
+        const char *bases[2] = {x->e->real_dir, cf && cf->cfg ? cf->cfg->root : NULL};
+        for (size_t b = 0; b < 2; b++) {
+            if (!bases[b])
+                continue;
+            char *p = xjoin(bases[b], "/", path, NULL);
+            if (readable(p)) {
+                hv_hash_sets(opts, names[n], hv_str(p));
+                found_private |= n == 0;
+                if (n == 0)
+                    *not_cwd = true;
+                free(p);
+                break;
+            }
+            free(p);
+        }
+    }
+    if (!found_private) {
+        *not_cwd = true;
+        hv_decref(opts);
+        return NULL;
+    }
+    return opts;
+}
+
 /* The ENC[...] blocks of a string: malformed ones, decryption, levels that do not decrypt. */
 static void check_enc(fctx *x, const ysnode *node, uint32_t nline, uint32_t ncol, const char *s, size_t len)
 {
@@ -434,24 +492,25 @@ static void check_enc(fctx *x, const ysnode *node, uint32_t nline, uint32_t ncol
                    "decrypt it and the value stays the encrypted text (use a folded scalar: >)");
             continue;
         }
-        /* decryption, when the key is here: the level's private key */
+        /* decryption, when the level's private key is here */
         const hv *key = x->eyaml_options ? hv_hash_gets(x->eyaml_options, "pkcs7_private_key") : NULL;
         if (!key || !hv_is(key, HV_STRING) || strstr(hv_str_ptr(key), "%{"))
             continue;
-        FILE *kf = fopen(hv_str_ptr(key), "rb");
-        if (!kf) {
-            x->e->eyaml_key_missing = true;
-            ck_note(c, xasprintf("eyaml: the private key %s is not here: ENC[...] blocks are checked for their form only",
-                                 hv_str_ptr(key)));
-            continue;
+        if (!x->dec_done) {
+            x->dec_done = true;
+            x->dec_options = key_options(x, &x->e->eyaml_key_missing);
+            if (!x->dec_options)
+                ck_note(c, xasprintf("eyaml: the private key %s is not here: ENC[...] blocks are checked for their form only",
+                                     hv_str_ptr(key)));
         }
-        fclose(kf);
+        if (!x->dec_options)
+            continue;
         if (!x->ey)
             x->ey = eyaml_new();
         herr err = {0};
         size_t plen = 0;
         char *plain = eyaml_decrypt_block(x->ey, scheme_len ? s + scheme : NULL, scheme_len, s + payload, q - payload,
-                                          x->eyaml_options, &plen, &err);
+                                          x->dec_options, &plen, &err);
         if (plain) {
             memset(plain, 0, plen); /* the plaintext is never kept nor shown */
             free(plain);
@@ -990,6 +1049,7 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
     }
     if (x.ey)
         eyaml_free(x.ey);
+    hv_decref(x.dec_options);
     free(x.ls);
 }
 

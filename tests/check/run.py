@@ -186,6 +186,11 @@ def test_interface(hiera):
         pb = run(hiera, bad, d)
         check(pb.returncode == 2 and pb.stderr.startswith("hiera check: "), "exit status 2 for %s (got %d)" %
               (bad, pb.returncode))
+    # from another folder: the eyaml key (relative in hiera.yaml) is found in the repository
+    _, doc_out = findings(hiera, ["--facts-dir", "seeded/facts", "seeded"], HERE)
+    out_lines = {l.split(" [")[0] for l in as_lines(doc_out)}
+    check("eyaml-decrypt seeded/data/secrets/common.eyaml:3:13" in out_lines and
+          len(doc_out["findings"]) == len(doc["findings"]), "run from another folder: the same findings")
     ph = run(hiera, ["--help"], d)
     check(ph.returncode == 0 and "usage: hiera check" in ph.stdout, "--help")
     pl = run(hiera, ["--list-rules"], d)
