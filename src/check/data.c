@@ -911,6 +911,8 @@ static void lookup_options(fctx *x, const hv *lo, const ysnode *knode, const ysn
 
 /* ------------------------------------------------------------------ one file */
 
+static void check_tabs(fctx *x);
+
 
 static void file_levels(fctx *x)
 {
@@ -933,6 +935,13 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
     if (!f->value) {
         uint32_t line = f->err.line > 0 ? (uint32_t)f->err.line : 1, col = f->err.col > 0 ? (uint32_t)f->err.col : 1;
         ck_add(c, "data-syntax", 0, f->path, line, col, "%s", f->err.msg ? f->err.msg : "cannot be read");
+        if (f->fmt == FMT_YAML && f->text && memchr(f->text, '\t', f->len)) {
+            /* a tab is a common cause: say where they are */
+            fctx tx = {.c = c, .e = e, .f = f, .fi = fi};
+            line_starts(&tx);
+            check_tabs(&tx);
+            free(tx.ls);
+        }
         return;
     }
     if (f->orphan) {
