@@ -45,6 +45,7 @@ typedef struct {
     size_t npending;
     pp_index *x;
     bool failed;
+    int nesting; /* skip_braced calls open */
 } lexer;
 
 static void problem(pp_index *x, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
@@ -176,7 +177,24 @@ static void newline(lexer *L)
  * it does not end. */
 static bool skip_dq(lexer *L, char quote, sbuf *prefix, bool *interp);
 
+/* strings in interpolations in strings...: deeper than this is refused (the C stack) */
+#define MAX_STRING_NESTING 64
+
+static bool skip_braced_in(lexer *L);
+
 static bool skip_braced(lexer *L)
+{
+    if (L->nesting >= MAX_STRING_NESTING) {
+        lex_fail(L, L->pos, "strings nested too deep in interpolations");
+        return false;
+    }
+    L->nesting++;
+    bool ok = skip_braced_in(L);
+    L->nesting--;
+    return ok;
+}
+
+static bool skip_braced_in(lexer *L)
 {
     int depth = 0;
     while (L->pos < L->len && !L->failed) {
@@ -1167,6 +1185,9 @@ void pp_index_add_text(pp_index *x, const char *path, const char *text, size_t l
 {
     lexer L = {.path = path, .src = text, .len = len, .line = 1, .x = x};
     lex(&L);
+    for (size_t h = 0; h < L.npending; h++) /* heredocs still open when the lexer stopped early */
+        free(L.pending[h]);
+    L.npending = 0;
     parser P = {.L = &L, .x = x, .path = path, .t = L.toks, .n = L.ntoks, .next_node = -1};
     parse(&P);
     for (size_t i = 0; i < L.ntoks; i++)
