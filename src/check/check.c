@@ -24,6 +24,7 @@
 #include "base/diag.h"
 #include "base/rregex.h"
 #include "base/pathname.h"
+#include "engine/engine.h"
 #include "engine/providers.h"
 #include "engine/tmplmatch.h"
 #include "formats/json.h"
@@ -152,11 +153,14 @@ static bool is_dir(const char *p);
 
 bool ck_module_visible(const ck_env *e, const char *module)
 {
-    char *a = xjoin(e->dir, "/modules/", module, NULL), *b = xjoin(e->codedir, "/modules/", module, NULL);
-    bool r = is_dir(a) || is_dir(b);
-    free(a);
-    free(b);
-    return r;
+    for (size_t i = 0; e->engine_roots && e->engine_roots[i]; i++) {
+        char *p = xjoin(e->engine_roots[i], "/", module, NULL);
+        bool r = is_dir(p);
+        free(p);
+        if (r)
+            return true;
+    }
+    return false;
 }
 
 bool ck_is_external_module(const ck_env *e, const char *name)
@@ -392,9 +396,23 @@ static void add_root(ck_env *e, const char *dir)
 
 /* The module folders: environment.conf's modulepath (relative entries are relative to the
  * environment; $basemodulepath and $codedir stand for <codedir>/modules and the code directory),
- * then the folders the lookups use (<env>/modules, <codedir>/modules). */
+ * then the folders the lookups use (module_roots). */
 static void module_roots_of(ck_env *e)
 {
+    /* the folders the lookups use (module_roots: they follow the lookups' modulepath) */
+    hiera_options o = HIERA_OPTIONS_INIT;
+    o.codedir = e->codedir;
+    o.confdir = e->confdir;
+    o.environmentpath = e->envpath;
+    o.hiera_config = e->hiera_config;
+    o.environment = e->name;
+    hiera_error err = {0};
+    hiera *h = hiera_new(&o, &err);
+    hiera_error_clear(&err);
+    if (h) {
+        e->engine_roots = module_roots(h);
+        hiera_free(h);
+    }
     char *mp = env_conf_setting(e->dir, "modulepath");
     if (mp) {
         char *save = NULL;
@@ -413,12 +431,8 @@ static void module_roots_of(ck_env *e)
         }
         free(mp);
     }
-    char *d = xjoin(e->dir, "/modules", NULL);
-    add_root(e, d);
-    free(d);
-    d = xjoin(e->codedir, "/modules", NULL);
-    add_root(e, d);
-    free(d);
+    for (size_t i = 0; e->engine_roots && e->engine_roots[i]; i++)
+        add_root(e, e->engine_roots[i]);
 }
 
 /* The modules a Puppetfile names (mod 'author/name' or 'author-name' or 'name'). */
@@ -524,6 +538,7 @@ static void env_free(ck_env *e)
     for (size_t i = 0; i < e->nmodroots; i++)
         free(e->modroots[i]);
     free(e->modroots);
+    module_roots_free(e->engine_roots);
     free(e->manifest);
     for (size_t i = 0; i < e->nexternal; i++)
         free(e->external[i]);
@@ -689,7 +704,7 @@ done:
         *col = 1;
 }
 
-static void add_config(ck_ctx *c, const char *path, layer_kind layer, const char *module)
+static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char *module)
 {
     ck_env *e = c->env;
     for (size_t i = 0; i < e->nconfigs; i++)
@@ -699,7 +714,7 @@ static void add_config(ck_ctx *c, const char *path, layer_kind layer, const char
     ck_config *cf = &e->configs[e->nconfigs++];
     memset(cf, 0, sizeof *cf);
     cf->path = xstrdup(path);
-    cf->layer = layer;
+    cf->layer = kind;
     cf->module = module ? xstrdup(module) : NULL;
     cf->text = read_text(path, &cf->len);
     if (cf->text)
@@ -707,7 +722,7 @@ static void add_config(ck_ctx *c, const char *path, layer_kind layer, const char
     c->report->configs++;
     bool ignored = false;
     herr err = {0};
-    cf->cfg = config_load(e->cache, path, layer, &ignored, &err);
+    cf->cfg = config_load(e->cache, path, kind, &ignored, &err);
     if (!cf->cfg) {
         if (herr_isset(&err)) {
             uint32_t line, col;

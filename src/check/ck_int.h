@@ -120,6 +120,7 @@ typedef struct {
     char *codedir, *confdir, *envpath, *hiera_config; /* for the engine */
     char **modroots;     /* module folders, in modulepath order */
     size_t nmodroots;
+    char **engine_roots; /* the folders the lookups take modules from (module_roots), NULL-terminated */
     char *manifest;      /* the environment's main manifest (file or folder), or NULL */
     char **external;     /* module names the Puppetfile manages */
     size_t nexternal;
