@@ -486,6 +486,17 @@ static void env_free(ck_env *e)
             free(cf->levels[j].datadir);
         }
         free(cf->levels);
+        for (size_t j = 0; j < cf->nplan_levels; j++) {
+            hlevel *l = &cf->plan_levels[j];
+            free(l->name);
+            free(l->fname);
+            free(l->datadir);
+            for (size_t k = 0; k < l->nlocs; k++)
+                free(l->locs[k]);
+            free(l->locs);
+            hv_decref(l->options);
+        }
+        free(cf->plan_levels);
         ys_free(cf->ys);
         free(cf->text);
     }
@@ -704,6 +715,81 @@ done:
         *col = 1;
 }
 
+static char *str_of(const hv *v) { return v && hv_is(v, HV_STRING) ? xstrdup(hv_str_ptr(v)) : NULL; }
+
+/* plan_hierarchy (Bolt plans' data): levels of their own, which the lookups of nodes never use,
+ * built from the configuration as loaded (a valid one: the schema checked it) */
+static void add_plan_levels(ck_env *e, ck_config *cf)
+{
+    const hv *raw = cf->cfg->raw;
+    const hv *list = raw ? hv_hash_gets(raw, "plan_hierarchy") : NULL;
+    if (!list || !hv_is(list, HV_ARRAY) || !hv_array_len(list))
+        return;
+    const hv *defaults = hv_hash_gets(raw, "defaults");
+    size_t n = hv_array_len(list);
+    cf->plan_levels = xcalloc(n, sizeof *cf->plan_levels);
+    for (size_t i = 0; i < n; i++) {
+        const hv *en = hv_array_get(list, i);
+        if (!hv_is(en, HV_HASH))
+            continue;
+        hlevel *l = &cf->plan_levels[cf->nplan_levels++];
+        l->name = str_of(hv_hash_gets(en, "name"));
+        const char *fns[] = {"data_hash", "lookup_key", "data_dig"};
+        for (size_t f = 0; f < 3 && !l->fname; f++) {
+            l->fname = str_of(hv_hash_gets(en, fns[f]));
+            if (!l->fname && defaults && hv_is(defaults, HV_HASH))
+                l->fname = str_of(hv_hash_gets(defaults, fns[f]));
+        }
+        if (!l->fname)
+            l->fname = xstrdup("yaml_data");
+        l->fkind = FN_DATA_HASH;
+        l->datadir = str_of(hv_hash_gets(en, "datadir"));
+        if (!l->datadir && defaults && hv_is(defaults, HV_HASH))
+            l->datadir = str_of(hv_hash_gets(defaults, "datadir"));
+        if (!l->datadir)
+            l->datadir = xstrdup("data");
+        static const struct {
+            const char *key;
+            loc_kind kind;
+            bool list;
+        } locs[] = {{"path", LOC_PATH, false}, {"paths", LOC_PATHS, true}, {"glob", LOC_GLOB, false},
+                    {"globs", LOC_GLOBS, true}, {"mapped_paths", LOC_MAPPED_PATHS, true}};
+        for (size_t k = 0; k < 5 && l->lkind == LOC_NONE; k++) {
+            const hv *v = hv_hash_gets(en, locs[k].key);
+            if (!v)
+                continue;
+            l->lkind = locs[k].kind;
+            size_t cnt = locs[k].list && hv_is(v, HV_ARRAY) ? hv_array_len(v) : 1;
+            l->locs = xcalloc(cnt, sizeof *l->locs);
+            for (size_t j = 0; j < cnt; j++) {
+                const hv *s1 = locs[k].list && hv_is(v, HV_ARRAY) ? hv_array_get(v, j) : v;
+                char *sv = str_of(s1);
+                l->locs[l->nlocs++] = sv ? sv : xstrdup("");
+            }
+        }
+        l->options = hv_incref(hv_hash_gets(en, "options"));
+    }
+    for (size_t i = 0; i < cf->nplan_levels; i++) {
+        cf->levels = xrealloc(cf->levels, (cf->nlevels + 1) * sizeof *cf->levels);
+        ck_level *L = &cf->levels[cf->nlevels];
+        memset(L, 0, sizeof *L);
+        const hlevel *hl = &cf->plan_levels[i];
+        L->lvl = hl;
+        L->name = hl->name ? hl->name : "";
+        L->function = hl->fname;
+        L->fkind = hl->fkind;
+        const provider_def *pd = provider_find(L->function);
+        L->known = pd != NULL;
+        L->fmt = pd ? pd->format : FMT_YAML;
+        L->eyaml = strcmp(L->function, "eyaml_lookup_key") == 0;
+        L->plan = true;
+        L->index = (int)cf->nlevels;
+        if (pd)
+            level_templates(e, cf->cfg, L);
+        cf->nlevels++;
+    }
+}
+
 static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char *module)
 {
     ck_env *e = c->env;
@@ -742,6 +828,7 @@ static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char 
     add_levels(e, cf, cf->cfg->levels, cf->cfg->nlevels, false);
     if (cf->cfg->has_default_hierarchy)
         add_levels(e, cf, cf->cfg->dlevels, cf->cfg->ndlevels, true);
+    add_plan_levels(e, cf);
 }
 
 static bool data_extension(const char *path)
@@ -893,6 +980,12 @@ static void read_manifests(ck_ctx *c)
                 add_manifests(e, m, 0);
                 free(m);
                 m = xjoin(dir, "/templates", NULL);
+                add_manifests(e, m, 0);
+                free(m);
+                m = xjoin(dir, "/functions", NULL); /* Puppet functions and Bolt plans look keys up too */
+                add_manifests(e, m, 0);
+                free(m);
+                m = xjoin(dir, "/plans", NULL);
                 add_manifests(e, m, 0);
                 free(m);
             }

@@ -29,6 +29,7 @@ typedef struct {
     bool known;         /* a provider function we know (yaml_data, json_data, hocon_data, eyaml_lookup_key) */
     bool eyaml;
     bool dflt;          /* from default_hierarchy */
+    bool plan;          /* from plan_hierarchy (Bolt plans): its files are read, never by a node */
     int index;          /* its position (hierarchy, then default_hierarchy) */
     char **tmpls;       /* absolute location templates (datadir joined with each path/glob) */
     size_t ntmpls;
@@ -46,6 +47,8 @@ typedef struct {
     ysdoc *ys;          /* the file's marks (NULL without a file) */
     char *text;
     size_t len;
+    hlevel *plan_levels; /* plan_hierarchy's entries (the lookups' configuration has none) */
+    size_t nplan_levels;
 } ck_config;
 
 typedef struct {
