@@ -1067,6 +1067,8 @@ int ck_nodes(ck_ctx *c, char **error)
         bool judged = false;
         for (size_t r = 0; r < f->nreach && !judged; r++) {
             const ck_config *cf = &e->configs[f->reach[r].cfg];
+            if (cf->levels[f->reach[r].level].plan)
+                continue; /* plans' data: no node reads it */
             judged = cf->layer != LAYER_MODULE || (cf->module && ck_module_visible(e, cf->module));
         }
         if (judged)
