@@ -45,12 +45,13 @@ char *ptype_to_s(const ptype *t);
  * fails. */
 hv *ptype_convert(const hv *spec, const hv *value, herr *err);
 
-/* A type parsed once for the whole process and shared by every thread: *slot (NULL at first)
- * receives it; threads that race to parse it keep the first one published. Returns it, or NULL
- * with err when text does not parse. Matching a shared type from several threads is safe. */
-const ptype *ptype_shared(ptype **slot, const char *text, herr *err);
+/* Makes t safe to share between threads: its regexps are compiled now (matching compiles them on
+ * first use otherwise) and it becomes immortal, never to be freed (ptype_free does nothing). For
+ * types built once and kept for the life of the process (pthread_once). */
+void ptype_freeze(ptype *t);
 
-/* ---- user-defined type aliases (`type Name = <type>` in modules), for class parameters ---- */
+/* ---- user-defined type aliases (`type Name = <type>` in modules), for class parameters
+ * (interpret.c, describe.c) ---- */
 
 /* A set of aliases by name (case-insensitive); types parsed with it may name them, and the
  * aliases may name each other and themselves. Types parsed with a set must be freed before it. */
