@@ -33,9 +33,10 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLA
 LIBS = $(PKG_LIBS) -lm -lpthread
 # the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c): CLI_LIBS
 # (from $(B)/config.mk) names the other two
-# the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api);
+# the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
+# puppet: what hiera check reads of manifests, check: hiera check's rules);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 api
+LIB_DIRS := base formats types crypto engine hiera3 api puppet check
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -133,6 +134,7 @@ check: all test-deps
 	@python3 tests/batch/check.py --hiera $(B)/hiera
 	@python3 tests/facts/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
+	@python3 tests/check/run.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
 	@$(MAKE) --no-print-directory $(B)/tests/stress
 	@./$(B)/tests/stress --threads 4 --rounds 1 tests/cases >$(B)/tests/stress.log 2>&1 \
