@@ -24,9 +24,9 @@ LIBS = $(PKG_LIBS) -lm
 CLI_LIBS := $(shell pkg-config --libs yaml-0.1 jansson oniguruma 2>/dev/null) -lm -ldl -lpthread
 
 B = build
-# the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api);
+# the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, diff, api);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 api
+LIB_DIRS := base formats types crypto engine hiera3 diff api
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
