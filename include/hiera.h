@@ -399,7 +399,9 @@ typedef struct {
  *    "files": [{"path" (relative), "status": "modified"|"added"|"removed", "kind": "config"|"data",
  *               "keys": [its changed top-level keys]}...],
  *    "keys": [every key considered, sorted], "dirty": [the keys whose answers may differ, sorted],
- *    "changed": [the keys changed in the files themselves]}.
+ *    "changed": [the keys changed in the files themselves],
+ *    "reached": [every key whose answer may differ, the keys not considered too: a value met
+ *                outside the data (facts) that interpolates one of them may differ as well]}.
  * A hiera.yaml that changed, a data file that does not parse or whose top is not a hash, and
  * lookup_options that cannot be used make every key dirty; otherwise the dirty keys are those
  * whose value or lookup_options entry changed in some file (a lookup_options pattern: every key it

@@ -1,6 +1,7 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`; other forms are the Hiera 3
  * command line. */
 #include "cli/batch_cmd.h"
+#include "cli/diff_cmd.h"
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
 #include "cli/lookup_cmd.h"
@@ -15,6 +16,8 @@ int main(int argc, char **argv)
         return lookup_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
         return batch_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "diff") == 0)
+        return diff_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
     /* everything else is the Hiera 3 command line (`hiera -- lookup` looks up a key "lookup") */

@@ -505,7 +505,7 @@ hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o
     for (size_t i = 0; i < hv_array_len(p.lo_changes) && !p.full; i++)
         lookup_options_change(&p, hv_array_get(p.lo_changes, i));
 
-    hv *dirty = NULL;
+    hv *dirty = NULL, *reached = NULL;
     if (!p.full) {
         /* the changed keys, then every key whose values interpolate a key already in */
         hv *deps = hv_hash();
@@ -528,6 +528,7 @@ hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o
             }
         }
         dirty = sorted_keys(universe, seen);
+        reached = sorted_keys(seen, NULL);
         hv_decref(queue);
         hv_decref(seen);
         hv_decref(deps);
@@ -540,6 +541,7 @@ hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o
     hv *keys = sorted_keys(universe, NULL);
     hv_hash_sets(r, "dirty", dirty ? dirty : hv_incref(keys));
     hv_hash_sets(r, "keys", keys);
+    hv_hash_sets(r, "reached", reached ? reached : sorted_keys(p.allkeys, NULL));
     hv_hash_sets(r, "changed", sorted_keys(p.changed, NULL));
     hv_decref(universe);
     hv_decref(p.allkeys);

@@ -40,7 +40,9 @@ typedef struct {
  *               "keys": [changed top-level keys] (data files whose keys are known)}...],
  *    "keys": [every key considered, sorted],
  *    "dirty": [the keys to look up again, sorted],
- *    "changed": [the keys changed in the files themselves, sorted]} */
+ *    "changed": [the keys changed in the files themselves, sorted],
+ *    "reached": [every key whose answer may differ, also outside "keys" (for values met outside
+ *                the data, such as facts that interpolate lookups), sorted]} */
 hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o);
 
 #endif

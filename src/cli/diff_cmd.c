@@ -1,0 +1,1218 @@
+/* diff_cmd.c - `hiera diff OLD NEW`: which nodes' answers change, and how, between two versions of
+ * the Hiera data (two folders, or two revisions of a git repository).
+ *
+ * Each side is read whole once (a snapshot); hiera_snapshot_compare says which keys can answer
+ * differently (the keys changed in files, those that read them through interpolation, every key
+ * when a hiera.yaml changed); only those are looked up again, on both sides, for every node,
+ * by worker threads that each have their own caches over the two snapshots. Answers that differ
+ * are grouped (per key, the nodes that got the same change) and printed by diff_report.c.
+ *
+ * The flags are those of `hiera batch` for what the lookups need (--environment, --facts-dir,
+ * --facts, --hiera_config, --merge...); the sides give the code directories. The flag parser is
+ * this file's own, small on purpose: the commands are moving to one shared parser (cli/common.c). */
+#include "cli/diff_cmd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/common.h"
+#include "cli/diff_report.h"
+#include "cli/diff_side.h"
+
+static const char *DIFF_USAGE =
+    "usage: hiera diff [--help] OLD NEW [<keys>] [--git-dir <REPO>] [--tree codedir|environment]\n"
+    "                  (--facts-dir <DIR> | --old-facts-dir <DIR> --new-facts-dir <DIR> |\n"
+    "                   --facts <FILE> [--node <NODE-NAME>]) [--keys-file <FILE>]\n"
+    "                  [--environment <ENV>] [--confdir <DIR>] [--hiera_config <FILE>]\n"
+    "                  [--merge first|unique|hash|deep] [--knock-out-prefix <PREFIX-STRING>]\n"
+    "                  [--sort-merged-arrays] [--merge-hash-arrays] [--type <TYPESTRING>]\n"
+    "                  [--default <VALUE>] [--format text|json|markdown] [--nodes]\n"
+    "                  [--color auto|always|never] [--fail-on changes|failures] [--full]\n"
+    "                  [--jobs <N>] [--unsafe-fact-paths]\n"
+    "       hiera diff OLD NEW --explain <KEY> --node <NODE-NAME> [the flags above]\n"
+    "\n"
+    "Compares the answers of two versions of the Hiera data, for every node and key: added,\n"
+    "removed, changed (the paths inside hashes that changed), now failing, no longer failing.\n"
+    "OLD and NEW are folders (a code directory with environments/, or an environment), or with\n"
+    "--git-dir revisions of that repository (main, HEAD~1, a branch, a tag), read from git\n"
+    "without touching its work tree or index (write ./NAME for a folder when --git-dir is given).\n"
+    "The nodes are the facts files (NAME.yaml, NAME.yml, NAME.json) of --facts-dir, the keys every\n"
+    "key either side's data defines, or --keys-file (one per line) and the <keys> given. Only the\n"
+    "keys whose answers can differ are looked up again (--full: every key). Values compare as\n"
+    "Puppet's == with the types kept apart: hash order does not matter, 1 and 1.0 differ.\n"
+    "--format: text (grouped by key, then by change, with a few nodes each; --nodes lists them\n"
+    "all; coloured on a terminal), json (the schema is in README.md) or markdown (for a merge\n"
+    "request comment). --explain KEY --node N shows where both sides' answers come from.\n"
+    "Exit status: 0 no change, 1 changes (with --fail-on failures: only lookups that now fail),\n"
+    "2 trouble (bad options, a side that cannot be read, nodes that could not be compared).\n";
+
+typedef struct {
+    const char *sides[2];
+    const char *git_dir, *tree_kind;
+    const char *node, *facts, *facts_dir, *facts_dirs[2], *keys_file, *environment, *confdir, *hiera_config;
+    const char *merge, *prefix, *default_value, *type, *format, *color, *fail_on, *explain, *jobs;
+    bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, all_nodes, full;
+    const char **keys;
+    size_t nkeys;
+} diff_args;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("hiera diff: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nRun 'hiera diff --help' for more details\n", stderr);
+    return 2;
+}
+
+static void *xmalloc_(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fputs("hiera diff: out of memory\n", stderr);
+        exit(2);
+    }
+    return p;
+}
+
+static void *xrealloc_(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p) {
+        fputs("hiera diff: out of memory\n", stderr);
+        exit(2);
+    }
+    return p;
+}
+
+static char *xstrdup_(const char *s)
+{
+    char *d = strdup(s);
+    if (!d) {
+        fputs("hiera diff: out of memory\n", stderr);
+        exit(2);
+    }
+    return d;
+}
+
+/* ------------------------------------------------------------------ options */
+
+/* Puppet settings may be written with dashes or underscores; "--name=value" works too. */
+static bool flag_is(const char *given, size_t len, const char *name)
+{
+    if (strlen(name) != len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char a = given[i] == '-' ? '_' : given[i], b = name[i] == '-' ? '_' : name[i];
+        if (a != b)
+            return false;
+    }
+    return true;
+}
+
+static int parse(int argc, char **argv, diff_args *a)
+{
+    a->keys = xmalloc_(((size_t)argc + 1) * sizeof *a->keys);
+    static const struct {
+        const char *name;
+        size_t off;
+    } value_flags[] = {
+        {"git_dir", offsetof(diff_args, git_dir)},
+        {"tree", offsetof(diff_args, tree_kind)},
+        {"node", offsetof(diff_args, node)},
+        {"facts", offsetof(diff_args, facts)},
+        {"facts_dir", offsetof(diff_args, facts_dir)},
+        {"old_facts_dir", offsetof(diff_args, facts_dirs[0])},
+        {"new_facts_dir", offsetof(diff_args, facts_dirs[1])},
+        {"keys_file", offsetof(diff_args, keys_file)},
+        {"environment", offsetof(diff_args, environment)},
+        {"confdir", offsetof(diff_args, confdir)},
+        {"hiera_config", offsetof(diff_args, hiera_config)},
+        {"merge", offsetof(diff_args, merge)},
+        {"knock_out_prefix", offsetof(diff_args, prefix)},
+        {"type", offsetof(diff_args, type)},
+        {"format", offsetof(diff_args, format)},
+        {"color", offsetof(diff_args, color)},
+        {"fail_on", offsetof(diff_args, fail_on)},
+        {"explain", offsetof(diff_args, explain)},
+        {"jobs", offsetof(diff_args, jobs)},
+    };
+    size_t npos = 0;
+    bool options_done = false;
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (options_done || arg[0] != '-' || arg[1] != '-' || arg[2] == 0) {
+            if (!options_done && strcmp(arg, "--") == 0) {
+                options_done = true;
+                continue;
+            }
+            if (npos < 2)
+                a->sides[npos++] = arg;
+            else
+                a->keys[a->nkeys++] = arg;
+            continue;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        bool matched = false;
+        for (size_t f = 0; f < sizeof value_flags / sizeof *value_flags && !matched; f++) {
+            if (!flag_is(name, nlen, value_flags[f].name))
+                continue;
+            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                return usage_error("option '--%s' needs a value", value_flags[f].name);
+            *(const char **)((char *)a + value_flags[f].off) = val;
+            matched = true;
+        }
+        if (matched)
+            continue;
+        if (flag_is(name, nlen, "default")) {
+            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                return usage_error("option '--%s' needs a value", "default");
+            a->default_value = val;
+            a->has_default = true;
+        } else if (flag_is(name, nlen, "sort_merged_arrays")) {
+            a->sort_merged_arrays = true;
+        } else if (flag_is(name, nlen, "merge_hash_arrays")) {
+            a->merge_hash_arrays = true;
+        } else if (flag_is(name, nlen, "unsafe_fact_paths")) {
+            a->unsafe_fact_paths = true;
+        } else if (flag_is(name, nlen, "nodes")) {
+            a->all_nodes = true;
+        } else if (flag_is(name, nlen, "full")) {
+            a->full = true;
+        } else if (flag_is(name, nlen, "no_color")) {
+            a->color = "never";
+        } else if (flag_is(name, nlen, "help")) {
+            fputs(DIFF_USAGE, stdout);
+            exit(0);
+        } else if (flag_is(name, nlen, "codedir") || flag_is(name, nlen, "environmentpath")) {
+            return usage_error("%s: the two sides (OLD and NEW) give the code directories", arg);
+        } else {
+            return usage_error("invalid option: %s", arg);
+        }
+    }
+    if (npos < 2)
+        return usage_error("%s", "give the two sides to compare: hiera diff OLD NEW");
+    return 0;
+}
+
+/* The merge option as hiera lookup (puppet lookup) builds it; NULL when not given. */
+static int build_merge(const diff_args *a, hiera_value **out)
+{
+    *out = NULL;
+    if ((a->sort_merged_arrays || a->merge_hash_arrays || a->prefix) && (!a->merge || strcmp(a->merge, "deep") != 0))
+        return usage_error("%s", "The options --knock-out-prefix, --sort-merged-arrays, and --merge-hash-arrays are only "
+                                 "available with '--merge deep'");
+    if (!a->merge)
+        return 0;
+    if (strcmp(a->merge, "first") && strcmp(a->merge, "hash") && strcmp(a->merge, "unique") && strcmp(a->merge, "deep"))
+        return usage_error("%s", "The --merge option only accepts 'first', 'hash', 'unique', or 'deep'");
+    hiera_value *m = hiera_value_new_hash();
+    hiera_value_hash_set(m, "strategy", hiera_value_new_string(a->merge));
+    if (strcmp(a->merge, "deep") == 0) {
+        hiera_value_hash_set(m, "sort_merged_arrays", hiera_value_new_bool(a->sort_merged_arrays));
+        hiera_value_hash_set(m, "merge_hash_arrays", hiera_value_new_bool(a->merge_hash_arrays));
+        if (a->prefix)
+            hiera_value_hash_set(m, "knockout_prefix", hiera_value_new_string(a->prefix));
+    }
+    *out = m;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ keys */
+
+typedef struct {
+    char **v;
+    size_t n, cap;
+} strvec;
+
+static void sv_push(strvec *sv, char *s)
+{
+    if (sv->n == sv->cap) {
+        sv->cap = sv->cap ? sv->cap * 2 : 16;
+        sv->v = xrealloc_(sv->v, sv->cap * sizeof *sv->v);
+    }
+    sv->v[sv->n++] = s;
+}
+
+static void sv_free(strvec *sv)
+{
+    for (size_t i = 0; i < sv->n; i++)
+        free(sv->v[i]);
+    free(sv->v);
+    memset(sv, 0, sizeof *sv);
+}
+
+/* One key per line; blanks around it dropped; blank lines and # comments skipped. */
+static int read_keys_file(const char *path, strvec *keys)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "hiera diff: cannot read the keys file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) >= 0) {
+        size_t len = strlen(line);
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+            line[--len] = 0;
+        const char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s && *s != '#')
+            sv_push(keys, xstrdup_(s));
+    }
+    bool bad = ferror(f);
+    free(line);
+    if (!is_stdin)
+        fclose(f);
+    if (bad) {
+        fprintf(stderr, "hiera diff: cannot read the keys file %s\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ nodes */
+
+typedef struct {
+    char *name;
+    char *facts[2];    /* the facts file on each side (the same string when shared), NULL: none */
+    char *refused[2];  /* why the node's facts cannot be used on a side (two files for it) */
+} dnode;
+
+static size_t facts_name_len(const char *file)
+{
+    static const char *exts[] = {".yaml", ".yml", ".json"};
+    size_t n = strlen(file);
+    for (size_t i = 0; i < 3; i++) {
+        size_t e = strlen(exts[i]);
+        if (n > e && strcmp(file + n - e, exts[i]) == 0)
+            return n - e;
+    }
+    return 0;
+}
+
+typedef struct {
+    char *name, *path;
+} facts_file;
+
+static int cmp_facts_file(const void *a, const void *b)
+{
+    const facts_file *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : strcmp(x->path, y->path);
+}
+
+/* The facts files of a folder, sorted by node name (hidden files and folders skipped). */
+static int list_facts_dir(const char *dir, facts_file **out, size_t *nout)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "hiera diff: cannot read the facts folder %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    facts_file *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t nl = facts_name_len(de->d_name);
+        if (de->d_name[0] == '.' || !nl)
+            continue;
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+            continue;
+        struct stat st;
+        if (de->d_type != DT_REG && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) {
+            free(path);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            v = xrealloc_(v, cap * sizeof *v);
+        }
+        v[n].name = strndup(de->d_name, nl);
+        v[n].path = path;
+        n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(v, n, sizeof *v, cmp_facts_file);
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+static void free_facts_files(facts_file *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].path);
+    }
+    free(v);
+}
+
+/* The nodes of both sides by name: lists[s] sorted (names may repeat: two files for a node). */
+static dnode *merge_nodes(facts_file *lists[2], size_t counts[2], bool shared, size_t *nout)
+{
+    dnode *nodes = NULL;
+    size_t n = 0, cap = 0, i[2] = {0, 0};
+    while (i[0] < counts[0] || i[1] < counts[1]) {
+        const char *name = NULL;
+        for (int s = 0; s < 2; s++)
+            if (i[s] < counts[s] && (!name || strcmp(lists[s][i[s]].name, name) < 0))
+                name = lists[s][i[s]].name;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            nodes = xrealloc_(nodes, cap * sizeof *nodes);
+        }
+        dnode *d = &nodes[n++];
+        memset(d, 0, sizeof *d);
+        d->name = xstrdup_(name);
+        for (int s = 0; s < 2; s++) {
+            while (i[s] < counts[s] && strcmp(lists[s][i[s]].name, name) == 0) {
+                if (!d->facts[s]) {
+                    d->facts[s] = xstrdup_(lists[s][i[s]].path);
+                } else if (!d->refused[s]) {
+                    if (asprintf(&d->refused[s], "more than one facts file for this node: %s and %s", d->facts[s],
+                                 lists[s][i[s]].path) < 0)
+                        d->refused[s] = NULL;
+                }
+                i[s]++;
+            }
+        }
+        if (shared && d->facts[0] && d->facts[1] && strcmp(d->facts[0], d->facts[1]) == 0) {
+            free(d->facts[1]);
+            d->facts[1] = d->facts[0]; /* read once for both sides */
+        }
+    }
+    *nout = n;
+    return nodes;
+}
+
+static void free_nodes(dnode *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(nodes[i].name);
+        free(nodes[i].facts[0]);
+        if (nodes[i].facts[1] != nodes[i].facts[0])
+            free(nodes[i].facts[1]);
+        free(nodes[i].refused[0]);
+        free(nodes[i].refused[1]);
+    }
+    free(nodes);
+}
+
+/* ------------------------------------------------------------------ messages */
+
+/* msg with the side's folders written relative to its tree (the same file is then named alike
+ * on both sides, and the scratch folder of a git side never shows). malloc'ed. */
+static char *normalize(const diff_side *s, const char *msg)
+{
+    if (!msg || !*msg)
+        return xstrdup_("unknown error");
+    struct {
+        const char *from;
+        const char *to;
+        bool slash;
+    } subs[] = {
+        {s->root, "", true}, {s->tree, "", true}, {s->root, ".", false}, {s->tree, ".", false},
+        {s->environmentpath, "<environmentpath>", false}, {s->codedir, "<codedir>", false},
+    };
+    char *cur = xstrdup_(msg);
+    for (size_t i = 0; i < sizeof subs / sizeof *subs; i++) {
+        if (!subs[i].from || !*subs[i].from)
+            continue;
+        size_t fl = strlen(subs[i].from) + (subs[i].slash ? 1 : 0), tl = strlen(subs[i].to);
+        char *pat = xmalloc_(fl + 1);
+        memcpy(pat, subs[i].from, fl - (subs[i].slash ? 1 : 0));
+        if (subs[i].slash)
+            pat[fl - 1] = '/';
+        pat[fl] = 0;
+        if (!strstr(cur, pat)) {
+            free(pat);
+            continue;
+        }
+        size_t cap = strlen(cur) + 1, len = 0;
+        char *out = xmalloc_(cap);
+        for (const char *p = cur; *p;) {
+            const char *hit = strstr(p, pat);
+            size_t take = hit ? (size_t)(hit - p) : strlen(p);
+            if (len + take + tl + 1 > cap) {
+                cap = (len + take + tl + 1) * 2;
+                out = xrealloc_(out, cap);
+            }
+            memcpy(out + len, p, take);
+            len += take;
+            p += take;
+            if (!hit)
+                break;
+            memcpy(out + len, subs[i].to, tl);
+            len += tl;
+            p += fl;
+        }
+        out[len] = 0;
+        free(cur);
+        free(pat);
+        cur = out;
+    }
+    return cur;
+}
+
+/* ------------------------------------------------------------------ diagnostics */
+
+/* Warnings are said once each (per side), at the end: thousands of nodes would repeat them. */
+static pthread_mutex_t diag_mu = PTHREAD_MUTEX_INITIALIZER;
+static strvec diag_seen;
+
+static void collect_diagnostic(const hiera_diagnostic *d, void *userdata)
+{
+    const diff_side *s = userdata;
+    char *m = normalize(s, d->message);
+    char *line = NULL;
+    if (asprintf(&line, "%s: (%s) %s", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", s->label, m) < 0)
+        line = NULL;
+    free(m);
+    if (!line)
+        return;
+    pthread_mutex_lock(&diag_mu);
+    bool seen = false;
+    for (size_t i = 0; i < diag_seen.n && !seen; i++)
+        seen = strcmp(diag_seen.v[i], line) == 0;
+    if (!seen && diag_seen.n < 1000)
+        sv_push(&diag_seen, line);
+    else
+        free(line);
+    pthread_mutex_unlock(&diag_mu);
+}
+
+static void print_diagnostics(void)
+{
+    for (size_t i = 0; i < diag_seen.n; i++)
+        fprintf(stderr, "%s\n", diag_seen.v[i]);
+    sv_free(&diag_seen);
+}
+
+/* ------------------------------------------------------------------ facts */
+
+/* The checks hiera lookup makes on a facts file; a message (malloc'ed) when it cannot be used. */
+static char *check_facts(const char *path, const char *node, const hiera_value *facts)
+{
+    char *m = NULL;
+    if (hiera_value_kind(facts) != HIERA_HASH) {
+        if (asprintf(&m, "Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)",
+                     path) < 0)
+            m = NULL;
+        return m ? m : xstrdup_("bad facts");
+    }
+    static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (hiera_value_hash_get(facts, trusted[i]))
+            n++;
+    if (n && n != 4) {
+        if (asprintf(&m, "When overriding any of the hostname,domain,fqdn,clientcert facts with %s given via the --facts "
+                         "flag, they must all be overridden.", path) < 0)
+            m = NULL;
+        return m ? m : xstrdup_("bad facts");
+    }
+    if (hiera_value_hash_size(facts) == 0) {
+        if (asprintf(&m, "No facts available for target node: %s", node) < 0)
+            m = NULL;
+        return m ? m : xstrdup_("no facts");
+    }
+    return NULL;
+}
+
+static hiera_value *load_facts(hiera_cache *cache, const char *path, const char *node, char **msg)
+{
+    hiera_error err = {0};
+    hiera_value *f = hiera_cache_load_value_file(cache, path, &err);
+    if (!f) {
+        *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the facts file");
+        hiera_error_clear(&err);
+        return NULL;
+    }
+    *msg = check_facts(path, node, f);
+    if (*msg) {
+        hiera_value_decref(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+typedef struct {
+    const diff_args *a;
+    diff_side *side[2];
+    hiera_snapshot *snap[2];
+    dnode *nodes;
+    size_t nnodes;
+    const char *const *dirty; /* the keys looked up again for every node */
+    size_t ndirty;
+    const char *const *all;   /* every key considered (a node whose facts differ gets them all) */
+    size_t nall;
+    uint32_t *dirty_idx;      /* a dirty key's index in all (the report's key list) */
+    hiera_value *reached;     /* keys whose answers may differ (also outside the keys considered) */
+    bool full;
+    hiera_request req;
+    hiera_cache *facts_cache;
+    atomic_size_t next, done_nodes, lookups;
+} run_s;
+
+typedef struct {
+    run_s *r;
+    pthread_t th;
+    bool started;
+    hiera_cache *view[2];
+    gtable groups;
+    trouble *troubles;
+    size_t ntroubles;
+} worker;
+
+static void add_trouble(worker *w, uint32_t node, char *msg)
+{
+    w->troubles = xrealloc_(w->troubles, (w->ntroubles + 1) * sizeof *w->troubles);
+    w->troubles[w->ntroubles++] = (trouble){node, msg};
+}
+
+/* Whether facts interpolate (when looked up) a key whose answer may differ: such a node's every
+ * key is looked up again. */
+static bool facts_reach(const run_s *r, const hiera_value *facts)
+{
+    hiera_value *roots = hiera_value_lookups(facts);
+    bool hit = false;
+    for (size_t i = 0; i < hiera_value_array_size(roots) && !hit; i++)
+        hit = hiera_value_hash_get(r->reached, hiera_value_string(hiera_value_array_get(roots, i))) != NULL;
+    hiera_value_decref(roots);
+    return hit;
+}
+
+static void lookup_outcome(run_s *r, int s, hiera *h, const char *key, outcome *o)
+{
+    hiera_request req = r->req;
+    req.keys = &key;
+    req.nkeys = 1;
+    hiera_error err = {0};
+    o->v = NULL;
+    o->msg = NULL;
+    o->st = hiera_lookup(h, &req, &o->v, &err);
+    if (o->st == HIERA_ERROR)
+        o->msg = normalize(r->side[s], err.message);
+    hiera_error_clear(&err);
+}
+
+static void diff_node(worker *w, uint32_t ni)
+{
+    run_s *r = w->r;
+    const dnode *d = &r->nodes[ni];
+    hiera_value *facts[2] = {NULL, NULL};
+    char *msg = NULL;
+    for (int s = 0; s < 2 && !msg; s++) {
+        if (d->refused[s])
+            msg = xstrdup_(d->refused[s]);
+        else if (s == 1 && d->facts[1] == d->facts[0])
+            facts[1] = hiera_value_incref(facts[0]);
+        else
+            facts[s] = load_facts(r->facts_cache, d->facts[s], d->name, &msg);
+    }
+    if (msg) {
+        add_trouble(w, ni, msg);
+        hiera_value_decref(facts[0]);
+        hiera_value_decref(facts[1]);
+        return;
+    }
+    /* which keys: every one when the facts differ or reach a changed key */
+    bool whole = r->full || (facts[0] != facts[1] && !hiera_value_same(facts[0], facts[1])) || facts_reach(r, facts[0]) ||
+                 (facts[0] != facts[1] && facts_reach(r, facts[1]));
+    hiera *h[2] = {NULL, NULL};
+    char *fail[2] = {NULL, NULL};
+    for (int s = 0; s < 2; s++) {
+        const diff_side *sd = r->side[s];
+        hiera_options o = {.size = sizeof o, .codedir = sd->codedir, .confdir = r->a->confdir,
+                           .environmentpath = sd->environmentpath, .hiera_config = r->a->hiera_config,
+                           .environment = r->a->environment, .node = d->name, .facts = facts[s], .cache = w->view[s],
+                           .unsafe_fact_paths = r->a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
+                           .diagnostics_data = (void *)sd};
+        hiera_error err = {0};
+        h[s] = hiera_new(&o, &err);
+        if (!h[s])
+            fail[s] = normalize(sd, err.message);
+        hiera_error_clear(&err);
+        hiera_value_decref(facts[s]);
+    }
+    if (!h[0] && !h[1] && strcmp(fail[0], fail[1]) == 0) {
+        add_trouble(w, ni, fail[0]); /* nothing to compare */
+        free(fail[1]);
+        return;
+    }
+    size_t nkeys = whole ? r->nall : r->ndirty;
+    size_t lookups = 0;
+    for (size_t k = 0; k < nkeys; k++) {
+        const char *key = whole ? r->all[k] : r->dirty[k];
+        outcome o[2];
+        for (int s = 0; s < 2; s++) {
+            if (h[s]) {
+                lookup_outcome(r, s, h[s], key, &o[s]);
+                lookups++;
+            } else {
+                o[s] = (outcome){HIERA_ERROR, NULL, xstrdup_(fail[s])};
+            }
+        }
+        if (outcome_same(&o[0], &o[1])) {
+            outcome_clear(&o[0]);
+            outcome_clear(&o[1]);
+            continue;
+        }
+        uint32_t ki = whole ? (uint32_t)k : r->dirty_idx[k];
+        gt_add(&w->groups, ki, ni, &o[0], &o[1]);
+    }
+    for (int s = 0; s < 2; s++) {
+        hiera_free(h[s]);
+        free(fail[s]);
+    }
+    atomic_fetch_add_explicit(&r->lookups, lookups, memory_order_relaxed);
+}
+
+#define NODE_BLOCK 8
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    run_s *r = w->r;
+    for (;;) {
+        size_t lo = atomic_fetch_add(&r->next, NODE_BLOCK);
+        if (lo >= r->nnodes)
+            break;
+        size_t hi = lo + NODE_BLOCK < r->nnodes ? lo + NODE_BLOCK : r->nnodes;
+        for (size_t i = lo; i < hi; i++) {
+            if (r->nodes[i].facts[0] && r->nodes[i].facts[1])
+                diff_node(w, (uint32_t)i);
+            atomic_fetch_add_explicit(&r->done_nodes, 1, memory_order_relaxed);
+        }
+    }
+    return NULL;
+}
+
+static size_t default_jobs(void)
+{
+    long n = 0;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+#endif
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (size_t)n;
+}
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------ snapshots */
+
+typedef struct {
+    const diff_args *a;
+    const diff_side *side;
+    hiera_cache *disk; /* lends its disk cache to the parse (folders only), or NULL */
+    hiera_snapshot *snap;
+    pthread_t th;
+} snap_job;
+
+static void *build_snapshot(void *arg)
+{
+    snap_job *j = arg;
+    hiera_options o = {.size = sizeof o, .codedir = j->side->codedir, .confdir = j->a->confdir,
+                       .environmentpath = j->side->environmentpath, .hiera_config = j->a->hiera_config,
+                       .environment = j->a->environment, .cache = j->disk};
+    hiera_error err = {0};
+    j->snap = hiera_snapshot_new(&o, &err);
+    hiera_error_clear(&err);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ --explain */
+
+static void explain_side(const diff_args *a, const diff_side *s, const char *node, const char *facts_path,
+                         const hiera_request *base, outcome *o, hiera_value **prov, char **text)
+{
+    *prov = NULL;
+    *text = NULL;
+    char *msg = NULL;
+    hiera_cache *cache = hiera_cache_new();
+    hiera_value *facts = load_facts(cache, facts_path, node, &msg);
+    if (!facts) {
+        *o = (outcome){HIERA_ERROR, NULL, msg};
+        hiera_cache_free(cache);
+        return;
+    }
+    hiera_options opts = {.size = sizeof opts, .codedir = s->codedir, .confdir = a->confdir,
+                          .environmentpath = s->environmentpath, .hiera_config = a->hiera_config,
+                          .environment = a->environment, .node = node, .facts = facts, .cache = cache,
+                          .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
+                          .diagnostics_data = (void *)s};
+    hiera_error err = {0};
+    hiera *h = hiera_new(&opts, &err);
+    hiera_value_decref(facts);
+    if (!h) {
+        *o = (outcome){HIERA_ERROR, NULL, normalize(s, err.message)};
+        hiera_error_clear(&err);
+        hiera_cache_free(cache);
+        return;
+    }
+    hiera_request req = *base;
+    req.keys = &a->explain;
+    req.nkeys = 1;
+    req.explain = HIERA_EXPLAIN_PROVENANCE;
+    hiera_result *res = NULL;
+    o->st = hiera_lookup_result(h, &req, &res, &err);
+    o->v = o->st == HIERA_OK ? hiera_value_incref(hiera_result_value(res)) : NULL;
+    o->msg = o->st == HIERA_ERROR ? normalize(s, err.message) : NULL;
+    hiera_error_clear(&err);
+    if (o->st == HIERA_OK) {
+        hiera_value *tree = hiera_result_provenance_tree(res);
+        char *t = hiera_result_provenance_text(res);
+        *prov = tree;
+        *text = t ? normalize(s, t) : NULL;
+        free(t);
+    } else {
+        /* where it looked: the explanation */
+        hiera_result_free(res);
+        res = NULL;
+        req.explain = HIERA_EXPLAIN_DATA;
+        if (hiera_lookup_result(h, &req, &res, &err) != HIERA_OK || res) {
+            char *t = res ? hiera_result_explanation_text(res) : NULL;
+            *text = t ? normalize(s, t) : NULL;
+            free(t);
+        }
+        hiera_error_clear(&err);
+    }
+    hiera_result_free(res);
+    hiera_free(h);
+    hiera_cache_free(cache);
+}
+
+static void print_outcome(FILE *out, const outcome *o)
+{
+    if (o->st == HIERA_OK) {
+        hiera_error err = {0};
+        char *t = hiera_render(o->v, HIERA_RENDER_JSON, &err);
+        if (!t)
+            t = hiera_render(o->v, HIERA_RENDER_S, &err);
+        fprintf(out, "%s\n", t ? t : "?");
+        free(t);
+        hiera_error_clear(&err);
+    } else if (o->st == HIERA_NOT_FOUND) {
+        fputs("not found\n", out);
+    } else {
+        fprintf(out, "Error: %s\n", o->msg);
+    }
+}
+
+static hiera_value *outcome_doc(const outcome *o, hiera_value *prov, const char *text)
+{
+    hiera_value *d = hiera_value_new_hash();
+    hiera_value_hash_set(d, "status", hiera_value_new_string(o->st == HIERA_OK ? "found" : o->st == HIERA_ERROR ? "error"
+                                                                                                            : "not_found"));
+    if (o->st == HIERA_OK)
+        hiera_value_hash_set(d, "value", hiera_value_incref(o->v));
+    if (o->st == HIERA_ERROR)
+        hiera_value_hash_set(d, "error", hiera_value_new_string(o->msg));
+    if (prov)
+        hiera_value_hash_set(d, "provenance", hiera_value_incref(hiera_value_hash_get(prov, "provenance")));
+    else if (text)
+        hiera_value_hash_set(d, "explanation", hiera_value_new_string(text));
+    return d;
+}
+
+static int run_explain(const diff_args *a, diff_side side[2], const char *facts_path[2], const hiera_request *req,
+                       report_format fmt)
+{
+    outcome o[2];
+    hiera_value *prov[2];
+    char *text[2];
+    for (int s = 0; s < 2; s++)
+        explain_side(a, &side[s], a->node, facts_path[s], req, &o[s], &prov[s], &text[s]);
+    bool same = outcome_same(&o[0], &o[1]);
+    const char *verdict = same ? "unchanged"
+                          : o[0].st == HIERA_ERROR && o[1].st == HIERA_ERROR ? "failure changed"
+                          : o[1].st == HIERA_ERROR                         ? "now failing"
+                          : o[0].st == HIERA_ERROR                         ? "no longer failing"
+                          : o[0].st == HIERA_NOT_FOUND                     ? "added"
+                          : o[1].st == HIERA_NOT_FOUND                     ? "removed"
+                                                                             : "changed";
+    if (fmt == FMT_JSON) {
+        hiera_value *d = hiera_value_new_hash();
+        hiera_value_hash_set(d, "key", hiera_value_new_string(a->explain));
+        hiera_value_hash_set(d, "node", hiera_value_new_string(a->node));
+        hiera_value_hash_set(d, "change", hiera_value_new_string(verdict));
+        hiera_value_hash_set(d, "old", outcome_doc(&o[0], prov[0], text[0]));
+        hiera_value_hash_set(d, "new", outcome_doc(&o[1], prov[1], text[1]));
+        hiera_error err = {0};
+        char *t = hiera_render(d, HIERA_RENDER_JSON, &err);
+        printf("%s\n", t ? t : "{}");
+        free(t);
+        hiera_error_clear(&err);
+        hiera_value_decref(d);
+    } else {
+        printf("%s for %s: %s\n", a->explain, a->node, verdict);
+        for (int s = 0; s < 2; s++) {
+            printf("  %s (%s): ", s ? "new" : "old", side[s].label);
+            print_outcome(stdout, &o[s]);
+        }
+        if (!same && o[0].st == HIERA_OK && o[1].st == HIERA_OK) {
+            hiera_value *ch = hiera_value_changes(o[0].v, o[1].v);
+            for (size_t i = 0; i < hiera_value_array_size(ch); i++) {
+                const hiera_value *c = hiera_value_array_get(ch, i);
+                char *p = hiera_value_path_text(hiera_value_hash_get(c, "path"));
+                printf("  changed at %s%s%s (%s)\n", a->explain, *p ? "." : "", p,
+                       hiera_value_string(hiera_value_hash_get(c, "kind")));
+                free(p);
+            }
+            hiera_value_decref(ch);
+        }
+        for (int s = 0; s < 2; s++) {
+            printf("\n%s %s (%s):\n", s ? "+++" : "---", s ? "new" : "old", side[s].label);
+            if (text[s]) {
+                fputs(text[s], stdout);
+                if (*text[s] && text[s][strlen(text[s]) - 1] != '\n')
+                    putchar('\n');
+            } else {
+                print_outcome(stdout, &o[s]);
+            }
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        outcome_clear(&o[s]);
+        hiera_value_decref(prov[s]);
+        free(text[s]);
+    }
+    return same ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int cmp_cstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int diff_main(int argc, char **argv)
+{
+    diff_args a = {0};
+    int rc = 2;
+    diff_side side[2];
+    memset(side, 0, sizeof side);
+    hiera_value *merge = NULL, *dflt = NULL, *plan = NULL;
+    strvec keys = {0};
+    facts_file *lists[2] = {NULL, NULL};
+    size_t counts[2] = {0, 0};
+    dnode *nodes = NULL;
+    size_t nnodes = 0;
+    hiera_snapshot *snap[2] = {NULL, NULL};
+    hiera_cache *facts_cache = NULL;
+    worker *workers = NULL;
+    size_t njobs = 0;
+    gtable groups = {0};
+    trouble *troubles = NULL;
+    size_t ntroubles = 0;
+    uint32_t *only[2] = {NULL, NULL};
+    size_t nonly[2] = {0, 0};
+    const char **dirty = NULL, **all = NULL;
+    uint32_t *dirty_idx = NULL;
+    double t0 = now_seconds();
+
+    if (parse(argc, argv, &a) || build_merge(&a, &merge))
+        goto out;
+    if (!a.environment)
+        a.environment = "production";
+    report_format fmt = FMT_TEXT;
+    if (a.format && !strcasecmp(a.format, "json"))
+        fmt = FMT_JSON;
+    else if (a.format && (!strcasecmp(a.format, "markdown") || !strcasecmp(a.format, "md")))
+        fmt = FMT_MARKDOWN;
+    else if (a.format && strcasecmp(a.format, "text")) {
+        usage_error("--format takes text, json or markdown, not '%s'", a.format);
+        goto out;
+    }
+    bool color = false;
+    if (!a.color || !strcmp(a.color, "auto"))
+        color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && !(getenv("TERM") && !strcmp(getenv("TERM"), "dumb"));
+    else if (!strcmp(a.color, "always"))
+        color = true;
+    else if (strcmp(a.color, "never")) {
+        usage_error("--color takes auto, always or never, not '%s'", a.color);
+        goto out;
+    }
+    bool fail_on_failures = false;
+    if (a.fail_on && !strcmp(a.fail_on, "failures"))
+        fail_on_failures = true;
+    else if (a.fail_on && strcmp(a.fail_on, "changes")) {
+        usage_error("--fail-on takes changes or failures, not '%s'", a.fail_on);
+        goto out;
+    }
+    if (a.tree_kind && strcmp(a.tree_kind, "codedir") && strcmp(a.tree_kind, "environment")) {
+        usage_error("--tree takes codedir or environment, not '%s'", a.tree_kind);
+        goto out;
+    }
+    int nsources = !!a.facts + !!a.facts_dir + !!(a.facts_dirs[0] || a.facts_dirs[1]);
+    if (nsources != 1 || (!a.facts_dir && !a.facts && !(a.facts_dirs[0] && a.facts_dirs[1]))) {
+        usage_error("%s", "give the nodes' facts: --facts-dir DIR, --old-facts-dir DIR and --new-facts-dir DIR, or "
+                          "--facts FILE");
+        goto out;
+    }
+    if (a.node && !a.facts && !a.explain) {
+        usage_error("%s", "--node goes with --facts or --explain");
+        goto out;
+    }
+    if (a.explain && !a.node) {
+        usage_error("%s", "--explain KEY needs --node NODE");
+        goto out;
+    }
+    size_t jobs = default_jobs();
+    if (a.jobs) {
+        char *end;
+        long j = strtol(a.jobs, &end, 10);
+        if (end == a.jobs || *end || j < 1 || j > 64) {
+            usage_error("--jobs takes a number from 1 to 64, not '%s'", a.jobs);
+            goto out;
+        }
+        jobs = (size_t)j;
+    }
+    if (a.has_default)
+        dflt = hiera_value_new_string(a.default_value);
+    hiera_request req = {.size = sizeof req, .merge = merge, .default_value = dflt, .type = a.type};
+
+    /* the nodes */
+    if (a.facts) {
+        const char *base = strrchr(a.facts, '/');
+        base = base ? base + 1 : a.facts;
+        size_t nl = facts_name_len(base);
+        char *name = a.node ? xstrdup_(a.node) : strndup(base, nl ? nl : strlen(base));
+        for (int s = 0; s < 2; s++) {
+            lists[s] = xmalloc_(sizeof **lists);
+            lists[s][0] = (facts_file){xstrdup_(name), xstrdup_(a.facts)};
+            counts[s] = 1;
+        }
+        free(name);
+    } else {
+        for (int s = 0; s < 2; s++) {
+            const char *dir = a.facts_dir ? a.facts_dir : a.facts_dirs[s];
+            if (list_facts_dir(dir, &lists[s], &counts[s]))
+                goto out;
+        }
+    }
+    nodes = merge_nodes(lists, counts, a.facts_dir || a.facts, &nnodes);
+
+    /* the sides */
+    for (int s = 0; s < 2; s++) {
+        char *err = NULL;
+        if (!diff_side_open(&side[s], a.sides[s], a.git_dir, a.environment, a.tree_kind, s ? "new" : "old",
+                            s ? &side[0] : NULL, &err)) {
+            fprintf(stderr, "hiera diff: %s\n", err ? err : "cannot read a side");
+            free(err);
+            goto out;
+        }
+    }
+
+    if (a.explain) {
+        const char *paths[2] = {NULL, NULL};
+        for (size_t i = 0; i < nnodes; i++)
+            if (strcmp(nodes[i].name, a.node) == 0)
+                for (int s = 0; s < 2; s++)
+                    paths[s] = nodes[i].facts[s];
+        if (!paths[0] || !paths[1]) {
+            fprintf(stderr, "hiera diff: no facts for node '%s' on the %s side\n", a.node,
+                    !paths[0] && !paths[1] ? "old or the new" : !paths[0] ? "old" : "new");
+            goto out;
+        }
+        rc = run_explain(&a, side, paths, &req, fmt);
+        print_diagnostics();
+        goto out;
+    }
+
+    /* read both sides whole, at once */
+    const char *cache_dir = getenv("HIERA_CACHE_DIR");
+    bool use_disk = !cache_dir || strcmp(cache_dir, "off") != 0;
+    facts_cache = hiera_cache_new();
+    if (use_disk)
+        hiera_cache_use_disk(facts_cache, cache_dir);
+    snap_job sj[2];
+    for (int s = 0; s < 2; s++) {
+        /* a checkout's paths are new each run: kept on disk they would only pile up */
+        sj[s] = (snap_job){&a, &side[s], side[s].is_git || !use_disk ? NULL : facts_cache, NULL, 0};
+    }
+    bool threaded = pthread_create(&sj[1].th, NULL, build_snapshot, &sj[1]) == 0;
+    build_snapshot(&sj[0]);
+    if (threaded)
+        pthread_join(sj[1].th, NULL);
+    else
+        build_snapshot(&sj[1]);
+    snap[0] = sj[0].snap;
+    snap[1] = sj[1].snap;
+
+    /* what can differ */
+    if (a.keys_file && read_keys_file(a.keys_file, &keys))
+        goto out;
+    for (size_t i = 0; i < a.nkeys; i++)
+        sv_push(&keys, xstrdup_(a.keys[i]));
+    bool explicit_keys = a.keys_file || a.nkeys;
+    if (explicit_keys && keys.n == 0) {
+        usage_error("%s", "the keys file holds no keys");
+        goto out;
+    }
+    hiera_compare_options co = {.size = sizeof co, .old_root = side[0].root, .new_root = side[1].root,
+                                .keys = explicit_keys ? (const char *const *)keys.v : NULL, .nkeys = keys.n,
+                                .full = a.full};
+    plan = hiera_snapshot_compare(snap[0], snap[1], &co);
+    const hiera_value *pd = hiera_value_hash_get(plan, "dirty"), *pk = hiera_value_hash_get(plan, "keys");
+    size_t ndirty = hiera_value_array_size(pd), nall = hiera_value_array_size(pk);
+    dirty = xmalloc_((ndirty ? ndirty : 1) * sizeof *dirty);
+    for (size_t i = 0; i < ndirty; i++)
+        dirty[i] = hiera_value_string(hiera_value_array_get(pd, i));
+    all = xmalloc_((nall ? nall : 1) * sizeof *all);
+    for (size_t i = 0; i < nall; i++)
+        all[i] = hiera_value_string(hiera_value_array_get(pk, i));
+
+    /* the report's keys are every key considered (sorted, as the dirty ones): a node whose facts
+     * differ between the sides looks them all up */
+    run_s r = {.a = &a, .side = {&side[0], &side[1]}, .snap = {snap[0], snap[1]}, .nodes = nodes, .nnodes = nnodes,
+               .dirty = dirty, .ndirty = ndirty, .all = all, .nall = nall,
+               .full = hiera_value_bool(hiera_value_hash_get(plan, "full")), .req = req, .facts_cache = facts_cache};
+    dirty_idx = xmalloc_((ndirty ? ndirty : 1) * sizeof *dirty_idx);
+    for (size_t i = 0; i < ndirty; i++) {
+        const char **hit = bsearch(&dirty[i], all, nall, sizeof *all, cmp_cstr);
+        dirty_idx[i] = hit ? (uint32_t)(hit - all) : 0; /* (always found: the dirty keys are among all) */
+    }
+    r.dirty_idx = dirty_idx;
+    r.reached = hiera_value_new_hash();
+    const hiera_value *reached = hiera_value_hash_get(plan, "reached");
+    for (size_t i = 0; i < hiera_value_array_size(reached); i++)
+        hiera_value_hash_set(r.reached, hiera_value_string(hiera_value_array_get(reached, i)), hiera_value_new_bool(true));
+    atomic_init(&r.next, 0);
+    atomic_init(&r.done_nodes, 0);
+    atomic_init(&r.lookups, 0);
+
+    /* nodes with facts on one side only are said once each */
+    for (size_t i = 0; i < nnodes; i++)
+        for (int s = 0; s < 2; s++)
+            if (nodes[i].facts[s] && !nodes[i].facts[1 - s]) {
+                only[s] = xrealloc_(only[s], (nonly[s] + 1) * sizeof **only);
+                only[s][nonly[s]++] = (uint32_t)i;
+            }
+
+    /* the lookups */
+    if (jobs > nnodes / 4 + 1)
+        jobs = nnodes / 4 + 1;
+    njobs = jobs;
+    workers = calloc(njobs, sizeof *workers);
+    if (!workers) {
+        fputs("hiera diff: out of memory\n", stderr);
+        goto out;
+    }
+    for (size_t i = 0; i < njobs; i++) {
+        workers[i].r = &r;
+        for (int s = 0; s < 2; s++)
+            workers[i].view[s] = hiera_cache_new_from_snapshot(snap[s]);
+    }
+    for (size_t i = 1; i < njobs; i++)
+        workers[i].started = pthread_create(&workers[i].th, NULL, worker_main, &workers[i]) == 0;
+    worker_main(&workers[0]);
+    for (size_t i = 1; i < njobs; i++)
+        if (workers[i].started)
+            pthread_join(workers[i].th, NULL);
+        else
+            worker_main(&workers[i]); /* (a thread that could not start: its share is done here) */
+    for (size_t i = 0; i < njobs; i++) {
+        gt_merge(&groups, &workers[i].groups);
+        troubles = xrealloc_(troubles, (ntroubles + workers[i].ntroubles + 1) * sizeof *troubles);
+        memcpy(troubles + ntroubles, workers[i].troubles, workers[i].ntroubles * sizeof *troubles);
+        ntroubles += workers[i].ntroubles;
+        free(workers[i].troubles);
+        workers[i].troubles = NULL;
+    }
+    /* troubles in node order */
+    for (size_t i = 1; i < ntroubles; i++)
+        for (size_t j = i; j > 0 && troubles[j - 1].node > troubles[j].node; j--) {
+            trouble t = troubles[j];
+            troubles[j] = troubles[j - 1];
+            troubles[j - 1] = t;
+        }
+    print_diagnostics();
+
+    const char **node_names = xmalloc_((nnodes ? nnodes : 1) * sizeof *node_names);
+    for (size_t i = 0; i < nnodes; i++)
+        node_names[i] = nodes[i].name;
+    diff_report rep = {.format = fmt, .color = color, .all_nodes = a.all_nodes, .old = &side[0], .new_ = &side[1],
+                       .environment = a.environment, .plan = plan, .keys = all, .nkeys = nall, .nkeys_looked_up = ndirty,
+                       .nodes = node_names, .nnodes = nnodes, .only_old = only[0],
+                       .only_new = only[1], .nonly_old = nonly[0], .nonly_new = nonly[1], .troubles = troubles,
+                       .ntroubles = ntroubles, .groups = &groups, .lookups = atomic_load(&r.lookups),
+                       .seconds = now_seconds() - t0};
+    report_counts c;
+    bool printed = report_print(&rep, stdout, &c);
+    if (!printed) {
+        fprintf(stderr, "hiera diff: cannot write the report: %s\n", strerror(errno));
+        rc = 2;
+    } else if (ntroubles) {
+        rc = 2;
+    } else if (fail_on_failures) {
+        rc = c.now_failing ? 1 : 0;
+    } else {
+        rc = c.changes || nonly[0] || nonly[1] ? 1 : 0;
+    }
+    free(node_names);
+    hiera_value_decref(r.reached);
+out:
+    for (size_t i = 0; i < njobs; i++) {
+        for (int s = 0; s < 2; s++)
+            hiera_cache_free(workers[i].view[s]);
+        gt_free(&workers[i].groups);
+        free(workers[i].troubles);
+    }
+    free(workers);
+    gt_free(&groups);
+    for (size_t i = 0; i < ntroubles; i++)
+        free(troubles[i].msg);
+    free(troubles);
+    free(only[0]);
+    free(only[1]);
+    free(dirty);
+    free(all);
+    free(dirty_idx);
+    hiera_value_decref(plan);
+    for (int s = 0; s < 2; s++) {
+        hiera_snapshot_release(snap[s]);
+        free_facts_files(lists[s], counts[s]);
+        diff_side_close(&side[s]);
+    }
+    hiera_cache_free(facts_cache);
+    free_nodes(nodes, nnodes);
+    sv_free(&keys);
+    hiera_value_decref(merge);
+    hiera_value_decref(dflt);
+    free(a.keys);
+    diff_scratch_cleanup();
+    if (fflush(stdout) != 0 && rc != 2) {
+        fprintf(stderr, "hiera diff: cannot write the output: %s\n", strerror(errno));
+        rc = 2;
+    }
+    return rc;
+}
