@@ -50,6 +50,7 @@ static const char *DIFF_USAGE =
     "key either side's data defines, or --keys-file (one per line) and the <keys> given. Only the\n"
     "keys whose answers can differ are looked up again (--full: every key). Values compare as\n"
     "Puppet's == with the types kept apart: hash order does not matter, 1 and 1.0 differ.\n"
+    "A relative --hiera_config names the file in each side's tree (an absolute one serves both).\n"
     "--format: text (grouped by key, then by change, with a few nodes each; --nodes lists them\n"
     "all; coloured on a terminal), json (the schema is in README.md) or markdown (for a merge\n"
     "request comment). --explain KEY --node N shows where both sides' answers come from.\n"
@@ -645,7 +646,7 @@ static void diff_node(worker *w, uint32_t ni)
     for (int s = 0; s < 2; s++) {
         const diff_side *sd = r->side[s];
         hiera_options o = {.size = sizeof o, .codedir = sd->codedir, .confdir = r->a->confdir,
-                           .environmentpath = sd->environmentpath, .hiera_config = r->a->hiera_config,
+                           .environmentpath = sd->environmentpath, .hiera_config = sd->hiera_config,
                            .environment = r->a->environment, .node = d->name, .facts = facts[s], .cache = w->view[s],
                            .unsafe_fact_paths = r->a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
                            .diagnostics_data = (void *)sd};
@@ -743,7 +744,7 @@ static void *build_snapshot(void *arg)
 {
     snap_job *j = arg;
     hiera_options o = {.size = sizeof o, .codedir = j->side->codedir, .confdir = j->a->confdir,
-                       .environmentpath = j->side->environmentpath, .hiera_config = j->a->hiera_config,
+                       .environmentpath = j->side->environmentpath, .hiera_config = j->side->hiera_config,
                        .environment = j->a->environment, .cache = j->disk};
     hiera_error err = {0};
     j->snap = hiera_snapshot_new(&o, &err);
@@ -767,7 +768,7 @@ static void explain_side(const diff_args *a, const diff_side *s, const char *nod
         return;
     }
     hiera_options opts = {.size = sizeof opts, .codedir = s->codedir, .confdir = a->confdir,
-                          .environmentpath = s->environmentpath, .hiera_config = a->hiera_config,
+                          .environmentpath = s->environmentpath, .hiera_config = s->hiera_config,
                           .environment = a->environment, .node = node, .facts = facts, .cache = cache,
                           .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
                           .diagnostics_data = (void *)s};
@@ -1029,6 +1030,13 @@ int diff_main(int argc, char **argv)
             fprintf(stderr, "hiera diff: %s\n", err ? err : "cannot read a side");
             free(err);
             goto out;
+        }
+        /* a relative --hiera_config is the file of that name in each side's tree */
+        if (a.hiera_config && a.hiera_config[0] != '/') {
+            if (asprintf(&side[s].hiera_config, "%s/%s", side[s].tree, a.hiera_config) < 0)
+                side[s].hiera_config = NULL;
+        } else if (a.hiera_config) {
+            side[s].hiera_config = xstrdup_(a.hiera_config);
         }
     }
 

@@ -307,8 +307,10 @@ static bool make_dir(const char *path, char **err)
 
 /* Paths changed between two trees (git diff-tree -z --name-status): a NUL-separated list. */
 typedef struct {
-    char **paths; /* relative */
+    char **paths;  /* relative, sorted */
     size_t n;
+    char **wanted; /* those the revision has */
+    size_t nwanted;
     char *buf;
 } changed_paths;
 
@@ -380,33 +382,31 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
     }
     cmd_free(&r);
     changed_paths ch = {0};
-    bool linked = false;
+    bool linked = false, tried = false;
     char *base_tree = base && base->is_git ? rev_parse(git_dir, base->commit, "tree") : NULL;
     if (base_tree) {
         /* only what differs from the other side is checked out; the rest are hard links */
-        const char *dt[] = {"git", gd, "diff-tree", "-r", "-z", "--no-renames", "--name-only", base_tree, tree_id, NULL};
+        tried = true;
+        const char *dt[] = {"git", gd, "diff-tree", "-r", "-z", "--no-renames", "--name-status", base_tree, tree_id, NULL};
         run_git(dt, NULL, NULL, NULL, 0, &r);
         if (r.status == 0) {
             ch.buf = r.out;
             size_t len = r.out_len;
             r.out = NULL;
-            size_t cap = 16;
-            ch.paths = malloc(cap * sizeof *ch.paths);
-            for (char *p = ch.buf; ch.paths && p < ch.buf + len && *p;) {
-                if (ch.n == cap) {
-                    cap *= 2;
-                    char **np = realloc(ch.paths, cap * sizeof *np);
-                    if (!np) {
-                        free(ch.paths);
-                        ch.paths = NULL;
-                        break;
-                    }
-                    ch.paths = np;
-                }
-                ch.paths[ch.n++] = p;
-                p += strlen(p) + 1;
+            /* status, NUL, path, NUL: every changed path is left out of the links; those this
+             * side has (not removed) are checked out */
+            ch.paths = calloc(len / 2 + 1, sizeof *ch.paths);
+            ch.wanted = calloc(len / 2 + 1, sizeof *ch.wanted);
+            for (char *p = ch.buf; ch.paths && ch.wanted && p < ch.buf + len && *p;) {
+                char *path = p + strlen(p) + 1;
+                if (path >= ch.buf + len)
+                    break;
+                ch.paths[ch.n++] = path;
+                if (p[0] != 'D')
+                    ch.wanted[ch.nwanted++] = path;
+                p = path + strlen(path) + 1;
             }
-            if (ch.paths) {
+            if (ch.paths && ch.wanted) {
                 qsort(ch.paths, ch.n, sizeof *ch.paths, cmp_str);
                 link_walk w = {base->tree, strlen(base->tree), dest, &ch, true};
                 the_walk = &w;
@@ -422,23 +422,33 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
         /* the changed paths that this revision has */
         size_t len = 0;
         char *input = NULL;
-        for (size_t i = 0; i < ch.n; i++)
-            append(&input, &len, ch.paths[i], strlen(ch.paths[i]) + 1);
-        const char *co[] = {"git", gd, wt, "checkout-index", "-f", "-q", "-z", "--stdin", NULL};
+        for (size_t i = 0; i < ch.nwanted; i++)
+            append(&input, &len, ch.wanted[i], strlen(ch.wanted[i]) + 1);
+        const char *co[] = {"git", gd, wt, "checkout-index", "-f", "-z", "--stdin", NULL};
         run_git(co, dest, index, input, len, &r);
         free(input);
-    } else {
-        if (base_tree || ch.n) {
-            /* linking failed half way: start again with a whole checkout */
+        if (r.status != 0) {
+            linked = false; /* (a folder that became a file...): a whole checkout instead */
+            cmd_free(&r);
+        }
+    }
+    if (!linked) {
+        if (tried) {
+            /* start again from an empty folder */
             nftw(dest, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
-            make_dir(dest, err);
+            if (!make_dir(dest, err)) {
+                free(ch.paths);
+                free(ch.wanted);
+                free(ch.buf);
+                goto out;
+            }
         }
         const char *co[] = {"git", gd, wt, "checkout-index", "-a", "-f", NULL};
         run_git(co, dest, index, NULL, 0, &r);
     }
     free(ch.paths);
+    free(ch.wanted);
     free(ch.buf);
-    /* (checkout-index -q: a changed path the revision does not have, one it removed, is no error) */
     if (r.status != 0) {
         char *m = git_message(&r);
         *err = xprintf_("git checkout-index failed: %s", m);
@@ -564,5 +574,6 @@ void diff_side_close(diff_side *s)
     free(s->codedir);
     free(s->environmentpath);
     free(s->root);
+    free(s->hiera_config);
     memset(s, 0, sizeof *s);
 }

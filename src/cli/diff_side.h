@@ -15,6 +15,7 @@ typedef struct {
     char *codedir;         /* what the lookups are given */
     char *environmentpath;
     char *root;            /* where the lookups find the tree's files (codedir, or <envpath>/<env>) */
+    char *hiera_config;    /* the global hiera.yaml given (set by the caller; freed with the side) */
 } diff_side;
 
 /* The private scratch folder (created on first use under $TMPDIR or /tmp, mode 0700) and its
