@@ -730,6 +730,27 @@ static double now_seconds(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* HIERA_DIFF_TIMING=1: each phase's wall and CPU time on stderr (for bench/diff-bench.py) */
+static void phase(const char *name, double t0)
+{
+    static int on = -1;
+    static double last_wall, last_cpu;
+    if (on < 0) {
+        const char *e = getenv("HIERA_DIFF_TIMING");
+        on = e && *e && strcmp(e, "0") != 0;
+        last_wall = t0;
+        last_cpu = 0;
+    }
+    if (!on)
+        return;
+    struct timespec c;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+    double wall = now_seconds(), cpu = (double)c.tv_sec + (double)c.tv_nsec / 1e9;
+    fprintf(stderr, "hiera diff: %-10s %7.3f s wall %7.3f s cpu\n", name, wall - last_wall, cpu - last_cpu);
+    last_wall = wall;
+    last_cpu = cpu;
+}
+
 /* ------------------------------------------------------------------ snapshots */
 
 typedef struct {
@@ -846,6 +867,95 @@ static hiera_value *outcome_doc(const outcome *o, hiera_value *prov, const char 
     return d;
 }
 
+/* The lines of a text (pointers into it). */
+typedef struct {
+    const char **line;
+    size_t *len;
+    size_t n;
+} lines_t;
+
+static void split_lines(const char *t, lines_t *ls)
+{
+    memset(ls, 0, sizeof *ls);
+    size_t cap = 0;
+    for (const char *p = t; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (ls->n == cap) {
+            cap = cap ? cap * 2 : 32;
+            ls->line = xrealloc_(ls->line, cap * sizeof *ls->line);
+            ls->len = xrealloc_(ls->len, cap * sizeof *ls->len);
+        }
+        ls->line[ls->n] = p;
+        ls->len[ls->n++] = n;
+        p = e ? e + 1 : p + n;
+    }
+}
+
+/* Lines are the same when they differ only in the length of their runs of blanks after the
+ * indentation: provenance aligns its comments on the longest line, which a change elsewhere
+ * moves. */
+static bool same_line(const lines_t *a, size_t i, const lines_t *b, size_t j)
+{
+    const char *p = a->line[i], *pe = p + a->len[i], *q = b->line[j], *qe = q + b->len[j];
+    while (p < pe && q < qe && *p == ' ' && *q == ' ') { /* (the indentation is the structure) */
+        p++;
+        q++;
+    }
+    if ((p < pe && *p == ' ') != (q < qe && *q == ' '))
+        return false;
+    while (p < pe && q < qe) {
+        if (*p == ' ' && *q == ' ') {
+            while (p < pe && *p == ' ')
+                p++;
+            while (q < qe && *q == ' ')
+                q++;
+            continue;
+        }
+        if (*p++ != *q++)
+            return false;
+    }
+    return p == pe && q == qe;
+}
+
+/* The lines both texts have, in order (a longest common subsequence): keep[s][i] set for them.
+ * Texts too long for the table are compared line by line at the same positions. */
+static void mark_common(const lines_t *a, const lines_t *b, unsigned char **ka, unsigned char **kb)
+{
+    *ka = calloc(a->n + 1, 1);
+    *kb = calloc(b->n + 1, 1);
+    if (!*ka || !*kb) {
+        fputs("hiera diff: out of memory\n", stderr);
+        exit(2);
+    }
+    if (a->n > 4000 || b->n > 4000) {
+        for (size_t i = 0; i < a->n && i < b->n; i++)
+            (*ka)[i] = (*kb)[i] = same_line(a, i, b, i);
+        return;
+    }
+    size_t w = b->n + 1;
+    uint32_t *t = calloc((a->n + 1) * w, sizeof *t);
+    if (!t) {
+        fputs("hiera diff: out of memory\n", stderr);
+        exit(2);
+    }
+    for (size_t i = a->n; i-- > 0;)
+        for (size_t j = b->n; j-- > 0;)
+            t[i * w + j] = same_line(a, i, b, j) ? t[(i + 1) * w + j + 1] + 1
+                           : t[(i + 1) * w + j] > t[i * w + j + 1] ? t[(i + 1) * w + j] : t[i * w + j + 1];
+    for (size_t i = 0, j = 0; i < a->n && j < b->n;) {
+        if (same_line(a, i, b, j)) {
+            (*ka)[i++] = 1;
+            (*kb)[j++] = 1;
+        } else if (t[(i + 1) * w + j] >= t[i * w + j + 1]) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    free(t);
+}
+
 static int run_explain(const diff_args *a, diff_side side[2], const char *facts_path[2], const hiera_request *req,
                        report_format fmt)
 {
@@ -892,15 +1002,22 @@ static int run_explain(const diff_args *a, diff_side side[2], const char *facts_
             }
             hiera_value_decref(ch);
         }
+        /* each side's provenance (or explanation), its lines that the other side does not have
+         * marked - (old) and + (new) */
+        lines_t ls[2];
+        for (int s = 0; s < 2; s++)
+            split_lines(text[s], &ls[s]);
+        unsigned char *keep[2];
+        mark_common(&ls[0], &ls[1], &keep[0], &keep[1]);
         for (int s = 0; s < 2; s++) {
             printf("\n%s %s (%s):\n", s ? "+++" : "---", s ? "new" : "old", side[s].label);
-            if (text[s]) {
-                fputs(text[s], stdout);
-                if (*text[s] && text[s][strlen(text[s]) - 1] != '\n')
-                    putchar('\n');
-            } else {
+            if (!text[s])
                 print_outcome(stdout, &o[s]);
-            }
+            for (size_t i = 0; i < ls[s].n; i++)
+                printf("%s%.*s\n", keep[s][i] ? "  " : s ? "+ " : "- ", (int)ls[s].len[i], ls[s].line[i]);
+            free(keep[s]);
+            free(ls[s].line);
+            free(ls[s].len);
         }
     }
     for (int s = 0; s < 2; s++) {
@@ -1056,6 +1173,7 @@ int diff_main(int argc, char **argv)
         goto out;
     }
 
+    phase("sides", t0);
     /* read both sides whole, at once */
     const char *cache_dir = getenv("HIERA_CACHE_DIR");
     bool use_disk = !cache_dir || strcmp(cache_dir, "off") != 0;
@@ -1076,6 +1194,7 @@ int diff_main(int argc, char **argv)
     snap[0] = sj[0].snap;
     snap[1] = sj[1].snap;
 
+    phase("snapshots", t0);
     /* what can differ */
     if (a.keys_file && read_keys_file(a.keys_file, &keys))
         goto out;
@@ -1126,6 +1245,7 @@ int diff_main(int argc, char **argv)
                 only[s][nonly[s]++] = (uint32_t)i;
             }
 
+    phase("plan", t0);
     /* the lookups */
     if (jobs > nnodes / 4 + 1)
         jobs = nnodes / 4 + 1;
@@ -1163,6 +1283,7 @@ int diff_main(int argc, char **argv)
             troubles[j] = troubles[j - 1];
             troubles[j - 1] = t;
         }
+    phase("lookups", t0);
     print_diagnostics();
 
     const char **node_names = xmalloc_((nnodes ? nnodes : 1) * sizeof *node_names);
@@ -1176,6 +1297,8 @@ int diff_main(int argc, char **argv)
                        .seconds = now_seconds() - t0};
     report_counts c;
     bool printed = report_print(&rep, stdout, &c);
+    fflush(stdout);
+    phase("report", t0);
     if (!printed) {
         fprintf(stderr, "hiera diff: cannot write the report: %s\n", strerror(errno));
         rc = 2;
