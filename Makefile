@@ -38,7 +38,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps check unit cases demo clean install uninstall install-check
+.PHONY: all deps check check-diff unit cases demo clean install uninstall install-check
 all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 deps:
@@ -83,8 +83,18 @@ check: all
 	@$(MAKE) --no-print-directory cases
 	@python3 tests/batch/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
+	@python3 tests/diff/check.py --hiera $(B)/hiera
+	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 25
+	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
+
+# hiera diff at length (CI): the fast path against full comparisons on many random edits, and the
+# recorded Puppet answers (tests/diff/puppet-diff.py --record N asks Puppet for more)
+check-diff: all
+	@python3 tests/diff/check.py --hiera $(B)/hiera
+	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 200 --seed 20000
+	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
 
 demo: all
 	@echo '$$ build/hiera lookup --codedir examples/control-repo --environmentpath examples/control-repo/environments --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users'

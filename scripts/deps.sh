@@ -21,6 +21,7 @@ fi
 if [ "${1:-}" = "--test" ]; then
     have_pc cmocka || need="$need libcmocka-dev"
     command -v python3 >/dev/null 2>&1 || need="$need python3"
+    command -v git >/dev/null 2>&1 || need="$need git" # hiera diff's tests compare git revisions
 fi
 # the hiera command's allocator: optional (the command links without it where it is missing)
 optional=""

@@ -19,7 +19,10 @@ import subprocess
 import sys
 import tempfile
 
-import yaml
+try:
+    import yaml
+except ImportError:  # JSON is YAML too
+    yaml = None
 
 
 class Checker:
@@ -43,7 +46,8 @@ def write(root, files):
                 os.unlink(path)
             continue
         with open(path, "w") as f:
-            f.write(content if isinstance(content, str) else yaml.safe_dump(content, sort_keys=False))
+            f.write(content if isinstance(content, str) else
+                    yaml.safe_dump(content, sort_keys=False) if yaml else json.dumps(content, indent=1) + "\n")
 
 
 def facts(name, **extra):

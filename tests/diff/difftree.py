@@ -29,7 +29,11 @@ class Broken:
 
 
 def dump_yaml(obj):
-    import yaml
+    """YAML text (JSON, which YAML reads alike, when PyYAML is not installed)."""
+    try:
+        import yaml
+    except ImportError:
+        return json.dumps(obj, indent=1) + "\n"
     return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
