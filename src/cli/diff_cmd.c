@@ -569,6 +569,7 @@ typedef struct {
     const char *const *all;   /* every key considered (a node whose facts differ gets them all) */
     size_t nall;
     uint32_t *dirty_idx;      /* a dirty key's index in all (the report's key list) */
+    unsigned char *is_dirty;  /* per key of all */
     hiera_value *reached;     /* keys whose answers may differ (also outside the keys considered) */
     bool full;
     hiera_request req;
@@ -618,10 +619,23 @@ static void lookup_outcome(run_s *r, int s, hiera *h, const char *key, outcome *
     hiera_error_clear(&err);
 }
 
-static void diff_node(worker *w, uint32_t ni)
+/* A node being compared: its contexts on both sides (or why one cannot be made). */
+typedef struct {
+    uint32_t ni;
+    bool live;  /* compared (not refused, not a trouble) */
+    bool whole; /* every key, not only the dirty ones */
+    hiera *h[2];
+    char *fail[2];
+} node_run;
+
+static void node_open(worker *w, uint32_t ni, node_run *nr)
 {
     run_s *r = w->r;
     const dnode *d = &r->nodes[ni];
+    memset(nr, 0, sizeof *nr);
+    nr->ni = ni;
+    if (!d->facts[0] || !d->facts[1])
+        return; /* on one side only: said once, not compared */
     hiera_value *facts[2] = {NULL, NULL};
     char *msg = NULL;
     for (int s = 0; s < 2 && !msg; s++) {
@@ -639,10 +653,8 @@ static void diff_node(worker *w, uint32_t ni)
         return;
     }
     /* which keys: every one when the facts differ or reach a changed key */
-    bool whole = r->full || (facts[0] != facts[1] && !hiera_value_same(facts[0], facts[1])) || facts_reach(r, facts[0]) ||
-                 (facts[0] != facts[1] && facts_reach(r, facts[1]));
-    hiera *h[2] = {NULL, NULL};
-    char *fail[2] = {NULL, NULL};
+    nr->whole = r->full || (facts[0] != facts[1] && !hiera_value_same(facts[0], facts[1])) || facts_reach(r, facts[0]) ||
+                (facts[0] != facts[1] && facts_reach(r, facts[1]));
     for (int s = 0; s < 2; s++) {
         const diff_side *sd = r->side[s];
         hiera_options o = {.size = sizeof o, .codedir = sd->codedir, .confdir = r->a->confdir,
@@ -651,61 +663,90 @@ static void diff_node(worker *w, uint32_t ni)
                            .unsafe_fact_paths = r->a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
                            .diagnostics_data = (void *)sd};
         hiera_error err = {0};
-        h[s] = hiera_new(&o, &err);
-        if (!h[s])
-            fail[s] = normalize(sd, err.message);
+        nr->h[s] = hiera_new(&o, &err);
+        if (!nr->h[s])
+            nr->fail[s] = normalize(sd, err.message);
         hiera_error_clear(&err);
         hiera_value_decref(facts[s]);
     }
-    if (!h[0] && !h[1] && strcmp(fail[0], fail[1]) == 0) {
-        add_trouble(w, ni, fail[0]); /* nothing to compare */
-        free(fail[1]);
+    if (!nr->h[0] && !nr->h[1] && strcmp(nr->fail[0], nr->fail[1]) == 0) {
+        add_trouble(w, ni, nr->fail[0]); /* nothing to compare */
+        nr->fail[0] = NULL;
+        free(nr->fail[1]);
+        nr->fail[1] = NULL;
         return;
     }
-    size_t nkeys = whole ? r->nall : r->ndirty;
-    size_t lookups = 0;
-    for (size_t k = 0; k < nkeys; k++) {
-        const char *key = whole ? r->all[k] : r->dirty[k];
-        outcome o[2];
-        for (int s = 0; s < 2; s++) {
-            if (h[s]) {
-                lookup_outcome(r, s, h[s], key, &o[s]);
-                lookups++;
-            } else {
-                o[s] = (outcome){HIERA_ERROR, NULL, xstrdup_(fail[s])};
-            }
-        }
-        if (outcome_same(&o[0], &o[1])) {
-            outcome_clear(&o[0]);
-            outcome_clear(&o[1]);
-            continue;
-        }
-        uint32_t ki = whole ? (uint32_t)k : r->dirty_idx[k];
-        gt_add(&w->groups, ki, ni, &o[0], &o[1]);
-    }
-    for (int s = 0; s < 2; s++) {
-        hiera_free(h[s]);
-        free(fail[s]);
-    }
-    atomic_fetch_add_explicit(&r->lookups, lookups, memory_order_relaxed);
+    nr->live = true;
 }
 
-#define NODE_BLOCK 8
+/* Compares key ki (an index into the keys considered) for the node. */
+static size_t node_key(worker *w, node_run *nr, uint32_t ki)
+{
+    run_s *r = w->r;
+    const char *key = r->all[ki];
+    outcome o[2];
+    size_t lookups = 0;
+    for (int s = 0; s < 2; s++) {
+        if (nr->h[s]) {
+            lookup_outcome(r, s, nr->h[s], key, &o[s]);
+            lookups++;
+        } else {
+            o[s] = (outcome){HIERA_ERROR, NULL, xstrdup_(nr->fail[s])};
+        }
+    }
+    if (outcome_same(&o[0], &o[1])) {
+        outcome_clear(&o[0]);
+        outcome_clear(&o[1]);
+    } else {
+        gt_add(&w->groups, ki, nr->ni, &o[0], &o[1]);
+    }
+    return lookups;
+}
+
+static void node_close(node_run *nr)
+{
+    for (int s = 0; s < 2; s++) {
+        hiera_free(nr->h[s]);
+        free(nr->fail[s]);
+    }
+}
+
+/* Nodes are taken a block at a time, and each key is compared for every node of the block
+ * before the next key (as hiera batch does): what the caches keep for a key (its key index entry,
+ * options, remembered merges) is then still at hand for the next node. */
+#define NODE_BLOCK 16
 
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     run_s *r = w->r;
+    node_run nr[NODE_BLOCK];
     for (;;) {
         size_t lo = atomic_fetch_add(&r->next, NODE_BLOCK);
         if (lo >= r->nnodes)
             break;
-        size_t hi = lo + NODE_BLOCK < r->nnodes ? lo + NODE_BLOCK : r->nnodes;
-        for (size_t i = lo; i < hi; i++) {
-            if (r->nodes[i].facts[0] && r->nodes[i].facts[1])
-                diff_node(w, (uint32_t)i);
-            atomic_fetch_add_explicit(&r->done_nodes, 1, memory_order_relaxed);
+        size_t hi = lo + NODE_BLOCK < r->nnodes ? lo + NODE_BLOCK : r->nnodes, n = hi - lo;
+        bool any_whole = false;
+        for (size_t j = 0; j < n; j++) {
+            node_open(w, (uint32_t)(lo + j), &nr[j]);
+            any_whole |= nr[j].live && nr[j].whole;
         }
+        size_t lookups = 0;
+        if (any_whole) {
+            for (size_t k = 0; k < r->nall; k++)
+                for (size_t j = 0; j < n; j++)
+                    if (nr[j].live && (nr[j].whole || r->is_dirty[k]))
+                        lookups += node_key(w, &nr[j], (uint32_t)k);
+        } else {
+            for (size_t d = 0; d < r->ndirty; d++)
+                for (size_t j = 0; j < n; j++)
+                    if (nr[j].live)
+                        lookups += node_key(w, &nr[j], r->dirty_idx[d]);
+        }
+        for (size_t j = 0; j < n; j++)
+            node_close(&nr[j]);
+        atomic_fetch_add_explicit(&r->lookups, lookups, memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->done_nodes, n, memory_order_relaxed);
     }
     return NULL;
 }
@@ -1055,6 +1096,7 @@ int diff_main(int argc, char **argv)
     size_t nonly[2] = {0, 0};
     const char **dirty = NULL, **all = NULL;
     uint32_t *dirty_idx = NULL;
+    unsigned char *is_dirty = NULL;
     double t0 = now_seconds();
 
     if (parse(argc, argv, &a) || build_merge(&a, &merge))
@@ -1229,6 +1271,14 @@ int diff_main(int argc, char **argv)
         dirty_idx[i] = hit ? (uint32_t)(hit - all) : 0; /* (always found: the dirty keys are among all) */
     }
     r.dirty_idx = dirty_idx;
+    is_dirty = calloc(nall + 1, 1);
+    if (!is_dirty) {
+        fputs("hiera diff: out of memory\n", stderr);
+        goto out;
+    }
+    for (size_t i = 0; i < ndirty; i++)
+        is_dirty[dirty_idx[i]] = 1;
+    r.is_dirty = is_dirty;
     r.reached = hiera_value_new_hash();
     const hiera_value *reached = hiera_value_hash_get(plan, "reached");
     for (size_t i = 0; i < hiera_value_array_size(reached); i++)
@@ -1328,6 +1378,7 @@ out:
     free(dirty);
     free(all);
     free(dirty_idx);
+    free(is_dirty);
     hiera_value_decref(plan);
     for (int s = 0; s < 2; s++) {
         hiera_snapshot_release(snap[s]);
