@@ -222,6 +222,9 @@ typedef struct {
     /* Where the context's warnings go (see hiera_diagnostic); NULL drops them. */
     hiera_diagnostic_fn diagnostics;
     void *diagnostics_data;
+    /* true: eyaml blocks are never decrypted; each reads as a Sensitive value (shown redacted), for
+     * answers given to someone who may not see secrets (hiera serve). */
+    bool redact_encrypted;
 } hiera_options;
 #define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 
@@ -257,6 +260,12 @@ typedef struct hiera_snapshot hiera_snapshot;
  * lookups that read them fail as they would without a snapshot. Holds one reference: release with
  * hiera_snapshot_release. err is not used (reserved). */
 HIERA_API hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err);
+/* A new snapshot of the tree o describes, as hiera_snapshot_new, where every file whose stat
+ * identity (device, inode, size, modification and change times) is the one previous read is not
+ * parsed again: the two snapshots share it (a reload after a few files changed parses those
+ * files only). previous (BORROWED; NULL: none) may be released at any time after the call. */
+HIERA_API hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *o,
+                                               hiera_error *err);
 /* Another reference to s (returns s); hiera_snapshot_release drops one. Atomic. */
 HIERA_API hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s);
 HIERA_API void hiera_snapshot_release(hiera_snapshot *s);

@@ -10,6 +10,7 @@ by tests/tools/record-cases.py. The binary is called exactly as those commands a
             --environment ENV --node NODE --facts C/facts.yaml [--merge ...] [--default V]
             [--type T] (--render-as json | --explain) KEY...
   Hiera 3:  HIERA -c C/hiera.yaml -f json [-a|-h] KEY [DEFAULT] [VAR=VALUE...]
+ENV is the query's own environment when it names one, else the case's.
 
 usage: run-cases.py --hiera PATH [--verbose] [CASEDIR...]
 Prints one FAIL line per wrong answer and ends with 'N passed, N failed'.
@@ -47,7 +48,7 @@ def command(hiera, case, spec, q):
         return cmd
     cmd = [hiera, "lookup", "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
            "--hiera_config", os.path.join(case, "hiera.yaml"),
-           "--environment", spec.get("environment", "production"),
+           "--environment", q.get("environment", spec.get("environment", "production")),
            "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
     cmd += merge_flags(q.get("merge"))
     if "default" in q:

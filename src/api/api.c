@@ -390,6 +390,7 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
         hv *scope = build_scope(facts, env);
         h = hctx_new(codedir, env_dir_path, env, global, scope, o->cache);
         h->strict_paths = !o->unsafe_fact_paths;
+        h->redact_encrypted = o->redact_encrypted;
         h->user_diag = o->diagnostics;
         h->user_diag_data = o->diagnostics_data;
         hv_decref(scope);
@@ -522,7 +523,7 @@ const char *hiera_version(void) { return HIERA_VERSION; }
 
 struct hiera_snapshot; /* is an engine snapshot (engine/snapshot.h) */
 
-hiera_snapshot *hiera_snapshot_new(const hiera_options *given, hiera_error *err)
+hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *given, hiera_error *err)
 {
     (void)err; /* problems are kept in the snapshot (hiera_snapshot_problems) */
     hiera_options opts;
@@ -534,12 +535,14 @@ hiera_snapshot *hiera_snapshot_new(const hiera_options *given, hiera_error *err)
     const char *only[1] = {o->environment};
     snapshot_spec spec = {codedir, envpath, global, o->environment ? only : NULL, o->environment ? 1 : 0,
                           d ? diskcache_dir(d) : NULL};
-    snapshot *s = snapshot_build(&spec);
+    snapshot *s = snapshot_build(&spec, (const snapshot *)previous);
     free(codedir);
     free(envpath);
     free(global);
     return (hiera_snapshot *)s;
 }
+
+hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err) { return hiera_snapshot_update(NULL, o, err); }
 
 hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s) { return (hiera_snapshot *)snapshot_retain((snapshot *)s); }
 void hiera_snapshot_release(hiera_snapshot *s) { snapshot_release((snapshot *)s); }

@@ -5,6 +5,7 @@
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
 #include "cli/lookup_cmd.h"
+#include "cli/serve_cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@ int main(int argc, char **argv)
         return batch_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "diff") == 0)
         return diff_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+        return serve_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
     /* everything else is the Hiera 3 command line (`hiera -- lookup` looks up a key "lookup") */

@@ -9,7 +9,8 @@ A source is tests/case-src/NAME.yaml:
     scope: {var: value}              (hiera3: default VAR=VALUE arguments)
     facts: {...}                     (puppet; written to facts.yaml)
     files: {relative/path: text}     (the code directory: hiera.yaml, environments/..., data)
-    queries: [{key, merge, default, type, explain, render, resolution, scope}, ...]
+    queries: [{key, merge, default, type, explain, render, resolution, scope, environment}, ...]
+             (puppet: a query's own environment overrides the case's)
 
 For each source this writes tests/cases/NAME/ (the files, facts.yaml, case.json) and
 expected.json with the answers of Puppet 7 (tests/tools/puppet-record.rb, in one process per
@@ -42,24 +43,35 @@ def write_tree(case, spec):
         if facts is not None and not os.path.exists(os.path.join(case, "facts.yaml")):
             with open(os.path.join(case, "facts.yaml"), "w") as f:
                 yaml.safe_dump(facts, f, sort_keys=False, allow_unicode=True)
-        os.makedirs(os.path.join(case, "environments", spec.get("environment", "production")), exist_ok=True)
+        for env in {spec.get("environment", "production")} | {q["environment"] for q in spec["queries"] if "environment" in q}:
+            os.makedirs(os.path.join(case, "environments", env), exist_ok=True)
 
 def record_puppet(case, spec):
-    qfile = os.path.join(case, ".queries.json")
-    with open(qfile, "w") as f:
-        json.dump(spec["queries"], f)
-    cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile,
-           "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
-           "--hiera_config", os.path.join(case, "hiera.yaml"),
-           "--environment", spec.get("environment", "production"),
-           "--node", spec.get("node", "node1.example.com"),
-           "--facts", os.path.join(case, spec.get("facts_file", "facts.yaml"))]
-    p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
-    os.unlink(qfile)
-    lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
-    if p.returncode != 0 or not lines:
-        sys.exit(f"{case}: the reference failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    answers = json.loads(lines[-1])
+    # one Puppet process per environment (Puppet settles its environment once per process)
+    default_env = spec.get("environment", "production")
+    envs = []
+    for q in spec["queries"]:
+        if q.get("environment", default_env) not in envs:
+            envs.append(q.get("environment", default_env))
+    answers = [None] * len(spec["queries"])
+    for env in envs:
+        index = [i for i, q in enumerate(spec["queries"]) if q.get("environment", default_env) == env]
+        qfile = os.path.join(case, ".queries.json")
+        with open(qfile, "w") as f:
+            json.dump([spec["queries"][i] for i in index], f)
+        cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile,
+               "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+               "--hiera_config", os.path.join(case, "hiera.yaml"),
+               "--environment", env,
+               "--node", spec.get("node", "node1.example.com"),
+               "--facts", os.path.join(case, spec.get("facts_file", "facts.yaml"))]
+        p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
+        os.unlink(qfile)
+        lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
+        if p.returncode != 0 or not lines:
+            sys.exit(f"{case}: the reference failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        for i, a in zip(index, json.loads(lines[-1])):
+            answers[i] = a
     for a in answers:
         if "output" in a:
             a["output"] = a["output"].replace(case, "<CASE>")
