@@ -1180,6 +1180,11 @@ int diff_main(int argc, char **argv)
         }
     }
     nodes = merge_nodes(lists, counts, a.facts_dir || a.facts, &nnodes);
+    if (nnodes == 0) {
+        fprintf(stderr, "hiera diff: no facts files (NAME.yaml, NAME.yml, NAME.json) in %s\n",
+                a.facts_dir ? a.facts_dir : "the facts folders");
+        goto out;
+    }
 
     /* the sides */
     for (int s = 0; s < 2; s++) {
@@ -1310,10 +1315,26 @@ int diff_main(int argc, char **argv)
         for (int s = 0; s < 2; s++)
             workers[i].view[s] = hiera_cache_new_from_snapshot(snap[s]);
     }
-    for (size_t i = 1; i < njobs; i++)
+    /* on a terminal the main thread shows the progress while the workers run; else it works too */
+    bool progress = isatty(STDERR_FILENO) != 0;
+    for (size_t i = progress ? 0 : 1; i < njobs; i++)
         workers[i].started = pthread_create(&workers[i].th, NULL, worker_main, &workers[i]) == 0;
-    worker_main(&workers[0]);
-    for (size_t i = 1; i < njobs; i++)
+    if (progress) {
+        size_t done;
+        while ((done = atomic_load(&r.done_nodes)) < nnodes) {
+            fprintf(stderr, "\rhiera diff: %zu/%zu nodes, %zu lookups\033[K", done, nnodes, atomic_load(&r.lookups));
+            nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+            bool any = false;
+            for (size_t i = 0; i < njobs; i++)
+                any |= workers[i].started;
+            if (!any)
+                break;
+        }
+        fputs("\r\033[K", stderr);
+    } else {
+        worker_main(&workers[0]);
+    }
+    for (size_t i = progress ? 0 : 1; i < njobs; i++)
         if (workers[i].started)
             pthread_join(workers[i].th, NULL);
         else
@@ -1321,7 +1342,8 @@ int diff_main(int argc, char **argv)
     for (size_t i = 0; i < njobs; i++) {
         gt_merge(&groups, &workers[i].groups);
         troubles = xrealloc_(troubles, (ntroubles + workers[i].ntroubles + 1) * sizeof *troubles);
-        memcpy(troubles + ntroubles, workers[i].troubles, workers[i].ntroubles * sizeof *troubles);
+        if (workers[i].ntroubles)
+            memcpy(troubles + ntroubles, workers[i].troubles, workers[i].ntroubles * sizeof *troubles);
         ntroubles += workers[i].ntroubles;
         free(workers[i].troubles);
         workers[i].troubles = NULL;

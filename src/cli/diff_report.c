@@ -665,6 +665,49 @@ static void summary_line(const report_counts *c, const diff_report *r, tbuf *b)
         tb_addf(b, "; %zu %s not compared", r->ntroubles, plural(r->ntroubles, "node", "nodes"));
 }
 
+static void md_code(tbuf *b, const char *s);
+
+static int cmp_trouble(const void *a, const void *b)
+{
+    const trouble *x = *(const trouble *const *)a, *y = *(const trouble *const *)b;
+    int c = strcmp(x->msg, y->msg);
+    return c ? c : x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* The nodes not compared, those with the same message together (an environment missing on both
+ * sides is one line, not one per node). */
+static void trouble_lines(tbuf *b, const diff_report *r, bool markdown)
+{
+    const trouble **t = xcalloc_(r->ntroubles, sizeof *t);
+    for (size_t i = 0; i < r->ntroubles; i++)
+        t[i] = &r->troubles[i];
+    qsort(t, r->ntroubles, sizeof *t, cmp_trouble);
+    size_t shown = 0;
+    for (size_t i = 0; i < r->ntroubles;) {
+        size_t j = i + 1;
+        while (j < r->ntroubles && strcmp(t[j]->msg, t[i]->msg) == 0)
+            j++;
+        if (shown++ == 10 && !r->all_nodes) {
+            tb_addf(b, "%s\xe2\x80\xa6 and %zu more\n", markdown ? "- " : "  ", r->ntroubles - i);
+            break;
+        }
+        uint32_t *nodes = xcalloc_(j - i, sizeof *nodes);
+        for (size_t k = i; k < j; k++)
+            nodes[k - i] = t[k]->node;
+        tb_add(b, markdown ? "- " : "  ");
+        node_list(b, r, nodes, j - i, r->all_nodes, markdown ? "`" : "");
+        tb_add(b, ": ");
+        if (markdown)
+            md_code(b, t[i]->msg);
+        else
+            tb_add(b, t[i]->msg);
+        tb_add(b, "\n");
+        free(nodes);
+        i = j;
+    }
+    free(t);
+}
+
 static void print_text(const printer *p, const arranged *ar)
 {
     const diff_report *r = p->r;
@@ -724,11 +767,7 @@ static void print_text(const printer *p, const arranged *ar)
     if (r->ntroubles) {
         tb_addf(&b, "\n%snot compared%s (%zu %s):\n", col(p, C_FAIL), col(p, C_RESET), r->ntroubles,
                 plural(r->ntroubles, "node", "nodes"));
-        size_t show = r->all_nodes || r->ntroubles <= 10 ? r->ntroubles : 10;
-        for (size_t i = 0; i < show; i++)
-            tb_addf(&b, "  %s: %s\n", r->nodes[r->troubles[i].node], r->troubles[i].msg);
-        if (show < r->ntroubles)
-            tb_addf(&b, "  \xe2\x80\xa6 %zu more\n", r->ntroubles - show);
+        trouble_lines(&b, r, false);
     }
     tb_addf(&b, "\n%s", col(p, C_BOLD));
     summary_line(&ar->counts, r, &b);
@@ -934,14 +973,7 @@ static void print_markdown(const printer *p, const arranged *ar)
     }
     if (r->ntroubles) {
         tb_addf(&b, "\n**Not compared** (%zu):\n\n", r->ntroubles);
-        size_t show = r->all_nodes || r->ntroubles <= 10 ? r->ntroubles : 10;
-        for (size_t i = 0; i < show; i++) {
-            tb_addf(&b, "- `%s`: ", r->nodes[r->troubles[i].node]);
-            md_code(&b, r->troubles[i].msg);
-            tb_add(&b, "\n");
-        }
-        if (show < r->ntroubles)
-            tb_addf(&b, "- \xe2\x80\xa6 %zu more\n", r->ntroubles - show);
+        trouble_lines(&b, r, true);
     }
     fwrite(b.s, 1, b.len, p->out);
     free(b.s);

@@ -6,6 +6,7 @@ that differ when Puppet 7's own lookup is asked every key, for every node, on bo
   puppet-diff.py --hiera build/hiera                 replays the recorded cases (no Puppet needed)
   puppet-diff.py --hiera build/hiera --record N      asks Puppet about N new cases and records them
   puppet-diff.py --hiera build/hiera --live N        asks Puppet about N new cases, records nothing
+  puppet-diff.py --hiera build/hiera --confirm FILE  asks again, alone, the answers of a case that disagree
 
 Recorded cases are tests/diff/puppet-cases/*.json: both trees, the edits, the merge option and
 Puppet's answer for every node and key on each tree. Each case is checked four ways: with the keys
@@ -18,6 +19,12 @@ differs from 1.0), failures by kind only (Puppet's messages and ours are worded 
 always the same; a failure whose message changed is not a change Puppet's answers can show).
 A failure said once for several keys carries no value for the side that did not fail: there
 only the kind of that side is checked.
+
+Puppet is asked every key of a node in one process (each with a fresh compiler, as
+tests/tools/puppet-record.rb does); where that disagrees with hiera diff when recording, the
+node's answers for that key are asked again, each in a process of its own, as a separate `puppet
+lookup` would answer them (Puppet's caches can carry a change an earlier lookup made to the data
+into a later one), and those answers are recorded; the case lists them under "asked_alone".
 """
 import argparse
 import concurrent.futures
@@ -110,7 +117,7 @@ def worth_asking(hiera, seed, workdir):
     return p.returncode != 0 or random.Random(seed * 7 + 1).random() < 0.25
 
 
-def record_case(seed, workdir):
+def record_case(hiera, seed, workdir):
     base, new, edits, merge = make_case(seed)
     d = tempfile.mkdtemp(prefix="case-%d-" % seed, dir=workdir)
     roots = {"old": os.path.join(d, "old"), "new": os.path.join(d, "new")}
@@ -125,9 +132,27 @@ def record_case(seed, workdir):
                 jobs.append((side, node, ex.submit(ask_puppet, roots[side], node, keys, merge)))
         for side, node, fut in jobs:
             answers[side][node] = fut.result()
-    shutil.rmtree(d, ignore_errors=True)
-    return {"seed": seed, "edits": edits, "merge": merge, "keys": keys, "old": difftree.to_json(base),
+    case = {"seed": seed, "edits": edits, "merge": merge, "keys": keys, "old": difftree.to_json(base),
             "new": difftree.to_json(new), "puppet": answers}
+    confirm(hiera, case, roots, workdir)
+    shutil.rmtree(d, ignore_errors=True)
+    return case
+
+
+def confirm(hiera, case, roots, workdir):
+    """Puppet answers many questions in one process (tests/tools/puppet-record.rb), and a lookup in
+    that process can see data an earlier one changed in Puppet's caches (a deep merge with a
+    knock-out prefix edits the cached file; a merge can reorder a cached hash), where a fresh
+    `puppet lookup` would not. Where hiera diff and the recorded answers disagree, both sides'
+    answers for that node and key are asked again, each alone in a fresh process, and those are
+    recorded (listed under "asked_alone")."""
+    bad = set()
+    check_case(hiera, case, workdir, bad)
+    alone = case.setdefault("asked_alone", [])
+    for node, key in sorted(bad):
+        for side in ("old", "new"):
+            case["puppet"][side][node][key] = ask_puppet(roots[side], node, [key], case["merge"])[key]
+            alone.append([side, node, key])
 
 
 # ------------------------------------------------------------------ comparison
@@ -200,7 +225,7 @@ def matches(want, have):
     return True
 
 
-def compare(exp, got):
+def compare(exp, got, bad=None):
     problems = []
     for nk in sorted(set(exp) | set(got)):
         if nk not in got:
@@ -209,10 +234,14 @@ def compare(exp, got):
             problems.append("extra %s %s: hiera %s -> %s" % (nk[0], nk[1], got[nk][0], got[nk][1]))
         elif not matches(exp[nk], got[nk]):
             problems.append("differs %s %s: puppet %s -> %s, hiera %s -> %s" % (nk + exp[nk] + got[nk]))
+        else:
+            continue
+        if bad is not None:
+            bad.add(nk)
     return problems
 
 
-def check_case(hiera, case, workdir):
+def check_case(hiera, case, workdir, bad=None):
     d = tempfile.mkdtemp(prefix="replay-%s-" % case["seed"], dir=workdir)
     old, new = os.path.join(d, "old"), os.path.join(d, "new")
     difftree.from_json(case["old"]).write(old)
@@ -238,7 +267,7 @@ def check_case(hiera, case, workdir):
         exp = expected_changes(case, keys)
         questions += 2 * len(keys) * len(case["puppet"]["old"])
         got = reported_changes(doc)
-        ps = compare(exp, got)
+        ps = compare(exp, got, bad)
         if doc["not_compared"]:
             ps.append("nodes not compared: %s" % doc["not_compared"])
         want_rc = 1 if doc["summary"]["changes"] or doc["summary"]["nodes_only_old"] else 0
@@ -256,6 +285,7 @@ def main():
     ap.add_argument("--live", type=int, default=0, help="check N new cases against Puppet without recording")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--cases", default=CASES)
+    ap.add_argument("--confirm", nargs="+", help="recorded cases whose disagreeing answers are asked again, alone")
     args = ap.parse_args()
     hiera = os.path.abspath(args.hiera)
     work = tempfile.mkdtemp(prefix="hiera-puppet-diff-")
@@ -272,7 +302,7 @@ def main():
                 if not worth_asking(hiera, seed + i, work):
                     continue
                 done += 1
-                case = record_case(seed + i, work)
+                case = record_case(hiera, seed + i, work)
                 problems, nchanges, _ = check_case(hiera, case, work)
                 print("seed %d: %d changes by Puppet's answers, %s (%s)" % (
                     seed + i, nchanges, "%d problems" % len(problems) if problems else "same", "; ".join(case["edits"])))
@@ -284,6 +314,20 @@ def main():
                         json.dump(case, f, sort_keys=True, separators=(",", ":"))
                         f.write("\n")
             return 1 if bad else 0
+        if args.confirm:
+            for fn in args.confirm:
+                with open(fn) as f:
+                    case = json.load(f)
+                d = tempfile.mkdtemp(dir=work)
+                roots = {"old": os.path.join(d, "old"), "new": os.path.join(d, "new")}
+                difftree.from_json(case["old"]).write(roots["old"])
+                difftree.from_json(case["new"]).write(roots["new"])
+                confirm(hiera, case, roots, work)
+                print("%s: asked alone: %s" % (fn, case.get("asked_alone")))
+                with open(fn, "w") as f:
+                    json.dump(case, f, sort_keys=True, separators=(",", ":"))
+                    f.write("\n")
+            return 0
         files = sorted(glob.glob(os.path.join(args.cases, "*.json")))
         if not files:
             print("no recorded cases in %s" % args.cases)
