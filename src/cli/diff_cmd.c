@@ -1320,17 +1320,19 @@ int diff_main(int argc, char **argv)
     for (size_t i = progress ? 0 : 1; i < njobs; i++)
         workers[i].started = pthread_create(&workers[i].th, NULL, worker_main, &workers[i]) == 0;
     if (progress) {
-        size_t done;
-        while ((done = atomic_load(&r.done_nodes)) < nnodes) {
-            fprintf(stderr, "\rhiera diff: %zu/%zu nodes, %zu lookups\033[K", done, nnodes, atomic_load(&r.lookups));
-            nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
-            bool any = false;
-            for (size_t i = 0; i < njobs; i++)
-                any |= workers[i].started;
-            if (!any)
-                break;
+        bool any = false, shown = false;
+        for (size_t i = 0; i < njobs; i++)
+            any |= workers[i].started;
+        for (unsigned tick = 0; any && atomic_load(&r.done_nodes) < nnodes; tick++) {
+            nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+            size_t done = atomic_load(&r.done_nodes);
+            if (tick >= 4 && done < nnodes) { /* (after 0.2 s: a quick run shows none) */
+                fprintf(stderr, "\rhiera diff: %zu/%zu nodes, %zu lookups\033[K", done, nnodes, atomic_load(&r.lookups));
+                shown = true;
+            }
         }
-        fputs("\r\033[K", stderr);
+        if (shown)
+            fputs("\r\033[K", stderr);
     } else {
         worker_main(&workers[0]);
     }
