@@ -19,6 +19,7 @@ typedef struct {
     const herr *err;
     char *module;    /* the module whose folder holds the file, or NULL */
     bool paired;
+    bool owned;      /* value is a reference of ours (not the snapshot's) */
 } pfile;
 
 typedef struct {
@@ -98,7 +99,10 @@ static void side_load(side *sd, const snapshot *s, const char *root)
         f->abs = path;
         f->rel = relative(root, path);
         f->fmt = fmt;
-        f->value = sf.value;
+        /* yaml_data's data has its symbol keys as strings (cache.c prepare_yaml_data): ":k:" is
+         * the key "k" */
+        f->value = fmt == FMT_YAML && hv_is(sf.value, HV_HASH) ? hv_symkeys_to_string((hv *)sf.value) : sf.value;
+        f->owned = f->value != sf.value;
         f->err = sf.err;
         const char *m = fmt == FMT_CONFIG ? NULL : module_of(sd, f->rel);
         f->module = m ? xstrdup(m) : NULL;
@@ -115,6 +119,8 @@ static void side_free(side *sd)
     for (size_t i = 0; i < sd->n; i++) {
         free(sd->f[i].rel);
         free(sd->f[i].module);
+        if (sd->f[i].owned)
+            hv_decref((hv *)sd->f[i].value);
     }
     free(sd->f);
     hv_decref(sd->index);

@@ -262,6 +262,15 @@ def main():
             d["fast_path"]["files"][0]["path"] == "data/role/db.yaml", "sides that are environments",
             p.stdout[:1500] + p.stderr)
 
+    # ---- a YAML symbol key (":foo:") is the key "foo", for the fast path too
+    so, sn = os.path.join(top, "sym-old"), os.path.join(top, "sym-new")
+    for d_, v_ in ((so, 1), (sn, 2)):
+        write(d_, {"environments/production/hiera.yaml": HIERA,
+                   "environments/production/data/common.yaml": ":foo: %d\nbar: \"%%{lookup('foo')}\"\nbaz: 3\n" % v_})
+    p, d = jdiff(so, sn, "--facts-dir", fd)
+    c.check(d is not None and [e["key"] for e in d["keys"]] == ["bar", "foo"] and d["summary"]["keys_looked_up"] == 2,
+            "a symbol key's change, and the key that interpolates it", p.stdout[:800] + p.stderr)
+
     # ---- git revisions
     repo = os.path.join(top, "repo")
     shutil.copytree(old, repo)
