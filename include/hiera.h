@@ -400,6 +400,8 @@ typedef struct {
     const char *const *keys;   /* the keys to consider; NULL: every key of either side's data */
     size_t nkeys;
     bool full;                 /* look every key up again (no fast path) */
+    const char *full_reason;   /* not NULL: look every key up again, for this reason (said in
+                                  "reasons"; the caller found a change the snapshots cannot see) */
 } hiera_compare_options;
 
 /* What can differ between two snapshots of a code directory, so that only those answers are looked

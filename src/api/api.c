@@ -606,6 +606,6 @@ hiera_value *hiera_snapshot_compare(const hiera_snapshot *old_snapshot, const hi
 {
     hiera_compare_options o;
     COPY_OPTIONS(o, given);
-    dplan_opts d = {o.old_root, o.new_root, o.keys, o.nkeys, o.full};
+    dplan_opts d = {o.old_root, o.new_root, o.keys, o.nkeys, o.full, o.full_reason};
     return dplan_compare((const snapshot *)old_snapshot, (const snapshot *)new_snapshot, &d);
 }

@@ -814,6 +814,217 @@ static void *build_snapshot(void *arg)
     return NULL;
 }
 
+/* ------------------------------------------------------------------ files the snapshots do not read */
+
+/* The snapshots hold every hiera.yaml and every file a hierarchy level can name. A layer can also
+ * read data without a hiera.yaml of its own, through the deprecated settings Puppet 7 still honours
+ * (environment_data_provider in environment.conf, "data_provider" in a module's metadata.json):
+ * a change to such a setting, or to a data file of a layer that has one and no hiera.yaml (on
+ * either side), is one the fast path cannot follow, and every key is looked up again. Other files
+ * (manifests, templates, a module's files without data) change no answer. The folders walked are
+ * the environment's and the modules'; a file both sides have with the same device and inode (a
+ * checkout's hard link) is not read. */
+typedef struct {
+    const char *root[2];
+    hiera_value *known; /* relative paths the snapshots read -> true */
+    char *reason;       /* the first change that needs every key, or NULL */
+    size_t entries;
+} tree_walk;
+
+static bool is_data_name(const char *name)
+{
+    static const char *exts[] = {".yaml", ".yml", ".json", ".conf", ".eyaml"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof exts / sizeof *exts; i++) {
+        size_t e = strlen(exts[i]);
+        if (n > e && strcmp(name + n - e, exts[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool same_file_bytes(const char *a, const char *b, const struct stat *sa, const struct stat *sb)
+{
+    if (sa->st_dev == sb->st_dev && sa->st_ino == sb->st_ino)
+        return true;
+    if (sa->st_size != sb->st_size)
+        return false;
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    char ba[1 << 14], bb[1 << 14];
+    while (same) {
+        size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
+        if (na != nb || memcmp(ba, bb, na) != 0)
+            same = false;
+        else if (na < sizeof ba)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* Whether a file of the layer folder (rel's first layer_len bytes; 0: the tree itself) holds text
+ * on either side. */
+static bool layer_file_has(const tree_walk *w, const char *rel, size_t layer_len, const char *file, const char *text)
+{
+    for (int s = 0; s < 2; s++) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/%.*s%s%s", w->root[s], (int)layer_len, rel, layer_len ? "/" : "", file) < 0)
+            return true;
+        FILE *f = fopen(p, "rb");
+        free(p);
+        if (!f)
+            continue;
+        char *buf = NULL;
+        size_t cap = 0;
+        bool hit = false;
+        ssize_t n;
+        while (!hit && (n = getdelim(&buf, &cap, 0, f)) > 0)
+            hit = !text || strstr(buf, text) != NULL;
+        free(buf);
+        fclose(f);
+        if (hit || !text)
+            return true;
+    }
+    return false;
+}
+
+/* The layer folder of rel (relative to a tree whose environment part starts at env_prefix): the
+ * length of "modules/NAME" (or of env_prefix + "modules/NAME"), else of the environment folder. */
+static size_t layer_of(const char *rel, const char *env_prefix)
+{
+    size_t el = strlen(env_prefix);
+    const char *r = rel;
+    if (el && strncmp(rel, env_prefix, el) == 0)
+        r = rel + el;
+    else if (strncmp(rel, "modules/", 8) != 0)
+        return el ? el - 1 : 0;
+    if (strncmp(r, "modules/", 8) == 0) {
+        const char *end = strchr(r + 8, '/');
+        if (end)
+            return (size_t)(end - rel);
+    }
+    return el ? el - 1 : 0;
+}
+
+static void note_change(tree_walk *w, const char *rel, const char *env_prefix)
+{
+    if (w->reason || hiera_value_hash_get(w->known, rel))
+        return;
+    const char *base = strrchr(rel, '/');
+    base = base ? base + 1 : rel;
+    size_t layer = layer_of(rel, env_prefix);
+    const char *setting = NULL;
+    char *m = NULL;
+    if (!strcmp(base, "environment.conf") && layer_file_has(w, rel, layer, "environment.conf", "environment_data_provider"))
+        setting = "environment_data_provider";
+    else if (!strcmp(base, "metadata.json") && layer_file_has(w, rel, layer, "metadata.json", "data_provider"))
+        setting = "data_provider";
+    if (setting) {
+        if (asprintf(&m, "%s changed (its %s names a legacy data provider)", rel, setting) < 0)
+            m = NULL;
+    } else if (is_data_name(base) && !layer_file_has(w, rel, layer, "hiera.yaml", NULL) &&
+               (layer_file_has(w, rel, layer, "metadata.json", "data_provider") ||
+                layer_file_has(w, rel, layer, "environment.conf", "environment_data_provider"))) {
+        if (asprintf(&m, "%s changed in a layer that a legacy data provider reads (no hiera.yaml)", rel) < 0)
+            m = NULL;
+    }
+    w->reason = m;
+}
+
+static void walk_trees(tree_walk *w, const char *rel, const char *env_prefix, int depth)
+{
+    if (w->reason || depth > 32 || w->entries > 2000000)
+        return;
+    /* the names on both sides */
+    strvec names = {0};
+    hiera_value *seen = hiera_value_new_hash();
+    for (int s = 0; s < 2; s++) {
+        char *dir = NULL;
+        if (asprintf(&dir, "%s%s%s", w->root[s], *rel ? "/" : "", rel) < 0)
+            continue;
+        DIR *d = opendir(dir);
+        free(dir);
+        if (!d)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (de->d_name[0] == '.')
+                continue; /* (., .., .git and hidden files) */
+            w->entries++;
+            if (!hiera_value_hash_get(seen, de->d_name)) {
+                hiera_value_hash_set(seen, de->d_name, hiera_value_new_bool(true));
+                sv_push(&names, xstrdup_(de->d_name));
+            }
+        }
+        closedir(d);
+    }
+    for (size_t i = 0; i < names.n && !w->reason; i++) {
+        char *sub = NULL, *p[2] = {NULL, NULL};
+        if (asprintf(&sub, "%s%s%s", rel, *rel ? "/" : "", names.v[i]) < 0)
+            break;
+        struct stat st[2];
+        bool there[2];
+        for (int s = 0; s < 2; s++) {
+            if (asprintf(&p[s], "%s/%s", w->root[s], sub) < 0)
+                p[s] = NULL;
+            there[s] = p[s] && stat(p[s], &st[s]) == 0;
+        }
+        bool dir0 = there[0] && S_ISDIR(st[0].st_mode), dir1 = there[1] && S_ISDIR(st[1].st_mode);
+        if (dir0 || dir1) {
+            walk_trees(w, sub, env_prefix, depth + 1); /* (a side without it: all its files differ) */
+            if (!(dir0 && dir1))
+                note_change(w, sub, env_prefix);
+        } else if (there[0] != there[1] || (there[0] && !same_file_bytes(p[0], p[1], &st[0], &st[1]))) {
+            note_change(w, sub, env_prefix);
+        }
+        free(p[0]);
+        free(p[1]);
+        free(sub);
+    }
+    sv_free(&names);
+    hiera_value_decref(seen);
+}
+
+/* The reason every key must be looked up again because of a file the snapshots do not read, or
+ * NULL (malloc'ed). */
+static char *unseen_changes(diff_side side[2], hiera_snapshot *snap[2], const char *environment)
+{
+    tree_walk w = {{side[0].tree, side[1].tree}, hiera_value_new_hash(), NULL, 0};
+    for (int s = 0; s < 2; s++) {
+        hiera_value *d = hiera_snapshot_describe(snap[s]);
+        const char *lists[] = {"files", "configs"};
+        size_t tl = strlen(side[s].root);
+        for (int l = 0; l < 2; l++) {
+            const hiera_value *arr = hiera_value_hash_get(d, lists[l]);
+            for (size_t i = 0; i < hiera_value_array_size(arr); i++) {
+                const char *path = hiera_value_string(hiera_value_hash_get(hiera_value_array_get(arr, i), "path"));
+                if (path && strncmp(path, side[s].root, tl) == 0 && path[tl] == '/')
+                    hiera_value_hash_set(w.known, path + tl + 1, hiera_value_new_bool(true));
+            }
+        }
+        hiera_value_decref(d);
+    }
+    if (side[0].env_kind && side[1].env_kind) {
+        walk_trees(&w, "", "", 0);
+    } else {
+        char *env = NULL;
+        if (asprintf(&env, "environments/%s", environment) >= 0) {
+            char *prefix = NULL;
+            if (asprintf(&prefix, "%s/", env) >= 0)
+                walk_trees(&w, env, prefix, 1);
+            free(prefix);
+        }
+        free(env);
+        walk_trees(&w, "modules", "", 1);
+    }
+    hiera_value_decref(w.known);
+    return w.reason;
+}
+
 /* ------------------------------------------------------------------ --explain */
 
 static void explain_side(const diff_args *a, const diff_side *s, const char *node, const char *facts_path,
@@ -1252,10 +1463,12 @@ int diff_main(int argc, char **argv)
         usage_error("%s", "the keys file holds no keys");
         goto out;
     }
+    char *unseen = side[0].env_kind == side[1].env_kind ? unseen_changes(side, snap, a.environment) : NULL;
     hiera_compare_options co = {.size = sizeof co, .old_root = side[0].root, .new_root = side[1].root,
                                 .keys = explicit_keys ? (const char *const *)keys.v : NULL, .nkeys = keys.n,
-                                .full = a.full};
+                                .full = a.full, .full_reason = unseen};
     plan = hiera_snapshot_compare(snap[0], snap[1], &co);
+    free(unseen);
     const hiera_value *pd = hiera_value_hash_get(plan, "dirty"), *pk = hiera_value_hash_get(plan, "keys");
     size_t ndirty = hiera_value_array_size(pd), nall = hiera_value_array_size(pk);
     dirty = xmalloc_((ndirty ? ndirty : 1) * sizeof *dirty);

@@ -463,6 +463,8 @@ hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o
     side_load(&b, new_, o->new_root);
     if (o->full)
         go_full(&p, xstrdup("every key was asked for (--full)"));
+    if (o->full_reason)
+        go_full(&p, xstrdup(o->full_reason));
 
     for (size_t i = 0; i < a.n; i++) {
         pfile *f = &a.f[i];

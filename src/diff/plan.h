@@ -32,6 +32,7 @@ typedef struct {
     const char *const *keys;         /* the keys to consider; NULL: every key of either side's data */
     size_t nkeys;
     bool full;                       /* every key considered is looked up again */
+    const char *full_reason;         /* not NULL: so too, for this reason */
 } dplan_opts;
 
 /* A new hash:

@@ -271,6 +271,26 @@ def main():
     c.check(d is not None and [e["key"] for e in d["keys"]] == ["bar", "foo"] and d["summary"]["keys_looked_up"] == 2,
             "a symbol key's change, and the key that interpolates it", p.stdout[:800] + p.stderr)
 
+    # ---- a module read through a legacy data provider (metadata.json, no hiera.yaml): its data is not
+    # in the snapshots, so a change there makes every key looked up again; a module's other files do not
+    lo_, ln_ = os.path.join(top, "legacy-old"), os.path.join(top, "legacy-new")
+    meta = json.dumps({"name": "me-m", "version": "1.0.0", "author": "me", "license": "x", "source": "x",
+                       "dependencies": [], "data_provider": "hiera"})
+    for d_, v_ in ((lo_, 1), (ln_, 2)):
+        write(d_, {"environments/production/hiera.yaml": HIERA, "environments/production/data/common.yaml": {"x": 1},
+                   "environments/production/modules/m/metadata.json": meta,
+                   "environments/production/modules/m/data/common.yaml": {"m::a": v_},
+                   "environments/production/modules/plain/templates/t.yaml": "v: %d\n" % v_,
+                   "environments/production/modules/plain/manifests/init.pp": "class plain {}\n"})
+    p, d = jdiff(lo_, ln_, "--facts-dir", fd, "m::a", "x")
+    c.check(d is not None and d["fast_path"]["full"] and "legacy" in d["fast_path"]["reasons"][0] and
+            [e["key"] for e in d["keys"]] == ["m::a"], "a legacy data provider's data changed: every key",
+            p.stdout[:800] + p.stderr)
+    write(ln_, {"environments/production/modules/m/data/common.yaml": {"m::a": 1}})
+    p, d = jdiff(lo_, ln_, "--facts-dir", fd, "m::a", "x")
+    c.check(d is not None and not d["fast_path"]["full"] and d["keys"] == [],
+            "a module's template that changed changes nothing", p.stdout[:800] + p.stderr)
+
     # ---- git revisions
     repo = os.path.join(top, "repo")
     shutil.copytree(old, repo)
