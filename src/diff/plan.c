@@ -19,7 +19,7 @@ typedef struct {
     const herr *err;
     char *module;    /* the module whose folder holds the file, or NULL */
     bool paired;
-    bool owned;      /* value is a reference of ours (not the snapshot's) */
+    bool same;       /* paired with a file of the same value */
 } pfile;
 
 typedef struct {
@@ -99,10 +99,7 @@ static void side_load(side *sd, const snapshot *s, const char *root)
         f->abs = path;
         f->rel = relative(root, path);
         f->fmt = fmt;
-        /* yaml_data's data has its symbol keys as strings (cache.c prepare_yaml_data): ":k:" is
-         * the key "k" */
-        f->value = fmt == FMT_YAML && hv_is(sf.value, HV_HASH) ? hv_symkeys_to_string((hv *)sf.value) : sf.value;
-        f->owned = f->value != sf.value;
+        f->value = sf.value;
         f->err = sf.err;
         const char *m = fmt == FMT_CONFIG ? NULL : module_of(sd, f->rel);
         f->module = m ? xstrdup(m) : NULL;
@@ -119,8 +116,6 @@ static void side_free(side *sd)
     for (size_t i = 0; i < sd->n; i++) {
         free(sd->f[i].rel);
         free(sd->f[i].module);
-        if (sd->f[i].owned)
-            hv_decref((hv *)sd->f[i].value);
     }
     free(sd->f);
     hv_decref(sd->index);
@@ -160,6 +155,13 @@ static bool same_bytes(const char *a, const char *b)
 }
 
 /* ------------------------------------------------------------------ the plan */
+
+/* A top-level key's name: a string, or a symbol (yaml_data makes ":k:" the key "k"); NULL for
+ * keys of other kinds (no lookup can name them). */
+static const char *key_name(const hv *k)
+{
+    return hv_is(k, HV_STRING) || hv_is(k, HV_SYMBOL) ? hv_str_ptr(k) : NULL;
+}
 
 static void go_full(plan *p, char *reason)
 {
@@ -210,14 +212,14 @@ static void data_alone(plan *p, const pfile *f, bool added)
     } else {
         hv *keys = hv_array();
         for (size_t i = 0; i < hv_hash_len(f->value); i++) {
-            const hv *k = hv_hash_key_at(f->value, i);
-            if (!hv_is(k, HV_STRING))
+            const char *name = key_name(hv_hash_key_at(f->value, i));
+            if (!name)
                 continue;
-            if (strcmp(hv_str_ptr(k), LOOKUP_OPTIONS) == 0)
+            if (strcmp(name, LOOKUP_OPTIONS) == 0)
                 note_lookup_options(p, f, added ? NULL : hv_hash_val_at(f->value, i),
                                     added ? hv_hash_val_at(f->value, i) : NULL);
             else
-                mark(p, keys, hv_str_ptr(k));
+                mark(p, keys, name);
         }
         hv_hash_sets(rec, "keys", keys);
     }
@@ -235,8 +237,10 @@ static void data_both(plan *p, const pfile *a, const pfile *b)
                              bad->err && bad->err->msg ? bad->err->msg : "error"));
         return;
     }
-    if (hv_identical(a->value, b->value))
+    if (hv_identical(a->value, b->value)) {
+        ((pfile *)b)->same = true;
         return;
+    }
     hv *rec = file_record(b, "modified");
     if (!hashish(a->value) || !hashish(b->value)) {
         go_full(p, xasprintf("%s changed and its top is not a hash on the %s side", a->rel,
@@ -245,26 +249,30 @@ static void data_both(plan *p, const pfile *a, const pfile *b)
         return;
     }
     hv *keys = hv_array();
+    /* (a key that turned from a symbol into a string of the same name is a change of both names:
+     * conservative, as is a nested one compared as it is) */
     for (size_t i = 0; i < hv_hash_len(a->value); i++) {
         const hv *k = hv_hash_key_at(a->value, i), *v = hv_hash_val_at(a->value, i);
-        if (!hv_is(k, HV_STRING))
+        const char *name = key_name(k);
+        if (!name)
             continue;
         const hv *w = hv_hash_get(b->value, k);
         if (w && hv_identical(v, w))
             continue;
-        if (strcmp(hv_str_ptr(k), LOOKUP_OPTIONS) == 0)
+        if (strcmp(name, LOOKUP_OPTIONS) == 0)
             note_lookup_options(p, a, v, w);
         else
-            mark(p, keys, hv_str_ptr(k));
+            mark(p, keys, name);
     }
     for (size_t i = 0; i < hv_hash_len(b->value); i++) {
         const hv *k = hv_hash_key_at(b->value, i);
-        if (!hv_is(k, HV_STRING) || hv_hash_get(a->value, k))
+        const char *name = key_name(k);
+        if (!name || hv_hash_get(a->value, k))
             continue;
-        if (strcmp(hv_str_ptr(k), LOOKUP_OPTIONS) == 0)
+        if (strcmp(name, LOOKUP_OPTIONS) == 0)
             note_lookup_options(p, a, NULL, hv_hash_val_at(b->value, i));
         else
-            mark(p, keys, hv_str_ptr(k));
+            mark(p, keys, name);
     }
     hv_hash_sets(rec, "keys", keys);
     hv_array_push(p->files, rec);
@@ -287,9 +295,9 @@ static void collect_keys(hv *set, const side *sd)
         if (f->fmt == FMT_CONFIG || !hv_is(f->value, HV_HASH))
             continue;
         for (size_t j = 0; j < hv_hash_len(f->value); j++) {
-            const hv *k = hv_hash_key_at(f->value, j);
-            if (hv_is(k, HV_STRING) && strcmp(hv_str_ptr(k), LOOKUP_OPTIONS) != 0 && !hv_hash_get(set, k))
-                hv_hash_set(set, hv_incref((hv *)k), hv_true());
+            const char *name = key_name(hv_hash_key_at(f->value, j));
+            if (name && strcmp(name, LOOKUP_OPTIONS) != 0 && !hv_hash_gets(set, name))
+                hv_hash_sets(set, name, hv_true());
         }
     }
 }
@@ -415,18 +423,22 @@ static void add_dep(const char *root, size_t len, void *data)
     hv_array_push(list, hv_incref((hv *)w->key));
 }
 
-static void collect_deps(hv *deps, const side *sd)
+/* (skip_same: leave out the files whose value the other side has too: walked there) */
+static void collect_deps(hv *deps, const side *sd, bool skip_same)
 {
     for (size_t i = 0; i < sd->n; i++) {
         const pfile *f = &sd->f[i];
-        if (f->fmt == FMT_CONFIG || !hv_is(f->value, HV_HASH))
+        if (f->fmt == FMT_CONFIG || !hv_is(f->value, HV_HASH) || (skip_same && f->same))
             continue;
         for (size_t j = 0; j < hv_hash_len(f->value); j++) {
             const hv *k = hv_hash_key_at(f->value, j);
-            if (!hv_is(k, HV_STRING) || strcmp(hv_str_ptr(k), LOOKUP_OPTIONS) == 0)
+            const char *name = key_name(k);
+            if (!name || strcmp(name, LOOKUP_OPTIONS) == 0)
                 continue;
-            dep_walk w = {deps, k};
+            hv *key = hv_is(k, HV_STRING) ? hv_incref((hv *)k) : hv_str(name);
+            dep_walk w = {deps, key};
             interp_lookup_roots(hv_hash_val_at(f->value, j), add_dep, &w);
+            hv_decref(key);
         }
     }
 }
@@ -517,8 +529,8 @@ hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o
     if (!p.full) {
         /* the changed keys, then every key whose values interpolate a key already in */
         hv *deps = hv_hash();
-        collect_deps(deps, &a);
-        collect_deps(deps, &b);
+        collect_deps(deps, &a, false);
+        collect_deps(deps, &b, true);
         hv *seen = hv_hash();
         hv *queue = hv_array();
         for (size_t i = 0; i < hv_hash_len(p.changed); i++) {
