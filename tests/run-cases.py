@@ -12,10 +12,16 @@ by tests/tools/record-cases.py. The binary is called exactly as those commands a
   Hiera 3:  HIERA -c C/hiera.yaml -f json [-a|-h] KEY [DEFAULT] [VAR=VALUE...]
 ENV is the query's own environment when it names one, else the case's.
 
+A case with "args" gives its own lookup flags instead of the default ones ("{case}" stands for the
+case folder), then "hiera_args" (the flags hiera takes where Puppet got "puppet_args"); a query may
+add args and hiera_args of its own. A case whose "needs" names a command missing from PATH (e.g.
+facter) is skipped with a line saying so. With "match_messages", an error must be printed as
+"Error: Could not run: <Puppet's message>".
+
 usage: run-cases.py --hiera PATH [--verbose] [CASEDIR...]
 Prints one FAIL line per wrong answer and ends with 'N passed, N failed'.
 """
-import json, os, subprocess, sys
+import json, os, shutil, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -36,6 +42,9 @@ def merge_flags(m):
 def keys_of(q):
     return q["key"] if isinstance(q["key"], list) else [q["key"]]
 
+def case_args(case, flags):
+    return [str(a).replace("{case}", case) for a in (flags or [])]
+
 def command(hiera, case, spec, q):
     if spec.get("engine", "puppet") == "hiera3":
         cmd = [hiera, "-c", os.path.join(case, "hiera.yaml"), "-f", q.get("format", "json")]
@@ -46,10 +55,14 @@ def command(hiera, case, spec, q):
         for k, v in (q.get("scope") or spec.get("scope") or {}).items():
             cmd.append(f"{k}={v}")
         return cmd
-    cmd = [hiera, "lookup", "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
-           "--hiera_config", os.path.join(case, "hiera.yaml"),
-           "--environment", q.get("environment", spec.get("environment", "production")),
-           "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
+    if "args" in spec:
+        cmd = [hiera, "lookup"] + case_args(case, spec["args"])
+    else:
+        cmd = [hiera, "lookup", "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+               "--hiera_config", os.path.join(case, "hiera.yaml"),
+               "--environment", q.get("environment", spec.get("environment", "production")),
+               "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
+    cmd += case_args(case, spec.get("hiera_args")) + case_args(case, q.get("args")) + case_args(case, q.get("hiera_args"))
     cmd += merge_flags(q.get("merge"))
     if "default" in q:
         cmd += ["--default", str(q["default"])]
@@ -97,6 +110,10 @@ def check(hiera, case, spec, q, exp):
             return f"expected an error, got exit 0: {out.strip()[:300]}"
         if not err.strip():
             return "expected an error message on stderr, got none"
+        if q.get("match_message", spec.get("match_messages")) and exp.get("message") is not None:
+            want = "Error: Could not run: " + exp["message"].replace("<CASE>", case)
+            if want not in err:
+                return f"expected the message {want[:300]!r}\n      got {err.strip()[:300]!r}"
         return None
     if "not_found" in exp:
         if p.returncode != 1 or out.strip():
@@ -128,12 +145,17 @@ def main(argv):
     if not cases:
         root = os.path.join(HERE, "cases")
         cases = sorted(os.path.join(root, d) for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    passed = failed = 0
+    passed = failed = skipped = 0
     for case in cases:
         with open(os.path.join(case, "case.json")) as f:
             spec = json.load(f)
         with open(os.path.join(case, "expected.json")) as f:
             expected = json.load(f)
+        missing = [n for n in spec.get("needs", []) if not shutil.which(n)]
+        if missing:
+            print(f"SKIP {os.path.basename(case)}: needs {', '.join(missing)}, not on PATH")
+            skipped += 1
+            continue
         if len(expected) != len(spec["queries"]):
             print(f"FAIL {os.path.basename(case)}: {len(spec['queries'])} queries but {len(expected)} answers")
             failed += 1
@@ -147,7 +169,7 @@ def main(argv):
             else:
                 failed += 1
                 print(f"FAIL {os.path.basename(case)}#{i} {json.dumps(q)}\n      {why}")
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} cases skipped" if skipped else ""))
     return 1 if failed else 0
 
 if __name__ == "__main__":

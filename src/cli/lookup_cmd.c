@@ -4,17 +4,21 @@
  * (nothing on stdout), 1 with "Error: Could not run: <message>" for other errors; with
  * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
 #include "cli/common.h"
+#include "cli/facts.h"
 #include "cli/lookup_cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define RUN_HELP "Run 'puppet lookup --help' for more details"
 
 typedef struct {
     const char *node, *facts, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
+    const char *trusted, *vardir, *yamldir, *certname;
     const char *merge, *prefix, *default_value, *type, *render_as;
     bool unsafe_fact_paths, has_default, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
     const char **keys;
@@ -28,14 +32,21 @@ static const char *LOOKUP_USAGE =
     "                    [--environment <ENV>] [--default <VALUE>] [--node <NODE-NAME>]\n"
     "                    [--facts <FILE>] [--codedir <DIR>] [--confdir <DIR>]\n"
     "                    [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
-    "                    [--render-as s|json|yaml] [--provenance] [--unsafe-fact-paths] <keys>\n"
+    "                    [--render-as s|json|yaml] [--provenance] [--unsafe-fact-paths]\n"
+    "                    [--trusted <FILE>] [--vardir <DIR>] [--yamldir <DIR>] [--certname <NAME>] <keys>\n"
     "\n"
     "Looks up keys in Hiera 5 data exactly as `puppet lookup` does; the first key found wins.\n"
     "Exit status: 0 found (or default), 1 not found or error.\n"
     "--provenance prints the value with the layer, level, file and line each part came from\n"
     "(after the explanation when --explain is given too; as data with --render-as json|yaml).\n"
     "A location in hiera.yaml whose interpolation of facts adds a '..' segment, makes it absolute\n"
-    "or adds glob characters to a glob is refused; --unsafe-fact-paths follows it as Puppet does.\n";
+    "or adds glob characters to a glob is refused; --unsafe-fact-paths follows it as Puppet does.\n"
+    "Facts: with --node, the node's facts from Puppet's YAML facts cache (<vardir>/yaml/facts/NODE.yaml,\n"
+    "vardir /var/cache/puppet as root), then --facts FILE over them; without --node, the local machine's\n"
+    "facts from `facter` (which must be installed), then --facts FILE over them.\n"
+    "--trusted FILE (YAML or JSON) gives $trusted as an agent's certificate would: a hash with\n"
+    "authenticated, certname and extensions (hostname and domain follow from certname). Without it,\n"
+    "$trusted is the node's `trusted` fact when that is such a hash, else built from the clientcert fact.\n";
 
 static int fail(const char *fmt, const char *arg)
 {
@@ -73,14 +84,18 @@ static int parse(int argc, char **argv, lookup_args *a)
         {"confdir", offsetof(lookup_args, confdir)},
         {"environmentpath", offsetof(lookup_args, environmentpath)},
         {"hiera_config", offsetof(lookup_args, hiera_config)},
+        {"trusted", offsetof(lookup_args, trusted)},
+        {"vardir", offsetof(lookup_args, vardir)},
+        {"yamldir", offsetof(lookup_args, yamldir)},
+        {"certname", offsetof(lookup_args, certname)},
         {"merge", offsetof(lookup_args, merge)},
         {"knock_out_prefix", offsetof(lookup_args, prefix)},
         {"type", offsetof(lookup_args, type)},
         {"render_as", offsetof(lookup_args, render_as)},
     };
     /* Puppet settings that take a value and do not matter here */
-    static const char *ignored_value_flags[] = {"vardir", "logdir", "rundir", "ssldir", "config", "basemodulepath",
-                                                "modulepath", "certname", "server", "strict", "log_level"};
+    static const char *ignored_value_flags[] = {"logdir", "rundir", "ssldir", "config", "basemodulepath",
+                                                "modulepath", "server", "strict", "log_level"};
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (options_done || arg[0] != '-' || arg[1] != '-' || arg[2] == 0) {
@@ -147,6 +162,50 @@ static int parse(int argc, char **argv, lookup_args *a)
     return 0;
 }
 
+/* The module folders whose custom and external facts Facter is given for the local machine:
+ * Puppet's defaults for the environment (its modules folder, then <codedir>/modules and
+ * /usr/share/puppet/modules). malloc'ed. */
+static char *facter_modulepath(const lookup_args *a)
+{
+    char *codedir;
+    if (a->codedir) {
+        codedir = strdup(a->codedir);
+    } else if (geteuid() == 0) {
+        codedir = strdup("/etc/puppet/code");
+    } else {
+        const char *home = getenv("HOME");
+        size_t n = strlen(home ? home : "") + 32;
+        codedir = malloc(n);
+        if (codedir)
+            snprintf(codedir, n, "%s/.puppetlabs/etc/code", home ? home : "");
+    }
+    if (!codedir)
+        return NULL;
+    const char *env = a->environment ? a->environment : "production";
+    char *envpath = a->environmentpath ? strdup(a->environmentpath) : NULL;
+    if (!envpath) {
+        size_t n = strlen(codedir) + 16;
+        envpath = malloc(n);
+        if (envpath)
+            snprintf(envpath, n, "%s/environments", codedir);
+    }
+    char *env_dir = NULL, *save = NULL;
+    for (char *p = envpath ? strtok_r(envpath, ":", &save) : NULL; p && !env_dir; p = strtok_r(NULL, ":", &save)) {
+        size_t n = strlen(p) + strlen(env) + 2;
+        char *d = malloc(n);
+        struct stat st;
+        if (d && (snprintf(d, n, "%s/%s", p, env), stat(d, &st) == 0 && S_ISDIR(st.st_mode)))
+            env_dir = d;
+        else
+            free(d);
+    }
+    char *mp = cli_default_modulepath(codedir, env_dir);
+    free(env_dir);
+    free(envpath);
+    free(codedir);
+    return mp;
+}
+
 static void print_rendered(const char *text)
 {
     /* Ruby's puts: a newline unless the text already ends with one */
@@ -164,7 +223,8 @@ int lookup_main(int argc, char **argv)
         return 1;
     }
     int rc = 1;
-    hiera_value *facts = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
+    hiera_value *trusted = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
+    cli_node_facts nf = {0};
     hiera *h = NULL;
     hiera_result *result = NULL;
     hiera_cache *cache = NULL;
@@ -210,35 +270,19 @@ int lookup_main(int argc, char **argv)
         fail("Unknown rendering format '%s'", format);
         goto out;
     }
-    if (a.facts) {
-        facts = hiera_value_load_file(a.facts, &err);
-        if (!facts) {
-            fail("%s", err.message);
-            goto out;
-        }
-        if (hiera_value_kind(facts) != HIERA_HASH) {
-            fail("Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)", a.facts);
-            goto out;
-        }
-        static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
-        int n = 0;
-        for (int i = 0; i < 4; i++)
-            if (hiera_value_hash_get(facts, trusted[i]))
-                n++;
-        if (n && n != 4) {
-            fprintf(stderr, "Error: Could not run: When overriding any of the hostname,domain,fqdn,clientcert facts with %s "
-                            "given via the --facts flag, they must all be overridden.\n", a.facts);
-            goto out;
-        }
-    }
-    if (!facts || hiera_value_hash_size(facts) == 0) {
-        fail("No facts available for target node: %s", a.node ? a.node : "localhost");
+    char *modulepath = a.node ? NULL : facter_modulepath(&a);
+    cli_facts_request fr = {a.node, a.facts, a.vardir, a.yamldir, a.certname, a.environment, modulepath};
+    int gathered = cli_facts_gather(&fr, &nf);
+    free(modulepath);
+    if (gathered)
         goto out;
-    }
+    if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
+        goto out;
     cache = cli_cache();
     hiera_options o = {.size = sizeof o, .codedir = a.codedir, .confdir = a.confdir, .environmentpath = a.environmentpath,
-                       .hiera_config = a.hiera_config, .environment = a.environment, .node = a.node, .facts = facts,
-                       .cache = cache, .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic};
+                       .hiera_config = a.hiera_config, .environment = a.environment, .node = nf.node, .facts = nf.given,
+                       .cache = cache, .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
+                       .trusted = trusted, .base_facts = nf.base};
     h = hiera_new(&o, &err);
     if (!h) {
         fail("%s", err.message);
@@ -321,7 +365,8 @@ int lookup_main(int argc, char **argv)
 out:
     hiera_result_free(result);
     hiera_value_decref(value);
-    hiera_value_decref(facts);
+    cli_node_facts_free(&nf);
+    hiera_value_decref(trusted);
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
     hiera_free(h);

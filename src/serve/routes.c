@@ -176,8 +176,11 @@ static bool may_list(const request *rq, response *out)
 static hiera *context_for(const request *rq, generation *g, const char *env, const char *node, const hiera_value *facts,
                           bool redact, response *out)
 {
-    if (!facts)
+    bool stored = false;
+    if (!facts) {
         facts = hiera_value_hash_get(g->facts, node);
+        stored = facts && hiera_value_hash_get(g->facts_stored, node);
+    }
     if (!facts) {
         const hiera_value *why = hiera_value_hash_get(g->facts_errors, node);
         if (why)
@@ -197,7 +200,10 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
     o.hiera_config = rq->o->hiera_config;
     o.environment = env;
     o.node = node;
-    o.facts = facts;
+    if (stored)
+        o.base_facts = facts; /* a file of Puppet's facts cache: the node's stored facts */
+    else
+        o.facts = facts;
     o.cache = state_thread_cache(g);
     o.unsafe_fact_paths = rq->o->unsafe_fact_paths;
     o.redact_encrypted = redact;

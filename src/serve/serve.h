@@ -53,7 +53,9 @@ typedef struct generation {
     hv *facts;               /* node name -> facts (immortal values) */
     hv *nodes;               /* the node names, sorted (immortal) */
     hv *facts_errors;        /* node -> message of a facts file that cannot be read (immortal) */
-    hv_nodes immortal;       /* the nodes of facts, nodes and facts_errors, freed with it */
+    hv *facts_stored;        /* node -> true when its file is one of Puppet's YAML facts cache: the
+                                node's stored facts (hiera_options.base_facts), as hiera batch reads them */
+    hv_nodes immortal;       /* the nodes of facts, nodes, facts_errors and facts_stored, freed with it */
     time_t built;
     double build_seconds;
     size_t files, reused;    /* files in the snapshot; taken unchanged from the previous one */

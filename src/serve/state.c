@@ -46,7 +46,8 @@ static int cmp_hv_str(const void *a, const void *b)
     return strcmp(hv_str_ptr(*(hv *const *)a), hv_str_ptr(*(hv *const *)b));
 }
 
-/* A node's facts file: NAME.yaml, NAME.yml or NAME.json (as hiera batch --facts-dir reads). */
+/* A node's facts file: NAME.yaml, NAME.yml or NAME.json (as hiera batch --facts-dir reads): a hash of
+ * facts or a file of Puppet's YAML facts cache. */
 static char *node_of_file(const char *name)
 {
     static const char *exts[] = {".yaml", ".yml", ".json"};
@@ -61,7 +62,7 @@ static char *node_of_file(const char *name)
 
 static void load_facts(generation *g, const char *dir)
 {
-    hv *facts = hv_hash(), *errors = hv_hash(), *names = hv_array();
+    hv *facts = hv_hash(), *errors = hv_hash(), *names = hv_array(), *stored = hv_hash();
     DIR *d = dir ? opendir(dir) : NULL;
     struct dirent *de;
     while (d && (de = readdir(d)) != NULL) {
@@ -74,10 +75,13 @@ static void load_facts(generation *g, const char *dir)
         struct stat st;
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && !hv_hash_gets(facts, node) && !hv_hash_gets(errors, node)) {
             hiera_error err = {0};
-            hiera_value *v = hiera_value_load_file(path, &err);
+            int kind = HIERA_FACTS_FILE;
+            hiera_value *v = hiera_facts_load(NULL, path, node, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
             if (v && hiera_value_kind(v) == HIERA_HASH) {
                 hv_hash_sets(facts, node, v);
                 hv_array_push(names, hv_str(node));
+                if (kind == HIERA_FACTS_CACHE)
+                    hv_hash_sets(stored, node, hv_true());
             } else {
                 hv_hash_sets(errors, node, hv_str(err.message ? err.message : "the facts file does not hold a hash"));
                 hiera_value_decref(v);
@@ -104,6 +108,8 @@ static void load_facts(generation *g, const char *dir)
     hv_make_immortal(facts, &g->immortal);
     hv_make_immortal(sorted, &g->immortal);
     hv_make_immortal(errors, &g->immortal);
+    hv_make_immortal(stored, &g->immortal);
+    g->facts_stored = stored;
     g->facts = facts;
     g->nodes = sorted;
     g->facts_errors = errors;

@@ -93,6 +93,10 @@ profile::via_lookup: "%{lookup('profile::port')}"
         write(root, f"facts/{n}.yaml", json.dumps({"hostname": host, "domain": dom, "fqdn": n, "clientcert": n,
                                                     "role": role}) + "\n")
     write(root, "facts/broken.example.com.yaml", "a: [\n")
+    # a file of Puppet's YAML facts cache (as /var/cache/puppet/yaml/facts holds), domain-less
+    write(root, "facts/cached.yaml", "--- !ruby/object:Puppet::Node::Facts\nname: cached\nvalues:\n"
+                                     "  hostname: cached\n  fqdn: cached\n  clientcert: cached\n  role: web\n"
+                                     "  tags: !ruby/sym tagged\ntimestamp: '2024-01-01T10:00:00.123456789+00:00'\n")
     return facts
 
 
@@ -251,6 +255,17 @@ def check_answers(hiera, root, s):
     C.check(st == 422 and "cannot be read" in body.get("error", ""), f"unreadable facts: {st} {body}")
     st, body = s.get("/v1/environments", headers=tok)
     C.check(st == 200 and body["environments"] == ["production", "staging"], f"environments: {st} {body}")
+    # a facts cache file: its facts as hiera lookup --node reads them from the cache
+    vardir = os.path.join(root, "var-cached")
+    os.makedirs(os.path.join(vardir, "yaml"), exist_ok=True)
+    if not os.path.lexists(os.path.join(vardir, "yaml", "facts")):
+        os.symlink(os.path.join(root, "facts"), os.path.join(vardir, "yaml", "facts"))
+    for key in ("profile::port", "profile::motd"):
+        st, body = s.get("/v1/lookup" + q(node="cached", key=key), headers=tok)
+        p = subprocess.run([hiera, "lookup", "--codedir", root, "--vardir", vardir, "--node", "cached", "--render-as", "json", key],
+                           capture_output=True, text=True, env={**os.environ, "HIERA_CACHE_DIR": "off"})
+        C.check(st == 200 and p.returncode == 0 and body.get("value") == json.loads(p.stdout),
+                f"a facts cache file in the facts folder: {key}: {st} {body} vs {p.returncode} {p.stdout} {p.stderr}")
 
 
 def check_bad_requests(s):

@@ -9,8 +9,18 @@ A source is tests/case-src/NAME.yaml:
     scope: {var: value}              (hiera3: default VAR=VALUE arguments)
     facts: {...}                     (puppet; written to facts.yaml)
     files: {relative/path: text}     (the code directory: hiera.yaml, environments/..., data)
-    queries: [{key, merge, default, type, explain, render, resolution, scope, environment}, ...]
+    queries: [{key, merge, default, type, explain, render, resolution, scope, environment, args}, ...]
              (puppet: a query's own environment overrides the case's)
+    args: [--flag, value, ...]       (puppet: the lookup flags instead of the default --codedir
+                                      --environmentpath --hiera_config --environment --node --facts;
+                                      "{case}" stands for the case folder)
+    puppet_args / hiera_args: [...]  (puppet: more flags for Puppet only / for hiera only, e.g.
+                                      a flag of hiera's that gives what Puppet takes elsewhere)
+    needs: [facter]                  (commands the replay needs: the case is skipped, saying so,
+                                      where one is missing)
+A query may have args, puppet_args and hiera_args of its own (after the case's); the queries are
+recorded in one Puppet process per distinct set of flags. Whatever Puppet creates in the case
+folder while recording (a --vardir inside it gets its state folders) is removed afterwards.
 
 For each source this writes tests/cases/NAME/ (the files, facts.yaml, case.json) and
 expected.json with the answers of Puppet 7 (tests/tools/puppet-record.rb, in one process per
@@ -44,33 +54,44 @@ def write_tree(case, spec):
             with open(os.path.join(case, "facts.yaml"), "w") as f:
                 yaml.safe_dump(facts, f, sort_keys=False, allow_unicode=True)
         for env in {spec.get("environment", "production")} | {q["environment"] for q in spec["queries"] if "environment" in q}:
-            os.makedirs(os.path.join(case, "environments", env), exist_ok=True)
+            d = os.path.join(case, "environments", env)
+            os.makedirs(d, exist_ok=True)
+            if not os.listdir(d):  # git keeps no empty folder, and the environment must exist
+                open(os.path.join(d, ".gitkeep"), "w").close()
+
+def case_args(case, flags):
+    return [str(a).replace("{case}", case) for a in (flags or [])]
+
+def puppet_flags(case, spec, q):
+    """the flags Puppet gets for query q (run-cases.py gives hiera the same, with hiera_args for
+    puppet_args)"""
+    if "args" in spec:
+        flags = case_args(case, spec["args"])
+    else:
+        flags = ["--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+                 "--hiera_config", os.path.join(case, "hiera.yaml"),
+                 "--environment", q.get("environment", spec.get("environment", "production")),
+                 "--node", spec.get("node", "node1.example.com"),
+                 "--facts", os.path.join(case, spec.get("facts_file", "facts.yaml"))]
+    return flags + case_args(case, spec.get("puppet_args")) + case_args(case, q.get("args")) + \
+        case_args(case, q.get("puppet_args"))
 
 def record_puppet(case, spec):
-    # one Puppet process per environment (Puppet settles its environment once per process)
-    default_env = spec.get("environment", "production")
-    envs = []
-    for q in spec["queries"]:
-        if q.get("environment", default_env) not in envs:
-            envs.append(q.get("environment", default_env))
+    groups = {}  # flags -> indexes of the queries, in order
+    for i, q in enumerate(spec["queries"]):
+        groups.setdefault(tuple(puppet_flags(case, spec, q)), []).append(i)
     answers = [None] * len(spec["queries"])
-    for env in envs:
-        index = [i for i, q in enumerate(spec["queries"]) if q.get("environment", default_env) == env]
+    for flags, idx in groups.items():
         qfile = os.path.join(case, ".queries.json")
         with open(qfile, "w") as f:
-            json.dump([spec["queries"][i] for i in index], f)
-        cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile,
-               "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
-               "--hiera_config", os.path.join(case, "hiera.yaml"),
-               "--environment", env,
-               "--node", spec.get("node", "node1.example.com"),
-               "--facts", os.path.join(case, spec.get("facts_file", "facts.yaml"))]
+            json.dump([spec["queries"][i] for i in idx], f)
+        cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile] + list(flags)
         p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
         os.unlink(qfile)
         lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
         if p.returncode != 0 or not lines:
             sys.exit(f"{case}: the reference failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-        for i, a in zip(index, json.loads(lines[-1])):
+        for i, a in zip(idx, json.loads(lines[-1])):
             answers[i] = a
     for a in answers:
         if "output" in a:
@@ -98,6 +119,20 @@ def record_hiera3(case, spec):
             answers.append({"output": p.stdout, "status": 0})
     return answers
 
+def tree_paths(case):
+    out = set()
+    for d, dirs, files in os.walk(case):
+        out.update(os.path.join(d, x) for x in dirs + files)
+    return out
+
+def remove_new_paths(case, before):
+    """drops what the recording created in the case folder (deepest first)"""
+    for path in sorted(tree_paths(case) - before, key=len, reverse=True):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
 def main(names):
     sources = sorted(f[:-5] for f in os.listdir(SRC) if f.endswith(".yaml"))
     for name in names or sources:
@@ -105,11 +140,13 @@ def main(names):
             spec = yaml.safe_load(f)
         case = os.path.join(OUT, name)
         write_tree(case, spec)
+        before = tree_paths(case)
         meta = {k: v for k, v in spec.items() if k not in ("files", "facts")}
         with open(os.path.join(case, "case.json"), "w") as f:
             json.dump(meta, f, indent=1, ensure_ascii=False)
             f.write("\n")
         answers = record_hiera3(case, spec) if spec.get("engine") == "hiera3" else record_puppet(case, spec)
+        remove_new_paths(case, before | {os.path.join(case, "case.json")})
         with open(os.path.join(case, "expected.json"), "w") as f:
             json.dump(answers, f, indent=1, ensure_ascii=False)
             f.write("\n")
