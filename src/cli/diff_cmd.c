@@ -32,7 +32,8 @@
 static const char *DIFF_USAGE =
     "usage: hiera diff [--help] OLD NEW [<keys>] [--git-dir <REPO>] [--tree codedir|environment]\n"
     "                  (--facts-dir <DIR> | --old-facts-dir <DIR> --new-facts-dir <DIR> |\n"
-    "                   --facts <FILE> [--node <NODE-NAME>]) [--keys-file <FILE>]\n"
+    "                   --facts <FILE> [--node <NODE-NAME>] [--trusted <FILE>])\n"
+    "                  [--trusted-dir <DIR>] [--keys-file <FILE>]\n"
     "                  [--environment <ENV>] [--confdir <DIR>] [--hiera_config <FILE>]\n"
     "                  [--merge first|unique|hash|deep] [--knock-out-prefix <PREFIX-STRING>]\n"
     "                  [--sort-merged-arrays] [--merge-hash-arrays] [--type <TYPESTRING>]\n"
@@ -46,7 +47,8 @@ static const char *DIFF_USAGE =
     "OLD and NEW are folders (a code directory with environments/, or an environment), or with\n"
     "--git-dir revisions of that repository (main, HEAD~1, a branch, a tag), read from git\n"
     "without touching its work tree or index (write ./NAME for a folder when --git-dir is given).\n"
-    "The nodes are the facts files (NAME.yaml, NAME.yml, NAME.json) of --facts-dir, the keys every\n"
+    "The nodes are the facts files (NAME.yaml, NAME.yml, NAME.json: a hash of facts, or a file of\n"
+    "Puppet's YAML facts cache) of --facts-dir, $trusted as hiera batch takes it, the keys every\n"
     "key either side's data defines, or --keys-file (one per line) and the <keys> given. Only the\n"
     "keys whose answers can differ are looked up again (--full: every key). Values compare as\n"
     "Puppet's == with the types kept apart: hash order does not matter, 1 and 1.0 differ.\n"
@@ -61,7 +63,7 @@ typedef struct {
     const char *sides[2];
     const char *git_dir, *tree_kind;
     const char *node, *facts, *facts_dir, *facts_dirs[2], *keys_file, *environment, *confdir, *hiera_config;
-    const char *merge, *prefix, *default_value, *type, *format, *color, *fail_on, *explain, *jobs;
+    const char *merge, *prefix, *default_value, *type, *format, *color, *fail_on, *explain, *jobs, *trusted, *trusted_dir;
     bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, all_nodes, full;
     const char **keys;
     size_t nkeys;
@@ -146,6 +148,8 @@ static int parse(int argc, char **argv, diff_args *a)
         {"fail_on", offsetof(diff_args, fail_on)},
         {"explain", offsetof(diff_args, explain)},
         {"jobs", offsetof(diff_args, jobs)},
+        {"trusted", offsetof(diff_args, trusted)},
+        {"trusted_dir", offsetof(diff_args, trusted_dir)},
     };
     size_t npos = 0;
     bool options_done = false;
@@ -539,21 +543,88 @@ static char *check_facts(const char *path, const char *node, const hiera_value *
     return NULL;
 }
 
-static hiera_value *load_facts(hiera_cache *cache, const char *path, const char *node, char **msg)
+/* What a node is looked up with on one side, as hiera batch reads it: its facts (given, as
+ * --facts gives them, or stored: a file of Puppet's YAML facts cache, as --node reads it there)
+ * and its trusted hash (--trusted FILE, --trusted-dir DIR; NULL: from its facts). */
+typedef struct {
+    hiera_value *facts;
+    bool stored;
+    hiera_value *trusted;
+} node_facts;
+
+static void node_facts_clear(node_facts *nf)
 {
+    hiera_value_decref(nf->facts);
+    hiera_value_decref(nf->trusted);
+    memset(nf, 0, sizeof *nf);
+}
+
+static hiera_value *load_trusted(hiera_cache *cache, const diff_args *a, const char *node, char **msg)
+{
+    char *path = NULL;
+    if (a->trusted) {
+        path = xstrdup_(a->trusted);
+    } else if (a->trusted_dir) {
+        static const char *exts[] = {".yaml", ".yml", ".json"};
+        for (size_t i = 0; i < 3 && !path; i++) {
+            char *p = NULL;
+            struct stat st;
+            if (asprintf(&p, "%s/%s%s", a->trusted_dir, node, exts[i]) >= 0 && stat(p, &st) == 0)
+                path = p;
+            else
+                free(p);
+        }
+        if (!path) {
+            if (asprintf(msg, "no trusted data for this node in %s (%s.yaml, %s.yml or %s.json)", a->trusted_dir, node,
+                         node, node) < 0)
+                *msg = xstrdup_("no trusted data for this node");
+            return NULL;
+        }
+    } else {
+        return NULL;
+    }
     hiera_error err = {0};
-    hiera_value *f = hiera_cache_load_value_file(cache, path, &err);
+    hiera_value *t = hiera_cache_load_value_file(cache, path, &err);
+    if (!t)
+        *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the trusted data file");
+    hiera_error_clear(&err);
+    free(path);
+    return t;
+}
+
+static bool load_facts(hiera_cache *cache, const diff_args *a, const char *path, const char *node, node_facts *nf,
+                       char **msg)
+{
+    memset(nf, 0, sizeof *nf);
+    hiera_error err = {0};
+    int kind = HIERA_FACTS_FILE;
+    hiera_value *f = hiera_facts_load(cache, path, node, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
     if (!f) {
         *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the facts file");
         hiera_error_clear(&err);
-        return NULL;
+        return false;
     }
-    *msg = check_facts(path, node, f);
+    nf->stored = kind == HIERA_FACTS_CACHE;
+    if (nf->stored && hiera_value_hash_size(f) == 0) {
+        if (asprintf(msg, "No facts available for target node: %s", node) < 0)
+            *msg = xstrdup_("No facts available");
+    } else if (!nf->stored) {
+        *msg = check_facts(path, node, f);
+    }
+    if (!*msg)
+        nf->trusted = load_trusted(cache, a, node, msg);
+    nf->facts = f;
     if (*msg) {
-        hiera_value_decref(f);
-        return NULL;
+        node_facts_clear(nf);
+        return false;
     }
-    return f;
+    return true;
+}
+
+static bool node_facts_same(const node_facts *x, const node_facts *y)
+{
+    return x->stored == y->stored && (x->facts == y->facts || hiera_value_same(x->facts, y->facts)) &&
+           (x->trusted == y->trusted || (x->trusted && y->trusted && hiera_value_same(x->trusted, y->trusted)));
 }
 
 /* ------------------------------------------------------------------ the run */
@@ -636,38 +707,40 @@ static void node_open(worker *w, uint32_t ni, node_run *nr)
     nr->ni = ni;
     if (!d->facts[0] || !d->facts[1])
         return; /* on one side only: said once, not compared */
-    hiera_value *facts[2] = {NULL, NULL};
+    node_facts nf[2] = {{0}, {0}};
     char *msg = NULL;
+    bool shared = d->facts[1] == d->facts[0];
     for (int s = 0; s < 2 && !msg; s++) {
         if (d->refused[s])
             msg = xstrdup_(d->refused[s]);
-        else if (s == 1 && d->facts[1] == d->facts[0])
-            facts[1] = hiera_value_incref(facts[0]);
+        else if (s == 1 && shared)
+            nf[1] = (node_facts){hiera_value_incref(nf[0].facts), nf[0].stored, hiera_value_incref(nf[0].trusted)};
         else
-            facts[s] = load_facts(r->facts_cache, d->facts[s], d->name, &msg);
+            load_facts(r->facts_cache, r->a, d->facts[s], d->name, &nf[s], &msg);
     }
     if (msg) {
         add_trouble(w, ni, msg);
-        hiera_value_decref(facts[0]);
-        hiera_value_decref(facts[1]);
+        node_facts_clear(&nf[0]);
+        node_facts_clear(&nf[1]);
         return;
     }
     /* which keys: every one when the facts differ or reach a changed key */
-    nr->whole = r->full || (facts[0] != facts[1] && !hiera_value_same(facts[0], facts[1])) || facts_reach(r, facts[0]) ||
-                (facts[0] != facts[1] && facts_reach(r, facts[1]));
+    nr->whole = r->full || (!shared && !node_facts_same(&nf[0], &nf[1])) || facts_reach(r, nf[0].facts) ||
+                (!shared && facts_reach(r, nf[1].facts));
     for (int s = 0; s < 2; s++) {
         const diff_side *sd = r->side[s];
         hiera_options o = {.size = sizeof o, .codedir = sd->codedir, .confdir = r->a->confdir,
                            .environmentpath = sd->environmentpath, .hiera_config = sd->hiera_config,
-                           .environment = r->a->environment, .node = d->name, .facts = facts[s], .cache = w->view[s],
-                           .unsafe_fact_paths = r->a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
-                           .diagnostics_data = (void *)sd};
+                           .environment = r->a->environment, .node = d->name,
+                           .facts = nf[s].stored ? NULL : nf[s].facts, .base_facts = nf[s].stored ? nf[s].facts : NULL,
+                           .trusted = nf[s].trusted, .cache = w->view[s], .unsafe_fact_paths = r->a->unsafe_fact_paths,
+                           .diagnostics = collect_diagnostic, .diagnostics_data = (void *)sd};
         hiera_error err = {0};
         nr->h[s] = hiera_new(&o, &err);
         if (!nr->h[s])
             nr->fail[s] = normalize(sd, err.message);
         hiera_error_clear(&err);
-        hiera_value_decref(facts[s]);
+        node_facts_clear(&nf[s]);
     }
     if (!nr->h[0] && !nr->h[1] && strcmp(nr->fail[0], nr->fail[1]) == 0) {
         add_trouble(w, ni, nr->fail[0]); /* nothing to compare */
@@ -1034,20 +1107,21 @@ static void explain_side(const diff_args *a, const diff_side *s, const char *nod
     *text = NULL;
     char *msg = NULL;
     hiera_cache *cache = hiera_cache_new();
-    hiera_value *facts = load_facts(cache, facts_path, node, &msg);
-    if (!facts) {
+    node_facts nf;
+    if (!load_facts(cache, a, facts_path, node, &nf, &msg)) {
         *o = (outcome){HIERA_ERROR, NULL, msg};
         hiera_cache_free(cache);
         return;
     }
     hiera_options opts = {.size = sizeof opts, .codedir = s->codedir, .confdir = a->confdir,
                           .environmentpath = s->environmentpath, .hiera_config = s->hiera_config,
-                          .environment = a->environment, .node = node, .facts = facts, .cache = cache,
+                          .environment = a->environment, .node = node, .facts = nf.stored ? NULL : nf.facts,
+                          .base_facts = nf.stored ? nf.facts : NULL, .trusted = nf.trusted, .cache = cache,
                           .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
                           .diagnostics_data = (void *)s};
     hiera_error err = {0};
     hiera *h = hiera_new(&opts, &err);
-    hiera_value_decref(facts);
+    node_facts_clear(&nf);
     if (!h) {
         *o = (outcome){HIERA_ERROR, NULL, normalize(s, err.message)};
         hiera_error_clear(&err);
@@ -1361,6 +1435,14 @@ int diff_main(int argc, char **argv)
     }
     if (a.node && !a.facts && !a.explain) {
         usage_error("%s", "--node goes with --facts or --explain");
+        goto out;
+    }
+    if (a.trusted && !a.facts) {
+        usage_error("%s", "--trusted goes with --facts (--trusted-dir with a facts folder)");
+        goto out;
+    }
+    if (a.trusted && a.trusted_dir) {
+        usage_error("%s", "give either --trusted or --trusted-dir, not both");
         goto out;
     }
     if (a.explain && !a.node) {

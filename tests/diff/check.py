@@ -291,6 +291,25 @@ def main():
     c.check(d is not None and not d["fast_path"]["full"] and d["keys"] == [],
             "a module's template that changed changes nothing", p.stdout[:800] + p.stderr)
 
+    # ---- facts from Puppet's YAML facts cache, $trusted from --trusted-dir (as hiera batch reads them)
+    to_, tn_ = os.path.join(top, "trusted-old"), os.path.join(top, "trusted-new")
+    th = {"version": 5, "hierarchy": [{"name": "role", "path": "roles/%{trusted.extensions.pp_role}.yaml"},
+                                      {"name": "common", "path": "common.yaml"}]}
+    for d_, v_ in ((to_, "one"), (tn_, "two")):
+        write(d_, {"environments/production/hiera.yaml": th, "environments/production/data/common.yaml": {"x": "c"},
+                   "environments/production/data/roles/db.yaml": {"x": "db " + v_}})
+    fc, td = os.path.join(top, "facts-cache"), os.path.join(top, "trusted")
+    for n_, role in (("c1.example.com", "db"), ("c2.example.com", "web")):
+        write(fc, {n_ + ".yaml": "--- !ruby/object:Puppet::Node::Facts\nname: %s\nvalues:\n  clientcert: %s\n"
+                                 "  role: x\ntimestamp: '2024-01-01T10:00:00.123456789+00:00'\n" % (n_, n_)})
+        write(td, {n_ + ".json": json.dumps({"authenticated": "remote", "certname": n_, "extensions": {"pp_role": role}})})
+    p, d = jdiff(to_, tn_, "--facts-dir", fc, "--trusted-dir", td)
+    c.check(d is not None and not d["not_compared"] and [e["key"] for e in d["keys"]] == ["x"] and
+            d["keys"][0]["changes"][0]["nodes"] == ["c1.example.com"] and d["keys"][0]["changes"][0]["new"] == "db two",
+            "facts from Puppet's facts cache, $trusted from --trusted-dir", p.stdout[:800] + p.stderr)
+    p, d = jdiff(to_, tn_, "--facts-dir", fc)
+    c.check(d is not None and d["keys"] == [], "without --trusted-dir no node reads roles/db.yaml", p.stdout[:800])
+
     # ---- git revisions
     repo = os.path.join(top, "repo")
     shutil.copytree(old, repo)
