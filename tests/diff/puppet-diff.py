@@ -21,10 +21,14 @@ A failure said once for several keys carries no value for the side that did not 
 only the kind of that side is checked.
 
 Puppet is asked every key of a node in one process (each with a fresh compiler, as
-tests/tools/puppet-record.rb does); where that disagrees with hiera diff when recording, the
-node's answers for that key are asked again, each in a process of its own, as a separate `puppet
-lookup` would answer them (Puppet's caches can carry a change an earlier lookup made to the data
-into a later one), and those answers are recorded; the case lists them under "asked_alone".
+tests/tools/puppet-record.rb does). Puppet's own bulk tool warns that a deep merge with a
+knock-out prefix edits Puppet's cached copy of a data file, so that a later lookup in the same
+process can answer otherwise than a fresh `puppet lookup`: where the recording disagrees with
+hiera diff, the node's answers for that key are asked again, each in a process of its own, and
+those are recorded; the case lists them under "asked_alone".
+
+A case keeps the trees' hash keys in the order they were written (the order is data: it decides
+which lookup_options pattern applies first, and how a hash interpolated into a string reads).
 """
 import argparse
 import concurrent.futures
@@ -142,10 +146,9 @@ def record_case(hiera, seed, workdir):
 def confirm(hiera, case, roots, workdir):
     """Puppet answers many questions in one process (tests/tools/puppet-record.rb), and a lookup in
     that process can see data an earlier one changed in Puppet's caches (a deep merge with a
-    knock-out prefix edits the cached file; a merge can reorder a cached hash), where a fresh
-    `puppet lookup` would not. Where hiera diff and the recorded answers disagree, both sides'
-    answers for that node and key are asked again, each alone in a fresh process, and those are
-    recorded (listed under "asked_alone")."""
+    knock-out prefix edits the cached file), where a fresh `puppet lookup` would not. Where hiera
+    diff and the recorded answers disagree, both sides' answers for that node and key are asked
+    again, each alone in a fresh process, and those are recorded (listed under "asked_alone")."""
     bad = set()
     check_case(hiera, case, workdir, bad)
     alone = case.setdefault("asked_alone", [])
@@ -311,7 +314,7 @@ def main():
                 bad += bool(problems)
                 if args.record:
                     with open(os.path.join(args.cases, "case-%d.json" % (seed + i)), "w") as f:
-                        json.dump(case, f, sort_keys=True, separators=(",", ":"))
+                        json.dump(case, f, separators=(",", ":"))  # (key order kept: it is the data's)
                         f.write("\n")
             return 1 if bad else 0
         if args.confirm:
@@ -325,7 +328,7 @@ def main():
                 confirm(hiera, case, roots, work)
                 print("%s: asked alone: %s" % (fn, case.get("asked_alone")))
                 with open(fn, "w") as f:
-                    json.dump(case, f, sort_keys=True, separators=(",", ":"))
+                    json.dump(case, f, separators=(",", ":"))  # (key order kept: it is the data's)
                     f.write("\n")
             return 0
         files = sorted(glob.glob(os.path.join(args.cases, "*.json")))
