@@ -104,6 +104,7 @@ static void side_load(side *sd, const snapshot *s, const char *root)
         const char *m = fmt == FMT_CONFIG ? NULL : module_of(sd, f->rel);
         f->module = m ? xstrdup(m) : NULL;
         f->paired = false;
+        f->same = false;
         char *k = index_key(fmt, f->rel);
         hv_hash_sets(sd->index, k, hv_int((int64_t)sd->n));
         free(k);
