@@ -9,6 +9,7 @@
 #include "hiera.h"
 
 #include "api/facts.h"
+#include "base/fileio.h"
 #include "engine/cache.h"
 #include "formats/diskcache.h"
 #include "formats/json.h"
@@ -37,35 +38,20 @@ static hv *read_text(const char *path, herr *err)
         herr_at(err, path, 0, 0);
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        herr_set(err, HERR_PUPPET, "%s @ rb_sysopen - %s", strerror(errno), path);
-        herr_at(err, path, 0, 0);
-        return NULL;
-    }
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        sb_addn(&b, buf, n);
-        if (b.len > (size_t)FACTS_MAX_SIZE) {
-            fclose(f);
-            sb_free(&b);
+    file_read_error fe;
+    if (!file_read(path, &b, &(file_read_opts){.max = (size_t)FACTS_MAX_SIZE}, &fe)) {
+        sb_free(&b);
+        if (fe.failed == FILE_READ_TOO_BIG) {
             herr_set(err, HERR_PUPPET, "%s is larger than %ld bytes", path, FACTS_MAX_SIZE);
             herr_at(err, path, 0, 0);
-            return NULL;
+        } else {
+            herr_file_read(err, HERR_PUPPET, path, &fe);
         }
-    }
-    bool bad = ferror(f);
-    int e = errno;
-    fclose(f);
-    if (bad) {
-        sb_free(&b);
-        herr_set(err, HERR_PUPPET, "%s @ io_fread - %s", strerror(e), path);
-        herr_at(err, path, 0, 0);
         return NULL;
     }
-    return hv_str_take(sb_take(&b), b.len);
+    size_t len = b.len; /* before sb_take empties b */
+    return hv_str_take(sb_take(&b), len);
 }
 
 /* Puppet reads facts files with encoding 'bom|utf-8': a UTF-8 byte order mark is dropped. */

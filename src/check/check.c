@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "base/fileio.h"
 #include "base/rregex.h"
 #include "base/pathname.h"
 #include "engine/engine.h"
@@ -231,17 +232,8 @@ static bool is_file(const char *p)
 
 static char *read_text(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(&b, buf, n);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
+    if (!file_read(path, &b, NULL, NULL)) {
         sb_free(&b);
         return NULL;
     }

@@ -13,6 +13,7 @@
  * Plaintext never enters an error message; cached plaintext is wiped when freed.
  */
 #include "crypto/eyaml.h"
+#include "base/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -379,40 +380,18 @@ bool eyaml_is_encrypted(const char *s, size_t len)
 
 /* ------------------------------------------------------------------ key files */
 
-/* File.read(path) failures as Ruby words them: "<strerror> @ rb_sysopen - <path>" when open(2)
- * fails, "@ io_fread" when read(2) does (a directory). */
+/* File.read(path), with Ruby's words when it fails; the buffers the key passes through wiped. */
 static bool read_file(eyaml_ctx *e, const char *path, char **out, size_t *outlen, struct stat *st, herr *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        char *m = xasprintf("%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
+    sbuf b = {0};
+    file_read_error fe;
+    if (!file_read(path, &b, &(file_read_opts){.secret = true, .st = st}, &fe)) {
+        wipe_free(b.s, b.cap);
+        char *m = file_read_ruby_message(path, &fe);
         fail(e, err, EYAML_ERR_STANDARD, m);
         free(m);
         return false;
     }
-    if (fstat(fd, st) != 0)
-        memset(st, 0, sizeof *st);
-    sbuf b = {0};
-    char buf[8192];
-    for (;;) {
-        ssize_t r = read(fd, buf, sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int errnum = errno;
-            close(fd);
-            wipe_free(b.s, b.cap);
-            char *m = xasprintf("%s @ io_fread - %s", ERRNO_TEXT(errnum), path);
-            fail(e, err, EYAML_ERR_STANDARD, m);
-            free(m);
-            return false;
-        }
-        if (r == 0)
-            break;
-        sb_addn(&b, buf, (size_t)r);
-    }
-    close(fd);
-    OPENSSL_cleanse(buf, sizeof buf);
     *outlen = b.len;
     *out = sb_take(&b);
     return true;

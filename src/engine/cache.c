@@ -4,6 +4,7 @@
  * parse, not one per lookup. */
 #include "engine/cache.h"
 #include "base/diag.h"
+#include "base/fileio.h"
 #include "formats/diskcache.h"
 #include "crypto/eyaml.h"
 #include "base/glob.h"
@@ -253,34 +254,16 @@ static void grow(hiera_cache *c)
 
 static bool read_all(const char *path, sbuf *out, herr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
+    file_read_error fe;
+    if (file_read(path, out, &(file_read_opts){.max = (size_t)CACHE_MAX_FILE_SIZE}, &fe))
+        return true;
+    if (fe.failed == FILE_READ_TOO_BIG) {
+        herr_set(err, HERR_LOOKUP, "File '%s' is larger than %lld bytes", path, (long long)CACHE_MAX_FILE_SIZE);
         herr_at(err, path, 0, 0);
-        return false;
+    } else {
+        herr_file_read(err, HERR_ERROR, path, &fe);
     }
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        sb_addn(out, buf, n);
-        if ((off_t)out->len > CACHE_MAX_FILE_SIZE) {
-            fclose(f);
-            herr_set(err, HERR_LOOKUP, "File '%s' is larger than %lld bytes", path, (long long)CACHE_MAX_FILE_SIZE);
-            herr_at(err, path, 0, 0);
-            return false;
-        }
-    }
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
-        herr_set(err, HERR_ERROR, "%s @ io_fread - %s", ERRNO_TEXT(e), path);
-        herr_at(err, path, 0, 0);
-        return false;
-    }
-    fclose(f);
-    if (!out->s)
-        sb_adds(out, "");
-    return true;
+    return false;
 }
 
 static hv *parse(const char *path, const char *text, size_t len, file_format fmt, herr *err)

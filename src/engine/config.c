@@ -4,6 +4,7 @@
 #include "engine/config.h"
 #include "engine/providers.h"
 #include "base/diag.h"
+#include "base/fileio.h"
 #include "base/pathname.h"
 #include "types/ptype.h"
 #include "formats/render.h"
@@ -103,23 +104,21 @@ int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line)
     herr_clear(&e);
     if (!re)
         return 0;
-    FILE *f = fopen(c->path, "rb");
-    if (!f) {
-        rregex_free(re);
-        return 0;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
+    sbuf text = {0};
+    file_read(c->path, &text, NULL, NULL); /* what could be read: nothing when it cannot be opened */
     int lineno = 0, found = 0;
     sbuf stripped = {0};
-    while ((n = getline(&line, &cap, f)) >= 0) {
+    for (size_t pos = 0; pos < text.len;) {
+        /* the line with its "\n" */
+        const char *line = text.s + pos, *nl = memchr(line, '\n', text.len - pos);
+        size_t n = nl ? (size_t)(nl - line) + 1 : text.len - pos;
+        pos += n;
         lineno++;
         if (lineno < start_line)
             continue;
         stripped.len = 0;
         char quote = 0;
-        for (ssize_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++) {
             char ch = line[i];
             if (ch == '"' || ch == '\'') {
                 if (quote == ch)
@@ -137,9 +136,8 @@ int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line)
             break;
         }
     }
-    free(line);
+    sb_free(&text);
     sb_free(&stripped);
-    fclose(f);
     rregex_free(re);
     return found;
 }

@@ -1,6 +1,7 @@
 /* hocon_parse.c - stage 2 of the HOCON reader (see hocon.c): the recursive-descent parser that
  * builds config nodes as the gem's ConfigDocumentParser and ConfigParser do, and `include`. */
 #include "formats/hocon_int.h"
+#include "base/fileio.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -690,40 +691,13 @@ node *hc_parse_document(hctx *cx, const char *text, size_t len, const char *org,
 
 /* An included file: regular files only (a FIFO would block, a device never end), at most
  * MAX_INCLUDE_SIZE bytes; *err_no is set on failure (EFBIG when too large). */
-#define MAX_INCLUDE_SIZE ((off_t)256 * 1024 * 1024)
+#define MAX_INCLUDE_SIZE ((size_t)256 * 1024 * 1024)
 
 bool hc_read_file(const char *path, sbuf *out, int *err_no)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        *err_no = errno;
-        return false;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_INCLUDE_SIZE) {
-        *err_no = S_ISDIR(st.st_mode) ? EISDIR : !S_ISREG(st.st_mode) ? EINVAL : EFBIG;
-        close(fd);
-        return false;
-    }
-    char buf[65536];
-    ssize_t n;
-    bool ok = true;
-    while ((n = read(fd, buf, sizeof buf)) != 0) {
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            ok = false;
-            break;
-        }
-        if ((off_t)(out->len + (size_t)n) > MAX_INCLUDE_SIZE) {
-            errno = EFBIG;
-            ok = false;
-            break;
-        }
-        sb_addn(out, buf, (size_t)n);
-    }
-    *err_no = ok ? 0 : errno;
-    close(fd);
+    file_read_error fe;
+    bool ok = file_read(path, out, &(file_read_opts){.max = MAX_INCLUDE_SIZE, .regular_only = true}, &fe);
+    *err_no = fe.err;
     return ok;
 }
 

@@ -17,6 +17,7 @@
  *   - numbers take the longest float the grammar allows, but a float followed by a digit, 'e',
  *     'E', '.' or '-' is no float at all; then the longest integer (no leading zeros). */
 #include "formats/json.h"
+#include "base/fileio.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -535,18 +536,15 @@ hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
 
 hv *hjson_load_file(const char *path, herr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    sbuf b = {0};
+    file_read_error fe;
+    if (!file_read(path, &b, NULL, &fe) && fe.failed == FILE_READ_OPEN) {
+        sb_free(&b);
         herr_set(err, HERR_ERROR, "Unable to read %s", path);
         herr_at(err, path, 0, 0);
         return NULL;
     }
-    sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(&b, buf, n);
-    fclose(f);
+    /* a read that fails later (a directory) parses what was read */
     hv *v = hjson_parse(sb_str(&b), b.len, path, err);
     sb_free(&b);
     return v;

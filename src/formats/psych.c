@@ -19,12 +19,12 @@
  * file name, so syntax errors say "(<unknown>): ...".
  */
 #include "formats/psych.h"
+#include "base/fileio.h"
 
 #include "formats/json.h"
 
 #include <yaml.h> /* libyaml */
 
-#include <errno.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -2333,27 +2333,13 @@ hv *yaml_parse_facts_cache(const char *text, size_t len, const char *name, bool 
 
 hv *yaml_load_file(const char *path, yaml_mode mode, herr *err)
 {
-    /* Ruby's File.read messages: "<strerror> @ rb_sysopen - <path>" */
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
-        herr_at(err, path, 0, 0);
-        return NULL;
-    }
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(&b, buf, n);
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
+    file_read_error fe;
+    if (!file_read(path, &b, NULL, &fe)) {
         sb_free(&b);
-        herr_set(err, HERR_ERROR, "%s @ io_fread - %s", ERRNO_TEXT(e), path);
-        herr_at(err, path, 0, 0);
+        herr_file_read(err, HERR_ERROR, path, &fe); /* Ruby's File.read messages */
         return NULL;
     }
-    fclose(f);
     /* Hiera 3 reads with File.read(path, encoding: 'BOM|UTF-8'), which drops a UTF-8 BOM;
      * Puppet reads with encoding 'utf-8' and leaves it to libyaml, which skips a BOM only
      * where it would skip blanks: "<BOM>---" is a syntax error for Puppet, fine for Hiera 3. */

@@ -2,6 +2,7 @@
  * (Hiera::Filecache) and the yaml and json backends (see hiera3.c for the flow; eyaml_backend.c
  * is the third backend). */
 #include "hiera3/hiera3_int.h"
+#include "base/fileio.h"
 #include "formats/json.h"
 #include "formats/psych.h"
 
@@ -179,25 +180,15 @@ static const char *errno_class(int e)
 /* File.read(path, :encoding => 'BOM|UTF-8') */
 char *h3_read_whole(h3 *h, const char *path, size_t *len, herr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ rb_sysopen - %s", ERRNO_TEXT(e), path);
-        return NULL;
-    }
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(&b, buf, n);
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
+    file_read_error fe;
+    if (!file_read(path, &b, NULL, &fe)) {
         sb_free(&b);
-        h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ io_fread - %s", ERRNO_TEXT(e), path);
+        char *m = file_read_ruby_message(path, &fe);
+        h3_raise(h, err, H3E_LOOKUP, errno_class(fe.err), "%s", m);
+        free(m);
         return NULL;
     }
-    fclose(f);
     *len = b.len;
     char *s = sb_take(&b);
     if (*len >= 3 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF) {

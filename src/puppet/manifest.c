@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "base/util.h"
 
 /* ------------------------------------------------------------------ tokens */
@@ -1198,20 +1199,10 @@ void pp_index_add_text(pp_index *x, const char *path, const char *text, size_t l
 
 void pp_index_add_file(pp_index *x, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        problem(x, path, 0, 0, "cannot read the manifest: %s", strerror(errno));
-        return;
-    }
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(&b, buf, n);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        problem(x, path, 0, 0, "cannot read the manifest: %s", strerror(errno));
+    file_read_error fe;
+    if (!file_read(path, &b, NULL, &fe)) {
+        problem(x, path, 0, 0, "cannot read the manifest: %s", ERRNO_TEXT(fe.err));
         sb_free(&b);
         return;
     }
@@ -1284,15 +1275,8 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
 
 void pp_index_add_template(pp_index *x, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(&b, buf, n);
-    fclose(f);
+    file_read(path, &b, NULL, NULL); /* an unreadable template has no lookups */
     scan_text_lookups(x, path, sb_str(&b), b.len, 1);
     sb_free(&b);
 }
