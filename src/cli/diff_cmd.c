@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
 #include "cli/common.h"
 #include "cli/diff_report.h"
 #include "cli/diff_side.h"
@@ -920,23 +921,7 @@ static bool same_file_bytes(const char *a, const char *b, const struct stat *sa,
 {
     if (sa->st_dev == sb->st_dev && sa->st_ino == sb->st_ino)
         return true;
-    if (sa->st_size != sb->st_size)
-        return false;
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    bool same = fa && fb;
-    char ba[1 << 14], bb[1 << 14];
-    while (same) {
-        size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
-        if (na != nb || memcmp(ba, bb, na) != 0)
-            same = false;
-        else if (na < sizeof ba)
-            break;
-    }
-    if (fa)
-        fclose(fa);
-    if (fb)
-        fclose(fb);
-    return same;
+    return sa->st_size == sb->st_size && file_same_bytes(a, b);
 }
 
 /* Whether a file of the layer folder (rel's first layer_len bytes; 0: the tree itself) holds text
@@ -947,19 +932,13 @@ static bool layer_file_has(const tree_walk *w, const char *rel, size_t layer_len
         char *p = NULL;
         if (asprintf(&p, "%s/%.*s%s%s", w->root[s], (int)layer_len, rel, layer_len ? "/" : "", file) < 0)
             return true;
-        FILE *f = fopen(p, "rb");
+        sbuf b = {0};
+        file_read_error fe;
+        bool opened = file_read(p, &b, NULL, &fe) || fe.failed != FILE_READ_OPEN;
         free(p);
-        if (!f)
-            continue;
-        char *buf = NULL;
-        size_t cap = 0;
-        bool hit = false;
-        ssize_t n;
-        while (!hit && (n = getdelim(&buf, &cap, 0, f)) > 0)
-            hit = !text || strstr(buf, text) != NULL;
-        free(buf);
-        fclose(f);
-        if (hit || !text)
+        bool hit = opened && (!text || memmem(sb_str(&b), b.len, text, strlen(text)) != NULL);
+        sb_free(&b);
+        if (hit)
             return true;
     }
     return false;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "crypto/eyaml.h"
+#include "base/fileio.h"
 #include "base/util.h"
 #include "base/value.h"
 #include "formats/psych.h"
@@ -245,28 +246,13 @@ static int parse_args(cliopts *o, int argc, char **argv)
 /* File.read, with Ruby's Errno messages. */
 static char *read_path(const char *path, size_t *len, char **errmsg)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        *errmsg = xasprintf("%s @ rb_sysopen - %s", strerror(errno), path);
+    sbuf b = {0};
+    file_read_error fe;
+    if (!file_read(path, &b, NULL, &fe)) {
+        sb_free(&b);
+        *errmsg = file_read_ruby_message(path, &fe);
         return NULL;
     }
-    sbuf b = {0};
-    char buf[65536];
-    for (;;) {
-        ssize_t r = read(fd, buf, sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            *errmsg = xasprintf("%s @ io_fread - %s", strerror(errno), path);
-            close(fd);
-            sb_free(&b);
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        sb_addn(&b, buf, (size_t)r);
-    }
-    close(fd);
     *len = b.len;
     return sb_take(&b);
 }

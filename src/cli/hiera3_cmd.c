@@ -10,6 +10,7 @@
 #include "formats/json.h"
 #include "formats/render.h"
 #include "formats/psych.h"
+#include "base/fileio.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -292,22 +293,11 @@ static int parse_options(options *o, int argc, char **argv)
 
 static char *read_file(const char *path, size_t *len, char **why)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *why = xasprintf("%s @ rb_sysopen - %s", strerror(errno), path);
-        return NULL;
-    }
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sb_addn(&b, buf, n);
-    bool bad = ferror(f);
-    int e = errno;
-    fclose(f);
-    if (bad) {
+    file_read_error fe;
+    if (!file_read(path, &b, NULL, &fe)) {
         sb_free(&b);
-        *why = xasprintf("%s @ io_fread - %s", strerror(e), path);
+        *why = file_read_ruby_message(path, &fe);
         return NULL;
     }
     *len = b.len;

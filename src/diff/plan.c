@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "base/pathname.h"
 #include "base/rregex.h"
 #include "engine/engine.h"
@@ -131,30 +132,6 @@ static pfile *side_find(side *sd, file_format fmt, const char *rel)
     return i ? &sd->f[hv_int_val(i)] : NULL;
 }
 
-/* Whether two files hold the same bytes (false when one cannot be read). */
-static bool same_bytes(const char *a, const char *b)
-{
-    if (strcmp(a, b) == 0)
-        return true;
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    bool same = fa && fb;
-    char ba[1 << 14], bb[1 << 14];
-    while (same) {
-        size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
-        if (na != nb || memcmp(ba, bb, na) != 0)
-            same = false;
-        else if (na < sizeof ba)
-            break;
-    }
-    if (same && (ferror(fa) || ferror(fb)))
-        same = false;
-    if (fa)
-        fclose(fa);
-    if (fb)
-        fclose(fb);
-    return same;
-}
-
 /* ------------------------------------------------------------------ the plan */
 
 /* A top-level key's name: a string, or a symbol (yaml_data makes ":k:" the key "k"); NULL for
@@ -230,7 +207,7 @@ static void data_alone(plan *p, const pfile *f, bool added)
 static void data_both(plan *p, const pfile *a, const pfile *b)
 {
     if (!a->value || !b->value) {
-        if (same_bytes(a->abs, b->abs))
+        if (file_same_bytes(a->abs, b->abs))
             return;
         hv_array_push(p->files, file_record(b, "modified"));
         const pfile *bad = !b->value ? b : a;
@@ -283,7 +260,7 @@ static void config_both(plan *p, const pfile *a, const pfile *b)
 {
     if (a->value && b->value && hv_identical(a->value, b->value))
         return;
-    if (same_bytes(a->abs, b->abs))
+    if (file_same_bytes(a->abs, b->abs))
         return;
     hv_array_push(p->files, file_record(b, "modified"));
     go_full(p, xasprintf("%s changed", a->rel));

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "base/fileio.h"
 
 /* ------------------------------------------------------------------ metrics */
 
@@ -335,17 +336,16 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     fprintf(stderr, "hiera serve: %s%s", msg, strchr(msg, '\n') ? "" : "\n");
 }
 
+/* A token, certificate or key file (at most 1 MB); NULL with errno set when it cannot be read. */
 static char *read_text(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     sbuf b = {0};
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0 && b.len < 1 << 20)
-        sb_addn(&b, buf, n);
-    fclose(f);
+    file_read_error fe;
+    if (!file_read(path, &b, &(file_read_opts){.max = 1 << 20}, &fe)) {
+        sb_free(&b);
+        errno = fe.err;
+        return NULL;
+    }
     return sb_take(&b);
 }
 
@@ -459,7 +459,7 @@ int serve_run(const serve_options *o)
             return 2;
         }
         cert = read_text(o->tls_cert);
-        key = read_text(o->tls_key);
+        key = cert ? read_text(o->tls_key) : NULL; /* errno: the first failure's */
         if (!cert || !key) {
             fprintf(stderr, "Error: hiera serve: cannot read %s: %s\n", !cert ? o->tls_cert : o->tls_key, strerror(errno));
             return 2;
