@@ -145,22 +145,6 @@ hv *split_key(const char *key, size_t len)
 
 /* ------------------------------------------------------------------ sub_lookup */
 
-static const char *ruby_class_name(const hv *v)
-{
-    switch (hv_kind_of(v)) {
-    case HV_UNDEF: return "NilClass";
-    case HV_BOOL: return hv_bool_val(v) ? "TrueClass" : "FalseClass";
-    case HV_INT: case HV_BIGINT: return "Integer";
-    case HV_FLOAT: return "Float";
-    case HV_STRING: return "String";
-    case HV_ARRAY: return "Array";
-    case HV_HASH: return "Hash";
-    case HV_SENSITIVE: return "Puppet::Pops::Types::PSensitiveType::Sensitive";
-    case HV_SYMBOL: return "Symbol";
-    }
-    return "Object";
-}
-
 static void seg_text(sbuf *b, const hv *seg)
 {
     if (hv_is(seg, HV_STRING))

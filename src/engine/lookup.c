@@ -476,9 +476,7 @@ static bool module_metadata(hiera_ctx *h, const char *name, const char *dir, hv 
     if (k == HV_UNDEF || k == HV_INT || k == HV_BIGINT || k == HV_FLOAT || k == HV_BOOL) {
         sbuf b = {0};
         ruby_inspect(&b, md);
-        const char *cls = k == HV_UNDEF ? "NilClass" : k == HV_FLOAT ? "Float" : k != HV_BOOL ? "Integer"
-                        : hv_bool_val(md) ? "TrueClass" : "FalseClass";
-        herr_set(err, HERR_ERROR, "undefined method `empty?' for %s:%s", sb_str(&b), cls);
+        herr_set(err, HERR_ERROR, "undefined method `empty?' for %s:%s", sb_str(&b), ruby_class_name(md));
         sb_free(&b);
         ok = false;
     } else if ((k == HV_HASH && hv_hash_len(md)) || (k == HV_STRING && hv_str_len(md)) || (k == HV_ARRAY && hv_array_len(md))) {

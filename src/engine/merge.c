@@ -416,22 +416,6 @@ static hv *overwrite_unmergeables(dm_state *s, hv *source, hv *dest)
 
 /* ---- Ruby's <=> for Array#sort! ---- */
 
-static const char *ruby_class(const hv *v)
-{
-    switch (hv_kind_of(v)) {
-    case HV_UNDEF: return "NilClass";
-    case HV_BOOL: return hv_bool_val(v) ? "TrueClass" : "FalseClass";
-    case HV_INT: case HV_BIGINT: return "Integer";
-    case HV_FLOAT: return "Float";
-    case HV_STRING: return "String";
-    case HV_ARRAY: return "Array";
-    case HV_HASH: return "Hash";
-    case HV_SENSITIVE: return "Puppet::Pops::Types::PSensitiveType::Sensitive";
-    case HV_SYMBOL: return "Symbol";
-    }
-    return "Object";
-}
-
 static int cmp_bigint_digits(const char *a, const char *b)
 {
     bool na = *a == '-', nb = *b == '-';
@@ -533,7 +517,7 @@ static bool ruby_sort(hv *a, herr *err)
         for (size_t i = 0; i < n; i++)
             hv_array_push(a, items[i]);
     } else {
-        herr_set(err, HERR_ERROR, "comparison of %s with %s failed", ruby_class(ba), ruby_class(bb));
+        herr_set(err, HERR_ERROR, "comparison of %s with %s failed", ruby_class_name(ba), ruby_class_name(bb));
         for (size_t i = 0; i < n; i++)
             hv_decref(items[i]);
     }

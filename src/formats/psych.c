@@ -22,6 +22,7 @@
 #include "base/fileio.h"
 
 #include "formats/json.h"
+#include "formats/render.h"
 
 #include <yaml.h> /* libyaml */
 
@@ -173,7 +174,7 @@ static bool spend(yctx *c, size_t n, uint32_t line)
 }
 
 /* Ruby's String#inspect of a binary string, as ArgumentError messages show it. */
-static void ruby_inspect(sbuf *b, const char *s, size_t n)
+static void inspect_binary(sbuf *b, const char *s, size_t n)
 {
     sb_addc(b, '"');
     for (size_t i = 0; i < n; i++) {
@@ -208,7 +209,7 @@ static void ruby_inspect(sbuf *b, const char *s, size_t n)
 static void fail_invalid_value(yctx *c, const ynode *n, const char *type, const char *s, size_t len)
 {
     sbuf b = {0};
-    ruby_inspect(&b, s, len);
+    inspect_binary(&b, s, len);
     fail_at(c, n->line, n->col, "invalid value for %s(): %s", type, sb_str(&b));
     sb_free(&b);
 }
@@ -1987,7 +1988,7 @@ static char *ruby_inspect_value(const hv *v)
     case HV_SYMBOL: return xasprintf(":%s", hv_str_ptr(v));
     case HV_STRING: {
         sbuf b = {0};
-        ruby_inspect(&b, hv_str_ptr(v), hv_str_len(v));
+        inspect_binary(&b, hv_str_ptr(v), hv_str_len(v));
         return sb_take(&b);
     }
     case HV_FLOAT: {
@@ -2039,13 +2040,8 @@ static hv *frame_finish(fstack *st, frame *f, bool *none)
             }
             if (!v || k == HV_UNDEF || k == HV_BOOL || k == HV_INT || k == HV_BIGINT || k == HV_FLOAT ||
                 k == HV_SYMBOL) {
-                const char *cls = !v || k == HV_UNDEF ? "NilClass"
-                                  : k == HV_BOOL      ? (hv_bool_val(v) ? "TrueClass" : "FalseClass")
-                                  : k == HV_FLOAT     ? "Float"
-                                  : k == HV_SYMBOL    ? "Symbol"
-                                                      : "Integer";
                 char *dbg = v ? ruby_inspect_value(v) : xstrdup("nil");
-                fail_at(c, owner->line, owner->col, "can't modify frozen %s: %s", cls, dbg);
+                fail_at(c, owner->line, owner->col, "can't modify frozen %s: %s", ruby_class_name(v), dbg);
                 free(dbg);
                 return NULL;
             }

@@ -576,6 +576,32 @@ void ruby_to_s(sbuf *out, const hv *v)
     }
 }
 
+const char *ruby_class_name(const hv *v)
+{
+    switch (hv_kind_of(v)) {
+    case HV_UNDEF: return "NilClass";
+    case HV_BOOL: return hv_bool_val(v) ? "TrueClass" : "FalseClass";
+    case HV_INT:
+    case HV_BIGINT: return "Integer";
+    case HV_FLOAT: return "Float";
+    case HV_STRING: return "String";
+    case HV_ARRAY: return "Array";
+    case HV_HASH: return "Hash";
+    case HV_SENSITIVE: return "Puppet::Pops::Types::PSensitiveType::Sensitive";
+    case HV_SYMBOL: return "Symbol";
+    }
+    return "Object";
+}
+
+const char *ruby_conversion_name(const hv *v)
+{
+    switch (hv_kind_of(v)) {
+    case HV_UNDEF: return "nil";
+    case HV_BOOL: return hv_bool_val(v) ? "true" : "false";
+    default: return ruby_class_name(v);
+    }
+}
+
 int render_s(sbuf *out, const hv *v, herr *err)
 {
     ruby_to_s(out, v);

@@ -26,6 +26,13 @@ void ruby_to_s(sbuf *out, const hv *v);
 /* Ruby's Float#to_s: 1.0, 0.0001, 1.0e-05, 1.0e+16, Infinity, -Infinity, NaN. */
 void ruby_float_to_s(sbuf *out, double d);
 
+/* Ruby's v.class.name, for messages: NilClass, TrueClass, FalseClass, Integer, Float, String,
+ * Array, Hash, Symbol, Puppet::Pops::Types::PSensitiveType::Sensitive (NULL is nil). */
+const char *ruby_class_name(const hv *v);
+/* The name in Ruby's "no implicit conversion of X into Y" (rb_builtin_class_name): "nil", "true"
+ * and "false" for those values, else ruby_class_name. */
+const char *ruby_conversion_name(const hv *v);
+
 /* The value as Puppet's lookup explainer prints it after "value: " (hashes as {\n "k" => v,\n}
  * with two spaces per level relative to `indent`, which is the indentation of the line the value
  * starts on). */

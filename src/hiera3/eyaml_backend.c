@@ -69,7 +69,7 @@ static void raise_no_method(h3 *h, herr *err, const char *method, const hv *recv
 {
     char *ins = h3_inspect_dup(recv);
     h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `%s' for %s:%s%s%s", method, ins,
-             h3_ruby_class(recv), highlight, suggestion);
+             ruby_class_name(recv), highlight, suggestion);
     free(ins);
 }
 
@@ -474,7 +474,7 @@ static int ey_source(h3 *h, const char *source, void *arg, herr *err)
         if (!hv_is(ans, HV_ARRAY) && !hv_is(ans, HV_STRING)) {
             /* Ruby quirk: this backend's messages do not name the key */
             h3_raise(h, err, H3E_LOOKUP, "Exception", "Hiera type mismatch: expected Array and got %s",
-                     h3_ruby_class(ans));
+                     ruby_class_name(ans));
             hv_decref(ans);
             return -1;
         }
@@ -485,7 +485,7 @@ static int ey_source(h3 *h, const char *source, void *arg, herr *err)
     case H3_HASH: {
         if (!hv_is(ans, HV_HASH)) {
             h3_raise(h, err, H3E_LOOKUP, "Exception", "Hiera type mismatch: expected Hash and got %s",
-                     h3_ruby_class(ans));
+                     ruby_class_name(ans));
             hv_decref(ans);
             return -1;
         }

@@ -5,6 +5,7 @@
 #include "base/fileio.h"
 #include "formats/json.h"
 #include "formats/psych.h"
+#include "formats/render.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ char *h3_datadir(h3 *h, const char *backend, const hv *scope, herr *err)
             return NULL;
         } else {
             char *ins = h3_inspect_dup(sect);
-            h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `[]' for %s:%s", ins, h3_ruby_class(sect));
+            h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `[]' for %s:%s", ins, ruby_class_name(sect));
             free(ins);
             return NULL;
         }
@@ -232,7 +233,7 @@ hv *h3_filecache_read(h3 *h, h3_filecache *c, const char *path, h3_parse_fn pars
         hv_decref(e->data);
         e->data = v;
         if (!hv_is(v, HV_HASH)) {
-            h3_raise(h, err, H3E_LOOKUP, "TypeError", "Data retrieved from %s is %s not Hash", path, h3_ruby_class(v));
+            h3_raise(h, err, H3E_LOOKUP, "TypeError", "Data retrieved from %s is %s not Hash", path, ruby_class_name(v));
             return NULL;
         }
     }
@@ -323,7 +324,7 @@ static int non_hash_data(h3 *h, const hv *data, const hv *key, hv **value, herr 
         return 0;
     char *ins = h3_inspect_dup(data);
     h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `%s' for %s:%s",
-             hv_is(data, HV_SYMBOL) ? "include?" : "empty?", ins, h3_ruby_class(data));
+             hv_is(data, HV_SYMBOL) ? "include?" : "empty?", ins, ruby_class_name(data));
     free(ins);
     return -1;
 }
@@ -378,7 +379,7 @@ static int file_source(h3 *h, const char *source, void *arg, herr *err)
     case H3_ARRAY:
         if (!hv_is(ans, HV_ARRAY) && !hv_is(ans, HV_STRING)) {
             h3_raise(h, err, H3E_LOOKUP, "Exception", "Hiera type mismatch for key '%s': expected Array and got %s",
-                     w->keys, h3_ruby_class(ans));
+                     w->keys, ruby_class_name(ans));
             hv_decref(ans);
             return -1;
         }
@@ -389,7 +390,7 @@ static int file_source(h3 *h, const char *source, void *arg, herr *err)
     case H3_HASH:
         if (!hv_is(ans, HV_HASH)) {
             h3_raise(h, err, H3E_LOOKUP, "Exception", "Hiera type mismatch for key '%s': expected Hash and got %s",
-                     w->keys, h3_ruby_class(ans));
+                     w->keys, ruby_class_name(ans));
             hv_decref(ans);
             return -1;
         }

@@ -2,6 +2,7 @@
  * a hash, the table of backends :backends: may name, and creating and freeing the Hiera object. */
 #include "hiera3/hiera3_int.h"
 #include "formats/psych.h"
+#include "formats/render.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -60,14 +61,14 @@ static int check_version(h3 *h, const hv *config, const char *path, herr *err)
     case HV_FLOAT: big = hv_float_val(v) >= 4; break; /* NaN passes, as in Ruby */
     case HV_STRING:
     case HV_SYMBOL:
-        h3_raise(h, err, H3E_CONFIG, "ArgumentError", "comparison of %s with 4 failed", h3_ruby_class(v));
+        h3_raise(h, err, H3E_CONFIG, "ArgumentError", "comparison of %s with 4 failed", ruby_class_name(v));
         return -1;
     case HV_HASH:
         h3_raise(h, err, H3E_CONFIG, "TypeError", "no implicit conversion of Integer into Hash");
         return -1;
     default: {
         char *ins = h3_inspect_dup(v);
-        h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `>=' for %s:%s", ins, h3_ruby_class(v));
+        h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `>=' for %s:%s", ins, ruby_class_name(v));
         free(ins);
         return -1;
     }
@@ -132,7 +133,7 @@ static int load_config_file(h3 *h, const char *path, hv **out, herr *err)
         } else {
             char *ins = h3_inspect_dup(v);
             cls = "NoMethodError";
-            msg = xasprintf("undefined method `[]' for %s:%s", ins, h3_ruby_class(v));
+            msg = xasprintf("undefined method `[]' for %s:%s", ins, ruby_class_name(v));
             free(ins);
         }
         h3_raise(h, err, H3E_CONFIG, cls, "%s", msg);
@@ -168,7 +169,7 @@ static int load_backends(h3 *h, herr *err)
         if (!hv_is(b, HV_STRING) && !hv_is(b, HV_SYMBOL)) {
             char *ins = h3_inspect_dup(b);
             h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `downcase' for %s:%s", ins,
-                     h3_ruby_class(b));
+                     ruby_class_name(b));
             free(ins);
             return -1;
         }

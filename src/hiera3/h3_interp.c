@@ -2,6 +2,7 @@
  * recursion guard, qualified lookups into values (Backend.qualified_lookup), the %{...}
  * interpolation of data and of config entries, and parse_answer (see hiera3.c for the flow). */
 #include "hiera3/hiera3_int.h"
+#include "formats/render.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -140,7 +141,7 @@ h3_result h3_qualified_lookup(h3 *h, const hv *segs, size_t from, const hv *valu
             if (!hv_is(v, HV_ARRAY)) {
                 h3_raise(h, err, H3E_LOOKUP, "Exception",
                          "Hiera type mismatch: Got %s when Array was expected to access value using '%lld'%s",
-                         h3_ruby_class(v), idx, suffix);
+                         ruby_class_name(v), idx, suffix);
                 r = H3_ERROR;
                 break;
             }
@@ -164,14 +165,14 @@ h3_result h3_qualified_lookup(h3 *h, const hv *segs, size_t from, const hv *valu
             /* Ruby quirk: these respond to [] and get as far as include? */
             char *ins = h3_inspect_dup(v);
             h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `include?' for %s:%s", ins,
-                     h3_ruby_class(v));
+                     ruby_class_name(v));
             free(ins);
             r = H3_ERROR;
             break;
         }
         h3_raise(h, err, H3E_LOOKUP, "Exception",
                  "Hiera type mismatch: Got %s when a hash-like object was expected to access value using '%s'%s",
-                 h3_ruby_class(v), hv_str_ptr(seg), suffix);
+                 ruby_class_name(v), hv_str_ptr(seg), suffix);
         r = H3_ERROR;
         break;
     }

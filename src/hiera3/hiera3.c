@@ -72,23 +72,6 @@ const char *h3_psych_class(const char *msg)
 
 /* ------------------------------------------------------------------ Ruby helpers */
 
-const char *h3_ruby_class(const hv *v)
-{
-    switch (hv_kind_of(v)) {
-    case HV_UNDEF: return "NilClass";
-    case HV_BOOL: return hv_bool_val(v) ? "TrueClass" : "FalseClass";
-    case HV_INT:
-    case HV_BIGINT: return "Integer";
-    case HV_FLOAT: return "Float";
-    case HV_STRING: return "String";
-    case HV_ARRAY: return "Array";
-    case HV_HASH: return "Hash";
-    case HV_SENSITIVE: return "Object";
-    case HV_SYMBOL: return "Symbol";
-    }
-    return "Object";
-}
-
 /* Ruby's to_s as string interpolation ("#{v}") and gsub's block result use it: strings and
  * symbols verbatim, nil as "", everything else as inspect. */
 void h3_rb_to_s(sbuf *out, const hv *v)
@@ -230,7 +213,7 @@ static bool dm_opts_from(h3 *h, const hv *options, bool lenient, bool preserve_d
     if (!options || hv_is(options, HV_UNDEF) || (hv_is(options, HV_BOOL) && !hv_bool_val(options)))
         return true;
     if (!hv_is(options, HV_HASH)) {
-        h3_raise(h, err, H3E_LOOKUP, "TypeError", "no implicit conversion of %s into Hash", h3_ruby_class(options));
+        h3_raise(h, err, H3E_LOOKUP, "TypeError", "no implicit conversion of %s into Hash", ruby_class_name(options));
         return false;
     }
     static const char *const unsupported[] = {"overwrite_arrays", "extend_existing_arrays", "merge_debug"};
@@ -255,7 +238,7 @@ static bool dm_opts_from(h3 *h, const hv *options, bool lenient, bool preserve_d
             free(keep[0]);
             keep[0] = NULL;
             h3_raise(h, err, H3E_LOOKUP, "TypeError", "no implicit conversion of %s into String",
-                     hv_is(ua, HV_BOOL) ? "true" : h3_ruby_class(ua));
+                     hv_is(ua, HV_BOOL) ? "true" : ruby_class_name(ua));
             return false;
         }
         o->unpack_arrays = keep[1] = xstrndup(hv_str_ptr(ua), hv_str_len(ua));
@@ -434,7 +417,7 @@ h3_result h3_backend_lookup(h3 *h, const char *key, const hv *dflt, const hv *sc
         if (strategy == H3_ARRAY) {
             if (!hv_is(nv, HV_ARRAY) && !hv_is(nv, HV_STRING)) {
                 h3_raise(h, err, H3E_LOOKUP, "Exception", "Hiera type mismatch for key '%s': expected Array and got %s",
-                         key, h3_ruby_class(nv));
+                         key, ruby_class_name(nv));
                 hv_decref(nv);
                 rc = H3_ERROR;
                 break;
@@ -445,7 +428,7 @@ h3_result h3_backend_lookup(h3 *h, const char *key, const hv *dflt, const hv *sc
         } else if (strategy == H3_HASH) {
             if (!hv_is(nv, HV_HASH)) {
                 h3_raise(h, err, H3E_LOOKUP, "Exception", "Hiera type mismatch for key '%s': expected Hash and got %s",
-                         key, h3_ruby_class(nv));
+                         key, ruby_class_name(nv));
                 hv_decref(nv);
                 rc = H3_ERROR;
                 break;

@@ -158,8 +158,6 @@ hv *h3_interpolate(h3 *h, const hv *data, const hv *scope, h3_ctx *ctx, herr *er
 /* Backend.merge_answer(left, right, resolution_type): STEALS left and right (both private,
  * mutable); returns the result or NULL with err. */
 hv *h3_merge_answer(h3 *h, hv *left, hv *right, const h3_resolution *res, herr *err);
-/* Ruby's obj.class.name for messages ("String", "NilClass", ...). */
-const char *h3_ruby_class(const hv *v);
 /* Backend.lookup (the outer loop over backends), with an explicit context. */
 h3_result h3_backend_lookup(h3 *h, const char *key, const hv *dflt, const hv *scope, const hv *order_override,
                             const h3_resolution *res, h3_ctx *ctx, hv **out, herr *err);
