@@ -14,6 +14,7 @@
  */
 #include "crypto/eyaml.h"
 #include "base/fileio.h"
+#include "formats/render.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -174,24 +175,6 @@ static void fail_ossl(eyaml_ctx *e, herr *err, eyaml_errclass cls, const char *m
     char *m = ossl_message(msg);
     fail(e, err, cls, m);
     free(m);
-}
-
-/* Ruby's class name of a value, for "no implicit conversion of X into String". */
-static const char *ruby_class_of(const hv *v)
-{
-    switch (hv_kind_of(v)) {
-    case HV_UNDEF: return "nil";
-    case HV_BOOL: return hv_bool_val(v) ? "true" : "false";
-    case HV_INT:
-    case HV_BIGINT: return "Integer";
-    case HV_FLOAT: return "Float";
-    case HV_STRING: return "String";
-    case HV_ARRAY: return "Array";
-    case HV_HASH: return "Hash";
-    case HV_SYMBOL: return "Symbol";
-    case HV_SENSITIVE: return "Puppet::Pops::Types::PSensitiveType::Sensitive";
-    }
-    return "Object";
 }
 
 /* ------------------------------------------------------------------ options */
@@ -619,7 +602,7 @@ static keyslot *load_key(eyaml_ctx *e, const hv *options, const char *base, bool
     if (var && hv_truthy(var)) {
         /* ENV[name] */
         if (!hv_is(var, HV_STRING)) {
-            char *m = xasprintf("no implicit conversion of %s into String", ruby_class_of(var));
+            char *m = xasprintf("no implicit conversion of %s into String", ruby_conversion_name(var));
             fail(e, err, EYAML_ERR_STANDARD, m);
             free(m);
             return NULL;
@@ -634,7 +617,7 @@ static keyslot *load_key(eyaml_ctx *e, const hv *options, const char *base, bool
     }
     /* File.read(path) */
     if (!path || !hv_is(path, HV_STRING)) {
-        char *m = xasprintf("no implicit conversion of %s into String", path ? ruby_class_of(path) : "nil");
+        char *m = xasprintf("no implicit conversion of %s into String", path ? ruby_conversion_name(path) : "nil");
         fail(e, err, EYAML_ERR_STANDARD, m);
         free(m);
         return NULL;

@@ -1867,7 +1867,13 @@ static int frame_next(fstack *st, frame *f, uint32_t *child)
     }
 }
 
-static char *ruby_inspect_value(const hv *v);
+/* Ruby's inspect of a scalar (never a string here: those are names already), malloc'ed. */
+static char *ruby_inspect_value(const hv *v)
+{
+    sbuf b = {0};
+    ruby_inspect(&b, v);
+    return sb_take(&b);
+}
 
 /* The NameError of instance_variable_set(:"@#{k}") for a !!str mapping's member key
  * (k = key.to_s.sub(/^@/, '')), or NULL when the name is fine. */
@@ -1979,38 +1985,6 @@ static bool frame_take(fstack *st, frame *f, hv *v)
 }
 
 /* Ruby's #inspect of a scalar that cannot hold instance variables (FrozenError messages). */
-static char *ruby_inspect_value(const hv *v)
-{
-    switch (hv_kind_of(v)) {
-    case HV_BOOL: return xstrdup(hv_bool_val(v) ? "true" : "false");
-    case HV_INT: return xasprintf("%lld", (long long)hv_int_val(v));
-    case HV_BIGINT: return xstrdup(hv_bigint_digits(v));
-    case HV_SYMBOL: return xasprintf(":%s", hv_str_ptr(v));
-    case HV_STRING: {
-        sbuf b = {0};
-        inspect_binary(&b, hv_str_ptr(v), hv_str_len(v));
-        return sb_take(&b);
-    }
-    case HV_FLOAT: {
-        double d = hv_float_val(v);
-        if (isnan(d))
-            return xstrdup("NaN");
-        if (isinf(d))
-            return xstrdup(d > 0 ? "Infinity" : "-Infinity");
-        char buf[64];
-        for (int prec = 1; prec <= 17; prec++) {
-            snprintf(buf, sizeof buf, "%.*g", prec, d);
-            if (c_strtod(buf, NULL) == d)
-                break;
-        }
-        if (!strpbrk(buf, ".e"))
-            strcat(buf, ".0");
-        return xstrdup(buf);
-    }
-    default: return xstrdup("nil");
-    }
-}
-
 /* The top frame is complete: its value (or NULL with *none for borrowed frames). */
 static hv *frame_finish(fstack *st, frame *f, bool *none)
 {

@@ -213,7 +213,7 @@ static bool dm_opts_from(h3 *h, const hv *options, bool lenient, bool preserve_d
     if (!options || hv_is(options, HV_UNDEF) || (hv_is(options, HV_BOOL) && !hv_bool_val(options)))
         return true;
     if (!hv_is(options, HV_HASH)) {
-        h3_raise(h, err, H3E_LOOKUP, "TypeError", "no implicit conversion of %s into Hash", ruby_class_name(options));
+        h3_raise(h, err, H3E_LOOKUP, "TypeError", "no implicit conversion of %s into Hash", ruby_conversion_name(options));
         return false;
     }
     static const char *const unsupported[] = {"overwrite_arrays", "extend_existing_arrays", "merge_debug"};
@@ -238,7 +238,7 @@ static bool dm_opts_from(h3 *h, const hv *options, bool lenient, bool preserve_d
             free(keep[0]);
             keep[0] = NULL;
             h3_raise(h, err, H3E_LOOKUP, "TypeError", "no implicit conversion of %s into String",
-                     hv_is(ua, HV_BOOL) ? "true" : ruby_class_name(ua));
+                     ruby_conversion_name(ua));
             return false;
         }
         o->unpack_arrays = keep[1] = xstrndup(hv_str_ptr(ua), hv_str_len(ua));

@@ -250,6 +250,34 @@ static void test_filecache_reload(void **state)
     hiera3_free(h);
 }
 
+/* :deep_merge_options: that is not a hash (with :merge_behavior: deeper): Ruby's TypeError
+ * names true, false and nil by value ("no implicit conversion of true into Hash"), other
+ * values by class (hiera 3.10 -c ... -h k, the deep_merge gem's rails_compat). */
+static void test_deep_merge_options_not_hash(void **state)
+{
+    static const char *const cases[][2] = {
+        {"true", "no implicit conversion of true into Hash"},
+        {"5", "no implicit conversion of Integer into Hash"},
+        {"[1]", "no implicit conversion of Array into Hash"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *text = xasprintf(":backends: [yaml]\n:hierarchy: [\"%%{lvl}\", common]\n:yaml:\n  :datadir: %s\n"
+                               ":logger: noop\n:merge_behavior: deeper\n:deep_merge_options: %s\n",
+                               datadir, cases[i][0]);
+        char *path = testutil_write_tmp("dmo.yaml", text);
+        hiera_error err = {0};
+        hiera3 *h = hiera3_new(path, &err);
+        assert_non_null(h);
+        hiera_value *s = scope1("lvl", "special");
+        hiera3_resolution hash = {.kind = HIERA3_HASH};
+        expect_error(h, "h", s, &hash, HIERA_ERR_LOOKUP, cases[i][1]);
+        hiera_value_decref(s);
+        hiera3_free(h);
+        free(path);
+        free(text);
+    }
+}
+
 /* ------------------------------------------------------------------ loggers */
 
 typedef struct {
@@ -456,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_error_kinds),
         cmocka_unit_test(test_filecache_quirks),
         cmocka_unit_test(test_filecache_reload),
+        cmocka_unit_test(test_deep_merge_options_not_hash),
         cmocka_unit_test(test_loggers),
         cmocka_unit_test(test_split_key),
         cmocka_unit_test(test_pp),
