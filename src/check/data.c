@@ -524,18 +524,6 @@ static void check_enc(fctx *x, const ysnode *node, uint32_t nline, uint32_t ncol
 
 /* ------------------------------------------------------------------ scalars */
 
-/* Ruby's Float#to_s for a float from YAML (the shortest text that reads back). */
-static void float_text(char *buf, size_t n, double d)
-{
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, n, "%.*g", prec, d);
-        if (strtod(buf, NULL) == d)
-            break;
-    }
-    if (!strchr(buf, '.') && !strchr(buf, 'e') && !strchr(buf, 'n') && !strchr(buf, 'i') && strlen(buf) + 3 < n)
-        strcat(buf, ".0");
-}
-
 /* The YAML traps of a plain scalar (what it reads as, when that is probably not what was meant).
  * Returns the trap's rule (and the hint in msg), or NULL. Shared with classes.c's hints. */
 
@@ -574,8 +562,9 @@ const char *ck_plain_trap(const char *text, size_t len, char *msg, size_t msgsiz
             snprintf(msg, msgsize, "unquoted '%.*s' is read as the octal number %s", (int)len, text, num);
         }
     } else if (hv_is(v, HV_FLOAT)) {
-        char ft[40];
-        float_text(ft, sizeof ft, hv_float_val(v));
+        sbuf fb = {0};
+        ruby_float_to_s(&fb, hv_float_val(v)); /* as Ruby prints the value read */
+        const char *ft = sb_str(&fb);
         if (colon) {
             rule = "yaml-sexagesimal";
             snprintf(msg, msgsize, "unquoted '%.*s' is read as the base-60 number %s", (int)len, text, ft);
@@ -595,6 +584,7 @@ const char *ck_plain_trap(const char *text, size_t len, char *msg, size_t msgsiz
                 }
             }
         }
+        sb_free(&fb);
     }
     hv_decref(v);
     return rule;

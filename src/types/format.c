@@ -2,6 +2,7 @@
  * as String.new / StringConverter formats them (puppet_string, and the single format strings
  * new() accepts). */
 #include "types/types_int.h"
+#include "formats/render.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -477,7 +478,7 @@ static void ps_element(sbuf *b, const hv *v, int depth)
     case HV_STRING: puppet_quote(b, hv_str_ptr(v), hv_str_len(v)); break;
     case HV_INT: sb_addf(b, "%" PRId64, hv_int_val(v)); break;
     case HV_BIGINT: sb_adds(b, hv_bigint_digits(v)); break;
-    case HV_FLOAT: pt_ruby_float_to_s(b, hv_float_val(v)); break;
+    case HV_FLOAT: ruby_float_to_s(b, hv_float_val(v)); break;
     case HV_BOOL: sb_adds(b, hv_bool_val(v) ? "true" : "false"); break;
     case HV_UNDEF: sb_adds(b, "undef"); break;
     case HV_SENSITIVE: sb_adds(b, "#<Sensitive [value redacted]>"); break;
@@ -873,7 +874,7 @@ bool pt_string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
             sbuf t = {0};
             if (c == 's' && fs.alt)
                 sb_addc(&t, '"');
-            pt_ruby_float_to_s(&t, d);
+            ruby_float_to_s(&t, d);
             if (c == 's' && fs.alt)
                 sb_addc(&t, '"');
             pad_str(out, &fs, t.s, t.len, c == 's');

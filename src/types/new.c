@@ -2,6 +2,7 @@
  * functions of the types (types.rb new_function) with their signatures and messages, and the
  * Ruby conversions they rely on (Integer(), Float(), inspect, to_s). */
 #include "types/types_int.h"
+#include "formats/render.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -45,7 +46,7 @@ void pt_ruby_str_inspect(sbuf *b, const char *s, size_t n)
 }
 
 /* Ruby's inspect of a value (Array#inspect, Hash#inspect in Ruby 3.1 form). */
-static void ruby_inspect(sbuf *b, const hv *v, int depth)
+static void ruby_inspect_depth(sbuf *b, const hv *v, int depth)
 {
     if (depth > MAX_VALUE_DEPTH) {
         sb_adds(b, "...");
@@ -56,7 +57,7 @@ static void ruby_inspect(sbuf *b, const hv *v, int depth)
     case HV_BOOL: sb_adds(b, hv_bool_val(v) ? "true" : "false"); break;
     case HV_INT: sb_addf(b, "%" PRId64, hv_int_val(v)); break;
     case HV_BIGINT: sb_adds(b, hv_bigint_digits(v)); break;
-    case HV_FLOAT: pt_ruby_float_to_s(b, hv_float_val(v)); break;
+    case HV_FLOAT: ruby_float_to_s(b, hv_float_val(v)); break;
     case HV_STRING: pt_ruby_str_inspect(b, hv_str_ptr(v), hv_str_len(v)); break;
     case HV_SYMBOL: sb_addf(b, ":%s", hv_str_ptr(v)); break;
     case HV_SENSITIVE: sb_adds(b, "#<Sensitive [value redacted]>"); break;
@@ -65,7 +66,7 @@ static void ruby_inspect(sbuf *b, const hv *v, int depth)
         for (size_t i = 0; i < hv_array_len(v); i++) {
             if (i)
                 sb_adds(b, ", ");
-            ruby_inspect(b, hv_array_get(v, i), depth + 1);
+            ruby_inspect_depth(b, hv_array_get(v, i), depth + 1);
         }
         sb_addc(b, ']');
         break;
@@ -74,9 +75,9 @@ static void ruby_inspect(sbuf *b, const hv *v, int depth)
         for (size_t i = 0; i < hv_hash_len(v); i++) {
             if (i)
                 sb_adds(b, ", ");
-            ruby_inspect(b, hv_hash_key_at(v, i), depth + 1);
+            ruby_inspect_depth(b, hv_hash_key_at(v, i), depth + 1);
             sb_adds(b, "=>");
-            ruby_inspect(b, hv_hash_val_at(v, i), depth + 1);
+            ruby_inspect_depth(b, hv_hash_val_at(v, i), depth + 1);
         }
         sb_addc(b, '}');
         break;
@@ -90,7 +91,7 @@ void pt_ruby_to_s(sbuf *b, const hv *v)
     case HV_UNDEF: break;
     case HV_STRING: case HV_SYMBOL: sb_addn(b, hv_str_ptr(v), hv_str_len(v)); break;
     case HV_SENSITIVE: sb_adds(b, "Sensitive [value redacted]"); break;
-    default: ruby_inspect(b, v, 0); break;
+    default: ruby_inspect_depth(b, v, 0); break;
     }
 }
 
@@ -287,7 +288,7 @@ hv *pt_float_to_i(double d, char **msg)
 {
     if (isnan(d) || isinf(d)) {
         sbuf m = {0};
-        pt_ruby_float_to_s(&m, d);
+        ruby_float_to_s(&m, d);
         *msg = sb_take(&m);
         return NULL;
     }
@@ -736,7 +737,7 @@ static char *integer_on_error_hash(const nfun *f, const hv *h, herr *err)
         return NULL;
     }
     sbuf b = {0};
-    ruby_inspect(&b, h, 0);
+    ruby_inspect_depth(&b, h, 0);
     return sb_take(&b);
 }
 

@@ -28,6 +28,7 @@
  */
 #include "types/types_int.h"
 #include "base/rregex.h"
+#include "formats/render.h"
 
 #include <ctype.h>
 #include <float.h>
@@ -127,68 +128,6 @@ num pt_n_negate(num n)
     return r;
 }
 
-/* Ruby's Float#to_s: shortest round-trip digits, fixed notation for exponents -4 < e <= 16. */
-void pt_ruby_float_to_s(sbuf *b, double d)
-{
-    if (isnan(d)) {
-        sb_adds(b, "NaN");
-        return;
-    }
-    if (isinf(d)) {
-        sb_adds(b, d < 0 ? "-Infinity" : "Infinity");
-        return;
-    }
-    if (d == 0) {
-        sb_adds(b, signbit(d) ? "-0.0" : "0.0");
-        return;
-    }
-    char buf[64];
-    int prec;
-    for (prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*e", prec - 1, d);
-        if (strtod(buf, NULL) == d)
-            break;
-    }
-    /* buf: [-]d[.ddd]e[+-]XX -> digits and decimal exponent */
-    char digits[32];
-    int nd = 0;
-    const char *p = buf;
-    bool neg = false;
-    if (*p == '-')
-        neg = true, p++;
-    for (; *p && *p != 'e'; p++)
-        if (isdigit((unsigned char)*p))
-            digits[nd++] = *p;
-    int e10 = atoi(p + 1);
-    while (nd > 1 && digits[nd - 1] == '0')
-        nd--;
-    int decpt = e10 + 1; /* digits are 0.DIGITS * 10^decpt */
-    if (neg)
-        sb_addc(b, '-');
-    if (decpt > 0 && (decpt <= DBL_DIG || (decpt == DBL_DIG + 1 && nd > decpt))) {
-        for (int i = 0; i < decpt; i++)
-            sb_addc(b, i < nd ? digits[i] : '0');
-        sb_addc(b, '.');
-        if (nd > decpt)
-            sb_addn(b, digits + decpt, (size_t)(nd - decpt));
-        else
-            sb_addc(b, '0');
-    } else if (decpt <= 0 && decpt > -4) {
-        sb_adds(b, "0.");
-        for (int i = 0; i < -decpt; i++)
-            sb_addc(b, '0');
-        sb_addn(b, digits, (size_t)nd);
-    } else {
-        sb_addc(b, digits[0]);
-        sb_addc(b, '.');
-        if (nd > 1)
-            sb_addn(b, digits + 1, (size_t)(nd - 1));
-        else
-            sb_addc(b, '0');
-        sb_addf(b, "e%c%02d", decpt - 1 < 0 ? '-' : '+', abs(decpt - 1));
-    }
-}
-
 /* Ruby's Integer#to_s / Float#to_s of a number. */
 void pt_n_to_s(sbuf *b, num n)
 {
@@ -197,7 +136,7 @@ void pt_n_to_s(sbuf *b, num n)
     else if (n.k == N_BIG)
         sb_adds(b, hv_bigint_digits(n.big));
     else
-        pt_ruby_float_to_s(b, n.d);
+        ruby_float_to_s(b, n.d);
 }
 
 /* ======================================================================================

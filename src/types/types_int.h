@@ -85,7 +85,6 @@ static inline num n_succ(num n)
 }
 
 num pt_n_negate(num n);
-void pt_ruby_float_to_s(sbuf *b, double d);
 void pt_n_to_s(sbuf *b, num n);
 
 /* ---- strings (ptype.c) ---- */

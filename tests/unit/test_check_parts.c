@@ -4,6 +4,7 @@
  * parameter messages (types/ptype.c). */
 #include "testutil.h"
 
+#include "check/ck_int.h"
 #include "check/yscan.h"
 #include "formats/psych.h"
 #include "puppet/manifest.h"
@@ -286,6 +287,28 @@ static void user_aliases_and_messages(void **state)
     ptype_aliases_free(a);
 }
 
+/* hiera check's YAML traps name the float a plain scalar reads as, printed as Ruby's Float#to_s
+ * prints it (1.0e+16, not 1e+16); the values are Psych's (Ruby 3.1: YAML.load("a: 1:30.5") is
+ * 5430.0) */
+static void plain_traps_float_text(void **state)
+{
+    (void)state;
+    static const char *const cases[][3] = {
+        {"1.10", "yaml-version-float", "unquoted '1.10' is read as the float 1.1"},
+        {"10000000000000000.00", "yaml-version-float", "unquoted '10000000000000000.00' is read as the float 1.0e+16"},
+        {"0.0000010", "yaml-version-float", "unquoted '0.0000010' is read as the float 1.0e-06"},
+        {"1:30.5", "yaml-sexagesimal", "unquoted '1:30.5' is read as the base-60 number 5430.0"},
+        {"190:20:30.15", "yaml-sexagesimal", "unquoted '190:20:30.15' is read as the base-60 number 685230.15"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char msg[256] = "";
+        const char *rule = ck_plain_trap(cases[i][0], strlen(cases[i][0]), msg, sizeof msg);
+        assert_non_null(rule);
+        assert_string_equal(rule, cases[i][1]);
+        assert_string_equal(msg, cases[i][2]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +319,7 @@ int main(void)
         cmocka_unit_test(manifest_problems),
         cmocka_unit_test(yaml_marks),
         cmocka_unit_test(plain_scalars),
+        cmocka_unit_test(plain_traps_float_text),
         cmocka_unit_test(user_aliases_and_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

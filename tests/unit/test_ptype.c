@@ -371,6 +371,9 @@ static const struct type_case type_cases[] = {
     {"Integer[-99999999999999999999999, 5]", "\"x\"", "ERR Integer[-99999999999999999999999, 5]: Found value has wrong type, expects an Integer value, got String"},
     {"Float[1e3, 2e10]", "\"x\"", "ERR Float[1000.0, 20000000000.0]: Found value has wrong type, expects a Float value, got String"},
     {"Float[-0.0, 1.0e-5]", "\"x\"", "ERR Float[-0.0, 1.0e-05]: Found value has wrong type, expects a Float value, got String"},
+    /* powers of two whose shortest digits are not the correctly rounded ones (Puppet 7.23:
+     * TypeFactory.float_range(2.0**-24, 2.0**182).to_s) */
+    {"Float[5.9604644775390625e-08, 6.1299821634635554e54]", "\"x\"", "ERR Float[5.960464477539063e-08, 6.129982163463556e+54]: Found value has wrong type, expects a Float value, got String"},
     {"Enum[\"a\\u{41}\\u0042\\s\\$\"]", "1", "ERR Enum['aAB $']: Found value has wrong type, expects a match for Enum['aAB $'], got Integer"},
     {"Enum['it\\'s', 'back\\\\slash', 'keep\\n']", "1", "ERR Enum['back\\slash', 'it\\'s', 'keep\\n']: Found value has wrong type, expects a match for Enum['back\\slash', 'it\\'s', 'keep\\n'], got Integer"},
     {"Enum[true, a]", "1", "PARSE ERROR: Enum parameters must be identifiers or strings"},
@@ -1148,6 +1151,7 @@ static const struct string_case string_cases[] = {
     {"[{\"__big__\": \"123456789012345678901234567890\"}]", "[123456789012345678901234567890]"},
     {"123456789.123", "123456789.123000"},
     {"[0.1, 1.0e16, 1.0e15, 123456789012345.6, 1e100, 5e-324]", "[0.1, 1.0e+16, 1.0e+15, 123456789012345.6, 1.0e+100, 5.0e-324]"},
+    {"[5.9604644775390625e-08, 6.1299821634635554e+54]", "[5.960464477539063e-08, 6.129982163463556e+54]"},
     {"1e300", "1000000000000000052504760255204420248704468581108159154915854115511802457988908195786371375080447864043704443832883878176942523235360430575644792184786706982848387200926575803737830233794788090059368953234970799945081119038967640880074652742780142494579258788820056842838115669472196386865459400540160.000000"},
     {"\"a\\nb\"", "a\nb"},
     {"[\"a\\nb\", \"a\\u0001b\"]", "[\"a\\nb\", \"a\\u{1}b\"]"},
