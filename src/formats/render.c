@@ -311,6 +311,8 @@ static void inspect_string(sbuf *out, const char *s, size_t n)
     inspect_string_enc(out, s, n, false);
 }
 
+void ruby_inspect_string(sbuf *out, const char *s, size_t n) { inspect_string(out, s, n); }
+
 static bool ident_char(unsigned char c)
 {
     return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80;

@@ -21,6 +21,8 @@ int render_s(sbuf *out, const hv *v, herr *err);
 
 /* Ruby's Object#inspect of the value: {"a"=>1, "b"=>[nil, true, 1.5]}. */
 void ruby_inspect(sbuf *out, const hv *v);
+/* Ruby's String#inspect of a UTF-8 string ("a\u2028\xFF\n"). */
+void ruby_inspect_string(sbuf *out, const char *s, size_t n);
 /* Ruby's to_s: strings verbatim, nil as "", others as inspect. */
 void ruby_to_s(sbuf *out, const hv *v);
 /* Ruby's Float#to_s: 1.0, 0.0001, 1.0e-05, 1.0e+16, Infinity, -Infinity, NaN. */

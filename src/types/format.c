@@ -825,9 +825,9 @@ bool pt_string_format(sbuf *out, const hv *v, const hv *fmt, herr *err)
             /* %s: the decimal string formatted with %s (%p when alternate: quoted) */
             sbuf d = {0};
             sbuf t = {0};
-            pt_ruby_to_s(&d, v);
+            ruby_to_s(&d, v);
             if (c == 's' && fs.alt)
-                pt_ruby_str_inspect(&t, d.s, d.len);
+                ruby_inspect_string(&t, d.s, d.len);
             else
                 sb_addn(&t, d.s, d.len);
             pad_str(out, &fs, t.s, t.len, c == 's');

@@ -1,6 +1,6 @@
 /* new.c - Puppet's new(Type, value, *args) for lookup_options convert_to (ptype_convert): the new
  * functions of the types (types.rb new_function) with their signatures and messages, and the
- * Ruby conversions they rely on (Integer(), Float(), inspect, to_s). */
+ * Ruby conversions they rely on (Integer(), Float(); inspect and to_s are formats/render.c's). */
 #include "types/types_int.h"
 #include "formats/render.h"
 
@@ -11,89 +11,6 @@
 /* ======================================================================================
  * Ruby conversions used by the new() functions
  * ====================================================================================== */
-
-/* Ruby String#inspect (the parts that matter for messages). */
-void pt_ruby_str_inspect(sbuf *b, const char *s, size_t n)
-{
-    sb_addc(b, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': sb_adds(b, "\\\""); break;
-        case '\\': sb_adds(b, "\\\\"); break;
-        case '\n': sb_adds(b, "\\n"); break;
-        case '\t': sb_adds(b, "\\t"); break;
-        case '\r': sb_adds(b, "\\r"); break;
-        case '\f': sb_adds(b, "\\f"); break;
-        case '\v': sb_adds(b, "\\v"); break;
-        case '\a': sb_adds(b, "\\a"); break;
-        case '\b': sb_adds(b, "\\b"); break;
-        case 0x1b: sb_adds(b, "\\e"); break;
-        case '#':
-            if (i + 1 < n && (s[i + 1] == '{' || s[i + 1] == '$' || s[i + 1] == '@'))
-                sb_adds(b, "\\#");
-            else
-                sb_addc(b, '#');
-            break;
-        default:
-            if (c < 0x20 || c == 0x7f)
-                sb_addf(b, "\\u%04X", c);
-            else
-                sb_addc(b, (char)c);
-        }
-    }
-    sb_addc(b, '"');
-}
-
-/* Ruby's inspect of a value (Array#inspect, Hash#inspect in Ruby 3.1 form). */
-static void ruby_inspect_depth(sbuf *b, const hv *v, int depth)
-{
-    if (depth > MAX_VALUE_DEPTH) {
-        sb_adds(b, "...");
-        return;
-    }
-    switch (hv_kind_of(v)) {
-    case HV_UNDEF: sb_adds(b, "nil"); break;
-    case HV_BOOL: sb_adds(b, hv_bool_val(v) ? "true" : "false"); break;
-    case HV_INT: sb_addf(b, "%" PRId64, hv_int_val(v)); break;
-    case HV_BIGINT: sb_adds(b, hv_bigint_digits(v)); break;
-    case HV_FLOAT: ruby_float_to_s(b, hv_float_val(v)); break;
-    case HV_STRING: pt_ruby_str_inspect(b, hv_str_ptr(v), hv_str_len(v)); break;
-    case HV_SYMBOL: sb_addf(b, ":%s", hv_str_ptr(v)); break;
-    case HV_SENSITIVE: sb_adds(b, "#<Sensitive [value redacted]>"); break;
-    case HV_ARRAY:
-        sb_addc(b, '[');
-        for (size_t i = 0; i < hv_array_len(v); i++) {
-            if (i)
-                sb_adds(b, ", ");
-            ruby_inspect_depth(b, hv_array_get(v, i), depth + 1);
-        }
-        sb_addc(b, ']');
-        break;
-    case HV_HASH:
-        sb_addc(b, '{');
-        for (size_t i = 0; i < hv_hash_len(v); i++) {
-            if (i)
-                sb_adds(b, ", ");
-            ruby_inspect_depth(b, hv_hash_key_at(v, i), depth + 1);
-            sb_adds(b, "=>");
-            ruby_inspect_depth(b, hv_hash_val_at(v, i), depth + 1);
-        }
-        sb_addc(b, '}');
-        break;
-    }
-}
-
-/* Ruby's to_s of a value in string interpolation. */
-void pt_ruby_to_s(sbuf *b, const hv *v)
-{
-    switch (hv_kind_of(v)) {
-    case HV_UNDEF: break;
-    case HV_STRING: case HV_SYMBOL: sb_addn(b, hv_str_ptr(v), hv_str_len(v)); break;
-    case HV_SENSITIVE: sb_adds(b, "Sensitive [value redacted]"); break;
-    default: ruby_inspect_depth(b, v, 0); break;
-    }
-}
 
 /* An integer given as digits in a base, as a value (HV_INT or, when large, HV_BIGINT). */
 static hv *digits_to_value(const char *digits, size_t n, int base, bool neg)
@@ -184,7 +101,7 @@ static hv *ruby_Integer(const char *s, size_t n, int base, char **msg)
         sb_free(&digits);
         sbuf m = {0};
         sb_adds(&m, "invalid value for Integer(): ");
-        pt_ruby_str_inspect(&m, s, n);
+        ruby_inspect_string(&m, s, n);
         *msg = sb_take(&m);
         return NULL;
     }
@@ -250,7 +167,7 @@ static bool ruby_Float(const char *s, size_t n, double *out, char **msg)
         sb_free(&clean);
         sbuf m = {0};
         sb_adds(&m, "invalid value for Float(): ");
-        pt_ruby_str_inspect(&m, s, n);
+        ruby_inspect_string(&m, s, n);
         *msg = sb_take(&m);
         return false;
     }
@@ -707,7 +624,7 @@ static bool assert_radix(const hv *radix, herr *err)
             return true;
     }
     sbuf b = {0};
-    pt_ruby_to_s(&b, radix);
+    ruby_to_s(&b, radix);
     herr_set(err, HERR_ERROR, "Illegal radix: %s, expected 2, 8, 10, 16, or default", sb_str(&b));
     sb_free(&b);
     return false;
@@ -737,7 +654,7 @@ static char *integer_on_error_hash(const nfun *f, const hv *h, herr *err)
         return NULL;
     }
     sbuf b = {0};
-    ruby_inspect_depth(&b, h, 0);
+    ruby_inspect(&b, h);
     return sb_take(&b);
 }
 

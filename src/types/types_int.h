@@ -341,8 +341,6 @@ ptype *pt_parse_type(const char *text, size_t len, bool cli, const local_alias *
 
 /* ---- new.c: Ruby conversions and new() ---- */
 
-void pt_ruby_str_inspect(sbuf *b, const char *s, size_t n);
-void pt_ruby_to_s(sbuf *b, const hv *v);
 hv *pt_float_to_i(double d, char **msg);
 double pt_int_to_float(const hv *v);
 bool pt_set_msg_err(herr *err, char *msg);

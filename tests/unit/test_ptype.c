@@ -812,6 +812,9 @@ static const struct conv_case conv_cases[] = {
     {"\"Integer\"", "{\"from\": \"12\"}", "OK 12"},
     {"\"Integer\"", "{\"from\": \"12\", \"radix\": 16}", "OK 18"},
     {"\"Integer\"", "{\"from\": \"12\", \"radix\": 3}", "ERR: Illegal radix: 3, expected 2, 8, 10, 16, or default"},
+    /* the radix as Ruby's to_s gives it (Array#inspect: \u2028 escaped; puppet apply -e
+     * 'notice(Integer.new({from => "12", radix => ["a\u2028", "b\\"]}))') */
+    {"\"Integer\"", "{\"from\": \"12\", \"radix\": [\"a\\u2028\", \"b\\\\\"]}", "ERR: Illegal radix: [\"a\\u2028\", \"b\\\\\"], expected 2, 8, 10, 16, or default"},
     {"\"Integer\"", "{\"from\": \"ff\", \"radix\": 16}", "ERR: 'new' The string 'ff' cannot be converted to Integer"},
     {"\"Integer\"", "{\"from\": \"12\", \"abs\": \"x\"}", "ERR: Integer.new has wrong type, entry 'abs' expects a Boolean value, got String"},
     {"\"Integer\"", "{\"from\": \"-12\", \"abs\": true}", "OK 12"},
