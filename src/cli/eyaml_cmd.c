@@ -323,12 +323,6 @@ static bool word_char(unsigned char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-static bool b64_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' || c == '/' ||
-           c == '=';
-}
-
 /* Ruby's \s */
 static bool space_char(unsigned char c)
 {
@@ -346,32 +340,15 @@ typedef struct {
 /* ENC\[(\w+,)?([class]+?)\] at i; the class is [a-zA-Z0-9+/=] or, for blocks, with \s. */
 static bool enc_at(const char *s, size_t len, size_t i, bool spaces, token *t)
 {
-    if (len - i < 4 || memcmp(s + i, "ENC[", 4) != 0)
+    eyaml_enc_block m;
+    if (!eyaml_enc_at(s, len, i, spaces ? EYAML_ENC_TOOL_BLOCK : EYAML_ENC_TOOL_STRING, &m))
         return false;
-    size_t p = i + 4;
-    for (int with_scheme = 1; with_scheme >= 0; with_scheme--) {
-        size_t q = p, scheme_len = 0;
-        if (with_scheme) {
-            while (q < len && word_char((unsigned char)s[q]))
-                q++;
-            if (q == p || q >= len || s[q] != ',')
-                continue;
-            scheme_len = q - p;
-            q++;
-        }
-        size_t body = q;
-        while (q < len && (b64_char((unsigned char)s[q]) || (spaces && space_char((unsigned char)s[q]))))
-            q++;
-        if (q == body || q >= len || s[q] != ']')
-            continue;
-        t->end = q + 1;
-        t->scheme = p;
-        t->scheme_len = scheme_len;
-        t->body = body;
-        t->body_len = q - body;
-        return true;
-    }
-    return false;
+    t->end = m.end;
+    t->scheme = m.scheme;
+    t->scheme_len = m.scheme_len;
+    t->body = m.payload;
+    t->body_len = m.payload_len;
+    return true;
 }
 
 /* Finds the first "]!" at or after q, remembering answers (the scans move forward, so DEC

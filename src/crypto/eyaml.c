@@ -279,23 +279,23 @@ static bool is_word_char(unsigned char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* EncHieraTokenType's payload class [a-zA-Z0-9+/ =\n]: unlike the eyaml tool's block type it
- * admits only spaces and newlines, not tabs or carriage returns. */
-static bool is_hiera_payload_char(unsigned char c)
+/* The payload classes: [a-zA-Z0-9+/=] and the white space each admits. EncHieraTokenType admits
+ * only spaces and newlines (not tabs or carriage returns); the eyaml tool's block form any \s. */
+static bool is_payload_char(unsigned char c, eyaml_enc_class cls)
 {
-    return b64_value(c) >= 0 || c == '=' || c == ' ' || c == '\n';
+    if (b64_value(c) >= 0 || c == '=')
+        return true;
+    switch (cls) {
+    case EYAML_ENC_HIERA: return c == ' ' || c == '\n';
+    case EYAML_ENC_TOOL_BLOCK: return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+    case EYAML_ENC_TOOL_STRING: break;
+    }
+    return false;
 }
 
-typedef struct {
-    size_t start, end;          /* the whole ENC[...] */
-    size_t scheme, scheme_len;  /* the word before the comma; scheme_len 0 when absent */
-    size_t payload, payload_len;
-} enc_match;
-
-/* Matches /ENC\[(\w+,)?([class]+?)\]/ at position i. */
-static bool enc_match_at(const char *s, size_t len, size_t i, enc_match *m)
+bool eyaml_enc_at(const char *s, size_t len, size_t i, eyaml_enc_class cls, eyaml_enc_block *m)
 {
-    if (len - i < 4 || memcmp(s + i, "ENC[", 4) != 0)
+    if (i > len || len - i < 4 || memcmp(s + i, "ENC[", 4) != 0)
         return false;
     size_t p = i + 4;
     /* (\w+,) first, as the regexp tries it, then without it */
@@ -310,30 +310,27 @@ static bool enc_match_at(const char *s, size_t len, size_t i, enc_match *m)
             q++;
         }
         size_t payload = q;
-        while (q < len && is_hiera_payload_char((unsigned char)s[q]))
-            q++;
+        bool blank = true;
+        for (; q < len && is_payload_char((unsigned char)s[q], cls); q++)
+            if (b64_value((unsigned char)s[q]) >= 0 || s[q] == '=')
+                blank = false;
         if (q == payload || q >= len || s[q] != ']')
             continue;
-        m->start = i;
-        m->end = q + 1;
-        m->scheme = p;
-        m->scheme_len = scheme_len;
-        m->payload = payload;
-        m->payload_len = q - payload;
+        *m = (eyaml_enc_block){.start = i, .end = q + 1, .scheme = p, .scheme_len = scheme_len,
+                               .payload = payload, .payload_len = q - payload, .blank = blank};
         return true;
     }
     return false;
 }
 
-/* The leftmost match at or after from (StringScanner#check_until). */
-static bool enc_find(const char *s, size_t len, size_t from, enc_match *m)
+bool eyaml_enc_find(const char *s, size_t len, size_t from, eyaml_enc_class cls, eyaml_enc_block *m)
 {
     while (from + 4 <= len) {
         const char *hit = memmem(s + from, len - from, "ENC[", 4);
         if (!hit)
             return false;
         size_t i = (size_t)(hit - s);
-        if (enc_match_at(s, len, i, m))
+        if (eyaml_enc_at(s, len, i, cls, m))
             return true;
         from = i + 1;
     }
@@ -904,14 +901,6 @@ char *eyaml_decrypt_block(eyaml_ctx *e, const char *scheme, size_t scheme_len, c
     return out;
 }
 
-static bool payload_blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\n')
-            return false;
-    return true;
-}
-
 /* Wipes and frees a buffer that may hold plaintext. */
 static void sb_wipe(sbuf *b)
 {
@@ -932,10 +921,10 @@ char *eyaml_decrypt_text(eyaml_ctx *e, const char *data, size_t len, const hv *o
     }
     sbuf out = {0};
     size_t pos = 0;
-    enc_match m;
-    while (pos < len && enc_find(data, len, pos, &m)) {
+    eyaml_enc_block m;
+    while (pos < len && eyaml_enc_find(data, len, pos, EYAML_ENC_HIERA, &m)) {
         sb_addn(&out, data + pos, m.start - pos);
-        if (payload_blank(data + m.payload, m.payload_len)) {
+        if (m.blank) {
             /* EncHieraTokenType strips the whitespace and hands "ENC[]" to the string token
              * type, whose regexp then fails: md is nil, a NoMethodError, worded by Ruby 3.1's
              * error_highlight with the offending source line of hiera-eyaml 3.3.0. */

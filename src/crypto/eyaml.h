@@ -20,6 +20,26 @@ void eyaml_free(eyaml_ctx *e);
  * not checked with stat() again. */
 void eyaml_freeze(eyaml_ctx *e);
 
+/* What an ENC[...] block's payload may hold besides base64 ([a-zA-Z0-9+/=]): */
+typedef enum {
+    EYAML_ENC_HIERA,       /* spaces and newlines: the hiera backend parser (EncHieraTokenType) */
+    EYAML_ENC_TOOL_STRING, /* nothing else: the eyaml tool's string token */
+    EYAML_ENC_TOOL_BLOCK,  /* any white space (\s): the eyaml tool's block token */
+} eyaml_enc_class;
+
+/* A match of /ENC\[(\w+,)?([class]+?)\]/: offsets into the text scanned. */
+typedef struct {
+    size_t start, end;          /* the whole ENC[...] */
+    size_t scheme, scheme_len;  /* the word before the comma; scheme_len 0 when absent */
+    size_t payload, payload_len;
+    bool blank;                 /* the payload is white space only */
+} eyaml_enc_block;
+
+/* The match at position i (the scheme tried first, as the regexp does); false when none. */
+bool eyaml_enc_at(const char *s, size_t len, size_t i, eyaml_enc_class cls, eyaml_enc_block *m);
+/* The leftmost match at or after from (StringScanner#check_until). */
+bool eyaml_enc_find(const char *s, size_t len, size_t from, eyaml_enc_class cls, eyaml_enc_block *m);
+
 /* eyaml_lookup_key's `encrypted?` test: /.*ENC\[.*?\]/ matches the text. */
 bool eyaml_is_encrypted(const char *s, size_t len);
 

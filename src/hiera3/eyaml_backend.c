@@ -161,73 +161,22 @@ static hv *parse_options(h3 *h, const hv *scope, herr *err)
 
 /* ------------------------------------------------------------------ decryption */
 
-static bool word_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-static bool payload_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' || c == '/' ||
-           c == ' ' || c == '=' || c == '\n';
-}
-
-/* The payload run of the hiera parser's regexp from i: [a-zA-Z0-9+/ =\n]+? then "]". Sets
- * *blank when it holds only spaces and newlines. Returns the position of the "]" or 0. */
-static size_t payload_at(const char *s, size_t n, size_t i, bool *blank)
-{
-    size_t j = i;
-    *blank = true;
-    while (j < n && payload_char((unsigned char)s[j])) {
-        if (s[j] != ' ' && s[j] != '\n')
-            *blank = false;
-        j++;
-    }
-    return j > i && j < n && s[j] == ']' ? j : 0;
-}
-
-/* One block as hiera-eyaml's hiera backend parser sees it. */
-typedef struct {
-    size_t end;                /* just after the "]" */
-    size_t scheme, scheme_len; /* the word before the comma (scheme_len 0: none) */
-    size_t payload, payload_len;
-    bool blank; /* the payload is only spaces and newlines: a NoMethodError in Ruby */
-} ey_block;
-
-/* The leftmost match at or after from of ENC\[(\w+,)?([a-zA-Z0-9+/ =\n]+?)\], the regexp of
- * EncHieraTokenType (the parser takes the earliest match, then goes on after it). */
-static bool next_block(const char *s, size_t n, size_t from, ey_block *b)
-{
-    for (size_t p = from; p + 4 <= n; p++) {
-        if (memcmp(s + p, "ENC[", 4) != 0)
-            continue;
-        size_t i = p + 4, j = i, close;
-        while (j < n && word_char((unsigned char)s[j]))
-            j++;
-        if (j > i && j < n && s[j] == ',' && (close = payload_at(s, n, j + 1, &b->blank)) != 0) {
-            *b = (ey_block){close + 1, i, j - i, j + 1, close - j - 1, b->blank};
-            return true;
-        }
-        if ((close = payload_at(s, n, i, &b->blank)) != 0) {
-            *b = (ey_block){close + 1, i, 0, i, close - i, b->blank};
-            return true;
-        }
-    }
-    return false;
-}
+/* The blocks are found as hiera-eyaml's hiera backend parser finds them: the leftmost match of
+ * ENC\[(\w+,)?([a-zA-Z0-9+/ =\n]+?)\] (EncHieraTokenType), then on after it (crypto/eyaml.c). A
+ * blank payload is a NoMethodError in Ruby. */
 
 /* Whether a block reaches Encryptor.find("PKCS7") (so Ruby requires the pkcs7 encryptor, and
  * with it OpenSSL) and then Pkcs7.decrypt: not blank, no scheme (the default, PKCS7) or PKCS7
  * in any case. */
-static bool block_is_pkcs7(const char *s, const ey_block *b)
+static bool block_is_pkcs7(const char *s, const eyaml_enc_block *b)
 {
     return !b->blank && (b->scheme_len == 0 || (b->scheme_len == 5 && strncasecmp(s + b->scheme, "pkcs7", 5) == 0));
 }
 
 static bool first_block_loads_openssl(const char *s, size_t n)
 {
-    ey_block b;
-    return next_block(s, n, 0, &b) && block_is_pkcs7(s, &b);
+    eyaml_enc_block b;
+    return eyaml_enc_find(s, n, 0, EYAML_ENC_HIERA, &b) && block_is_pkcs7(s, &b);
 }
 
 /* Eyaml::Options[name] */
@@ -250,8 +199,8 @@ static void pkcs7_warnings(h3 *h, ey_state *st, const char *s, size_t n, const h
         hv_truthy(opt_sym(opts, "pkcs7_private_key")) && hv_truthy(opt_sym(opts, "pkcs7_private_key_env_var"));
     if (!pub && !priv)
         return;
-    ey_block b;
-    for (size_t pos = 0; next_block(s, n, pos, &b) && block_is_pkcs7(s, &b); pos = b.end) {
+    eyaml_enc_block b;
+    for (size_t pos = 0; eyaml_enc_find(s, n, pos, EYAML_ENC_HIERA, &b) && block_is_pkcs7(s, &b); pos = b.end) {
         if (pub)
             h3_warn(h, "[pkcs7] both public_key and public_key_env_var specified, using public_key");
         if (priv)

@@ -980,10 +980,56 @@ static void test_fuzz(void **state)
     eyaml_free(e);
 }
 
+/* The ENC[...] scanner the hiera backend parser, Hiera 3's backend and the eyaml tool share:
+ * /ENC\[(\w+,)?([class]+?)\]/ with the scheme tried first, the leftmost match, each payload
+ * class. */
+static void test_enc_scanner(void **state)
+{
+    (void)state;
+    eyaml_enc_block m;
+    const char *s = "x ENC[bad ENC[PKCS7,QUJD\n =] y";
+    size_t n = strlen(s);
+    assert_false(eyaml_enc_at(s, n, 0, EYAML_ENC_HIERA, &m));
+    assert_false(eyaml_enc_at(s, n, 2, EYAML_ENC_HIERA, &m)); /* "bad " then "E": no "]" */
+    assert_true(eyaml_enc_find(s, n, 0, EYAML_ENC_HIERA, &m));
+    assert_int_equal(m.start, 10);
+    assert_int_equal(m.end, n - 2);
+    assert_memory_equal(s + m.scheme, "PKCS7", m.scheme_len);
+    assert_int_equal(m.scheme_len, 5);
+    assert_memory_equal(s + m.payload, "QUJD\n =", m.payload_len);
+    assert_int_equal(m.payload_len, 7);
+    assert_false(m.blank);
+    assert_false(eyaml_enc_find(s, n, 11, EYAML_ENC_HIERA, &m));
+    /* the tool's string token admits no white space, its block token any */
+    assert_false(eyaml_enc_at(s, n, 10, EYAML_ENC_TOOL_STRING, &m));
+    const char *t = "ENC[QU\tJD\r]";
+    assert_false(eyaml_enc_at(t, strlen(t), 0, EYAML_ENC_HIERA, &m));
+    assert_true(eyaml_enc_at(t, strlen(t), 0, EYAML_ENC_TOOL_BLOCK, &m));
+    assert_int_equal(m.scheme_len, 0);
+    assert_int_equal(m.payload, 4);
+    /* no scheme when the word is not followed by a comma; a word with a comma but no payload
+     * is the payload of the match without scheme only when it fits the class */
+    const char *u = "ENC[abc]";
+    assert_true(eyaml_enc_at(u, strlen(u), 0, EYAML_ENC_TOOL_STRING, &m));
+    assert_int_equal(m.scheme_len, 0);
+    assert_int_equal(m.payload_len, 3);
+    const char *v = "ENC[GPG,]";
+    assert_false(eyaml_enc_at(v, strlen(v), 0, EYAML_ENC_HIERA, &m));
+    /* a blank payload matches (Ruby then fails on it) */
+    const char *w = "ENC[PKCS7, \n ]";
+    assert_true(eyaml_enc_find(w, strlen(w), 0, EYAML_ENC_HIERA, &m));
+    assert_true(m.blank);
+    assert_int_equal(m.scheme_len, 5);
+    /* the end of the text */
+    assert_false(eyaml_enc_at("ENC", 3, 0, EYAML_ENC_HIERA, &m));
+    assert_false(eyaml_enc_find("ENC[abc", 7, 0, EYAML_ENC_HIERA, &m));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_is_encrypted),
+        cmocka_unit_test(test_enc_scanner),
         cmocka_unit_test(test_roundtrip_ascii),
         cmocka_unit_test(test_roundtrip_utf8),
         cmocka_unit_test(test_roundtrip_empty),
