@@ -251,6 +251,15 @@ HIERA_API hiera_value *hiera_facts_load(hiera_cache *c, const char *path, const 
 HIERA_API hiera_status hiera_facts_cached(const char *yamldir, const char *node, hiera_value **facts,
                                           hiera_error *err);
 
+/* The checks `puppet lookup --facts FILE` makes on the facts it read (hiera_new makes them on
+ * hiera_options.facts): a hash, in which hostname, domain, fqdn and clientcert are given all
+ * together or not at all (they make the node's trusted information). HIERA_OK, or HIERA_ERROR
+ * with err (HIERA_ERR_FATAL) in Puppet's words naming file ("Incorrectly formatted data in FILE
+ * given via the --facts flag (only accepts yaml and json files)", "When overriding any of the
+ * hostname,domain,fqdn,clientcert facts with FILE given via the --facts flag, they must all be
+ * overridden."); file NULL words them without a file, as hiera_new does. Thread-safe. */
+HIERA_API hiera_status hiera_facts_check_given(const hiera_value *facts, const char *file, hiera_error *err);
+
 /* ------------------------------------------------------------------ options */
 
 /* ------------------------------------------------------------------ diagnostics */

@@ -243,23 +243,9 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
         api_error_out(err, &e);
         return NULL;
     }
-    if (facts && !hv_is(facts, HV_HASH)) {
-        herr_set(&e, HERR_PUPPET, "Incorrectly formatted data given via the --facts flag (only accepts yaml and json files)");
+    if (facts && !facts_check_given(facts, NULL, &e)) {
         api_error_out(err, &e);
         return NULL;
-    }
-    if (facts) {
-        static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
-        int n = 0;
-        for (int i = 0; i < 4; i++)
-            if (hv_hash_gets(facts, trusted[i]))
-                n++;
-        if (n && n != 4) {
-            herr_set(&e, HERR_PUPPET,
-                     "When overriding any of the hostname,domain,fqdn,clientcert facts with the --facts flag, they must all be overridden.");
-            api_error_out(err, &e);
-            return NULL;
-        }
     }
     /* the node's facts with the given ones over them (Puppet::Node::Facts#add_extra_values),
      * sanitized; then $trusted */

@@ -291,6 +291,40 @@ hiera_status hiera_facts_cached(const char *yamldir, const char *node, hiera_val
     return HIERA_OK;
 }
 
+/* ------------------------------------------------------------------ given facts */
+
+/* lib/puppet/application/lookup.rb's TRUSTED_INFORMATION_FACTS */
+static const char *const TRUSTED_INFORMATION_FACTS[] = {"hostname", "domain", "fqdn", "clientcert"};
+
+bool facts_check_given(const hv *facts, const char *file, herr *e)
+{
+    if (!hv_is(facts, HV_HASH)) {
+        herr_set(e, HERR_PUPPET, "Incorrectly formatted data%s%s given via the --facts flag (only accepts yaml and json files)",
+                 file ? " in " : "", file ? file : "");
+        return false;
+    }
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (hv_hash_gets(facts, TRUSTED_INFORMATION_FACTS[i]))
+            n++;
+    if (n && n != 4) {
+        herr_set(e, HERR_PUPPET,
+                 "When overriding any of the hostname,domain,fqdn,clientcert facts with %s%s, they must all be overridden.",
+                 file ? file : "the --facts flag", file ? " given via the --facts flag" : "");
+        return false;
+    }
+    return true;
+}
+
+hiera_status hiera_facts_check_given(const hiera_value *facts, const char *file, hiera_error *err)
+{
+    herr e = {0};
+    if (facts_check_given(facts, file, &e))
+        return HIERA_OK;
+    api_error_out(err, &e);
+    return HIERA_ERROR;
+}
+
 /* ------------------------------------------------------------------ sanitize */
 
 static hv *sanitize_value(const hv *v)

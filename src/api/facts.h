@@ -10,6 +10,9 @@
 /* api.c: moves an internal error into the caller's public record (clears in) */
 void api_error_out(hiera_error *out, herr *in);
 
+/* hiera_facts_check_given with an internal error record (HERR_PUPPET); file may be NULL. */
+bool facts_check_given(const hv *facts, const char *file, herr *e);
+
 /* Puppet::Node::Facts#sanitize: every fact value (not the top-level names) with what is not a
  * Hash, Array, Numeric, Boolean or String replaced by its to_s (nil -> "", a Symbol -> its name),
  * hash keys included. A new hash. Returns NULL with err when a top-level name is a Symbol (the

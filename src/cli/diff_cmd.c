@@ -519,22 +519,12 @@ static void print_diagnostics(void)
 static char *check_facts(const char *path, const char *node, const hiera_value *facts)
 {
     char *m = NULL;
-    if (hiera_value_kind(facts) != HIERA_HASH) {
-        if (asprintf(&m, "Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)",
-                     path) < 0)
-            m = NULL;
-        return m ? m : xstrdup_("bad facts");
-    }
-    static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
-    int n = 0;
-    for (int i = 0; i < 4; i++)
-        if (hiera_value_hash_get(facts, trusted[i]))
-            n++;
-    if (n && n != 4) {
-        if (asprintf(&m, "When overriding any of the hostname,domain,fqdn,clientcert facts with %s given via the --facts "
-                         "flag, they must all be overridden.", path) < 0)
-            m = NULL;
-        return m ? m : xstrdup_("bad facts");
+    hiera_error err = {0};
+    if (hiera_facts_check_given(facts, path, &err) != HIERA_OK) {
+        m = err.message;
+        err.message = NULL;
+        hiera_error_clear(&err);
+        return m;
     }
     if (hiera_value_hash_size(facts) == 0) {
         if (asprintf(&m, "No facts available for target node: %s", node) < 0)

@@ -388,8 +388,6 @@ static hiera_value *local_facts(const cli_facts_request *r, const char *vardir, 
 
 /* ------------------------------------------------------------------ gathering */
 
-static const char *TRUSTED_FACTS[] = {"hostname", "domain", "fqdn", "clientcert"};
-
 int cli_facts_gather(const cli_facts_request *r, cli_node_facts *out)
 {
     memset(out, 0, sizeof *out);
@@ -407,19 +405,8 @@ int cli_facts_gather(const cli_facts_request *r, cli_node_facts *out)
             say("%s%s", err.message ? err.message : "cannot read the facts file", "");
             goto fail;
         }
-        if (hiera_value_kind(out->given) != HIERA_HASH) {
-            say("Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)%s",
-                r->facts_file, "");
-            goto fail;
-        }
-        int n = 0;
-        for (int i = 0; i < 4; i++)
-            if (hiera_value_hash_get(out->given, TRUSTED_FACTS[i]))
-                n++;
-        if (n && n != 4) {
-            say("When overriding any of the hostname,domain,fqdn,clientcert facts with %s given via the --facts flag, "
-                "they must all be overridden.%s",
-                r->facts_file, "");
+        if (hiera_facts_check_given(out->given, r->facts_file, &err) != HIERA_OK) {
+            say("%s%s", err.message, "");
             goto fail;
         }
     }

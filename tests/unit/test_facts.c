@@ -404,10 +404,53 @@ static void test_hiera_new(void **state)
     free(env);
 }
 
+/* hiera_facts_check_given: lookup.rb's checks of --facts, in its words with and without a file */
+static void test_facts_check_given(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"{}", "{\"role\": \"web\"}",
+                                     "{\"hostname\": \"h\", \"domain\": \"d\", \"fqdn\": \"h.d\", \"clientcert\": \"h.d\"}",
+                                     "{\"hostname\": null, \"domain\": 1, \"fqdn\": [], \"clientcert\": {}}"};
+    hiera_error err = {0};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        hv *f = testutil_json(ok[i]);
+        assert_int_equal(hiera_facts_check_given(f, "f.yaml", &err), HIERA_OK);
+        assert_null(err.message);
+        hv_decref(f);
+    }
+    static const char *const partial[] = {"{\"hostname\": \"h\"}", "{\"clientcert\": \"c\", \"role\": 1}",
+                                          "{\"hostname\": \"h\", \"domain\": \"d\", \"fqdn\": \"h.d\"}"};
+    for (size_t i = 0; i < sizeof partial / sizeof *partial; i++) {
+        hv *f = testutil_json(partial[i]);
+        assert_int_equal(hiera_facts_check_given(f, "/x/f.yaml", &err), HIERA_ERROR);
+        assert_int_equal(err.kind, HIERA_ERR_FATAL);
+        assert_string_equal(err.message, "When overriding any of the hostname,domain,fqdn,clientcert facts with "
+                                         "/x/f.yaml given via the --facts flag, they must all be overridden.");
+        hiera_error_clear(&err);
+        assert_int_equal(hiera_facts_check_given(f, NULL, &err), HIERA_ERROR);
+        assert_string_equal(err.message, "When overriding any of the hostname,domain,fqdn,clientcert facts with the "
+                                         "--facts flag, they must all be overridden.");
+        hiera_error_clear(&err);
+        hv_decref(f);
+    }
+    hv *list = testutil_json("[1]");
+    assert_int_equal(hiera_facts_check_given(list, "f.json", &err), HIERA_ERROR);
+    assert_string_equal(err.message,
+                        "Incorrectly formatted data in f.json given via the --facts flag (only accepts yaml and json files)");
+    hiera_error_clear(&err);
+    assert_int_equal(hiera_facts_check_given(list, NULL, &err), HIERA_ERROR);
+    assert_string_equal(err.message, "Incorrectly formatted data given via the --facts flag (only accepts yaml and json files)");
+    hiera_error_clear(&err);
+    assert_int_equal(hiera_facts_check_given(NULL, NULL, &err), HIERA_ERROR);
+    hiera_error_clear(&err);
+    hv_decref(list);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reader_facts_tag),
+        cmocka_unit_test(test_facts_check_given),
         cmocka_unit_test(test_reader_plain_too),
         cmocka_unit_test(test_reader_modes_elsewhere),
         cmocka_unit_test(test_cached),
