@@ -6,6 +6,7 @@
 #include "engine/engine.h"
 #include "formats/json.h"
 #include "engine/provenance.h"
+#include "engine/settings.h"
 #include "types/ptype.h"
 #include "formats/render.h"
 #include "formats/psych.h"
@@ -17,7 +18,7 @@
 #include <unistd.h>
 
 /* engine entry points (lookup.c) */
-hiera_ctx *hctx_new(const char *codedir, const char *envpath, const char *env_name, const char *global_config,
+hiera_ctx *hctx_new(const char *codedir, const char *env_dir, const char *env_name, const char *global_config,
                     hv *scope, hiera_cache *cache);
 void hctx_free(hiera_ctx *h);
 lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptype *type, const hv *dflt,
@@ -216,24 +217,6 @@ void hiera_cache_free(hiera_cache *c) { cache_free(c); }
 void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
 bool hiera_cache_use_disk(hiera_cache *c, const char *dir) { return cache_use_disk(c, dir); }
 
-/* stat() through the cache when there is one (a frozen cache remembers: hiera batch makes a
- * context per node) */
-static bool path_exists(hiera_cache *c, const char *p)
-{
-    if (c)
-        return cache_file_exists(c, p);
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
-static bool is_dir(hiera_cache *c, const char *p)
-{
-    if (c)
-        return cache_dir_exists(c, p);
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* $trusted as `puppet lookup --node` sets it: certname from the clientcert fact, hostname and
  * domain split from it at the first dot. */
 static hv *trusted_hash(const hv *facts)
@@ -277,20 +260,38 @@ static hv *build_scope(const hv *facts, const char *environment)
     return scope;
 }
 
-static char *default_confdir(void)
+/* The settings and environment of a context made without them: Puppet's defaults with the
+ * options' directories as command-line values, no puppet.conf. */
+static bool own_environment(const hiera_options *o, hiera *h_out[1], hiera_settings **s_out, hiera_environment **e_out,
+                            hiera_error *err)
 {
-    if (geteuid() == 0)
-        return xstrdup("/etc/puppet");
-    const char *home = getenv("HOME");
-    return xasprintf("%s/.puppetlabs/etc/puppet", home ? home : "");
-}
-
-static char *default_codedir(void)
-{
-    if (geteuid() == 0)
-        return xstrdup("/etc/puppet/code");
-    const char *home = getenv("HOME");
-    return xasprintf("%s/.puppetlabs/etc/code", home ? home : "");
+    (void)h_out;
+    hiera_setting cli[5];
+    size_t n = 0;
+    if (o->codedir)
+        cli[n++] = (hiera_setting){"codedir", o->codedir};
+    if (o->confdir)
+        cli[n++] = (hiera_setting){"confdir", o->confdir};
+    if (o->environmentpath)
+        cli[n++] = (hiera_setting){"environmentpath", o->environmentpath};
+    if (o->hiera_config)
+        cli[n++] = (hiera_setting){"hiera_config", o->hiera_config};
+    if (o->environment)
+        cli[n++] = (hiera_setting){"environment", o->environment};
+    hiera_settings_options so = {cli, n, HIERA_LAYOUT_AUTO, true};
+    *s_out = NULL;
+    if (!o->settings) {
+        *s_out = hiera_settings_load(&so, err);
+        if (!*s_out)
+            return false;
+    }
+    *e_out = hiera_environment_load(o->settings ? o->settings : *s_out, o->environment, err);
+    if (!*e_out) {
+        hiera_settings_free(*s_out);
+        *s_out = NULL;
+        return false;
+    }
+    return true;
 }
 
 hiera *hiera_new(const hiera_options *o, hiera_error *err)
@@ -318,50 +319,44 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
             return NULL;
         }
     }
-    char *codedir = o->codedir ? xstrdup(o->codedir) : default_codedir();
-    char *confdir = o->confdir ? xstrdup(o->confdir) : o->hiera_config ? NULL : default_confdir();
-    char *envpath = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
-    const char *env = o->environment ? o->environment : "production";
-    char *global;
-    if (o->hiera_config) {
-        global = xstrdup(o->hiera_config);
-    } else {
-        global = xjoin(codedir, "/hiera.yaml", NULL);
-        if (!path_exists(o->cache, global)) {
-            free(global);
-            global = xjoin(confdir, "/hiera.yaml", NULL);
-        }
-    }
-    /* the environment must exist (a directory on the environmentpath) */
-    bool found = false;
-    char *paths = xstrdup(envpath), *save = NULL;
-    char *env_dir_path = NULL;
-    for (char *p = strtok_r(paths, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
-        char *d = xjoin(p, "/", env, NULL);
-        if (is_dir(o->cache, d)) {
-            found = true;
-            env_dir_path = xstrdup(p);
-            free(d);
-            break;
-        }
-        free(d);
-    }
-    free(paths);
-    hiera *h = NULL;
-    if (!found) {
-        herr_set(&e, HERR_PUPPET, "Could not find a directory environment named '%s' anywhere in the path: %s. Does the directory exist?",
-                 env, envpath);
+    if (o->env && (o->codedir || o->environmentpath || o->environment)) {
+        herr_set(&e, HERR_PUPPET, "hiera_new: codedir, environmentpath and environment go with the settings, not with an environment");
         to_public(err, &e);
-    } else {
-        hv *scope = build_scope(facts, env);
-        h = hctx_new(codedir, env_dir_path, env, global, scope, o->cache);
-        h->strict_paths = !o->unsafe_fact_paths;
-        hv_decref(scope);
+        return NULL;
     }
-    free(env_dir_path);
+    hiera_settings *own_s = NULL;
+    hiera_environment *own_e = NULL;
+    const hiera_environment *env = o->env;
+    if (!env) {
+        if (!own_environment(o, NULL, &own_s, &own_e, err))
+            return NULL;
+        env = own_e;
+    }
+    const hiera_settings *s = o->settings ? o->settings : own_s ? own_s : settings_of(env);
+    /* Puppet converts every setting when it compiles the node's scope */
+    if (!hiera_environment_check(env, err)) {
+        hiera_environment_free(own_e);
+        hiera_settings_free(own_s);
+        return NULL;
+    }
+    char *codedir = settings_string(s, NULL, "codedir", &e);
+    char *global = codedir ? (o->hiera_config ? xstrdup(o->hiera_config) : settings_string(s, NULL, "hiera_config", &e)) : NULL;
+    if (!global) {
+        free(codedir);
+        hiera_environment_free(own_e);
+        hiera_settings_free(own_s);
+        to_public(err, &e);
+        return NULL;
+    }
+    const char *name = hiera_environment_name(env);
+    hv *scope = build_scope(facts, name);
+    hiera *h = hctx_new(codedir, hiera_environment_dir(env), name, global, scope, o->cache);
+    h->strict_paths = !o->unsafe_fact_paths;
+    h->environment = env;
+    h->own_env = own_e;
+    h->own_settings = own_s;
+    hv_decref(scope);
     free(codedir);
-    free(confdir);
-    free(envpath);
     free(global);
     return h;
 }

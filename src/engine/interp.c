@@ -1,6 +1,7 @@
 /* interp.c - %{} interpolation, scope variables and dotted keys, as Puppet's Interpolation and
  * SubLookup modules do them (lib/puppet/pops/lookup/interpolation.rb, sub_lookup.rb). */
 #include "engine/engine.h"
+#include "engine/settings.h"
 #include "engine/memo.h"
 #include "formats/render.h"
 #include "base/rregex.h"
@@ -259,6 +260,17 @@ static hv *scope_get(inv *I, const char *name, bool *exists)
         }
     }
     hv *v = hv_hash_gets(I->h->scope, name);
+    if (!v && I->h->environment && !strncmp(name, "settings::", 10)) {
+        /* the settings class's variables (Scope#merge_settings), made when first read */
+        if (!I->h->settings_vars) {
+            herr ignore = {0};
+            I->h->settings_vars = settings_scope_vars(I->h->environment, &ignore);
+            herr_clear(&ignore);
+            if (!I->h->settings_vars)
+                I->h->settings_vars = hv_hash();
+        }
+        v = hv_hash_gets(I->h->settings_vars, name);
+    }
     *exists = v != NULL;
     return v;
 }

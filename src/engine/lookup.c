@@ -10,6 +10,7 @@
 #include "base/glob.h"
 #include "engine/memo.h"
 #include "engine/provenance.h"
+#include "engine/settings.h"
 #include "base/pathname.h"
 #include "types/ptype.h"
 #include "formats/render.h"
@@ -186,7 +187,9 @@ static bool global_config(hiera_ctx *h, layer *l, herr *err)
 /* LookupAdapter#env_provider: a provider only when <env>/hiera.yaml exists (and is not v3). */
 static layer *env_layer(hiera_ctx *h, herr *err)
 {
-    if (!h->env_init) {
+    if (!h->env_init && !h->env_dir) {
+        h->env_init = true; /* Puppet's default production environment has no folder */
+    } else if (!h->env_init) {
         h->env_init = true;
         char *path = xjoin(h->env_dir, "/hiera.yaml", NULL);
         if (cache_file_exists(h->cache, path)) {
@@ -211,33 +214,11 @@ static layer *env_layer(hiera_ctx *h, herr *err)
     return h->env;
 }
 
-static bool valid_module_name(const char *n)
-{
-    if (!(*n >= 'a' && *n <= 'z'))
-        return false;
-    for (const char *p = n; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
-}
-
-/* The module's folder on the environment's modulepath (<env>/modules, then <codedir>/modules),
- * or NULL when the environment has no such module. */
+/* The module's folder: the first folder of the environment's modulepath that has it (Puppet's
+ * Environment#module; settings.c), or NULL when the environment has no such module. */
 static char *module_dir(hiera_ctx *h, const char *name)
 {
-    if (!valid_module_name(name))
-        return NULL;
-    char *p = xjoin(h->env_dir, "/modules/", name, NULL);
-    if (cache_dir_exists(h->cache, p))
-        return p;
-    free(p);
-    if (h->codedir) {
-        p = xjoin(h->codedir, "/modules/", name, NULL);
-        if (cache_dir_exists(h->cache, p))
-            return p;
-        free(p);
-    }
-    return NULL;
+    return h->environment ? settings_module_dir(h->environment, name) : NULL;
 }
 
 typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
@@ -2546,14 +2527,13 @@ lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err)
 
 void hctx_free(hiera_ctx *h);
 
-hiera_ctx *hctx_new(const char *codedir, const char *envpath, const char *env_name, const char *global_config,
+hiera_ctx *hctx_new(const char *codedir, const char *env_dir, const char *env_name, const char *global_config,
                     hv *scope, hiera_cache *cache)
 {
     hiera_ctx *h = xcalloc(1, sizeof *h);
     h->codedir = xstrdup(codedir);
-    h->envpath = xstrdup(envpath);
     h->env_name = xstrdup(env_name);
-    h->env_dir = xjoin(envpath, "/", env_name, NULL);
+    h->env_dir = env_dir ? xstrdup(env_dir) : NULL;
     h->global_config = xstrdup(global_config);
     h->scope = hv_incref(scope);
     if (cache) {
@@ -2571,8 +2551,10 @@ void hctx_free(hiera_ctx *h)
     if (!h)
         return;
     free(h->codedir);
-    free(h->envpath);
     free(h->env_name);
+    hv_decref(h->settings_vars);
+    hiera_environment_free(h->own_env);
+    hiera_settings_free(h->own_settings);
     free(h->env_dir);
     free(h->global_config);
     hv_decref(h->scope);
