@@ -35,7 +35,8 @@ PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
-SOVER = 0
+# the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
+SOVER = 1
 
 .PHONY: all deps check unit cases demo clean install uninstall install-check
 all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
@@ -91,7 +92,8 @@ demo: all
 	  --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users
 
 # ---- installation: PREFIX and DESTDIR as usual
-VERSION = 0.1.0
+# the version, from the public header (HIERA_VERSION)
+VERSION := $(shell sed -n 's/^\#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include

@@ -12,7 +12,7 @@ int main(int argc, char **argv)
     }
     hiera_error err = {0};
     hiera_value *facts = hiera_value_load_file(argv[2], &err);
-    hiera_options o = {.codedir = argv[1], .node = argv[3], .facts = facts};
+    hiera_options o = {.size = sizeof o, .codedir = argv[1], .node = argv[3], .facts = facts};
     hiera *h = facts ? hiera_new(&o, &err) : NULL;
     hiera_value *v = NULL;
     int status = 1;

@@ -8,13 +8,25 @@
  * while the container is, never to be released.
  *
  * Threads: a `hiera` context, and the values it returns, belong to one thread at a time. Separate
- * contexts may be used on separate threads when they do not share a hiera_cache.
+ * contexts may be used on separate threads when they do not share a hiera_cache; caches made over
+ * one snapshot (hiera_cache_new_from_snapshot) may each serve a thread, the snapshot being shared.
+ * Functions that take no context, cache or snapshot (values built by the caller, rendering,
+ * hiera_value_load_file, hiera_version) may be called from any thread.
+ *
+ * Option structs grow: each starts with a `size` field that tells the library which fields the
+ * caller knows. Set it to sizeof the struct (the HIERA_*_INIT macros do); 0 means "the fields of
+ * version 0.2", so that a zeroed struct keeps working when later versions add fields.
+ *
+ * Diagnostics: the library never prints. Warnings it meets (a data file that is not a hash, a
+ * deprecated hiera.yaml version, a regexp that gave up) go to the callback the caller gives in
+ * hiera_options; without one they are dropped.
  *
  * A minimal program:
  *
  *     hiera_error err = {0};
  *     hiera_value *facts = hiera_value_load_file("facts.yaml", &err);
- *     hiera_options o = {.codedir = "/etc/puppetlabs/code", .node = "web01.example.com", .facts = facts};
+ *     hiera_options o = {.size = sizeof o, .codedir = "/etc/puppetlabs/code", .node = "web01.example.com",
+ *                        .facts = facts};
  *     hiera *h = hiera_new(&o, &err);
  *     hiera_value *v = NULL;
  *     if (h && hiera_lookup_key(h, "ntp::servers", &v, &err) == HIERA_OK) {
@@ -44,7 +56,7 @@ extern "C" {
 #define HIERA_API
 #endif
 
-#define HIERA_VERSION "0.1.0"
+#define HIERA_VERSION "0.2.0"
 
 /* ------------------------------------------------------------------ errors */
 
@@ -294,7 +306,25 @@ HIERA_API bool hiera_cache_use_disk(hiera_cache *c, const char *dir);
  * reference, or NULL with err. */
 HIERA_API hiera_value *hiera_cache_load_value_file(hiera_cache *c, const char *path, hiera_error *err);
 
+/* ------------------------------------------------------------------ diagnostics */
+
+typedef enum { HIERA_DIAG_WARNING = 1, HIERA_DIAG_ERROR = 2 } hiera_severity;
+
+/* One diagnostic; every pointer is BORROWED, valid during the callback only. */
 typedef struct {
+    hiera_severity severity;
+    const char *code;    /* stable: "data-not-hash", "config-not-hash", "config-deprecated",
+                            "config-v3-ignored", "regexp-gave-up" */
+    const char *file;    /* the file it is about, or NULL */
+    int line, column;    /* 1-based, 0 when unknown */
+    const char *message; /* as Puppet words it (what follows its "Warning: ") */
+} hiera_diagnostic;
+
+/* Called on the thread that made the call the diagnostic arose in; userdata is passed through. */
+typedef void (*hiera_diagnostic_fn)(const hiera_diagnostic *d, void *userdata);
+
+typedef struct {
+    size_t size;                 /* sizeof(hiera_options) (HIERA_OPTIONS_INIT), or 0: see above */
     const char *codedir;         /* NULL: Puppet's default (/etc/puppet/code as root) */
     const char *confdir;         /* NULL: Puppet's default (/etc/puppet as root) */
     const char *environmentpath; /* NULL: <codedir>/environments */
@@ -308,6 +338,9 @@ typedef struct {
      * adds glob characters to a glob fails the lookup, and so does a NUL byte (as in Puppet).
      * true: resolve such locations as Puppet does (it follows them). */
     bool unsafe_fact_paths;
+    /* Where the context's warnings go (see hiera_diagnostic); NULL drops them. */
+    hiera_diagnostic_fn diagnostics;
+    void *diagnostics_data;
     /* Puppet's settings and the environment (hiera_settings_load, hiera_environment_load),
      * BORROWED; they must outlive the context. With env: its folder, modulepath and name are
      * used (codedir, environmentpath and environment above must then be NULL) and the settings
@@ -317,12 +350,54 @@ typedef struct {
     const hiera_settings *settings;
     const hiera_environment *env;
 } hiera_options;
+#define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 
 /* Creates a context. Checks what `puppet lookup` checks before any lookup: the facts rule for
  * hostname/domain/fqdn/clientcert and that the environment exists. Returns NULL with err on
  * failure. Release with hiera_free. */
 HIERA_API hiera *hiera_new(const hiera_options *options, hiera_error *err);
 HIERA_API void hiera_free(hiera *h);
+
+/* ------------------------------------------------------------------ snapshots
+ *
+ * A snapshot is everything parsed from one code directory at one moment: every hiera.yaml (the
+ * global one, each environment's, each module's) and every data file one of their levels can name
+ * for some node (a location's %{...} read as "any text" over the files that exist). It never
+ * changes once built and is shared read-only by any number of threads. Lookups reach it through
+ * caches made over it, one per thread: hiera_cache_new_from_snapshot gives a frozen cache (see
+ * hiera_cache_freeze) that takes files from the snapshot instead of reading them, and keeps its
+ * own work (compiled hierarchies, remembered merges) for the contexts of its thread.
+ *
+ * Reload is replacement: build a new snapshot when files change, make new caches over it for the
+ * next lookups, and release the old one; it is freed when its last cache is. Values that lookups
+ * return may hold parts of the snapshot: they stay valid while the snapshot lives (the caller's
+ * reference, or any cache made over it).
+ *
+ * Threads: every function of this section may be called from any thread at any time on the same
+ * snapshot; the caches made over it belong to one thread at a time each. */
+typedef struct hiera_snapshot hiera_snapshot;
+
+/* Reads the tree o describes (codedir, confdir, environmentpath and hiera_config as hiera_new
+ * resolves them; o->environment NULL reads every environment found, else that one; o->cache, when
+ * it keeps a disk cache, lends it for parsing). Never NULL: files that do not parse and
+ * configurations that are not valid are kept as problems (hiera_snapshot_problems), and the
+ * lookups that read them fail as they would without a snapshot. Holds one reference: release with
+ * hiera_snapshot_release. err is not used (reserved). */
+HIERA_API hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err);
+/* Another reference to s (returns s); hiera_snapshot_release drops one. Atomic. */
+HIERA_API hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s);
+HIERA_API void hiera_snapshot_release(hiera_snapshot *s);
+/* A new frozen cache over s for one thread's contexts (hiera_options.cache); it holds a
+ * reference on s. Release with hiera_cache_free. */
+HIERA_API hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s);
+/* What s holds: {"environments": [name...], "configs": [{"path", "layer", "environment",
+ * "module", "exists"}...], "files": [{"path", "format", "error"?}...]}. A new reference (valid
+ * while s lives). */
+HIERA_API hiera_value *hiera_snapshot_describe(const hiera_snapshot *s);
+/* The problems met while reading: an array of {"severity", "code" ("config-syntax",
+ * "config-invalid", "data-syntax"), "file", "line", "column", "message"} (line and column 0 when
+ * unknown). A new reference (valid while s lives). */
+HIERA_API hiera_value *hiera_snapshot_problems(const hiera_snapshot *s);
 
 /* ------------------------------------------------------------------ lookups */
 
@@ -339,6 +414,7 @@ enum {
 };
 
 typedef struct {
+    size_t size;                      /* sizeof(hiera_request) (HIERA_REQUEST_INIT), or 0 */
     const char *const *keys;          /* names tried in order; the first found wins */
     size_t nkeys;
     const hiera_value *merge;         /* NULL (lookup_options decide), a strategy name string
@@ -346,8 +422,9 @@ typedef struct {
                                          "strategy" and deep options; BORROWED */
     const hiera_value *default_value; /* NULL: no default; BORROWED */
     const char *type;                 /* a Puppet type the value must match, or NULL */
-    int explain;                      /* HIERA_EXPLAIN_* bits; see hiera_explanation */
+    int explain;                      /* HIERA_EXPLAIN_* bits; see hiera_lookup_result */
 } hiera_request;
+#define HIERA_REQUEST_INIT {.size = sizeof(hiera_request)}
 
 /* Looks keys up as `puppet lookup` does. On HIERA_OK *value receives a new reference (release
  * with hiera_value_decref). HIERA_NOT_FOUND and HIERA_ERROR leave *value NULL; on HIERA_ERROR err
@@ -357,20 +434,55 @@ HIERA_API hiera_status hiera_lookup(hiera *h, const hiera_request *request, hier
 /* The common case: one key, lookup_options decide the merge, no default. */
 HIERA_API hiera_status hiera_lookup_key(hiera *h, const char *key, hiera_value **value, hiera_error *err);
 
-/* After a lookup made with explain bits: the explanation as Puppet prints it (a malloc'ed
- * string, release with free) or as a tree (a new value: nodes with "type", "branches", "key",
- * "value", "event"...). NULL when the last lookup did not explain. */
-HIERA_API char *hiera_explanation_text(hiera *h);
-HIERA_API hiera_value *hiera_explanation_tree(hiera *h);
+/* A lookup with what it found out on the way: the same as hiera_lookup, but *result receives (in
+ * every case, found or not) an object holding the value, and the explanation and provenance that
+ * the request's explain bits asked for. Release it with hiera_result_free. The context keeps
+ * nothing of it: lookups made afterwards do not change a result. */
+typedef struct hiera_result hiera_result;
+HIERA_API hiera_status hiera_lookup_result(hiera *h, const hiera_request *request, hiera_result **result,
+                                          hiera_error *err);
+HIERA_API void hiera_result_free(hiera_result *r);
+/* The value found (or the default), BORROWED from the result; NULL unless the lookup was
+ * HIERA_OK. */
+HIERA_API hiera_value *hiera_result_value(const hiera_result *r);
+/* With HIERA_EXPLAIN_DATA or HIERA_EXPLAIN_OPTIONS: the explanation as Puppet prints it (a
+ * malloc'ed string, release with free) or as a tree (a new value: nodes with "type", "branches",
+ * "key", "value", "event"...). NULL when the request did not explain. */
+HIERA_API char *hiera_result_explanation_text(const hiera_result *r);
+HIERA_API hiera_value *hiera_result_explanation_tree(const hiera_result *r);
+/* With HIERA_EXPLAIN_PROVENANCE and a value found: the value printed one node per line, each
+ * annotated with the layer, hierarchy level, file and line it came from ("merged" for containers
+ * a merge built), as a malloc'ed string (release with free); or the same as a tree (a new value:
+ * {"key", "value", "provenance": {"layer", "level", "file", "line" | "merged": true, "entries":
+ * {key: node} | "elements": [node] | "value"}}). Sensitive values are shown redacted. NULL when
+ * there is nothing to show. */
+HIERA_API char *hiera_result_provenance_text(const hiera_result *r);
+HIERA_API hiera_value *hiera_result_provenance_tree(const hiera_result *r);
 
-/* After a lookup made with HIERA_EXPLAIN_PROVENANCE that found a value: the value printed one
- * node per line, each annotated with the layer, hierarchy level, file and line it came from
- * ("merged" for containers a merge built), as a malloc'ed string (release with free); or the same
- * as a tree (a new value: {"key", "value", "provenance": {"layer", "level", "file", "line" |
- * "merged": true, "entries": {key: node} | "elements": [node] | "value"}}). Sensitive values are
- * shown redacted. NULL when there is nothing to show. */
-HIERA_API char *hiera_provenance_text(hiera *h);
-HIERA_API hiera_value *hiera_provenance_tree(hiera *h);
+/* ------------------------------------------------------------------ enumeration
+ *
+ * What the context's node sees, as values (render them with hiera_render). Both walk the layers a
+ * lookup walks, with the node's facts, and never fail as a whole: a layer, level or file that
+ * cannot be used is reported inside the result. Each returns a new reference. */
+
+/* The layers in lookup order (global, environment, then every module of the environment's
+ * modulepath, by name), as an array of
+ *   {"layer": "global"|"environment"|"module", "module" (module layers), "name" (as --explain
+ *    names the provider), "config" (its hiera.yaml, null for a built-in default), "version",
+ *    "levels": [{"name", "function" ("yaml_data"...), "kind" ("data_hash", "lookup_key"...),
+ *                "locations": [{"original" (as written), "path" (or "uri"), "exists"}]}],
+ *    "default_levels" (a module's default_hierarchy, when it has one),
+ *    "error": {"message", "file", "line"} (when the layer cannot be used)}. */
+HIERA_API hiera_value *hiera_hierarchy(hiera *h);
+
+/* Every key the node can see: the top-level keys of the data files its levels resolve to (a
+ * module's data only within the module's namespace; lookup_options left out), as
+ *   {"keys": {key: [{"layer", "module", "level", "default_hierarchy" (true when from a module's
+ *                     default_hierarchy), "file", "line"}...]},
+ *    "errors": [{"layer", "module", "level", "message", "file", "line"}...]}
+ * with each key's definitions in lookup order (the first is what a first-found lookup answers
+ * from) and keys in the order first met. */
+HIERA_API hiera_value *hiera_keys(hiera *h);
 
 HIERA_API const char *hiera_version(void);
 
@@ -466,6 +578,7 @@ typedef enum {
 /* A resolution type. A zeroed struct (or a NULL pointer) is HIERA3_PRIORITY. The fields after
  * `kind` are read for HIERA3_MERGE only; the strings are BORROWED. */
 typedef struct {
+    size_t size; /* sizeof(hiera3_resolution), or 0 (see "Option structs grow" above) */
     hiera3_resolution_kind kind;
     const char *behavior;        /* "native" (also NULL), "deep" (the lower level wins scalar
                                     conflicts) or "deeper" (the higher level wins) */

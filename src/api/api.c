@@ -4,6 +4,8 @@
 
 #include "formats/diskcache.h"
 #include "engine/engine.h"
+#include "engine/enumerate.h"
+#include "engine/snapshot.h"
 #include "formats/json.h"
 #include "engine/provenance.h"
 #include "engine/settings.h"
@@ -294,12 +296,41 @@ static bool own_environment(const hiera_options *o, hiera *h_out[1], hiera_setti
     return true;
 }
 
-hiera *hiera_new(const hiera_options *o, hiera_error *err)
+/* The folders and global hiera.yaml of o as given (malloc'ed): what a snapshot reads when the
+ * settings cannot be resolved (its problems then say what is missing). */
+static void resolve_paths(const hiera_options *o, char **codedir_out, char **envpath_out, char **global_out)
+{
+    const char *codedir = o->codedir ? o->codedir : "";
+    *envpath_out = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
+    *global_out = o->hiera_config ? xstrdup(o->hiera_config) : xjoin(codedir, "/hiera.yaml", NULL);
+    *codedir_out = xstrdup(codedir);
+}
+
+/* The caller's option struct copied whole into one of this version's layout: the fields its size
+ * does not cover are zero (see "Option structs grow" in hiera.h). */
+#define COPY_OPTIONS(dst, src)                                                                     \
+    do {                                                                                           \
+        memset(&(dst), 0, sizeof(dst));                                                            \
+        if (src)                                                                                   \
+            memcpy(&(dst), (src), (src)->size && (src)->size < sizeof(dst) ? (src)->size : sizeof(dst)); \
+    } while (0)
+
+/* The diag sink of a context: diagnostics become hiera_diagnostic for the caller's callback. */
+static void to_user_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
+{
+    hiera *h = data;
+    hiera_diagnostic d = {(hiera_severity)severity, code, file, line, col, message};
+    h->user_diag(&d, h->user_diag_data);
+}
+
+static diag_sink sink_of(hiera *h) { return (diag_sink){h->user_diag ? to_user_diag : NULL, h}; }
+
+hiera *hiera_new(const hiera_options *given, hiera_error *err)
 {
     herr e = {0};
-    hiera_options none = {0};
-    if (!o)
-        o = &none;
+    hiera_options opts;
+    COPY_OPTIONS(opts, given);
+    const hiera_options *o = &opts;
     const hv *facts = o->facts;
     if (facts && !hv_is(facts, HV_HASH)) {
         herr_set(&e, HERR_PUPPET, "Incorrectly formatted data given via the --facts flag (only accepts yaml and json files)");
@@ -355,39 +386,42 @@ hiera *hiera_new(const hiera_options *o, hiera_error *err)
     h->environment = env;
     h->own_env = own_e;
     h->own_settings = own_s;
+    h->user_diag = o->diagnostics;
+    h->user_diag_data = o->diagnostics_data;
     hv_decref(scope);
     free(codedir);
     free(global);
     return h;
 }
 
-void hiera_free(hiera *h)
-{
-    if (!h)
-        return;
-    ex_free(h->ex);
-    hctx_free(h);
-}
+void hiera_free(hiera *h) { hctx_free(h); }
 
 /* ------------------------------------------------------------------ lookups */
 
-hiera_status hiera_lookup(hiera *h, const hiera_request *r, hiera_value **value, hiera_error *err)
+struct hiera_result {
+    hiera_value *value;
+    explainer *ex;
+    prov_registry *prov;
+    char *key;
+};
+
+/* The lookup; the explainer and provenance registry the request asks for are attached to the
+ * context while it runs, then handed to res (or dropped when res is NULL). */
+static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_value **value, hiera_result *res, hiera_error *err)
 {
     herr e = {0};
+    hiera_request rq;
+    COPY_OPTIONS(rq, given);
+    const hiera_request *r = &rq;
     *value = NULL;
-    ex_free(h->ex);
-    h->ex = NULL;
-    prov_free(h->prov);
-    h->prov = NULL;
-    free(h->prov_key);
-    h->prov_key = NULL;
-    hv_decref(h->prov_value);
-    h->prov_value = NULL;
-    if (r->explain & (HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_OPTIONS))
+    if (res && (r->explain & (HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_OPTIONS)))
         h->ex = ex_new((r->explain & HIERA_EXPLAIN_OPTIONS) != 0,
                        (r->explain & (HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_OPTIONS)) == HIERA_EXPLAIN_OPTIONS);
-    if (r->explain & HIERA_EXPLAIN_PROVENANCE)
+    if (res && (r->explain & HIERA_EXPLAIN_PROVENANCE))
         h->prov = prov_new();
+    hiera_status st;
+    diag_sink saved;
+    diag_enter(sink_of(h), &saved);
     ptype *type = NULL;
     if (r->type) {
         type = ptype_parse_cli(r->type, &e);
@@ -395,46 +429,185 @@ hiera_status hiera_lookup(hiera *h, const hiera_request *r, hiera_value **value,
             if (e.kind == HERR_ERROR || e.kind == HERR_LOOKUP)
                 e.kind = HERR_PUPPET;
             to_public(err, &e);
-            return HIERA_ERROR;
+            st = HIERA_ERROR;
+            goto out;
         }
     }
-    lr res = hctx_lookup(h, r->keys, r->nkeys, type, r->default_value, r->merge, value, &e);
+    lr found = hctx_lookup(h, r->keys, r->nkeys, type, r->default_value, r->merge, value, &e);
     ptype_free(type);
-    if (res == LR_FOUND) {
-        if (h->prov) {
-            h->prov_key = xstrdup(r->nkeys ? r->keys[0] : "");
-            h->prov_value = hv_incref(*value);
+    if (found == LR_FOUND) {
+        st = HIERA_OK;
+    } else {
+        if (h->ex && (e.kind == HERR_LOOKUP || e.kind == HERR_LOOKUP_ISSUE))
+            ex_text(h->ex, e.msg); /* puppet lookup reports a LookupError (not found included) last */
+        if (found == LR_NOT_FOUND) {
+            herr_clear(&e);
+            st = HIERA_NOT_FOUND;
+        } else {
+            to_public(err, &e);
+            st = HIERA_ERROR;
         }
-        return HIERA_OK;
     }
-    if (h->ex && (e.kind == HERR_LOOKUP || e.kind == HERR_LOOKUP_ISSUE))
-        ex_text(h->ex, e.msg); /* puppet lookup reports a LookupError (not found included) last */
-    if (res == LR_NOT_FOUND) {
-        herr_clear(&e);
-        return HIERA_NOT_FOUND;
+out:
+    diag_leave(&saved);
+    if (res) {
+        res->ex = h->ex;
+        res->prov = h->prov;
+        res->key = xstrdup(r->nkeys ? r->keys[0] : "");
+        res->value = st == HIERA_OK ? hv_incref(*value) : NULL;
     }
-    to_public(err, &e);
-    return HIERA_ERROR;
+    h->ex = NULL;
+    h->prov = NULL;
+    return st;
+}
+
+hiera_status hiera_lookup(hiera *h, const hiera_request *r, hiera_value **value, hiera_error *err)
+{
+    return lookup_into(h, r, value, NULL, err);
+}
+
+hiera_status hiera_lookup_result(hiera *h, const hiera_request *r, hiera_result **result, hiera_error *err)
+{
+    hiera_result *res = xcalloc(1, sizeof *res);
+    hiera_value *v = NULL;
+    hiera_status st = lookup_into(h, r, &v, res, err);
+    hiera_value_decref(v);
+    *result = res;
+    return st;
+}
+
+void hiera_result_free(hiera_result *r)
+{
+    if (!r)
+        return;
+    hv_decref(r->value);
+    ex_free(r->ex);
+    prov_free(r->prov);
+    free(r->key);
+    free(r);
+}
+
+hiera_value *hiera_result_value(const hiera_result *r) { return r->value; }
+char *hiera_result_explanation_text(const hiera_result *r) { return r->ex ? ex_render_text(r->ex) : NULL; }
+hiera_value *hiera_result_explanation_tree(const hiera_result *r) { return r->ex ? ex_to_value(r->ex) : NULL; }
+
+char *hiera_result_provenance_text(const hiera_result *r)
+{
+    return r->prov && r->value ? prov_render_text(r->prov, r->key, r->value) : NULL;
+}
+
+hiera_value *hiera_result_provenance_tree(const hiera_result *r)
+{
+    return r->prov && r->value ? prov_to_value(r->prov, r->key, r->value) : NULL;
 }
 
 hiera_status hiera_lookup_key(hiera *h, const char *key, hiera_value **value, hiera_error *err)
 {
-    hiera_request r = {0};
+    hiera_request r = HIERA_REQUEST_INIT;
     r.keys = &key;
     r.nkeys = 1;
     return hiera_lookup(h, &r, value, err);
 }
 
-char *hiera_explanation_text(hiera *h) { return h->ex ? ex_render_text(h->ex) : NULL; }
-hiera_value *hiera_explanation_tree(hiera *h) { return h->ex ? ex_to_value(h->ex) : NULL; }
-char *hiera_provenance_text(hiera *h)
-{
-    return h->prov && h->prov_value ? prov_render_text(h->prov, h->prov_key, h->prov_value) : NULL;
-}
-
-hiera_value *hiera_provenance_tree(hiera *h)
-{
-    return h->prov && h->prov_value ? prov_to_value(h->prov, h->prov_key, h->prov_value) : NULL;
-}
-
 const char *hiera_version(void) { return HIERA_VERSION; }
+
+/* ------------------------------------------------------------------ snapshots */
+
+struct hiera_snapshot; /* is an engine snapshot (engine/snapshot.h) */
+
+/* snapshot_spec.module_roots: the environment's modulepath from the settings */
+static char **snapshot_roots(const char *name, void *data)
+{
+    hiera_error ignore = {0};
+    hiera_environment *env = hiera_environment_load(data, name, &ignore);
+    hiera_error_clear(&ignore);
+    if (!env)
+        return NULL;
+    size_t n = hiera_environment_modulepath_count(env);
+    char **roots = xcalloc(n + 1, sizeof *roots);
+    for (size_t i = 0; i < n; i++)
+        roots[i] = xstrdup(hiera_environment_modulepath(env, i));
+    hiera_environment_free(env);
+    return roots;
+}
+
+hiera_snapshot *hiera_snapshot_new(const hiera_options *given, hiera_error *err)
+{
+    (void)err; /* problems are kept in the snapshot (hiera_snapshot_problems) */
+    hiera_options opts;
+    COPY_OPTIONS(opts, given);
+    const hiera_options *o = &opts;
+    char *codedir = NULL, *envpath = NULL, *global = NULL;
+    /* the folders as hiera_new finds them: from the settings (Puppet's defaults with the options'
+     * folders when none are given) */
+    hiera_settings *own = NULL;
+    const hiera_settings *s = o->settings ? o->settings : o->env ? settings_of(o->env) : NULL;
+    if (!s) {
+        hiera_setting cli[5];
+        size_t n = 0;
+        if (o->codedir)
+            cli[n++] = (hiera_setting){"codedir", o->codedir};
+        if (o->confdir)
+            cli[n++] = (hiera_setting){"confdir", o->confdir};
+        if (o->environmentpath)
+            cli[n++] = (hiera_setting){"environmentpath", o->environmentpath};
+        if (o->hiera_config)
+            cli[n++] = (hiera_setting){"hiera_config", o->hiera_config};
+        if (o->environment)
+            cli[n++] = (hiera_setting){"environment", o->environment};
+        hiera_settings_options so = {cli, n, HIERA_LAYOUT_AUTO, true};
+        hiera_error ignore = {0};
+        s = own = hiera_settings_load(&so, &ignore);
+        hiera_error_clear(&ignore);
+    }
+    if (s) {
+        herr e = {0};
+        codedir = settings_string(s, NULL, "codedir", &e);
+        envpath = settings_string(s, NULL, "environmentpath", &e);
+        global = o->hiera_config ? xstrdup(o->hiera_config) : settings_string(s, NULL, "hiera_config", &e);
+        herr_clear(&e);
+    }
+    if (!codedir || !envpath || !global) {
+        free(codedir);
+        free(envpath);
+        free(global);
+        resolve_paths(o, &codedir, &envpath, &global);
+    }
+    diskcache *d = o->cache ? cache_disk(o->cache) : NULL;
+    const char *env_name = o->env ? hiera_environment_name(o->env) : o->environment;
+    const char *only[1] = {env_name};
+    snapshot_spec spec = {codedir, envpath, global, env_name ? only : NULL, env_name ? 1 : 0,
+                          d ? diskcache_dir(d) : NULL, s ? snapshot_roots : NULL, (void *)s};
+    snapshot *snap = snapshot_build(&spec);
+    hiera_settings_free(own);
+    free(codedir);
+    free(envpath);
+    free(global);
+    return (hiera_snapshot *)snap;
+}
+
+hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s) { return (hiera_snapshot *)snapshot_retain((snapshot *)s); }
+void hiera_snapshot_release(hiera_snapshot *s) { snapshot_release((snapshot *)s); }
+hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s) { return cache_new_view((snapshot *)s); }
+hiera_value *hiera_snapshot_describe(const hiera_snapshot *s) { return snapshot_describe((const snapshot *)s); }
+hiera_value *hiera_snapshot_problems(const hiera_snapshot *s) { return snapshot_problems((const snapshot *)s); }
+
+/* ------------------------------------------------------------------ enumeration */
+
+hiera_value *hiera_hierarchy(hiera *h)
+{
+    diag_sink saved;
+    diag_enter(sink_of(h), &saved);
+    hv *v = enum_hierarchy(h);
+    diag_leave(&saved);
+    return v;
+}
+
+hiera_value *hiera_keys(hiera *h)
+{
+    diag_sink saved;
+    diag_enter(sink_of(h), &saved);
+    hv *v = enum_keys(h);
+    diag_leave(&saved);
+    return v;
+}

@@ -4,6 +4,7 @@
  * hangs Puppet on a long enough key). A search that gives up counts as no match, and a warning
  * naming the pattern is printed once per compiled regexp. */
 #include "base/rregex.h"
+#include "base/diag.h"
 
 #include <oniguruma.h>
 #include <stdio.h>
@@ -71,8 +72,8 @@ static long search_from(const rregex *re, const char *s, size_t len, size_t from
         /* the retry limit (or another match-time error): no match, said once */
         UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
         onig_error_code_to_str(msg, (int)r);
-        fprintf(stderr, "Warning: regexp /%.*s/ gave up matching (%s); treated as no match\n", re->srclen,
-                re->src, (const char *)msg);
+        diag_warn("regexp-gave-up", NULL, 0, 0, "regexp /%.*s/ gave up matching (%s); treated as no match", re->srclen,
+                  re->src, (const char *)msg);
         ((rregex *)re)->warned = true;
     }
     return r;

@@ -351,10 +351,16 @@ static uint64_t code_impl(const hv *v, bool identity, bool *ok)
         return mix(bits ^ 0xf10a7ULL);
     }
     case HV_STRING: case HV_BIGINT: case HV_SYMBOL: {
+        /* computed on first use and kept in the value, which may be shared between threads
+         * (an immortal value of a snapshot): a relaxed atomic load and store, since every thread
+         * that computes it stores the same code */
         hv_string *s = (hv_string *)v;
-        if (!s->hash)
-            s->hash = (bytes_hash(s->s, s->len) + v->kind) | 1;
-        return s->hash;
+        uint64_t code = __atomic_load_n(&s->hash, __ATOMIC_RELAXED);
+        if (!code) {
+            code = (bytes_hash(s->s, s->len) + v->kind) | 1;
+            __atomic_store_n(&s->hash, code, __ATOMIC_RELAXED);
+        }
+        return code;
     }
     case HV_ARRAY: {
         uint64_t h = 0xa77a1ULL;
@@ -659,6 +665,82 @@ void hv_set_stable_deep(hv *v)
     default:
         break;
     }
+}
+
+/* The explicit stack of hv_make_immortal's walk (values can nest deeper than the C stack). */
+static void node_push(hv_nodes *st, hv *v)
+{
+    if (st->n == st->cap) {
+        st->cap = st->cap ? st->cap * 2 : 256;
+        st->items = xrealloc(st->items, st->cap * sizeof *st->items);
+    }
+    st->items[st->n++] = v;
+}
+
+/* Marks one node immortal and queues its children (those not immortal already). */
+static void immortalize(hv *v, hv_nodes *todo, hv_nodes *out)
+{
+    v->rc = 0;
+    v->pad[0] |= HV_FLAG_STABLE;
+    node_push(out, v);
+    switch ((hv_kind)v->kind) {
+    case HV_ARRAY: {
+        hv_arr *a = (hv_arr *)v;
+        for (size_t i = 0; i < a->n; i++)
+            if (a->items[i]->rc)
+                node_push(todo, a->items[i]);
+        break;
+    }
+    case HV_HASH: {
+        hv_hashv *h = (hv_hashv *)v;
+        for (size_t i = 0; i < h->n; i++) {
+            if (h->items[i].key->rc)
+                node_push(todo, h->items[i].key);
+            if (h->items[i].val->rc)
+                node_push(todo, h->items[i].val);
+        }
+        break;
+    }
+    case HV_SENSITIVE:
+        if (((hv_scalar *)v)->u.inner->rc)
+            node_push(todo, ((hv_scalar *)v)->u.inner);
+        break;
+    default: {
+        /* the hash code a lookup would compute, computed now: the node is read-only from here */
+        (void)hv_hash_code(v);
+        break;
+    }
+    }
+}
+
+void hv_make_immortal(hv *v, hv_nodes *out)
+{
+    if (!v || !v->rc)
+        return;
+    hv_nodes todo = {0};
+    node_push(&todo, v);
+    while (todo.n) {
+        hv *n = todo.items[--todo.n];
+        if (n->rc) /* (a node reached twice: a YAML alias) */
+            immortalize(n, &todo, out);
+    }
+    free(todo.items);
+}
+
+void hv_free_immortal(hv_nodes *nodes)
+{
+    for (size_t i = 0; i < nodes->n; i++) {
+        hv *v = nodes->items[i];
+        if (v->kind == HV_ARRAY) {
+            free(((hv_arr *)v)->items);
+        } else if (v->kind == HV_HASH) {
+            free(((hv_hashv *)v)->items);
+            free(((hv_hashv *)v)->idx);
+        }
+        free(v);
+    }
+    free(nodes->items);
+    *nodes = (hv_nodes){0};
 }
 
 bool hv_identity_code(const hv *v, uint64_t *code)

@@ -13,7 +13,8 @@
  *
  * Values are mutable only while their creator holds the single reference (refcount 1);
  * once shared they must be treated as immutable. hv_is_shared() tells. Not thread-safe:
- * one value graph belongs to one thread at a time.
+ * one value graph belongs to one thread at a time, except immortal values (hv_make_immortal),
+ * which any number of threads may read at once.
  */
 #ifndef HIERA_VALUE_H
 #define HIERA_VALUE_H
@@ -127,6 +128,18 @@ void hv_set_stable_deep(hv *v);
 /* Same kinds and content all the way down, hash keys in the same order, floats bit for bit
  * (what renders the same); a Sensitive is identical only to itself. */
 bool hv_identical(const hv *a, const hv *b);
+/* Immortal values, for a snapshot shared by threads (engine/snapshot.c): their reference counts
+ * are no longer kept (hv_incref/hv_decref do nothing), so any number of threads may hold and read
+ * them at once, as long as nobody changes them. hv_make_immortal makes v and everything it holds
+ * immortal (and stable), computing their hash codes now so that reading them never writes, and
+ * appends every node it changed to *nodes; hv_free_immortal frees those nodes (each once, what
+ * they hold being in the list too) and empties the list: only when no reader is left. */
+typedef struct {
+    hv **items;
+    size_t n, cap;
+} hv_nodes;
+void hv_make_immortal(hv *v, hv_nodes *nodes);
+void hv_free_immortal(hv_nodes *nodes);
 /* A hash code consistent with hv_identical; false (no code) when v holds a Sensitive. */
 bool hv_identity_code(const hv *v, uint64_t *code);
 hv *hv_copy(const hv *v);      /* shallow copy of arrays/hashes (elements shared), incref of others */

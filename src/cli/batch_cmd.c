@@ -986,8 +986,9 @@ static void node_open(batch *b, const node_src *n, hiera_value *facts, char *msg
     if (msg)
         return;
     hiera_error err = {0};
-    hiera_options o = {a->codedir, a->confdir, a->environmentpath, a->hiera_config, a->environment, n->name, facts, b->cache,
-                       a->unsafe_fact_paths};
+    hiera_options o = {.size = sizeof o, .codedir = a->codedir, .confdir = a->confdir, .environmentpath = a->environmentpath,
+                       .hiera_config = a->hiera_config, .environment = a->environment, .node = n->name, .facts = facts,
+                       .cache = b->cache, .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = cli_print_diagnostic};
     r->h = hiera_new(&o, &err);
     hiera_value_decref(facts); /* the context keeps its own copy */
     if (!r->h)
@@ -1434,7 +1435,7 @@ int batch_main(int argc, char **argv)
     for (size_t i = 0; i < keys_json.n; i++)
         b.keys_json_len[i] = strlen(keys_json.v[i]);
     b.nkeys = keys.n;
-    b.req = (hiera_request){NULL, 1, merge, dflt, a.type, 0};
+    b.req = (hiera_request){.size = sizeof b.req, .nkeys = 1, .merge = merge, .default_value = dflt, .type = a.type};
     b.progress = isatty(STDERR_FILENO) != 0;
     clock_gettime(CLOCK_MONOTONIC, &b.last_progress);
     if (run(&b, nodes, nnodes) == 0)

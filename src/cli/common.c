@@ -1,6 +1,7 @@
 /* common.c - what the subcommands share: the file cache they use (kept on disk between runs). */
 #include "cli/common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,4 +35,10 @@ void cli_cache_release(hiera_cache *c)
         return;
     }
     hiera_kept_cache = c;
+}
+
+void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata)
+{
+    (void)userdata;
+    fprintf(stderr, "%s: %s\n", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", d->message);
 }

@@ -11,5 +11,8 @@ hiera_cache *cli_cache(void);
  * to reclaim (tearing a large tree down costs more than the lookup), unless HIERA_FREE_AT_EXIT is
  * set or the build runs under a sanitizer. */
 void cli_cache_release(hiera_cache *c);
+/* The commands' diagnostics callback (hiera_options.diagnostics): "Warning: <message>" on stderr,
+ * as Puppet prints its warnings. */
+void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata);
 
 #endif

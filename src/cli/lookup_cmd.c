@@ -166,6 +166,7 @@ int lookup_main(int argc, char **argv)
     int rc = 1;
     hiera_value *facts = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
     hiera *h = NULL;
+    hiera_result *result = NULL;
     hiera_cache *cache = NULL;
     hiera_error err = {0};
 
@@ -235,8 +236,9 @@ int lookup_main(int argc, char **argv)
         goto out;
     }
     cache = cli_cache();
-    hiera_options o = {a.codedir, a.confdir, a.environmentpath, a.hiera_config, a.environment, a.node, facts, cache,
-                       a.unsafe_fact_paths};
+    hiera_options o = {.size = sizeof o, .codedir = a.codedir, .confdir = a.confdir, .environmentpath = a.environmentpath,
+                       .hiera_config = a.hiera_config, .environment = a.environment, .node = a.node, .facts = facts,
+                       .cache = cache, .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic};
     h = hiera_new(&o, &err);
     if (!h) {
         fail("%s", err.message);
@@ -244,27 +246,28 @@ int lookup_main(int argc, char **argv)
     }
     if (a.has_default)
         dflt = hiera_value_new_string(a.default_value);
-    hiera_request req = {a.keys, a.nkeys, merge, dflt, a.type, 0};
+    hiera_request req = {.size = sizeof req, .keys = a.keys, .nkeys = a.nkeys, .merge = merge, .default_value = dflt, .type = a.type};
     if (a.explain)
         req.explain |= HIERA_EXPLAIN_DATA;
     if (a.explain_options)
         req.explain |= HIERA_EXPLAIN_OPTIONS;
     if (a.provenance)
         req.explain |= HIERA_EXPLAIN_PROVENANCE;
-    hiera_status st = hiera_lookup(h, &req, &value, &err);
+    hiera_status st = hiera_lookup_result(h, &req, &result, &err);
+    value = hiera_value_incref(hiera_result_value(result));
     if (st == HIERA_ERROR && err.kind == HIERA_ERR_FATAL) {
         fail("%s", err.message);
         goto out;
     }
     if (explain && !(a.provenance && st == HIERA_OK && rf != HIERA_RENDER_S)) {
         if (rf == HIERA_RENDER_S) {
-            char *text = hiera_explanation_text(h);
+            char *text = hiera_result_explanation_text(result);
             fputs(text ? text : "", stdout);
             if (!text || !*text)
                 fputc('\n', stdout);
             free(text);
         } else {
-            hiera_value *tree = hiera_explanation_tree(h);
+            hiera_value *tree = hiera_result_explanation_tree(result);
             hiera_error rerr = {0};
             char *text = hiera_render(tree, rf == HIERA_RENDER_YAML ? HIERA_RENDER_YAML_SHARED : rf, &rerr);
             hiera_value_decref(tree);
@@ -283,11 +286,11 @@ int lookup_main(int argc, char **argv)
     }
     if (a.provenance && st == HIERA_OK) {
         if (rf == HIERA_RENDER_S || !a.render_as) {
-            char *text = hiera_provenance_text(h);
+            char *text = hiera_result_provenance_text(result);
             fputs(text ? text : "", stdout);
             free(text);
         } else {
-            hiera_value *tree = hiera_provenance_tree(h);
+            hiera_value *tree = hiera_result_provenance_tree(result);
             hiera_error rerr = {0};
             char *text = hiera_render(tree, rf, &rerr);
             hiera_value_decref(tree);
@@ -316,6 +319,7 @@ int lookup_main(int argc, char **argv)
         fprintf(stderr, "Error: %s\n", err.message);
     }
 out:
+    hiera_result_free(result);
     hiera_value_decref(value);
     hiera_value_decref(facts);
     hiera_value_decref(merge);

@@ -3,6 +3,7 @@
  * Puppet's cached_file_data checks). Parse errors are kept as well, so a broken file costs one
  * parse, not one per lookup. */
 #include "engine/cache.h"
+#include "base/diag.h"
 #include "formats/diskcache.h"
 #include "crypto/eyaml.h"
 #include "base/glob.h"
@@ -10,6 +11,7 @@
 #include "formats/json.h"
 #include "engine/memo.h"
 #include "formats/psych.h"
+#include "engine/snapshot.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -65,6 +67,7 @@ struct hiera_cache {
     void (**shared_free)(void *);
     size_t nshared;
     recent_key recent[RECENT_KEYS];
+    snapshot *snap; /* a view over a snapshot: its files are taken from there (snapshot.h) */
 };
 
 /* Files larger than this are refused rather than read into memory. */
@@ -122,8 +125,19 @@ void cache_free(hiera_cache *c)
     free(c->shared);
     free(c->shared_free);
     hv_decref(c->shared_index);
+    snapshot_release(c->snap);
     free(c);
 }
+
+hiera_cache *cache_new_view(snapshot *s)
+{
+    hiera_cache *c = cache_new();
+    c->snap = snapshot_retain(s);
+    cache_freeze(c);
+    return c;
+}
+
+struct snapshot *cache_snapshot(const hiera_cache *c) { return c->snap; }
 
 void *cache_shared_get(hiera_cache *c, const char *signature, bool *found)
 {
@@ -361,7 +375,7 @@ bool hv_has_interpolation(const hv *v, int depth)
  * empty hash; symbol keys become strings (HieraConfig.symkeys_to_string). */
 static void warn_not_hash(const char *path)
 {
-    fprintf(stderr, "Warning: %s: file does not contain a valid yaml hash\n", path);
+    diag_warn("data-not-hash", path, 0, 0, "%s: file does not contain a valid yaml hash", path);
 }
 
 #define DC_WARN_NOT_HASH 1u /* disk cache flag: yaml_data warned when the file was parsed */
@@ -490,6 +504,25 @@ hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
         centry *known = find_entry(c, path, fmt, path_code(path, fmt));
         if (known)
             return entry_result(known, err);
+    }
+    snapshot_file sf;
+    if (c->snap && snapshot_get(c->snap, path, fmt, &sf)) {
+        /* read by the snapshot: its value (immortal) or its error, kept as a loaded file */
+        uint64_t code = path_code(path, fmt);
+        centry *e = xcalloc(1, sizeof *e);
+        e->path = xstrdup(path);
+        e->fmt = fmt;
+        e->code = code;
+        e->value = (hv *)sf.value;
+        if (!sf.value)
+            e->err = (herr){sf.err->kind, xstrdup(sf.err->msg ? sf.err->msg : ""), sf.err->file ? xstrdup(sf.err->file) : NULL,
+                            sf.err->line, sf.err->col};
+        size_t b = (size_t)(code & (c->nbuckets - 1));
+        e->next = c->buckets[b];
+        c->buckets[b] = e;
+        if (++c->n > c->nbuckets * 2)
+            grow(c);
+        return entry_result(e, err);
     }
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -650,8 +683,11 @@ static int path_state(hiera_cache *c, const char *path)
         if (known)
             return (int)hv_int_val(known);
     }
-    struct stat st;
-    int state = stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
+    int state = c->snap ? snapshot_path_state(c->snap, path) : -1;
+    if (state < 0) {
+        struct stat st;
+        state = stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
+    }
     if (c->frozen)
         hv_hash_sets(c->exists, path, hv_int(state));
     return state;

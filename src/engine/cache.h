@@ -29,6 +29,13 @@ typedef enum {
  * cannot be read or parsed (the error is cached too). *missing is set when the file does not exist. */
 hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
 hiera_cache *cache_new(void);
+/* A frozen cache over a snapshot (snapshot.h) for one thread at a time: files the snapshot read
+ * are taken from it (never read again), existence known to it is not asked again; the rest of
+ * the cache (configs, key index, remembered work) is the view's own. Takes a reference on s. */
+struct snapshot;
+hiera_cache *cache_new_view(struct snapshot *s);
+/* The snapshot a view was made over (BORROWED), or NULL. */
+struct snapshot *cache_snapshot(const hiera_cache *c);
 /* cache_load for data files (FMT_YAML after yaml_data's own rules: a non-hash top is an empty
  * hash, symbol keys are strings). *keyflags (BORROWED, NULL unless the value is a hash) is the
  * file's memo for cache_key_flags. *kid: the hash's number in a frozen cache's key index (0 when

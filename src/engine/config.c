@@ -2,6 +2,7 @@
  * (lib/puppet/pops/lookup/hiera_config.rb): the structure is type-checked with Puppet's own type
  * (so the messages are Puppet's), then the semantic checks raise LookupErrors naming the file. */
 #include "engine/config.h"
+#include "base/diag.h"
 #include "base/pathname.h"
 #include "types/ptype.h"
 #include "formats/render.h"
@@ -820,7 +821,8 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
         if (hv_is(parsed, HV_HASH)) {
             loaded = symkeys_to_string(parsed);
         } else {
-            fprintf(stderr, "Warning: %s: File exists but does not contain a valid YAML hash. Falling back to Hiera version 3 default config\n", path);
+            diag_warn("config-not-hash", path, 0, 0,
+                      "%s: File exists but does not contain a valid YAML hash. Falling back to Hiera version 3 default config", path);
             loaded = v3_default_config();
         }
         hv_decref(parsed);
@@ -842,12 +844,14 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
         break;
     case 4:
         c->version = 4;
-        fprintf(stderr, "Warning: %s: Use of 'hiera.yaml' version 4 is deprecated. It should be converted to version 5\n   (file: %s)\n", path, path);
+        diag_warn("config-deprecated", path, 0, 0,
+                  "%s: Use of 'hiera.yaml' version 4 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
         ok = load_v4(c, loaded, err);
         break;
     case 3:
         c->version = 3;
-        fprintf(stderr, "Warning: %s: Use of 'hiera.yaml' version 3 is deprecated. It should be converted to version 5\n   (file: %s)\n", path, path);
+        diag_warn("config-deprecated", path, 0, 0,
+                  "%s: Use of 'hiera.yaml' version 3 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
         ok = load_v3(c, loaded, err);
         break;
     default:
@@ -861,8 +865,8 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
         return NULL;
     }
     if (version == 3 && layer != LAYER_GLOBAL) {
-        fprintf(stderr, "Warning: hiera.yaml version 3 found at the %s root was ignored\n   (file: %s)\n",
-                layer == LAYER_ENV ? "environment" : "module", path);
+        diag_warn("config-v3-ignored", path, 0, 0, "hiera.yaml version 3 found at the %s root was ignored\n   (file: %s)",
+                  layer == LAYER_ENV ? "environment" : "module", path);
         *ignored = true;
         config_free(c);
         return NULL;

@@ -4,6 +4,8 @@
 #ifndef HIERA_ENGINE_H
 #define HIERA_ENGINE_H
 
+#include "hiera.h"
+#include "base/diag.h"
 #include "engine/cache.h"
 #include "engine/config.h"
 #include "engine/explain.h"
@@ -93,6 +95,9 @@ typedef struct {
 
 struct hiera_ctx {
     hiera_cache *cache;
+    /* where the context's warnings go: the caller's callback (api.c wraps it as a diag sink) */
+    hiera_diagnostic_fn user_diag;
+    void *user_diag_data;
     bool own_cache;
     char *codedir;
     char *env_name;
@@ -103,10 +108,9 @@ struct hiera_ctx {
     hv *settings_vars;      /* the "settings::<name>" variables, made when first read */
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */
+    /* while a lookup runs (api.c attaches them and hands them to its result afterwards): */
     explainer *ex;          /* NULL unless explaining */
     struct prov_registry *prov; /* NULL unless tracing where values come from */
-    char *prov_key;         /* the key and value of the last provenance lookup */
-    hv *prov_value;
     bool global_only;
     bool strict_paths;      /* the facts rule's strict mode (lookup.c location_allowed) */
     herr env_err;           /* the environment does not exist */
@@ -199,6 +203,23 @@ hv *split_key(const char *key, size_t len);
 lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *value, hv **out, herr *err);
 
 /* ---- lookup.c ---- */
+
+/* The layers of a context, made on first use (what enumerate.c lists): the global layer (its
+ * configuration loaded by global_config), the environment's (NULL without an environment
+ * hiera.yaml; err set when it cannot be loaded), a module's (NULL with *state saying why). */
+layer *global_layer(hiera_ctx *h);
+bool global_config(hiera_ctx *h, layer *l, herr *err);
+layer *env_layer(hiera_ctx *h, herr *err);
+typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
+layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err);
+bool valid_module_name(const char *n);
+/* The folders modules are found in, in order (a NULL-terminated array; module_roots_free). */
+char **module_roots(hiera_ctx *h);
+void module_roots_free(char **roots);
+/* A layer's hierarchy (or default_hierarchy) interpolated for the context's node. */
+lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err);
+/* A location's data hash (loaded once), BORROWED; NULL with err. */
+hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err);
 
 /* The recursion guard (Invocation#check): fails with "Recursive lookup detected in [...]" when
  * name is already being looked up; otherwise pushes it. */

@@ -159,7 +159,7 @@ static void layer_set_name(layer *l)
 }
 
 /* The global layer always exists; its configuration is read on first use (inside the guard). */
-static layer *global_layer(hiera_ctx *h)
+layer *global_layer(hiera_ctx *h)
 {
     if (!h->global) {
         h->global = xcalloc(1, sizeof *h->global);
@@ -169,7 +169,7 @@ static layer *global_layer(hiera_ctx *h)
     return h->global;
 }
 
-static bool global_config(hiera_ctx *h, layer *l, herr *err)
+bool global_config(hiera_ctx *h, layer *l, herr *err)
 {
     if (l->cfg)
         return true;
@@ -185,7 +185,7 @@ static bool global_config(hiera_ctx *h, layer *l, herr *err)
 }
 
 /* LookupAdapter#env_provider: a provider only when <env>/hiera.yaml exists (and is not v3). */
-static layer *env_layer(hiera_ctx *h, herr *err)
+layer *env_layer(hiera_ctx *h, herr *err)
 {
     if (!h->env_init && !h->env_dir) {
         h->env_init = true; /* Puppet's default production environment has no folder */
@@ -214,6 +214,35 @@ static layer *env_layer(hiera_ctx *h, herr *err)
     return h->env;
 }
 
+bool valid_module_name(const char *n)
+{
+    if (!(*n >= 'a' && *n <= 'z'))
+        return false;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+/* The folders of the environment's modulepath, in order (settings.c: environment.conf's
+ * modulepath or <env>/modules and the basemodulepath, --modulepath, PUPPETLIB), whether they
+ * exist or not (a new NULL-terminated array of malloc'ed paths). */
+char **module_roots(hiera_ctx *h)
+{
+    size_t n = h->environment ? hiera_environment_modulepath_count(h->environment) : 0;
+    char **roots = xcalloc(n + 1, sizeof *roots);
+    for (size_t i = 0; i < n; i++)
+        roots[i] = xstrdup(hiera_environment_modulepath(h->environment, i));
+    return roots;
+}
+
+void module_roots_free(char **roots)
+{
+    for (size_t i = 0; roots && roots[i]; i++)
+        free(roots[i]);
+    free(roots);
+}
+
 /* The module's folder: the first folder of the environment's modulepath that has it (Puppet's
  * Environment#module; settings.c), or NULL when the environment has no such module. */
 static char *module_dir(hiera_ctx *h, const char *name)
@@ -221,7 +250,6 @@ static char *module_dir(hiera_ctx *h, const char *name)
     return h->environment ? settings_module_dir(h->environment, name) : NULL;
 }
 
-typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
 
 /* The entry of r (two names, the last asked first) for name, or NULL. */
 static const recent_name *recent_get(const recent_name *r, const char *name)
@@ -241,7 +269,7 @@ static void recent_put(recent_name *r, const char *name, void *obj, int st)
 }
 
 /* LookupAdapter#module_provider: created once per module name. */
-static layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
 {
     const recent_name *known = recent_get(h->mod_recent, name);
     if (known) {
@@ -618,7 +646,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
 }
 
 /* HieraConfig#configured_data_providers, once per context (the scope does not change). */
-static lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
+lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
 {
     if (herr_isset(&l->cfg->lazy_err)) {
         herr_clear(err);
@@ -703,7 +731,7 @@ static void function_not_found(const layer *l, const provider *p, herr *err)
 }
 
 /* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
-static hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
+hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
 {
     if (!loc->loaded) {
         loc->loaded = true;
@@ -2586,9 +2614,8 @@ void hctx_free(hiera_ctx *h)
         free(h->lo_recent[i].name);
         hv_decref(h->lo_names[i]);
     }
+    ex_free(h->ex);
     prov_free(h->prov);
-    free(h->prov_key);
-    hv_decref(h->prov_value);
     if (h->own_cache)
         cache_free(h->cache);
     free(h);

@@ -67,6 +67,8 @@ diskcache *diskcache_open(const char *dir)
     return c;
 }
 
+const char *diskcache_dir(const diskcache *c) { return c->dir; }
+
 void diskcache_close(diskcache *c)
 {
     if (!c)

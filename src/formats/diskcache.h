@@ -14,6 +14,8 @@ typedef struct diskcache diskcache;
  * $XDG_CACHE_HOME/hiera or $HOME/.cache/hiera. NULL when no safe folder is available. */
 diskcache *diskcache_open(const char *dir);
 void diskcache_close(diskcache *c);
+/* The folder it keeps its entries in (BORROWED). */
+const char *diskcache_dir(const diskcache *c);
 
 /* The value parsed from path (format fmt) when the cache holds it for exactly this stat identity;
  * a new reference, or NULL. *flags gets the flags it was stored with. */

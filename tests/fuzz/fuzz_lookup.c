@@ -176,8 +176,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *keys[2] = {key, "b"};
     hiera_request rq = {.keys = keys, .nkeys = (flags & 8) ? 2 : 1, .merge = merge, .default_value = dflt,
                         .type = (flags & 16) ? TYPES[(mbyte >> 4) % (sizeof TYPES / sizeof *TYPES)] : NULL, .explain = flags & 3};
-    hiera_value *v = NULL;
-    hiera_status st = hiera_lookup(h, &rq, &v, &err);
+    hiera_result *res = NULL;
+    hiera_status st = hiera_lookup_result(h, &rq, &res, &err);
+    hiera_value *v = hiera_value_incref(hiera_result_value(res));
     if (getenv("FUZZ_VERBOSE")) /* to see what an input does: FUZZ_VERBOSE=1 fuzz-lookup FILE */
         fprintf(stderr, "key %s: status %d %s\n", key, (int)st, err.message ? err.message : "");
     if ((st == HIERA_OK) != (v != NULL) || (st == HIERA_ERROR && !err.message) || h->nstack != 0)
@@ -194,8 +195,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hiera_value_decref(v);
     }
     if (rq.explain) {
-        free(hiera_explanation_text(h));
-        hiera_value_decref(hiera_explanation_tree(h));
+        free(hiera_result_explanation_text(res));
+        hiera_value_decref(hiera_result_explanation_tree(res));
     } else if (flags & 32) {
         /* what a frozen cache remembers (hiera batch) must not change an answer: the node, then
          * another node, then the node again, each through one frozen cache */
@@ -232,6 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hiera_cache_free(c);
     }
     free(want);
+    hiera_result_free(res);
     hiera_error_clear(&err);
     hiera_value_decref(merge);
     hiera_value_decref(dflt);

@@ -12,8 +12,9 @@ pass=0 fail=0
 check() { if "$@"; then pass=$((pass + 1)); else echo "FAIL install: $*"; fail=$((fail + 1)); fi; }
 check test -x "$dest/usr/bin/hiera"
 check test -f "$dest/usr/share/man/man1/hiera.1"
-check test -L "$dest/usr/lib/libhiera.so.0"
-check sh -c "readelf -d '$dest/usr/lib/libhiera.so.0.1.0' | grep -q 'SONAME.*libhiera.so.0'"
+check test -L "$dest/usr/lib/libhiera.so.1"
+version=$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
+check sh -c "readelf -d '$dest/usr/lib/libhiera.so.$version' | grep -q 'SONAME.*libhiera.so.1'"
 cc -o "$dest/example-shared" examples/api-example.c $(pkg-config --cflags --libs hiera)
 cc -o "$dest/example-static" examples/api-example.c $(pkg-config --cflags hiera) \
    "$dest/usr/lib/libhiera.a" $(pkg-config --libs --static hiera | sed 's/-lhiera//')

@@ -42,6 +42,13 @@ static int setup(void **state)
                "flag: true\n"
                "greeting: \"hello %{facts.hostname}\"\n"
                "secret: hunter2\n");
+    write_file("environments/diag/hiera.yaml",
+               "version: 5\n"
+               "hierarchy:\n"
+               "  - {name: scalar, path: scalar.yaml}\n"
+               "  - {name: common, path: common.yaml}\n");
+    write_file("environments/diag/data/scalar.yaml", "just a string\n");
+    write_file("environments/diag/data/common.yaml", "k: v\n");
     return 0;
 }
 
@@ -51,6 +58,93 @@ static int teardown(void **state)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+typedef struct {
+    int n;
+    char code[64], message[512];
+    int severity;
+} diag_log;
+
+static void on_diag(const hiera_diagnostic *d, void *data)
+{
+    diag_log *l = data;
+    l->n++;
+    l->severity = d->severity;
+    snprintf(l->code, sizeof l->code, "%s", d->code);
+    snprintf(l->message, sizeof l->message, "%s", d->message);
+}
+
+/* A context of the "diag" environment (a data file that is not a hash) with opts' diagnostics. */
+static hiera *diag_ctx(hiera_options o)
+{
+    hiera_error err = {0};
+    hiera_value *facts = hiera_value_from_json("{\"clientcert\":\"n1.example.com\",\"hostname\":\"n1\",\"domain\":\"example.com\",\"fqdn\":\"n1.example.com\"}", &err);
+    char envpath[128], config[128];
+    snprintf(envpath, sizeof envpath, "%s/environments", root);
+    snprintf(config, sizeof config, "%s/hiera.yaml", root);
+    o.codedir = root;
+    o.environmentpath = envpath;
+    o.hiera_config = config;
+    o.environment = "diag";
+    o.facts = facts;
+    hiera *h = hiera_new(&o, &err);
+    hiera_value_decref(facts);
+    assert_non_null(h);
+    return h;
+}
+
+/* Warnings reach the caller's callback, never stderr; a struct whose size stops before the
+ * callback fields gets none. */
+static void test_diagnostics(void **state)
+{
+    (void)state;
+    diag_log log = {0};
+    hiera_options o = HIERA_OPTIONS_INIT;
+    o.diagnostics = on_diag;
+    o.diagnostics_data = &log;
+    hiera *h = diag_ctx(o);
+    hiera_value *v = NULL;
+    hiera_error err = {0};
+    assert_int_equal(hiera_lookup_key(h, "k", &v, &err), HIERA_OK);
+    hiera_value_decref(v);
+    hiera_free(h);
+    assert_int_equal(log.n, 1);
+    assert_int_equal(log.severity, HIERA_DIAG_WARNING);
+    assert_string_equal(log.code, "data-not-hash");
+    assert_non_null(strstr(log.message, "scalar.yaml: file does not contain a valid yaml hash"));
+
+    /* no callback: nothing on stderr */
+    fflush(stderr);
+    int saved = dup(2);
+    char path[] = "/tmp/hiera-api-stderr-XXXXXX";
+    int fd = mkstemp(path);
+    dup2(fd, 2);
+    hiera_options quiet = HIERA_OPTIONS_INIT;
+    h = diag_ctx(quiet);
+    assert_int_equal(hiera_lookup_key(h, "k", &v, &err), HIERA_OK);
+    hiera_value_decref(v);
+    hiera_free(h);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    close(fd);
+    unlink(path);
+
+    /* an older caller's struct: the size ends before the callback, which is then not read */
+    diag_log none = {0};
+    hiera_options old = HIERA_OPTIONS_INIT;
+    old.size = offsetof(hiera_options, diagnostics);
+    old.diagnostics = on_diag;
+    old.diagnostics_data = &none;
+    h = diag_ctx(old);
+    assert_int_equal(hiera_lookup_key(h, "k", &v, &err), HIERA_OK);
+    hiera_value_decref(v);
+    hiera_free(h);
+    assert_int_equal(none.n, 0);
 }
 
 static hiera *open_ctx(void)
@@ -91,7 +185,7 @@ static void test_lookup_and_errors(void **state)
     /* a default, and a type that rejects it */
     const char *keys[] = {"nope", "also_nope"};
     hiera_value *dflt = hiera_value_new_string("fallback");
-    hiera_request r = {keys, 2, NULL, dflt, NULL, 0};
+    hiera_request r = {.keys = keys, .nkeys = 2, .default_value = dflt};
     assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
     assert_string_equal(hiera_value_string(v), "fallback");
     hiera_value_decref(v);
@@ -111,15 +205,26 @@ static void test_explanation(void **state)
     hiera_error err = {0};
     hiera_value *v = NULL;
     const char *key = "flag";
-    hiera_request r = {&key, 1, NULL, NULL, NULL, HIERA_EXPLAIN_DATA};
-    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
-    char *text = hiera_explanation_text(h);
+    hiera_request r = {.keys = &key, .nkeys = 1, .explain = HIERA_EXPLAIN_DATA};
+    hiera_result *res = NULL;
+    assert_int_equal(hiera_lookup_result(h, &r, &res, &err), HIERA_OK);
+    v = hiera_value_incref(hiera_result_value(res));
+    /* the result is the lookup's own: a later lookup on the context does not change it */
+    hiera_value *other = NULL;
+    const char *other_key = "users";
+    hiera_request r2 = {.keys = &other_key, .nkeys = 1, .explain = HIERA_EXPLAIN_DATA};
+    assert_int_equal(hiera_lookup(h, &r2, &other, &err), HIERA_OK);
+    hiera_value_decref(other);
+    char *text = hiera_result_explanation_text(res);
+    assert_null(strstr(text, "Searching for \"users\""));
     assert_non_null(strstr(text, "Searching for \"flag\""));
     assert_non_null(strstr(text, "Found key: \"flag\" value: false"));
     free(text);
-    hiera_value *tree = hiera_explanation_tree(h);
+    hiera_value *tree = hiera_result_explanation_tree(res);
     assert_non_null(tree);
     hiera_value_decref(tree);
+    assert_null(hiera_result_provenance_text(res)); /* not asked for */
+    hiera_result_free(res);
     hiera_value_decref(v);
     hiera_free(h);
 }
@@ -132,21 +237,24 @@ static void test_sensitive_redacted(void **state)
     hiera_error err = {0};
     hiera_value *v = NULL;
     const char *key = "secret";
-    hiera_request r = {&key, 1, NULL, NULL, NULL, HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_PROVENANCE};
-    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
+    hiera_request r = {.keys = &key, .nkeys = 1, .explain = HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_PROVENANCE};
+    hiera_result *res = NULL;
+    assert_int_equal(hiera_lookup_result(h, &r, &res, &err), HIERA_OK);
+    v = hiera_value_incref(hiera_result_value(res));
     assert_int_equal(hiera_value_kind(v), HIERA_SENSITIVE);
-    char *text = hiera_explanation_text(h);
+    char *text = hiera_result_explanation_text(res);
     assert_null(strstr(text, "hunter2"));
     assert_non_null(strstr(text, "Sensitive [value redacted]"));
     free(text);
-    hiera_value *tree = hiera_explanation_tree(h);
+    hiera_value *tree = hiera_result_explanation_tree(res);
     char *json = hiera_render(tree, HIERA_RENDER_JSON, &err);
     assert_null(strstr(json, "hunter2"));
     free(json);
     hiera_value_decref(tree);
-    text = hiera_provenance_text(h);
+    text = hiera_result_provenance_text(res);
     assert_null(strstr(text, "hunter2"));
     free(text);
+    hiera_result_free(res);
     hiera_value_decref(v);
     hiera_free(h);
 }
@@ -156,11 +264,11 @@ static void test_provenance(void **state)
     (void)state;
     hiera *h = open_ctx();
     hiera_error err = {0};
-    hiera_value *v = NULL;
     const char *key = "users";
-    hiera_request r = {&key, 1, NULL, NULL, NULL, HIERA_EXPLAIN_PROVENANCE};
-    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
-    hiera_value *tree = hiera_provenance_tree(h);
+    hiera_request r = {.keys = &key, .nkeys = 1, .explain = HIERA_EXPLAIN_PROVENANCE};
+    hiera_result *res = NULL;
+    assert_int_equal(hiera_lookup_result(h, &r, &res, &err), HIERA_OK);
+    hiera_value *tree = hiera_result_provenance_tree(res);
     hiera_value *p = hiera_value_hash_get(tree, "provenance");
     assert_true(hiera_value_bool(hiera_value_hash_get(p, "merged")));
     hiera_value *bob = hiera_value_hash_get(hiera_value_hash_get(p, "entries"), "bob");
@@ -174,25 +282,25 @@ static void test_provenance(void **state)
     hiera_value *alice = hiera_value_hash_get(hiera_value_hash_get(p, "entries"), "alice");
     assert_string_equal(hiera_value_string(hiera_value_hash_get(alice, "level")), "common");
     hiera_value_decref(tree);
-    hiera_value_decref(v);
+    hiera_result_free(res);
 
     /* unique merge: each element from its level; singletons (false) are traced too */
     key = "list";
-    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
-    char *text = hiera_provenance_text(h);
+    assert_int_equal(hiera_lookup_result(h, &r, &res, &err), HIERA_OK);
+    char *text = hiera_result_provenance_text(res);
     assert_non_null(strstr(text, "- \"n\""));
     assert_non_null(strstr(text, "node, "));
     assert_non_null(strstr(text, "common, "));
     free(text);
-    hiera_value_decref(v);
+    hiera_result_free(res);
     key = "flag";
-    assert_int_equal(hiera_lookup(h, &r, &v, &err), HIERA_OK);
-    tree = hiera_provenance_tree(h);
+    assert_int_equal(hiera_lookup_result(h, &r, &res, &err), HIERA_OK);
+    tree = hiera_result_provenance_tree(res);
     p = hiera_value_hash_get(tree, "provenance");
     assert_string_equal(hiera_value_string(hiera_value_hash_get(p, "level")), "node");
     assert_false(hiera_value_bool(hiera_value_hash_get(p, "value")));
     hiera_value_decref(tree);
-    hiera_value_decref(v);
+    hiera_result_free(res);
     hiera_free(h);
 }
 
@@ -203,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_explanation),
         cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_sensitive_redacted),
+        cmocka_unit_test(test_diagnostics),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,70 @@
+/* snapshot.h - everything parsed from one code directory at one moment, shared read-only by any
+ * number of threads (snapshot.c).
+ *
+ * A snapshot reads, once, every hiera.yaml of the tree (the global one, each environment's, each
+ * module's) and every data file a level of theirs can name for some node (location templates
+ * read as patterns over the files that exist: tmplmatch.h), parses them, and keeps the results:
+ * values (immortal: value.h) and parse errors, and what exists in the folders it listed. It never
+ * changes afterwards. Lookups reach it through caches made over it (cache_new_view): a view is a
+ * frozen cache that belongs to one thread, finds files in the snapshot instead of reading them,
+ * and keeps its own work (compiled configurations, key index, remembered merges). A file the
+ * snapshot does not hold (a location no pattern could foresee) is read by the view itself.
+ *
+ * Reload is replacement: build a new snapshot aside, make new views over it, and release the old
+ * one; it is freed when its last view is. */
+#ifndef HIERA_ENGINE_SNAPSHOT_H
+#define HIERA_ENGINE_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/util.h"
+#include "base/value.h"
+#include "engine/cache.h"
+
+typedef struct snapshot snapshot;
+
+/* What to read. Strings are BORROWED during snapshot_build. */
+typedef struct {
+    const char *codedir;
+    const char *environmentpath;     /* ':'-separated folders of environments */
+    const char *global_config;       /* the global hiera.yaml (it may not exist) */
+    const char *const *environments; /* the environments to read; NULL: every one found */
+    size_t nenvironments;
+    const char *disk_cache;          /* a disk cache folder used while parsing, or NULL */
+    /* The module folders of an environment in modulepath order (a new NULL-terminated array of
+     * malloc'ed paths, or NULL when it cannot be had); NULL: <env>/modules then <codedir>/modules. */
+    char **(*module_roots)(const char *environment, void *data);
+    void *module_roots_data;
+} snapshot_spec;
+
+/* Builds a snapshot (never NULL: problems are kept in it, see snapshot_problems). The result
+ * holds one reference. */
+snapshot *snapshot_build(const snapshot_spec *spec);
+/* References (atomic: any thread may take or drop one). */
+snapshot *snapshot_retain(snapshot *s);
+void snapshot_release(snapshot *s);
+
+/* A parsed file of the snapshot: its value (immortal) or the error its parse gave. */
+typedef struct {
+    const hv *value; /* NULL when err is set */
+    const herr *err;
+} snapshot_file;
+
+/* The file at path as parsed with fmt, when the snapshot read it. */
+bool snapshot_get(const snapshot *s, const char *path, file_format fmt, snapshot_file *out);
+/* What the snapshot knows of path: -1 nothing (ask the file system), else as cache.c's
+ * path_state: 0 nothing there, 1 a file (not a directory), 2 a directory. */
+int snapshot_path_state(const snapshot *s, const char *path);
+
+/* The files, configurations and environments read, for enumeration: a new hash
+ * {"environments": [name...], "configs": [{"path", "layer", "environment", "module"}...],
+ *  "files": [{"path", "format", "error"?}...]}. */
+hv *snapshot_describe(const snapshot *s);
+/* Problems met while building (configs that do not load, files that do not parse), as a new
+ * array of {"severity", "code", "file", "line", "column", "message"} hashes. */
+hv *snapshot_problems(const snapshot *s);
+/* Build statistics: files parsed, folders listed, bytes read. */
+void snapshot_stats(const snapshot *s, size_t *files, size_t *dirs);
+
+#endif
