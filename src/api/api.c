@@ -280,7 +280,7 @@ static bool own_environment(const hiera_options *o, hiera *h_out[1], hiera_setti
         cli[n++] = (hiera_setting){"hiera_config", o->hiera_config};
     if (o->environment)
         cli[n++] = (hiera_setting){"environment", o->environment};
-    hiera_settings_options so = {cli, n, HIERA_LAYOUT_AUTO, true};
+    hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = n, .no_puppet_conf = true};
     *s_out = NULL;
     if (!o->settings) {
         *s_out = hiera_settings_load(&so, err);
@@ -555,7 +555,7 @@ hiera_snapshot *hiera_snapshot_new(const hiera_options *given, hiera_error *err)
             cli[n++] = (hiera_setting){"hiera_config", o->hiera_config};
         if (o->environment)
             cli[n++] = (hiera_setting){"environment", o->environment};
-        hiera_settings_options so = {cli, n, HIERA_LAYOUT_AUTO, true};
+        hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = n, .no_puppet_conf = true};
         hiera_error ignore = {0};
         s = own = hiera_settings_load(&so, &ignore);
         hiera_error_clear(&ignore);

@@ -10,6 +10,7 @@
  * [main] sections, the application's defaults (the run mode's directories), Puppet's default. */
 #include "engine/settings.h"
 
+#include "base/diag.h"
 #include "base/glob.h"
 #include "base/pathname.h"
 #include "engine/cache.h"
@@ -97,8 +98,9 @@ struct hiera_settings {
     ini_file conf;
     bool have_conf;
     char *conf_path;
-    char **warnings;
-    size_t nwarnings;
+    diag_sink sink; /* the caller's diagnostics (hiera_settings_options.diagnostics): */
+    hiera_diagnostic_fn user_diag;
+    void *user_diag_data;
     /* the host's name as Facter would give it, for the certname and srv_domain defaults: found
      * once, when first needed */
     pthread_mutex_t host_lock;
@@ -114,22 +116,32 @@ struct hiera_environment {
     char **modulepath;     /* every folder, PUPPETLIB's first */
     size_t nmodulepath;
     char *config_version;  /* NULL: none */
-    char **warnings;
-    size_t nwarnings;
     pthread_mutex_t lock;  /* for what is found when first needed: */
     hv *modules;           /* module name -> folder (string) or false */
     hv *vars;              /* settings::<name> (built once) */
     herr vars_err;
     bool vars_done;
+    bool check_done;       /* hiera_environment_check's answer, found once */
+    herr check_err;
 };
 
-static void add_warning(char ***list, size_t *n, const char *msg)
+static void settings_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
 {
-    for (size_t i = 0; i < *n; i++)
-        if (!strcmp((*list)[i], msg))
-            return; /* Puppet warns once */
-    *list = xrealloc(*list, (*n + 1) * sizeof **list);
-    (*list)[(*n)++] = xstrdup(msg);
+    const hiera_settings *s = data;
+    hiera_diagnostic d = {(hiera_severity)severity, code, file, line, col, message};
+    s->user_diag(&d, s->user_diag_data);
+}
+
+/* Reports a warning (or an error Puppet goes on after) to the calling thread's diagnostics sink,
+ * once per `seen` hash (Puppet warns once where it warns at all). */
+static void report(hv *seen, int severity, const char *code, const char *file, const char *msg)
+{
+    if (seen) {
+        if (hv_hash_gets(seen, msg))
+            return;
+        hv_hash_sets(seen, msg, hv_true());
+    }
+    diag_report(severity, code, file, 0, 0, "%s", msg);
 }
 
 /* ------------------------------------------------------------------ Ruby's helpers */
@@ -510,8 +522,7 @@ typedef struct {
     const char *env_name;         /* $environment in config_version */
     int depth;
     bool checking;                /* hiera_environment_check: the host need not be looked up */
-    char ***warnings;             /* where "$environment" warnings go */
-    size_t *nwarnings;
+    hv *seen;                     /* warnings reported (once each), or NULL: report none */
 } chain;
 
 /* an error that interpolation wraps ("Error converting value for param...") or not */
@@ -778,10 +789,10 @@ static int convert(chain *ch, const sdef *d, rawval *r, serr *err)
     }
     free(r->s);
     r->s = sb_take(&b);
-    if (env_failed && ch->warnings) {
+    if (env_failed && ch->seen) {
         char *msg = xasprintf("You cannot interpolate $environment within '%s' when using directory environments. Its value will remain %s.",
                               d->name, r->s);
-        add_warning(ch->warnings, ch->nwarnings, msg);
+        report(ch->seen, DIAG_WARNING, "setting-environment", NULL, msg);
         free(msg);
     }
     return 0;
@@ -1174,7 +1185,7 @@ static void add_globbed(sbuf *out, const char *pattern, size_t *count)
         abs = xjoin(cwd, "/", pattern, NULL);
     }
     glob_result g;
-    glob_expand(abs, &g, 100000);
+    glob_expand_all(abs, &g, 100000);
     size_t cl = cwd ? strlen(cwd) + 1 : 0;
     for (size_t i = 0; i < g.n; i++) {
         if ((*count)++)
@@ -1283,12 +1294,12 @@ static int env_conf_value(chain *ch, const char *name, rawval *out, serr *err)
                 char *t = raw_text(raw);
                 char *m = env_absolute(env, t, err);
                 free(t);
-                if (m && strcmp(m, fallback) && ch->warnings) {
+                if (m && strcmp(m, fallback) && ch->seen) {
                     char *msg = xasprintf("The 'disable_per_environment_manifest' setting is true, but the environment located at %s has a "
                                           "manifest setting in its environment.conf of '%s' which does not match the default_manifest setting "
                                           "'%s'. If this environment is expecting to find modules in '%s', they will not be available!",
                                           env->dir, m, dm, m);
-                    add_warning(ch->warnings, ch->nwarnings, msg);
+                    report(ch->seen, DIAG_ERROR, "manifest-conflict", NULL, msg);
                     free(msg);
                 }
                 free(m);
@@ -1369,9 +1380,9 @@ static void serr_to_public(hiera_error *out, serr *e)
     e->e.kind = HERR_NONE;
 }
 
-static chain plain_chain(const hiera_settings *s, char ***warnings, size_t *nwarnings)
+static chain plain_chain(const hiera_settings *s, hv *seen)
 {
-    return (chain){s, NULL, NULL, 0, false, warnings, nwarnings};
+    return (chain){s, NULL, NULL, 0, false, seen};
 }
 
 /* the settings a value given to them is checked for when it is set (a hook in defaults.rb) */
@@ -1413,13 +1424,22 @@ static int read_file_text(const char *path, char **text, size_t *len, herr *err)
     return 0;
 }
 
-hiera_settings *hiera_settings_load(const hiera_settings_options *o, hiera_error *err)
+hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_error *err)
 {
-    hiera_settings_options none = {0};
-    if (!o)
-        o = &none;
+    /* the caller's struct in this version's layout: fields past its size are zero */
+    hiera_settings_options opts;
+    memset(&opts, 0, sizeof opts);
+    if (given)
+        memcpy(&opts, given, given->size && given->size < sizeof opts ? given->size : sizeof opts);
+    const hiera_settings_options *o = &opts;
     hiera_settings *s = xcalloc(1, sizeof *s);
     pthread_mutex_init(&s->host_lock, NULL);
+    s->sink = (diag_sink){o->diagnostics ? settings_diag : NULL, s};
+    s->user_diag = o->diagnostics;
+    s->user_diag_data = o->diagnostics_data;
+    diag_sink saved;
+    diag_enter(s->sink, &saved);
+    hv *seen = hv_hash();
     s->layout = o->layout != HIERA_LAYOUT_AUTO ? o->layout : detect_layout();
     s->root = getuid() == 0;
     serr e = {0};
@@ -1433,7 +1453,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *o, hiera_error
         s->cli[idx].set = true;
         s->cli[idx].kind = ini_translate(o->cli[i].value ? o->cli[i].value : "", &s->cli[idx].value);
     }
-    chain ch = plain_chain(s, &s->warnings, &s->nwarnings);
+    chain ch = plain_chain(s, seen);
     /* the settings checked when they are set */
     for (size_t i = 0; HOOKED[i]; i++) {
         int idx = def_index(HOOKED[i]);
@@ -1481,7 +1501,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *o, hiera_error
                 /* Puppet prints the error and goes on without the file */
                 char *m = pe.line ? xasprintf("Could not parse %s: %s (file: %s, line: %d)", path, pe.msg, pe.file, pe.line)
                                   : xasprintf("Could not parse %s: %s", path, pe.msg);
-                add_warning(&s->warnings, &s->nwarnings, m);
+                report(seen, DIAG_ERROR, "puppet-conf-syntax", path, m);
                 free(m);
                 herr_clear(&pe);
             }
@@ -1531,8 +1551,12 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *o, hiera_error
             goto fail;
         hv_decref(v);
     }
+    hv_decref(seen);
+    diag_leave(&saved);
     return s;
 fail:
+    hv_decref(seen);
+    diag_leave(&saved);
     serr_to_public(err, &e);
     hiera_settings_free(s);
     return NULL;
@@ -1546,7 +1570,6 @@ void hiera_settings_free(hiera_settings *s)
         free(s->cli[i].value);
     ini_free(&s->conf);
     free(s->conf_path);
-    free_list(s->warnings, s->nwarnings);
     free(s->fqdn);
     free(s->domain);
     pthread_mutex_destroy(&s->host_lock);
@@ -1560,7 +1583,7 @@ hv *settings_value(const hiera_settings *s, const hiera_environment *env, const 
         herr_set(err, HERR_PUPPET, "'%s' is not a Puppet setting", name);
         return NULL;
     }
-    chain ch = {s, env, env ? env->name : NULL, 0, false, NULL, NULL};
+    chain ch = {s, env, env ? env->name : NULL, 0, false, NULL};
     serr e = {0};
     hv *v = interpolate(&ch, idx, &e);
     if (!v)
@@ -1603,8 +1626,19 @@ char *hiera_settings_get(const hiera_settings *s, const char *name, hiera_error 
 }
 
 const char *hiera_settings_file(const hiera_settings *s) { return s && s->have_conf ? s->conf_path : NULL; }
-size_t hiera_settings_warning_count(const hiera_settings *s) { return s ? s->nwarnings : 0; }
-const char *hiera_settings_warning(const hiera_settings *s, size_t i) { return s && i < s->nwarnings ? s->warnings[i] : NULL; }
+
+bool hiera_setting_info(size_t i, const char **name, bool *boolean, char *short_option)
+{
+    if (i >= NDEFS)
+        return false;
+    if (name)
+        *name = DEFS[i].name;
+    if (boolean)
+        *boolean = DEFS[i].kind == ST_BOOLEAN;
+    if (short_option)
+        *short_option = DEFS[i].short_opt;
+    return true;
+}
 
 /* ------------------------------------------------------------------ environments */
 
@@ -1657,7 +1691,7 @@ static char *env_dir_of(const hiera_settings *s, const char *envdir, const char 
     return candidate;
 }
 
-static int load_env_conf(hiera_environment *env, serr *err)
+static int load_env_conf(hiera_environment *env, hv *seen, serr *err)
 {
     char *path = xjoin(env->dir, "/environment.conf", NULL);
     struct stat st;
@@ -1681,7 +1715,7 @@ static int load_env_conf(hiera_environment *env, serr *err)
                     }
                 char *m = xasprintf("Invalid sections in environment.conf at '%s'. Environment conf may not have sections. "
                                     "The following sections are being ignored: '%s'", path, sb_str(&names));
-                add_warning(&env->warnings, &env->nwarnings, m);
+                report(seen, DIAG_WARNING, "environment-conf", path, m);
                 free(m);
                 sb_free(&names);
             }
@@ -1696,7 +1730,7 @@ static int load_env_conf(hiera_environment *env, serr *err)
             if (unknown.len) {
                 char *w = xasprintf("Invalid settings in environment.conf at '%s'. The following unknown setting(s) are being ignored: %s",
                                     path, sb_str(&unknown));
-                add_warning(&env->warnings, &env->nwarnings, w);
+                report(seen, DIAG_WARNING, "environment-conf", path, w);
                 free(w);
             }
             sb_free(&unknown);
@@ -1737,7 +1771,10 @@ hiera_environment *hiera_environment_load(const hiera_settings *s, const char *n
     hiera_environment *env = xcalloc(1, sizeof *env);
     env->s = s;
     pthread_mutex_init(&env->lock, NULL);
-    chain ch = plain_chain(s, &env->warnings, &env->nwarnings);
+    diag_sink saved;
+    diag_enter(s->sink, &saved);
+    hv *seen = hv_hash();
+    chain ch = plain_chain(s, seen);
     char *configured = interpolate_string(&ch, "environment", &e);
     char *envpath = NULL;
     if (!configured)
@@ -1773,9 +1810,9 @@ hiera_environment *hiera_environment_load(const hiera_settings *s, const char *n
         goto fail;
     }
     if (env->dir) {
-        if (load_env_conf(env, &e))
+        if (load_env_conf(env, seen, &e))
             goto fail;
-        chain ech = {s, env, env->name, 0, false, &env->warnings, &env->nwarnings};
+        chain ech = {s, env, env->name, 0, false, seen};
         /* Cached#entry: the environment_timeout is converted as the environment is loaded */
         hv *ttl = interpolate(&ech, def_index("environment_timeout"), &e);
         if (!ttl)
@@ -1826,10 +1863,14 @@ hiera_environment *hiera_environment_load(const hiera_settings *s, const char *n
     }
     free(configured);
     free(envpath);
+    hv_decref(seen);
+    diag_leave(&saved);
     return env;
 fail:
     free(configured);
     free(envpath);
+    hv_decref(seen);
+    diag_leave(&saved);
     serr_to_public(err, &e);
     hiera_environment_free(env);
     return NULL;
@@ -1844,7 +1885,7 @@ void hiera_environment_free(hiera_environment *e)
     ini_free(&e->conf);
     free_list(e->modulepath, e->nmodulepath);
     free(e->config_version);
-    free_list(e->warnings, e->nwarnings);
+    herr_clear(&e->check_err);
     hv_decref(e->modules);
     hv_decref(e->vars);
     herr_clear(&e->vars_err);
@@ -1860,11 +1901,6 @@ const char *hiera_environment_modulepath(const hiera_environment *e, size_t i)
     return e && i < e->nmodulepath ? e->modulepath[i] : NULL;
 }
 const char *hiera_environment_config_version(const hiera_environment *e) { return e ? e->config_version : NULL; }
-size_t hiera_environment_warning_count(const hiera_environment *e) { return e ? e->nwarnings : 0; }
-const char *hiera_environment_warning(const hiera_environment *e, size_t i)
-{
-    return e && i < e->nwarnings ? e->warnings[i] : NULL;
-}
 const hiera_settings *settings_of(const hiera_environment *env) { return env->s; }
 
 int settings_strict(const hiera_environment *env)
@@ -1881,9 +1917,9 @@ int settings_strict(const hiera_environment *env)
 
 /* Scope#merge_settings: every setting but "name", in Puppet's order, as the settings class's
  * variables; the first that fails stops the compilation. */
-static hv *all_settings(const hiera_environment *env, bool checking, herr *err)
+static hv *all_settings(const hiera_environment *env, bool checking, hv *seen, herr *err)
 {
-    chain ch = {env->s, env, env->name, 0, checking, NULL, NULL};
+    chain ch = {env->s, env, env->name, 0, checking, seen};
     hv *all = hv_hash();
     for (size_t i = 0; i < NDEFS; i++) {
         if (!strcmp(DEFS[i].name, "name"))
@@ -1900,17 +1936,27 @@ static hv *all_settings(const hiera_environment *env, bool checking, herr *err)
     return all;
 }
 
-bool hiera_environment_check(const hiera_environment *env, hiera_error *err)
+bool hiera_environment_check(const hiera_environment *cenv, hiera_error *err)
 {
-    herr e = {0};
-    hv *all = all_settings(env, true, &e);
-    if (all) {
+    hiera_environment *env = (hiera_environment *)cenv; /* its answer is kept, under its lock */
+    pthread_mutex_lock(&env->lock);
+    if (!env->check_done) {
+        diag_sink saved;
+        diag_enter(env->s->sink, &saved);
+        hv *seen = hv_hash();
+        hv *all = all_settings(env, true, seen, &env->check_err);
         hv_decref(all);
-        return true;
+        hv_decref(seen);
+        diag_leave(&saved);
+        env->check_done = true;
     }
-    serr se = {e, false};
-    serr_to_public(err, &se);
-    return false;
+    bool ok = !herr_isset(&env->check_err);
+    if (!ok) {
+        serr se = {{env->check_err.kind, xstrdup(env->check_err.msg), NULL, 0, 0}, false};
+        serr_to_public(err, &se);
+    }
+    pthread_mutex_unlock(&env->lock);
+    return ok;
 }
 
 /* a copy whose every node is new (no reference shared with v) */
@@ -1942,7 +1988,7 @@ hv *settings_scope_vars(const hiera_environment *cenv, herr *err)
     hiera_environment *env = (hiera_environment *)cenv; /* its lazily filled parts, under its lock */
     pthread_mutex_lock(&env->lock);
     if (!env->vars_done) {
-        hv *all = all_settings(env, false, &env->vars_err);
+        hv *all = all_settings(env, false, NULL, &env->vars_err);
         if (all) {
             hv *vars = hv_hash_sized(hv_hash_len(all) + 1);
             for (size_t i = 0; i < hv_hash_len(all); i++) {
@@ -1951,6 +1997,9 @@ hv *settings_scope_vars(const hiera_environment *cenv, herr *err)
                 free(k);
             }
             hv_hash_sets(vars, "settings::all_local", all);
+            /* the settings class's own scope variables */
+            hv_hash_sets(vars, "settings::title", hv_str("settings"));
+            hv_hash_sets(vars, "settings::name", hv_str("settings"));
             env->vars = vars;
         }
         env->vars_done = true;
@@ -1967,7 +2016,7 @@ hv *settings_scope_vars(const hiera_environment *cenv, herr *err)
 /* Puppet::Module#load_metadata refuses a module whose metadata.json lacks one of these (or
  * whose dependencies are not an array); an unparsable file is only warned about unless strict is
  * "error". */
-static bool module_acceptable(const hiera_environment *env, const char *dir)
+static bool module_acceptable(const hiera_environment *env, const char *dir, const char *name)
 {
     char *path = xjoin(dir, "/metadata.json", NULL);
     char *text = NULL;
@@ -1977,13 +2026,31 @@ static bool module_acceptable(const hiera_environment *env, const char *dir)
     if (file_exists(path) && read_file_text(path, &text, &len, &e) == 0) {
         hv *md = hjson_parse(text, len, path, &e);
         if (!md) {
-            ok = settings_strict(env) != 2;
+            int strict = settings_strict(env);
+            if (strict) {
+                char *m = xasprintf("%s has an invalid and unparsable metadata.json file. The parse error: %s", name, e.msg ? e.msg : "");
+                report(NULL, strict == 2 ? DIAG_ERROR : DIAG_WARNING, "module-metadata", path, m);
+                free(m);
+            }
+            ok = strict != 2;
         } else if (hv_is(md, HV_HASH) && hv_hash_len(md)) {
             static const char *const required[] = {"source", "author", "version", "license", "dependencies"};
             for (size_t i = 0; i < 5 && ok; i++) {
                 hv *v = hv_hash_gets(md, required[i]);
-                if (!v || hv_is(v, HV_UNDEF) || (i == 4 && !hv_is(v, HV_ARRAY)))
+                char *m = NULL;
+                if (!v || hv_is(v, HV_UNDEF)) {
+                    m = xasprintf("No %s module metadata provided for %s", required[i], name);
+                } else if (i == 4 && !hv_is(v, HV_ARRAY)) {
+                    char *t = value_to_s(v);
+                    m = xasprintf("The value for the key dependencies in the file metadata.json of the module %s must be an array, not: '%s'",
+                                  name, t);
+                    free(t);
+                }
+                if (m) {
+                    report(NULL, DIAG_ERROR, "module-metadata", path, m);
+                    free(m);
                     ok = false;
+                }
             }
         }
         hv_decref(md);
@@ -2020,7 +2087,7 @@ char *settings_module_dir(const hiera_environment *cenv, const char *name)
         for (size_t i = 0; i < env->nmodulepath; i++) {
             char *d = xjoin(env->modulepath[i], "/", name, NULL);
             if (dir_exists(d)) {
-                if (module_acceptable(env, d))
+                if (module_acceptable(env, d, name))
                     r = d;
                 else
                     free(d);
@@ -2140,7 +2207,7 @@ static int run_command(const char *cmd, const char *path, char **output, int *st
     char *prog = NULL;
     if (shell) {
         argv = xcalloc(4, sizeof *argv);
-        argv[argc++] = xstrdup("/bin/sh");
+        argv[argc++] = xstrdup("sh"); /* Ruby runs "/bin/sh" named "sh" */
         argv[argc++] = xstrdup("-c");
         argv[argc++] = xstrdup(cmd);
     } else {
@@ -2178,7 +2245,7 @@ static int run_command(const char *cmd, const char *path, char **output, int *st
         if (rc == ENOEXEC && !shell) {
             /* a script without "#!": Ruby runs it with /bin/sh */
             char **sargv = xcalloc(argc + 2, sizeof *sargv);
-            sargv[0] = "/bin/sh";
+            sargv[0] = "sh";
             sargv[1] = prog;
             for (size_t i = 1; i < argc; i++)
                 sargv[i + 1] = argv[i];
