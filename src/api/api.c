@@ -384,6 +384,7 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
     hiera *h = hctx_new(codedir, hiera_environment_dir(env), name, global, scope, o->cache);
     h->strict_paths = !o->unsafe_fact_paths;
     h->environment = env;
+    h->strict = settings_strict(env);
     h->own_env = own_e;
     h->own_settings = own_s;
     h->user_diag = o->diagnostics;

@@ -2581,6 +2581,7 @@ void hctx_free(hiera_ctx *h)
     free(h->codedir);
     free(h->env_name);
     hv_decref(h->settings_vars);
+    hv_decref(h->warned_vars);
     hiera_environment_free(h->own_env);
     hiera_settings_free(h->own_settings);
     free(h->env_dir);
