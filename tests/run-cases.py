@@ -81,6 +81,8 @@ def check(hiera, case, spec, q, exp):
         got = out.replace(case, "<CASE>")
         if p.returncode != exp.get("status", 0):
             return f"exit {p.returncode}, expected {exp.get('status', 0)}; stderr: {err.strip()[:300]}"
+        if q.get("help_prefix") and got.endswith(exp["output"]):
+            return None  # hiera's subcommands come first, then the reference's text verbatim
         if got != exp["output"]:
             import difflib
             d = "".join(list(difflib.unified_diff(exp["output"].splitlines(True), got.splitlines(True),
