@@ -6,9 +6,13 @@ case.json (description, engine, node, environment, scope, queries) and expected.
 recorded from the reference implementations (Puppet 7.23's `puppet lookup`, Hiera 3.10's `hiera`)
 by tests/tools/record-cases.py. The binary is called exactly as those commands are called:
 
-  Hiera 5:  HIERA lookup --codedir C --environmentpath C/environments --hiera_config C/hiera.yaml
+  Hiera 5:  HIERA lookup --confdir C --codedir C --environmentpath C/environments --hiera_config C/hiera.yaml
             --environment ENV --node NODE --facts C/facts.yaml [--merge ...] [--default V]
             [--type T] (--render-as json | --explain) KEY...
+            (a case with "args" gives its own first arguments instead of --codedir ... --facts,
+            "{case}" standing for the case folder)
+  puppet-cli: HIERA lookup ARGS (the case's then the query's), compared with what `puppet lookup`
+            printed: exit status, standard output, and the query's stderr_has texts
   Hiera 3:  HIERA -c C/hiera.yaml -f json [-a|-h] KEY [DEFAULT] [VAR=VALUE...]
 
 usage: run-cases.py --hiera PATH [--verbose] [CASEDIR...]
@@ -45,10 +49,13 @@ def command(hiera, case, spec, q):
         for k, v in (q.get("scope") or spec.get("scope") or {}).items():
             cmd.append(f"{k}={v}")
         return cmd
-    cmd = [hiera, "lookup", "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
-           "--hiera_config", os.path.join(case, "hiera.yaml"),
-           "--environment", spec.get("environment", "production"),
-           "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
+    if "args" in spec:
+        cmd = [hiera, "lookup"] + [a.replace("{case}", case) for a in spec["args"]]
+    else:
+        cmd = [hiera, "lookup", "--confdir", case, "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+               "--hiera_config", os.path.join(case, "hiera.yaml"),
+               "--environment", spec.get("environment", "production"),
+               "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
     cmd += merge_flags(q.get("merge"))
     if "default" in q:
         cmd += ["--default", str(q["default"])]
@@ -67,7 +74,42 @@ def command(hiera, case, spec, q):
         cmd += ["--render-as", "json"]
     return cmd + keys_of(q)
 
+def check_cli(hiera, case, spec, q, exp):
+    """A puppet-cli query: hiera lookup with the same arguments, compared with puppet lookup's run."""
+    cmd = [hiera, "lookup"] + [a.replace("{case}", case) for a in spec.get("args", []) + q.get("args", [])]
+    env = dict(os.environ)
+    env["HIERA_PUPPET_LAYOUT"] = "debian"  # the layout of the Puppet that recorded the cases
+    env.update({k: v.replace("{case}", case) for k, v in (q.get("env") or {}).items()})
+    try:
+        p = subprocess.run(cmd, cwd=case, capture_output=True, timeout=30, env=env)
+    except subprocess.TimeoutExpired:
+        return "no answer in 30 s"
+    out = p.stdout.decode("utf-8", "replace").replace(case, "<CASE>")
+    err = p.stderr.decode("utf-8", "replace").replace(case, "<CASE>")
+    if p.returncode < 0 or p.returncode >= 128:
+        return f"crashed (exit {p.returncode}): {err.strip()[-300:]}"
+    want = dict(exp)
+    fragments = q.get("stderr_has", [])
+    if q.get("hiera"):  # where hiera differs from Puppet by design
+        want.update({k: v for k, v in q["hiera"].items() if k in ("status", "stdout")})
+        fragments = q["hiera"].get("stderr_has", fragments)
+    if p.returncode != want["status"]:
+        return f"exit {p.returncode}, expected {want['status']}; stderr: {err.strip()[:400]}"
+    if out != want["stdout"]:
+        import difflib
+        d = "".join(list(difflib.unified_diff(want["stdout"].splitlines(True), out.splitlines(True),
+                                               "expected", "got", n=1))[:40])
+        return "output differs:\n" + d
+    for frag in fragments:
+        if frag.replace("{case}", "<CASE>") not in err:
+            return f"stderr lacks {frag!r}; stderr: {err.strip()[:400]}"
+    if not fragments and not q.get("hiera") and bool(want["stderr"].strip()) != bool(err.strip()):
+        return f"stderr {'empty' if not err.strip() else 'not empty'}, Puppet's {'was' if want['stderr'].strip() else 'was not'}: {err.strip()[:300]}"
+    return None
+
 def check(hiera, case, spec, q, exp):
+    if spec.get("engine") == "puppet-cli":
+        return check_cli(hiera, case, spec, q, exp)
     cmd = command(hiera, case, spec, q)
     try:
         p = subprocess.run(cmd, cwd=case, capture_output=True, timeout=30)
@@ -141,10 +183,11 @@ def main(argv):
             continue
         for i, (q, exp) in enumerate(zip(spec["queries"], expected)):
             why = check(hiera, case, spec, q, exp)
+            what = q.get("args") if spec.get("engine") == "puppet-cli" else keys_of(q)
             if why is None:
                 passed += 1
                 if verbose:
-                    print(f"ok   {os.path.basename(case)}#{i} {keys_of(q)}")
+                    print(f"ok   {os.path.basename(case)}#{i} {what}")
             else:
                 failed += 1
                 print(f"FAIL {os.path.basename(case)}#{i} {json.dumps(q)}\n      {why}")

@@ -3,7 +3,7 @@
 # prints one JSON answer per query. Used by record-cases.py; needs `apt-get install puppet`.
 #
 # usage: puppet-record.rb QUERIES.json <puppet lookup flags: --codedir --environmentpath
-#        --hiera_config --environment --node --facts>
+#        --hiera_config --environment --node --facts, or any other Puppet setting (--confdir...)>
 # A query: {"key": K or [K...], "merge": M, "default": D, "type": T, "explain": bool,
 #           "explain_options": bool, "render": "json"|"yaml"|"s"}.
 # An answer: {"value": V} | {"not_found": true} | {"lookup_error": true, "message": M}
@@ -20,7 +20,12 @@ class PuppetRecord < Puppet::Application::Lookup
   def main
     answers = queries.map do |q|
       result = nil
-      generate_scope { |scope| result = answer(scope, q) }
+      begin
+        generate_scope { |scope| result = answer(scope, q) }
+      rescue StandardError, Puppet::Error => e
+        # setting up the node's scope failed (config_version, a setting that does not convert)
+        result = { 'error' => true, 'message' => e.message }
+      end
       result
     end
     puts JSON.generate(answers)

@@ -3,21 +3,37 @@
 
 A source is tests/case-src/NAME.yaml:
     description: what the case is about
-    engine: puppet | hiera3          (default puppet)
+    engine: puppet | puppet-cli | hiera3   (default puppet)
     node: web01.example.com          (puppet)
     environment: production          (puppet)
+    args: [--confdir, '{case}/etc']  (puppet, puppet-cli: the command line's first arguments; for
+                                      puppet they replace the default --confdir CASE --codedir CASE
+                                      --environmentpath CASE/environments --hiera_config
+                                      CASE/hiera.yaml --environment ENV --node NODE --facts
+                                      CASE/facts.yaml; {case} is the case folder)
     scope: {var: value}              (hiera3: default VAR=VALUE arguments)
     facts: {...}                     (puppet; written to facts.yaml)
-    files: {relative/path: text}     (the code directory: hiera.yaml, environments/..., data)
+    files: {relative/path: text}     (the code directory: hiera.yaml, environments/..., data);
+                                      {mode: 0755, text: ...} for an executable file
     queries: [{key, merge, default, type, explain, render, resolution, scope}, ...]
+             puppet-cli: [{args: [...], env: {VAR: value}, stderr_has: [text...],
+                           hiera: {status, stdout, stderr_has, why}}, ...]
+
+A puppet-cli case runs the real `puppet lookup <case args> <query args>` once per query (in the case
+folder, with the query's environment variables) and records its exit status, standard output and
+standard error (colours dropped): the command-line behaviours a lookup API cannot show (settings,
+puppet.conf and environment.conf errors, option parsing, config_version). Each stderr_has text must
+be in Puppet's standard error (the recording fails otherwise) and, replayed, in hiera's. A query's
+`hiera` entry records where hiera differs from Puppet by design (a flag it refuses), with why.
 
 For each source this writes tests/cases/NAME/ (the files, facts.yaml, case.json) and
 expected.json with the answers of Puppet 7 (tests/tools/puppet-record.rb, in one process per
-case) or of the Hiera 3 `hiera` command. Needs `apt-get install puppet hiera python3-yaml`.
+case; puppet-cli: `puppet lookup`) or of the Hiera 3 `hiera` command. Needs `apt-get install puppet
+hiera python3-yaml`.
 
 usage: record-cases.py [NAME...]     (default: every source)
 """
-import json, os, shutil, subprocess, sys, yaml
+import json, os, re, shutil, subprocess, sys, yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
@@ -35,25 +51,37 @@ def write_tree(case, spec):
             os.makedirs(path, exist_ok=True)
             open(os.path.join(path, ".gitkeep"), "w").close()
             continue
+        mode = None
+        if isinstance(text, dict):  # {mode: 0755, text: ...}
+            mode, text = text.get("mode"), text.get("text", "")
         with open(path, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else bytes(text))
-    if spec.get("engine", "puppet") == "puppet":
+        if mode is not None:
+            os.chmod(path, mode)
+    if spec.get("engine", "puppet") in ("puppet", "puppet-cli"):
         facts = spec.get("facts")
         if facts is not None and not os.path.exists(os.path.join(case, "facts.yaml")):
             with open(os.path.join(case, "facts.yaml"), "w") as f:
                 yaml.safe_dump(facts, f, sort_keys=False, allow_unicode=True)
-        os.makedirs(os.path.join(case, "environments", spec.get("environment", "production")), exist_ok=True)
+        if "args" not in spec:
+            os.makedirs(os.path.join(case, "environments", spec.get("environment", "production")), exist_ok=True)
+
+def case_args(case, args):
+    return [a.replace("{case}", case) for a in args]
 
 def record_puppet(case, spec):
-    qfile = os.path.join(case, ".queries.json")
+    qfile = os.path.join("/tmp", ".queries-%d.json" % os.getpid())
     with open(qfile, "w") as f:
         json.dump(spec["queries"], f)
-    cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile,
-           "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
-           "--hiera_config", os.path.join(case, "hiera.yaml"),
-           "--environment", spec.get("environment", "production"),
-           "--node", spec.get("node", "node1.example.com"),
-           "--facts", os.path.join(case, spec.get("facts_file", "facts.yaml"))]
+    if "args" in spec:
+        flags = case_args(case, spec["args"])
+    else:
+        flags = ["--confdir", case, "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+                 "--hiera_config", os.path.join(case, "hiera.yaml"),
+                 "--environment", spec.get("environment", "production"),
+                 "--node", spec.get("node", "node1.example.com"),
+                 "--facts", os.path.join(case, spec.get("facts_file", "facts.yaml"))]
+    cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile] + flags
     p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
     os.unlink(qfile)
     lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
@@ -65,6 +93,25 @@ def record_puppet(case, spec):
             a["output"] = a["output"].replace(case, "<CASE>")
         if "message" in a:
             a["message"] = a["message"].replace(case, "<CASE>")
+    return answers
+
+def strip_colours(text):
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+def record_puppet_cli(case, spec):
+    answers = []
+    for q in spec["queries"]:
+        if not any(a in ("--confdir", "--config") for a in spec.get("args", []) + q.get("args", [])):
+            sys.exit(f"{case}: {q.get('args')}: give --confdir (or --config): the machine's puppet.conf must not decide")
+        cmd = ["puppet", "lookup"] + case_args(case, spec.get("args", [])) + case_args(case, q.get("args", []))
+        env = dict(os.environ)
+        env.update({k: v.replace("{case}", case) for k, v in (q.get("env") or {}).items()})
+        p = subprocess.run(cmd, cwd=case, capture_output=True, text=True, env=env)
+        err = strip_colours(p.stderr).replace(case, "<CASE>")
+        for frag in q.get("stderr_has", []):
+            if frag not in err:
+                sys.exit(f"{case}: {q['args']}: Puppet's stderr lacks {frag!r}:\n{err[-2000:]}")
+        answers.append({"status": p.returncode, "stdout": p.stdout.replace(case, "<CASE>"), "stderr": err})
     return answers
 
 def record_hiera3(case, spec):
@@ -97,7 +144,9 @@ def main(names):
         with open(os.path.join(case, "case.json"), "w") as f:
             json.dump(meta, f, indent=1, ensure_ascii=False)
             f.write("\n")
-        answers = record_hiera3(case, spec) if spec.get("engine") == "hiera3" else record_puppet(case, spec)
+        engine = spec.get("engine", "puppet")
+        answers = (record_hiera3(case, spec) if engine == "hiera3" else
+                   record_puppet_cli(case, spec) if engine == "puppet-cli" else record_puppet(case, spec))
         with open(os.path.join(case, "expected.json"), "w") as f:
             json.dump(answers, f, indent=1, ensure_ascii=False)
             f.write("\n")
