@@ -18,6 +18,7 @@
 #include "formats/json.h"
 #include "formats/render.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -1936,6 +1937,8 @@ static hv *all_settings(const hiera_environment *env, bool checking, hv *seen, h
     return all;
 }
 
+static void scan_modules(hiera_environment *env);
+
 bool hiera_environment_check(const hiera_environment *cenv, hiera_error *err)
 {
     hiera_environment *env = (hiera_environment *)cenv; /* its answer is kept, under its lock */
@@ -1947,6 +1950,8 @@ bool hiera_environment_check(const hiera_environment *cenv, hiera_error *err)
         hv *all = all_settings(env, true, seen, &env->check_err);
         hv_decref(all);
         hv_decref(seen);
+        if (!herr_isset(&env->check_err))
+            scan_modules(env);
         diag_leave(&saved);
         env->check_done = true;
     }
@@ -2069,6 +2074,40 @@ static bool module_name_ok(const char *n)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
             return false;
     return true;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Environment#modules: every module of the modulepath, the first folder having a name deciding
+ * it; the ones Puppet refuses are reported (Puppet lists them as it compiles, so `puppet lookup`
+ * reports them whatever it looks up). The answers fill env->modules. Called under env->lock. */
+static void scan_modules(hiera_environment *env)
+{
+    if (!env->modules)
+        env->modules = hv_hash();
+    for (size_t i = 0; i < env->nmodulepath; i++) {
+        DIR *d = opendir(env->modulepath[i]);
+        if (!d)
+            continue;
+        char **names = NULL;
+        size_t n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!module_name_ok(de->d_name) || hv_hash_gets(env->modules, de->d_name))
+                continue;
+            names = xrealloc(names, (n + 1) * sizeof *names);
+            names[n++] = xstrdup(de->d_name);
+        }
+        closedir(d);
+        qsort(names, n, sizeof *names, cmp_str);
+        for (size_t k = 0; k < n; k++) {
+            char *dir = xjoin(env->modulepath[i], "/", names[k], NULL);
+            if (dir_exists(dir) && !hv_hash_gets(env->modules, names[k]))
+                hv_hash_sets(env->modules, names[k], module_acceptable(env, dir, names[k]) ? hv_str(dir) : hv_false());
+            free(dir);
+        }
+        free_list(names, n);
+    }
 }
 
 char *settings_module_dir(const hiera_environment *cenv, const char *name)
