@@ -14,7 +14,7 @@ A source is tests/case-src/NAME.yaml:
     scope: {var: value}              (hiera3: default VAR=VALUE arguments)
     facts: {...}                     (puppet; written to facts.yaml)
     files: {relative/path: text}     (the code directory: hiera.yaml, environments/..., data);
-                                      {mode: 0755, text: ...} for an executable file
+                                      {mode: '755', text: ...} for an executable file
     queries: [{key, merge, default, type, explain, render, resolution, scope}, ...]
              puppet-cli: [{args: [...], env: {VAR: value}, stderr_has: [text...],
                            hiera: {status, stdout, stderr_has, why}}, ...]
@@ -56,8 +56,8 @@ def write_tree(case, spec):
             mode, text = text.get("mode"), text.get("text", "")
         with open(path, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else bytes(text))
-        if mode is not None:
-            os.chmod(path, mode)
+        if mode is not None:  # an octal text ("755") or a YAML integer
+            os.chmod(path, int(str(mode).replace("0o", ""), 8) if isinstance(mode, str) else mode)
     if spec.get("engine", "puppet") in ("puppet", "puppet-cli"):
         facts = spec.get("facts")
         if facts is not None and not os.path.exists(os.path.join(case, "facts.yaml")):
