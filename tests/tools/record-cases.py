@@ -67,6 +67,9 @@ def write_tree(case, spec):
             os.makedirs(os.path.join(case, "environments", spec.get("environment", "production")), exist_ok=True)
 
 def case_args(case, args):
+    for a in args:
+        if not isinstance(a, str):
+            sys.exit(f"{case}: argument {a!r} is not a string (quote it in the YAML)")
     return [a.replace("{case}", case) for a in args]
 
 def record_puppet(case, spec):
