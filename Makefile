@@ -83,6 +83,7 @@ check: all
 	@$(MAKE) --no-print-directory cases
 	@python3 tests/batch/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
+	@python3 tests/cli/check.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
