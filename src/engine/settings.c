@@ -2021,14 +2021,48 @@ hv *settings_scope_vars(const hiera_environment *cenv, herr *err)
 /* Puppet::Module#load_metadata refuses a module whose metadata.json lacks one of these (or
  * whose dependencies are not an array); an unparsable file is only warned about unless strict is
  * "error". */
+/* A whole small file in as few system calls as can be (the modulepath's every metadata.json is
+ * read on each run): malloc'ed text and its length, or NULL when it cannot be read. */
+static char *slurp(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL;
+    size_t n = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < 64 * 1024 * 1024) {
+        size_t cap = (size_t)st.st_size + 1;
+        buf = xmalloc(cap);
+        for (;;) {
+            ssize_t r = read(fd, buf + n, cap - n);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+            if (n == (size_t)st.st_size)
+                break; /* all of it: no read to see the end */
+            if (n == cap) {
+                cap *= 2;
+                buf = xrealloc(buf, cap);
+            }
+        }
+        buf[n < cap ? n : cap - 1] = 0;
+    }
+    close(fd);
+    *len = n;
+    return buf;
+}
+
 static bool module_acceptable(const hiera_environment *env, const char *dir, const char *name)
 {
     char *path = xjoin(dir, "/metadata.json", NULL);
-    char *text = NULL;
     size_t len = 0;
     herr e = {0};
     bool ok = true;
-    if (file_exists(path) && read_file_text(path, &text, &len, &e) == 0) {
+    char *text = slurp(path, &len);
+    if (text) { /* (a module without one is fine) */
         hv *md = hjson_parse(text, len, path, &e);
         if (!md) {
             int strict = settings_strict(env);
@@ -2076,7 +2110,7 @@ static bool module_name_ok(const char *n)
     return true;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_str_skip1(const void *a, const void *b) { return strcmp(*(char *const *)a + 1, *(char *const *)b + 1); }
 
 /* Environment#modules: every module of the modulepath, the first folder having a name deciding
  * it; the ones Puppet refuses are reported (Puppet lists them as it compiles, so `puppet lookup`
@@ -2095,15 +2129,19 @@ static void scan_modules(hiera_environment *env)
         while ((de = readdir(d)) != NULL) {
             if (!module_name_ok(de->d_name) || hv_hash_gets(env->modules, de->d_name))
                 continue;
+            if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+                continue;
             names = xrealloc(names, (n + 1) * sizeof *names);
-            names[n++] = xstrdup(de->d_name);
+            /* the type byte says "directory" or "look" */
+            names[n++] = xjoin(de->d_type == DT_DIR ? "d" : "?", de->d_name, NULL);
         }
         closedir(d);
-        qsort(names, n, sizeof *names, cmp_str);
+        qsort(names, n, sizeof *names, cmp_str_skip1);
         for (size_t k = 0; k < n; k++) {
-            char *dir = xjoin(env->modulepath[i], "/", names[k], NULL);
-            if (dir_exists(dir) && !hv_hash_gets(env->modules, names[k]))
-                hv_hash_sets(env->modules, names[k], module_acceptable(env, dir, names[k]) ? hv_str(dir) : hv_false());
+            const char *name = names[k] + 1;
+            char *dir = xjoin(env->modulepath[i], "/", name, NULL);
+            if ((names[k][0] == 'd' || dir_exists(dir)) && !hv_hash_gets(env->modules, name))
+                hv_hash_sets(env->modules, name, module_acceptable(env, dir, name) ? hv_str(dir) : hv_false());
             free(dir);
         }
         free_list(names, n);
