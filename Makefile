@@ -3,7 +3,7 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
-PKGS = yaml-0.1 jansson oniguruma openssl
+PKGS = yaml-0.1 oniguruma openssl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
@@ -21,7 +21,7 @@ WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm
 # the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c)
-CLI_LIBS := $(shell pkg-config --libs yaml-0.1 jansson oniguruma 2>/dev/null) -lm -ldl -lpthread
+CLI_LIBS := $(shell pkg-config --libs yaml-0.1 oniguruma 2>/dev/null) -lm -ldl -lpthread
 
 B = build
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api);
@@ -30,15 +30,21 @@ LIB_DIRS := base formats types crypto engine hiera3 api
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
+# `hiera serve` (src/serve/): part of the command, with its page (src/serve/web/) compiled in;
+# libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), so only their
+# headers are needed to build
+SERVE_SRC := $(sort $(wildcard src/serve/*.c))
+SERVE_WEB := $(sort $(wildcard src/serve/web/*))
+SERVE_CFLAGS = $(shell pkg-config --cflags libmicrohttpd gnutls 2>/dev/null)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
-CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o)
+CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps check unit cases demo clean install uninstall install-check
+.PHONY: all deps check unit cases demo clean install uninstall install-check check-web
 all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 deps:
@@ -55,6 +61,24 @@ $(B)/pic/%.o: src/%.c $(LIB_HDR)
 $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -c $< -o $@
+
+$(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) $(LTO) -c $< -o $@
+
+# the page's files as byte arrays (scripts/embed.c, built for the build machine)
+$(B)/embed: scripts/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -o $@ $<
+
+$(B)/gen/assets.c: $(SERVE_WEB) $(B)/embed
+	@mkdir -p $(dir $@)
+	./$(B)/embed $@ / 'text/html; charset=utf-8' src/serve/web/index.html \
+	  /app.js 'text/javascript; charset=utf-8' src/serve/web/app.js /style.css 'text/css; charset=utf-8' src/serve/web/style.css
+
+$(B)/obj/serve/assets.o: $(B)/gen/assets.c src/serve/serve.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) -c $< -o $@
 
 $(B)/libhiera.a: $(LIB_OBJ)
 	@rm -f $@
@@ -82,9 +106,11 @@ check: all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory cases
 	@python3 tests/batch/check.py --hiera $(B)/hiera
+	@python3 tests/facts/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
 	@python3 tests/cli/check.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
+	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
 demo: all
@@ -119,6 +145,11 @@ install: all $(B)/hiera.pc
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
+
+# the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
+# missing; screenshots in build/web-artifacts)
+check-web: all
+	@sh tests/web/run.sh $(B)/hiera
 
 # installs into a scratch DESTDIR and builds the README's example against it with pkg-config
 install-check: all
@@ -155,7 +186,8 @@ asan:
 	@$(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" LTO= MIMALLOC= all $(UNIT_SRC:tests/unit/%.c=$(ASAN_B)/tests/%)
 
 RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
-	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera; \
+	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
+	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
 	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
 
 conformance-asan: asan

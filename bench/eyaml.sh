@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 EOF
     # shellcheck disable=SC2046
     if cc -std=c11 -D_GNU_SOURCE -O2 -I"$here/include" -I"$here/src" count.c "$LIB" \
-        $(pkg-config --libs yaml-0.1 jansson oniguruma openssl 2>/dev/null || echo -lyaml -ljansson -lonig -lcrypto) -lm \
+        $(pkg-config --libs yaml-0.1 oniguruma openssl 2>/dev/null || echo -lyaml -lonig -lcrypto) -lm \
         -o count 2> cc.txt; then
         echo "libhiera in process (C API, no facts files or output; decryptions counted by eyaml.c):"
         for mode in shared per-node; do

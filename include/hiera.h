@@ -92,6 +92,13 @@ typedef struct {
 /* Releases what an error record holds and zeroes it. Safe on a zeroed record. */
 HIERA_API void hiera_error_clear(hiera_error *err);
 
+/* What a lookup (or a read that may find nothing) ends with. */
+typedef enum {
+    HIERA_OK = 0,
+    HIERA_NOT_FOUND = 1, /* no value and no default (no such file) */
+    HIERA_ERROR = 2,     /* err says why */
+} hiera_status;
+
 /* ------------------------------------------------------------------ values */
 
 typedef struct hv hiera_value; /* reference-counted, immutable once returned */
@@ -144,7 +151,9 @@ HIERA_API void hiera_value_array_push(hiera_value *array, hiera_value *item);
 HIERA_API void hiera_value_hash_set(hiera_value *hash, const char *key, hiera_value *value);
 
 /* Parses JSON text / reads a facts file the way `puppet lookup --facts` does (.json as JSON,
- * .yaml/.yml as YAML, anything else JSON then YAML). New reference, or NULL with err. */
+ * .yaml/.yml as YAML, anything else JSON then YAML; YAML as Puppet's safe_load_file reads it:
+ * no Ruby class permitted, not even Symbol, and a UTF-8 byte order mark dropped). New reference,
+ * or NULL with err. */
 HIERA_API hiera_value *hiera_value_from_json(const char *text, hiera_error *err);
 HIERA_API hiera_value *hiera_value_load_file(const char *path, hiera_error *err);
 
@@ -186,6 +195,47 @@ HIERA_API bool hiera_cache_use_disk(hiera_cache *c, const char *dir);
  * another thread than the contexts that use c (hiera batch reads facts ahead on one). New
  * reference, or NULL with err. */
 HIERA_API hiera_value *hiera_cache_load_value_file(hiera_cache *c, const char *path, hiera_error *err);
+
+/* ------------------------------------------------------------------ facts
+ *
+ * Where `puppet lookup` gets a node's facts: --facts FILE (hiera_value_load_file); with --node
+ * NODE, Puppet's YAML facts cache first (hiera_facts_cached), the file's facts over those;
+ * without --node, Facter on the local machine (the hiera command runs `facter`; the library
+ * never starts a process). The facts given to hiera_new are then sanitized as Puppet does. */
+
+/* The kinds of facts file hiera_facts_load reads (bits): */
+enum {
+    HIERA_FACTS_FILE = 1,  /* a hash of facts in YAML or JSON, as `puppet lookup --facts FILE` */
+    HIERA_FACTS_CACHE = 2, /* Puppet's YAML facts cache: a document tagged
+                              !ruby/object:Puppet::Node::Facts (name, values, timestamp,
+                              expiration), as Puppet's yaml facts terminus writes it */
+};
+
+/* Reads one node's facts from path and returns the hash of facts (a new reference), or NULL with
+ * err. formats: HIERA_FACTS_FILE (hiera_value_load_file), HIERA_FACTS_CACHE (the cache's format
+ * only: its `values` without the `_timestamp` old caches keep among them; the timestamps are not
+ * checked), or both: a YAML file whose document is tagged Puppet::Node::Facts is read as the
+ * cache, any other as a --facts file (Symbols refused, the tag refused anywhere else). The
+ * permission for the Puppet::Node::Facts tag is for these files only: data files refuse it.
+ * node names the node in the cache's messages ("Could not parse YAML data for facts NODE:
+ * ..."). c: NULL, or a cache whose disk cache (hiera_cache_use_disk) keeps what was read, as
+ * hiera_cache_load_value_file does, and with the same thread-safety. format_read (may be NULL)
+ * gets the kind the file was read as: a cache file's facts are a node's stored facts (for
+ * hiera_options.base_facts), a --facts file's are given facts (hiera_options.facts). */
+HIERA_API hiera_value *hiera_facts_load(hiera_cache *c, const char *path, const char *node, int formats,
+                                        int *format_read, hiera_error *err);
+
+/* The facts `puppet lookup --node NODE` starts from: Puppet's YAML facts cache,
+ * <yamldir>/facts/<NODE>.yaml (yamldir is Puppet's setting: <vardir>/yaml by default).
+ * HIERA_OK: *facts gets the hash (a new reference). HIERA_NOT_FOUND: there is no such file (Puppet
+ * then starts from no facts, and with none given says "No facts available for target node:
+ * NODE"). HIERA_ERROR: err says why: a node name Puppet refuses as a file name ("invalid key":
+ * a leading "..", a slash, a backslash, a NUL, a drive letter), or a file Puppet cannot read
+ * ("Could not parse YAML data for facts NODE: ..."). */
+HIERA_API hiera_status hiera_facts_cached(const char *yamldir, const char *node, hiera_value **facts,
+                                          hiera_error *err);
+
+/* ------------------------------------------------------------------ options */
 
 /* ------------------------------------------------------------------ diagnostics */
 
@@ -279,6 +329,10 @@ HIERA_API void hiera_settings_free(hiera_settings *s);
  * malloc'ed string (release with free), or NULL with err when the name is not a Puppet setting,
  * has no value, or cannot be resolved. */
 HIERA_API char *hiera_settings_get(const hiera_settings *s, const char *name, hiera_error *err);
+/* The value a setting is given where: "cli" (the command line) or a puppet.conf section ("main",
+ * "server", "master", "agent", "user"), as written there (not interpolated; booleans as
+ * "true"/"false"); NULL when it is not given there. A new malloc'ed string (release with free). */
+HIERA_API char *hiera_settings_given(const hiera_settings *s, const char *name, const char *where);
 /* The puppet.conf read (BORROWED), or NULL when none was (missing, ignored, or not asked for). */
 HIERA_API const char *hiera_settings_file(const hiera_settings *s);
 /* true when `name` is one of Puppet 7.23's settings. */
@@ -346,6 +400,24 @@ typedef struct {
     /* Where the context's warnings go (see hiera_diagnostic); NULL drops them. */
     hiera_diagnostic_fn diagnostics;
     void *diagnostics_data;
+    /* true: eyaml blocks are never decrypted; each reads as a Sensitive value (shown redacted), for
+     * answers given to someone who may not see secrets (hiera serve). */
+    bool redact_encrypted;
+    /* Fields added after version 0.2 (read only when size covers them: set size): */
+    /* $trusted, as a catalog request from an agent with a certificate sets it: a hash with the
+     * keys authenticated ("remote", "local" or false), certname (a String) and extensions (a
+     * Hash: pp_role, the OIDs...), which Puppet requires of trusted data; hostname and domain
+     * are split from certname when not given (as Puppet's TrustedInformation does), external is
+     * {} when not given, other keys are kept. BORROWED (copied). NULL: as `puppet lookup` sets
+     * it: the node's `trusted` fact when that is a Hash with those three keys (PuppetDB stores
+     * trusted data so; Puppet uses it as it is), else {authenticated => 'local', certname =>
+     * the clientcert fact, extensions => {}, hostname, domain, external => {}}. */
+    const hiera_value *trusted;
+    /* The facts the node starts from, under `facts` (which replace those of the same names):
+     * what Puppet's facts terminus gives, the YAML facts cache for `puppet lookup --node`
+     * (hiera_facts_cached), Facter for the local machine. The hostname/domain/fqdn/clientcert
+     * rule applies to `facts` alone. BORROWED (copied); NULL: none. */
+    const hiera_value *base_facts;
     /* Puppet's settings and the environment (hiera_settings_load, hiera_environment_load),
      * BORROWED; they must outlive the context. With env: its folder, modulepath and name are
      * used (codedir, environmentpath and environment above must then be NULL) and the settings
@@ -358,8 +430,11 @@ typedef struct {
 #define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 
 /* Creates a context. Checks what `puppet lookup` checks before any lookup: the facts rule for
- * hostname/domain/fqdn/clientcert and that the environment exists. Returns NULL with err on
- * failure. Release with hiera_free. */
+ * hostname/domain/fqdn/clientcert, the trusted hash, and that the environment exists. The facts
+ * are sanitized as Puppet::Node::Facts#sanitize does: a value (at any depth, hash keys included)
+ * that is not a Hash, Array, number, Boolean or String becomes its to_s (undef -> "", a Symbol
+ * -> its name); a fact name that is a Symbol is refused ("Unsupported data type: 'Symbol'").
+ * Returns NULL with err on failure. Release with hiera_free. */
 HIERA_API hiera *hiera_new(const hiera_options *options, hiera_error *err);
 HIERA_API void hiera_free(hiera *h);
 
@@ -389,6 +464,12 @@ typedef struct hiera_snapshot hiera_snapshot;
  * lookups that read them fail as they would without a snapshot. Holds one reference: release with
  * hiera_snapshot_release. err is not used (reserved). */
 HIERA_API hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err);
+/* A new snapshot of the tree o describes, as hiera_snapshot_new, where every file whose stat
+ * identity (device, inode, size, modification and change times) is the one previous read is not
+ * parsed again: the two snapshots share it (a reload after a few files changed parses those
+ * files only). previous (BORROWED; NULL: none) may be released at any time after the call. */
+HIERA_API hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *o,
+                                               hiera_error *err);
 /* Another reference to s (returns s); hiera_snapshot_release drops one. Atomic. */
 HIERA_API hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s);
 HIERA_API void hiera_snapshot_release(hiera_snapshot *s);
@@ -405,12 +486,6 @@ HIERA_API hiera_value *hiera_snapshot_describe(const hiera_snapshot *s);
 HIERA_API hiera_value *hiera_snapshot_problems(const hiera_snapshot *s);
 
 /* ------------------------------------------------------------------ lookups */
-
-typedef enum {
-    HIERA_OK = 0,
-    HIERA_NOT_FOUND = 1, /* no value and no default */
-    HIERA_ERROR = 2,     /* err says why */
-} hiera_status;
 
 enum {
     HIERA_EXPLAIN_DATA = 1,       /* --explain */

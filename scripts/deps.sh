@@ -9,9 +9,11 @@ command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 have_pc yaml-0.1 || need="$need libyaml-dev"
-have_pc jansson || need="$need libjansson-dev"
 have_pc oniguruma || need="$need libonig-dev"
 have_pc openssl || need="$need libssl-dev"
+# hiera serve: the HTTP server and TLS libraries' headers (the libraries are opened at run time)
+have_pc libmicrohttpd || need="$need libmicrohttpd-dev"
+have_pc gnutls || need="$need libgnutls28-dev"
 if [ "${1:-}" = "--fuzz" ]; then
     # the libFuzzer harnesses: clang and its sanitizer and fuzzer runtimes
     command -v clang >/dev/null 2>&1 || need="$need clang"

@@ -6,19 +6,27 @@ case.json (description, engine, node, environment, scope, queries) and expected.
 recorded from the reference implementations (Puppet 7.23's `puppet lookup`, Hiera 3.10's `hiera`)
 by tests/tools/record-cases.py. The binary is called exactly as those commands are called:
 
-  Hiera 5:  HIERA lookup --confdir C --codedir C --environmentpath C/environments --hiera_config C/hiera.yaml
+  Hiera 5:  HIERA lookup --codedir C --environmentpath C/environments --hiera_config C/hiera.yaml
             --environment ENV --node NODE --facts C/facts.yaml [--merge ...] [--default V]
             [--type T] (--render-as json | --explain) KEY...
-            (a case with "args" gives its own first arguments instead of --codedir ... --facts,
-            "{case}" standing for the case folder)
-  puppet-cli: HIERA lookup ARGS (the case's then the query's), compared with what `puppet lookup`
-            printed: exit status, standard output, and the query's stderr_has texts
   Hiera 3:  HIERA -c C/hiera.yaml -f json [-a|-h] KEY [DEFAULT] [VAR=VALUE...]
+ENV is the query's own environment when it names one, else the case's.
+
+A case with "args" gives its own lookup flags instead of the default ones ("{case}" stands for the
+case folder; without args the flags start with --confdir C, where no puppet.conf is, so the
+machine's puppet.conf never decides), then "hiera_args" (the flags hiera takes where Puppet got
+"puppet_args"); a query may add args and hiera_args of its own. A puppet-cli case runs
+`HIERA lookup ARGS` (the case's then the query's) and compares exit status, standard output and
+the query's stderr_has texts with what `puppet lookup` printed (a query's "hiera" entry says where
+hiera differs by design). A Hiera 3 query with help_prefix passes when the reference's text ends
+hiera's output (hiera's own lines come first). A case whose "needs" names a command missing from PATH (e.g.
+facter) is skipped with a line saying so. With "match_messages", an error must be printed as
+"Error: Could not run: <Puppet's message>".
 
 usage: run-cases.py --hiera PATH [--verbose] [CASEDIR...]
 Prints one FAIL line per wrong answer and ends with 'N passed, N failed'.
 """
-import json, os, subprocess, sys
+import json, os, shutil, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,44 +47,12 @@ def merge_flags(m):
 def keys_of(q):
     return q["key"] if isinstance(q["key"], list) else [q["key"]]
 
-def command(hiera, case, spec, q):
-    if spec.get("engine", "puppet") == "hiera3":
-        cmd = [hiera, "-c", os.path.join(case, "hiera.yaml"), "-f", q.get("format", "json")]
-        cmd += {"array": ["-a"], "hash": ["-h"]}.get(q.get("resolution", "priority"), [])
-        cmd += keys_of(q)
-        if "default" in q:
-            cmd.append(str(q["default"]))
-        for k, v in (q.get("scope") or spec.get("scope") or {}).items():
-            cmd.append(f"{k}={v}")
-        return cmd
-    if "args" in spec:
-        cmd = [hiera, "lookup"] + [a.replace("{case}", case) for a in spec["args"]]
-    else:
-        cmd = [hiera, "lookup", "--confdir", case, "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
-               "--hiera_config", os.path.join(case, "hiera.yaml"),
-               "--environment", spec.get("environment", "production"),
-               "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
-    cmd += merge_flags(q.get("merge"))
-    if "default" in q:
-        cmd += ["--default", str(q["default"])]
-    if "type" in q:
-        cmd += ["--type", q["type"]]
-    if q.get("explain"):
-        cmd += ["--explain"]
-    if q.get("explain_options"):
-        cmd += ["--explain-options"]
-    if q.get("explain") or q.get("explain_options"):
-        if q.get("render"):
-            cmd += ["--render-as", q["render"]]
-    elif q.get("render"):
-        cmd += ["--render-as", q["render"]]
-    else:
-        cmd += ["--render-as", "json"]
-    return cmd + keys_of(q)
+def case_args(case, flags):
+    return [str(a).replace("{case}", case) for a in (flags or [])]
 
 def check_cli(hiera, case, spec, q, exp):
     """A puppet-cli query: hiera lookup with the same arguments, compared with puppet lookup's run."""
-    cmd = [hiera, "lookup"] + [a.replace("{case}", case) for a in spec.get("args", []) + q.get("args", [])]
+    cmd = [hiera, "lookup"] + case_args(case, spec.get("args", []) + q.get("args", []))
     env = dict(os.environ)
     env["HIERA_PUPPET_LAYOUT"] = "debian"  # the layout of the Puppet that recorded the cases
     env.update({k: v.replace("{case}", case) for k, v in (q.get("env") or {}).items()})
@@ -106,6 +82,42 @@ def check_cli(hiera, case, spec, q, exp):
     if not fragments and not q.get("hiera") and bool(want["stderr"].strip()) != bool(err.strip()):
         return f"stderr {'empty' if not err.strip() else 'not empty'}, Puppet's {'was' if want['stderr'].strip() else 'was not'}: {err.strip()[:300]}"
     return None
+
+def command(hiera, case, spec, q):
+    if spec.get("engine", "puppet") == "hiera3":
+        cmd = [hiera, "-c", os.path.join(case, "hiera.yaml"), "-f", q.get("format", "json")]
+        cmd += {"array": ["-a"], "hash": ["-h"]}.get(q.get("resolution", "priority"), [])
+        cmd += keys_of(q)
+        if "default" in q:
+            cmd.append(str(q["default"]))
+        for k, v in (q.get("scope") or spec.get("scope") or {}).items():
+            cmd.append(f"{k}={v}")
+        return cmd
+    if "args" in spec:
+        cmd = [hiera, "lookup"] + case_args(case, spec["args"])
+    else:
+        cmd = [hiera, "lookup", "--confdir", case, "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+               "--hiera_config", os.path.join(case, "hiera.yaml"),
+               "--environment", q.get("environment", spec.get("environment", "production")),
+               "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
+    cmd += case_args(case, spec.get("hiera_args")) + case_args(case, q.get("args")) + case_args(case, q.get("hiera_args"))
+    cmd += merge_flags(q.get("merge"))
+    if "default" in q:
+        cmd += ["--default", str(q["default"])]
+    if "type" in q:
+        cmd += ["--type", q["type"]]
+    if q.get("explain"):
+        cmd += ["--explain"]
+    if q.get("explain_options"):
+        cmd += ["--explain-options"]
+    if q.get("explain") or q.get("explain_options"):
+        if q.get("render"):
+            cmd += ["--render-as", q["render"]]
+    elif q.get("render"):
+        cmd += ["--render-as", q["render"]]
+    else:
+        cmd += ["--render-as", "json"]
+    return cmd + keys_of(q)
 
 def check(hiera, case, spec, q, exp):
     if spec.get("engine") == "puppet-cli":
@@ -140,6 +152,10 @@ def check(hiera, case, spec, q, exp):
             return f"expected an error, got exit 0: {out.strip()[:300]}"
         if not err.strip():
             return "expected an error message on stderr, got none"
+        if q.get("match_message", spec.get("match_messages")) and exp.get("message") is not None:
+            want = "Error: Could not run: " + exp["message"].replace("<CASE>", case)
+            if want not in err:
+                return f"expected the message {want[:300]!r}\n      got {err.strip()[:300]!r}"
         return None
     if "not_found" in exp:
         if p.returncode != 1 or out.strip():
@@ -171,27 +187,32 @@ def main(argv):
     if not cases:
         root = os.path.join(HERE, "cases")
         cases = sorted(os.path.join(root, d) for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    passed = failed = 0
+    passed = failed = skipped = 0
     for case in cases:
         with open(os.path.join(case, "case.json")) as f:
             spec = json.load(f)
         with open(os.path.join(case, "expected.json")) as f:
             expected = json.load(f)
+        missing = [n for n in spec.get("needs", []) if not shutil.which(n)]
+        if missing:
+            print(f"SKIP {os.path.basename(case)}: needs {', '.join(missing)}, not on PATH")
+            skipped += 1
+            continue
         if len(expected) != len(spec["queries"]):
             print(f"FAIL {os.path.basename(case)}: {len(spec['queries'])} queries but {len(expected)} answers")
             failed += 1
             continue
         for i, (q, exp) in enumerate(zip(spec["queries"], expected)):
             why = check(hiera, case, spec, q, exp)
-            what = q.get("args") if spec.get("engine") == "puppet-cli" else keys_of(q)
             if why is None:
                 passed += 1
                 if verbose:
+                    what = q.get("args") if spec.get("engine") == "puppet-cli" else keys_of(q)
                     print(f"ok   {os.path.basename(case)}#{i} {what}")
             else:
                 failed += 1
                 print(f"FAIL {os.path.basename(case)}#{i} {json.dumps(q)}\n      {why}")
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} cases skipped" if skipped else ""))
     return 1 if failed else 0
 
 if __name__ == "__main__":

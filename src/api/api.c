@@ -12,7 +12,9 @@
 #include "types/ptype.h"
 #include "formats/render.h"
 #include "formats/psych.h"
+#include "api/facts.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +30,7 @@ lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptyp
 
 /* ------------------------------------------------------------------ errors */
 
-static void to_public(hiera_error *out, herr *in)
+void api_error_out(hiera_error *out, herr *in)
 {
     if (!out) {
         herr_clear(in);
@@ -100,96 +102,7 @@ hiera_value *hiera_value_from_json(const char *text, hiera_error *err)
     herr e = {0};
     hv *v = hjson_parse(text, strlen(text), "<string>", &e);
     if (!v)
-        to_public(err, &e);
-    return v;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-#define FACTS_MAX_SIZE (64L * 1024 * 1024)
-
-static hv *read_file(const char *path, herr *err)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        herr_set(err, HERR_PUPPET, "%s is not a regular file", path);
-        herr_at(err, path, 0, 0);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        herr_set(err, HERR_PUPPET, "No such file or directory @ rb_sysopen - %s", path);
-        herr_at(err, path, 0, 0);
-        return NULL;
-    }
-    sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        sb_addn(&b, buf, n);
-        if (b.len > (size_t)FACTS_MAX_SIZE) {
-            fclose(f);
-            sb_free(&b);
-            herr_set(err, HERR_PUPPET, "%s is larger than %ld bytes", path, FACTS_MAX_SIZE);
-            herr_at(err, path, 0, 0);
-            return NULL;
-        }
-    }
-    fclose(f);
-    return hv_str_take(sb_take(&b), b.len);
-}
-
-hiera_value *hiera_value_load_file(const char *path, hiera_error *err)
-{
-    herr e = {0};
-    hv *text = read_file(path, &e);
-    if (!text) {
-        to_public(err, &e);
-        return NULL;
-    }
-    hv *v = NULL;
-    const char *s = hv_str_ptr(text);
-    size_t len = hv_str_len(text);
-    if (ends_with(path, ".json")) {
-        v = hjson_parse(s, len, path, &e);
-    } else if (ends_with(path, ".yaml") || ends_with(path, ".yml")) {
-        v = yaml_parse(s, len, path, YAML_PUPPET, &e);
-    } else {
-        v = hjson_parse(s, len, path, &e);
-        if (!v) {
-            herr_clear(&e);
-            v = yaml_parse(s, len, path, YAML_PUPPET, &e);
-        }
-    }
-    hv_decref(text);
-    if (!v) {
-        e.kind = HERR_PUPPET;
-        to_public(err, &e);
-    }
-    return v;
-}
-
-/* the disk cache's format code for facts files (data files use their file_format) */
-#define DISK_FMT_VALUE_FILE 64
-
-hiera_value *hiera_cache_load_value_file(hiera_cache *c, const char *path, hiera_error *err)
-{
-    diskcache *d = c ? cache_disk(c) : NULL;
-    struct stat st;
-    bool cacheable = d && stat(path, &st) == 0 && S_ISREG(st.st_mode);
-    if (cacheable) {
-        unsigned flags;
-        hv *v = diskcache_get(d, path, DISK_FMT_VALUE_FILE, &st, &flags);
-        if (v)
-            return v;
-    }
-    hv *v = hiera_value_load_file(path, err);
-    if (v && cacheable)
-        diskcache_put(d, path, DISK_FMT_VALUE_FILE, &st, v, 0);
+        api_error_out(err, &e);
     return v;
 }
 
@@ -205,7 +118,7 @@ char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error
         sb_free(&b);
         if (!herr_isset(&e))
             herr_set(&e, HERR_ERROR, "cannot render the value");
-        to_public(err, &e);
+        api_error_out(err, &e);
         return NULL;
     }
     return sb_take(&b);
@@ -219,40 +132,14 @@ void hiera_cache_free(hiera_cache *c) { cache_free(c); }
 void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
 bool hiera_cache_use_disk(hiera_cache *c, const char *dir) { return cache_use_disk(c, dir); }
 
-/* $trusted as `puppet lookup --node` sets it: certname from the clientcert fact, hostname and
- * domain split from it at the first dot. */
-static hv *trusted_hash(const hv *facts)
-{
-    hv *t = hv_hash();
-    const hv *cc = facts ? hv_hash_gets(facts, "clientcert") : NULL;
-    hv_hash_sets(t, "authenticated", hv_str("local"));
-    hv_hash_sets(t, "certname", cc ? hv_incref((hv *)cc) : hv_undef());
-    hv_hash_sets(t, "extensions", hv_hash());
-    if (hv_is(cc, HV_STRING)) {
-        const char *s = hv_str_ptr(cc);
-        const char *dot = strchr(s, '.');
-        if (dot) {
-            hv_hash_sets(t, "hostname", hv_strn(s, (size_t)(dot - s)));
-            hv_hash_sets(t, "domain", hv_str(dot + 1));
-        } else {
-            hv_hash_sets(t, "hostname", hv_str(s));
-            hv_hash_sets(t, "domain", hv_undef());
-        }
-    } else {
-        hv_hash_sets(t, "hostname", hv_undef());
-        hv_hash_sets(t, "domain", hv_undef());
-    }
-    hv_hash_sets(t, "external", hv_hash());
-    return t;
-}
-
-static hv *build_scope(const hv *facts, const char *environment)
+/* facts: sanitized; trusted: the $trusted hash */
+static hv *build_scope(const hv *facts, const hv *trusted, const char *environment)
 {
     /* every fact a top-scope variable, then the variables Puppet sets (replacing facts of the
      * same names where they stand) */
     hv *scope = hv_is(facts, HV_HASH) ? hv_copy(facts) : hv_hash();
     hv_hash_sets(scope, "facts", hv_is(facts, HV_HASH) ? hv_incref((hv *)facts) : hv_hash());
-    hv_hash_sets(scope, "trusted", trusted_hash(facts));
+    hv_hash_sets(scope, "trusted", hv_incref((hv *)trusted));
     hv_hash_sets(scope, "server_facts", hv_hash());
     hv_hash_sets(scope, "environment", hv_str(environment));
     hv_hash_sets(scope, "name", hv_str("main"));
@@ -307,13 +194,19 @@ static void resolve_paths(const hiera_options *o, char **codedir_out, char **env
 }
 
 /* The caller's option struct copied whole into one of this version's layout: the fields its size
- * does not cover are zero (see "Option structs grow" in hiera.h). */
-#define COPY_OPTIONS(dst, src)                                                                     \
+ * does not cover are zero; size 0 covers the fields of version 0.2, which end at v02_end (see
+ * "Option structs grow" in hiera.h). */
+#define COPY_OPTIONS_SINCE(dst, src, v02_end)                                                      \
     do {                                                                                           \
         memset(&(dst), 0, sizeof(dst));                                                            \
-        if (src)                                                                                   \
-            memcpy(&(dst), (src), (src)->size && (src)->size < sizeof(dst) ? (src)->size : sizeof(dst)); \
+        if (src) {                                                                                 \
+            size_t n_ = (src)->size ? (src)->size : (v02_end);                                     \
+            memcpy(&(dst), (src), n_ < sizeof(dst) ? n_ : sizeof(dst));                            \
+        }                                                                                          \
     } while (0)
+#define COPY_OPTIONS(dst, src) COPY_OPTIONS_SINCE(dst, src, sizeof(dst))
+/* hiera_options of version 0.2 end before trusted (the fields added since) */
+#define OPTIONS_V02_END offsetof(hiera_options, trusted)
 
 /* The diag sink of a context: diagnostics become hiera_diagnostic for the caller's callback. */
 static void to_user_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
@@ -329,12 +222,17 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
 {
     herr e = {0};
     hiera_options opts;
-    COPY_OPTIONS(opts, given);
+    COPY_OPTIONS_SINCE(opts, given, OPTIONS_V02_END);
     const hiera_options *o = &opts;
     const hv *facts = o->facts;
+    if (o->base_facts && !hv_is(o->base_facts, HV_HASH)) {
+        herr_set(&e, HERR_PUPPET, "Incorrectly formatted base facts: a hash of facts is required");
+        api_error_out(err, &e);
+        return NULL;
+    }
     if (facts && !hv_is(facts, HV_HASH)) {
         herr_set(&e, HERR_PUPPET, "Incorrectly formatted data given via the --facts flag (only accepts yaml and json files)");
-        to_public(err, &e);
+        api_error_out(err, &e);
         return NULL;
     }
     if (facts) {
@@ -346,43 +244,71 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
         if (n && n != 4) {
             herr_set(&e, HERR_PUPPET,
                      "When overriding any of the hostname,domain,fqdn,clientcert facts with the --facts flag, they must all be overridden.");
-            to_public(err, &e);
+            api_error_out(err, &e);
             return NULL;
         }
     }
     if (o->env && (o->codedir || o->environmentpath || o->environment)) {
         herr_set(&e, HERR_PUPPET, "hiera_new: codedir, environmentpath and environment go with the settings, not with an environment");
-        to_public(err, &e);
+        api_error_out(err, &e);
         return NULL;
     }
+    /* the node's facts with the given ones over them (Puppet::Node::Facts#add_extra_values),
+     * sanitized; then $trusted */
+    hv *all = NULL;
+    if (o->base_facts && facts) {
+        all = hv_copy(o->base_facts);
+        for (size_t i = 0; i < hv_hash_len(facts); i++)
+            hv_hash_set(all, hv_incref(hv_hash_key_at(facts, i)), hv_incref(hv_hash_val_at(facts, i)));
+    }
+    const hv *merged = all ? all : o->base_facts ? o->base_facts : facts;
+    hv *clean = merged ? facts_sanitize(merged, &e) : hv_hash();
+    hv_decref(all);
+    hv *trusted_given = NULL;
+    if (clean && o->trusted)
+        trusted_given = trusted_complete(o->trusted, &e);
+    if (!clean || (o->trusted && !trusted_given)) {
+        hv_decref(clean);
+        api_error_out(err, &e);
+        return NULL;
+    }
+    /* the settings and the environment: the caller's, else Puppet's defaults with the options'
+     * folders */
     hiera_settings *own_s = NULL;
     hiera_environment *own_e = NULL;
     const hiera_environment *env = o->env;
     if (!env) {
-        if (!own_environment(o, NULL, &own_s, &own_e, err))
+        if (!own_environment(o, NULL, &own_s, &own_e, err)) {
+            hv_decref(clean);
+            hv_decref(trusted_given);
             return NULL;
+        }
         env = own_e;
     }
     const hiera_settings *s = o->settings ? o->settings : own_s ? own_s : settings_of(env);
     /* Puppet converts every setting when it compiles the node's scope */
-    if (!hiera_environment_check(env, err)) {
-        hiera_environment_free(own_e);
-        hiera_settings_free(own_s);
-        return NULL;
+    char *codedir = NULL, *global = NULL;
+    if (hiera_environment_check(env, err)) {
+        codedir = settings_string(s, NULL, "codedir", &e);
+        global = codedir ? (o->hiera_config ? xstrdup(o->hiera_config) : settings_string(s, NULL, "hiera_config", &e)) : NULL;
+        if (!global)
+            api_error_out(err, &e);
     }
-    char *codedir = settings_string(s, NULL, "codedir", &e);
-    char *global = codedir ? (o->hiera_config ? xstrdup(o->hiera_config) : settings_string(s, NULL, "hiera_config", &e)) : NULL;
     if (!global) {
         free(codedir);
         hiera_environment_free(own_e);
         hiera_settings_free(own_s);
-        to_public(err, &e);
+        hv_decref(clean);
+        hv_decref(trusted_given);
         return NULL;
     }
+    hv *trusted = trusted_for(clean, trusted_given);
+    hv_decref(trusted_given);
     const char *name = hiera_environment_name(env);
-    hv *scope = build_scope(facts, name);
+    hv *scope = build_scope(clean, trusted, name);
     hiera *h = hctx_new(codedir, hiera_environment_dir(env), name, global, scope, o->cache);
     h->strict_paths = !o->unsafe_fact_paths;
+    h->redact_encrypted = o->redact_encrypted;
     h->environment = env;
     h->strict = settings_strict(env);
     h->own_env = own_e;
@@ -390,6 +316,8 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
     h->user_diag = o->diagnostics;
     h->user_diag_data = o->diagnostics_data;
     hv_decref(scope);
+    hv_decref(clean);
+    hv_decref(trusted);
     free(codedir);
     free(global);
     return h;
@@ -429,7 +357,7 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
         if (!type) {
             if (e.kind == HERR_ERROR || e.kind == HERR_LOOKUP)
                 e.kind = HERR_PUPPET;
-            to_public(err, &e);
+            api_error_out(err, &e);
             st = HIERA_ERROR;
             goto out;
         }
@@ -445,7 +373,7 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
             herr_clear(&e);
             st = HIERA_NOT_FOUND;
         } else {
-            to_public(err, &e);
+            api_error_out(err, &e);
             st = HIERA_ERROR;
         }
     }
@@ -532,11 +460,11 @@ static char **snapshot_roots(const char *name, void *data)
     return roots;
 }
 
-hiera_snapshot *hiera_snapshot_new(const hiera_options *given, hiera_error *err)
+hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *given, hiera_error *err)
 {
     (void)err; /* problems are kept in the snapshot (hiera_snapshot_problems) */
     hiera_options opts;
-    COPY_OPTIONS(opts, given);
+    COPY_OPTIONS_SINCE(opts, given, OPTIONS_V02_END);
     const hiera_options *o = &opts;
     char *codedir = NULL, *envpath = NULL, *global = NULL;
     /* the folders as hiera_new finds them: from the settings (Puppet's defaults with the options'
@@ -579,13 +507,15 @@ hiera_snapshot *hiera_snapshot_new(const hiera_options *given, hiera_error *err)
     const char *only[1] = {env_name};
     snapshot_spec spec = {codedir, envpath, global, env_name ? only : NULL, env_name ? 1 : 0,
                           d ? diskcache_dir(d) : NULL, s ? snapshot_roots : NULL, (void *)s};
-    snapshot *snap = snapshot_build(&spec);
+    snapshot *snap = snapshot_build(&spec, (const snapshot *)previous);
     hiera_settings_free(own);
     free(codedir);
     free(envpath);
     free(global);
     return (hiera_snapshot *)snap;
 }
+
+hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err) { return hiera_snapshot_update(NULL, o, err); }
 
 hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s) { return (hiera_snapshot *)snapshot_retain((snapshot *)s); }
 void hiera_snapshot_release(hiera_snapshot *s) { snapshot_release((snapshot *)s); }

@@ -836,3 +836,105 @@ hv *hv_deep_copy(const hv *v)
         return hv_incref((hv *)v);
     }
 }
+
+/* ---- symbol keys ---- */
+
+/* Containers already converted, by address: a node reached twice (a YAML alias) is converted
+ * once and stays shared, so an alias bomb costs what its distinct nodes cost. */
+typedef struct {
+    const hv **from;
+    hv **to;
+    size_t cap, n;
+} sym_memo;
+
+static size_t sym_slot(const sym_memo *m, const hv *v)
+{
+    size_t i = (((uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ULL) & (m->cap - 1);
+    while (m->from[i] && m->from[i] != v)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static void sym_put(sym_memo *m, const hv *v, hv *to)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        sym_memo g = {xcalloc(m->cap ? m->cap * 2 : 64, sizeof *g.from), NULL, m->cap ? m->cap * 2 : 64, m->n};
+        g.to = xcalloc(g.cap, sizeof *g.to);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->from[i]) {
+                size_t j = sym_slot(&g, m->from[i]);
+                g.from[j] = m->from[i];
+                g.to[j] = m->to[i];
+            }
+        free(m->from);
+        free(m->to);
+        *m = g;
+    }
+    size_t i = sym_slot(m, v);
+    m->from[i] = v;
+    m->to[i] = hv_incref(to);
+    m->n++;
+}
+
+static hv *symkeys(hv *v, sym_memo *m, int depth)
+{
+    bool arr = hv_is(v, HV_ARRAY);
+    if ((!arr && !hv_is(v, HV_HASH)) || depth > 10000)
+        return hv_incref(v);
+    bool shared = hv_is_shared(v);
+    if (shared && m->cap) {
+        size_t i = sym_slot(m, v);
+        if (m->from[i])
+            return hv_incref(m->to[i]);
+    }
+    size_t n = arr ? hv_array_len(v) : hv_hash_len(v);
+    hv *out = NULL; /* made on the first entry that changes */
+    for (size_t i = 0; i < n; i++) {
+        hv *e = arr ? hv_array_get(v, i) : hv_hash_val_at(v, i);
+        hv *k = arr ? NULL : hv_hash_key_at(v, i);
+        hv *ce = symkeys(e, m, depth + 1);
+        bool sym = k && hv_is(k, HV_SYMBOL);
+        if (!out && (ce != e || sym)) {
+            out = arr ? hv_array_sized(n) : hv_hash_sized(n);
+            hv_set_line(out, hv_line(v));
+            for (size_t j = 0; j < i; j++) {
+                if (arr)
+                    hv_array_push(out, hv_incref(hv_array_get(v, j)));
+                else
+                    hv_hash_set(out, hv_incref(hv_hash_key_at(v, j)), hv_incref(hv_hash_val_at(v, j)));
+            }
+        }
+        if (!out) {
+            hv_decref(ce);
+        } else if (arr) {
+            hv_array_push(out, ce);
+        } else {
+            hv *nk = k;
+            if (sym) {
+                nk = hv_strn(hv_str_ptr(k), hv_str_len(k));
+                hv_set_line(nk, hv_line(k));
+            } else {
+                hv_incref(k);
+            }
+            hv_hash_set(out, nk, ce); /* a string key met again keeps its place, takes this value */
+        }
+    }
+    if (!out)
+        out = hv_incref(v);
+    if (shared)
+        sym_put(m, v, out);
+    return out;
+}
+
+hv *hv_symkeys_to_string(hv *v)
+{
+    sym_memo m = {0};
+    hv *out = symkeys(v, &m, 0);
+    for (size_t i = 0; i < m.cap; i++)
+        if (m.from[i])
+            hv_decref(m.to[i]);
+    free(m.from);
+    free(m.to);
+    hv_decref(v);
+    return out;
+}

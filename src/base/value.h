@@ -119,6 +119,13 @@ bool hv_equal(const hv *a, const hv *b); /* Ruby ==: like eql? but 1 == 1.0 */
 uint64_t hv_hash_code(const hv *v);      /* consistent with hv_eql */
 hv *hv_clone_scalar(const hv *v); /* a private copy of a scalar (also of the shared singletons) */
 bool hv_is_immortal(const hv *v);  /* the shared undef/true/false singletons */
+/* Puppet's HieraConfig.symkeys_to_string: every hash key that is a Symbol, at any depth (hashes in
+ * hashes and in arrays), becomes the String of its name; a String key of the same name already
+ * there keeps its place and takes the later value (Ruby's Hash#[]=). Symbol VALUES, and keys that
+ * are arrays or hashes holding symbols, stay as they are. STEALS v; returns a new reference (v
+ * itself when nothing changed; only the containers on the way to a symbol key are copied, and a
+ * node reached twice through YAML aliases is converted once and stays shared). */
+hv *hv_symkeys_to_string(hv *v);
 /* A stable value never changes and lives as long as whatever marked it keeps it (a frozen
  * cache's data, memo.h's table); its address can stand for its content. Immortal values are
  * stable. */

@@ -30,8 +30,23 @@
  * be used appears only under ".errors" (as a string); a failed lookup leaves its key out of the
  * node and adds it under ".errors" (as {key: message}). Exit status: see batch_cmd.h.
  *
+ * A facts file is either a hash of facts (as `hiera lookup --facts` reads it) or a node's file of
+ * Puppet's YAML facts cache (a !ruby/object:Puppet::Node::Facts document), so that
+ * --facts-dir /var/cache/puppet/yaml/facts looks up every node Puppet has facts for, each with
+ * exactly the facts `hiera lookup --node NODE` reads from there. A node's facts are its file's
+ * alone: unlike `hiera lookup --node NODE --facts FILE`, the facts cache is not read under them.
+ *
+ * $trusted: Puppet's YAML facts cache does not hold it (the catalog request carries it, from the
+ * agent's certificate); Puppet takes it from a node's `trusted` fact when that is a hash with
+ * authenticated, certname and extensions (PuppetDB stores it so), and so does every node here.
+ * --trusted-dir DIR gives each node NAME the trusted hash of DIR/NAME.yaml, .yml or .json
+ * instead (a node without one fails), --trusted FILE the one node of --facts FILE; these are
+ * read as `hiera lookup --trusted` reads its file.
+ *
  * All contexts share one hiera_cache, so every data file and hiera.yaml is parsed once per run.
- * A progress line is written (and rewritten with \r) on stderr only when stderr is a terminal. */
+ * A progress line is written (and rewritten with \r) on stderr only when stderr is a terminal;
+ * when lookups failed, a summary is written on stderr at the end: how many nodes and lookups
+ * failed, and the first few distinct messages, each with how often it came. */
 #include "cli/batch_cmd.h"
 
 #include "cli/common.h"
@@ -60,26 +75,32 @@ static const char *BATCH_USAGE =
     "                   [--merge first|unique|hash|deep] [--knock-out-prefix <PREFIX-STRING>]\n"
     "                   [--sort-merged-arrays] [--merge-hash-arrays] [--default <VALUE>]\n"
     "                   [--environment <ENV>] [--render-as json|yaml] [--jobs <N>]\n"
-    "                   [--unsafe-fact-paths] [--<puppet setting> <VALUE>]\n"
+    "                   [--unsafe-fact-paths] [--trusted-dir <DIR> | --trusted <FILE>]\n"
+    "                   [--<puppet setting> <VALUE>]\n"
     "\n"
     "Looks up every key for every node (one facts file per node in --facts-dir: NAME.yaml,\n"
-    "NAME.yml or NAME.json) and prints {node: {key: value}} with nodes sorted, keys in the given\n"
-    "order and keys that are not found left out. Failures are listed under \".errors\":\n"
+    "NAME.yml or NAME.json: a hash of facts, or a file of Puppet's YAML facts cache, as in\n"
+    "--facts-dir /var/cache/puppet/yaml/facts) and prints {node: {key: value}} with nodes\n"
+    "sorted, keys in the given order and keys that are not found left out. Failures are\n"
+    "listed under \".errors\":\n"
     "{node: message} when a node could not be looked up, {node: {key: message}} per lookup.\n"
     "--keys-file: one key per line, blank lines and lines starting with # ignored (- is stdin).\n"
     "--jobs: processes that share the nodes (default: one per CPU; JSON output only).\n"
+    "$trusted: the node's `trusted` fact when it is a hash with authenticated, certname and\n"
+    "extensions, else built from its clientcert fact; --trusted-dir DIR: DIR/NAME.yaml|yml|json\n"
+    "for each node; --trusted FILE: for the one node of --facts.\n"
     "Settings, options and the environment are read as `hiera lookup` reads them (see hiera lookup\n"
     "--help): puppet.conf from the confdir, any Puppet setting on the command line (--confdir,\n"
     "--codedir, --environmentpath, --hiera_config, --modulepath...), environment.conf. The\n"
     "environment's config_version command runs once, before the first node (`puppet lookup` runs\n"
     "it for every lookup); if it fails, nothing is looked up.\n"
     "Exit status: 0 done, 1 nothing printed (bad options, settings or environment), 2 printed with\n"
-    "errors.\n";
+    "errors (summed up on stderr).\n";
 
 typedef struct {
-    const char *node, *facts, *facts_dir, *keys_file;
+    const char *node, *facts, *facts_dir, *keys_file, *trusted, *trusted_dir;
     const char *merge, *prefix, *default_value, *type, *render_as, *jobs;
-    bool sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, verbose, trusted;
+    bool sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, verbose;
     const hiera_settings *settings;
     const hiera_environment *env;
 } batch_args;
@@ -102,7 +123,7 @@ static const cli_option BATCH_OPTIONS[] = {
     {"explain", 0, CLI_REFUSED, 0, EXPLAIN_WHY},
     {"explain-options", 0, CLI_REFUSED, 0, EXPLAIN_WHY},
     {"default", 0, CLI_VALUE, offsetof(batch_args, default_value), NULL},
-    {"trusted", 0, CLI_FLAG, offsetof(batch_args, trusted), NULL},
+    {"trusted", 0, CLI_VALUE, offsetof(batch_args, trusted), NULL}, /* puppet lookup's takes no file */
     {"node", 0, CLI_VALUE, offsetof(batch_args, node), NULL},
     {"facts", 0, CLI_VALUE, offsetof(batch_args, facts), NULL},
     /* hiera's */
@@ -110,6 +131,7 @@ static const cli_option BATCH_OPTIONS[] = {
     {"facts-dir", 0, CLI_VALUE, offsetof(batch_args, facts_dir), NULL},
     {"keys-file", 0, CLI_VALUE, offsetof(batch_args, keys_file), NULL},
     {"jobs", 0, CLI_VALUE, offsetof(batch_args, jobs), NULL},
+    {"trusted-dir", 0, CLI_VALUE, offsetof(batch_args, trusted_dir), NULL},
 };
 
 typedef struct {
@@ -693,31 +715,100 @@ static char *check_facts(const char *path, const char *node, const hiera_value *
     return NULL;
 }
 
-/* A node's facts, read and checked as hiera lookup --facts does: *facts (a new reference), or
- * *msg (malloc'ed) saying why the node cannot be looked up. Touches nothing shared, so that the
- * prefetch thread may call it. */
-static void load_node_facts(hiera_cache *cache, const node_src *n, hiera_value **facts, char **msg)
+/* A node's trusted hash from --trusted FILE or --trusted-dir DIR: a new reference, NULL when
+ * neither is given, or NULL with *msg. */
+static hiera_value *load_node_trusted(hiera_cache *cache, const batch_args *a, const node_src *n, char **msg)
 {
-    *facts = NULL;
-    *msg = NULL;
+    char *path = NULL;
+    if (a->trusted) {
+        path = dupstr(a->trusted);
+    } else if (a->trusted_dir) {
+        static const char *exts[] = {".yaml", ".yml", ".json"};
+        for (size_t i = 0; i < 3 && !path; i++) {
+            char *file = xalloc(strlen(n->name) + 6);
+            strcpy(file, n->name);
+            strcat(file, exts[i]);
+            char *p = join_path(a->trusted_dir, file);
+            free(file);
+            struct stat st;
+            if (stat(p, &st) == 0)
+                path = p;
+            else
+                free(p);
+        }
+        if (!path) {
+            size_t len = strlen(a->trusted_dir) + 3 * strlen(n->name) + 96;
+            *msg = xalloc(len);
+            snprintf(*msg, len, "no trusted data for this node in %s (%s.yaml, %s.yml or %s.json)", a->trusted_dir, n->name,
+                     n->name, n->name);
+            return NULL;
+        }
+    } else {
+        return NULL;
+    }
+    hiera_error err = {0};
+    hiera_value *t = hiera_cache_load_value_file(cache, path, &err);
+    if (!t)
+        *msg = dupstr(err.message && *err.message ? err.message : "cannot read the trusted data file");
+    hiera_error_clear(&err);
+    free(path);
+    return t;
+}
+
+/* What a node is looked up with: its facts (given like --facts, or stored like the facts cache's
+ * are under --node), its trusted hash, or why it cannot be. */
+typedef struct {
+    hiera_value *facts;   /* NULL with msg */
+    bool stored;          /* the facts are a node's stored facts (a file of Puppet's facts cache) */
+    hiera_value *trusted; /* NULL: none given */
+    char *msg;            /* malloc'ed, or NULL */
+} node_input;
+
+static void node_input_free(node_input *in)
+{
+    hiera_value_decref(in->facts);
+    hiera_value_decref(in->trusted);
+    free(in->msg);
+    memset(in, 0, sizeof *in);
+}
+
+/* A node's facts, read and checked as hiera lookup --facts does (for a file of the facts cache:
+ * as hiera lookup --node reads it there), and its trusted hash. Touches nothing shared, so that
+ * the prefetch thread may call it. */
+static void load_node_input(hiera_cache *cache, const batch_args *a, const node_src *n, node_input *in)
+{
+    memset(in, 0, sizeof *in);
     if (n->other_path) {
         size_t len = strlen(n->path) + strlen(n->other_path) + 64;
-        *msg = xalloc(len);
-        snprintf(*msg, len, "more than one facts file for this node: %s and %s", n->path, n->other_path);
+        in->msg = xalloc(len);
+        snprintf(in->msg, len, "more than one facts file for this node: %s and %s", n->path, n->other_path);
         return;
     }
     hiera_error err = {0};
-    hiera_value *f = hiera_cache_load_value_file(cache, n->path, &err);
+    int kind = HIERA_FACTS_FILE;
+    hiera_value *f = hiera_facts_load(cache, n->path, n->name, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
     if (!f) {
-        *msg = dupstr(err.message && *err.message ? err.message : "cannot read the facts file");
+        in->msg = dupstr(err.message && *err.message ? err.message : "cannot read the facts file");
         hiera_error_clear(&err);
         return;
     }
-    *msg = check_facts(n->path, n->name, f);
-    if (*msg)
+    in->stored = kind == HIERA_FACTS_CACHE;
+    if (in->stored && hiera_value_hash_size(f) == 0) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "No facts available for target node: %s", n->name);
+        in->msg = dupstr(buf);
+    } else if (!in->stored) {
+        in->msg = check_facts(n->path, n->name, f);
+    }
+    if (!in->msg)
+        in->trusted = load_node_trusted(cache, a, n, &in->msg);
+    if (in->msg) {
         hiera_value_decref(f);
-    else
-        *facts = f;
+        hiera_value_decref(in->trusted);
+        in->trusted = NULL;
+        return;
+    }
+    in->facts = f;
 }
 
 /* ------------------------------------------------------------------ facts prefetch */
@@ -730,10 +821,10 @@ static void load_node_facts(hiera_cache *cache, const node_src *n, hiera_value *
 
 typedef struct {
     hiera_cache *cache; /* only its disk cache is used (hiera_cache_load_value_file) */
+    const batch_args *a;
     const node_src *nodes;
     size_t n;
-    hiera_value **facts; /* slot i: node i's facts, or NULL with msgs[i] */
-    char **msgs;
+    node_input *in; /* slot i: node i's */
     bool *ready;
     size_t consumed; /* nodes taken by the main thread */
     bool producer_waits, consumer_waits; /* who sleeps on cv */
@@ -762,12 +853,10 @@ static void *prefetch_thread(void *arg)
         pthread_mutex_unlock(&p->mu);
         if (stop)
             break;
-        hiera_value *f;
-        char *msg;
-        load_node_facts(p->cache, &p->nodes[i], &f, &msg);
+        node_input in;
+        load_node_input(p->cache, p->a, &p->nodes[i], &in);
         pthread_mutex_lock(&p->mu);
-        p->facts[i] = f;
-        p->msgs[i] = msg;
+        p->in[i] = in;
         p->ready[i] = true;
         if (p->consumer_waits)
             pthread_cond_broadcast(&p->cv);
@@ -776,16 +865,16 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-static void prefetch_start(prefetch *p, hiera_cache *cache, const node_src *nodes, size_t n)
+static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a, const node_src *nodes, size_t n)
 {
     memset(p, 0, sizeof *p);
     p->cache = cache;
+    p->a = a;
     p->nodes = nodes;
     p->n = n;
-    p->facts = calloc(n ? n : 1, sizeof *p->facts);
-    p->msgs = calloc(n ? n : 1, sizeof *p->msgs);
+    p->in = calloc(n ? n : 1, sizeof *p->in);
     p->ready = calloc(n ? n : 1, sizeof *p->ready);
-    if (!p->facts || !p->msgs || !p->ready) {
+    if (!p->in || !p->ready) {
         fputs("hiera batch: out of memory\n", stderr);
         exit(1);
     }
@@ -800,11 +889,11 @@ static void prefetch_start(prefetch *p, hiera_cache *cache, const node_src *node
     }
 }
 
-/* Node i's facts (or message), in order; without the thread they are read here. */
-static void prefetch_take(prefetch *p, size_t i, hiera_value **facts, char **msg)
+/* Node i's input (the caller owns it), in order; without the thread it is read here. */
+static void prefetch_take(prefetch *p, size_t i, node_input *in)
 {
     if (!p->threaded) {
-        load_node_facts(p->cache, &p->nodes[i], facts, msg);
+        load_node_input(p->cache, p->a, &p->nodes[i], in);
         return;
     }
     pthread_mutex_lock(&p->mu);
@@ -812,10 +901,8 @@ static void prefetch_take(prefetch *p, size_t i, hiera_value **facts, char **msg
     while (!p->ready[i])
         pthread_cond_wait(&p->cv, &p->mu);
     p->consumer_waits = false;
-    *facts = p->facts[i];
-    *msg = p->msgs[i];
-    p->facts[i] = NULL;
-    p->msgs[i] = NULL;
+    *in = p->in[i];
+    memset(&p->in[i], 0, sizeof p->in[i]);
     p->consumed = i + 1;
     if (p->producer_waits && p->waiting_at < p->consumed + PREFETCH_AHEAD / 2)
         pthread_cond_broadcast(&p->cv);
@@ -833,12 +920,9 @@ static void prefetch_stop(prefetch *p)
         pthread_mutex_destroy(&p->mu);
         pthread_cond_destroy(&p->cv);
     }
-    for (size_t i = 0; i < p->n; i++) {
-        hiera_value_decref(p->facts[i]);
-        free(p->msgs[i]);
-    }
-    free(p->facts);
-    free(p->msgs);
+    for (size_t i = 0; i < p->n; i++)
+        node_input_free(&p->in[i]);
+    free(p->in);
     free(p->ready);
 }
 
@@ -922,20 +1006,24 @@ static void print_diagnostic_once(const hiera_diagnostic *d, void *userdata)
     cli_print_diagnostic(d, userdata);
 }
 
-/* Opens node n's context (facts and msg, why the node cannot be looked up or NULL: STOLEN). */
-static void node_open(batch *b, const node_src *n, hiera_value *facts, char *msg, node_run *r)
+/* Opens node n's context (in: released here). */
+static void node_open(batch *b, const node_src *n, node_input *in, node_run *r)
 {
     const batch_args *a = b->a;
     r->h = NULL;
-    r->msg = msg;
-    if (msg)
+    r->msg = in->msg;
+    in->msg = NULL;
+    if (r->msg) {
+        node_input_free(in);
         return;
+    }
     hiera_error err = {0};
-    hiera_options o = {.size = sizeof o, .node = n->name, .facts = facts, .cache = b->cache,
+    hiera_options o = {.size = sizeof o, .node = n->name, .facts = in->stored ? NULL : in->facts, .cache = b->cache,
                        .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = print_diagnostic_once,
+                       .trusted = in->trusted, .base_facts = in->stored ? in->facts : NULL,
                        .settings = a->settings, .env = a->env};
     r->h = hiera_new(&o, &err);
-    hiera_value_decref(facts); /* the context keeps its own copy */
+    node_input_free(in); /* the context keeps its own copies */
     if (!r->h)
         r->msg = dupstr(err.message ? err.message : "");
     hiera_error_clear(&err);
@@ -995,6 +1083,126 @@ static void node_emit(batch *b, const node_src *n, const char *name_json, node_r
     hiera_free(r->h);
 }
 
+/* ------------------------------------------------------------------ the summary on stderr */
+
+/* ".errors" back from the entries the worker processes wrote (json_error_entries), for the
+ * summary. */
+static void errors_from_entries(batch *b, const char *entries, size_t len)
+{
+    if (len < 1 || b->errors)
+        return;
+    char *text = xalloc(len + 2);
+    text[0] = '{';
+    memcpy(text + 1, entries + 1, len - 1);
+    text[len] = '}';
+    text[len + 1] = 0;
+    hiera_error err = {0};
+    b->errors = hiera_value_from_json(text, &err);
+    hiera_error_clear(&err);
+    free(text);
+}
+
+#define SUMMARY_MESSAGES 5
+#define SUMMARY_MESSAGE_MAX 400
+
+typedef struct {
+    const char *msg;
+    size_t nodes, lookups;
+    const char *node, *key; /* where it came first */
+} distinct;
+
+/* A message on one line of at most SUMMARY_MESSAGE_MAX bytes (more is cut, at a character). */
+static void put_message(const char *msg)
+{
+    size_t n = 0;
+    for (const char *p = msg; *p; p++, n++) {
+        if (n >= SUMMARY_MESSAGE_MAX && ((unsigned char)*p & 0xC0) != 0x80) {
+            fputs("...", stderr);
+            return;
+        }
+        fputc(*p == '\n' ? ' ' : *p, stderr);
+    }
+}
+
+/* How many nodes and lookups failed, and the first SUMMARY_MESSAGES distinct messages (in the
+ * order of the nodes), each once with how many nodes or lookups it stands for: a data file that
+ * does not parse fails every lookup that reads it with the same message. */
+static void print_summary(const batch *b)
+{
+    const hiera_value *errors = b->errors;
+    size_t nerr = hiera_value_hash_size(errors);
+    if (!nerr)
+        return;
+    distinct *d = NULL;
+    size_t nd = 0, cap = 0, failed_nodes = 0, failed_lookups = 0;
+    for (size_t i = 0; i < nerr; i++) {
+        const char *node = hiera_value_string(hiera_value_hash_key(errors, i));
+        const hiera_value *e = hiera_value_hash_value(errors, i);
+        bool whole = hiera_value_kind(e) == HIERA_STRING;
+        size_t n = whole ? 1 : hiera_value_hash_size(e);
+        for (size_t k = 0; k < n; k++) {
+            const char *key = whole ? NULL : hiera_value_string(hiera_value_hash_key(e, k));
+            const char *msg = hiera_value_string(whole ? e : hiera_value_hash_value(e, k));
+            if (!msg)
+                continue;
+            if (whole)
+                failed_nodes++;
+            else
+                failed_lookups++;
+            size_t j = 0;
+            while (j < nd && strcmp(d[j].msg, msg) != 0)
+                j++;
+            if (j == nd) {
+                if (nd == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    distinct *nd2 = realloc(d, cap * sizeof *d);
+                    if (!nd2) {
+                        fputs("hiera batch: out of memory\n", stderr);
+                        exit(1);
+                    }
+                    d = nd2;
+                }
+                d[nd++] = (distinct){msg, 0, 0, node, key};
+            }
+            if (whole)
+                d[j].nodes++;
+            else
+                d[j].lookups++;
+        }
+    }
+    fprintf(stderr, "hiera batch: ");
+    if (failed_nodes)
+        fprintf(stderr, "%zu of %zu node%s could not be looked up", failed_nodes, b->nnodes, b->nnodes == 1 ? "" : "s");
+    if (failed_nodes && failed_lookups)
+        fputs("; ", stderr);
+    if (failed_lookups)
+        fprintf(stderr, "%zu of %zu lookup%s failed", failed_lookups, b->lookups, b->lookups == 1 ? "" : "s");
+    fprintf(stderr, " (%zu distinct message%s; \"%s\" in the output lists them all):\n", nd, nd == 1 ? "" : "s",
+            ERRORS_KEY);
+    for (size_t j = 0; j < nd && j < SUMMARY_MESSAGES; j++) {
+        fputs("  ", stderr);
+        if (d[j].nodes)
+            fprintf(stderr, "%zu node%s", d[j].nodes, d[j].nodes == 1 ? "" : "s");
+        if (d[j].nodes && d[j].lookups)
+            fputs(", ", stderr);
+        if (d[j].lookups)
+            fprintf(stderr, "%zu lookup%s", d[j].lookups, d[j].lookups == 1 ? "" : "s");
+        fputs(" (first: ", stderr);
+        put_message(d[j].node);
+        if (d[j].key) {
+            fputs(", key ", stderr);
+            put_message(d[j].key);
+        }
+        fputs("): ", stderr);
+        put_message(d[j].msg);
+        fputc('\n', stderr);
+    }
+    if (nd > SUMMARY_MESSAGES)
+        fprintf(stderr, "  ... and %zu more distinct message%s\n", nd - SUMMARY_MESSAGES,
+                nd - SUMMARY_MESSAGES == 1 ? "" : "s");
+    free(d);
+}
+
 /* ------------------------------------------------------------------ parallel runs */
 
 /* fewer nodes than this per process are not worth a process of their own (each one reads the
@@ -1005,16 +1213,15 @@ static void node_emit(batch *b, const node_src *n, const char *name_json, node_r
 static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, size_t hi)
 {
     prefetch pf;
-    prefetch_start(&pf, b->cache, nodes + lo, hi - lo);
+    prefetch_start(&pf, b->cache, b->a, nodes + lo, hi - lo);
     node_run runs[NODE_BLOCK];
     answer *answers = xalloc(NODE_BLOCK * (b->nkeys ? b->nkeys : 1) * sizeof *answers);
     for (size_t i0 = lo; i0 < hi; i0 += NODE_BLOCK) {
         size_t n = hi - i0 < NODE_BLOCK ? hi - i0 : NODE_BLOCK;
         for (size_t j = 0; j < n; j++) {
-            hiera_value *facts;
-            char *msg;
-            prefetch_take(&pf, i0 + j - lo, &facts, &msg);
-            node_open(b, &nodes[i0 + j], facts, msg, &runs[j]);
+            node_input in;
+            prefetch_take(&pf, i0 + j - lo, &in);
+            node_open(b, &nodes[i0 + j], &in, &runs[j]);
             runs[j].answers = answers + j * b->nkeys;
         }
         for (size_t k = 0; k < b->nkeys; k++)
@@ -1212,8 +1419,10 @@ static int run_parallel(batch *b, node_src *nodes, char **names_json, size_t nno
             rc = 1;
         } else {
             fclose(mem);
-            if (rc == 0)
+            if (rc == 0) {
                 json_print_error_entries(b, errs, elen);
+                errors_from_entries(b, errs, elen);
+            }
             free(errs);
         }
         if (rc)
@@ -1342,6 +1551,23 @@ int batch_main(int argc, char **argv)
         fail("%s", "--node goes with --facts; with --facts-dir the node names are the file names");
         goto out;
     }
+    if (a.trusted && a.facts_dir) {
+        fail("%s", "--trusted goes with --facts (one node); with --facts-dir give --trusted-dir DIR (DIR/NAME.yaml for node NAME)");
+        goto out;
+    }
+    if (a.trusted && a.trusted_dir) {
+        fail("%s", "Give either --trusted or --trusted-dir, not both");
+        goto out;
+    }
+    if (a.trusted_dir) {
+        struct stat st;
+        int sr = stat(a.trusted_dir, &st);
+        if (sr != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "Error: Could not run: cannot read the trusted data folder %s: %s\n", a.trusted_dir,
+                    sr != 0 ? strerror(errno) : "not a folder");
+            goto out;
+        }
+    }
     if (a.keys_file && read_keys_file(a.keys_file, &keys))
         goto out;
     for (size_t i = 0; i < p.nargs; i++)
@@ -1407,8 +1633,12 @@ int batch_main(int argc, char **argv)
     b.req = (hiera_request){.size = sizeof b.req, .nkeys = 1, .merge = merge, .default_value = dflt, .type = a.type};
     b.progress = isatty(STDERR_FILENO) != 0;
     clock_gettime(CLOCK_MONOTONIC, &b.last_progress);
-    if (run(&b, nodes, nnodes) == 0)
+    if (run(&b, nodes, nnodes) == 0) {
         rc = b.nerrors ? 2 : 0;
+        fflush(stdout); /* the document first, then the summary after it (a terminal shows both) */
+        if (rc == 2)
+            print_summary(&b);
+    }
 out:
     render_memo_clear();
     hiera_value_decref(b.doc);

@@ -4,6 +4,7 @@
  * (nothing on stdout), 1 with "Error: Could not run: <message>" for other errors; with
  * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
 #include "cli/common.h"
+#include "cli/facts.h"
 #include "cli/lookup_cmd.h"
 
 #include <stdio.h>
@@ -14,9 +15,9 @@
 #define RUN_HELP "Run 'puppet lookup --help' for more details"
 
 typedef struct {
-    const char *node, *facts, *merge, *prefix, *default_value, *type, *render_as;
+    const char *node, *facts, *trusted, *merge, *prefix, *default_value, *type, *render_as;
     bool unsafe_fact_paths, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
-    bool verbose, trusted;
+    bool verbose;
 } lookup_args;
 
 #define COMPILE_WHY "it evaluates the environment's manifests (site.pp and what they include) to set top-scope " \
@@ -40,7 +41,7 @@ static const cli_option LOOKUP_OPTIONS[] = {
     {"explain", 0, CLI_FLAG, offsetof(lookup_args, explain), NULL},
     {"explain-options", 0, CLI_FLAG, offsetof(lookup_args, explain_options), NULL},
     {"default", 0, CLI_VALUE, offsetof(lookup_args, default_value), NULL},
-    {"trusted", 0, CLI_FLAG, offsetof(lookup_args, trusted), NULL},
+    {"trusted", 0, CLI_VALUE, offsetof(lookup_args, trusted), NULL}, /* puppet lookup's takes no file */
     {"node", 0, CLI_VALUE, offsetof(lookup_args, node), NULL},
     {"facts", 0, CLI_VALUE, offsetof(lookup_args, facts), NULL},
     /* hiera's */
@@ -53,8 +54,8 @@ static const char *LOOKUP_USAGE =
     "                    [--knock-out-prefix <PREFIX-STRING>] [--sort-merged-arrays]\n"
     "                    [--merge-hash-arrays] [--explain] [--explain-options]\n"
     "                    [--environment <ENV>] [--default <VALUE>] [--node <NODE-NAME>]\n"
-    "                    [--facts <FILE>] [--render-as s|json|yaml] [--provenance]\n"
-    "                    [--unsafe-fact-paths] [--<puppet setting> <VALUE>] <keys>\n"
+    "                    [--facts <FILE>] [--trusted <FILE>] [--render-as s|json|yaml]\n"
+    "                    [--provenance] [--unsafe-fact-paths] [--<puppet setting> <VALUE>] <keys>\n"
     "\n"
     "Looks up keys in Hiera 5 data exactly as `puppet lookup` (Puppet 7.23) does; the first key found\n"
     "wins. Exit status: 0 found (or default), 1 not found or error.\n"
@@ -71,9 +72,17 @@ static const char *LOOKUP_USAGE =
     "\n"
     "Options are read as Puppet reads them: abbreviations (--expl), -h, -V, -v, -E <ENV>. A setting\n"
     "Puppet accepts without applying it (an abbreviation such as --codedi, or --hiera-config for\n"
-    "--hiera_config) is not applied here either, with a warning. --verbose and --trusted are accepted\n"
-    "and change nothing, as in `puppet lookup` here. Refused: --compile (site.pp needs Puppet's\n"
-    "language), --debug and --log_level debug (Puppet's debug log is not reproduced).\n"
+    "--hiera_config) is not applied here either, with a warning. --verbose is accepted and changes\n"
+    "nothing, as in `puppet lookup` here. Refused: --compile (site.pp needs Puppet's language),\n"
+    "--debug and --log_level debug (Puppet's debug log is not reproduced).\n"
+    "\n"
+    "Facts: with --node, the node's facts from Puppet's YAML facts cache (<yamldir>/facts/NODE.yaml,\n"
+    "yamldir $vardir/yaml), then --facts FILE over them; without --node, the local machine's facts from\n"
+    "`facter` (which must be installed), then --facts FILE over them; the node is then the certname.\n"
+    "--trusted FILE (YAML or JSON; puppet lookup's --trusted takes no file and does nothing) gives\n"
+    "$trusted as an agent's certificate would: a hash with authenticated, certname and extensions\n"
+    "(hostname and domain follow from certname). Without it, $trusted is the node's `trusted` fact when\n"
+    "that is such a hash, else built from the clientcert fact.\n"
     "\n"
     "--provenance prints the value with the layer, level, file and line each part came from\n"
     "(after the explanation when --explain is given too; as data with --render-as json|yaml).\n"
@@ -102,14 +111,14 @@ int lookup_main(int argc, char **argv)
     lookup_args a = {0};
     cli_parsed p;
     int rc = 1;
-    hiera_value *facts = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
+    hiera_value *trusted = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
+    cli_node_facts nf = {0};
     hiera *h = NULL;
     hiera_result *result = NULL;
     hiera_cache *cache = NULL;
     hiera_error err = {0};
     hiera_settings *settings = NULL;
     hiera_environment *env = NULL;
-    char *node_name = NULL;
     const char **keys = NULL;
     size_t nkeys = 0;
 
@@ -168,42 +177,25 @@ int lookup_main(int argc, char **argv)
         fail("Unknown rendering format '%s'", format);
         goto out;
     }
-    if (a.facts) {
-        facts = hiera_value_load_file(a.facts, &err);
-        if (!facts) {
-            fail("%s", err.message);
-            goto out;
-        }
-        if (hiera_value_kind(facts) != HIERA_HASH) {
-            fail("Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)", a.facts);
-            goto out;
-        }
-        static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
-        int n = 0;
-        for (int i = 0; i < 4; i++)
-            if (hiera_value_hash_get(facts, trusted[i]))
-                n++;
-        if (n && n != 4) {
-            fprintf(stderr, "Error: Could not run: When overriding any of the hostname,domain,fqdn,clientcert facts with %s "
-                            "given via the --facts flag, they must all be overridden.\n", a.facts);
-            goto out;
-        }
-    }
-    /* without --node, the node is Puppet's node_name_value (its certname) */
-    node_name = a.node ? strdup(a.node) : hiera_settings_get(settings, "node_name_value", NULL);
-    if (!facts || hiera_value_hash_size(facts) == 0) {
-        fail("No facts available for target node: %s", node_name ? node_name : "");
+    /* the node's facts: its cache or Facter, the --facts file over them */
+    cli_facts_settings fs;
+    cli_facts_settings_get(settings, env, &fs);
+    cli_facts_request fr = {a.node, a.facts, fs.vardir, fs.yamldir, fs.certname, fs.environment, a.node ? NULL : fs.modulepath};
+    int gathered = cli_facts_gather(&fr, &nf);
+    cli_facts_settings_free(&fs);
+    if (gathered)
         goto out;
-    }
+    if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
+        goto out;
     /* the node's scope: Puppet runs the environment's config_version first */
     if (!hiera_environment_run_config_version(env, NULL, &err)) {
         fail("%s", err.message);
         goto out;
     }
     cache = cli_cache();
-    hiera_options o = {.size = sizeof o, .node = node_name, .facts = facts, .cache = cache,
+    hiera_options o = {.size = sizeof o, .node = nf.node, .facts = nf.given, .cache = cache,
                        .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
-                       .settings = settings, .env = env};
+                       .trusted = trusted, .base_facts = nf.base, .settings = settings, .env = env};
     h = hiera_new(&o, &err);
     if (!h) {
         fail("%s", err.message);
@@ -286,13 +278,13 @@ int lookup_main(int argc, char **argv)
 out:
     hiera_result_free(result);
     hiera_value_decref(value);
-    hiera_value_decref(facts);
+    hiera_value_decref(trusted);
+    cli_node_facts_free(&nf);
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
     hiera_free(h);
     cli_cache_release(cache);
     hiera_error_clear(&err);
-    free(node_name);
     hiera_environment_free(env);
     hiera_settings_free(settings);
     cli_parsed_free(&p);

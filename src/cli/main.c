@@ -5,6 +5,7 @@
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
 #include "cli/lookup_cmd.h"
+#include "cli/serve_cmd.h"
 
 #include "hiera.h"
 
@@ -18,6 +19,8 @@ int main(int argc, char **argv)
         return lookup_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
         return batch_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+        return serve_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
     if (argc == 2 && strcmp(argv[1], "version") == 0) {

@@ -57,6 +57,7 @@ struct hiera_cache {
     hv *exists; /* path -> path_state: nothing, not a directory, a directory */
     hv *globs;  /* pattern -> array of paths */
     hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
+    hv *warned; /* the warnings given once (cache_warn_once) */
     memo *work; /* merges and interpolations remembered (frozen only; memo.h) */
     kix_slot *kix;        /* the key index (frozen only) */
     size_t kix_cap, kix_n;
@@ -125,6 +126,7 @@ void cache_free(hiera_cache *c)
     free(c->shared);
     free(c->shared_free);
     hv_decref(c->shared_index);
+    hv_decref(c->warned);
     snapshot_release(c->snap);
     free(c);
 }
@@ -159,6 +161,18 @@ void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*f
 }
 
 struct diskcache *cache_disk(hiera_cache *c) { return c->disk; }
+
+bool cache_warn_once(hiera_cache *c, const char *id)
+{
+    if (!c)
+        return true;
+    if (!c->warned)
+        c->warned = hv_hash();
+    if (hv_hash_gets(c->warned, id))
+        return false;
+    hv_hash_sets(c->warned, id, hv_true());
+    return true;
+}
 
 hv *cache_memo(hiera_cache *c)
 {
@@ -372,7 +386,7 @@ bool hv_has_interpolation(const hv *v, int depth)
 }
 
 /* yaml_data's own rules on what Psych gave: a file whose top is not a hash is a warning and an
- * empty hash; symbol keys become strings (HieraConfig.symkeys_to_string). */
+ * empty hash; symbol keys become strings, at every depth (HieraConfig.symkeys_to_string). */
 static void warn_not_hash(const char *path)
 {
     diag_warn("data-not-hash", path, 0, 0, "%s: file does not contain a valid yaml hash", path);
@@ -388,22 +402,7 @@ static hv *prepare_yaml_data(const char *path, hv *v, unsigned *flags)
         hv_decref(v);
         return hv_hash();
     }
-    bool has_sym = false;
-    for (size_t i = 0; i < hv_hash_len(v); i++)
-        if (hv_is(hv_hash_key_at(v, i), HV_SYMBOL))
-            has_sym = true;
-    if (!has_sym)
-        return v;
-    hv *nv = hv_hash_sized(hv_hash_len(v));
-    for (size_t i = 0; i < hv_hash_len(v); i++) {
-        hv *k = hv_hash_key_at(v, i);
-        hv *nk = hv_is(k, HV_SYMBOL) ? hv_strn(hv_str_ptr(k), hv_str_len(k)) : hv_incref(k);
-        hv_set_line(nk, hv_line(k));
-        hv_hash_set(nv, nk, hv_incref(hv_hash_val_at(v, i)));
-    }
-    hv_set_line(nv, hv_line(v));
-    hv_decref(v);
-    return nv;
+    return hv_symkeys_to_string(v);
 }
 
 /* What a top-level key of a data file needs, found when first asked (see cache_load_data). */

@@ -90,6 +90,9 @@ bool hv_is_rich_data(const hv *v, int depth);
 /* Whether a string in v (value or hash key, at any depth) contains "%{". */
 bool hv_has_interpolation(const hv *v, int depth);
 void cache_free(hiera_cache *c);
+/* Puppet.warn_once: true the first time id is asked of this cache (the caller then warns), false
+ * after (true without a cache). */
+bool cache_warn_once(hiera_cache *c, const char *id);
 /* The eyaml decryption context kept with the cache (created on first use; BORROWED). */
 struct eyaml_ctx *cache_eyaml(hiera_cache *c);
 /* Whether path exists (Ruby's File.exist?: directories included). */

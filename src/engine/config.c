@@ -70,30 +70,6 @@ void config_free(hcfg *c)
     free(c);
 }
 
-/* HieraConfig.symkeys_to_string: symbol keys become strings, deeply */
-static hv *symkeys_to_string(const hv *v)
-{
-    if (hv_is(v, HV_HASH)) {
-        hv *h = hv_hash_sized(hv_hash_len(v));
-        for (size_t i = 0; i < hv_hash_len(v); i++) {
-            hv *k = hv_hash_key_at(v, i);
-            hv *nk = hv_is(k, HV_SYMBOL) ? hv_strn(hv_str_ptr(k), hv_str_len(k)) : hv_incref(k);
-            hv_set_line(nk, hv_line(k));
-            hv_hash_set(h, nk, symkeys_to_string(hv_hash_val_at(v, i)));
-        }
-        hv_set_line(h, hv_line(v));
-        return h;
-    }
-    if (hv_is(v, HV_ARRAY)) {
-        hv *a = hv_array_sized(hv_array_len(v));
-        for (size_t i = 0; i < hv_array_len(v); i++)
-            hv_array_push(a, symkeys_to_string(hv_array_get(v, i)));
-        hv_set_line(a, hv_line(v));
-        return a;
-    }
-    return hv_incref((hv *)v);
-}
-
 static const char *str_or_null(const hv *v) { return hv_is(v, HV_STRING) ? hv_str_ptr(v) : NULL; }
 
 /* Puppet::Util::Errors.error_location appended to a message */
@@ -819,7 +795,7 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
             return NULL;
         }
         if (hv_is(parsed, HV_HASH)) {
-            loaded = symkeys_to_string(parsed);
+            loaded = hv_symkeys_to_string(hv_deep_copy(parsed)); /* a private copy: the loaders add defaults */
         } else {
             diag_warn("config-not-hash", path, 0, 0,
                       "%s: File exists but does not contain a valid YAML hash. Falling back to Hiera version 3 default config", path);
@@ -876,6 +852,27 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
         config_free(c);
         return NULL;
     }
+    return c;
+}
+
+hcfg *config_legacy_function(const char *root, const char *function_name, layer_kind layer)
+{
+    hcfg *c = xcalloc(1, sizeof *c);
+    c->refs = 1;
+    c->version = 5;
+    c->root = xstrdup(root);
+    hv *loaded = hv_hash(), *list = hv_array(), *e = hv_hash();
+    hv_hash_sets(loaded, "version", hv_int(5));
+    char *name = xasprintf("Legacy function '%s'", function_name);
+    hv_hash_sets(e, "name", hv_str(name));
+    free(name);
+    hv_hash_sets(e, "v4_data_hash", hv_str(function_name));
+    hv_array_push(list, e);
+    hv_hash_sets(loaded, "hierarchy", list);
+    herr err = {0};
+    if (!load_v5(c, loaded, layer, &err)) /* (valid by construction) */
+        herr_move(&c->lazy_err, &err);
+    c->raw = loaded;
     return c;
 }
 

@@ -71,6 +71,10 @@ typedef struct hcfg {
  * cache one loaded config is shared by every context; config_free drops the caller's hold. */
 hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err);
 void config_free(hcfg *c);
+/* HieraConfig.v4_function_config: the configuration of a legacy data provider named "function"
+ * (environment.conf's environment_data_provider, a module's metadata.json data_provider): one
+ * entry "Legacy function '<function_name>'" calling that v4_data_hash function; no file. */
+hcfg *config_legacy_function(const char *root, const char *function_name, layer_kind layer);
 
 /* The fast check of a version 5 config (true only when Puppet's schema certainly accepts it) and
  * the schema itself, for the tests that hold one to the other. */

@@ -115,6 +115,7 @@ struct hiera_ctx {
     struct prov_registry *prov; /* NULL unless tracing where values come from */
     bool global_only;
     bool strict_paths;      /* the facts rule's strict mode (lookup.c location_allowed) */
+    bool redact_encrypted;  /* eyaml blocks are Sensitive, never decrypted (hiera_options) */
     herr env_err;           /* the environment does not exist */
 
     layer *global;

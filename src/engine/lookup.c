@@ -6,6 +6,7 @@
  * over its locations; then dotted sub-keys are dug, then convert_to, then the type is asserted.
  * Every step reports to the explainer when one is attached (one NULL test otherwise). */
 #include "engine/engine.h"
+#include "base/diag.h"
 #include "crypto/eyaml.h"
 #include "base/glob.h"
 #include "engine/memo.h"
@@ -184,25 +185,174 @@ bool global_config(hiera_ctx *h, layer *l, herr *err)
     return true;
 }
 
-/* LookupAdapter#env_provider: a provider only when <env>/hiera.yaml exists (and is not v3). */
+static layer *new_layer(layer_kind kind, const char *module, hcfg *cfg)
+{
+    layer *l = xcalloc(1, sizeof *l);
+    l->kind = kind;
+    l->module = module ? xstrdup(module) : NULL;
+    l->cfg = cfg;
+    layer_set_name(l);
+    return l;
+}
+
+/* ------------------------------------------------------------------ legacy provider settings */
+
+/* Puppet.warn_once(kind, id, message, file): reported once per cache, with Puppet's location line. */
+static void warn_once(hiera_ctx *h, const char *code, const char *id, const char *file, const char *msg)
+{
+    if (cache_warn_once(h->cache, id)) {
+        if (file)
+            diag_warn(code, file, 0, 0, "%s\n   (file: %s)", msg, file);
+        else
+            diag_warn(code, NULL, 0, 0, "%s\n   (file & line not available)", msg);
+    }
+}
+
+static bool ini_word(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || (unsigned char)c >= 0x80; }
+static bool ini_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+
+/* One setting of an environment.conf as Puppet's settings parser reads it (Settings::IniFile.parse,
+ * then ValueTranslator): the first "name = value" line before any section or in a [main] section
+ * (other sections are ignored), the value without surrounding blanks; true/false in any case are
+ * the booleans (named "true"/"false"); otherwise one leading and one trailing quote go. Returns a
+ * malloc'ed string, or NULL when the file or the setting is absent. (Only what the lookup needs:
+ * other settings, warnings and the lines Puppet refuses are the settings reader's.) */
+static char *env_conf_setting(hiera_ctx *h, const char *conf_path, const char *name)
+{
+    if (!cache_file_exists(h->cache, conf_path))
+        return NULL;
+    herr e = {0};
+    hv *text = cache_load(h->cache, conf_path, FMT_TEXT, &e);
+    herr_clear(&e);
+    if (!text)
+        return NULL;
+    const char *s = hv_str_ptr(text), *end = s + hv_str_len(text);
+    size_t nlen = strlen(name);
+    bool in_main = true;
+    char *found = NULL;
+    while (s < end && !found) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *le = nl ? nl : end, *next = nl ? nl + 1 : end;
+        if (le > s && le[-1] == '\r')
+            le--; /* String#chomp */
+        const char *p = s;
+        while (p < le && ini_space(*p))
+            p++;
+        if (p < le && *p == '[') {
+            const char *w = ++p;
+            while (p < le && ini_word(*p))
+                p++;
+            const char *we = p;
+            if (we > w && p < le && *p == ']') {
+                for (p++; p < le && ini_space(*p); p++)
+                    ;
+                if (p == le)
+                    in_main = (size_t)(we - w) == 4 && memcmp(w, "main", 4) == 0;
+            }
+        } else if (in_main) {
+            const char *w = p;
+            while (p < le && ini_word(*p))
+                p++;
+            const char *we = p;
+            while (p < le && ini_space(*p))
+                p++;
+            if (we > w && p < le && *p == '=' && (size_t)(we - w) == nlen && memcmp(w, name, nlen) == 0) {
+                for (p++; p < le && ini_space(*p); p++)
+                    ;
+                const char *ve = le;
+                while (ve > p && ini_space(ve[-1]))
+                    ve--;
+                size_t n = (size_t)(ve - p);
+                if ((n == 4 && strncasecmp(p, "true", 4) == 0) || (n == 5 && strncasecmp(p, "false", 5) == 0)) {
+                    found = xstrdup(n == 4 ? "true" : "false");
+                } else {
+                    /* gsub(/^["']|["']$/, '') then sub(/\s+$/, '') */
+                    const char *a = p, *b = ve;
+                    if (a < b && (*a == '"' || *a == '\''))
+                        a++;
+                    if (b > a && (b[-1] == '"' || b[-1] == '\''))
+                        b--;
+                    while (b > a && ini_space(b[-1]))
+                        b--;
+                    found = xstrndup(a, (size_t)(b - a));
+                }
+            }
+        }
+        s = next;
+    }
+    hv_decref(text);
+    return found;
+}
+
+/* LookupAdapter#initialize_env_provider: a provider when <env>/hiera.yaml exists (and is not v3),
+ * or as environment.conf's deprecated environment_data_provider says: 'hiera' (the hiera.yaml,
+ * else Puppet's default version 5 hierarchy: <env>/data/common.yaml), 'none', or 'function' (the
+ * legacy function environment::data); a version 5 hiera.yaml makes the setting ignored. */
 layer *env_layer(hiera_ctx *h, herr *err)
 {
     if (!h->env_init && !h->env_dir) {
         h->env_init = true; /* Puppet's default production environment has no folder */
     } else if (!h->env_init) {
         h->env_init = true;
+        char *conf = xjoin(h->env_dir, "/environment.conf", NULL);
+        char *pname = env_conf_setting(h, conf, "environment_data_provider");
         char *path = xjoin(h->env_dir, "/hiera.yaml", NULL);
-        if (cache_file_exists(h->cache, path)) {
+        bool exists = cache_file_exists(h->cache, path);
+        hcfg *cfg = NULL;
+        if (exists) {
             bool ignored = false;
-            hcfg *cfg = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
-            if (cfg) {
-                h->env = xcalloc(1, sizeof *h->env);
-                h->env->kind = LAYER_ENV;
-                h->env->cfg = cfg;
-                layer_set_name(h->env);
+            cfg = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
+            if (cfg && cfg->version >= 5 && pname) {
+                char *m = xasprintf("Defining environment_data_provider='%s' in environment.conf is deprecated", pname);
+                warn_once(h, "data-provider-deprecated", "environment.conf#data_provider", conf, m);
+                free(m);
+                if (strcmp(pname, "hiera") != 0) {
+                    m = xasprintf("The environment_data_provider='%s' setting is ignored since '%s' version >= 5", pname, path);
+                    warn_once(h, "data-provider-ignored", "environment.conf#data_provider_overridden", conf, m);
+                    free(m);
+                }
+                free(pname);
+                pname = NULL;
             }
         }
+        if (herr_isset(&h->env_provider_err)) {
+            /* the hiera.yaml failed to load: that is the error */
+        } else if (!pname) {
+            if (cfg)
+                h->env = new_layer(LAYER_ENV, NULL, cfg);
+            cfg = NULL;
+        } else {
+            char *m = xasprintf("Defining environment_data_provider='%s' in environment.conf is deprecated.%s", pname,
+                                cfg ? "" : " A 'hiera.yaml' file should be used instead");
+            warn_once(h, "data-provider-deprecated", "environment.conf#data_provider", conf, m);
+            free(m);
+            if (strcmp(pname, "hiera") == 0) {
+                if (cfg) {
+                    h->env = new_layer(LAYER_ENV, NULL, cfg);
+                    cfg = NULL;
+                } else if (exists) {
+                    /* a version 3 hiera.yaml was ignored: the new provider has no configuration */
+                    herr_set(&h->env_provider_err, HERR_ERROR, "undefined method `configured_data_providers' for nil:NilClass");
+                } else {
+                    bool ignored = false;
+                    hcfg *dflt = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
+                    if (dflt)
+                        h->env = new_layer(LAYER_ENV, NULL, dflt);
+                }
+            } else if (strcmp(pname, "function") == 0) {
+                warn_once(h, "legacy-provider-function", "legacy_provider_function", NULL,
+                          "Using of legacy data provider function 'environment::data'. Please convert to a 'data_hash' function");
+                h->env = new_layer(LAYER_ENV, NULL, config_legacy_function(h->env_dir, "environment::data", LAYER_ENV));
+            } else if (strcmp(pname, "none") != 0) {
+                herr_set(&h->env_provider_err, HERR_ERROR, "Environment '%s', cannot find environment_data_provider '%s'",
+                         h->env_name ? h->env_name : "", pname);
+            }
+        }
+        if (cfg)
+            config_free(cfg);
+        free(pname);
         free(path);
+        free(conf);
     }
     if (herr_isset(&h->env_provider_err)) {
         herr_clear(err);
@@ -268,6 +418,207 @@ static void recent_put(recent_name *r, const char *name, void *obj, int st)
     r[0] = (recent_name){xstrdup(name), obj, st};
 }
 
+/* Ruby's obj[key] on what a metadata.json may hold: Hash#[] (NULL: nil), String#[] (the key
+ * itself when the string contains it, else nil; *sub is set), anything else a TypeError. */
+static const hv *ruby_index(const hv *obj, const char *key, bool *sub, bool *type_error)
+{
+    *sub = *type_error = false;
+    if (hv_is(obj, HV_HASH))
+        return hv_hash_gets(obj, key);
+    if (hv_is(obj, HV_STRING)) {
+        *sub = memmem(hv_str_ptr(obj), hv_str_len(obj), key, strlen(key)) != NULL;
+        return NULL;
+    }
+    *type_error = true;
+    return NULL;
+}
+
+/* Puppet::Module#read_metadata and #load_metadata for the module in dir: metadata.json read by
+ * Ruby's JSON parser, {} when absent; a file that does not parse is a warning and counts as {}.
+ * Metadata that is not empty must give source, author, version, license and dependencies (an
+ * array), else Puppet logs the error and leaves the module out: false (the module is not found).
+ * *meta: the metadata (new reference). err (HERR_ERROR) for metadata Ruby itself fails on (null,
+ * a number, an array): Puppet then fails every lookup in the environment; here the module's. */
+static bool module_metadata(hiera_ctx *h, const char *name, const char *dir, hv **meta, herr *err)
+{
+    *meta = NULL;
+    char *path = xjoin(dir, "/metadata.json", NULL);
+    hv *md = NULL;
+    if (cache_file_exists(h->cache, path)) {
+        herr e = {0};
+        md = cache_load(h->cache, path, FMT_JSON, &e);
+        if (!md) {
+            const char *m = e.msg ? e.msg : "";
+            size_t pre = strlen("Unable to parse (") + strlen(path) + strlen("): ");
+            if (strncmp(m, "Unable to parse (", 17) == 0 && strlen(m) >= pre)
+                m += pre; /* the parser's own message, as Puppet::Util::Json raises it */
+            char *id = xjoin("metadata.json parse\n", path, NULL);
+            if (cache_warn_once(h->cache, id))
+                diag_warn("metadata-unparsable", path, 0, 0,
+                          "%s has an invalid and unparsable metadata.json file. The parse error: %s", name, m);
+            free(id);
+            herr_clear(&e);
+        }
+    }
+    if (!md)
+        md = hv_hash();
+    bool ok = true;
+    hv_kind k = hv_kind_of(md);
+    if (k == HV_UNDEF || k == HV_INT || k == HV_BIGINT || k == HV_FLOAT || k == HV_BOOL) {
+        sbuf b = {0};
+        ruby_inspect(&b, md);
+        const char *cls = k == HV_UNDEF ? "NilClass" : k == HV_FLOAT ? "Float" : k != HV_BOOL ? "Integer"
+                        : hv_bool_val(md) ? "TrueClass" : "FalseClass";
+        herr_set(err, HERR_ERROR, "undefined method `empty?' for %s:%s", sb_str(&b), cls);
+        sb_free(&b);
+        ok = false;
+    } else if ((k == HV_HASH && hv_hash_len(md)) || (k == HV_STRING && hv_str_len(md)) || (k == HV_ARRAY && hv_array_len(md))) {
+        static const char *const required[] = {"source", "author", "version", "license", "dependencies"};
+        bool sub, type_error;
+        ruby_index(md, "name", &sub, &type_error);
+        char *missing = NULL;
+        for (size_t i = 0; i < 5 && !missing && !type_error; i++) {
+            const hv *v = ruby_index(md, required[i], &sub, &type_error);
+            if (type_error)
+                break;
+            if (!sub && (!v || hv_is(v, HV_UNDEF))) {
+                missing = xasprintf("No %s module metadata provided for %s", required[i], name);
+            } else if (i == 4 && !hv_is(v, HV_ARRAY)) {
+                sbuf b = {0};
+                if (v)
+                    ruby_to_s(&b, v);
+                else
+                    sb_adds(&b, required[i]);
+                missing = xasprintf("The value for the key dependencies in the file metadata.json of the module %s must be an array, not: '%s'",
+                                    name, sb_str(&b));
+                sb_free(&b);
+            }
+        }
+        if (type_error) {
+            herr_set(err, HERR_ERROR, "no implicit conversion of String into Integer");
+            ok = false;
+        } else if (missing) {
+            /* Puppet::Module::MissingMetadata: logged, and the module is left out */
+            char *id = xjoin("metadata.json\n", path, NULL);
+            if (cache_warn_once(h->cache, id))
+                diag_report(DIAG_ERROR, "metadata-invalid", path, 0, 0, "%s", missing);
+            free(id);
+            free(missing);
+            ok = false;
+        }
+    }
+    free(path);
+    if (ok)
+        *meta = md;
+    else
+        hv_decref(md);
+    return ok;
+}
+
+/* LookupAdapter#initialize_module_provider: the module's hiera.yaml, or as its metadata.json's
+ * deprecated data_provider says: 'hiera' (the hiera.yaml, else the default version 5 hierarchy:
+ * <module>/data/common.yaml), 'none', 'function' (the legacy function <module>::data); a version 5
+ * hiera.yaml makes the setting ignored. Returns the layer (NULL: none) and *state; err on failure. */
+static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr *err)
+{
+    char *dir = module_dir(h, name);
+    if (!dir) {
+        *state = MOD_NOT_FOUND;
+        return NULL;
+    }
+    hv *meta = NULL;
+    if (!module_metadata(h, name, dir, &meta, err)) {
+        free(dir);
+        *state = MOD_NOT_FOUND;
+        return NULL;
+    }
+    bool sub, type_error;
+    const hv *pv = ruby_index(meta, "data_provider", &sub, &type_error);
+    if (type_error) {
+        herr_set(err, HERR_ERROR, "no implicit conversion of String into Integer");
+        hv_decref(meta);
+        free(dir);
+        return NULL;
+    }
+    char *pname = NULL; /* the setting's to_s; NULL: none */
+    bool pstring = sub || hv_is(pv, HV_STRING);
+    if (sub) {
+        pname = xstrdup("data_provider");
+    } else if (pv && !hv_is(pv, HV_UNDEF)) {
+        sbuf b = {0};
+        ruby_to_s(&b, pv);
+        pname = sb_take(&b);
+    }
+    hv_decref(meta);
+    char *md_path = xjoin(dir, "/metadata.json", NULL);
+    char *path = xjoin(dir, "/hiera.yaml", NULL);
+    bool exists = cache_file_exists(h->cache, path);
+    hcfg *cfg = NULL;
+    layer *l = NULL;
+    *state = MOD_NO_PROVIDER;
+    if (exists) {
+        bool ignored = false;
+        cfg = config_load(h->cache, path, LAYER_MODULE, &ignored, err);
+        if (cfg && cfg->version >= 5 && pname) {
+            char *m = xasprintf("Defining \"data_provider\": \"%s\" in metadata.json is deprecated. It is ignored since a 'hiera.yaml' with version >= 5 is present", pname);
+            char *id = xjoin("metadata.json#data_provider-", name, NULL);
+            warn_once(h, "data-provider-deprecated", id, md_path, m);
+            free(id);
+            free(m);
+            free(pname);
+            pname = NULL;
+        }
+    }
+    if (herr_isset(err)) {
+        /* the hiera.yaml failed to load */
+    } else if (!pname) {
+        if (cfg)
+            l = new_layer(LAYER_MODULE, name, cfg);
+        cfg = NULL;
+    } else {
+        char *m = xasprintf("Defining \"data_provider\": \"%s\" in metadata.json is deprecated.%s", pname,
+                            cfg ? "" : " A 'hiera.yaml' file should be used instead");
+        char *id = xjoin("metadata.json#data_provider-", name, NULL);
+        warn_once(h, "data-provider-deprecated", id, md_path, m);
+        free(id);
+        free(m);
+        if (pstring && strcmp(pname, "hiera") == 0) {
+            if (cfg) {
+                l = new_layer(LAYER_MODULE, name, cfg);
+                cfg = NULL;
+            } else if (exists) {
+                /* a version 3 hiera.yaml was ignored: the new provider has no configuration */
+                herr_set(err, HERR_ERROR, "undefined method `configured_data_providers' for nil:NilClass");
+            } else {
+                bool ignored = false;
+                hcfg *dflt = config_load(h->cache, path, LAYER_MODULE, &ignored, err);
+                if (dflt)
+                    l = new_layer(LAYER_MODULE, name, dflt);
+            }
+        } else if (pstring && strcmp(pname, "function") == 0) {
+            char *fn = xjoin(name, "::data", NULL);
+            m = xasprintf("Using of legacy data provider function '%s'. Please convert to a 'data_hash' function", fn);
+            warn_once(h, "legacy-provider-function", "legacy_provider_function", NULL, m);
+            free(m);
+            l = new_layer(LAYER_MODULE, name, config_legacy_function(dir, fn, LAYER_MODULE));
+            free(fn);
+        } else if (!(pstring && strcmp(pname, "none") == 0)) {
+            /* (Puppet applies % to the exception instead of its message) */
+            herr_set(err, HERR_ERROR,
+                     "undefined method `%%' for #<Puppet::Error: Environment '%%{env}', cannot find module_data_provider '%%{provider}'>");
+        }
+    }
+    if (cfg)
+        config_free(cfg);
+    if (l)
+        *state = MOD_OK;
+    free(pname);
+    free(path);
+    free(md_path);
+    free(dir);
+    return l;
+}
+
 /* LookupAdapter#module_provider: created once per module name. */
 layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
 {
@@ -278,28 +629,9 @@ layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
     }
     hv *idx = hv_hash_gets(h->modules, name);
     if (!idx) {
-        layer *l = NULL;
         herr e = {0};
         int st = MOD_NOT_FOUND;
-        char *dir = module_dir(h, name);
-        if (dir) {
-            st = MOD_NO_PROVIDER;
-            char *path = xjoin(dir, "/hiera.yaml", NULL);
-            if (cache_file_exists(h->cache, path)) {
-                bool ignored = false;
-                hcfg *cfg = config_load(h->cache, path, LAYER_MODULE, &ignored, &e);
-                if (cfg) {
-                    l = xcalloc(1, sizeof *l);
-                    l->kind = LAYER_MODULE;
-                    l->module = xstrdup(name);
-                    l->cfg = cfg;
-                    layer_set_name(l);
-                    st = MOD_OK;
-                }
-            }
-            free(path);
-            free(dir);
-        }
+        layer *l = make_module_layer(h, name, &st, &e);
         if (herr_isset(&e)) {
             /* not remembered: Puppet tries again (and fails again) on the next lookup */
             herr_move(err, &e);
@@ -677,12 +1009,8 @@ lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, siz
 /* ------------------------------------------------------------------ data hash functions */
 
 
-static char *infer_type_name(const hv *v)
-{
-    if (hv_is(v, HV_SYMBOL))
-        return xstrdup("Runtime[ruby, 'Symbol']");
-    return ptype_name_of_value(v);
-}
+/* DataProvider#validate_data_value names the type TypeCalculator#infer gives the value */
+static char *infer_type_name(const hv *v) { return ptype_infer_to_s(v); }
 
 __attribute__((noinline)) static file_format data_hash_format(const char *fname, bool *known)
 {
@@ -720,8 +1048,76 @@ static const char *fn_tag(fn_kind k)
     }
 }
 
-static void function_not_found(const layer *l, const provider *p, herr *err)
+/* The file Puppet's loaders would load a data provider function named fname from, or NULL: for
+ * "<module>::<name>" the module's lib/puppet/functions/<module>/<name>.rb or functions/<name>.pp,
+ * for "environment::<name>" and unqualified names the environment's lib/puppet/functions/
+ * (its Puppet language functions are not found there). *no_module: the name is qualified by a
+ * module the environment lacks, where Puppet has no loader at all. */
+static char *function_file(hiera_ctx *h, const char *fname, bool *no_module)
 {
+    *no_module = false;
+    const char *q = strstr(fname, "::");
+    sbuf rel = {0}; /* a::b::c -> a/b/c */
+    for (const char *s = fname; *s; s++) {
+        if (s[0] == ':' && s[1] == ':') {
+            sb_addc(&rel, '/');
+            s++;
+        } else {
+            sb_addc(&rel, *s);
+        }
+    }
+    char *found = NULL;
+    if (!q || ((size_t)(q - fname) == 11 && strncmp(fname, "environment", 11) == 0)) {
+        char *f = xjoin(h->env_dir, "/lib/puppet/functions/", sb_str(&rel), ".rb", NULL);
+        if (cache_file_exists(h->cache, f))
+            found = f;
+        else
+            free(f);
+    } else {
+        char *ns = xstrndup(fname, (size_t)(q - fname));
+        char *dir = module_dir(h, ns);
+        if (!dir) {
+            *no_module = true;
+        } else {
+            char *rb = xjoin(dir, "/lib/puppet/functions/", sb_str(&rel), ".rb", NULL);
+            char *pp = xjoin(dir, "/functions/", sb_str(&rel) + strlen(ns) + 1, ".pp", NULL);
+            if (cache_file_exists(h->cache, rb)) {
+                found = rb;
+                rb = NULL;
+            } else if (cache_file_exists(h->cache, pp)) {
+                found = pp;
+                pp = NULL;
+            }
+            free(rb);
+            free(pp);
+            free(dir);
+        }
+        free(ns);
+    }
+    sb_free(&rel);
+    return found;
+}
+
+/* FunctionProvider#load_function failing: Puppet's "Unable to find" when no loader has the
+ * function; a function Puppet would load from Ruby or Puppet code is one this engine cannot run,
+ * and it says so. */
+static void function_not_found(hiera_ctx *h, const layer *l, const provider *p, herr *err)
+{
+    bool no_module = false;
+    char *file = p->lvl->fkind == FN_HIERA3_BACKEND ? NULL : function_file(h, p->lvl->fname, &no_module);
+    if (file) {
+        herr_set(err, HERR_ERROR,
+                 "The %s function '%s' is Ruby or Puppet code (%s): hiera runs no such functions, only the built-in yaml_data, json_data, hocon_data and eyaml_lookup_key",
+                 fn_tag(p->lvl->fkind), p->lvl->fname, file);
+        herr_at(err, file, 0, 0);
+        free(file);
+        return;
+    }
+    if (no_module) {
+        /* Loaders#private_loader_for_module gave nil */
+        herr_set(err, HERR_ERROR, "undefined method `load_typed' for nil:NilClass");
+        return;
+    }
     if (l->cfg->path)
         herr_set(err, HERR_LOOKUP_ISSUE, "Unable to find '%s' function named '%s' (file: %s)", fn_tag(p->lvl->fkind),
                  p->lvl->fname, l->cfg->path);
@@ -880,6 +1276,11 @@ static lr eyaml_decrypt_value(entry_arg *a, const location *loc, hv *v, hv **out
     switch (hv_kind_of(v)) {
     case HV_STRING: {
         hv *plain = NULL;
+        if (a->I->h->redact_encrypted && eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
+            /* a caller who may not see secrets: the block is not even decrypted */
+            *out = hv_sensitive_new(hv_str("encrypted value"));
+            return LR_FOUND;
+        }
         if (eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
             herr e = {0};
             size_t n = 0;
@@ -948,7 +1349,7 @@ static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
     hiera_ctx *h = a->I->h;
     explainer *ex = h->ex;
     if (strcmp(a->p->lvl->fname, "eyaml_lookup_key") != 0) {
-        function_not_found(a->l, a->p, err);
+        function_not_found(a->I->h, a->l, a->p, err);
         return LR_ERROR;
     }
     if (!loc->data_err.msg && !loc->loaded && (a->p->nil_location || loc->is_uri)) {
@@ -996,7 +1397,15 @@ static hv *trace(entry_arg *a, const location *loc, hv *value)
     const layer *l = a->l;
     char *layer_name = l->kind == LAYER_GLOBAL ? xstrdup("Global") : l->kind == LAYER_ENV ? xstrdup("Environment")
                                                                                          : xasprintf("Module %s", l->module);
-    hv *res = prov_register(a->I->h->prov, value, layer_name, a->p->lvl->name, loc->path);
+    uint32_t key_line = 0; /* the line of the found key in the location's file */
+    if (loc->data) {
+        hv *k = hv_strn(a->root_key, a->root_len);
+        long at = hv_hash_index(loc->data, k);
+        hv_decref(k);
+        if (at >= 0)
+            key_line = hv_line(hv_hash_key_at(loc->data, (size_t)at));
+    }
+    hv *res = prov_register(a->I->h->prov, value, layer_name, a->p->lvl->name, loc->path, key_line);
     free(layer_name);
     hv_decref(value);
     return res;
@@ -1032,7 +1441,7 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     bool known;
     provider_format(a->p, &known);
     if (a->p->lvl->fkind != FN_DATA_HASH || !known) {
-        function_not_found(a->l, a->p, err);
+        function_not_found(a->I->h, a->l, a->p, err);
         return LR_ERROR;
     }
     hv *hash = location_data(h, a->l, a->p, loc, err);
@@ -1120,7 +1529,9 @@ static lr entry_lookup(inv *I, const layer *l, provider *p, const char *root_key
 {
     explainer *ex = I->h->ex;
     if (ex) {
-        char *name = xasprintf("Hierarchy entry \"%s\"", p->lvl->name);
+        /* the provider's name: V4DataHashFunctionProvider names its function */
+        char *name = p->lvl->fkind == FN_V4_DATA_HASH ? xasprintf("Deprecated API function \"%s\"", p->lvl->fname)
+                                                       : xasprintf("Hierarchy entry \"%s\"", p->lvl->name);
         ex_push(ex, EX_HIERARCHY_ENTRY, name, NULL);
         free(name);
     }

@@ -20,9 +20,16 @@ typedef struct {
     char *file;
 } origin;
 
+/* What is known of one node: where it came from, and the line of the key it was found under in
+ * its file (an editor's line for a hash entry; 0 for array elements and unknown lines). */
+typedef struct {
+    int origin;
+    uint32_t key_line;
+} node_info;
+
 struct prov_registry {
     const hv **keys; /* open addressing by pointer */
-    int *vals;       /* origin index */
+    node_info *vals;
     size_t cap, n;
     origin *origins;
     size_t norigins;
@@ -59,7 +66,7 @@ static size_t slot_of(const prov_registry *p, const hv *v)
 static void grow(prov_registry *p)
 {
     const hv **ok = p->keys;
-    int *ov = p->vals;
+    node_info *ov = p->vals;
     size_t oc = p->cap;
     p->cap = oc ? oc * 2 : 256;
     p->keys = xcalloc(p->cap, sizeof *p->keys);
@@ -74,15 +81,21 @@ static void grow(prov_registry *p)
     free(ov);
 }
 
-static int find(const prov_registry *p, const hv *v)
+static const node_info *info_of(const prov_registry *p, const hv *v)
 {
     if (!p->cap || !v)
-        return -1;
+        return NULL;
     size_t i = slot_of(p, v);
-    return p->keys[i] ? p->vals[i] : -1;
+    return p->keys[i] ? &p->vals[i] : NULL;
 }
 
-static void put(prov_registry *p, hv *v, int origin_index)
+static int find(const prov_registry *p, const hv *v)
+{
+    const node_info *ni = info_of(p, v);
+    return ni ? ni->origin : -1;
+}
+
+static void put(prov_registry *p, hv *v, int origin_index, uint32_t key_line)
 {
     if ((p->n + 1) * 2 > p->cap)
         grow(p);
@@ -90,7 +103,7 @@ static void put(prov_registry *p, hv *v, int origin_index)
     if (p->keys[i])
         return; /* the first registration wins */
     p->keys[i] = hv_incref(v); /* kept alive so that the pointer cannot be reused */
-    p->vals[i] = origin_index;
+    p->vals[i] = (node_info){origin_index, key_line};
     p->n++;
 }
 
@@ -126,23 +139,24 @@ static hv *box(hv *v, int depth)
     return hv_incref(v);
 }
 
-static void walk_register(prov_registry *p, hv *v, int o, int depth)
+static void walk_register(prov_registry *p, hv *v, int o, uint32_t key_line, int depth)
 {
     if (depth > 1000 || !v || immortal(v) || find(p, v) >= 0)
         return;
-    put(p, v, o);
+    put(p, v, o, key_line);
     if (hv_is(v, HV_ARRAY)) {
         for (size_t i = 0; i < hv_array_len(v); i++)
-            walk_register(p, hv_array_get(v, i), o, depth + 1);
+            walk_register(p, hv_array_get(v, i), o, 0, depth + 1);
     } else if (hv_is(v, HV_HASH)) {
         for (size_t i = 0; i < hv_hash_len(v); i++) {
-            walk_register(p, hv_hash_key_at(v, i), o, depth + 1);
-            walk_register(p, hv_hash_val_at(v, i), o, depth + 1);
+            hv *k = hv_hash_key_at(v, i);
+            walk_register(p, k, o, 0, depth + 1);
+            walk_register(p, hv_hash_val_at(v, i), o, hv_line(k), depth + 1);
         }
     }
 }
 
-hv *prov_register(prov_registry *p, hv *value, const char *layer, const char *level, const char *file)
+hv *prov_register(prov_registry *p, hv *value, const char *layer, const char *level, const char *file, uint32_t key_line)
 {
     hv *boxed = box(value, 0);
     int o = -1;
@@ -155,7 +169,7 @@ hv *prov_register(prov_registry *p, hv *value, const char *layer, const char *le
         p->origins[p->norigins] = (origin){xstrdup(layer), xstrdup(level), xstrdup(file ? file : "")};
         o = (int)p->norigins++;
     }
-    walk_register(p, boxed, o, 0);
+    walk_register(p, boxed, o, key_line, 0);
     return boxed;
 }
 
@@ -200,7 +214,22 @@ static int origin_of(const prov_registry *p, const hv *v, int depth)
     return common;
 }
 
-static void annotation(const prov_registry *p, const hv *v, sbuf *b)
+/* The line to show for node v of origin o, found under key (NULL for the top value and array
+ * elements): a hash entry's line is its key's, as an editor would want ("alice:" rather than the
+ * first line of alice's value). The key object of the entry tells when it came from the same file
+ * (a merge may keep the key of one file with the value of another); else the line of the key v
+ * was registered under; else v's own line. 0 when unknown. */
+static uint32_t line_of(const prov_registry *p, const hv *v, const hv *key, int o)
+{
+    if (key && hv_line(key) && find(p, key) == o)
+        return hv_line(key);
+    const node_info *ni = info_of(p, v);
+    if (ni && ni->origin == o && ni->key_line)
+        return ni->key_line;
+    return hv_line(v);
+}
+
+static void annotation(const prov_registry *p, const hv *v, const hv *key, sbuf *b)
 {
     int o = origin_of(p, v, 0);
     if (o >= 0) {
@@ -208,8 +237,9 @@ static void annotation(const prov_registry *p, const hv *v, sbuf *b)
         sb_addf(b, "%s, %s", org->layer, org->level);
         if (*org->file) {
             sb_addf(b, ", %s", org->file);
-            if (hv_line(v))
-                sb_addf(b, ":%u", (unsigned)hv_line(v));
+            uint32_t line = line_of(p, v, key, o);
+            if (line)
+                sb_addf(b, ":%u", (unsigned)line);
         }
     } else if (hv_is(v, HV_HASH) || hv_is(v, HV_ARRAY)) {
         sb_adds(b, "merged");
@@ -235,7 +265,7 @@ static void add_line(lines *l, char *text, char *note)
     l->n++;
 }
 
-static void text_node(const prov_registry *p, lines *l, const hv *v, const char *lead, int indent, int depth)
+static void text_node(const prov_registry *p, lines *l, const hv *v, const hv *key, const char *lead, int indent, int depth)
 {
     sbuf t = {0}, n = {0};
     for (int i = 0; i < indent; i++)
@@ -247,7 +277,7 @@ static void text_node(const prov_registry *p, lines *l, const hv *v, const char 
             sb_addc(&t, ' ');
         scalar_text(&t, v);
     }
-    annotation(p, v, &n);
+    annotation(p, v, key, &n);
     add_line(l, sb_take(&t), sb_take(&n));
     if (!container || depth > 100)
         return;
@@ -256,12 +286,12 @@ static void text_node(const prov_registry *p, lines *l, const hv *v, const char 
             sbuf k = {0};
             scalar_text(&k, hv_hash_key_at(v, i));
             sb_addc(&k, ':');
-            text_node(p, l, hv_hash_val_at(v, i), sb_str(&k), indent + 2, depth + 1);
+            text_node(p, l, hv_hash_val_at(v, i), hv_hash_key_at(v, i), sb_str(&k), indent + 2, depth + 1);
             sb_free(&k);
         }
     } else {
         for (size_t i = 0; i < hv_array_len(v); i++)
-            text_node(p, l, hv_array_get(v, i), "-", indent + 2, depth + 1);
+            text_node(p, l, hv_array_get(v, i), NULL, "-", indent + 2, depth + 1);
     }
 }
 
@@ -270,7 +300,7 @@ char *prov_render_text(const prov_registry *p, const char *key, const hv *value)
     lines l = {0};
     sbuf lead = {0};
     sb_addf(&lead, "%s:", key);
-    text_node(p, &l, value, sb_str(&lead), 0, 0);
+    text_node(p, &l, value, NULL, sb_str(&lead), 0, 0);
     sb_free(&lead);
     size_t width = 0;
     for (size_t i = 0; i < l.n; i++)
@@ -294,7 +324,7 @@ char *prov_render_text(const prov_registry *p, const char *key, const hv *value)
     return sb_take(&out);
 }
 
-static hv *tree_node(const prov_registry *p, const hv *v, int depth)
+static hv *tree_node(const prov_registry *p, const hv *v, const hv *key, int depth)
 {
     hv *n = hv_hash();
     int o = origin_of(p, v, 0);
@@ -304,8 +334,9 @@ static hv *tree_node(const prov_registry *p, const hv *v, int depth)
         hv_hash_sets(n, "level", hv_str(org->level));
         if (*org->file) {
             hv_hash_sets(n, "file", hv_str(org->file));
-            if (hv_line(v))
-                hv_hash_sets(n, "line", hv_int(hv_line(v)));
+            uint32_t line = line_of(p, v, key, o);
+            if (line)
+                hv_hash_sets(n, "line", hv_int(line));
         }
     } else if (hv_is(v, HV_HASH) || hv_is(v, HV_ARRAY)) {
         hv_hash_sets(n, "merged", hv_true());
@@ -317,12 +348,12 @@ static hv *tree_node(const prov_registry *p, const hv *v, int depth)
     if (hv_is(v, HV_HASH)) {
         hv *entries = hv_hash();
         for (size_t i = 0; i < hv_hash_len(v); i++)
-            hv_hash_set(entries, hv_incref(hv_hash_key_at(v, i)), tree_node(p, hv_hash_val_at(v, i), depth + 1));
+            hv_hash_set(entries, hv_incref(hv_hash_key_at(v, i)), tree_node(p, hv_hash_val_at(v, i), hv_hash_key_at(v, i), depth + 1));
         hv_hash_sets(n, "entries", entries);
     } else if (hv_is(v, HV_ARRAY)) {
         hv *elements = hv_array();
         for (size_t i = 0; i < hv_array_len(v); i++)
-            hv_array_push(elements, tree_node(p, hv_array_get(v, i), depth + 1));
+            hv_array_push(elements, tree_node(p, hv_array_get(v, i), NULL, depth + 1));
         hv_hash_sets(n, "elements", elements);
     } else {
         hv_hash_sets(n, "value", hv_is(v, HV_SENSITIVE) ? hv_str("Sensitive [value redacted]") : hv_incref((hv *)v));
@@ -335,6 +366,6 @@ hv *prov_to_value(const prov_registry *p, const char *key, const hv *value)
     hv *h = hv_hash();
     hv_hash_sets(h, "key", hv_str(key));
     hv_hash_sets(h, "value", hv_is(value, HV_SENSITIVE) ? hv_str("Sensitive [value redacted]") : hv_incref((hv *)value));
-    hv_hash_sets(h, "provenance", tree_node(p, value, 0));
+    hv_hash_sets(h, "provenance", tree_node(p, value, NULL, 0));
     return h;
 }

@@ -1628,6 +1628,26 @@ char *hiera_settings_get(const hiera_settings *s, const char *name, hiera_error 
 
 const char *hiera_settings_file(const hiera_settings *s) { return s && s->have_conf ? s->conf_path : NULL; }
 
+char *hiera_settings_given(const hiera_settings *s, const char *name, const char *where)
+{
+    int idx = s && name ? def_index(name) : -1;
+    if (idx < 0 || !where)
+        return NULL;
+    ini_kind kind;
+    const char *value;
+    if (!strcmp(where, "cli")) {
+        if (!s->cli[idx].set)
+            return NULL;
+        kind = s->cli[idx].kind, value = s->cli[idx].value;
+    } else {
+        const ini_setting *st = s->have_conf ? ini_setting_get(ini_section_get(&s->conf, where), name) : NULL;
+        if (!st)
+            return NULL;
+        kind = st->kind, value = st->value;
+    }
+    return xstrdup(kind == INI_TRUE ? "true" : kind == INI_FALSE ? "false" : value ? value : "");
+}
+
 bool hiera_setting_info(size_t i, const char **name, bool *boolean, char *short_option)
 {
     if (i >= NDEFS)

@@ -25,12 +25,24 @@
 #define WALK_MAX_DEPTH 32
 #define WALK_MAX_ENTRIES 2000000UL
 
+/* A parsed file's immortal nodes, shared by the snapshots that hold the file unchanged (a rebuild
+ * takes the previous snapshot's parse of a file whose stat identity did not change). */
+typedef struct {
+    int refs; /* atomic */
+    hv_nodes nodes;
+} sblob;
+
 typedef struct {
     uint64_t code; /* 0: empty slot (first: oa_regrow) */
     char *path;
     file_format fmt;
     hv *value;
     herr err;
+    sblob *blob;   /* owns value's nodes (NULL with err) */
+    dev_t dev;     /* the stat identity the file was parsed with */
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
 } sfile;
 
 typedef struct {
@@ -49,11 +61,13 @@ struct snapshot {
     hv_nodes nodes; /* every immortal node, freed with the snapshot */
     hv *environments, *configs, *filelist, *problems;
     size_t ndirs;
+    size_t reused;  /* files taken from the previous snapshot */
 };
 
 typedef struct {
     snapshot *s;
     const snapshot_spec *spec;
+    const snapshot *prev; /* parses to take where the file did not change, or NULL */
     hiera_cache *cache;  /* parses (plain, not frozen) */
     hv *walks;           /* base folder -> array of the file paths under it */
     hv *seen_configs;    /* "layer\npath" -> true */
@@ -284,13 +298,36 @@ static void load(builder *b, const char *path, file_format fmt)
     f->path = xstrdup(path);
     f->fmt = fmt;
     s->fn++;
-    f->value = cache_load(b->cache, path, fmt, &f->err);
+    struct stat st;
+    bool have_stat = stat(path, &st) == 0;
+    sfile *old = b->prev && have_stat ? file_slot(b->prev, path, fmt, code) : NULL;
+    if (old && old->code && old->value && old->dev == st.st_dev && old->ino == st.st_ino && old->size == st.st_size &&
+        old->mtime.tv_sec == st.st_mtim.tv_sec && old->mtime.tv_nsec == st.st_mtim.tv_nsec &&
+        old->ctime.tv_sec == st.st_ctim.tv_sec && old->ctime.tv_nsec == st.st_ctim.tv_nsec) {
+        /* unchanged since the previous snapshot parsed it: its parse, shared */
+        f->value = old->value;
+        f->blob = old->blob;
+        __atomic_add_fetch(&f->blob->refs, 1, __ATOMIC_RELAXED);
+        s->reused++;
+    } else {
+        f->value = cache_load(b->cache, path, fmt, &f->err);
+        if (f->value) {
+            f->blob = xcalloc(1, sizeof *f->blob);
+            f->blob->refs = 1;
+            hv_make_immortal(f->value, &f->blob->nodes);
+        }
+    }
+    if (have_stat) {
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+        f->size = st.st_size;
+        f->mtime = st.st_mtim;
+        f->ctime = st.st_ctim;
+    }
     hv *rec = hv_hash();
     hv_hash_sets(rec, "path", hv_str(path));
     hv_hash_sets(rec, "format", hv_str(format_name(fmt)));
-    if (f->value) {
-        hv_make_immortal(f->value, &s->nodes);
-    } else {
+    if (!f->value) {
         hv_hash_sets(rec, "error", hv_str(f->err.msg ? f->err.msg : ""));
         add_problem(s, fmt == FMT_CONFIG ? "config-syntax" : "data-syntax", &f->err, path);
     }
@@ -461,7 +498,7 @@ static void add_modules(builder *b, const char *root, const char *env)
     free_list(mods);
 }
 
-snapshot *snapshot_build(const snapshot_spec *spec)
+snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev)
 {
     snapshot *s = xcalloc(1, sizeof *s);
     s->refs = 1;
@@ -469,7 +506,7 @@ snapshot *snapshot_build(const snapshot_spec *spec)
     s->configs = hv_array();
     s->filelist = hv_array();
     s->problems = hv_array();
-    builder b = {s, spec, cache_new(), hv_hash(), hv_hash(), 0};
+    builder b = {s, spec, prev, cache_new(), hv_hash(), hv_hash(), 0};
     /* warnings met while parsing (a data file that is not a hash...) are kept as problems */
     diag_sink saved;
     diag_enter((diag_sink){collect_warning, s}, &saved);
@@ -541,8 +578,13 @@ void snapshot_release(snapshot *s)
         return;
     for (size_t i = 0; i < s->fcap; i++)
         if (s->files[i].code) {
-            free(s->files[i].path);
-            herr_clear(&s->files[i].err);
+            sfile *f = &s->files[i];
+            free(f->path);
+            herr_clear(&f->err);
+            if (f->blob && __atomic_sub_fetch(&f->blob->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+                hv_free_immortal(&f->blob->nodes);
+                free(f->blob);
+            }
         }
     free(s->files);
     for (size_t i = 0; i < s->pcap; i++)
@@ -563,8 +605,9 @@ hv *snapshot_describe(const snapshot *s)
 
 hv *snapshot_problems(const snapshot *s) { return s->problems; }
 
-void snapshot_stats(const snapshot *s, size_t *files, size_t *dirs)
+void snapshot_stats(const snapshot *s, size_t *files, size_t *dirs, size_t *reused)
 {
     *files = s->fn;
     *dirs = s->ndirs;
+    *reused = s->reused;
 }

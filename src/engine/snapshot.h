@@ -39,8 +39,10 @@ typedef struct {
 } snapshot_spec;
 
 /* Builds a snapshot (never NULL: problems are kept in it, see snapshot_problems). The result
- * holds one reference. */
-snapshot *snapshot_build(const snapshot_spec *spec);
+ * holds one reference. With prev (a snapshot of the same tree, BORROWED), a file whose stat
+ * identity (device, inode, size, modification and change times) is the one prev parsed is not
+ * parsed again: the two share its parse. */
+snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev);
 /* References (atomic: any thread may take or drop one). */
 snapshot *snapshot_retain(snapshot *s);
 void snapshot_release(snapshot *s);
@@ -64,7 +66,7 @@ hv *snapshot_describe(const snapshot *s);
 /* Problems met while building (configs that do not load, files that do not parse), as a new
  * array of {"severity", "code", "file", "line", "column", "message"} hashes. */
 hv *snapshot_problems(const snapshot *s);
-/* Build statistics: files parsed, folders listed, bytes read. */
-void snapshot_stats(const snapshot *s, size_t *files, size_t *dirs);
+/* Build statistics: files held, folders listed, files taken unchanged from the previous snapshot. */
+void snapshot_stats(const snapshot *s, size_t *files, size_t *dirs, size_t *reused);
 
 #endif

@@ -6,10 +6,11 @@
  * inode, size, modification and change times (to the nanosecond). Anything unexpected (another
  * owner, a short or corrupt file, a different version) is a miss, and the file is parsed as usual.
  *
- * Form: "HIERAC" 2 (version) 0, the identity of the source (path, dev, ino, size, mtime, ctime),
- * the format, flags, then the value: one tag byte per node ('n' nil, 't' true, 'f' false,
- * 'i' int64, 'd' double, 's' string, 'b' bigint, 'y' symbol, 'a' array, 'h' hash, 'r' a node
- * already written, for YAML aliases), each followed by its source line and its payload. */
+ * Form: "HIERAC" 3 (version; 3 since yaml_data converts nested symbol keys) 0, the identity of
+ * the source (path, dev, ino, size, mtime, ctime), the format, flags, then the value: one tag
+ * byte per node ('n' nil, 't' true, 'f' false, 'i' int64, 'd' double, 's' string, 'b' bigint,
+ * 'y' symbol, 'a' array, 'h' hash, 'r' a node already written, for YAML aliases), each followed
+ * by its source line and its payload. */
 #include "formats/diskcache.h"
 
 #include <errno.h>
@@ -20,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAGIC "HIERAC\2\0"
+#define MAGIC "HIERAC\3\0"
 #define MAX_DEPTH 1000
 #define MAX_NODES 20000000UL
 

@@ -3492,24 +3492,37 @@ static int resolve(rctx *R, node *v, const rsrc *src, const rpath *rp, node **ou
 /* public API                                                                                  */
 /* ------------------------------------------------------------------------------------------ */
 
-/* the resolved tree as plain data (ConfigValue#unwrapped) */
+/* the resolved tree as plain data (ConfigValue#unwrapped); an entry from the document itself
+ * (not from an included file) gets a key of its own carrying the line its value starts on, for
+ * --provenance */
 static hv *unwrap(node *v)
 {
     switch (v->kind) {
     case N_OBJ: {
         hv *h = hv_hash_sized(v->n);
+        if (!v->org && v->line > 0)
+            hv_set_line(h, (uint32_t)v->line);
         for (size_t i = 0; i < v->n; i++) {
             hv *c = unwrap(v->items[i]);
             if (!c) {
                 hv_decref(h);
                 return NULL;
             }
-            hv_hash_set(h, hv_incref(v->keys[i]), c);
+            hv *k = v->keys[i];
+            if (!v->items[i]->org && v->items[i]->line > 0) {
+                k = hv_strn(hv_str_ptr(k), hv_str_len(k));
+                hv_set_line(k, (uint32_t)v->items[i]->line);
+            } else {
+                hv_incref(k);
+            }
+            hv_hash_set(h, k, c);
         }
         return h;
     }
     case N_LIST: {
         hv *a = hv_array_sized(v->n);
+        if (!v->org && v->line > 0)
+            hv_set_line(a, (uint32_t)v->line);
         for (size_t i = 0; i < v->n; i++) {
             hv *c = unwrap(v->items[i]);
             if (!c) {

@@ -1,212 +1,536 @@
-/* json.c - jansson values to hv values. */
+/* json.c - JSON as Ruby's JSON.parse reads it (the json gem 2.6.1 of Ruby 3.1, which Puppet's
+ * json_data, Puppet::Util::Json and Hiera 3's json backend call), and a debugging printer.
+ *
+ * Written by hand rather than through a JSON library because what Puppet accepts and says is that
+ * gem's Ragel machines (ext/json/parser/parser.rl), and no library parses the same language: the
+ * gem takes C comments and // comments wherever blanks may be, any bytes in strings (invalid UTF-8
+ * too), "\q" as "q", lone surrogates as their raw 3-byte form, a high surrogate not followed by a
+ * \u escape as "?" (eating one more character), and integers of any size; it refuses NaN and
+ * Infinity. Its error messages name the line of parser.rl that raised and quote the source from
+ * where its machine stopped to the end of the text (or a NUL): "859: unexpected token at '...'"
+ * for the document, "451: ..." from the array machine, "225"/"232"/"249" for NaN, Infinity and
+ * -Infinity, "521: incomplete surrogate pair at '...'", and "nesting of 101 is too deep". The
+ * functions below follow the machines: where each one stops, and what its caller then reports.
+ *   - an object that fails, or a string, or a literal, makes its value fail at its first
+ *     character; the array around it then raises there (451), the document reports there (859);
+ *   - an array raises itself (451) where its own machine stopped, or at a failed element;
+ *   - numbers take the longest float the grammar allows, but a float followed by a digit, 'e',
+ *     'E', '.' or '-' is no float at all; then the longest integer (no leading zeros). */
 #include "formats/json.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Numbers jansson refuses but Ruby's JSON accepts (integers beyond 64 bits stay exact, floats
- * beyond double range become Infinity) are rewritten before parsing as marker strings
- * "\u0000N<digits>" / "\u0000F<text>" and turned back afterwards. In that rewritten text a
- * string value of the data that starts with NUL gets one more NUL, taken off again, so that no
- * data string is read as a marker (jansson refuses a NUL in object keys anyway). */
-#define NUM_MARK "\\u0000"
+#define RUBY_JSON_MAX_NESTING 100 /* JSON.parse's max_nesting */
+
+typedef struct {
+    const char *src, *end;
+    const char *name;
+    herr *err;
+    bool raised; /* err holds the exception: every machine unwinds */
+    /* line counting: the line of `at`, advanced as values are met in order */
+    const char *at;
+    uint32_t line;
+} jparse;
+
+/* The line (1-based) of position p; positions are asked mostly in increasing order. */
+static uint32_t line_of(jparse *j, const char *p)
+{
+    if (p < j->at) {
+        j->at = j->src;
+        j->line = 1;
+    }
+    for (const char *q = j->at; q < p; q++)
+        if (*q == '\n')
+            j->line++;
+    j->at = p;
+    return j->line;
+}
+
+/* Raises JSON::ParserError "<rl_line>: <what> at '<source from p>'" (the source up to a NUL:
+ * the gem prints it with %s). */
+static void raise_at(jparse *j, int rl_line, const char *what, const char *p)
+{
+    if (j->raised)
+        return;
+    const char *q = p && p >= j->src ? p : j->end;
+    const char *stop = memchr(q, 0, (size_t)(j->end - q));
+    size_t n = (size_t)((stop ? stop : j->end) - q);
+    herr_set(j->err, HERR_ERROR, "Unable to parse (%s): %d: %s at '%.*s'", j->name, rl_line, what, (int)n, q);
+    int col = 1;
+    for (const char *c = q; c > j->src && c[-1] != '\n'; c--)
+        col++;
+    herr_at(j->err, j->name, (int)line_of(j, q), col);
+    j->raised = true;
+}
+
+static void raise_nesting(jparse *j, int depth, const char *p)
+{
+    if (j->raised)
+        return;
+    herr_set(j->err, HERR_ERROR, "Unable to parse (%s): nesting of %d is too deep", j->name, depth);
+    int col = 1;
+    for (const char *c = p; c > j->src && c[-1] != '\n'; c--)
+        col++;
+    herr_at(j->err, j->name, (int)line_of(j, p), col);
+    j->raised = true;
+}
+
+/* ------------------------------------------------------------------ blanks and comments */
+
+enum { IGN_OK, IGN_BAD, IGN_EOF };
+
+/* ignore*: blanks, C comments and // comments (up to and with their newline). *state: IGN_OK with the result at the next
+ * other character (or at the end, outside a comment); IGN_BAD: the character after a '/' that
+ * starts no comment (where the machine stops); IGN_EOF: the text ends inside a comment (the
+ * machine is left in no final state, at the end). */
+static const char *skip_ignore(const char *p, const char *end, int *state)
+{
+    for (;;) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+            p++;
+        if (p == end || *p != '/') {
+            *state = IGN_OK;
+            return p;
+        }
+        if (p + 1 == end) {
+            *state = IGN_EOF;
+            return end;
+        }
+        if (p[1] == '*') {
+            const char *q = p + 2;
+            for (;;) {
+                q = memchr(q, '*', (size_t)(end - q));
+                if (!q || q + 1 >= end) {
+                    *state = IGN_EOF;
+                    return end;
+                }
+                if (q[1] == '/')
+                    break;
+                q++;
+            }
+            p = q + 2;
+        } else if (p[1] == '/') {
+            const char *q = memchr(p + 2, '\n', (size_t)(end - p - 2));
+            if (!q) {
+                *state = IGN_EOF;
+                return end;
+            }
+            p = q + 1;
+        } else {
+            *state = IGN_BAD;
+            return p + 1;
+        }
+    }
+}
+
+static bool begin_value(char c)
+{
+    return c == '"' || c == '-' || c == '[' || c == '{' || c == 'n' || c == 'f' || c == 't' || c == 'N' ||
+           c == 'I' || (c >= '0' && c <= '9');
+}
+
+/* ------------------------------------------------------------------ strings */
+
+static int hexval(unsigned char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static uint32_t unescape_unicode(const char *p)
+{
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) {
+        int d = hexval((unsigned char)p[i]);
+        if (d < 0)
+            return 0xFFFD;
+        r = r << 4 | (uint32_t)d;
+    }
+    return r;
+}
+
+static int utf32_to_utf8(char *buf, uint32_t ch)
+{
+    if (ch <= 0x7F) {
+        buf[0] = (char)ch;
+        return 1;
+    }
+    if (ch <= 0x7FF) {
+        buf[0] = (char)(ch >> 6 | 0xC0);
+        buf[1] = (char)((ch & 0x3F) | 0x80);
+        return 2;
+    }
+    if (ch <= 0xFFFF) {
+        buf[0] = (char)(ch >> 12 | 0xE0);
+        buf[1] = (char)((ch >> 6 & 0x3F) | 0x80);
+        buf[2] = (char)((ch & 0x3F) | 0x80);
+        return 3;
+    }
+    if (ch <= 0x1FFFFF) {
+        buf[0] = (char)(ch >> 18 | 0xF0);
+        buf[1] = (char)((ch >> 12 & 0x3F) | 0x80);
+        buf[2] = (char)((ch >> 6 & 0x3F) | 0x80);
+        buf[3] = (char)((ch & 0x3F) | 0x80);
+        return 4;
+    }
+    buf[0] = '?';
+    return 1;
+}
+
+/* json_string_unescape of the text between the quotes (s..e, already checked by the string
+ * machine). NULL when it raised. */
+static hv *unescape(jparse *j, const char *s, const char *e)
+{
+    const char *bs = memchr(s, '\\', (size_t)(e - s));
+    if (!bs)
+        return hv_strn(s, (size_t)(e - s));
+    sbuf b = {0};
+    const char *p = s, *pe = bs;
+    while (pe < e) {
+        if (*pe != '\\') {
+            pe++;
+            continue;
+        }
+        const char *out = "?";
+        int outlen = 1;
+        char buf[4];
+        if (pe > p)
+            sb_addn(&b, p, (size_t)(pe - p));
+        switch (*++pe) {
+        case 'n': out = "\n"; break;
+        case 'r': out = "\r"; break;
+        case 't': out = "\t"; break;
+        case '"': out = "\""; break;
+        case '\\': out = "\\"; break;
+        case 'b': out = "\b"; break;
+        case 'f': out = "\f"; break;
+        case 'u': {
+            uint32_t ch = unescape_unicode(++pe);
+            pe += 3;
+            if ((ch & 0xFC00) == 0xD800) {
+                pe++;
+                if (e - pe < 6) {
+                    sb_free(&b);
+                    raise_at(j, 521, "incomplete surrogate pair", p);
+                    return NULL;
+                }
+                if (pe[0] == '\\' && pe[1] == 'u') {
+                    uint32_t sur = unescape_unicode(pe + 2);
+                    ch = ((ch & 0x3F) << 10) | ((((ch >> 6) & 0xF) + 1) << 16) | (sur & 0x3FF);
+                    pe += 5;
+                } else {
+                    out = "?"; /* (and the character after the escape is skipped below) */
+                    break;
+                }
+            }
+            outlen = utf32_to_utf8(buf, ch);
+            out = buf;
+            break;
+        }
+        default: /* any other escaped character stands for itself */
+            p = pe;
+            continue;
+        }
+        sb_addn(&b, out, (size_t)outlen);
+        p = ++pe;
+    }
+    if (pe > p)
+        sb_addn(&b, p, (size_t)(pe - p));
+    size_t n = b.len;
+    if (!b.s)
+        return hv_strn("", 0);
+    return hv_str_take(sb_take(&b), n);
+}
+
+/* JSON_parse_string at the opening quote: the position after the closing quote, or NULL when
+ * the string machine stops (a control character, a bad \u escape, the end of the text). */
+static const char *parse_string(jparse *j, const char *p, hv **out)
+{
+    const char *s = ++p, *end = j->end;
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"') {
+            *out = unescape(j, s, p);
+            return *out ? p + 1 : NULL;
+        }
+        if (c < 0x20)
+            return NULL;
+        if (c == '\\') {
+            if (++p == end)
+                return NULL;
+            c = (unsigned char)*p;
+            if (c < 0x20)
+                return NULL;
+            if (c == 'u') {
+                for (int i = 1; i <= 4; i++)
+                    if (p + i >= end || hexval((unsigned char)p[i]) < 0)
+                        return NULL;
+                p += 4;
+            }
+        }
+        p++;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ numbers */
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-static char *quote_overflowing_numbers(const char *text, size_t len, size_t *outlen, bool *changed)
+/* The float machine: '-'? int ('.' digits+ exp? | exp), not followed by [0-9Ee.-]; its end or NULL. */
+static const char *float_end(const char *p, const char *end)
 {
-    sbuf b = {0};
-    *changed = false;
-    size_t i = 0;
-    while (i < len) {
-        char c = text[i];
-        if (c == '"') {
-            size_t j = i + 1;
-            while (j < len && text[j] != '"') {
-                if (text[j] == '\\' && j + 1 < len)
-                    j++;
-                j++;
-            }
-            if (j < len)
-                j++;
-            if (j - i >= 7 && memcmp(text + i + 1, "\\u0000", 6) == 0)
-                sb_adds(&b, "\"" NUM_MARK), i++; /* a data string starting with NUL: one NUL more */
-            sb_addn(&b, text + i, j - i);
-            i = j;
-            continue;
-        }
-        if (c == '-' || is_digit(c)) {
-            size_t j = i;
-            bool is_float = false;
-            if (text[j] == '-')
-                j++;
-            while (j < len && is_digit(text[j]))
-                j++;
-            if (j < len && text[j] == '.') {
-                is_float = true;
-                j++;
-                while (j < len && is_digit(text[j]))
-                    j++;
-            }
-            if (j < len && (text[j] == 'e' || text[j] == 'E')) {
-                is_float = true;
-                j++;
-                if (j < len && (text[j] == '+' || text[j] == '-'))
-                    j++;
-                while (j < len && is_digit(text[j]))
-                    j++;
-            }
-            char *tok = xstrndup(text + i, j - i);
-            bool overflow = false;
-            const char *digits = tok[0] == '-' ? tok + 1 : tok;
-            if (digits[0] == '0' && is_digit(digits[1])) {
-                sb_adds(&b, tok); /* a leading zero: not JSON, left for the parser to refuse */
-                free(tok);
-                i = j > i ? j : i + 1;
-                continue;
-            }
-            if (is_float) {
-                double d = strtod(tok, NULL);
-                overflow = isinf(d);
-            } else {
-                const char *d = tok[0] == '-' ? tok + 1 : tok;
-                size_t nd = strlen(d);
-                overflow = nd > 19 || (nd == 19 && strcmp(d, tok[0] == '-' ? "9223372036854775808" : "9223372036854775807") > 0);
-            }
-            if (overflow) {
-                sb_addf(&b, "\"" NUM_MARK "%c%s\"", is_float ? 'F' : 'N', tok);
-                *changed = true;
-            } else {
-                sb_adds(&b, tok);
-            }
-            free(tok);
-            i = j > i ? j : i + 1;
-            continue;
-        }
-        sb_addc(&b, c);
-        i++;
+    if (p < end && *p == '-')
+        p++;
+    if (p == end || !is_digit(*p))
+        return NULL;
+    if (*p == '0')
+        p++;
+    else
+        while (p < end && is_digit(*p))
+            p++;
+    bool frac = false;
+    if (p < end && *p == '.') {
+        p++;
+        if (p == end || !is_digit(*p))
+            return NULL;
+        while (p < end && is_digit(*p))
+            p++;
+        frac = true;
+    } else if (p < end && is_digit(*p)) {
+        return NULL; /* a leading zero */
     }
-    *outlen = b.len;
-    return sb_take(&b);
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        if (p == end || !is_digit(*p))
+            return NULL;
+        while (p < end && is_digit(*p))
+            p++;
+    } else if (!frac) {
+        return NULL;
+    }
+    if (p < end && (is_digit(*p) || *p == 'e' || *p == 'E' || *p == '.' || *p == '-'))
+        return NULL;
+    return p;
 }
 
-static hv *from_jansson(json_t *j, bool marks)
+/* The integer machine: '-'? ('0' | [1-9][0-9]*), not followed by a digit; its end or NULL. */
+static const char *integer_end(const char *p, const char *end)
 {
-    switch (json_typeof(j)) {
-    case JSON_OBJECT: {
-        hv *h = hv_hash_sized(json_object_size(j));
-        const char *k;
-        size_t klen;
-        json_t *v;
-        void *tmp;
-        json_object_keylen_foreach_safe(j, tmp, k, klen, v) hv_hash_set(h, hv_strn(k, klen), from_jansson(v, marks));
-        return h;
-    }
-    case JSON_ARRAY: {
-        size_t i, n = json_array_size(j);
-        hv *a = hv_array_sized(n);
-        for (i = 0; i < n; i++)
-            hv_array_push(a, from_jansson(json_array_get(j, i), marks));
-        return a;
-    }
-    case JSON_STRING: {
-        const char *str = json_string_value(j);
-        size_t n = json_string_length(j);
-        if (marks && n >= 1 && str[0] == 0) {
-            if (n > 2 && str[1] == 'N')
-                return hv_bigint(str + 2, n - 2);
-            if (n > 2 && str[1] == 'F')
-                return hv_float(str[2] == '-' ? -INFINITY : INFINITY);
-            return hv_strn(str + 1, n - 1); /* a data string: the NUL added in front goes */
-        }
-        return hv_strn(str, n);
-    }
-    case JSON_INTEGER:
-        return hv_int((int64_t)json_integer_value(j));
-    case JSON_REAL:
-        return hv_float(json_real_value(j));
-    case JSON_TRUE:
-        return hv_true();
-    case JSON_FALSE:
-        return hv_false();
-    case JSON_NULL:
-    default:
-        return hv_undef();
-    }
+    if (p < end && *p == '-')
+        p++;
+    if (p == end || !is_digit(*p))
+        return NULL;
+    if (*p == '0')
+        return p + 1 < end && is_digit(p[1]) ? NULL : p + 1;
+    while (p < end && is_digit(*p))
+        p++;
+    return p;
 }
 
-/* Ruby's JSON.parse (which Puppet's json_data, `--facts` and Hiera 3's json backend call) has
- * max_nesting 100: the 101st nested array or object raises JSON::NestingError "nesting of 101
- * is too deep" where it opens. Returns the offset of that bracket, or len when there is none. */
-#define RUBY_JSON_MAX_NESTING 100
-
-static size_t nesting_overflow_at(const char *text, size_t len)
+static hv *number_value(const char *s, const char *e, bool is_float)
 {
-    int depth = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[i];
-        if (c == '"') {
-            for (i++; i < len && text[i] != '"'; i++)
-                if (text[i] == '\\')
-                    i++;
-        } else if (c == '[' || c == '{') {
-            if (++depth > RUBY_JSON_MAX_NESTING)
-                return i;
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            depth--;
-        }
+    size_t n = (size_t)(e - s);
+    char small[64];
+    char *buf = n < sizeof small ? small : xmalloc(n + 1);
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    hv *v;
+    if (is_float) {
+        v = hv_float(strtod(buf, NULL)); /* out of range: +-Infinity or 0.0, as Ruby's */
+    } else {
+        const char *d = buf[0] == '-' ? buf + 1 : buf;
+        size_t nd = strlen(d);
+        if (nd < 19 || (nd == 19 && strcmp(d, buf[0] == '-' ? "9223372036854775808" : "9223372036854775807") <= 0))
+            v = hv_int(strtoll(buf, NULL, 10));
+        else
+            v = hv_bigint(buf, n);
     }
-    return len;
+    if (buf != small)
+        free(buf);
+    return v;
 }
 
-static void nesting_error(const char *text, size_t at, const char *name, herr *err)
+/* ------------------------------------------------------------------ values */
+
+static const char *parse_array(jparse *j, const char *p, int depth, hv **out);
+static const char *parse_object(jparse *j, const char *p, int depth, hv **out);
+
+/* JSON_parse_value at a begin_value character: the position after the value, or NULL when it
+ * failed (its caller then stops at p; j->raised when something raised). */
+static const char *parse_value(jparse *j, const char *p, int depth, hv **out)
 {
-    int line = 1, col = 1;
-    for (size_t i = 0; i < at; i++) {
-        if (text[i] == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
+    const char *end = j->end;
+    size_t left = (size_t)(end - p);
+    uint32_t line = line_of(j, p);
+    const char *np = NULL;
+    hv *v = NULL;
+    switch (*p) {
+    case 'n':
+        if (left >= 4 && memcmp(p, "null", 4) == 0)
+            np = p + 4, v = hv_undef();
+        break;
+    case 't':
+        if (left >= 4 && memcmp(p, "true", 4) == 0)
+            np = p + 4, v = hv_true();
+        break;
+    case 'f':
+        if (left >= 5 && memcmp(p, "false", 5) == 0)
+            np = p + 5, v = hv_false();
+        break;
+    case 'N':
+        if (left >= 3 && memcmp(p, "NaN", 3) == 0)
+            raise_at(j, 225, "unexpected token", p);
+        break;
+    case 'I':
+        if (left >= 8 && memcmp(p, "Infinity", 8) == 0)
+            raise_at(j, 232, "unexpected token", p > j->src ? p - 1 : j->end); /* (p - 8 from its last letter) */
+        break;
+    case '"':
+        np = parse_string(j, p, &v);
+        break;
+    case '[':
+        np = parse_array(j, p, depth + 1, &v);
+        break;
+    case '{':
+        np = parse_object(j, p, depth + 1, &v);
+        break;
+    default: /* '-' or a digit */
+        if (left > 8 && memcmp(p, "-Infinity", 9) == 0) {
+            raise_at(j, 249, "unexpected token", p);
+            break;
         }
+        if ((np = float_end(p, end)) != NULL)
+            v = number_value(p, np, true);
+        else if ((np = integer_end(p, end)) != NULL)
+            v = number_value(p, np, false);
+        break;
     }
-    herr_set(err, HERR_ERROR, "Unable to parse (%s): nesting of %d is too deep", name, RUBY_JSON_MAX_NESTING + 1);
-    herr_at(err, name, line, col);
+    if (!np || j->raised) {
+        hv_decref(v);
+        return NULL;
+    }
+    if (!hv_is_immortal(v))
+        hv_set_line(v, line);
+    *out = v;
+    return np;
+}
+
+/* JSON_parse_array at '[': raises where its machine stops (a failed element: at its start). */
+static const char *parse_array(jparse *j, const char *p, int depth, hv **out)
+{
+    if (depth > RUBY_JSON_MAX_NESTING) {
+        raise_nesting(j, depth, p);
+        return NULL;
+    }
+    hv *a = hv_array();
+    int st;
+    p = skip_ignore(p + 1, j->end, &st);
+    bool first = true;
+    for (;;) {
+        if (st != IGN_OK || p == j->end)
+            break;
+        if (first && *p == ']') {
+            *out = a;
+            return p + 1;
+        }
+        if (!begin_value(*p))
+            break;
+        hv *v = NULL;
+        const char *np = parse_value(j, p, depth, &v);
+        if (!np)
+            break;
+        hv_array_push(a, v);
+        first = false;
+        p = skip_ignore(np, j->end, &st);
+        if (st != IGN_OK || p == j->end)
+            break;
+        if (*p == ']') {
+            *out = a;
+            return p + 1;
+        }
+        if (*p != ',')
+            break;
+        p = skip_ignore(p + 1, j->end, &st);
+        if (st == IGN_OK && p < j->end && *p == ']')
+            break; /* a trailing comma */
+    }
+    hv_decref(a);
+    raise_at(j, 451, "unexpected token", p);
+    return NULL;
+}
+
+/* JSON_parse_object at '{': NULL whenever its machine stops (nothing raised of its own). */
+static const char *parse_object(jparse *j, const char *p, int depth, hv **out)
+{
+    if (depth > RUBY_JSON_MAX_NESTING) {
+        raise_nesting(j, depth, p);
+        return NULL;
+    }
+    hv *h = hv_hash();
+    int st;
+    p = skip_ignore(p + 1, j->end, &st);
+    if (st == IGN_OK && p < j->end && *p == '}') {
+        *out = h;
+        return p + 1;
+    }
+    for (;;) {
+        if (st != IGN_OK || p == j->end || *p != '"')
+            break;
+        uint32_t kline = line_of(j, p);
+        hv *k = NULL, *v = NULL;
+        const char *np = parse_string(j, p, &k);
+        if (!np)
+            break;
+        hv_set_line(k, kline);
+        p = skip_ignore(np, j->end, &st);
+        if (st != IGN_OK || p == j->end || *p != ':') {
+            hv_decref(k);
+            break;
+        }
+        p = skip_ignore(p + 1, j->end, &st);
+        if (st != IGN_OK || p == j->end || !begin_value(*p) || !(np = parse_value(j, p, depth, &v))) {
+            hv_decref(k);
+            break;
+        }
+        hv_hash_set(h, k, v); /* a key met again: its first place, this value (Hash#[]=) */
+        p = skip_ignore(np, j->end, &st);
+        if (st != IGN_OK || p == j->end)
+            break;
+        if (*p == '}') {
+            *out = h;
+            return p + 1;
+        }
+        if (*p != ',')
+            break;
+        p = skip_ignore(p + 1, j->end, &st);
+    }
+    hv_decref(h);
+    return NULL;
 }
 
 hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
 {
-    json_error_t je;
-    bool marks = false;
-    size_t deep = nesting_overflow_at(text, len);
-    json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (!j && (strstr(je.text, "too big") || strstr(je.text, "overflow"))) {
-        size_t n2;
-        bool changed;
-        char *t2 = quote_overflowing_numbers(text, len, &n2, &changed);
-        if (changed) {
-            j = json_loadb(t2, n2, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-            marks = j != NULL;
+    jparse j = {text, text + len, name, err, false, text, 1};
+    int st;
+    const char *p = skip_ignore(text, j.end, &st);
+    hv *v = NULL;
+    if (st == IGN_OK && p < j.end && begin_value(*p)) {
+        const char *np = parse_value(&j, p, 0, &v);
+        if (np) {
+            const char *q = skip_ignore(np, j.end, &st);
+            if (st == IGN_OK && q == j.end)
+                return v;
+            p = q;
         }
-        free(t2);
     }
-    if (deep < len && (j || je.position < 0 || (size_t)je.position > deep)) {
-        /* Ruby stops at the too-deep bracket, before any later syntax error */
-        json_decref(j);
-        nesting_error(text, deep, name, err);
-        return NULL;
-    }
-    if (!j) {
-        herr_set(err, HERR_ERROR, "Unable to parse (%s): %s", name, je.text);
-        herr_at(err, name, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0);
-        return NULL;
-    }
-    hv *v = from_jansson(j, marks);
-    json_decref(j);
-    return v;
+    hv_decref(v);
+    raise_at(&j, 859, "unexpected token", p);
+    return NULL;
 }
 
 hv *hjson_load_file(const char *path, herr *err)

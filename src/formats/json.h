@@ -1,12 +1,15 @@
-/* json.h - JSON data files (json_data) through jansson, keeping key order. */
+/* json.h - JSON as Ruby's JSON.parse (json gem 2.6.1) reads it: its language (comments, lenient
+ * escapes, big integers) and its error messages; key order kept, lines recorded. */
 #ifndef HIERA_JSON_H
 #define HIERA_JSON_H
 
 #include "base/util.h"
 #include "base/value.h"
 
-/* Parses JSON text into a new value; NULL with err set (HERR_ERROR, with line/column) on failure.
- * `name` is used in messages (a file path or "<string>"). Any top-level value is accepted. */
+/* Parses JSON text into a new value, each node with hv_set_line() = its 1-based start line; NULL
+ * with err set on failure (HERR_ERROR, with line/column): "Unable to parse (<name>): " and the
+ * gem's message, e.g. "859: unexpected token at '{...'". `name` is a file path or "<string>".
+ * Any top-level value is accepted. */
 hv *hjson_parse(const char *text, size_t len, const char *name, herr *err);
 hv *hjson_load_file(const char *path, herr *err); /* reads and parses a whole file */
 

@@ -86,6 +86,9 @@ typedef struct {
 
 typedef struct {
     yaml_mode mode;
+    uint32_t root;    /* the document's root node (YAML_PUPPET_FACTS_CACHE: where the Facts tag is allowed) */
+    bool facts_root;  /* the root was a !ruby/object:Puppet::Node::Facts mapping */
+    bool plain_too;   /* YAML_PUPPET_FACTS_CACHE: without that root, read as YAML_PUPPET_FACTS */
     const char *name; /* file name for messages ("<unknown>" when none) */
     const char *file; /* file name for err->file (may be NULL) */
     herr *err;
@@ -145,10 +148,17 @@ static void fail_at(yctx *c, uint32_t line, uint32_t col, const char *fmt, ...)
 /* Psych::DisallowedClass: Puppet's safe_load puts "(<file>): " in front of its message. */
 static void fail_class(yctx *c, const ynode *n, const char *klass, size_t klen)
 {
-    if (c->mode == YAML_PUPPET)
+    if (c->mode != YAML_HIERA3)
         fail_at(c, n->line, n->col, "(%s): Tried to load unspecified class: %.*s", c->name, (int)klen, klass);
     else
         fail_at(c, n->line, n->col, "Tried to load unspecified class: %.*s", (int)klen, klass);
+}
+
+/* Whether the class loader permits Symbol (every mode but a --facts file's). The root node is
+ * converted before anything inside it, so facts_root is known when it matters. */
+static bool symbol_permitted(const yctx *c)
+{
+    return c->mode != YAML_PUPPET_FACTS && !(c->plain_too && !c->facts_root);
 }
 
 static bool spend(yctx *c, size_t n, uint32_t line)
@@ -1070,6 +1080,10 @@ static hv *tokenize(yctx *c, const ynode *nd, const char *s, size_t n)
     if (ieq(s, n, ".nan"))
         return hv_float(NAN);
     if (n >= 2 && s[0] == ':') {
+        if (!symbol_permitted(c)) { /* class_loader.symbolize loads Symbol first */
+            fail_class(c, nd, "Symbol", 6);
+            return NULL;
+        }
         /* /^:(["'])(.*)\1/ (greedy, not anchored at the end) else the text after ':' */
         const char *name = s + 1;
         size_t nlen = n - 1;
@@ -1289,7 +1303,7 @@ static void fail_resolve_alloc(yctx *c, const ynode *nd, const char *name)
 {
     if (!*name)
         fail_at(c, nd->line, nd->col, "undefined method `allocate' for nil:NilClass");
-    else if (tag_is(name, "Symbol"))
+    else if (tag_is(name, "Symbol") && symbol_permitted(c))
         fail_at(c, nd->line, nd->col, "allocator undefined for Symbol");
     else
         fail_class(c, nd, name, strlen(name));
@@ -1347,7 +1361,7 @@ static hv *scalar_value(yctx *c, const ynode *nd)
     if (tag_is(tag, "!ruby/class") || tag_is(tag, "!ruby/module")) {
         if (n == 0)
             return hv_undef(); /* class_loader.load("") is nil */
-        if (n == 6 && memcmp(s, "Symbol", 6) == 0)
+        if (n == 6 && memcmp(s, "Symbol", 6) == 0 && symbol_permitted(c))
             fail_at(c, nd->line, nd->col, "unsupported Ruby object in YAML: %s Symbol", tag);
         else
             fail_class(c, nd, s, n);
@@ -1363,8 +1377,13 @@ static hv *scalar_value(yctx *c, const ynode *nd)
         fail_class(c, nd, "Range", 5);
         return NULL;
     }
-    if ((r = tag_prefix(tag, "!ruby/sym")) != NULL) /* /^!ruby\/sym(bol)?:?(.*)?$/ */
+    if ((r = tag_prefix(tag, "!ruby/sym")) != NULL) { /* /^!ruby\/sym(bol)?:?(.*)?$/ */
+        if (!symbol_permitted(c)) {
+            fail_class(c, nd, "Symbol", 6);
+            return NULL;
+        }
         return hv_symbol(s, n);
+    }
     /* every other tag (!!int, !!bool, !!null, !custom, !ruby/object:Foo on a scalar...) is
      * ignored: the value is tokenized as if untagged, even when it was quoted */
     return tokenize(c, nd, s, n);
@@ -1630,17 +1649,27 @@ static int begin_map(fstack *st, uint32_t idx, hv **out)
     } else if ((r = tag_prefix(tag, "!ruby/object")) != NULL) {
         if (*r == ':')
             r++;
-        if (!tag_is(r, "Hash")) { /* !ruby/object:Hash is a plain Hash */
+        if (c->mode == YAML_PUPPET_FACTS_CACHE && tag_is(r, "Puppet::Node::Facts") &&
+            (idx == c->root || !c->plain_too || c->facts_root)) {
+            /* revive(Puppet::Node::Facts, o): its init_with gets the members as a Hash */
+            if (idx != c->root) {
+                fail_at(c, nd->line, nd->col,
+                        "(%s): a Puppet::Node::Facts object inside the facts is not supported (only the document itself may be one)",
+                        c->name);
+                return ST_ERROR;
+            }
+            c->facts_root = true;
+        } else if (!tag_is(r, "Hash")) { /* !ruby/object:Hash is a plain Hash */
             if (!*r)
                 fail_class(c, nd, "Object", 6);
-            else if (tag_is(r, "Symbol"))
+            else if (tag_is(r, "Symbol") && symbol_permitted(c))
                 fail_at(c, nd->line, nd->col, "allocator undefined for Symbol");
             else
                 fail_class(c, nd, r, strlen(r));
             return ST_ERROR;
         }
     } else if (is_str_tag(tag, &klass)) {
-        if (klass && *klass && !tag_is(klass, "Symbol")) {
+        if (klass && *klass && !(tag_is(klass, "Symbol") && symbol_permitted(c))) {
             fail_resolve_alloc(c, nd, klass);
             return ST_ERROR;
         }
@@ -1989,7 +2018,7 @@ static hv *frame_finish(fstack *st, frame *f, bool *none)
     *none = false;
     switch (f->kind) {
     case F_FAIL:
-        if (tag_is(f->fail_msg, "Symbol"))
+        if (tag_is(f->fail_msg, "Symbol") && symbol_permitted(c))
             fail_at(c, owner->line, owner->col, "allocator undefined for Symbol");
         else
             fail_class(c, owner, f->fail_msg, strlen(f->fail_msg));
@@ -2248,12 +2277,14 @@ static hv *convert(yctx *c, uint32_t root)
     return result;
 }
 
-hv *yaml_parse(const char *text, size_t len, const char *name, yaml_mode mode, herr *err)
+static hv *parse(const char *text, size_t len, const char *name, yaml_mode mode, bool plain_too, bool *facts_object,
+                 herr *err)
 {
     herr dummy = {0};
     yctx c;
     memset(&c, 0, sizeof c);
     c.mode = mode;
+    c.plain_too = plain_too;
     c.name = name ? name : "<unknown>";
     c.file = name;
     c.err = err ? err : &dummy;
@@ -2261,8 +2292,10 @@ hv *yaml_parse(const char *text, size_t len, const char *name, yaml_mode mode, h
     hv *v = NULL;
     if (!text)
         text = "";
-    if (build_tree(&c, text, len, &root))
+    if (build_tree(&c, text, len, &root)) {
+        c.root = root;
         v = root == UINT32_MAX ? hv_undef() : convert(&c, root);
+    }
     if (v && c.nrecs) {
         const recursion *r = find_recursion(&c, v);
         if (r) {
@@ -2282,7 +2315,20 @@ hv *yaml_parse(const char *text, size_t len, const char *name, yaml_mode mode, h
     free(c.nodes);
     free(c.pool);
     herr_clear(&dummy);
+    if (facts_object)
+        *facts_object = c.facts_root;
     return v;
+}
+
+hv *yaml_parse(const char *text, size_t len, const char *name, yaml_mode mode, herr *err)
+{
+    return parse(text, len, name, mode, false, NULL, err);
+}
+
+hv *yaml_parse_facts_cache(const char *text, size_t len, const char *name, bool plain_too, bool *facts_object,
+                           herr *err)
+{
+    return parse(text, len, name, YAML_PUPPET_FACTS_CACHE, plain_too, facts_object, err);
 }
 
 hv *yaml_load_file(const char *path, yaml_mode mode, herr *err)

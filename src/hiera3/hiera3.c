@@ -38,8 +38,6 @@
 #define H3_STACK_BUDGET 27790
 #define H3_INTERP_COST 10
 #define H3_LOOKUP_COST 68
-/* Ruby's JSON.parse default max_nesting. */
-#define H3_JSON_MAX_NESTING 100
 /* Nesting bound for walking values (flatten, pp, JSON.dump); YAML loads at most 1000 deep. */
 #define H3_MAX_VALUE_DEPTH 10000
 /* Nested hiera()/alias() lookups one lookup may make (interpolated strings are bounded as in
@@ -1233,35 +1231,19 @@ static hv *parse_yaml3(const char *text, size_t len, const char *path, herr *err
     return v;
 }
 
-static int value_depth(const hv *v, int limit)
-{
-    int d = 0;
-    if (hv_is(v, HV_ARRAY) || hv_is(v, HV_HASH)) {
-        d = 1;
-        if (limit <= 0)
-            return 1;
-        size_t n = hv_is(v, HV_ARRAY) ? hv_array_len(v) : hv_hash_len(v);
-        for (size_t i = 0; i < n; i++) {
-            const hv *e = hv_is(v, HV_ARRAY) ? hv_array_get(v, i) : hv_hash_val_at(v, i);
-            int sub = 1 + value_depth(e, limit - 1);
-            if (sub > d)
-                d = sub;
-            if (d > limit)
-                break;
-        }
-    }
-    return d;
-}
-
 static hv *parse_json3(const char *text, size_t len, const char *path, herr *err)
 {
     hv *v = hjson_parse(text, len, path, err);
-    if (v && value_depth(v, H3_JSON_MAX_NESTING + 1) > H3_JSON_MAX_NESTING) {
-        hv_decref(v);
-        herr_set(err, HERR_ERROR, "nesting of %d is too deep", H3_JSON_MAX_NESTING + 1);
-        return NULL;
+    if (!v && err->msg) {
+        /* JSON.parse's exception escapes Hiera 3 as it is: its message without json_data's
+         * "Unable to parse (<path>): " */
+        char *prefix = xasprintf("Unable to parse (%s): ", path);
+        size_t n = strlen(prefix);
+        if (strncmp(err->msg, prefix, n) == 0)
+            memmove(err->msg, err->msg + n, strlen(err->msg + n) + 1);
+        free(prefix);
     }
-    return v;
+    return v; /* (the parser itself refuses the 101st level, as JSON.parse does) */
 }
 
 static const file_backend_def yaml_def = {"yaml", "yaml", "YAML", parse_yaml3, true, true};

@@ -5648,6 +5648,14 @@ char *ptype_name_of_value(const hv *v)
 
 char *ptype_to_s(const ptype *t) { return t_to_s(t); }
 
+char *ptype_infer_to_s(const hv *v)
+{
+    ptype *t = infer(v, 0);
+    char *s = t_to_s(t);
+    t_unref(t);
+    return s;
+}
+
 /* ======================================================================================
  * Ruby conversions used by the new() functions
  * ====================================================================================== */

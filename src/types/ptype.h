@@ -31,6 +31,10 @@ char *ptype_mismatch(const ptype *t, const hv *v, const char *subject);
  * "Struct", "Undef", ...). Returns a malloc'ed string. */
 char *ptype_name_of_value(const hv *v);
 
+/* TypeCalculator#infer of a value as text, e.g. "Hash[String, Runtime[ruby, 'Symbol'], 1, 1]"
+ * (what DataProvider#validate_data_value names). Returns a malloc'ed string. */
+char *ptype_infer_to_s(const hv *v);
+
 /* The canonical text of a type (as Puppet prints it). Returns a malloc'ed string. */
 char *ptype_to_s(const ptype *t);
 

@@ -91,9 +91,9 @@ def compare_variant(c, hiera, repo, base_flags, keys, nodes, extra, label):
     except ValueError as e:
         c.check(False, "%s: the output is not JSON (%s): %s" % (label, e, text[:300]))
         return
-    c.check(p.stderr == b"", "%s: nothing on stderr when it is not a terminal (got %r)" % (label, p.stderr[:200]))
     lines, order = parse_batch_lines(text)
     errors = doc.get(".errors", {})
+    check_summary(c, label, p.stderr, errors)
     c.check(p.returncode == (2 if errors else 0), "%s: exit status %d with %d nodes in error" % (label, p.returncode, len(errors)))
     printed_nodes = [n for n in order if n != ".errors"]
     c.check(printed_nodes == sorted(printed_nodes, key=lambda s: s.encode()), "%s: nodes sorted" % label)
@@ -129,6 +129,210 @@ def compare_variant(c, hiera, repo, base_flags, keys, nodes, extra, label):
         else:
             c.check(got is None and got_err is None, "%s: not found by lookup, batch value %r error %r" % (what, got, got_err))
     return doc
+
+
+def check_summary(c, label, stderr, errors):
+    """The summary hiera batch writes on stderr (not a terminal: nothing else): empty without
+    errors; else how many nodes and lookups failed, then each distinct message once with its count
+    (the first five, in node order)."""
+    text = stderr.decode("utf-8", "replace")
+    if not errors:
+        c.check(text == "", "%s: nothing on stderr without errors (got %r)" % (label, text[:200]))
+        return
+    whole = {n: e for n, e in errors.items() if isinstance(e, str)}
+    per = [(n, k, m) for n, e in errors.items() if isinstance(e, dict) for k, m in e.items()]
+    lines = text.rstrip("\n").split("\n")
+    head = lines[0]
+    c.check(head.startswith("hiera batch: "), "%s: the summary starts with 'hiera batch: ' (%r)" % (label, head))
+    if whole:
+        c.check(" %d of " % len(whole) in head and "nodes could not be looked up" in head or
+                "node could not be looked up" in head, "%s: the summary counts %d failed nodes: %r" % (label, len(whole), head))
+    if per:
+        c.check("; %d of " % len(per) in head or head.startswith("hiera batch: %d of " % len(per)),
+                "%s: the summary counts %d failed lookups: %r" % (label, len(per), head))
+    distinct = []
+    counts = {}
+    for n, e in errors.items():
+        for m in ([e] if isinstance(e, str) else list(e.values())):
+            if m not in counts:
+                distinct.append(m)
+                counts[m] = 0
+            counts[m] += 1
+    c.check("(%d distinct message" % len(distinct) in head, "%s: %d distinct messages: %r" % (label, len(distinct), head))
+    body = lines[1:]
+    shown = min(len(distinct), 5)
+    c.check(len(body) == shown + (1 if len(distinct) > 5 else 0),
+            "%s: one line per distinct message, at most 5 (+1): %d lines for %d messages" % (label, len(body), len(distinct)))
+    for m, line in zip(distinct[:5], body):
+        one_line = m.replace("\n", " ")
+        said = sum(int(w) for w in line.split(" (first: ")[0].replace(",", " ").split() if w.isdigit())
+        c.check(one_line[:300] in line and said == counts[m],
+                "%s: the summary line for %r says %d: %r" % (label, m[:80], counts[m], line[:200]))
+
+# Puppet's YAML facts cache ($vardir/yaml/facts/NODE.yaml) as Puppet 7.23 writes it
+# (Puppet::Util::Yaml.dump of a Puppet::Node::Facts: ISO 8601 timestamps), and as older caches
+# hold it (_timestamp among the values; Ruby Time objects, which Puppet 7.23 refuses to load).
+FACTS_CACHE = {
+    "web01.example.com": """--- !ruby/object:Puppet::Node::Facts
+name: web01.example.com
+values:
+  hostname: web01
+  domain: example.com
+  fqdn: web01.example.com
+  clientcert: web01.example.com
+  role: web
+  os:
+    family: Debian
+  nothing:
+  tags: !ruby/sym tagged
+timestamp: '2024-01-01T10:00:00.123456789+00:00'
+expiration: '2024-01-01T10:30:00.123456789+00:00'
+""",
+    "old01.example.com": """--- !ruby/object:Puppet::Node::Facts
+name: old01.example.com
+values:
+  clientcert: old01.example.com
+  role: db
+  _timestamp: '2015-03-02 10:00:00 +0000'
+""",
+    "pdb01.example.com": """--- !ruby/object:Puppet::Node::Facts
+name: pdb01.example.com
+values:
+  clientcert: pdb01.example.com
+  role: db
+  trusted:
+    authenticated: remote
+    certname: pdb01.example.com
+    extensions:
+      pp_role: web
+    hostname: pdb01
+    domain: example.com
+    external: {}
+timestamp: '2024-01-01T10:00:00.123456789+00:00'
+""",
+    "time01.example.com": """--- !ruby/object:Puppet::Node::Facts
+name: time01.example.com
+values:
+  clientcert: time01.example.com
+timestamp: 2024-01-01 10:00:00.123456789 +00:00
+""",
+}
+FACTS_HIERA = """version: 5
+hierarchy:
+  - name: role from trusted
+    path: "roles/%{trusted.extensions.pp_role}.yaml"
+  - name: common
+    path: common.yaml
+"""
+FACTS_COMMON = """facts::role: "%{facts.role}"
+facts::nothing: "%{facts}"
+facts::tags: "%{facts.tags}"
+facts::certname: "%{trusted.certname}"
+facts::hostname: "%{trusted.hostname}"
+facts::authenticated: "%{trusted.authenticated}"
+facts::pp_role: "%{trusted.extensions.pp_role}"
+"""
+FACTS_KEYS = ["facts::role", "facts::nothing", "facts::tags", "facts::certname", "facts::hostname",
+              "facts::authenticated", "facts::pp_role", "role::data"]
+
+
+def check_facts_sources(c, hiera, root):
+    """hiera batch over a folder of Puppet's facts cache, --trusted-dir and --trusted: every value
+    is the one hiera lookup prints for the node (--node NODE with --vardir naming the cache,
+    --trusted FILE), and node errors say what hiera lookup says."""
+    repo = os.path.join(root, "facts-sources")
+    vardir = os.path.join(repo, "var")
+    cache = os.path.join(vardir, "yaml", "facts")
+    os.makedirs(cache)
+    os.makedirs(os.path.join(repo, "environments", "production"))
+    os.makedirs(os.path.join(repo, "data", "roles"))
+    for name, text in FACTS_CACHE.items():
+        with open(os.path.join(cache, name + ".yaml"), "w") as fh:
+            fh.write(text)
+    with open(os.path.join(repo, "hiera.yaml"), "w") as fh:
+        fh.write(FACTS_HIERA)
+    with open(os.path.join(repo, "data", "common.yaml"), "w") as fh:
+        fh.write(FACTS_COMMON)
+    for role in ("web", "db"):
+        with open(os.path.join(repo, "data", "roles", role + ".yaml"), "w") as fh:
+            fh.write("role::data: %s data\n" % role)
+    trusted_dir = os.path.join(repo, "trusted")
+    os.makedirs(trusted_dir)
+    for name in FACTS_CACHE:
+        with open(os.path.join(trusted_dir, name + ".json"), "w") as fh:
+            json.dump({"authenticated": "remote", "certname": name, "extensions": {"pp_role": "db"}}, fh)
+    base = ["--codedir", repo, "--environmentpath", os.path.join(repo, "environments"),
+            "--hiera_config", os.path.join(repo, "hiera.yaml")]
+
+    def lookups(extra_for):
+        out = {}
+        for name in FACTS_CACHE:
+            for key in FACTS_KEYS:
+                p = run([hiera, "lookup"] + base + ["--node", name, "--vardir", vardir, "--render-as", "json"]
+                        + extra_for(name) + [key])
+                out[(name, key)] = (p.returncode, p.stdout.decode(), p.stderr.decode())
+        return out
+
+    def compare(label, batch_flags, extra_for):
+        p = run([hiera, "batch"] + base + ["--facts-dir", cache] + batch_flags + FACTS_KEYS)
+        doc = json.loads(p.stdout)
+        lines, _ = parse_batch_lines(p.stdout.decode())
+        errors = doc.get(".errors", {})
+        check_summary(c, label, p.stderr, errors)
+        for (name, key), (rc, out, err) in lookups(extra_for).items():
+            node_err = errors.get(name)
+            if isinstance(node_err, str):
+                c.check(rc == 1 and err.strip().endswith(node_err),
+                        "%s: %s failed in batch (%s), hiera lookup: rc=%d %s" % (label, name, node_err, rc, err.strip()))
+            elif rc == 0:
+                c.check(lines.get(name, {}).get(key) == out.rstrip("\n"),
+                        "%s: %s %s: batch %r, lookup %r" % (label, name, key, lines.get(name, {}).get(key), out))
+            else:
+                c.check(key not in lines.get(name, {}), "%s: %s %s not found by lookup but in batch" % (label, name, key))
+        return doc
+
+    doc = compare("facts cache", [], lambda n: [])
+    c.check(doc.get("web01.example.com", {}).get("facts::role") == "web" and
+            doc.get("old01.example.com", {}).get("role::data") is None and
+            doc.get("pdb01.example.com", {}).get("facts::pp_role") == "web" and
+            doc.get("pdb01.example.com", {}).get("role::data") == "web data",
+            "facts cache: the facts are the cache's values; a `trusted` fact that is a full trusted hash is $trusted (%r)" % doc)
+    c.check(doc.get("web01.example.com", {}).get("facts::tags") == "tagged" and
+            '"nothing"=>""' in doc.get("web01.example.com", {}).get("facts::nothing", ""),
+            "facts cache: a Symbol fact is its name and a nil fact is '' (Puppet::Node::Facts#sanitize)")
+    c.check("Tried to load unspecified class: Time" in str(doc.get(".errors", {}).get("time01.example.com")),
+            "facts cache: a Ruby Time object in the cache is refused as Puppet 7.23 refuses it")
+    doc = compare("--trusted-dir", ["--trusted-dir", trusted_dir],
+                  lambda n: ["--trusted", os.path.join(trusted_dir, n + ".json")])
+    c.check(doc.get("web01.example.com", {}).get("facts::pp_role") == "db" and
+            doc.get("web01.example.com", {}).get("facts::hostname") == "web01" and
+            doc.get("pdb01.example.com", {}).get("role::data") == "db data",
+            "--trusted-dir: each node's trusted hash, hostname from its certname, over a `trusted` fact")
+    os.unlink(os.path.join(trusted_dir, "old01.example.com.json"))
+    p = run([hiera, "batch"] + base + ["--facts-dir", cache, "--trusted-dir", trusted_dir] + FACTS_KEYS)
+    e = json.loads(p.stdout).get(".errors", {}).get("old01.example.com", "")
+    c.check(isinstance(e, str) and "no trusted data for this node" in e, "--trusted-dir: a node without a file fails (%r)" % e)
+    p = run([hiera, "batch"] + base + ["--facts", os.path.join(cache, "web01.example.com.yaml"), "--trusted",
+                                       os.path.join(trusted_dir, "web01.example.com.json"), "facts::pp_role"])
+    c.check(json.loads(p.stdout) == {"web01.example.com": {"facts::pp_role": "db"}}, "--trusted FILE with --facts FILE")
+    for bad in (["--facts-dir", cache, "--trusted", os.path.join(trusted_dir, "web01.example.com.json")],
+                ["--facts-dir", cache, "--trusted-dir", os.path.join(repo, "nonexistent")],
+                ["--facts", os.path.join(cache, "web01.example.com.yaml"), "--trusted", "x", "--trusted-dir", trusted_dir]):
+        p = run([hiera, "batch"] + base + bad + ["facts::role"])
+        c.check(p.returncode == 1 and p.stdout == b"" and p.stderr.startswith(b"Error: "),
+                "usage error %s: rc=%d stderr=%r" % (bad[2:], p.returncode, p.stderr[:120]))
+
+    # one data file that does not parse fails every lookup of every node the same way: one line
+    os.unlink(os.path.join(cache, "time01.example.com.yaml"))
+    with open(os.path.join(repo, "data", "common.yaml"), "w") as fh:
+        fh.write("facts::role: [unclosed\n")
+    p = run([hiera, "batch"] + base + ["--facts-dir", cache] + FACTS_KEYS)
+    errors = json.loads(p.stdout).get(".errors", {})
+    check_summary(c, "one broken data file", p.stderr, errors)
+    lines = p.stderr.decode().rstrip("\n").split("\n")
+    c.check(p.returncode == 2 and len(lines) == 2 and "(1 distinct message;" in lines[0] and
+            lines[1].lstrip().startswith("%d lookups (first: " % sum(len(v) for v in errors.values())),
+            "one broken data file: one message with its count (%r)" % lines)
 
 
 def main():
@@ -199,8 +403,8 @@ def main():
         one = run(jobs_cmd + ["--jobs", "1"])
         for j in ["2", "3", str(len(nodes) + 5)]:
             pj = run(jobs_cmd + ["--jobs", j])
-            c.check(pj.stdout == one.stdout and pj.returncode == one.returncode and pj.stderr == b"",
-                    "--jobs %s prints what --jobs 1 prints (rc %d vs %d, %d vs %d bytes, stderr %r)"
+            c.check(pj.stdout == one.stdout and pj.returncode == one.returncode and pj.stderr == one.stderr,
+                    "--jobs %s prints what --jobs 1 prints, the summary on stderr too (rc %d vs %d, %d vs %d bytes, stderr %r)"
                     % (j, pj.returncode, one.returncode, len(pj.stdout), len(one.stdout), pj.stderr[:200]))
         ok_only = run(jobs_cmd[:-2] + ["--keys-file", os.path.join(repo, "keys-batch.txt"), "--jobs", "3"])
         ok_one = run(jobs_cmd[:-2] + ["--keys-file", os.path.join(repo, "keys-batch.txt"), "--jobs", "1"])
@@ -275,6 +479,8 @@ def main():
         # nothing found anywhere: an empty node, a valid document
         p = run([hiera, "batch"] + base + ["--facts", facts, "no::such::key"])
         c.check(p.returncode == 0 and json.loads(p.stdout) == {node: {}}, "a node with nothing found is {}")
+
+        check_facts_sources(c, hiera, repo)
     finally:
         if not args.keep:
             shutil.rmtree(repo, ignore_errors=True)

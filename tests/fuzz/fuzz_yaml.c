@@ -1,7 +1,9 @@
-/* fuzz_yaml.c - libFuzzer harness: the YAML loader (src/formats/psych.c) in both modes, then every text
- * form of what it loaded (src/formats/render.c) and the value operations of src/base/value.c.
- * Input: one byte choosing the mode (bit 0: Hiera 3's YAML.load, else Puppet's safe_load),
- * then the YAML text. */
+/* fuzz_yaml.c - libFuzzer harness: the YAML loader (src/formats/psych.c) in its modes, then every text
+ * form of what it loaded (src/formats/render.c), the value operations of src/base/value.c and
+ * Puppet's sanitizing of facts (src/api/facts.c).
+ * Input: one byte choosing the mode (bits 0-1: Puppet's safe_load of data, Hiera 3's YAML.load, a
+ * --facts file, Puppet's YAML facts cache; bit 2: the cache read with plain_too), then the YAML
+ * text. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -10,6 +12,7 @@
 #include "formats/render.h"
 #include "base/value.h"
 #include "formats/psych.h"
+#include "api/facts.h"
 
 static void exercise(const hv *v)
 {
@@ -43,13 +46,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    yaml_mode mode = (data[0] & 1) ? YAML_HIERA3 : YAML_PUPPET;
+    static const yaml_mode modes[] = {YAML_PUPPET, YAML_HIERA3, YAML_PUPPET_FACTS, YAML_PUPPET_FACTS_CACHE};
+    yaml_mode mode = modes[data[0] & 3];
     herr e = {0};
-    hv *v = yaml_parse((const char *)data + 1, size - 1, "fuzz.yaml", mode, &e);
+    bool object = false;
+    hv *v = mode == YAML_PUPPET_FACTS_CACHE
+                ? yaml_parse_facts_cache((const char *)data + 1, size - 1, "fuzz.yaml", (data[0] & 4) != 0, &object, &e)
+                : yaml_parse((const char *)data + 1, size - 1, "fuzz.yaml", mode, &e);
     if (v) {
         if (herr_isset(&e))
             abort(); /* a value and an error at once */
+        if (object && !hv_is(v, HV_HASH))
+            abort(); /* a Puppet::Node::Facts is read as the hash of its members */
         exercise(v);
+        if (hv_is(v, HV_HASH)) {
+            hv *clean = facts_sanitize(v, &e);
+            if (clean)
+                exercise(clean);
+            hv_decref(clean);
+            herr_clear(&e);
+        }
         hv_decref(v);
     } else if (!e.msg) {
         abort(); /* a failure must say why */

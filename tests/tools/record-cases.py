@@ -6,30 +6,37 @@ A source is tests/case-src/NAME.yaml:
     engine: puppet | puppet-cli | hiera3   (default puppet)
     node: web01.example.com          (puppet)
     environment: production          (puppet)
-    args: [--confdir, '{case}/etc']  (puppet, puppet-cli: the command line's first arguments; for
-                                      puppet they replace the default --confdir CASE --codedir CASE
-                                      --environmentpath CASE/environments --hiera_config
-                                      CASE/hiera.yaml --environment ENV --node NODE --facts
-                                      CASE/facts.yaml; {case} is the case folder)
     scope: {var: value}              (hiera3: default VAR=VALUE arguments)
     facts: {...}                     (puppet; written to facts.yaml)
-    files: {relative/path: text}     (the code directory: hiera.yaml, environments/..., data);
-                                      {mode: '755', text: ...} for an executable file
-    queries: [{key, merge, default, type, explain, render, resolution, scope}, ...]
-             puppet-cli: [{args: [...], env: {VAR: value}, stderr_has: [text...],
-                           hiera: {status, stdout, stderr_has, why}}, ...]
+    files: {relative/path: text}     (the code directory: hiera.yaml, environments/..., data)
+    queries: [{key, merge, default, type, explain, render, resolution, scope, environment, args}, ...]
+             (puppet: a query's own environment overrides the case's)
+    args: [--flag, value, ...]       (puppet: the lookup flags instead of the default --codedir
+                                      --environmentpath --hiera_config --environment --node --facts;
+                                      "{case}" stands for the case folder)
+    puppet_args / hiera_args: [...]  (puppet: more flags for Puppet only / for hiera only, e.g.
+                                      a flag of hiera's that gives what Puppet takes elsewhere)
+    needs: [facter]                  (commands the replay needs: the case is skipped, saying so,
+                                      where one is missing)
+A query may have args, puppet_args and hiera_args of its own (after the case's); the queries are
+recorded in one Puppet process per distinct set of flags. Without args, a case's flags start with
+--confdir CASE (no puppet.conf there), so that the machine's puppet.conf never decides.
 
-A puppet-cli case runs the real `puppet lookup <case args> <query args>` once per query (in the case
-folder, with the query's environment variables) and records its exit status, standard output and
-standard error (colours dropped): the command-line behaviours a lookup API cannot show (settings,
-puppet.conf and environment.conf errors, option parsing, config_version). Each stderr_has text must
-be in Puppet's standard error (the recording fails otherwise) and, replayed, in hiera's. A query's
-`hiera` entry records where hiera differs from Puppet by design (a flag it refuses), with why.
+files: a file's text, or {mode: '755', text: ...} for its permissions (an executable script).
+
+A puppet-cli case (engine: puppet-cli) runs the real `puppet lookup <case args> <query args>` once
+per query, in the case folder, with the query's `env` variables, and records its exit status,
+standard output and standard error (colours dropped): the command-line behaviours a lookup API
+cannot show (settings, puppet.conf and environment.conf errors, option parsing, config_version).
+Its queries are {args: [...], env: {VAR: value}, stderr_has: [text...], hiera: {status, stdout,
+stderr_has, why}}; each stderr_has text must be in Puppet's standard error (the recording fails
+otherwise) and, replayed, in hiera's; a `hiera` entry records where hiera differs from Puppet by
+design (a flag it refuses), with why; every query must give --confdir (or --config). Whatever Puppet creates in the case
+folder while recording (a --vardir inside it gets its state folders) is removed afterwards.
 
 For each source this writes tests/cases/NAME/ (the files, facts.yaml, case.json) and
 expected.json with the answers of Puppet 7 (tests/tools/puppet-record.rb, in one process per
-case; puppet-cli: `puppet lookup`) or of the Hiera 3 `hiera` command. Needs `apt-get install puppet
-hiera python3-yaml`.
+case) or of the Hiera 3 `hiera` command. Needs `apt-get install puppet hiera python3-yaml`.
 
 usage: record-cases.py [NAME...]     (default: every source)
 """
@@ -52,7 +59,7 @@ def write_tree(case, spec):
             open(os.path.join(path, ".gitkeep"), "w").close()
             continue
         mode = None
-        if isinstance(text, dict):  # {mode: 0755, text: ...}
+        if isinstance(text, dict):  # {mode: '755', text: ...}
             mode, text = text.get("mode"), text.get("text", "")
         with open(path, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else bytes(text))
@@ -63,34 +70,51 @@ def write_tree(case, spec):
         if facts is not None and not os.path.exists(os.path.join(case, "facts.yaml")):
             with open(os.path.join(case, "facts.yaml"), "w") as f:
                 yaml.safe_dump(facts, f, sort_keys=False, allow_unicode=True)
-        if "args" not in spec:
-            os.makedirs(os.path.join(case, "environments", spec.get("environment", "production")), exist_ok=True)
+        envs = set() if spec.get("engine") == "puppet-cli" else \
+            {spec.get("environment", "production")} | {q["environment"] for q in spec["queries"] if "environment" in q}
+        for env in envs:
+            d = os.path.join(case, "environments", env)
+            os.makedirs(d, exist_ok=True)
+            if not os.listdir(d):  # git keeps no empty folder, and the environment must exist
+                open(os.path.join(d, ".gitkeep"), "w").close()
 
-def case_args(case, args):
-    for a in args:
-        if not isinstance(a, str):
-            sys.exit(f"{case}: argument {a!r} is not a string (quote it in the YAML)")
-    return [a.replace("{case}", case) for a in args]
+def case_args(case, flags):
+    for a in flags or []:
+        if isinstance(a, bool):
+            sys.exit(f"{case}: argument {a!r} is a YAML boolean: quote it")
+    return [str(a).replace("{case}", case) for a in (flags or [])]
 
-def record_puppet(case, spec):
-    qfile = os.path.join("/tmp", ".queries-%d.json" % os.getpid())
-    with open(qfile, "w") as f:
-        json.dump(spec["queries"], f)
+def puppet_flags(case, spec, q):
+    """the flags Puppet gets for query q (run-cases.py gives hiera the same, with hiera_args for
+    puppet_args)"""
     if "args" in spec:
         flags = case_args(case, spec["args"])
     else:
         flags = ["--confdir", case, "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
                  "--hiera_config", os.path.join(case, "hiera.yaml"),
-                 "--environment", spec.get("environment", "production"),
+                 "--environment", q.get("environment", spec.get("environment", "production")),
                  "--node", spec.get("node", "node1.example.com"),
                  "--facts", os.path.join(case, spec.get("facts_file", "facts.yaml"))]
-    cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile] + flags
-    p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
-    os.unlink(qfile)
-    lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
-    if p.returncode != 0 or not lines:
-        sys.exit(f"{case}: the reference failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    answers = json.loads(lines[-1])
+    return flags + case_args(case, spec.get("puppet_args")) + case_args(case, q.get("args")) + \
+        case_args(case, q.get("puppet_args"))
+
+def record_puppet(case, spec):
+    groups = {}  # flags -> indexes of the queries, in order
+    for i, q in enumerate(spec["queries"]):
+        groups.setdefault(tuple(puppet_flags(case, spec, q)), []).append(i)
+    answers = [None] * len(spec["queries"])
+    for flags, idx in groups.items():
+        qfile = os.path.join(case, ".queries.json")
+        with open(qfile, "w") as f:
+            json.dump([spec["queries"][i] for i in idx], f)
+        cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile] + list(flags)
+        p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
+        os.unlink(qfile)
+        lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
+        if p.returncode != 0 or not lines:
+            sys.exit(f"{case}: the reference failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        for i, a in zip(idx, json.loads(lines[-1])):
+            answers[i] = a
     for a in answers:
         if "output" in a:
             a["output"] = a["output"].replace(case, "<CASE>")
@@ -136,6 +160,20 @@ def record_hiera3(case, spec):
             answers.append({"output": p.stdout, "status": 0})
     return answers
 
+def tree_paths(case):
+    out = set()
+    for d, dirs, files in os.walk(case):
+        out.update(os.path.join(d, x) for x in dirs + files)
+    return out
+
+def remove_new_paths(case, before):
+    """drops what the recording created in the case folder (deepest first)"""
+    for path in sorted(tree_paths(case) - before, key=len, reverse=True):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
 def main(names):
     sources = sorted(f[:-5] for f in os.listdir(SRC) if f.endswith(".yaml"))
     for name in names or sources:
@@ -143,6 +181,7 @@ def main(names):
             spec = yaml.safe_load(f)
         case = os.path.join(OUT, name)
         write_tree(case, spec)
+        before = tree_paths(case)
         meta = {k: v for k, v in spec.items() if k not in ("files", "facts")}
         with open(os.path.join(case, "case.json"), "w") as f:
             json.dump(meta, f, indent=1, ensure_ascii=False)
@@ -150,6 +189,7 @@ def main(names):
         engine = spec.get("engine", "puppet")
         answers = (record_hiera3(case, spec) if engine == "hiera3" else
                    record_puppet_cli(case, spec) if engine == "puppet-cli" else record_puppet(case, spec))
+        remove_new_paths(case, before | {os.path.join(case, "case.json")})
         with open(os.path.join(case, "expected.json"), "w") as f:
             json.dump(answers, f, indent=1, ensure_ascii=False)
             f.write("\n")

@@ -27,10 +27,14 @@ static int setup(void **state)
                "  bob:\n"
                "    shell: /bin/zsh\n"
                "list: [n]\n"
-               "flag: false\n");
+               "flag: false\n"
+               "team:\n"
+               "  lead:\n"
+               "    name: n\n");
     write_file("environments/production/data/common.yaml",
                "lookup_options:\n"
                "  users: {merge: deep}\n"
+               "  team: {merge: deep}\n"
                "  list: {merge: unique}\n"
                "  secret: {convert_to: Sensitive}\n"
                "users:\n"
@@ -41,7 +45,28 @@ static int setup(void **state)
                "list: [c]\n"
                "flag: true\n"
                "greeting: \"hello %{facts.hostname}\"\n"
-               "secret: hunter2\n");
+               "secret: hunter2\n"
+               "block:\n"
+               "  inner:\n"
+               "    - x: 1\n"
+               "      y:\n"
+               "        2\n"
+               "team:\n"
+               "  lead:\n"
+               "    since: 2020\n"
+               "    name: c\n");
+    /* legacy module data providers (metadata.json "data_provider") */
+    static const char meta[] = "{\"name\": \"x-m\", \"version\": \"1.0.0\", \"author\": \"x\", \"license\": \"l\", "
+                               "\"source\": \"s\", \"dependencies\": [], \"data_provider\": ";
+    char text[256];
+    snprintf(text, sizeof text, "%s\"hiera\"}\n", meta);
+    write_file("environments/production/modules/legacyhiera/metadata.json", text);
+    write_file("environments/production/modules/legacyhiera/data/common.yaml", "legacyhiera::x: from data/common.yaml\n");
+    snprintf(text, sizeof text, "%s\"function\"}\n", meta);
+    write_file("environments/production/modules/legacyrb/metadata.json", text);
+    write_file("environments/production/modules/legacyrb/lib/puppet/functions/legacyrb/data.rb",
+               "Puppet::Functions.create_function(:'legacyrb::data') do\n  def data()\n    { 'legacyrb::x' => 1 }\n  end\nend\n");
+    write_file("environments/production/modules/legacynone/metadata.json", text);
     write_file("environments/diag/hiera.yaml",
                "version: 5\n"
                "hierarchy:\n"
@@ -277,7 +302,7 @@ static void test_provenance(void **state)
     assert_string_equal(hiera_value_string(hiera_value_hash_get(shell, "level")), "node");
     assert_int_equal(hiera_value_int(hiera_value_hash_get(shell, "line")), 3);
     assert_string_equal(hiera_value_string(hiera_value_hash_get(uid, "level")), "common");
-    assert_int_equal(hiera_value_int(hiera_value_hash_get(uid, "line")), 7);
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(uid, "line")), 8);
     /* alice's entries all come from common: the merge-built hash reports that one origin */
     hiera_value *alice = hiera_value_hash_get(hiera_value_hash_get(p, "entries"), "alice");
     assert_string_equal(hiera_value_string(hiera_value_hash_get(alice, "level")), "common");
@@ -301,6 +326,60 @@ static void test_provenance(void **state)
     assert_false(hiera_value_bool(hiera_value_hash_get(p, "value")));
     hiera_value_decref(tree);
     hiera_result_free(res);
+
+    /* the line of a hash entry is its key's line, not the first line of its value */
+    key = "block";
+    assert_int_equal(hiera_lookup_result(h, &r, &res, &err), HIERA_OK);
+    text = hiera_result_provenance_text(res);
+    char *at;
+    while ((at = strstr(text, root)) != NULL) /* the scratch folder's name varies */
+        memmove(at, at + strlen(root) + 1, strlen(at + strlen(root) + 1) + 1);
+    assert_string_equal(text,
+                        "block:        # Environment, common, environments/production/data/common.yaml:15\n"
+                        "  \"inner\":    # Environment, common, environments/production/data/common.yaml:16\n"
+                        "    -         # Environment, common, environments/production/data/common.yaml:17\n"
+                        "      \"x\": 1  # Environment, common, environments/production/data/common.yaml:17\n"
+                        "      \"y\": 2  # Environment, common, environments/production/data/common.yaml:18\n");
+    free(text);
+    hiera_result_free(res);
+
+    /* a deep merge: each entry's line is its key's in the file its value came from */
+    key = "team";
+    assert_int_equal(hiera_lookup_result(h, &r, &res, &err), HIERA_OK);
+    tree = hiera_result_provenance_tree(res);
+    hiera_value *lead = hiera_value_hash_get(hiera_value_hash_get(hiera_value_hash_get(tree, "provenance"), "entries"), "lead");
+    assert_true(hiera_value_bool(hiera_value_hash_get(lead, "merged")));
+    hiera_value *name = hiera_value_hash_get(hiera_value_hash_get(lead, "entries"), "name");
+    hiera_value *since = hiera_value_hash_get(hiera_value_hash_get(lead, "entries"), "since");
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(name, "level")), "node");
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(name, "line")), 8);
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(since, "level")), "common");
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(since, "line")), 22);
+    hiera_value_decref(tree);
+    hiera_result_free(res);
+    hiera_free(h);
+}
+
+/* "data_provider" in a module's metadata.json: 'hiera' without a hiera.yaml reads data/common.yaml;
+ * 'function' names <module>::data, which Puppet would run when the module defines it (this engine
+ * cannot: it says so) and which is not found otherwise */
+static void test_legacy_module_providers(void **state)
+{
+    (void)state;
+    hiera *h = open_ctx();
+    hiera_error err = {0};
+    hiera_value *v = NULL;
+    assert_int_equal(hiera_lookup_key(h, "legacyhiera::x", &v, &err), HIERA_OK);
+    assert_string_equal(hiera_value_string(v), "from data/common.yaml");
+    hiera_value_decref(v);
+    assert_int_equal(hiera_lookup_key(h, "legacyrb::x", &v, &err), HIERA_ERROR);
+    assert_int_equal(err.kind, HIERA_ERR_FATAL);
+    assert_non_null(strstr(err.message, "The v4_data_hash function 'legacyrb::data' is Ruby or Puppet code ("));
+    assert_non_null(strstr(err.message, "/modules/legacyrb/lib/puppet/functions/legacyrb/data.rb): hiera runs no such functions"));
+    hiera_error_clear(&err);
+    assert_int_equal(hiera_lookup_key(h, "legacynone::x", &v, &err), HIERA_ERROR);
+    assert_string_equal(err.message, "Unable to find 'v4_data_hash' function named 'legacynone::data'");
+    hiera_error_clear(&err);
     hiera_free(h);
 }
 
@@ -311,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_explanation),
         cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_sensitive_redacted),
+        cmocka_unit_test(test_legacy_module_providers),
         cmocka_unit_test(test_diagnostics),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

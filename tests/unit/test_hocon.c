@@ -767,6 +767,24 @@ static void test_many_dotted_keys(void **state)
     hv_decref(v);
 }
 
+/* an entry of the document carries its value's first line on its key (--provenance) */
+static void test_entry_lines(void **state)
+{
+    (void)state;
+    const char *src = "# c\nhk {\n  a = 1\n  b {\n    c = 2\n  }\n  l = [\n    {x: 1}\n  ]\n}\n";
+    herr e = {0};
+    hv *v = hocon_parse(src, strlen(src), "c.conf", &e);
+    assert_non_null(v);
+    hv *hk = hv_hash_gets(v, "hk");
+    assert_int_equal(hv_line(hv_hash_key_at(v, 0)), 2);
+    assert_int_equal(hv_line(hv_hash_key_at(hk, 0)), 3);
+    assert_int_equal(hv_line(hv_hash_key_at(hk, 1)), 4);
+    assert_int_equal(hv_line(hv_hash_key_at(hv_hash_gets(hk, "b"), 0)), 5);
+    assert_int_equal(hv_line(hv_hash_key_at(hk, 2)), 7);
+    assert_int_equal(hv_line(hv_array_get(hv_hash_gets(hk, "l"), 0)), 8);
+    hv_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -780,6 +798,7 @@ int main(void)
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_hostile_input),
         cmocka_unit_test(test_many_dotted_keys),
+        cmocka_unit_test(test_entry_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,6 @@
  * in the explanations of the shared conformance cases (/work/shared/conformance). */
 #include "testutil.h"
 
-#include <jansson.h>
 #include <math.h>
 
 #include "formats/render.h"
@@ -29,7 +28,7 @@ typedef struct {
  *   {"$b": HEX} a string of those bytes, {"$f": "1e20"|"inf"|"-inf"|"nan"} a float,
  *   {"$big": DIGITS}, {"$sym": HEX} a symbol, {"$sens": V} a Sensitive,
  *   {"$h": [[K, V], ...]} a hash with keys of any kind. */
-static hv *spec_value(json_t *j);
+static hv *spec_value(const hv *j);
 
 static char *unhex(const char *h, size_t *n)
 {
@@ -45,41 +44,45 @@ static char *unhex(const char *h, size_t *n)
     return b;
 }
 
-static hv *spec_value(json_t *j)
+static hv *spec_value(const hv *j)
 {
-    json_t *x;
-    size_t n, i;
-    if (json_is_null(j))
-        return hv_undef();
-    if (json_is_boolean(j))
-        return hv_bool(json_is_true(j));
-    if (json_is_integer(j))
-        return hv_int(json_integer_value(j));
-    if (json_is_real(j))
-        return hv_float(json_real_value(j));
-    if (json_is_array(j)) {
+    const hv *x;
+    size_t n;
+    switch (hv_kind_of(j)) {
+    case HV_UNDEF: case HV_BOOL: case HV_INT: case HV_FLOAT:
+        return hv_incref((hv *)j);
+    case HV_ARRAY: {
         hv *a = hv_array();
-        json_array_foreach(j, i, x) hv_array_push(a, spec_value(x));
+        for (size_t i = 0; i < hv_array_len(j); i++)
+            hv_array_push(a, spec_value(hv_array_get(j, i)));
         return a;
     }
-    if ((x = json_object_get(j, "$b")) || (x = json_object_get(j, "$sym"))) {
-        char *b = unhex(json_string_value(x), &n);
-        hv *v = json_object_get(j, "$b") ? hv_strn(b, n) : hv_symbol(b, n);
+    case HV_HASH:
+        break;
+    default:
+        fail_msg("bad spec");
+        return NULL;
+    }
+    if ((x = hv_hash_gets(j, "$b")) || (x = hv_hash_gets(j, "$sym"))) {
+        char *b = unhex(hv_str_ptr(x), &n);
+        hv *v = hv_hash_gets(j, "$b") ? hv_strn(b, n) : hv_symbol(b, n);
         free(b);
         return v;
     }
-    if ((x = json_object_get(j, "$f"))) {
-        const char *t = json_string_value(x);
+    if ((x = hv_hash_gets(j, "$f"))) {
+        const char *t = hv_str_ptr(x);
         return hv_float(strcmp(t, "nan") == 0 ? NAN : strtod(t, NULL));
     }
-    if ((x = json_object_get(j, "$big")))
-        return hv_bigint(json_string_value(x), strlen(json_string_value(x)));
-    if ((x = json_object_get(j, "$sens")))
+    if ((x = hv_hash_gets(j, "$big")))
+        return hv_bigint(hv_str_ptr(x), hv_str_len(x));
+    if ((x = hv_hash_gets(j, "$sens")))
         return hv_sensitive_new(spec_value(x));
-    if ((x = json_object_get(j, "$h"))) {
+    if ((x = hv_hash_gets(j, "$h"))) {
         hv *h = hv_hash();
-        json_t *pair;
-        json_array_foreach(x, i, pair) hv_hash_set(h, spec_value(json_array_get(pair, 0)), spec_value(json_array_get(pair, 1)));
+        for (size_t i = 0; i < hv_array_len(x); i++) {
+            const hv *pair = hv_array_get(x, i);
+            hv_hash_set(h, spec_value(hv_array_get(pair, 0)), spec_value(hv_array_get(pair, 1)));
+        }
         return h;
     }
     fail_msg("bad spec");
@@ -88,12 +91,12 @@ static hv *spec_value(json_t *j)
 
 static hv *spec(const char *text)
 {
-    json_error_t je;
-    json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
+    herr e = {0};
+    hv *j = hjson_parse(text, strlen(text), "<spec>", &e);
     if (!j)
-        fail_msg("bad spec %s: %s", text, je.text);
+        fail_msg("bad spec %s: %s", text, e.msg);
     hv *v = spec_value(j);
-    json_decref(j);
+    hv_decref(j);
     return v;
 }
 

@@ -198,6 +198,62 @@ static void test_json_big_numbers_and_nul_strings(void **state)
     }
 }
 
+/* HieraConfig.symkeys_to_string: symbol keys at every depth, values and keys inside keys kept,
+ * a string key met again takes the later value in its own place, unchanged parts not copied,
+ * nodes reached twice (YAML aliases) converted once and still shared, lines kept. */
+static void test_symkeys_to_string(void **state)
+{
+    (void)state;
+    hv *shared = hv_hash();
+    hv_hash_set(shared, hv_symbol("s", 1), hv_int(1));
+    hv *untouched = hv_array();
+    hv_array_push(untouched, hv_str("x"));
+    hv *arrkey = hv_array();
+    hv_array_push(arrkey, hv_symbol("k", 1));
+    hv *inner = hv_hash();
+    hv_hash_set(inner, hv_str("a"), hv_int(1));
+    hv_hash_set(inner, hv_symbol("b", 1), hv_symbol("v", 1));
+    hv *sk = hv_symbol("a", 1);
+    hv_set_line(sk, 7);
+    hv_hash_set(inner, sk, hv_int(3));
+    hv_hash_set(inner, arrkey, hv_int(4));
+    hv *list = hv_array();
+    hv_array_push(list, hv_incref(shared));
+    hv_array_push(list, hv_incref(untouched));
+    hv *top = hv_hash();
+    hv_hash_set(top, hv_symbol("inner", 5), inner);
+    hv_hash_sets(top, "list", list);
+    hv_hash_sets(top, "again", hv_incref(shared));
+    hv_set_line(top, 3);
+    hv *out = hv_symkeys_to_string(hv_incref(top));
+    assert_ptr_not_equal(out, top);
+    assert_int_equal(hv_line(out), 3);
+    hv *oi = hv_hash_gets(out, "inner");
+    assert_non_null(oi);
+    assert_int_equal(hv_hash_len(oi), 3);
+    assert_true(hv_is(hv_hash_key_at(oi, 0), HV_STRING));
+    assert_int_equal(hv_int_val(hv_hash_gets(oi, "a")), 3); /* the symbol :a's value, in "a"'s place */
+    assert_int_equal(hv_line(hv_hash_key_at(oi, 0)), 0);    /* "a" keeps its own key object */
+    assert_true(hv_is(hv_hash_gets(oi, "b"), HV_SYMBOL));   /* a symbol value stays */
+    assert_true(hv_is(hv_array_get(hv_hash_key_at(oi, 2), 0), HV_SYMBOL)); /* a key inside a key too */
+    hv *ol = hv_hash_gets(out, "list");
+    assert_ptr_equal(hv_array_get(ol, 1), untouched);       /* nothing to change: not copied */
+    assert_ptr_equal(hv_array_get(ol, 0), hv_hash_gets(out, "again")); /* still one node */
+    assert_non_null(hv_hash_gets(hv_hash_gets(out, "again"), "s"));
+    assert_true(hv_is(hv_hash_key_at(inner, 1), HV_SYMBOL)); /* the input is unchanged */
+    hv_decref(out);
+    /* nothing to convert: the same value back */
+    hv *plain = hv_array();
+    hv_array_push(plain, hv_incref(untouched));
+    hv *same = hv_symkeys_to_string(hv_incref(plain));
+    assert_ptr_equal(same, plain);
+    hv_decref(same);
+    hv_decref(plain);
+    hv_decref(top);
+    hv_decref(shared);
+    hv_decref(untouched);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_eql_is_ruby_eql),
         cmocka_unit_test(test_deep_copy_independent),
         cmocka_unit_test(test_json_big_numbers_and_nul_strings),
+        cmocka_unit_test(test_symkeys_to_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

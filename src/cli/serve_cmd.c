@@ -1,0 +1,171 @@
+/* serve_cmd.c - `hiera serve`: the command line of the lookup service (src/serve/). */
+#include "cli/serve_cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "serve/serve.h"
+
+static const char *SERVE_USAGE =
+    "usage: hiera serve [--codedir DIR] [--confdir DIR] [--environmentpath DIR] [--hiera_config FILE]\n"
+    "                   [--environment ENV] [--facts-dir DIR] [--listen [ADDR:]PORT] [--threads N]\n"
+    "                   [--tls-cert FILE --tls-key FILE [--tls-ca FILE] [--admin NAME,...]]\n"
+    "                   [--token-file FILE] [--access-log FILE|-] [--max-body BYTES]\n"
+    "                   [--max-connections N] [--timeout SECONDS] [--request-time SECONDS]\n"
+    "                   [--no-watch] [--unsafe-fact-paths]\n"
+    "\n"
+    "Answers lookups over HTTP (JSON API under /v1, a web page at /) from a snapshot of the code\n"
+    "directory that is rebuilt in the background when files change (and on SIGHUP); a change that\n"
+    "breaks a hiera.yaml or data file is refused and the last good snapshot goes on serving\n"
+    "(/healthz says \"degraded\"). SIGTERM stops accepting, lets requests in flight finish, and exits.\n"
+    "\n"
+    "  --listen [ADDR:]PORT     where to listen (default 127.0.0.1:8150; port 0: any free port)\n"
+    "  --facts-dir DIR          the nodes: one facts file per node (NAME.yaml, NAME.yml, NAME.json)\n"
+    "  --environment ENV        the environment of requests that name none (default production)\n"
+    "  --threads N              server threads (default: one per CPU)\n"
+    "  --tls-cert, --tls-key    serve HTTPS with this certificate and key (PEM)\n"
+    "  --tls-ca FILE            ask for client certificates and verify them against this CA (Puppet's\n"
+    "                           CA works): a node's certificate reads only that node's answers\n"
+    "  --admin NAME,...         certificate names that may read every node\n"
+    "  --token-file FILE        a bearer token (one line, 16+ characters) that may read every node\n"
+    "  --access-log FILE|-      one JSON line per request (- for stderr)\n"
+    "  --max-body BYTES         largest request body (default 1048576)\n"
+    "  --max-connections N      connections at once (default 4096)\n"
+    "  --timeout SECONDS        idle or slow connections are closed after this (default 30)\n"
+    "  --request-time SECONDS   work a batch request may take (default 60)\n"
+    "  --no-watch               do not watch the files (SIGHUP still reloads)\n"
+    "Without --token-file and --tls-ca anyone who reaches the port reads every node, with secrets\n"
+    "(Sensitive values, eyaml blocks) redacted; with either, callers must authenticate.\n";
+
+static bool number(const char *s, unsigned long max, unsigned long *out)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!*s || *end || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static char *default_codedir(void)
+{
+    if (geteuid() == 0)
+        return strdup("/etc/puppet/code");
+    const char *home = getenv("HOME");
+    size_t n = strlen(home ? home : "") + 32;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/.puppetlabs/etc/code", home ? home : "");
+    return p;
+}
+
+int serve_main(int argc, char **argv)
+{
+    serve_options o = {0};
+    o.watch = true;
+    o.max_body = 1 << 20;
+    o.max_connections = 4096;
+    o.timeout = 30;
+    o.request_time = 60;
+    static const struct {
+        const char *name;
+        size_t off;
+    } strings[] = {
+        {"codedir", offsetof(serve_options, codedir)},
+        {"confdir", offsetof(serve_options, confdir)},
+        {"environmentpath", offsetof(serve_options, environmentpath)},
+        {"hiera_config", offsetof(serve_options, hiera_config)},
+        {"environment", offsetof(serve_options, environment)},
+        {"facts-dir", offsetof(serve_options, facts_dir)},
+        {"listen", offsetof(serve_options, listen)},
+        {"tls-cert", offsetof(serve_options, tls_cert)},
+        {"tls-key", offsetof(serve_options, tls_key)},
+        {"tls-ca", offsetof(serve_options, tls_ca)},
+        {"admin", offsetof(serve_options, admins)},
+        {"token-file", offsetof(serve_options, token_file)},
+        {"access-log", offsetof(serve_options, access_log)},
+    };
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            fputs(SERVE_USAGE, stdout);
+            return 0;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            fprintf(stderr, "Error: hiera serve: unexpected argument '%s'\n%s", arg, SERVE_USAGE);
+            return 2;
+        }
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        if (nlen == 8 && !strncmp(name, "no-watch", 8)) {
+            o.watch = false;
+            continue;
+        }
+        if (nlen == 17 && (!strncmp(name, "unsafe-fact-paths", 17) || !strncmp(name, "unsafe_fact_paths", 17))) {
+            o.unsafe_fact_paths = true;
+            continue;
+        }
+        const char *val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        bool known = false;
+        for (size_t f = 0; f < sizeof strings / sizeof *strings; f++) {
+            if (strlen(strings[f].name) != nlen || strncmp(strings[f].name, name, nlen) != 0)
+                continue;
+            known = true;
+            if (!val) {
+                fprintf(stderr, "Error: hiera serve: --%s needs a value\n", strings[f].name);
+                return 2;
+            }
+            const char **slot = (const char **)((char *)&o + strings[f].off);
+            if (!strcmp(strings[f].name, "admin") && *slot) {
+                /* --admin may be given several times */
+                size_t n = strlen(*slot) + strlen(val) + 2;
+                char *joined = malloc(n);
+                snprintf(joined, n, "%s,%s", *slot, val);
+                *slot = joined;
+            } else {
+                *slot = val;
+            }
+        }
+        if (known)
+            continue;
+        unsigned long v;
+        struct {
+            const char *name;
+            unsigned long max;
+        } nums[] = {{"threads", 256}, {"max-body", 1UL << 30}, {"max-connections", 1000000}, {"timeout", 86400},
+                    {"request-time", 86400}};
+        size_t which = 5;
+        for (size_t f = 0; f < 5; f++)
+            if (strlen(nums[f].name) == nlen && !strncmp(nums[f].name, name, nlen))
+                which = f;
+        if (which == 5) {
+            fprintf(stderr, "Error: hiera serve: unknown option '%.*s'\n%s", (int)nlen + 2, arg, SERVE_USAGE);
+            return 2;
+        }
+        if (!val || !number(val, nums[which].max, &v)) {
+            fprintf(stderr, "Error: hiera serve: --%s needs a number up to %lu\n", nums[which].name, nums[which].max);
+            return 2;
+        }
+        switch (which) {
+        case 0: o.threads = (unsigned)v; break;
+        case 1: o.max_body = v; break;
+        case 2: o.max_connections = (unsigned)v; break;
+        case 3: o.timeout = (unsigned)v; break;
+        default: o.request_time = (unsigned)v; break;
+        }
+    }
+    char *codedir = NULL, *envpath = NULL;
+    if (!o.codedir)
+        o.codedir = codedir = default_codedir();
+    if (!o.environmentpath) {
+        size_t n = strlen(o.codedir) + 16;
+        envpath = malloc(n);
+        snprintf(envpath, n, "%s/environments", o.codedir);
+        o.environmentpath = envpath;
+    }
+    int rc = serve_run(&o);
+    free(codedir);
+    free(envpath);
+    return rc;
+}

@@ -1,0 +1,583 @@
+/* http.c - the server of `hiera serve` (serve.h) on libmicrohttpd: a pool of threads (epoll), a
+ * request body read up to its bound, who is asking (a client certificate verified against the
+ * CA, or a bearer token), the access log (one JSON line per request), metrics, and the signals:
+ * SIGHUP reloads, SIGTERM and SIGINT stop accepting, let the requests in flight finish, and exit. */
+#include "serve/serve.h"
+#include "serve/libs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/util.h"
+
+/* ------------------------------------------------------------------ metrics */
+
+static const char *const ENDPOINTS[] = {"healthz", "metrics", "lookup", "batch", "keys", "hierarchy", "node",
+                                        "nodes", "facts", "environments", "check", "page", "other"};
+#define NENDPOINTS (sizeof ENDPOINTS / sizeof *ENDPOINTS)
+static const int CODES[] = {200, 400, 401, 403, 404, 405, 413, 422, 500, 503};
+#define NCODES (sizeof CODES / sizeof *CODES)
+static const double BUCKETS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+#define NBUCKETS (sizeof BUCKETS / sizeof *BUCKETS)
+
+static uint64_t requests[NENDPOINTS][NCODES + 1]; /* the last column: other codes */
+static uint64_t latency[NBUCKETS + 1];            /* cumulative at render time; the last: +Inf */
+static uint64_t latency_ns_sum, latency_count;
+static uint64_t lookups[3];
+static time_t started;
+
+void metrics_lookup(int outcome)
+{
+    if (outcome >= 0 && outcome < 3)
+        __atomic_add_fetch(&lookups[outcome], 1, __ATOMIC_RELAXED);
+}
+
+static void count_request(const char *endpoint, int status, double seconds)
+{
+    size_t e = NENDPOINTS - 1, c = NCODES;
+    for (size_t i = 0; i < NENDPOINTS; i++)
+        if (strcmp(ENDPOINTS[i], endpoint) == 0)
+            e = i;
+    for (size_t i = 0; i < NCODES; i++)
+        if (CODES[i] == status)
+            c = i;
+    __atomic_add_fetch(&requests[e][c], 1, __ATOMIC_RELAXED);
+    size_t b = NBUCKETS;
+    for (size_t i = 0; i < NBUCKETS; i++)
+        if (seconds <= BUCKETS[i]) {
+            b = i;
+            break;
+        }
+    __atomic_add_fetch(&latency[b], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&latency_ns_sum, (uint64_t)(seconds * 1e9), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&latency_count, 1, __ATOMIC_RELAXED);
+}
+
+char *metrics_render(serve_state *st, size_t *len)
+{
+    sbuf b = {0};
+    sb_adds(&b, "# HELP hiera_http_requests_total HTTP requests answered, by endpoint and status code.\n"
+                "# TYPE hiera_http_requests_total counter\n");
+    for (size_t e = 0; e < NENDPOINTS; e++)
+        for (size_t c = 0; c <= NCODES; c++) {
+            uint64_t n = __atomic_load_n(&requests[e][c], __ATOMIC_RELAXED);
+            if (!n)
+                continue;
+            if (c < NCODES)
+                sb_addf(&b, "hiera_http_requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n", ENDPOINTS[e], CODES[c],
+                        (unsigned long long)n);
+            else
+                sb_addf(&b, "hiera_http_requests_total{endpoint=\"%s\",code=\"other\"} %llu\n", ENDPOINTS[e],
+                        (unsigned long long)n);
+        }
+    sb_adds(&b, "# HELP hiera_lookups_total Lookups made, by outcome.\n# TYPE hiera_lookups_total counter\n");
+    static const char *outcomes[] = {"found", "not_found", "error"};
+    for (int i = 0; i < 3; i++)
+        sb_addf(&b, "hiera_lookups_total{outcome=\"%s\"} %llu\n", outcomes[i],
+                (unsigned long long)__atomic_load_n(&lookups[i], __ATOMIC_RELAXED));
+    sb_adds(&b, "# HELP hiera_http_request_duration_seconds Time to answer a request.\n"
+                "# TYPE hiera_http_request_duration_seconds histogram\n");
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= NBUCKETS; i++) {
+        cum += __atomic_load_n(&latency[i], __ATOMIC_RELAXED);
+        if (i < NBUCKETS)
+            sb_addf(&b, "hiera_http_request_duration_seconds_bucket{le=\"%g\"} %llu\n", BUCKETS[i], (unsigned long long)cum);
+        else
+            sb_addf(&b, "hiera_http_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    }
+    sb_addf(&b, "hiera_http_request_duration_seconds_sum %.9f\n",
+            (double)__atomic_load_n(&latency_ns_sum, __ATOMIC_RELAXED) / 1e9);
+    sb_addf(&b, "hiera_http_request_duration_seconds_count %llu\n",
+            (unsigned long long)__atomic_load_n(&latency_count, __ATOMIC_RELAXED));
+    generation *g = state_current(st);
+    sb_addf(&b, "# HELP hiera_snapshot_age_seconds Seconds since the served snapshot was built.\n"
+                "# TYPE hiera_snapshot_age_seconds gauge\nhiera_snapshot_age_seconds %lld\n",
+            (long long)(time(NULL) - g->built));
+    sb_addf(&b, "# HELP hiera_snapshot_generation The served snapshot's number (1 at start).\n"
+                "# TYPE hiera_snapshot_generation gauge\nhiera_snapshot_generation %llu\n",
+            (unsigned long long)g->id);
+    sb_addf(&b, "# HELP hiera_snapshot_build_seconds Time the served snapshot took to build.\n"
+                "# TYPE hiera_snapshot_build_seconds gauge\nhiera_snapshot_build_seconds %.6f\n",
+            g->build_seconds);
+    sb_addf(&b, "# HELP hiera_nodes Nodes with facts.\n# TYPE hiera_nodes gauge\nhiera_nodes %zu\n", hv_array_len(g->nodes));
+    generation_release(g);
+    sb_addf(&b, "# HELP hiera_reloads_total Reloads, by result (refused: the new files brought errors).\n"
+                "# TYPE hiera_reloads_total counter\nhiera_reloads_total{result=\"ok\"} %llu\n"
+                "hiera_reloads_total{result=\"refused\"} %llu\n",
+            (unsigned long long)__atomic_load_n(&st->reloads_ok, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&st->reloads_refused, __ATOMIC_RELAXED));
+    sb_addf(&b, "# HELP hiera_uptime_seconds Seconds since the server started.\n"
+                "# TYPE hiera_uptime_seconds gauge\nhiera_uptime_seconds %lld\n",
+            (long long)(time(NULL) - started));
+    *len = b.len;
+    return sb_take(&b);
+}
+
+/* ------------------------------------------------------------------ the server */
+
+typedef struct {
+    serve_state *st;
+    const serve_options *o;
+    char *token;          /* the bearer token, or NULL */
+    char **admins;        /* NULL-terminated */
+    bool auth_required;
+    FILE *log;
+    pthread_mutex_t log_lock;
+} server;
+
+/* One request being read. */
+typedef struct {
+    sbuf body;
+    bool too_big;
+    struct timespec t0;
+} pending;
+
+static uint64_t in_flight; /* requests being answered (atomic) */
+
+static double elapsed(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static const char *get_arg(void *conn, const char *name)
+{
+    return MHD.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Equal strings, in time that does not depend on where they differ. */
+static bool same_secret(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char d = (unsigned char)(la != lb);
+    for (size_t i = 0; i < la; i++)
+        d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return d == 0;
+}
+
+/* The name on a verified client certificate, or "" (TLS with a CA only). */
+static void client_name(const server *s, struct MHD_Connection *conn, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (!s->o->tls_ca)
+        return;
+    const union MHD_ConnectionInfo *ci = MHD.get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!ci || !ci->tls_session)
+        return;
+    gnutls_session_t session = ci->tls_session;
+    unsigned status = 0;
+    if (TLS.verify_peers2(session, &status) != 0 || status != 0)
+        return;
+    unsigned n = 0;
+    const gnutls_datum_t *certs = TLS.get_peers(session, &n);
+    if (!certs || !n)
+        return;
+    gnutls_x509_crt_t crt;
+    if (TLS.crt_init(&crt) != 0)
+        return;
+    size_t size = cap;
+    if (TLS.crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) != 0 ||
+        TLS.crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, out, &size) != 0)
+        out[0] = 0;
+    TLS.crt_deinit(crt);
+}
+
+static who identify(const server *s, struct MHD_Connection *conn)
+{
+    who w = {WHO_ANYONE, "", s->auth_required};
+    if (!s->auth_required)
+        return w; /* no authentication configured: anyone reads everything, secrets redacted */
+    const char *auth = MHD.lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    if (s->token && auth && strncmp(auth, "Bearer ", 7) == 0 && same_secret(auth + 7, s->token)) {
+        w.kind = WHO_ADMIN;
+        snprintf(w.name, sizeof w.name, "token");
+        return w;
+    }
+    client_name(s, conn, w.name, sizeof w.name);
+    if (!w.name[0])
+        return w;
+    w.kind = WHO_NODE;
+    for (size_t i = 0; s->admins && s->admins[i]; i++)
+        if (strcmp(s->admins[i], w.name) == 0)
+            w.kind = WHO_ADMIN;
+    return w;
+}
+
+static void json_str(sbuf *b, const char *s)
+{
+    hiera_value *v = hiera_value_new_string(s ? s : "");
+    char *j = hiera_render(v, HIERA_RENDER_JSON, NULL);
+    sb_adds(b, j ? j : "\"\"");
+    free(j);
+    hiera_value_decref(v);
+}
+
+static void access_log(server *s, struct MHD_Connection *conn, const char *method, const char *url, int status,
+                       size_t bytes, double seconds, const who *w)
+{
+    if (!s->log)
+        return;
+    char addr[INET6_ADDRSTRLEN] = "";
+    const union MHD_ConnectionInfo *ci = MHD.get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        if (ci->client_addr->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr, sizeof addr);
+        else if (ci->client_addr->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, addr, sizeof addr);
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    char ts[64];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    sbuf b = {0};
+    sb_addf(&b, "{\"time\":\"%s.%03ldZ\",\"remote\":\"%s\",\"method\":", ts, now.tv_nsec / 1000000, addr);
+    json_str(&b, method);
+    sb_adds(&b, ",\"url\":");
+    json_str(&b, url);
+    sb_addf(&b, ",\"status\":%d,\"bytes\":%zu,\"seconds\":%.6f,\"client\":", status, bytes, seconds);
+    json_str(&b, w->name[0] ? w->name : "anonymous");
+    sb_adds(&b, "}\n");
+    pthread_mutex_lock(&s->log_lock);
+    fwrite(b.s, 1, b.len, s->log);
+    fflush(s->log);
+    pthread_mutex_unlock(&s->log_lock);
+    sb_free(&b);
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                              const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    server *s = cls;
+    pending *p = *con_cls;
+    if (!p) {
+        p = xcalloc(1, sizeof *p);
+        clock_gettime(CLOCK_MONOTONIC, &p->t0);
+        *con_cls = p;
+        __atomic_add_fetch(&in_flight, 1, __ATOMIC_RELAXED);
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!p->too_big && p->body.len + *upload_size <= s->o->max_body)
+            sb_addn(&p->body, upload_data, *upload_size);
+        else
+            p->too_big = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    response r = {0};
+    const char *endpoint = "other";
+    who w = identify(s, conn);
+    if (p->too_big) {
+        r.status = 413;
+        r.body = xasprintf("{\"error\":\"the request body is larger than %zu bytes\"}\n", s->o->max_body);
+        r.len = strlen(r.body);
+    } else {
+        request rq = {method, url, get_arg, conn, p->body.s ? p->body.s : "", p->body.len, w, s->st, s->o};
+        route(&rq, &r, &endpoint);
+    }
+    struct MHD_Response *resp = MHD.create_response_from_buffer(r.len, r.body, MHD_RESPMEM_MUST_FREE);
+    MHD.add_response_header(resp, "Content-Type", r.content_type ? r.content_type : "application/json");
+    MHD.add_response_header(resp, "Cache-Control", r.cache_control ? r.cache_control : "no-store");
+    MHD.add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (r.status == 401)
+        MHD.add_response_header(resp, "WWW-Authenticate", "Bearer");
+    enum MHD_Result ok = MHD.queue_response(conn, (unsigned)r.status, resp);
+    MHD.destroy_response(resp);
+    double secs = elapsed(&p->t0);
+    count_request(endpoint, r.status, secs);
+    access_log(s, conn, method, url, r.status, r.len, secs, &w);
+    return ok;
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    pending *p = *con_cls;
+    if (!p)
+        return;
+    sb_free(&p->body);
+    free(p);
+    *con_cls = NULL;
+    __atomic_sub_fetch(&in_flight, 1, __ATOMIC_RELAXED);
+}
+
+/* libmicrohttpd's messages, but not those every client that hangs up or sends garbage causes (the
+ * access log has those requests that got an answer; a flood of them would flood the log). */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    static const char *const routine[] = {"Connection was closed by remote side", "Error processing request",
+                                          "Socket has been disconnected", "Failed to receive data", "Failed to send data",
+                                          "Error: received handshake message out of context"};
+    for (size_t i = 0; i < sizeof routine / sizeof *routine; i++)
+        if (strncmp(msg, routine[i], strlen(routine[i])) == 0)
+            return;
+    fprintf(stderr, "hiera serve: %s%s", msg, strchr(msg, '\n') ? "" : "\n");
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    sbuf b = {0};
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0 && b.len < 1 << 20)
+        sb_addn(&b, buf, n);
+    fclose(f);
+    return sb_take(&b);
+}
+
+/* "PORT", "ADDR:PORT" or "[ADDR6]:PORT" into *ss; false when it is not one. */
+static bool parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof *ss);
+    char host[128] = "127.0.0.1";
+    const char *port = spec;
+    const char *colon = strrchr(spec, ':');
+    if (spec[0] == '[') {
+        const char *close = strchr(spec, ']');
+        if (!close || close[1] != ':' || (size_t)(close - spec - 1) >= sizeof host)
+            return false;
+        memcpy(host, spec + 1, (size_t)(close - spec - 1));
+        host[close - spec - 1] = 0;
+        port = close + 2;
+    } else if (colon) {
+        if ((size_t)(colon - spec) >= sizeof host)
+            return false;
+        memcpy(host, spec, (size_t)(colon - spec));
+        host[colon - spec] = 0;
+        port = colon + 1;
+    }
+    char *end;
+    long pn = strtol(port, &end, 10);
+    if (!*port || *end || pn < 0 || pn > 65535)
+        return false;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)pn);
+        *len = sizeof *v4;
+        return true;
+    }
+    if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)pn);
+        *len = sizeof *v6;
+        return true;
+    }
+    return false;
+}
+
+/* The port actually bound (for "PORT" 0: one the system picked), or 0. */
+static unsigned bound_port(struct MHD_Daemon *d)
+{
+    const union MHD_DaemonInfo *di = MHD.get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    if (!di)
+        return 0;
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    if (getsockname(di->listen_fd, (struct sockaddr *)&ss, &l) != 0)
+        return 0;
+    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+int serve_run(const serve_options *o)
+{
+    if (!serve_load_mhd())
+        return 2;
+    if (o->tls_ca && !serve_load_tls())
+        return 2;
+    server s = {0};
+    s.o = o;
+    pthread_mutex_init(&s.log_lock, NULL);
+    if (o->access_log)
+        s.log = strcmp(o->access_log, "-") == 0 ? stderr : fopen(o->access_log, "a");
+    if (o->access_log && !s.log) {
+        fprintf(stderr, "Error: hiera serve: cannot open the access log %s: %s\n", o->access_log, strerror(errno));
+        return 2;
+    }
+    if (o->token_file) {
+        char *t = read_text(o->token_file);
+        if (!t) {
+            fprintf(stderr, "Error: hiera serve: cannot read the token file %s: %s\n", o->token_file, strerror(errno));
+            return 2;
+        }
+        t[strcspn(t, "\r\n")] = 0;
+        if (strlen(t) < 16) {
+            fprintf(stderr, "Error: hiera serve: the token in %s is shorter than 16 characters\n", o->token_file);
+            free(t);
+            return 2;
+        }
+        s.token = t;
+    }
+    if (o->admins) {
+        size_t n = 1;
+        for (const char *p = o->admins; *p; p++)
+            n += *p == ',';
+        s.admins = xcalloc(n + 1, sizeof *s.admins);
+        char *copy = xstrdup(o->admins), *save = NULL;
+        size_t i = 0;
+        for (char *a = strtok_r(copy, ",", &save); a; a = strtok_r(NULL, ",", &save))
+            s.admins[i++] = xstrdup(a);
+        free(copy);
+    }
+    s.auth_required = o->token_file || o->tls_ca;
+
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    if (!parse_listen(o->listen ? o->listen : "127.0.0.1:8150", &addr, &addrlen)) {
+        fprintf(stderr, "Error: hiera serve: --listen '%s' is not PORT, ADDRESS:PORT or [ADDRESS]:PORT\n", o->listen);
+        return 2;
+    }
+    char *cert = NULL, *key = NULL, *ca = NULL;
+    if (o->tls_cert || o->tls_key) {
+        if (!o->tls_cert || !o->tls_key) {
+            fprintf(stderr, "Error: hiera serve: --tls-cert and --tls-key go together\n");
+            return 2;
+        }
+        cert = read_text(o->tls_cert);
+        key = read_text(o->tls_key);
+        if (!cert || !key) {
+            fprintf(stderr, "Error: hiera serve: cannot read %s: %s\n", !cert ? o->tls_cert : o->tls_key, strerror(errno));
+            return 2;
+        }
+    }
+    if (o->tls_ca) {
+        if (!cert) {
+            fprintf(stderr, "Error: hiera serve: --tls-ca (client certificates) needs --tls-cert and --tls-key\n");
+            return 2;
+        }
+        ca = read_text(o->tls_ca);
+        if (!ca) {
+            fprintf(stderr, "Error: hiera serve: cannot read %s: %s\n", o->tls_ca, strerror(errno));
+            return 2;
+        }
+    }
+
+    /* many idle connections need many descriptors */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+
+    serve_state st;
+    state_init(&st, o);
+    s.st = &st;
+    started = time(NULL);
+
+    /* the signals are taken by this thread alone (sigwait), never by the server's threads */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    unsigned threads = o->threads;
+    if (!threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (unsigned)n : 2;
+    }
+    struct MHD_OptionItem opts[16];
+    size_t no = 0;
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL}; /* first, as MHD asks */
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, o->max_connections, NULL};
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, o->timeout, NULL};
+    /* the request line and headers must fit in this (a flood of headers gets 431 or 413) */
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL};
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    if (addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (cert) {
+        flags |= MHD_USE_TLS;
+        opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, cert};
+        opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, key};
+        if (ca)
+            opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, ca};
+    }
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    struct MHD_Daemon *d = MHD.start_daemon(flags, 0, NULL, NULL, answer, &s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "Error: hiera serve: cannot listen on %s: %s\n", o->listen ? o->listen : "127.0.0.1:8150",
+                strerror(errno));
+        state_free(&st);
+        return 2;
+    }
+    generation *g = state_current(&st);
+    size_t nfiles = 0;
+    hiera_value *desc = hiera_snapshot_describe(g->snap);
+    nfiles = hiera_value_array_size(hiera_value_hash_get(desc, "files"));
+    hiera_value_decref(desc);
+    fprintf(stderr, "hiera serve: listening on %s%s port %u (%u threads); %zu data files, %zu nodes, built in %.3f s\n",
+            cert ? "https " : "", o->listen ? o->listen : "127.0.0.1:8150", bound_port(d), threads, nfiles,
+            hv_array_len(g->nodes), g->build_seconds);
+    generation_release(g);
+    if (o->watch && !state_watch(&st))
+        fprintf(stderr, "hiera serve: warning: cannot watch the files; SIGHUP reloads\n");
+    else if (!o->watch)
+        state_watch(&st); /* SIGHUP still reloads */
+
+    int sig = 0;
+    for (;;) {
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            state_request_reload(&st);
+            continue;
+        }
+        break;
+    }
+    /* drain: no new connections; the requests in flight finish (10 s at most) */
+    fprintf(stderr, "hiera serve: %s: stopping (%llu requests in flight)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+            (unsigned long long)__atomic_load_n(&in_flight, __ATOMIC_RELAXED));
+    int lfd = MHD.quiesce_daemon(d);
+    if (lfd >= 0)
+        close(lfd);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (__atomic_load_n(&in_flight, __ATOMIC_RELAXED) > 0 && elapsed(&t0) < 10.0)
+        usleep(10000);
+    MHD.stop_daemon(d);
+    state_stop(&st);
+    state_free(&st);
+    if (s.log && s.log != stderr)
+        fclose(s.log);
+    free(cert);
+    free(key);
+    free(ca);
+    free(s.token);
+    for (size_t i = 0; s.admins && s.admins[i]; i++)
+        free(s.admins[i]);
+    free(s.admins);
+    fprintf(stderr, "hiera serve: stopped\n");
+    return 0;
+}

@@ -1,0 +1,403 @@
+/* state.c - the generation `hiera serve` answers from (serve.h): a snapshot of the code directory
+ * and the facts of the nodes, built aside and swapped in whole. Readers retain the current
+ * generation under a mutex held for a pointer copy; a server thread keeps a cache over the
+ * generation it last used and makes a new one when the generation changes. The watcher thread
+ * rebuilds after file changes settle; a rebuild that brings new errors (a broken hiera.yaml or
+ * data file) is refused and the last good generation goes on serving. */
+#include "serve/serve.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "engine/snapshot.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------ generations */
+
+void generation_release(generation *g)
+{
+    if (!g || __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    hiera_snapshot_release(g->snap);
+    hv_free_immortal(&g->immortal);
+    free(g);
+}
+
+static int cmp_hv_str(const void *a, const void *b)
+{
+    return strcmp(hv_str_ptr(*(hv *const *)a), hv_str_ptr(*(hv *const *)b));
+}
+
+/* A node's facts file: NAME.yaml, NAME.yml or NAME.json (as hiera batch --facts-dir reads): a hash of
+ * facts or a file of Puppet's YAML facts cache. */
+static char *node_of_file(const char *name)
+{
+    static const char *exts[] = {".yaml", ".yml", ".json"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < 3; i++) {
+        size_t e = strlen(exts[i]);
+        if (n > e && strcmp(name + n - e, exts[i]) == 0)
+            return xstrndup(name, n - e);
+    }
+    return NULL;
+}
+
+static void load_facts(generation *g, const char *dir)
+{
+    hv *facts = hv_hash(), *errors = hv_hash(), *names = hv_array(), *stored = hv_hash();
+    DIR *d = dir ? opendir(dir) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *node = node_of_file(de->d_name);
+        if (!node)
+            continue;
+        char *path = xjoin(dir, "/", de->d_name, NULL);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && !hv_hash_gets(facts, node) && !hv_hash_gets(errors, node)) {
+            hiera_error err = {0};
+            int kind = HIERA_FACTS_FILE;
+            hiera_value *v = hiera_facts_load(NULL, path, node, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
+            if (v && hiera_value_kind(v) == HIERA_HASH) {
+                hv_hash_sets(facts, node, v);
+                hv_array_push(names, hv_str(node));
+                if (kind == HIERA_FACTS_CACHE)
+                    hv_hash_sets(stored, node, hv_true());
+            } else {
+                hv_hash_sets(errors, node, hv_str(err.message ? err.message : "the facts file does not hold a hash"));
+                hiera_value_decref(v);
+            }
+            hiera_error_clear(&err);
+        }
+        free(path);
+        free(node);
+    }
+    if (d)
+        closedir(d);
+    /* sorted names: the page lists and searches them */
+    size_t n = hv_array_len(names);
+    hv **items = xcalloc(n ? n : 1, sizeof *items);
+    for (size_t i = 0; i < n; i++)
+        items[i] = hv_incref(hv_array_get(names, i));
+    qsort(items, n, sizeof *items, cmp_hv_str);
+    hv *sorted = hv_array_sized(n);
+    for (size_t i = 0; i < n; i++)
+        hv_array_push(sorted, items[i]);
+    free(items);
+    hv_decref(names);
+    /* read by every server thread at once: immortal */
+    hv_make_immortal(facts, &g->immortal);
+    hv_make_immortal(sorted, &g->immortal);
+    hv_make_immortal(errors, &g->immortal);
+    hv_make_immortal(stored, &g->immortal);
+    g->facts_stored = stored;
+    g->facts = facts;
+    g->nodes = sorted;
+    g->facts_errors = errors;
+}
+
+/* A new generation; prev (BORROWED, or NULL) lends the parses of the files that did not change. */
+static generation *build(serve_state *st, const generation *prev)
+{
+    const serve_options *o = st->o;
+    double t0 = now_seconds();
+    generation *g = xcalloc(1, sizeof *g);
+    g->refs = 1;
+    hiera_options ho = HIERA_OPTIONS_INIT;
+    ho.codedir = o->codedir;
+    ho.confdir = o->confdir;
+    ho.environmentpath = o->environmentpath;
+    ho.hiera_config = o->hiera_config;
+    g->snap = hiera_snapshot_update(prev ? prev->snap : NULL, &ho, NULL);
+    size_t dirs;
+    snapshot_stats((const snapshot *)g->snap, &g->files, &dirs, &g->reused);
+    load_facts(g, o->facts_dir);
+    g->built = time(NULL);
+    g->build_seconds = now_seconds() - t0;
+    return g;
+}
+
+/* The error problems of a snapshot, by "code\nfile\nmessage" (a new hash). */
+static hv *error_set(hiera_snapshot *s)
+{
+    hv *set = hv_hash();
+    hiera_value *p = hiera_snapshot_problems(s);
+    for (size_t i = 0; i < hiera_value_array_size(p); i++) {
+        const hiera_value *e = hiera_value_array_get(p, i);
+        if (strcmp(hiera_value_string(hiera_value_hash_get(e, "severity")), "error") != 0)
+            continue;
+        char *k = xjoin(hiera_value_string(hiera_value_hash_get(e, "code")), "\n",
+                        hiera_value_string(hiera_value_hash_get(e, "file")), "\n",
+                        hiera_value_string(hiera_value_hash_get(e, "message")), NULL);
+        hv_hash_sets(set, k, hv_incref((hv *)e));
+        free(k);
+    }
+    hiera_value_decref(p);
+    return set;
+}
+
+bool state_init(serve_state *st, const serve_options *o)
+{
+    memset(st, 0, sizeof *st);
+    st->o = o;
+    st->current = build(st, NULL);
+    st->current->id = ++st->next_id;
+    return true;
+}
+
+generation *state_current(serve_state *st)
+{
+    pthread_mutex_lock(&lock);
+    generation *g = st->current;
+    __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&lock);
+    return g;
+}
+
+bool state_reload(serve_state *st, const char *why)
+{
+    generation *cur = state_current(st);
+    generation *fresh = build(st, cur);
+    hv *before = error_set(cur->snap), *after = error_set(fresh->snap);
+    hv *added = hv_array();
+    for (size_t i = 0; i < hv_hash_len(after); i++)
+        if (!hv_hash_get(before, hv_hash_key_at(after, i)))
+            hv_array_push(added, hv_incref(hv_hash_val_at(after, i)));
+    hv_decref(before);
+    hv_decref(after);
+    bool swap = hv_array_len(added) == 0;
+    if (swap) {
+        pthread_mutex_lock(&lock);
+        fresh->id = ++st->next_id;
+        generation *old = st->current;
+        st->current = fresh;
+        free(st->refused);
+        st->refused = NULL;
+        pthread_mutex_unlock(&lock);
+        generation_release(old);
+        __atomic_add_fetch(&st->reloads_ok, 1, __ATOMIC_RELAXED);
+        fprintf(stderr, "hiera serve: reloaded (%s): generation %llu in %.3f s (%zu of %zu files parsed again)\n", why,
+                (unsigned long long)fresh->id, fresh->build_seconds, fresh->files - fresh->reused, fresh->files);
+    } else {
+        for (size_t i = 0; i < hv_array_len(added); i++) {
+            const hv *e = hv_array_get(added, i);
+            fprintf(stderr, "hiera serve: reload refused (%s), still serving generation %llu: %s: %s\n", why,
+                    (unsigned long long)cur->id, hv_str_ptr(hv_hash_gets(e, "file")), hv_str_ptr(hv_hash_gets(e, "message")));
+        }
+        char *json = hiera_render(added, HIERA_RENDER_JSON, NULL);
+        hv_decref(added); /* (it holds parts of fresh's snapshot: before fresh is released) */
+        added = NULL;
+        pthread_mutex_lock(&lock);
+        free(st->refused);
+        st->refused = json;
+        st->refused_at = time(NULL);
+        pthread_mutex_unlock(&lock);
+        generation_release(fresh);
+        __atomic_add_fetch(&st->reloads_refused, 1, __ATOMIC_RELAXED);
+    }
+    hv_decref(added);
+    generation_release(cur);
+    return swap;
+}
+
+char *state_refused(serve_state *st, time_t *at)
+{
+    pthread_mutex_lock(&lock);
+    char *copy = st->refused ? xstrdup(st->refused) : NULL;
+    *at = st->refused_at;
+    pthread_mutex_unlock(&lock);
+    return copy;
+}
+
+/* ------------------------------------------------------------------ the watcher */
+
+static int wake_pipe[2] = {-1, -1};
+static pthread_t watcher;
+static bool watching;
+
+/* Watches dir and every folder under it (not following links to folders twice: depth bound). */
+static void watch_tree(int fd, const char *dir, int depth)
+{
+    if (depth > 32)
+        return;
+    if (inotify_add_watch(fd, dir, IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
+                                       IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0)
+        return;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, ".git"))
+            continue;
+        char *p = xjoin(dir, "/", de->d_name, NULL);
+        struct stat s;
+        if (stat(p, &s) == 0 && S_ISDIR(s.st_mode))
+            watch_tree(fd, p, depth + 1);
+        free(p);
+    }
+    if (d)
+        closedir(d);
+}
+
+static int make_watches(serve_state *st)
+{
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    const serve_options *o = st->o;
+    if (o->codedir)
+        watch_tree(fd, o->codedir, 0);
+    if (o->environmentpath) {
+        char *paths = xstrdup(o->environmentpath), *save = NULL;
+        for (char *p = strtok_r(paths, ":", &save); p; p = strtok_r(NULL, ":", &save))
+            watch_tree(fd, p, 0);
+        free(paths);
+    }
+    if (o->hiera_config) {
+        char *slash = strrchr(o->hiera_config, '/');
+        char *dir = slash ? xstrndup(o->hiera_config, (size_t)(slash - o->hiera_config)) : xstrdup(".");
+        inotify_add_watch(fd, dir, IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO);
+        free(dir);
+    }
+    if (o->facts_dir)
+        watch_tree(fd, o->facts_dir, 0);
+    return fd;
+}
+
+static void drain(int fd)
+{
+    char buf[4096];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+}
+
+/* Waits for a change (or a wake-up), then for the changes to settle (150 ms of quiet, at most
+ * 2 s), then reloads; the watches are made again after each reload (folders come and go). */
+static void *watch_main(void *arg)
+{
+    serve_state *st = arg;
+    for (;;) {
+        int fd = make_watches(st);
+        struct pollfd p[2] = {{wake_pipe[0], POLLIN, 0}, {fd, POLLIN, 0}};
+        int n = poll(p, fd >= 0 ? 2 : 1, -1);
+        if (n < 0 && errno == EINTR) {
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        char c = 0;
+        const char *why = "files changed";
+        if (p[0].revents & POLLIN) {
+            if (read(wake_pipe[0], &c, 1) == 1 && c == 'q') {
+                if (fd >= 0)
+                    close(fd);
+                return NULL;
+            }
+            why = "SIGHUP";
+        }
+        if (fd >= 0) {
+            double start = now_seconds();
+            drain(fd);
+            while (now_seconds() - start < 2.0) {
+                struct pollfd q = {fd, POLLIN, 0};
+                if (poll(&q, 1, 150) <= 0)
+                    break;
+                drain(fd);
+            }
+            close(fd);
+        }
+        state_reload(st, why);
+    }
+}
+
+bool state_watch(serve_state *st)
+{
+    if (pipe(wake_pipe) != 0)
+        return false;
+    watching = pthread_create(&watcher, NULL, watch_main, st) == 0;
+    return watching;
+}
+
+void state_request_reload(serve_state *st)
+{
+    (void)st;
+    if (wake_pipe[1] >= 0) {
+        ssize_t w = write(wake_pipe[1], "r", 1);
+        (void)w;
+    }
+}
+
+void state_stop(serve_state *st)
+{
+    (void)st;
+    if (!watching)
+        return;
+    ssize_t w = write(wake_pipe[1], "q", 1);
+    (void)w;
+    pthread_join(watcher, NULL);
+    watching = false;
+}
+
+void state_free(serve_state *st)
+{
+    generation_release(st->current);
+    st->current = NULL;
+    free(st->refused);
+    st->refused = NULL;
+}
+
+/* ------------------------------------------------------------------ per-thread caches */
+
+typedef struct {
+    generation *g;
+    hiera_cache *cache;
+} thread_cache;
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+static void thread_cache_free(void *p)
+{
+    thread_cache *tc = p;
+    hiera_cache_free(tc->cache);
+    generation_release(tc->g);
+    free(tc);
+}
+
+static void make_key(void) { pthread_key_create(&cache_key, thread_cache_free); }
+
+hiera_cache *state_thread_cache(generation *g)
+{
+    pthread_once(&cache_key_once, make_key);
+    thread_cache *tc = pthread_getspecific(cache_key);
+    if (!tc) {
+        tc = xcalloc(1, sizeof *tc);
+        pthread_setspecific(cache_key, tc);
+    }
+    if (tc->g != g) {
+        hiera_cache_free(tc->cache);
+        generation_release(tc->g);
+        __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
+        tc->g = g;
+        tc->cache = hiera_cache_new_from_snapshot(g->snap);
+    }
+    return tc->cache;
+}

@@ -1,0 +1,3 @@
+function environment::data() {
+  { 'a' => 'from the function' }
+}

@@ -1,0 +1,490 @@
+#!/usr/bin/env python3
+"""Checks `hiera serve` end to end: it starts real servers (plain HTTP, a bearer token, TLS with
+client certificates from tests/serve/certs) over a tree written here, and asks them over HTTP.
+
+  - answers: every /v1/lookup (with merge, default, type, explain, provenance) equals what
+    `hiera lookup --render-as json` (and --explain, --provenance) prints for the same node and
+    key; /v1/batch equals `hiera batch`; /v1/keys and /v1/hierarchy list what the node sees
+  - access: secrets (convert_to Sensitive, eyaml blocks) redacted for anonymous callers when no
+    authentication is configured; with a token or client certificates: 401 without, a node reads
+    its own answers (with secrets) and gets 403 for another's, an admin reads all; a certificate
+    from another CA is refused
+  - bad requests: invalid node and environment names (path traversal), unknown nodes, malformed
+    JSON, huge bodies (413), wrong methods (405), unknown paths (404); the server goes on
+  - live reload: a changed data file is answered within seconds; a broken hiera.yaml or data file
+    keeps the last good snapshot serving with /healthz "degraded", and it recovers when fixed;
+    SIGHUP reloads; many idle connections do not stop others being answered
+  - metrics in Prometheus' text format; SIGTERM lets a request in flight finish and exits 0
+
+usage: tests/serve/check.py --hiera build/hiera     Prints "N passed, N failed".
+"""
+import argparse, http.client, json, os, re, shutil, signal, socket, ssl, subprocess, sys, tempfile, threading, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CERTS = os.path.join(HERE, "certs")
+
+
+class Checker:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, ok, what):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL: " + what, flush=True)
+
+
+C = Checker()
+
+
+def write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def make_tree(hiera, root):
+    env = {**os.environ, "HIERA_CACHE_DIR": "off"}
+    keys = os.path.join(root, "keys")
+    os.makedirs(keys)
+    shutil.copy(os.path.join(HERE, "..", "fuzz", "keys", "private_key.pkcs7.pem"), keys)
+    shutil.copy(os.path.join(HERE, "..", "fuzz", "keys", "public_key.pkcs7.pem"), keys)
+    enc = subprocess.run([hiera, "eyaml", "encrypt", "-o", "string", "-s", "the db password",
+                          "--pkcs7-public-key", os.path.join(keys, "public_key.pkcs7.pem")],
+                         capture_output=True, text=True, env=env, check=True).stdout.strip()
+    write(root, "environments/production/hiera.yaml", f"""version: 5
+defaults: {{datadir: data, data_hash: yaml_data}}
+hierarchy:
+  - name: Secrets
+    lookup_key: eyaml_lookup_key
+    path: secrets.eyaml
+    options:
+      pkcs7_private_key: {keys}/private_key.pkcs7.pem
+      pkcs7_public_key: {keys}/public_key.pkcs7.pem
+  - {{name: Nodes, path: "nodes/%{{trusted.certname}}.yaml"}}
+  - {{name: Roles, path: "role/%{{facts.role}}.yaml"}}
+  - {{name: Common, path: common.yaml}}
+""")
+    write(root, "environments/production/data/secrets.eyaml", f"profile::db::password: {enc}\n")
+    write(root, "environments/production/data/nodes/node1.example.com.yaml",
+          "profile::users:\n  bob: {shell: /bin/zsh}\nprofile::list: [n1]\n")
+    write(root, "environments/production/data/role/web.yaml", "profile::list: [web]\nprofile::port: 8080\n")
+    write(root, "environments/production/data/common.yaml", """lookup_options:
+  profile::users: {merge: deep}
+  profile::list: {merge: unique}
+  profile::token: {convert_to: Sensitive}
+profile::users:
+  bob: {uid: 1002, shell: /bin/bash}
+  alice: {uid: 1001}
+profile::list: [common]
+profile::port: 80
+profile::motd: "Welcome to %{facts.hostname}"
+profile::token: s3cr3t-token
+profile::via_lookup: "%{lookup('profile::port')}"
+""")
+    write(root, "environments/staging/hiera.yaml", "version: 5\n")
+    write(root, "environments/staging/data/common.yaml", "profile::port: 9090\n")
+    facts = os.path.join(root, "facts")
+    for n, role in (("node1.example.com", "web"), ("node2.example.com", "db"), ("node3.example.com", "web")):
+        host, dom = n.split(".", 1)
+        write(root, f"facts/{n}.yaml", json.dumps({"hostname": host, "domain": dom, "fqdn": n, "clientcert": n,
+                                                    "role": role}) + "\n")
+    write(root, "facts/broken.example.com.yaml", "a: [\n")
+    # a file of Puppet's YAML facts cache (as /var/cache/puppet/yaml/facts holds), domain-less
+    write(root, "facts/cached.yaml", "--- !ruby/object:Puppet::Node::Facts\nname: cached\nvalues:\n"
+                                     "  hostname: cached\n  fqdn: cached\n  clientcert: cached\n  role: web\n"
+                                     "  tags: !ruby/sym tagged\ntimestamp: '2024-01-01T10:00:00.123456789+00:00'\n")
+    return facts
+
+
+class Server:
+    def __init__(self, hiera, root, facts, extra=(), tls=False):
+        self.tls = tls
+        self.log = open(os.path.join(os.environ.get("SERVE_LOG_DIR", root), "serve-%d.log" % time.monotonic_ns()), "w+")
+        cmd = [hiera, "serve", "--codedir", root, "--facts-dir", facts, "--listen", "127.0.0.1:0",
+               "--access-log", os.path.join(root, "access.log")] + list(extra)
+        self.p = subprocess.Popen(cmd, stderr=self.log, stdout=subprocess.DEVNULL,
+                                  env={**os.environ, "HIERA_CACHE_DIR": "off"})
+        self.port = None
+        for _ in range(200):
+            self.log.seek(0)
+            m = re.search(r"port (\d+) \(", self.log.read())
+            if m:
+                self.port = int(m.group(1))
+                break
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not self.port:
+            self.log.seek(0)
+            raise RuntimeError("hiera serve did not start: " + self.log.read())
+
+    def conn(self, cert=None, ca=True):
+        if not self.tls:
+            return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        ctx = ssl.create_default_context(cafile=os.path.join(CERTS, "ca.pem"))
+        ctx.check_hostname = False
+        if cert:
+            ctx.load_cert_chain(os.path.join(CERTS, cert + ".pem"), os.path.join(CERTS, cert + ".key"))
+        return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30, context=ctx)
+
+    def req(self, method, path, body=None, headers=None, cert=None, raw=False):
+        c = self.conn(cert)
+        data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
+        c.request(method, path, body=data, headers=headers or {})
+        r = c.getresponse()
+        text = r.read().decode("utf-8", "replace")
+        c.close()
+        if raw:
+            return r.status, text
+        try:
+            return r.status, json.loads(text)
+        except ValueError:
+            return r.status, text
+
+    def get(self, path, **kw):
+        return self.req("GET", path, **kw)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                return self.p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                return self.p.wait()
+        return self.p.returncode
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read()
+
+
+def hiera_lookup(hiera, root, node, key, *flags):
+    cmd = [hiera, "lookup", "--codedir", root, "--node", node, "--facts", os.path.join(root, "facts", node + ".yaml")]
+    p = subprocess.run(cmd + list(flags) + [key], capture_output=True, text=True, env={**os.environ, "HIERA_CACHE_DIR": "off"})
+    return p.returncode, p.stdout
+
+
+def q(**kw):
+    from urllib.parse import urlencode
+    return "?" + urlencode(kw)
+
+
+def check_answers(hiera, root, s):
+    # values (secrets included: this server is given the token) against hiera lookup
+    tok = {"Authorization": "Bearer " + open(os.path.join(root, "token")).read().strip()}
+    cases = [("node1.example.com", "profile::users", []), ("node1.example.com", "profile::list", []),
+             ("node3.example.com", "profile::list", []), ("node2.example.com", "profile::port", []),
+             ("node1.example.com", "profile::motd", []), ("node1.example.com", "profile::via_lookup", []),
+             ("node1.example.com", "profile::users", ["--merge", "hash"]),
+             ("node2.example.com", "profile::list", ["--merge", "first"]),
+             ("node1.example.com", "profile::db::password", []),
+             ("node1.example.com", "profile::token", [])]
+    for node, key, flags in cases:
+        rc, out = hiera_lookup(hiera, root, node, key, "--render-as", "json", *flags)
+        params = {"node": node, "key": key}
+        if flags:
+            params["merge"] = flags[1]
+        st, body = s.get("/v1/lookup" + q(**params), headers=tok)
+        want = json.loads(out) if rc == 0 else None
+        if key == "profile::token":
+            want = "s3cr3t-token"  # hiera lookup prints Sensitive redacted; the admin sees it
+        C.check(st == 200 and body.get("found") and body.get("value") == want,
+                f"/v1/lookup {node} {key} {flags}: {st} {body} != {want}")
+    # not found, default, type
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="nope"), headers=tok)
+    C.check(st == 404 and body.get("found") is False, f"not found: {st} {body}")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="nope", default="dflt"), headers=tok)
+    C.check(st == 200 and body.get("value") == "dflt", f"default: {st} {body}")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::port", type="String"), headers=tok)
+    C.check(st == 422 and "expects a String value, got Integer" in body.get("error", {}).get("message", ""),
+            f"type mismatch: {st} {body}")
+    # POST with several keys (first found wins), facts given in the body, merge as a hash
+    st, body = s.req("POST", "/v1/lookup", body={"node": "node1.example.com", "keys": ["nope", "profile::port"]}, headers=tok)
+    C.check(st == 200 and body.get("value") == 8080, f"POST keys: {st} {body}")
+    st, body = s.req("POST", "/v1/lookup", headers=tok, body={
+        "node": "elsewhere.example.com", "key": "profile::list",
+        "facts": {"role": "web", "clientcert": "elsewhere.example.com", "hostname": "elsewhere", "domain": "example.com",
+                  "fqdn": "elsewhere.example.com"}})
+    C.check(st == 200 and body.get("value") == ["web", "common"], f"POST facts: {st} {body}")
+    st, body = s.req("POST", "/v1/lookup", headers=tok, body={"node": "node1.example.com", "key": "profile::users",
+                                                             "merge": {"strategy": "deep", "knockout_prefix": "--"}})
+    C.check(st == 200 and body["value"]["bob"] == {"uid": 1002, "shell": "/bin/zsh"}, f"POST merge hash: {st} {body}")
+    # explanation and provenance as hiera lookup gives them
+    rc, out = hiera_lookup(hiera, root, "node1.example.com", "profile::users", "--explain")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::users", explain=1), headers=tok)
+    C.check(st == 200 and body.get("explanation", "").strip() == out.strip(), "explanation differs from hiera lookup --explain")
+    rc, out = hiera_lookup(hiera, root, "node1.example.com", "profile::users", "--provenance", "--render-as", "json")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::users", provenance=1), headers=tok)
+    C.check(st == 200 and body.get("provenance") == json.loads(out)["provenance"], f"provenance: {body.get('provenance')}")
+    # another environment
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::port", environment="staging"), headers=tok)
+    C.check(st == 200 and body.get("value") == 9090, f"staging: {st} {body}")
+    # batch against hiera batch
+    keys = ["profile::users", "profile::list", "profile::port", "profile::motd", "nope"]
+    kf = os.path.join(root, "keys.txt")
+    with open(kf, "w") as f:
+        f.write("\n".join(keys) + "\n")
+    p = subprocess.run([hiera, "batch", "--codedir", root, "--facts-dir", os.path.join(root, "facts"), "--keys-file", kf],
+                       capture_output=True, text=True, env={**os.environ, "HIERA_CACHE_DIR": "off"})
+    want = json.loads(p.stdout)
+    st, body = s.req("POST", "/v1/batch", headers=tok, body={"nodes": ["node1.example.com", "node2.example.com",
+                                                                       "node3.example.com"], "keys": keys})
+    C.check(st == 200 and all(body["results"][n] == want[n] for n in ("node1.example.com", "node2.example.com",
+                                                                      "node3.example.com")),
+            f"batch differs from hiera batch: {st} {body}")
+    # keys and hierarchy
+    st, body = s.get("/v1/keys" + q(node="node1.example.com"), headers=tok)
+    C.check(st == 200 and "profile::users" in body["keys"] and body["keys"]["profile::list"][0]["level"] == "Nodes",
+            f"keys: {st} {body}")
+    st, body = s.get("/v1/node" + q(node="node1.example.com"), headers=tok)
+    C.check(st == 200 and body["keys"]["profile::port"]["value"] == 8080 and body["keys"]["profile::port"]["definitions"],
+            f"node: {st}")
+    st, body = s.get("/v1/hierarchy" + q(node="node1.example.com"), headers=tok)
+    env_layer = [l for l in body.get("layers", []) if l["layer"] == "environment"]
+    C.check(st == 200 and env_layer and [l["name"] for l in env_layer[0]["levels"]] == ["Secrets", "Nodes", "Roles", "Common"],
+            f"hierarchy: {st} {body}")
+    st, body = s.get("/v1/nodes" + q(q="node"), headers=tok)
+    C.check(st == 200 and body["nodes"] == ["node1.example.com", "node2.example.com", "node3.example.com"]
+            and "broken.example.com" in body["unreadable"], f"nodes: {st} {body}")
+    st, body = s.get("/v1/lookup" + q(node="broken.example.com", key="profile::port"), headers=tok)
+    C.check(st == 422 and "cannot be read" in body.get("error", ""), f"unreadable facts: {st} {body}")
+    st, body = s.get("/v1/environments", headers=tok)
+    C.check(st == 200 and body["environments"] == ["production", "staging"], f"environments: {st} {body}")
+    # a facts cache file: its facts as hiera lookup --node reads them from the cache
+    vardir = os.path.join(root, "var-cached")
+    os.makedirs(os.path.join(vardir, "yaml"), exist_ok=True)
+    if not os.path.lexists(os.path.join(vardir, "yaml", "facts")):
+        os.symlink(os.path.join(root, "facts"), os.path.join(vardir, "yaml", "facts"))
+    for key in ("profile::port", "profile::motd"):
+        st, body = s.get("/v1/lookup" + q(node="cached", key=key), headers=tok)
+        p = subprocess.run([hiera, "lookup", "--codedir", root, "--vardir", vardir, "--node", "cached", "--render-as", "json", key],
+                           capture_output=True, text=True, env={**os.environ, "HIERA_CACHE_DIR": "off"})
+        C.check(st == 200 and p.returncode == 0 and body.get("value") == json.loads(p.stdout),
+                f"a facts cache file in the facts folder: {key}: {st} {body} vs {p.returncode} {p.stdout} {p.stderr}")
+
+
+def check_bad_requests(s):
+    for path in ["/v1/lookup" + q(node="../../etc/passwd", key="a"), "/v1/lookup" + q(node="a/b", key="a"),
+                 "/v1/lookup" + q(node="node1.example.com", key="a", environment="../x"),
+                 "/v1/lookup" + q(node="node1.example.com", key="a", environment="Prod"),
+                 "/v1/lookup" + q(node="node1.example.com"), "/v1/lookup" + q(key="a"),
+                 "/v1/lookup" + q(node="node1.example.com", key="a", merge="sideways")]:
+        st, body = s.get(path)
+        C.check(st == 400 and "error" in body, f"{path}: {st} {body}")
+    st, body = s.get("/v1/lookup" + q(node="nobody.example.com", key="a"))
+    C.check(st == 404 and "unknown node" in body.get("error", ""), f"unknown node: {st} {body}")
+    st, body = s.req("POST", "/v1/lookup", body="{not json")
+    C.check(st == 400, f"malformed JSON: {st} {body}")
+    st, body = s.req("POST", "/v1/lookup", body="[1,2]")
+    C.check(st == 400, f"JSON not an object: {st} {body}")
+    st, body = s.req("POST", "/v1/lookup", body="x" * (2 * 1024 * 1024))
+    C.check(st == 413, f"huge body: {st}")
+    st, body = s.req("DELETE", "/v1/lookup")
+    C.check(st == 405, f"DELETE: {st}")
+    st, body = s.get("/v1/batch")
+    C.check(st == 405, f"GET batch: {st}")
+    st, body = s.get("/etc/passwd")
+    C.check(st == 404, f"unknown path: {st}")
+    # a request line and headers far beyond the bound
+    c = s.conn()
+    c.putrequest("GET", "/v1/nodes")
+    for i in range(3000):
+        c.putheader("X-Pad-%d" % i, "y" * 40)
+    try:
+        c.endheaders()
+        r = c.getresponse()
+        st = r.status
+    except (ConnectionError, http.client.HTTPException):
+        st = "closed"
+    C.check(st in (413, 431, 400, "closed"), f"header flood: {st}")
+    st, body = s.get("/healthz")
+    C.check(st == 200 and body["status"] == "ok", f"still serving after bad requests: {st} {body}")
+
+
+def check_open_access(s):
+    """No authentication configured: anyone reads, secrets redacted."""
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::db::password"))
+    C.check(st == 200 and body.get("value") == "Sensitive [value redacted]", f"eyaml redacted: {st} {body}")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::token"))
+    C.check(st == 200 and body.get("value") == "Sensitive [value redacted]", f"Sensitive redacted: {st} {body}")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::db::password", explain=1))
+    C.check("the db password" not in json.dumps(body), "the explanation shows a secret")
+    st, body = s.get("/v1/facts" + q(node="node1.example.com"))
+    C.check(st == 403, f"facts to anyone: {st}")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::port"))
+    C.check(st == 200 and body.get("value") == 8080, f"open read: {st} {body}")
+
+
+def check_token(s, token):
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::port"))
+    C.check(st == 401, f"no token: {st}")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::port"),
+                     headers={"Authorization": "Bearer wrong-token-wrong-token"})
+    C.check(st == 401, f"wrong token: {st}")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::db::password"),
+                     headers={"Authorization": "Bearer " + token})
+    C.check(st == 200 and body.get("value") == "the db password", f"admin token sees the secret: {st} {body}")
+    st, body = s.get("/healthz")
+    C.check(st == 200, f"healthz needs no token: {st}")
+    st, body = s.get("/v1/nodes")
+    C.check(st == 401, f"nodes need a token: {st}")
+
+
+def check_tls(s):
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::db::password"), cert="node1")
+    C.check(st == 200 and body.get("value") == "the db password", f"node reads its own secret: {st} {body}")
+    st, body = s.get("/v1/lookup" + q(node="node2.example.com", key="profile::port"), cert="node1")
+    C.check(st == 403, f"node reads another node: {st}")
+    st, body = s.get("/v1/nodes", cert="node1")
+    C.check(st == 200 and body.get("nodes") == ["node1.example.com"], f"a node lists itself only: {st} {body}")
+    st, body = s.req("POST", "/v1/batch", body={"nodes": ["node1.example.com", "node2.example.com"], "keys": ["profile::port"]},
+                     cert="node1")
+    C.check(st == 403, f"batch over another node: {st}")
+    st, body = s.get("/v1/lookup" + q(node="node2.example.com", key="profile::port"), cert="admin")
+    C.check(st == 200 and body.get("value") == 80, f"admin reads all: {st} {body}")
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::port"))
+    C.check(st == 401, f"no certificate: {st}")
+    try:
+        st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::port"), cert="rogue")
+    except (ssl.SSLError, ConnectionError) as e:
+        st = "refused"
+    C.check(st in (401, "refused"), f"certificate of another CA: {st}")
+
+
+def wait_for(pred, seconds=10):
+    end = time.time() + seconds
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def check_reload(root, s):
+    common = os.path.join(root, "environments/production/data/common.yaml")
+    text = open(common).read()
+    port = lambda: s.get("/v1/lookup" + q(node="node2.example.com", key="profile::port"))[1].get("value")
+    with open(common, "w") as f:
+        f.write(text.replace("profile::port: 80\n", "profile::port: 81\n"))
+    C.check(wait_for(lambda: port() == 81), "a changed data file is not answered")
+    hy = os.path.join(root, "environments/production/hiera.yaml")
+    good = open(hy).read()
+    with open(hy, "w") as f:
+        f.write("version: 5\nhierarchy: [unclosed\n")
+    C.check(wait_for(lambda: s.get("/healthz")[1].get("status") == "degraded"), "a broken hiera.yaml: /healthz not degraded")
+    C.check(port() == 81, "a broken hiera.yaml: the last good snapshot is not served")
+    st, body = s.get("/healthz?strict=1")
+    C.check(st == 503 and body.get("refused_reload"), f"strict healthz: {st} {body}")
+    C.check("reload refused" in s.output(), "the refusal is not in the log")
+    with open(hy, "w") as f:
+        f.write(good)
+    C.check(wait_for(lambda: s.get("/healthz")[1].get("status") == "ok"), "not recovered once hiera.yaml is fixed")
+    with open(common, "w") as f:
+        f.write("profile::port: [\n")
+    C.check(wait_for(lambda: s.get("/healthz")[1].get("status") == "degraded"), "a broken data file: not degraded")
+    C.check(port() == 81, "a broken data file: the last good snapshot is not served")
+    with open(common, "w") as f:
+        f.write(text)
+    C.check(wait_for(lambda: s.get("/healthz")[1].get("status") == "ok" and port() == 80), "not recovered")
+    # a new node's facts file
+    write(root, "facts/node4.example.com.yaml", json.dumps({"hostname": "node4", "domain": "example.com",
+                                                             "fqdn": "node4.example.com", "clientcert": "node4.example.com",
+                                                             "role": "web"}))
+    C.check(wait_for(lambda: s.get("/v1/lookup" + q(node="node4.example.com", key="profile::port"))[0] == 200),
+            "a new facts file is not served")
+    os.unlink(os.path.join(root, "facts/node4.example.com.yaml"))
+    C.check(wait_for(lambda: s.get("/v1/lookup" + q(node="node4.example.com", key="profile::port"))[0] == 404),
+            "a removed facts file is still served")
+    gen = s.get("/healthz")[1]["generation"]
+    s.p.send_signal(signal.SIGHUP)
+    C.check(wait_for(lambda: s.get("/healthz")[1]["generation"] > gen), "SIGHUP did not reload")
+    st, text = s.get("/metrics", raw=True)
+    C.check(st == 200 and re.search(r'^hiera_reloads_total\{result="refused"\} [1-9]', text, re.M)
+            and re.search(r'^hiera_http_requests_total\{endpoint="lookup",code="200"\} \d+', text, re.M)
+            and "hiera_http_request_duration_seconds_bucket{le=\"+Inf\"}" in text
+            and re.search(r"^hiera_snapshot_age_seconds \d+", text, re.M), "metrics:\n" + text[:2000])
+
+
+def check_idle_connections(s):
+    idle = []
+    for _ in range(300):
+        so = socket.create_connection(("127.0.0.1", s.port))
+        so.send(b"GET /v1/nod")  # a request that never ends (a slow client)
+        idle.append(so)
+    t0 = time.time()
+    st, body = s.get("/v1/lookup" + q(node="node1.example.com", key="profile::port"))
+    C.check(st == 200 and time.time() - t0 < 2, f"answered beside 300 idle connections: {st} in {time.time() - t0:.2f}s")
+    for so in idle:
+        so.close()
+
+
+def check_drain(hiera, root, facts):
+    s = Server(hiera, root, facts)
+    result = {}
+
+    def slow():
+        nodes = ["node1.example.com", "node2.example.com", "node3.example.com"] * 600
+        result["answer"] = s.req("POST", "/v1/batch", body={"nodes": nodes, "keys": ["profile::users", "profile::list",
+                                                                                   "profile::motd"] * 20})
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.15)
+    rc = s.stop(signal.SIGTERM)
+    t.join()
+    st, body = result.get("answer", (None, None))
+    C.check(rc == 0 and st == 200 and len(body.get("results", {})) == 3, f"SIGTERM: exit {rc}, in-flight answer {st}")
+    C.check("stopped" in s.output(), "no 'stopped' in the log")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hiera", required=True)
+    ap.add_argument("--make-tree", metavar="DIR", help="only write the test tree into DIR (for tests/web)")
+    args = ap.parse_args()
+    hiera = os.path.abspath(args.hiera)
+    if args.make_tree:
+        os.makedirs(args.make_tree, exist_ok=True)
+        make_tree(hiera, os.path.abspath(args.make_tree))
+        return
+    root = tempfile.mkdtemp(prefix="hiera-serve-")
+    try:
+        facts = make_tree(hiera, root)
+        with open(os.path.join(root, "token"), "w") as f:
+            f.write("a-token-of-more-than-sixteen-chars\n")
+        s = Server(hiera, root, facts)
+        try:
+            check_open_access(s)
+            check_bad_requests(s)
+            check_idle_connections(s)
+            check_reload(root, s)
+        finally:
+            s.stop()
+        s = Server(hiera, root, facts, ["--token-file", os.path.join(root, "token")])
+        try:
+            check_token(s, "a-token-of-more-than-sixteen-chars")
+            check_answers(hiera, root, s)
+        finally:
+            s.stop()
+        s = Server(hiera, root, facts, ["--tls-cert", os.path.join(CERTS, "server.pem"), "--tls-key",
+                                        os.path.join(CERTS, "server.key"), "--tls-ca", os.path.join(CERTS, "ca.pem"),
+                                        "--admin", "admin.example.com"], tls=True)
+        try:
+            check_tls(s)
+        finally:
+            s.stop()
+        check_drain(hiera, root, facts)
+        access = open(os.path.join(root, "access.log")).read().splitlines()
+        C.check(access and all(json.loads(l)["status"] for l in access[:50]), "access log lines are not JSON")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"serve: {C.passed} passed, {C.failed} failed")
+    sys.exit(1 if C.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
