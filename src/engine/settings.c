@@ -1957,8 +1957,6 @@ static hv *all_settings(const hiera_environment *env, bool checking, hv *seen, h
     return all;
 }
 
-static void scan_modules(hiera_environment *env);
-
 bool hiera_environment_check(const hiera_environment *cenv, hiera_error *err)
 {
     hiera_environment *env = (hiera_environment *)cenv; /* its answer is kept, under its lock */
@@ -1970,8 +1968,6 @@ bool hiera_environment_check(const hiera_environment *cenv, hiera_error *err)
         hv *all = all_settings(env, true, seen, &env->check_err);
         hv_decref(all);
         hv_decref(seen);
-        if (!herr_isset(&env->check_err))
-            scan_modules(env);
         diag_leave(&saved);
         env->check_done = true;
     }
@@ -2038,88 +2034,6 @@ hv *settings_scope_vars(const hiera_environment *cenv, herr *err)
 
 /* ------------------------------------------------------------------ modules */
 
-/* Puppet::Module#load_metadata refuses a module whose metadata.json lacks one of these (or
- * whose dependencies are not an array); an unparsable file is only warned about unless strict is
- * "error". */
-/* A whole small file in as few system calls as can be (the modulepath's every metadata.json is
- * read on each run): malloc'ed text and its length, or NULL when it cannot be read. */
-static char *slurp(const char *path, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    char *buf = NULL;
-    size_t n = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < 64 * 1024 * 1024) {
-        size_t cap = (size_t)st.st_size + 1;
-        buf = xmalloc(cap);
-        for (;;) {
-            ssize_t r = read(fd, buf + n, cap - n);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break;
-            n += (size_t)r;
-            if (n == (size_t)st.st_size)
-                break; /* all of it: no read to see the end */
-            if (n == cap) {
-                cap *= 2;
-                buf = xrealloc(buf, cap);
-            }
-        }
-        buf[n < cap ? n : cap - 1] = 0;
-    }
-    close(fd);
-    *len = n;
-    return buf;
-}
-
-static bool module_acceptable(const hiera_environment *env, const char *dir, const char *name)
-{
-    char *path = xjoin(dir, "/metadata.json", NULL);
-    size_t len = 0;
-    herr e = {0};
-    bool ok = true;
-    char *text = slurp(path, &len);
-    if (text) { /* (a module without one is fine) */
-        hv *md = hjson_parse(text, len, path, &e);
-        if (!md) {
-            int strict = settings_strict(env);
-            if (strict) {
-                char *m = xasprintf("%s has an invalid and unparsable metadata.json file. The parse error: %s", name, e.msg ? e.msg : "");
-                report(NULL, strict == 2 ? DIAG_ERROR : DIAG_WARNING, "module-metadata", path, m);
-                free(m);
-            }
-            ok = strict != 2;
-        } else if (hv_is(md, HV_HASH) && hv_hash_len(md)) {
-            static const char *const required[] = {"source", "author", "version", "license", "dependencies"};
-            for (size_t i = 0; i < 5 && ok; i++) {
-                hv *v = hv_hash_gets(md, required[i]);
-                char *m = NULL;
-                if (!v || hv_is(v, HV_UNDEF)) {
-                    m = xasprintf("No %s module metadata provided for %s", required[i], name);
-                } else if (i == 4 && !hv_is(v, HV_ARRAY)) {
-                    char *t = value_to_s(v);
-                    m = xasprintf("The value for the key dependencies in the file metadata.json of the module %s must be an array, not: '%s'",
-                                  name, t);
-                    free(t);
-                }
-                if (m) {
-                    report(NULL, DIAG_ERROR, "module-metadata", path, m);
-                    free(m);
-                    ok = false;
-                }
-            }
-        }
-        hv_decref(md);
-    }
-    herr_clear(&e);
-    free(text);
-    free(path);
-    return ok;
-}
-
 static bool module_name_ok(const char *n)
 {
     if (!(*n >= 'a' && *n <= 'z'))
@@ -2128,44 +2042,6 @@ static bool module_name_ok(const char *n)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
             return false;
     return true;
-}
-
-static int cmp_str_skip1(const void *a, const void *b) { return strcmp(*(char *const *)a + 1, *(char *const *)b + 1); }
-
-/* Environment#modules: every module of the modulepath, the first folder having a name deciding
- * it; the ones Puppet refuses are reported (Puppet lists them as it compiles, so `puppet lookup`
- * reports them whatever it looks up). The answers fill env->modules. Called under env->lock. */
-static void scan_modules(hiera_environment *env)
-{
-    if (!env->modules)
-        env->modules = hv_hash();
-    for (size_t i = 0; i < env->nmodulepath; i++) {
-        DIR *d = opendir(env->modulepath[i]);
-        if (!d)
-            continue;
-        char **names = NULL;
-        size_t n = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (!module_name_ok(de->d_name) || hv_hash_gets(env->modules, de->d_name))
-                continue;
-            if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
-                continue;
-            names = xrealloc(names, (n + 1) * sizeof *names);
-            /* the type byte says "directory" or "look" */
-            names[n++] = xjoin(de->d_type == DT_DIR ? "d" : "?", de->d_name, NULL);
-        }
-        closedir(d);
-        qsort(names, n, sizeof *names, cmp_str_skip1);
-        for (size_t k = 0; k < n; k++) {
-            const char *name = names[k] + 1;
-            char *dir = xjoin(env->modulepath[i], "/", name, NULL);
-            if ((names[k][0] == 'd' || dir_exists(dir)) && !hv_hash_gets(env->modules, name))
-                hv_hash_sets(env->modules, name, module_acceptable(env, dir, name) ? hv_str(dir) : hv_false());
-            free(dir);
-        }
-        free_list(names, n);
-    }
 }
 
 char *settings_module_dir(const hiera_environment *cenv, const char *name)
@@ -2181,16 +2057,12 @@ char *settings_module_dir(const hiera_environment *cenv, const char *name)
     if (known) {
         r = hv_is(known, HV_STRING) ? xstrdup(hv_str_ptr(known)) : NULL;
     } else {
-        for (size_t i = 0; i < env->nmodulepath; i++) {
+        for (size_t i = 0; i < env->nmodulepath && !r; i++) {
             char *d = xjoin(env->modulepath[i], "/", name, NULL);
-            if (dir_exists(d)) {
-                if (module_acceptable(env, d, name))
-                    r = d;
-                else
-                    free(d);
-                break; /* the first folder that has it decides, accepted or not */
-            }
-            free(d);
+            if (dir_exists(d))
+                r = d;
+            else
+                free(d);
         }
         hv_hash_sets(env->modules, name, r ? hv_str(r) : hv_false());
     }

@@ -24,10 +24,9 @@ int settings_strict(const hiera_environment *env);
 hv *settings_scope_vars(const hiera_environment *env, herr *err);
 
 /* The folder of module `name` on the environment's modulepath (malloc'ed), or NULL: the first
- * modulepath folder holding a folder of that name, unless Puppet would refuse that module (a
- * metadata.json that lacks source, author, version, license or dependencies: Puppet prints an
- * error and the module does not exist, not even in a later folder). The answer is remembered by
- * the environment. */
+ * modulepath folder holding a folder of that name (Environment#module; whether Puppet then
+ * accepts the module, by its metadata.json, is lookup.c's module_metadata). Remembered by the
+ * environment. */
 char *settings_module_dir(const hiera_environment *env, const char *name);
 
 /* The settings an environment was loaded with (BORROWED). */
