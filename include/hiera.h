@@ -419,18 +419,23 @@ typedef struct {
      * rule applies to `facts` alone. BORROWED (copied); NULL: none. */
     const hiera_value *base_facts;
     /* Puppet's settings and the environment (hiera_settings_load, hiera_environment_load),
-     * BORROWED; they must outlive the context. With env: its folder, modulepath and name are
-     * used (codedir, environmentpath and environment above must then be NULL) and the settings
-     * give hiera_config (unless given above). Without them: the settings are Puppet's defaults
-     * with the fields above as command-line values, and no puppet.conf is read. settings NULL with
-     * env given: env's settings. */
+     * BORROWED; they must outlive the context (and may be shared by contexts on any threads).
+     * With env: its folder, modulepath and name are used (codedir, environmentpath and
+     * environment above must then be NULL), the settings give hiera_config (unless given above),
+     * the strict setting and the settings:: variables. Without them: the settings are Puppet's
+     * defaults with the fields above as command-line values (no puppet.conf is read) and the
+     * environment is loaded from them. settings NULL with env given: env's settings. */
     const hiera_settings *settings;
     const hiera_environment *env;
 } hiera_options;
 #define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 
 /* Creates a context. Checks what `puppet lookup` checks before any lookup: the facts rule for
- * hostname/domain/fqdn/clientcert, the trusted hash, and that the environment exists. The facts
+ * hostname/domain/fqdn/clientcert, the trusted hash, that the environment exists and that every
+ * Puppet setting resolves (hiera_environment_check). It does not run the environment's
+ * config_version (hiera_environment_run_config_version does, as `puppet lookup` would first).
+ * Without settings and env in the options, each call builds its own from the options' folders
+ * (stat, environment.conf): give them when making many contexts. The facts
  * are sanitized as Puppet::Node::Facts#sanitize does: a value (at any depth, hash keys included)
  * that is not a Hash, Array, number, Boolean or String becomes its to_s (undef -> "", a Symbol
  * -> its name); a fact name that is a Symbol is refused ("Unsupported data type: 'Symbol'").
