@@ -324,10 +324,11 @@ typedef struct {
  * hiera_settings_free. */
 HIERA_API hiera_settings *hiera_settings_load(const hiera_settings_options *o, hiera_error *err);
 HIERA_API void hiera_settings_free(hiera_settings *s);
-/* The value of a setting as Puppet would print it with `puppet config print NAME --section
- * server` (booleans "true"/"false", lists joined with ":"), outside any environment; a new
- * malloc'ed string (release with free), or NULL with err when the name is not a Puppet setting,
- * has no value, or cannot be resolved. */
+/* The value of a setting outside any environment, resolved and converted as Puppet does (folders
+ * absolute, a path setting's folders joined with ":"), as text: booleans "true"/"false", numbers
+ * in decimal, a list's items joined with ","; a new malloc'ed string (release with free), or NULL
+ * with err (which may be NULL) when the name is not a Puppet setting, has no value, or cannot be
+ * resolved. */
 HIERA_API char *hiera_settings_get(const hiera_settings *s, const char *name, hiera_error *err);
 /* The value a setting is given where: "cli" (the command line) or a puppet.conf section ("main",
  * "server", "master", "agent", "user"), as written there (not interpolated; booleans as

@@ -1618,6 +1618,12 @@ char *settings_string(const hiera_settings *s, const hiera_environment *env, con
 char *hiera_settings_get(const hiera_settings *s, const char *name, hiera_error *err)
 {
     herr e = {0};
+    if (!s) {
+        herr_set(&e, HERR_PUPPET, "no settings");
+        serr se = {e, false};
+        serr_to_public(err, &se);
+        return NULL;
+    }
     char *r = settings_string(s, NULL, name ? name : "", &e);
     if (!r) {
         serr se = {e, false};
@@ -1789,6 +1795,11 @@ static int set_modulepath(hiera_environment *env, const char *joined, serr *err)
 hiera_environment *hiera_environment_load(const hiera_settings *s, const char *name, hiera_error *err)
 {
     serr e = {0};
+    if (!s) {
+        herr_set(&e.e, HERR_PUPPET, "no settings");
+        serr_to_public(err, &e);
+        return NULL;
+    }
     hiera_environment *env = xcalloc(1, sizeof *env);
     env->s = s;
     pthread_mutex_init(&env->lock, NULL);
