@@ -19,7 +19,7 @@ LTO ?= -flto=auto -ffat-lto-objects
 MIMALLOC ?= $(shell printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo "-Wl,--push-state,--no-as-needed -lmimalloc -Wl,--pop-state")
 WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
-LIBS = $(PKG_LIBS) -lm
+LIBS = $(PKG_LIBS) -lm -lpthread
 # the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c)
 CLI_LIBS := $(shell pkg-config --libs yaml-0.1 oniguruma 2>/dev/null) -lm -ldl -lpthread
 
@@ -110,6 +110,10 @@ check: all
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
 	@python3 tests/cli/check.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
+	@$(MAKE) --no-print-directory $(B)/tests/stress
+	@./$(B)/tests/stress --threads 4 --rounds 1 tests/cases >$(B)/tests/stress.log 2>&1 \
+	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
+	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
@@ -259,3 +263,29 @@ fuzz-smoke: fuzz
 	    -artifact_prefix=$(FUZZ_B)/smoke/ $(FUZZ_B)/smoke/$${b#$(FUZZ_B)/} >$$b.smoke.log 2>&1 \
 	    || { echo "FAIL fuzz-smoke $$b"; tail -60 $$b.smoke.log; fail=1; }; \
 	  echo "$$b: $$(grep -o 'stat::number_of_executed_units: [0-9]*' $$b.smoke.log || tail -1 $$b.smoke.log)"; done; exit $$fail
+
+# =============================================================================================
+# ThreadSanitizer (issue 13): separate contexts on separate threads.
+#   make check-tsan   build-tsan/: the library with -fsanitize=thread (no LTO, no mimalloc) and
+#                     tests/threads/stress.c, which answers every recorded case (tests/cases) from
+#                     STRESS_THREADS threads, STRESS_ROUNDS times each in shuffled orders, each
+#                     thread with its own contexts and cache, and checks every answer against the
+#                     single-thread one. Any ThreadSanitizer report fails it (exit 66).
+# =============================================================================================
+.PHONY: tsan check-tsan
+
+TSAN_B = build-tsan
+TSAN_CFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 $(TSAN_OPTIONS)"
+STRESS_THREADS ?= 8
+STRESS_ROUNDS ?= 3
+
+$(B)/tests/stress: tests/threads/stress.c $(B)/libhiera.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libhiera.a $(LIBS)
+
+tsan:
+	@$(MAKE) --no-print-directory B=$(TSAN_B) CFLAGS="$(TSAN_CFLAGS)" LTO= MIMALLOC= $(TSAN_B)/libhiera.a $(TSAN_B)/tests/stress
+
+check-tsan: tsan
+	@$(TSAN_ENV) ./$(TSAN_B)/tests/stress --threads $(STRESS_THREADS) --rounds $(STRESS_ROUNDS) tests/cases

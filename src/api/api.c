@@ -204,9 +204,9 @@ static void resolve_paths(const hiera_options *o, char **codedir_out, char **env
             memcpy(&(dst), (src), n_ < sizeof(dst) ? n_ : sizeof(dst));                            \
         }                                                                                          \
     } while (0)
+/* size 0 reads the fields of version 0.2, which are all the fields there are today; a later
+ * version that adds fields passes offsetof(its first new field) as v02_end */
 #define COPY_OPTIONS(dst, src) COPY_OPTIONS_SINCE(dst, src, sizeof(dst))
-/* hiera_options of version 0.2 end before trusted (the fields added since) */
-#define OPTIONS_V02_END offsetof(hiera_options, trusted)
 
 /* The diag sink of a context: diagnostics become hiera_diagnostic for the caller's callback. */
 static void to_user_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
@@ -222,7 +222,7 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
 {
     herr e = {0};
     hiera_options opts;
-    COPY_OPTIONS_SINCE(opts, given, OPTIONS_V02_END);
+    COPY_OPTIONS(opts, given);
     const hiera_options *o = &opts;
     const hv *facts = o->facts;
     if (o->base_facts && !hv_is(o->base_facts, HV_HASH)) {
@@ -464,7 +464,7 @@ hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hier
 {
     (void)err; /* problems are kept in the snapshot (hiera_snapshot_problems) */
     hiera_options opts;
-    COPY_OPTIONS_SINCE(opts, given, OPTIONS_V02_END);
+    COPY_OPTIONS(opts, given);
     const hiera_options *o = &opts;
     char *codedir = NULL, *envpath = NULL, *global = NULL;
     /* the folders as hiera_new finds them: from the settings (Puppet's defaults with the options'

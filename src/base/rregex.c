@@ -7,6 +7,8 @@
 #include "base/diag.h"
 
 #include <oniguruma.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@ struct rregex {
     regex_t *re;
     char *src; /* the pattern, for the warning */
     int srclen;
-    bool warned;
+    atomic_bool warned; /* a compiled regexp may be shared by the threads of a snapshot */
 };
 
 /* Backtracking steps allowed in one search (Oniguruma gives up the whole search when one
@@ -23,20 +25,24 @@ struct rregex {
  * strings never come near it unless they backtrack exponentially. */
 #define RREGEX_RETRY_LIMIT 1000000UL
 
-static void init_once(void)
+static pthread_once_t onig_once = PTHREAD_ONCE_INIT;
+
+static void onig_setup(void)
 {
-    static bool done;
-    if (!done) {
-        OnigEncoding encs[1] = {ONIG_ENCODING_UTF8};
-        onig_initialize(encs, 1);
-        onig_set_retry_limit_in_match(RREGEX_RETRY_LIMIT);
-        done = true;
-    }
+    OnigEncoding encs[1] = {ONIG_ENCODING_UTF8};
+    onig_initialize(encs, 1);
+    onig_set_retry_limit_in_match(RREGEX_RETRY_LIMIT);
 }
+
+/* Oniguruma must be initialised once, before any onig_new, and its initialisation is not
+ * thread-safe: every user of Oniguruma in the library (these regexps, the types' Pattern and
+ * Regexp, the YAML writer's quoting patterns) calls this first. After it, onig_new and onig_search
+ * may run on any thread. */
+void rregex_init(void) { pthread_once(&onig_once, onig_setup); }
 
 rregex *rregex_new(const char *src, size_t len, herr *err)
 {
-    init_once();
+    rregex_init();
     regex_t *re = NULL;
     OnigErrorInfo einfo;
     const UChar *p = (const UChar *)src;
@@ -51,7 +57,7 @@ rregex *rregex_new(const char *src, size_t len, herr *err)
     rr->re = re;
     rr->srclen = len > 200 ? 200 : (int)len;
     rr->src = xstrndup(src, (size_t)rr->srclen);
-    rr->warned = false;
+    atomic_init(&rr->warned, false);
     return rr;
 }
 
@@ -68,13 +74,12 @@ static long search_from(const rregex *re, const char *s, size_t len, size_t from
 {
     const UChar *start = (const UChar *)s, *end = start + len;
     long r = onig_search(re->re, start, end, start + from, end, region, ONIG_OPTION_NONE);
-    if (r < 0 && r != ONIG_MISMATCH && !re->warned) {
+    if (r < 0 && r != ONIG_MISMATCH && !atomic_exchange_explicit(&((rregex *)re)->warned, true, memory_order_relaxed)) {
         /* the retry limit (or another match-time error): no match, said once */
         UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
         onig_error_code_to_str(msg, (int)r);
         diag_warn("regexp-gave-up", NULL, 0, 0, "regexp /%.*s/ gave up matching (%s); treated as no match", re->srclen,
                   re->src, (const char *)msg);
-        ((rregex *)re)->warned = true;
     }
     return r;
 }

@@ -10,6 +10,10 @@
 
 typedef struct rregex rregex;
 
+/* Initialises Oniguruma (UTF-8, the backtracking bound) once per process; thread-safe. Called by
+ * rregex_new, and by every other user of Oniguruma before its first onig_new. */
+void rregex_init(void);
+
 /* Compiles a Ruby regexp source. NULL with err (HERR_ERROR, Ruby's RegexpError wording as far as
  * Oniguruma gives it) when invalid. */
 rregex *rregex_new(const char *src, size_t len, herr *err);

@@ -227,3 +227,14 @@ void *oa_regrow(void *old, size_t ocap, size_t ncap, size_t slot_size)
     free(old);
     return slots;
 }
+
+const char *errno_text(int e, char *buf, size_t len)
+{
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+    return strerror_r(e, buf, len); /* the GNU variant: a static string or buf */
+#else
+    if (strerror_r(e, buf, len) != 0)
+        snprintf(buf, len, "Unknown error %d", e);
+    return buf;
+#endif
+}

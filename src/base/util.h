@@ -73,6 +73,12 @@ void herr_clear(herr *e);
 void herr_move(herr *dst, herr *src); /* dst takes src's contents; src is cleared */
 bool herr_isset(const herr *e);
 
+/* strerror(e), thread-safe: the text is written into buf (len bytes) when the C library does not
+ * return a static string. ERRNO_TEXT(e) gives it a buffer that lives until the end of the
+ * enclosing block, for use inside one message call. */
+const char *errno_text(int e, char *buf, size_t len);
+#define ERRNO_TEXT(e) errno_text((e), (char[128]){0}, 128)
+
 /* Open-addressing tables (linear probing) whose slots start with a uint64_t hash code, 0 for an
  * empty slot: a table of ncap slots (a power of two) holding the entries of old (ocap slots of
  * slot_size bytes), which is freed. */

@@ -385,7 +385,7 @@ static bool read_file(eyaml_ctx *e, const char *path, char **out, size_t *outlen
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        char *m = xasprintf("%s @ rb_sysopen - %s", strerror(errno), path);
+        char *m = xasprintf("%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
         fail(e, err, EYAML_ERR_STANDARD, m);
         free(m);
         return false;
@@ -402,7 +402,7 @@ static bool read_file(eyaml_ctx *e, const char *path, char **out, size_t *outlen
             int errnum = errno;
             close(fd);
             wipe_free(b.s, b.cap);
-            char *m = xasprintf("%s @ io_fread - %s", strerror(errnum), path);
+            char *m = xasprintf("%s @ io_fread - %s", ERRNO_TEXT(errnum), path);
             fail(e, err, EYAML_ERR_STANDARD, m);
             free(m);
             return false;
@@ -1141,7 +1141,7 @@ static bool write_pem_file(const char *path, BIO *mem, int mode, herr *err)
     long n = BIO_get_mem_data(mem, &data);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode >= 0 ? (mode_t)mode : 0666);
     if (fd < 0) {
-        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", strerror(errno), path);
+        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
         return false;
     }
     size_t off = 0;
@@ -1150,19 +1150,19 @@ static bool write_pem_file(const char *path, BIO *mem, int mode, herr *err)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            herr_set(err, HERR_ERROR, "%s @ io_write - %s", strerror(errno), path);
+            herr_set(err, HERR_ERROR, "%s @ io_write - %s", ERRNO_TEXT(errno), path);
             close(fd);
             return false;
         }
         off += (size_t)w;
     }
     if (mode >= 0 && fchmod(fd, (mode_t)mode) != 0) {
-        herr_set(err, HERR_ERROR, "%s @ apply2files - %s", strerror(errno), path);
+        herr_set(err, HERR_ERROR, "%s @ apply2files - %s", ERRNO_TEXT(errno), path);
         close(fd);
         return false;
     }
     if (close(fd) != 0) {
-        herr_set(err, HERR_ERROR, "%s @ io_write - %s", strerror(errno), path);
+        herr_set(err, HERR_ERROR, "%s @ io_write - %s", ERRNO_TEXT(errno), path);
         return false;
     }
     return true;

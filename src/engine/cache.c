@@ -255,7 +255,7 @@ static bool read_all(const char *path, sbuf *out, herr *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", strerror(errno), path);
+        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
         herr_at(err, path, 0, 0);
         return false;
     }
@@ -273,7 +273,7 @@ static bool read_all(const char *path, sbuf *out, herr *err)
     if (ferror(f)) {
         int e = errno;
         fclose(f);
-        herr_set(err, HERR_ERROR, "%s @ io_fread - %s", strerror(e), path);
+        herr_set(err, HERR_ERROR, "%s @ io_fread - %s", ERRNO_TEXT(e), path);
         herr_at(err, path, 0, 0);
         return false;
     }
@@ -525,7 +525,7 @@ hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
     }
     struct stat st;
     if (stat(path, &st) != 0) {
-        herr_set(err, HERR_LOOKUP, "Unable to read file '%s': %s", path, strerror(errno));
+        herr_set(err, HERR_LOOKUP, "Unable to read file '%s': %s", path, ERRNO_TEXT(errno));
         herr_at(err, path, 0, 0);
         return NULL;
     }

@@ -2,12 +2,14 @@
  * (lib/puppet/pops/lookup/hiera_config.rb): the structure is type-checked with Puppet's own type
  * (so the messages are Puppet's), then the semantic checks raise LookupErrors naming the file. */
 #include "engine/config.h"
+#include "engine/providers.h"
 #include "base/diag.h"
 #include "base/pathname.h"
 #include "types/ptype.h"
 #include "formats/render.h"
 #include "base/rregex.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,21 +298,48 @@ bool config_v5_quick_valid(const hv *config)
     return hv_hash_gets(config, "version") != NULL;
 }
 
-/* Type-checks the config hash against Puppet's schema; false with a HERR_PUPPET message
- * "The Lookup Configuration at '<path>' has wrong type, ..." */
-static bool check_schema(const char *type_text, ptype **cached, const hv *config, const hcfg *c, herr *err)
+/* The v4 and v5 schemas, parsed once per process and frozen: every thread shares them. NULL (not
+ * expected) when one does not parse. */
+static ptype *v4_schema, *v5_schema;
+static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
+
+static ptype *parse_frozen(const char *type_text)
 {
-    ptype *t = cached ? *cached : NULL;
-    if (!t) {
+    herr perr = {0};
+    ptype *t = ptype_parse(type_text, &perr);
+    herr_clear(&perr);
+    if (t)
+        ptype_freeze(t);
+    return t;
+}
+
+static void parse_schemas(void)
+{
+    v4_schema = parse_frozen(V4_TYPE);
+    v5_schema = parse_frozen(V5_TYPE);
+}
+
+/* Type-checks the config hash against Puppet's schema (the shared one of its version, or else
+ * type_text parsed for this check); false with a HERR_PUPPET message "The Lookup Configuration at
+ * '<path>' has wrong type, ..." */
+static bool check_schema(const char *type_text, int version, const hv *config, const hcfg *c, herr *err)
+{
+    ptype *t = NULL, *own = NULL;
+    if (version) {
+        pthread_once(&schemas_once, parse_schemas);
+        t = version == 4 ? v4_schema : v5_schema;
+        if (!t) {
+            herr_set(err, HERR_ERROR, "internal: bad config type: version %d", version);
+            return false;
+        }
+    } else {
         herr perr = {0};
-        t = ptype_parse(type_text, &perr);
+        t = own = ptype_parse(type_text, &perr);
         if (!t) {
             herr_set(err, HERR_ERROR, "internal: bad config type: %s", perr.msg ? perr.msg : "?");
             herr_clear(&perr);
             return false;
         }
-        if (cached)
-            *cached = t;
     }
     bool ok = ptype_match(t, config);
     if (!ok) {
@@ -321,8 +350,7 @@ static bool check_schema(const char *type_text, ptype **cached, const hv *config
         free(msg);
         free(subject);
     }
-    if (!cached)
-        ptype_free(t);
+    ptype_free(own);
     return ok;
 }
 
@@ -504,7 +532,6 @@ static hlevel *build_v5_levels(hcfg *c, const hv *list, const hv *defaults, size
 
 static bool load_v5(hcfg *c, hv *config, layer_kind layer, herr *err)
 {
-    static ptype *v5_type;
     /* config[defaults] ||= ...; config[hierarchy] ||= ... (nil counts as missing) */
     const hv *d = hv_hash_gets(config, "defaults");
     if (!hv_truthy(d)) {
@@ -520,7 +547,7 @@ static bool load_v5(hcfg *c, hv *config, layer_kind layer, herr *err)
         hv_array_push(h, e);
         hv_hash_sets(config, "hierarchy", h);
     }
-    if (!config_v5_quick_valid(config) && !check_schema(V5_TYPE, &v5_type, config, c, err))
+    if (!config_v5_quick_valid(config) && !check_schema(NULL, 5, config, c, err))
         return false;
     const hv *defaults = hv_hash_gets(config, "defaults");
     if (defaults && !validate_v5_defaults(c, defaults, err))
@@ -555,7 +582,6 @@ static bool load_v5(hcfg *c, hv *config, layer_kind layer, herr *err)
 
 static bool load_v4(hcfg *c, hv *config, herr *err)
 {
-    static ptype *v4_type;
     if (!hv_truthy(hv_hash_gets(config, "datadir")))
         hv_hash_sets(config, "datadir", hv_str("data"));
     if (!hv_truthy(hv_hash_gets(config, "hierarchy"))) {
@@ -565,7 +591,7 @@ static bool load_v4(hcfg *c, hv *config, herr *err)
         hv_array_push(h, e);
         hv_hash_sets(config, "hierarchy", h);
     }
-    if (!check_schema(V4_TYPE, &v4_type, config, c, err))
+    if (!check_schema(NULL, 4, config, c, err))
         return false;
     const char *def_datadir = str_or_null(hv_hash_gets(config, "datadir"));
     const hv *list = hv_hash_gets(config, "hierarchy");
@@ -600,12 +626,11 @@ static bool load_v4(hcfg *c, hv *config, herr *err)
         const char *dd = str_or_null(hv_hash_gets(he, "datadir"));
         l->datadir = xstrdup(dd ? dd : def_datadir);
         l->fkind = FN_DATA_HASH;
-        if (!strcmp(backend, "yaml") || !strcmp(backend, "json")) {
-            l->fname = xasprintf("%s_data", backend);
-            l->extension = xasprintf(".%s", backend);
-        } else if (!strcmp(backend, "hocon")) {
-            l->fname = xstrdup("hocon_data");
-            l->extension = xstrdup(".conf");
+        /* version 4 knows the data_hash backends only (yaml, json, hocon) */
+        const provider_def *pd = provider_for_backend(backend);
+        if (pd && pd->kind == FN_DATA_HASH) {
+            l->fname = xstrdup(pd->name);
+            l->extension = xstrdup(pd->extension);
         } else if (!herr_isset(&c->lazy_err)) {
             char *re = line_regexp("[^\\w]%s(?:[^\\w]|$)", backend);
             int line = config_find_line(c, re, 1);
@@ -658,7 +683,7 @@ static bool load_v3(hcfg *c, hv *config, herr *err)
         sb_adds(&t, "']=>Hash[String[1],Any]");
     }
     sb_adds(&t, "}]");
-    bool ok = check_schema(sb_str(&t), NULL, config, c, err);
+    bool ok = check_schema(sb_str(&t), 0, config, c, err);
     sb_free(&t);
     if (ok) {
         const hv *mb = hv_hash_gets(config, "merge_behavior");
@@ -699,21 +724,17 @@ static bool load_v3(hcfg *c, hv *config, herr *err)
             const char *ext = bc ? str_or_null(hv_hash_gets(bc, "extension")) : NULL;
             if (ext)
                 l->extension = xasprintf(".%s", ext);
-            else
-                l->extension = !strcmp(bl[i], "hocon") ? xstrdup(".conf") : xasprintf(".%s", bl[i]);
+            const provider_def *pd = provider_for_backend(bl[i]);
+            if (!ext)
+                l->extension = pd ? xstrdup(pd->extension) : xasprintf(".%s", bl[i]);
             l->v3_datadir_abs = true;
             const char *dd = bc ? str_or_null(hv_hash_gets(bc, "datadir")) : NULL;
             l->datadir = dd ? xstrdup(dd) : NULL; /* NULL: <codedir>/environments/%{::environment}/hieradata */
-            if (!strcmp(bl[i], "yaml") || !strcmp(bl[i], "json")) {
-                l->fkind = FN_DATA_HASH;
-                l->fname = xasprintf("%s_data", bl[i]);
-            } else if (!strcmp(bl[i], "hocon")) {
-                l->fkind = FN_DATA_HASH;
-                l->fname = xstrdup("hocon_data");
-            } else if (!strcmp(bl[i], "eyaml")) {
-                l->fkind = FN_LOOKUP_KEY;
-                l->fname = xstrdup("eyaml_lookup_key");
+            if (pd) {
+                l->fkind = pd->kind;
+                l->fname = xstrdup(pd->name);
             } else {
+                /* a backend of Hiera 3's own (Ruby): the level fails when used */
                 l->fkind = FN_HIERA3_BACKEND;
                 l->fname = xstrdup(bl[i]);
             }

@@ -9,6 +9,7 @@
 #include "formats/render.h"
 #include "base/rregex.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,22 +70,45 @@ static const char *options_type(ms_kind kind)
     return "Any";
 }
 
-/* Type-checks value against a type text; on mismatch fills err (HERR_PUPPET, a TypeAssertionError)
- * with "<subject> has wrong type, ...". Type objects are parsed once per process. */
-static bool check_type(ptype **cache, const char *type_text, const hv *value, const char *subject, herr *err)
+/* The types the strategies check: each strategy's options (indexed by ms_kind), then the operands
+ * of the hash and unique merges. Parsed once per process and frozen: every thread shares them. */
+enum { T_HASH_OPERAND = MS_REVERSE_DEEP + 1, T_UNIQUE_OPERAND, N_CHECKED_TYPES };
+static ptype *checked_types[N_CHECKED_TYPES];
+static pthread_once_t checked_types_once = PTHREAD_ONCE_INIT;
+
+static const char *checked_type_text(int which)
 {
-    if (!*cache) {
-        herr perr = {0};
-        *cache = ptype_parse(type_text, &perr);
-        if (!*cache) {
-            herr_set(err, HERR_ERROR, "internal type '%s': %s", type_text, perr.msg ? perr.msg : "");
-            herr_clear(&perr);
-            return false;
-        }
+    switch (which) {
+    case T_HASH_OPERAND: return "Hash[String,Data]";
+    case T_UNIQUE_OPERAND: return "Variant[Scalar,Array[Data]]";
+    default: return options_type((ms_kind)which);
     }
-    if (ptype_match(*cache, value))
+}
+
+static void parse_checked_types(void)
+{
+    for (int i = 0; i < N_CHECKED_TYPES; i++) {
+        herr perr = {0};
+        checked_types[i] = ptype_parse(checked_type_text(i), &perr);
+        herr_clear(&perr);
+        if (checked_types[i])
+            ptype_freeze(checked_types[i]);
+    }
+}
+
+/* Type-checks value against one of the types above; on mismatch fills err (HERR_PUPPET, a
+ * TypeAssertionError) with "<subject> has wrong type, ...". */
+static bool check_type(int which, const hv *value, const char *subject, herr *err)
+{
+    pthread_once(&checked_types_once, parse_checked_types);
+    const ptype *t = checked_types[which];
+    if (!t) {
+        herr_set(err, HERR_ERROR, "internal type '%s' does not parse", checked_type_text(which));
+        return false;
+    }
+    if (ptype_match(t, value))
         return true;
-    char *msg = ptype_mismatch(*cache, value, subject);
+    char *msg = ptype_mismatch(t, value, subject);
     herr_set(err, HERR_PUPPET, "%s", msg);
     free(msg);
     return false;
@@ -128,11 +152,8 @@ merge_strategy *ms_from_value(const hv *merge, herr *err)
         sb_free(&b);
         return NULL;
     }
-    if (options) {
-        static ptype *types[7];
-        if (!check_type(&types[kind], options_type(kind), options, "The merge options", err))
-            return NULL;
-    }
+    if (options && !check_type((int)kind, options, "The merge options", err))
+        return NULL;
     merge_strategy *ms = ms_new(kind);
     if (options) {
         ms->options = hv_incref((hv *)options);
@@ -852,19 +873,18 @@ static hv *hash_merge(hv *e1, hv *e2)
 
 hv *ms_merge(const merge_strategy *ms, hv *e1, hv *e2, bool inplace, herr *err)
 {
-    static ptype *hash_t, *unique_t;
     switch (ms->kind) {
     case MS_FIRST:
     case MS_DEFAULT:
         return hv_incref(e1);
     case MS_HASH:
-        if (!check_type(&hash_t, "Hash[String,Data]", e1, "The first element of the merge", err) ||
-            !check_type(&hash_t, "Hash[String,Data]", e2, "The second element of the merge", err))
+        if (!check_type(T_HASH_OPERAND, e1, "The first element of the merge", err) ||
+            !check_type(T_HASH_OPERAND, e2, "The second element of the merge", err))
             return NULL;
         return hash_merge(e1, e2);
     case MS_UNIQUE: {
-        if (!check_type(&unique_t, "Variant[Scalar,Array[Data]]", e1, "The first element of the merge", err) ||
-            !check_type(&unique_t, "Variant[Scalar,Array[Data]]", e2, "The second element of the merge", err))
+        if (!check_type(T_UNIQUE_OPERAND, e1, "The first element of the merge", err) ||
+            !check_type(T_UNIQUE_OPERAND, e2, "The second element of the merge", err))
             return NULL;
         hv *a = unique_convert(e1), *b = unique_convert(e2);
         hv *out = hv_array_sized(hv_array_len(a) + hv_array_len(b)), *seen = hv_hash();

@@ -2336,7 +2336,7 @@ hv *yaml_load_file(const char *path, yaml_mode mode, herr *err)
     /* Ruby's File.read messages: "<strerror> @ rb_sysopen - <path>" */
     FILE *f = fopen(path, "rb");
     if (!f) {
-        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", strerror(errno), path);
+        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
         herr_at(err, path, 0, 0);
         return NULL;
     }
@@ -2349,7 +2349,7 @@ hv *yaml_load_file(const char *path, yaml_mode mode, herr *err)
         int e = errno;
         fclose(f);
         sb_free(&b);
-        herr_set(err, HERR_ERROR, "%s @ io_fread - %s", strerror(e), path);
+        herr_set(err, HERR_ERROR, "%s @ io_fread - %s", ERRNO_TEXT(e), path);
         herr_at(err, path, 0, 0);
         return NULL;
     }

@@ -6,6 +6,7 @@
  *   - render_explain_value: the lookup explainer's dump_value.
  * Strings are assumed to be UTF-8 (Ruby with a UTF-8 locale). */
 #include "formats/render.h"
+#include "base/rregex.h"
 
 #include <limits.h>
 #include <math.h>
@@ -869,7 +870,7 @@ typedef struct {
     sbuf *out;
     herr *err;
     OnigRegex re[RE_COUNT];
-    bool onig_ready, re_failed;
+    bool re_failed;
     ptrmap *shared; /* NULL: no anchors (values that merely share storage print twice) */
 } yctx;
 
@@ -933,12 +934,7 @@ static void ptrmap_count(ptrmap *m, const hv *v, int depth)
 static bool re_match(yctx *y, int which, const char *s, size_t n)
 {
     if (!y->re[which]) {
-        if (!y->onig_ready) {
-            OnigEncoding enc = ONIG_ENCODING_UTF8;
-            onig_initialize(&enc, 1); /* does nothing when done before (with whatever encodings) */
-            onig_initialize_encoding(enc);
-            y->onig_ready = true;
-        }
+        rregex_init(); /* Oniguruma, once per process */
         OnigErrorInfo einfo;
         const char *pat = psych_res[which].pattern;
         OnigOptionType opt = ONIG_OPTION_DIGIT_IS_ASCII | ONIG_OPTION_SPACE_IS_ASCII |

@@ -536,6 +536,6 @@ static h3_result ey_lookup(h3 *h, void *state, const hv *key, const hv *scope, c
     return H3_FOUND;
 }
 
-/* Listed in hiera3.c's h3_backend_table. */
+/* Listed in h3_config.c's h3_backend_table. */
 extern const h3_backend h3_eyaml_backend;
 const h3_backend h3_eyaml_backend = {"eyaml", ey_create, ey_destroy, ey_lookup};

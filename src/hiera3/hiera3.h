@@ -13,7 +13,7 @@
  * lookup(key, scope, order_override, resolution_type, context): walk h3_datasources(), read
  * files through an h3_filecache, turn found data into answers with h3_parse_answer(), merge
  * with h3_merge_answer(), and return H3_FOUND / H3_NOT_FOUND (Ruby's throw :no_such_key) /
- * H3_ERROR. Then add it to the table in hiera3.c (h3_backend_table).
+ * H3_ERROR. Then add it to the table in h3_config.c (h3_backend_table).
  */
 #ifndef HIERA_HIERA3_H
 #define HIERA_HIERA3_H

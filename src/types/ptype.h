@@ -45,6 +45,11 @@ char *ptype_to_s(const ptype *t);
  * fails. */
 hv *ptype_convert(const hv *spec, const hv *value, herr *err);
 
+/* Makes t safe to share between threads: its regexps are compiled now (matching compiles them on
+ * first use otherwise) and it becomes immortal, never to be freed (ptype_free does nothing). For
+ * types built once and kept for the life of the process (pthread_once). */
+void ptype_freeze(ptype *t);
+
 /* Puppet's String.new(v) / "%s" formatting of a value: ['a', 'b'], {'a' => 1}, 1.500000 ... */
 void puppet_string(sbuf *out, const hv *v);
 

@@ -1,4 +1,4 @@
-/* fuzz_hocon.c - libFuzzer harness: HOCON data (src/formats/hocon.c, hocon_data), parse and resolve.
+/* fuzz_hocon.c - libFuzzer harness: HOCON data (src/formats/hocon*.c, hocon_data), parse and resolve.
  * The document is named as a file in a private folder; includes of relative names are read from
  * the working directory (run the fuzzer from an empty one). */
 #include <stdint.h>

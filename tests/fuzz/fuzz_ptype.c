@@ -1,4 +1,4 @@
-/* fuzz_ptype.c - libFuzzer harness: Puppet's type language (src/types/ptype.c): parsing (as
+/* fuzz_ptype.c - libFuzzer harness: Puppet's type language (src/types): parsing (as
  * lookup_options/convert_to and as `--type` parse it), matching, mismatch messages, printing,
  * and new(Type, value). Input: the type's text, a newline, then a value as YAML. */
 #include <stdint.h>
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sb_free(&b);
 
     /* convert_to: "Type" and [Type, args...] (the args from the value when it is an array).
-     * Array.new(n) iterates 0...n (up to a million, as ptype.c allows) and Puppet's mismatch
+     * Array.new(n) iterates 0...n (up to a million, as new.c allows) and Puppet's mismatch
      * message then names every index: linear but slow, so big integers are kept out. */
     if (has_big_int(v, 0)) {
         hv_decref(v);

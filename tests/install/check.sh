@@ -1,7 +1,7 @@
 #!/bin/sh
 # make install into a scratch DESTDIR, then build examples/api-example.c and
 # examples/hiera3-example.c against the installed library with `pkg-config --cflags --libs hiera`
-# (static and shared) and run them.
+# (static and shared) and run them; check that the shared library exports the public API only.
 set -e
 cd "$(dirname "$0")/../.."
 dest=$(mktemp -d /tmp/hiera-install-XXXXXX)
@@ -15,6 +15,17 @@ check test -f "$dest/usr/share/man/man1/hiera.1"
 check test -L "$dest/usr/lib/libhiera.so.1"
 version=$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
 check sh -c "readelf -d '$dest/usr/lib/libhiera.so.$version' | grep -q 'SONAME.*libhiera.so.1'"
+# ABI: the shared library exports exactly the functions include/hiera.h declares (HIERA_API),
+# nothing of its internals (sanitizer builds add their runtime's hooks, left out here)
+so="$dest/usr/lib/libhiera.so.$version"
+declared=$(grep '^HIERA_API' include/hiera.h | sed 's/(.*//' | awk '{print $NF}' | tr -d '*' | sort)
+exported=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^(__asan|__odr_asan|__ubsan|__sanitizer|__tsan|__lsan)' | sort)
+extra=$(echo "$exported" | grep -vxF "$declared" | tr '\n' ' ' || true)
+missing=$(echo "$declared" | grep -vxF "$exported" | tr '\n' ' ' || true)
+[ -z "$extra" ] || echo "libhiera.so exports what include/hiera.h does not declare: $extra"
+[ -z "$missing" ] || echo "libhiera.so does not export: $missing"
+check test -n "$declared"
+check test -z "$extra$missing"
 cc -o "$dest/example-shared" examples/api-example.c $(pkg-config --cflags --libs hiera)
 cc -o "$dest/example-static" examples/api-example.c $(pkg-config --cflags hiera) \
    "$dest/usr/lib/libhiera.a" $(pkg-config --libs --static hiera | sed 's/-lhiera//')

@@ -1,4 +1,4 @@
-/* Unit tests for src/hiera3/hiera3.c: the Hiera 3 engine through the public API (include/hiera.h, Hiera 3 section)
+/* Unit tests for src/hiera3: the Hiera 3 engine through the public API (include/hiera.h, Hiera 3 section)
  * (in-memory configurations, order_override, resolution types, deep-merge option sets,
  * defaults, loggers, error kinds, the Filecache's quirks), Hiera::Util.split_key, Ruby 3.1's
  * `pp` and JSON.dump.

@@ -1,4 +1,4 @@
-/* Unit tests for the HOCON reader (src/formats/hocon.c).
+/* Unit tests for the HOCON reader (src/formats/hocon*.c).
  *
  * Every expected value and key order here was recorded from the ruby hocon gem 1.3.1 as Puppet's
  * hocon_data calls it (Hocon.parse of the file's content), e.g.

@@ -1,4 +1,4 @@
-/* test_ptype.c - unit tests of ptype.c: parsing type expressions (valid and invalid), matching
+/* test_ptype.c - unit tests of src/types (ptype.h): parsing type expressions (valid and invalid), matching
  * values, TypeMismatchDescriber messages, new() conversions for convert_to, and String.new
  * formatting. Every expectation in the tables was recorded from Puppet 7.23 (Ruby API calls with a
  * loader, as convert_to and Hiera's own type checks use, and `puppet lookup --type` runs for the
@@ -10,7 +10,7 @@
 
 #include "types/ptype.h"
 
-/* The `puppet lookup --type` parser (defined in ptype.c, see there). */
+/* The `puppet lookup --type` parser (declared in ptype.h, defined in interpret.c). */
 ptype *ptype_parse_cli(const char *text, herr *err);
 
 static hv *fix_markers(hv *v)
