@@ -172,8 +172,9 @@ static char *home_dir(herr *err)
         }
         return xstrdup(h);
     }
-    struct passwd *pw = getpwuid(getuid());
-    if (pw && pw->pw_dir)
+    char buf[4096];
+    struct passwd pwbuf, *pw = NULL;
+    if (getpwuid_r(getuid(), &pwbuf, buf, sizeof buf, &pw) == 0 && pw && pw->pw_dir)
         return xstrdup(pw->pw_dir);
     herr_set(err, HERR_PUPPET, "couldn't find login name -- expanding `~'");
     return NULL;
@@ -193,7 +194,10 @@ static char *expand_path(const char *path, const char *dir, herr *err)
             base = home_dir(err);
         } else {
             char *user = xstrndup(path + 1, ulen);
-            struct passwd *pw = getpwnam(user);
+            char buf[4096];
+            struct passwd pwbuf, *pw = NULL;
+            if (getpwnam_r(user, &pwbuf, buf, sizeof buf, &pw) != 0)
+                pw = NULL;
             if (pw && pw->pw_dir)
                 base = xstrdup(pw->pw_dir);
             else
@@ -1397,7 +1401,7 @@ static int read_file_text(const char *path, char **text, size_t *len, herr *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        herr_set(err, HERR_PUPPET, "%s @ rb_sysopen - %s", strerror(errno), path);
+        herr_set(err, HERR_PUPPET, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
         return -1;
     }
     sbuf b = {0};
@@ -1417,7 +1421,7 @@ static int read_file_text(const char *path, char **text, size_t *len, herr *err)
     fclose(f);
     if (bad) {
         sb_free(&b);
-        herr_set(err, HERR_PUPPET, "%s @ io_fread - %s", strerror(e), path);
+        herr_set(err, HERR_PUPPET, "%s @ io_fread - %s", ERRNO_TEXT(e), path);
         return -1;
     }
     *len = b.len;
@@ -2206,7 +2210,7 @@ static int run_command(const char *cmd, const char *path, char **output, int *st
     sbuf out = {0};
     *status = 1;
     if (pipe(fds) != 0) {
-        sb_addf(&out, "Error: Could not execute posix command: %s - %s", strerror(errno), argv[0]);
+        sb_addf(&out, "Error: Could not execute posix command: %s - %s", ERRNO_TEXT(errno), argv[0]);
     } else {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t at;
@@ -2236,7 +2240,7 @@ static int run_command(const char *cmd, const char *path, char **output, int *st
         posix_spawnattr_destroy(&at);
         close(fds[1]);
         if (rc != 0) {
-            sb_addf(&out, "Error: Could not execute posix command: %s - %s", strerror(rc), argv[0]);
+            sb_addf(&out, "Error: Could not execute posix command: %s - %s", ERRNO_TEXT(rc), argv[0]);
         } else {
             char buf[8192];
             ssize_t n;
