@@ -473,7 +473,6 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
             if (!refused)
                 refused = o;
             break;
-        case CLI_ACCEPTED: break;
         }
         (void)has_value;
     }

@@ -35,7 +35,6 @@ typedef enum {
     CLI_HELP,     /* prints the command's help, exits 0 */
     CLI_VERSION,  /* prints hiera's version, exits 0 */
     CLI_REFUSED,  /* fails with `why` (an option hiera cannot honour) */
-    CLI_ACCEPTED, /* accepted, no effect (`why` says why, for the help) */
 } cli_kind;
 
 typedef struct {
@@ -43,7 +42,7 @@ typedef struct {
     char short_opt;   /* its one-letter form, or 0 */
     cli_kind kind;
     size_t offset;    /* CLI_VALUE, CLI_FLAG: where in the command's argument struct */
-    const char *why;  /* CLI_REFUSED, CLI_ACCEPTED */
+    const char *why;  /* CLI_REFUSED */
 } cli_option;
 
 typedef struct {
