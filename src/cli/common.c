@@ -61,6 +61,16 @@ typedef struct {
     size_t n;
 } sw_list;
 
+/* p, or the end of the command when an allocation failed */
+static void *need(void *p)
+{
+    if (!p) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
 static char *optparse_name(const char *s, const char *prefix)
 {
     size_t pl = prefix ? strlen(prefix) : 0;
@@ -182,9 +192,9 @@ static bool looks_like_option(const char *a)
 static int settings_pass(int argc, char **argv, const setting_info *si, size_t nsi, cli_parsed *out, bool *used)
 {
     /* per setting: whether it was given, and the last value given with a parameter */
-    int *given_order = calloc(nsi + 1, sizeof *given_order);
-    const char **last = calloc(nsi + 1, sizeof *last);
-    char **given_as = calloc(nsi + 1, sizeof *given_as); /* the option as Trollop names it */
+    int *given_order = need(calloc(nsi + 1, sizeof *given_order));
+    const char **last = need(calloc(nsi + 1, sizeof *last));
+    char **given_as = need(calloc(nsi + 1, sizeof *given_as)); /* the option as Trollop names it */
     int ngiven = 0;
     int rc = 0;
     const char *run_mode = NULL;
@@ -243,7 +253,7 @@ static int settings_pass(int argc, char **argv, const setting_info *si, size_t n
                 if (!given_as[idx])
                     given_order[ngiven++] = idx;
                 free(given_as[idx]);
-                given_as[idx] = strndup(a + k, 2); /* "-E" */
+                given_as[idx] = need(strndup(a + k, 2)); /* "-E" */
                 given_as[idx][0] = '-';
                 if (si[idx].boolean) {
                     last[idx] = "true";
@@ -287,7 +297,7 @@ static int settings_pass(int argc, char **argv, const setting_info *si, size_t n
         if (!given_as[idx])
             given_order[ngiven++] = idx;
         free(given_as[idx]);
-        given_as[idx] = strndup(a, nlen + 2);
+        given_as[idx] = need(strndup(a, nlen + 2));
         if (si[idx].boolean) {
             last[idx] = negated ? "false" : "true";
             i++;
@@ -317,7 +327,7 @@ static int settings_pass(int argc, char **argv, const setting_info *si, size_t n
             rc = 1;
             break;
         }
-        out->settings = realloc(out->settings, (out->nsettings + 1) * sizeof *out->settings);
+        out->settings = need(realloc(out->settings, (out->nsettings + 1) * sizeof *out->settings));
         out->settings[out->nsettings++] = (hiera_setting){si[idx].name, last[idx]};
     }
     for (size_t k = 0; k < nsi; k++)
@@ -334,6 +344,10 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
     memset(out, 0, sizeof *out);
     out->args = calloc((size_t)argc + 1, sizeof *out->args);
     bool *used = calloc((size_t)argc + 1, sizeof *used);
+    if (!out->args || !used) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
     size_t nsi;
     setting_info *si = all_settings(&nsi);
     int rc = settings_pass(argc, argv, si, nsi, out, used);
@@ -363,10 +377,9 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
         }
         const sw_t *sw = NULL;
         const char *value = NULL;
-        bool has_value = false;
         if (a[0] == '-' && a[1] == '-') {
             const char *eq = strchr(a + 2, '=');
-            char *key = eq ? strndup(a + 2, (size_t)(eq - a - 2)) : strdup(a + 2);
+            char *key = need(eq ? strndup(a + 2, (size_t)(eq - a - 2)) : strdup(a + 2));
             for (char *p = key; *p; p++)
                 if (*p == '_')
                     *p = '-';
@@ -390,7 +403,6 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
                     rc = parse_fail("missing argument", a);
                     break;
                 }
-                has_value = true;
             }
         } else if (a[0] == '-' && a[1]) {
             char c = a[1];
@@ -426,14 +438,13 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
                     rc = parse_fail("missing argument", a);
                     break;
                 }
-                has_value = true;
             } else if (rest) {
                 if (eq) {
                     rc = parse_fail("needless argument", a);
                     break;
                 }
                 /* the rest is the next letter(s) */
-                char *next = malloc(strlen(rest) + 2);
+                char *next = need(malloc(strlen(rest) + 2));
                 next[0] = '-';
                 strcpy(next + 1, rest);
                 free(from_bundle ? a : NULL);
@@ -474,7 +485,6 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
                 refused = o;
             break;
         }
-        (void)has_value;
     }
     free(pending);
     if (rc == 0 && refused) {
