@@ -93,7 +93,8 @@ static const char *BATCH_USAGE =
     "--help): puppet.conf from the confdir, any Puppet setting on the command line (--confdir,\n"
     "--codedir, --environmentpath, --hiera_config, --modulepath...), environment.conf. The\n"
     "environment's config_version command runs once, before the first node (`puppet lookup` runs\n"
-    "it for every lookup); if it fails, nothing is looked up.\n"
+    "it for every lookup); if it fails, nothing is looked up. Refused: --explain and\n"
+    "--explain-options (use hiera lookup), --compile, --debug and --log_level debug.\n"
     "Exit status: 0 done, 1 nothing printed (bad options, settings or environment), 2 printed with\n"
     "errors (summed up on stderr).\n";
 
