@@ -2,6 +2,7 @@
  * `hiera eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3
  * command line (`hiera -- version` looks up the key "version"). */
 #include "cli/batch_cmd.h"
+#include "cli/check_cmd.h"
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
 #include "cli/lookup_cmd.h"
@@ -19,6 +20,8 @@ int main(int argc, char **argv)
         return lookup_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
         return batch_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "check") == 0)
+        return check_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
