@@ -3,6 +3,7 @@
  * command line (`hiera -- version` looks up the key "version"). */
 #include "cli/batch_cmd.h"
 #include "cli/check_cmd.h"
+#include "cli/diff_cmd.h"
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
 #include "cli/lookup_cmd.h"
@@ -22,6 +23,8 @@ int main(int argc, char **argv)
         return batch_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "check") == 0)
         return check_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "diff") == 0)
+        return diff_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
