@@ -153,10 +153,8 @@ static hv *build_scope(const hv *facts, const hv *trusted, const char *environme
 
 /* The settings and environment of a context made without them: Puppet's defaults with the
  * options' directories as command-line values, no puppet.conf. */
-static bool own_environment(const hiera_options *o, hiera *h_out[1], hiera_settings **s_out, hiera_environment **e_out,
-                            hiera_error *err)
+static bool build_environment(const hiera_options *o, hiera_settings **s_out, hiera_environment **e_out, hiera_error *err)
 {
-    (void)h_out;
     hiera_setting cli[5];
     size_t n = 0;
     if (o->codedir)
@@ -183,6 +181,62 @@ static bool own_environment(const hiera_options *o, hiera *h_out[1], hiera_setti
         return false;
     }
     return true;
+}
+
+/* Settings and environment built from the old fields and kept by a frozen cache for every
+ * context made with the same fields (hiera diff and hiera check make one per node). */
+typedef struct {
+    hiera_settings *s;
+    hiera_environment *e;
+} shared_env;
+
+static void shared_env_free(void *p)
+{
+    shared_env *se = p;
+    hiera_environment_free(se->e);
+    hiera_settings_free(se->s);
+    free(se);
+}
+
+/* The environment of a context made without one: the cache's when it is frozen and has one for
+ * the same folders (*own_s and *own_e NULL: the cache keeps them), else built for the context
+ * (*own_s and *own_e its own). NULL with err when it cannot be built. */
+static const hiera_environment *own_environment(const hiera_options *o, hiera_settings **own_s, hiera_environment **own_e,
+                                                hiera_error *err)
+{
+    *own_s = NULL;
+    *own_e = NULL;
+    if (o->settings || !o->cache || !cache_is_frozen(o->cache)) {
+        if (!build_environment(o, own_s, own_e, err))
+            return NULL;
+        return *own_e;
+    }
+    /* each field with its length (no field runs into the next), "-" when not given */
+    const char *fields[] = {o->codedir, o->confdir, o->environmentpath, o->hiera_config, o->environment};
+    sbuf sig = {0};
+    sb_adds(&sig, "settings of a context");
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        if (fields[i])
+            sb_addf(&sig, "\n%zu:%s", strlen(fields[i]), fields[i]);
+        else
+            sb_adds(&sig, "\n-");
+    }
+    char *key = sb_take(&sig);
+    bool found;
+    shared_env *se = cache_shared_get(o->cache, key, &found);
+    if (!found) {
+        hiera_settings *s;
+        hiera_environment *e;
+        if (!build_environment(o, &s, &e, err)) {
+            free(key); /* failures are not remembered (as config_load) */
+            return NULL;
+        }
+        se = xmalloc(sizeof *se);
+        *se = (shared_env){s, e};
+        cache_shared_put(o->cache, key, se, shared_env_free);
+    }
+    free(key);
+    return se->e;
 }
 
 /* The folders and global hiera.yaml of o as given (malloc'ed): what a snapshot reads when the
@@ -280,14 +334,14 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
     hiera_environment *own_e = NULL;
     const hiera_environment *env = o->env;
     if (!env) {
-        if (!own_environment(o, NULL, &own_s, &own_e, err)) {
+        env = own_environment(o, &own_s, &own_e, err);
+        if (!env) {
             hv_decref(clean);
             hv_decref(trusted_given);
             return NULL;
         }
-        env = own_e;
     }
-    const hiera_settings *s = o->settings ? o->settings : own_s ? own_s : settings_of(env);
+    const hiera_settings *s = o->settings ? o->settings : settings_of(env);
     /* Puppet converts every setting when it compiles the node's scope */
     char *codedir = NULL, *global = NULL;
     if (hiera_environment_check(env, err)) {

@@ -63,11 +63,33 @@ static const sdef DEFS[] = {
 };
 #define NDEFS (sizeof DEFS / sizeof *DEFS)
 
-static int def_index(const char *name)
+/* the table's indexes in the order of the names, for def_index's binary search (made once) */
+static int BY_NAME[NDEFS];
+static pthread_once_t by_name_once = PTHREAD_ONCE_INIT;
+
+static int by_name_cmp(const void *a, const void *b) { return strcmp(DEFS[*(const int *)a].name, DEFS[*(const int *)b].name); }
+
+static void by_name_init(void)
 {
     for (size_t i = 0; i < NDEFS; i++)
-        if (!strcmp(DEFS[i].name, name))
-            return (int)i;
+        BY_NAME[i] = (int)i;
+    qsort(BY_NAME, NDEFS, sizeof *BY_NAME, by_name_cmp);
+}
+
+static int def_index(const char *name)
+{
+    pthread_once(&by_name_once, by_name_init);
+    size_t lo = 0, hi = NDEFS;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(DEFS[BY_NAME[mid]].name, name);
+        if (c == 0)
+            return BY_NAME[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return -1;
 }
 
@@ -95,6 +117,7 @@ typedef struct {
 struct hiera_settings {
     hiera_layout layout;
     bool root;
+    bool ssl_owned; /* Debian: /var/lib/puppet/ssl belongs to the effective user */
     cli_value cli[NDEFS];
     ini_file conf;
     bool have_conf;
@@ -385,7 +408,7 @@ static bool dir_exists(const char *p)
 
 #define DEBIAN_LIBRARY "/usr/lib/ruby/vendor_ruby/puppet/util/run_mode.rb"
 
-static hiera_layout detect_layout(void)
+static hiera_layout find_layout(void)
 {
     const char *forced = getenv("HIERA_PUPPET_LAYOUT");
     if (forced && !strcmp(forced, "debian"))
@@ -420,6 +443,30 @@ static hiera_layout detect_layout(void)
     if (file_exists("/opt/puppetlabs/bin/puppet"))
         return HIERA_LAYOUT_PUPPETLABS;
     return HIERA_LAYOUT_DEBIAN;
+}
+
+/* The layout, found again only when HIERA_PUPPET_LAYOUT or PATH changed (a process that makes
+ * many settings does not search PATH each time). */
+static hiera_layout detect_layout(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char *last_forced, *last_path;
+    static bool known;
+    static hiera_layout last;
+    const char *forced = getenv("HIERA_PUPPET_LAYOUT"), *path = getenv("PATH");
+    pthread_mutex_lock(&lock);
+    bool same = known && !strcmp(forced ? forced : "\n", last_forced) && !strcmp(path ? path : "\n", last_path);
+    hiera_layout l = same ? last : find_layout();
+    if (!same) {
+        free(last_forced);
+        free(last_path);
+        last_forced = xstrdup(forced ? forced : "\n"); /* "\n": unset (no value holds it alone) */
+        last_path = xstrdup(path ? path : "\n");
+        last = l;
+        known = true;
+    }
+    pthread_mutex_unlock(&lock);
+    return l;
 }
 
 /* Facter's hostname and domain: the host name up to its first dot, the domain after it, else
@@ -559,9 +606,7 @@ static const char *app_default(const hiera_settings *s, const char *name, char *
         sys = deb ? "/var/log/puppet" : "/var/log/puppetlabs/puppet", user = deb ? "~/.puppet/var/log" : "~/.puppetlabs/var/log";
     else if (!strcmp(name, "ssldir") && deb) {
         /* Debian's run mode: the system folder as root or when it is ours */
-        struct stat st;
-        bool owned_by_us = stat("/var/lib/puppet/ssl", &st) == 0 && st.st_uid == geteuid();
-        return s->root || owned_by_us ? "/var/lib/puppet/ssl" : "$confdir/ssl";
+        return s->root || s->ssl_owned ? "/var/lib/puppet/ssl" : "$confdir/ssl";
     } else if (!strcmp(name, "name"))
         return "lookup";
     else if (!strcmp(name, "facts_terminus"))
@@ -1447,6 +1492,10 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
     hv *seen = hv_hash();
     s->layout = o->layout != HIERA_LAYOUT_AUTO ? o->layout : detect_layout();
     s->root = getuid() == 0;
+    if (s->layout == HIERA_LAYOUT_DEBIAN && !s->root) {
+        struct stat st;
+        s->ssl_owned = stat("/var/lib/puppet/ssl", &st) == 0 && st.st_uid == geteuid();
+    }
     serr e = {0};
     for (size_t i = 0; i < o->ncli; i++) {
         int idx = o->cli[i].name ? def_index(o->cli[i].name) : -1;
