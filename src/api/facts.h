@@ -4,11 +4,9 @@
 
 #include "hiera.h"
 
+#include "base/error.h"
 #include "base/util.h"
 #include "base/value.h"
-
-/* api.c: moves an internal error into the caller's public record (clears in) */
-void api_error_out(hiera_error *out, herr *in);
 
 /* hiera_facts_check_given with an internal error record (HERR_PUPPET); file may be NULL. */
 bool facts_check_given(const hv *facts, const char *file, herr *e);

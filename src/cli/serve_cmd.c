@@ -1,4 +1,5 @@
 /* serve_cmd.c - `hiera serve`: the command line of the lookup service (src/serve/). */
+#include "cli/common.h"
 #include "cli/serve_cmd.h"
 
 #include <stdio.h>
@@ -20,6 +21,9 @@ static const char *SERVE_USAGE =
     "directory that is rebuilt in the background when files change (and on SIGHUP); a change that\n"
     "breaks a hiera.yaml or data file is refused and the last good snapshot goes on serving\n"
     "(/healthz says \"degraded\"). SIGTERM stops accepting, lets requests in flight finish, and exits.\n"
+    "Puppet's settings are read as hiera lookup reads them: puppet.conf in the confdir (the installed\n"
+    "Puppet's when --confdir is not given), the folders given here over it, each environment's\n"
+    "environment.conf (its modulepath); see hiera lookup --help.\n"
     "\n"
     "  --listen [ADDR:]PORT     where to listen (default 127.0.0.1:8150; port 0: any free port)\n"
     "  --facts-dir DIR          the nodes: one facts file per node (NAME.yaml, NAME.yml, NAME.json)\n"
@@ -47,17 +51,6 @@ static bool number(const char *s, unsigned long max, unsigned long *out)
         return false;
     *out = v;
     return true;
-}
-
-static char *default_codedir(void)
-{
-    if (geteuid() == 0)
-        return strdup("/etc/puppet/code");
-    const char *home = getenv("HOME");
-    size_t n = strlen(home ? home : "") + 32;
-    char *p = malloc(n);
-    snprintf(p, n, "%s/.puppetlabs/etc/code", home ? home : "");
-    return p;
 }
 
 int serve_main(int argc, char **argv)
@@ -155,15 +148,35 @@ int serve_main(int argc, char **argv)
         default: o.request_time = (unsigned)v; break;
         }
     }
+    /* the folders not given are Puppet's settings' (puppet.conf in the confdir, then Puppet's
+     * defaults), as hiera lookup finds them; the watcher watches them */
+    hiera_setting cli[4];
+    size_t ncli = 0;
+    if (o.confdir)
+        cli[ncli++] = (hiera_setting){"confdir", o.confdir};
+    if (o.codedir)
+        cli[ncli++] = (hiera_setting){"codedir", o.codedir};
+    if (o.environmentpath)
+        cli[ncli++] = (hiera_setting){"environmentpath", o.environmentpath};
+    if (o.hiera_config)
+        cli[ncli++] = (hiera_setting){"hiera_config", o.hiera_config};
+    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
+    so.cli = cli;
+    so.ncli = ncli;
+    so.diagnostics = cli_print_diagnostic;
+    hiera_error err = {0};
+    hiera_settings *settings = hiera_settings_load(&so, &err);
+    if (!settings) {
+        fprintf(stderr, "Error: Could not initialize global default settings: %s\n", err.message ? err.message : "");
+        hiera_error_clear(&err);
+        return 1;
+    }
     char *codedir = NULL, *envpath = NULL;
     if (!o.codedir)
-        o.codedir = codedir = default_codedir();
-    if (!o.environmentpath) {
-        size_t n = strlen(o.codedir) + 16;
-        envpath = malloc(n);
-        snprintf(envpath, n, "%s/environments", o.codedir);
-        o.environmentpath = envpath;
-    }
+        o.codedir = codedir = hiera_settings_get(settings, "codedir", NULL);
+    if (!o.environmentpath)
+        o.environmentpath = envpath = hiera_settings_get(settings, "environmentpath", NULL);
+    hiera_settings_free(settings);
     int rc = serve_run(&o);
     free(codedir);
     free(envpath);

@@ -92,16 +92,24 @@ typedef struct {
     int st;
 } recent_name;
 
+struct interp_hooks;
+
 struct hiera_ctx {
     hiera_cache *cache;
+    const struct interp_hooks *hooks; /* the lookup's, for interpolation (lookup.c) */
     /* where the context's warnings go: the caller's callback (api.c wraps it as a diag sink) */
     hiera_diagnostic_fn user_diag;
     void *user_diag_data;
     bool own_cache;
     char *codedir;
-    char *envpath;
     char *env_name;
-    char *env_dir;          /* <envpath>/<env> */
+    char *env_dir;          /* the environment's folder; NULL for Puppet's default production */
+    const struct hiera_environment *environment; /* its modulepath and settings (settings.c), BORROWED */
+    struct hiera_environment *own_env;   /* the environment and settings hiera_new made for */
+    struct hiera_settings *own_settings; /* this context alone (freed with it), or NULL */
+    hv *settings_vars;      /* the "settings::<name>" variables, made when first read */
+    int strict;             /* Puppet's strict setting: 0 off, 1 warning, 2 error */
+    hv *warned_vars;        /* undefined variables warned about (once each) */
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */
     /* while a lookup runs (api.c attaches them and hands them to its result afterwards): */
@@ -223,12 +231,17 @@ lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, siz
 /* A location's data hash (loaded once), BORROWED; NULL with err. */
 hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err);
 
-/* The recursion guard (Invocation#check): fails with "Recursive lookup detected in [...]" when
- * name is already being looked up; otherwise pushes it. */
-bool check_enter(inv *I, const char *name, herr *err);
-/* Pops the guard; a Puppet::Error raised inside becomes a LookupError (HERR_PUPPET -> HERR_LOOKUP). */
-void check_leave(inv *I, herr *err);
-/* The 'lookup'/'hiera'/'alias' interpolation method: a full lookup with default "". */
-lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err);
+/* What interpolation asks of the lookup above it (lookup.c sets the context's hooks): interp.c
+ * calls back through them rather than calling up into lookup.c.
+ *  - enter: the recursion guard (Invocation#check): fails with "Recursive lookup detected in
+ *    [...]" when name is already being looked up; otherwise pushes it;
+ *  - leave: pops the guard; a Puppet::Error raised inside becomes a LookupError
+ *    (HERR_PUPPET -> HERR_LOOKUP);
+ *  - lookup: the 'lookup'/'hiera'/'alias' interpolation method: a full lookup with default "". */
+struct interp_hooks {
+    bool (*enter)(inv *I, const char *name, herr *err);
+    void (*leave)(inv *I, herr *err);
+    lr (*lookup)(inv *I, const char *key, hv **out, herr *err);
+};
 
 #endif

@@ -5,7 +5,8 @@
  *              nodes), rebuilt in the background when files change (inotify) or on SIGHUP, and
  *              swapped in whole; each server thread keeps its own cache over it
  *   http.c     the server (libmicrohttpd: a pool of threads, limits, TLS and client certificates),
- *              who is asking, the access log, metrics, draining on SIGTERM
+ *              who is asking, the access log, draining on SIGTERM
+ *   metrics.c  what the server counts, in Prometheus' text format
  *   routes.c   the JSON API (/v1/...), /healthz, /metrics, and the page's files
  *   assets.c   the page (index.html, app.js, style.css) compiled into the binary (generated) */
 #ifndef HIERA_SERVE_H
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "base/value.h"
@@ -59,6 +61,16 @@ typedef struct generation {
     time_t built;
     double build_seconds;
     size_t files, reused;    /* files in the snapshot; taken unchanged from the previous one */
+    /* Puppet's settings (puppet.conf and the command line's folders) as of the build, and the
+     * environments requests asked for, loaded once each (under envs_lock) */
+    hiera_settings *settings;
+    pthread_mutex_t envs_lock;
+    struct served_env {
+        char *name;
+        hiera_environment *env; /* NULL: it cannot be loaded (error says why) */
+        char *error;
+    } *envs;
+    size_t nenvs;
 } generation;
 
 typedef struct {
@@ -75,6 +87,9 @@ typedef struct {
 
 /* Builds the first generation (false with a message when the tree cannot be served at all). */
 bool state_init(serve_state *st, const serve_options *o);
+/* The environment `name` of generation g, loaded on first use (BORROWED: valid while g is), or
+ * NULL with *error (BORROWED) saying why it cannot be. */
+const hiera_environment *state_environment(generation *g, const char *name, const char **error);
 /* The generation served now, retained (release with generation_release). */
 generation *state_current(serve_state *st);
 void generation_release(generation *g);
@@ -130,9 +145,12 @@ typedef struct {
 /* Answers one request (routes.c); the endpoint's name for metrics goes to *endpoint. */
 void route(const request *rq, response *out, const char **endpoint);
 
-/* Metrics (http.c keeps them; routes.c renders them). */
-void metrics_lookup(int outcome); /* 0 found, 1 not found, 2 error */
-char *metrics_render(serve_state *st, size_t *len);
+/* ------------------------------------------------------------------ metrics.c */
+
+void metrics_start(void);                                                  /* the uptime's origin */
+void metrics_request(const char *endpoint, int status, double seconds);    /* http.c, per request */
+void metrics_lookup(int outcome);                                          /* 0 found, 1 not found, 2 error */
+char *metrics_render(serve_state *st, size_t *len);                        /* Prometheus text (malloc'ed) */
 
 /* The page's files (assets.c, generated from src/serve/web/). */
 typedef struct {
