@@ -12,6 +12,7 @@
 #include "base/error.h"
 
 #include "base/diag.h"
+#include "base/fileio.h"
 #include "base/glob.h"
 #include "base/pathname.h"
 #include "engine/cache.h"
@@ -1445,29 +1446,17 @@ static const char *const HOOKED[] = {"log_level", "disable_warnings", "strict", 
 
 static int read_file_text(const char *path, char **text, size_t *len, herr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        herr_set(err, HERR_PUPPET, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
-        return -1;
-    }
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        sb_addn(&b, buf, n);
-        if (b.len > 64u * 1024 * 1024) {
-            herr_set(err, HERR_PUPPET, "%s is larger than 64 MB", path);
-            fclose(f);
-            sb_free(&b);
-            return -1;
-        }
-    }
-    bool bad = ferror(f);
-    int e = errno;
-    fclose(f);
-    if (bad) {
+    file_read_error fe;
+    if (!file_read(path, &b, &(file_read_opts){.max = 64u * 1024 * 1024}, &fe)) {
         sb_free(&b);
-        herr_set(err, HERR_PUPPET, "%s @ io_fread - %s", ERRNO_TEXT(e), path);
+        if (fe.failed == FILE_READ_TOO_BIG) {
+            herr_set(err, HERR_PUPPET, "%s is larger than 64 MB", path);
+        } else {
+            char *m = file_read_ruby_message(path, &fe);
+            herr_set_text(err, HERR_PUPPET, m);
+            free(m);
+        }
         return -1;
     }
     *len = b.len;
