@@ -459,16 +459,8 @@ static void env_free(ck_env *e)
             free(cf->levels[j].datadir);
         }
         free(cf->levels);
-        for (size_t j = 0; j < cf->nplan_levels; j++) {
-            hlevel *l = &cf->plan_levels[j];
-            free(l->name);
-            free(l->fname);
-            free(l->datadir);
-            for (size_t k = 0; k < l->nlocs; k++)
-                free(l->locs[k]);
-            free(l->locs);
-            hv_decref(l->options);
-        }
+        for (size_t j = 0; j < cf->nplan_levels; j++)
+            config_level_free(&cf->plan_levels[j]);
         free(cf->plan_levels);
         ys_free(cf->ys);
         free(cf->text);

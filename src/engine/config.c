@@ -42,7 +42,7 @@ static const char *V4_TYPE =
 
 /* ------------------------------------------------------------------ helpers */
 
-static void level_free(hlevel *l)
+void config_level_free(hlevel *l)
 {
     free(l->name);
     free(l->fname);
@@ -59,9 +59,9 @@ void config_free(hcfg *c)
     if (!c || --c->refs > 0)
         return;
     for (size_t i = 0; i < c->nlevels; i++)
-        level_free(&c->levels[i]);
+        config_level_free(&c->levels[i]);
     for (size_t i = 0; i < c->ndlevels; i++)
-        level_free(&c->dlevels[i]);
+        config_level_free(&c->dlevels[i]);
     free(c->levels);
     free(c->dlevels);
     free(c->path);

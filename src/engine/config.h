@@ -71,6 +71,8 @@ typedef struct hcfg {
  * cache one loaded config is shared by every context; config_free drops the caller's hold. */
 hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err);
 void config_free(hcfg *c);
+/* Frees what a level holds (not the level itself). */
+void config_level_free(hlevel *l);
 /* HieraConfig.v4_function_config: the configuration of a legacy data provider named "function"
  * (environment.conf's environment_data_provider, a module's metadata.json data_provider): one
  * entry "Legacy function '<function_name>'" calling that v4_data_hash function; no file. */
