@@ -22,63 +22,21 @@
 
 /* ------------------------------------------------------------------ interpolation scanner */
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 static bool is_word_char(unsigned char c) { return isalnum(c) || c == '_'; }
-
-/* Puppet's get_method_and_data: /^(\w+)\((?:["]([^"]+)["]|[']([^']+)['])\)$/ (line anchors) */
-static bool method_form(const char *e, size_t n, char **method, char **arg)
-{
-    for (size_t start = 0; start <= n; start++) {
-        if (start > 0 && e[start - 1] != '\n')
-            continue;
-        size_t i = start;
-        while (i < n && is_word_char((unsigned char)e[i]))
-            i++;
-        if (i == start || i >= n || e[i] != '(')
-            continue;
-        size_t mend = i++;
-        if (i >= n || (e[i] != '"' && e[i] != '\''))
-            continue;
-        char q = e[i++];
-        size_t abeg = i;
-        while (i < n && e[i] != q)
-            i++;
-        if (i >= n || i == abeg)
-            continue;
-        size_t aend = i++;
-        if (i >= n || e[i] != ')')
-            continue;
-        i++;
-        if (i != n && e[i] != '\n')
-            continue;
-        *method = xstrndup(e + start, mend - start);
-        *arg = xstrndup(e + abeg, aend - abeg);
-        return true;
-    }
-    return false;
-}
-
-static bool empty_interpolation(const char *e, size_t n)
-{
-    static const char *empties[] = {"", "::", "\"\"", "''", "\"::\"", "'::'"};
-    for (size_t i = 0; i < sizeof empties / sizeof *empties; i++)
-        if (strlen(empties[i]) == n && memcmp(empties[i], e, n) == 0)
-            return true;
-    return false;
-}
 
 void ck_scan_interpolations(const char *s, size_t len, ix_fn fn, void *data)
 {
-    size_t pos = 0;
-    while (pos < len) {
-        const char *open = memmem(s + pos, len - pos, "%{", 2);
-        if (!open)
-            return;
-        size_t ob = (size_t)(open - s);
-        const char *close = memchr(s + ob + 2, '}', len - ob - 2);
+    static const ix_kind kinds[] = {[INTERP_EMPTY] = IX_EMPTY,     [INTERP_SCOPE] = IX_SCOPE,
+                                    [INTERP_LOOKUP] = IX_LOOKUP,   [INTERP_ALIAS] = IX_ALIAS,
+                                    [INTERP_LITERAL] = IX_LITERAL, [INTERP_UNKNOWN] = IX_UNKNOWN_METHOD};
+    size_t pos = 0, ob;
+    const char *p;
+    size_t n;
+    int r;
+    while ((r = interp_next_expr(s, len, &pos, &ob, &p, &n)) != 0) {
         ix_item it = {0};
         it.start = ob;
-        if (!close) {
+        if (r < 0) {
             it.kind = IX_UNCLOSED;
             it.expr = s + ob + 2;
             it.len = len - ob - 2;
@@ -86,53 +44,30 @@ void ck_scan_interpolations(const char *s, size_t len, ix_fn fn, void *data)
             fn(&it, data);
             return;
         }
-        size_t cend = (size_t)(close - s);
-        const char *p = s + ob + 2;
-        size_t n = cend - ob - 2;
-        while (n && (is_space(*p) || *p == 0)) {
-            p++;
-            n--;
-        }
-        while (n && (is_space(p[n - 1]) || p[n - 1] == 0))
-            n--;
         it.expr = p;
         it.len = n;
-        it.end = cend + 1;
-        char *method = NULL, *arg = NULL;
-        if (empty_interpolation(p, n)) {
-            it.kind = IX_EMPTY;
-        } else if (method_form(p, n, &method, &arg)) {
-            if (!strcmp(method, "lookup") || !strcmp(method, "hiera"))
-                it.kind = IX_LOOKUP;
-            else if (!strcmp(method, "alias"))
-                it.kind = IX_ALIAS;
-            else if (!strcmp(method, "literal"))
-                it.kind = IX_LITERAL;
-            else if (!strcmp(method, "scope"))
-                it.kind = IX_SCOPE;
-            else {
-                it.kind = IX_UNKNOWN_METHOD;
-                free(arg);
-                arg = method;
-                method = NULL;
-            }
-            it.arg = arg;
-        } else {
+        it.end = pos;
+        char *arg = NULL;
+        interp_kind k = interp_parse_expr(p, n, &arg);
+        it.kind = kinds[k];
+        if (k == INTERP_EMPTY) {
+            free(arg);
+            arg = NULL;
+        } else if (k == INTERP_SCOPE && strlen(arg) == n && memcmp(arg, p, n) == 0) {
+            /* a plain name (not scope('...')): one that looks like a call is a method Puppet
+             * does not know the syntax of */
             size_t i = 0;
             while (i < n && is_word_char((unsigned char)p[i]))
                 i++;
             if (i > 0 && i < n && p[i] == '(') {
                 it.kind = IX_BAD_CALL;
-                it.arg = xstrndup(p, i);
-            } else {
-                it.kind = IX_SCOPE;
-                it.arg = xstrndup(p, n);
+                free(arg);
+                arg = xstrndup(p, i);
             }
         }
-        free(method);
+        it.arg = arg;
         fn(&it, data);
         free(it.arg);
-        pos = cend + 1;
     }
 }
 

@@ -201,6 +201,15 @@ char *location_remembered(inv *I, struct memo *m, const char *s, bool glob, bool
 /* The 'scope' interpolation method: a variable with an optional dotted path; *out is undef when
  * it is not defined. subject is the string being interpolated (for syntax errors). */
 lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err);
+/* One %{...} expression as Interpolation#interpolate reads it: its kind and argument (malloc'ed):
+ * the key of lookup()/hiera() and alias(), literal()'s text, the scope variable (scope() or a
+ * plain name, with its dotted path), an unknown method's name, "" for an empty expression. */
+typedef enum { INTERP_EMPTY, INTERP_SCOPE, INTERP_LOOKUP, INTERP_ALIAS, INTERP_LITERAL, INTERP_UNKNOWN } interp_kind;
+interp_kind interp_parse_expr(const char *e, size_t n, char **arg);
+/* The next "%{...}" of s[0, len) from *pos: 1 with where it starts (*obeg), its expression as
+ * Ruby's expr.strip! leaves it (NULs stripped too; *e, *en) and *pos moved past its '}'; 0 when
+ * there is none; -1 when the one at *obeg is not closed (interpolation leaves the rest as it is). */
+int interp_next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, const char **e, size_t *en);
 /* SubLookup#split_key: the segments (strings; integers for digit segments) as a new array, or
  * NULL when the key has a syntax error. */
 hv *split_key(const char *key, size_t len);

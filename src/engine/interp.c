@@ -425,10 +425,37 @@ static bool empty_interpolation(const char *e, size_t n)
     return false;
 }
 
+interp_kind interp_parse_expr(const char *e, size_t n, char **arg)
+{
+    if (empty_interpolation(e, n)) {
+        *arg = xstrdup("");
+        return INTERP_EMPTY;
+    }
+    char *method = NULL;
+    if (!method_form(e, n, &method, arg)) {
+        *arg = xstrndup(e, n);
+        return INTERP_SCOPE;
+    }
+    interp_kind kind = !strcmp(method, "lookup") || !strcmp(method, "hiera") ? INTERP_LOOKUP
+                       : !strcmp(method, "alias")                            ? INTERP_ALIAS
+                       : !strcmp(method, "literal")                          ? INTERP_LITERAL
+                       : !strcmp(method, "scope")                            ? INTERP_SCOPE
+                                                                             : INTERP_UNKNOWN;
+    if (kind == INTERP_UNKNOWN) {
+        free(*arg);
+        *arg = method; /* the unknown method's name, for the message */
+    } else {
+        free(method);
+    }
+    return kind;
+}
+
+/* Names of interp_kind as the parsed entries keep them */
+enum { X_EMPTY = INTERP_EMPTY, X_SCOPE = INTERP_SCOPE, X_LOOKUP = INTERP_LOOKUP, X_ALIAS = INTERP_ALIAS,
+       X_LITERAL = INTERP_LITERAL, X_UNKNOWN = INTERP_UNKNOWN };
+
 /* What an expression between %{ and } means, parsed once per process (the memo is kept with
  * the file cache): [kind, argument, segments of a scope key or false, recursion guard name]. */
-enum { X_EMPTY, X_SCOPE, X_LOOKUP, X_ALIAS, X_LITERAL, X_UNKNOWN };
-
 static const hv *parse_expr(inv *I, const char *e, size_t en)
 {
     hv *parsed = cache_memo(I->h->cache);
@@ -436,27 +463,8 @@ static const hv *parse_expr(inv *I, const char *e, size_t en)
     if (known)
         return known;
     hv *entry = hv_array_sized(4);
-    int kind;
-    char *method = NULL, *arg = NULL;
-    if (empty_interpolation(e, en)) {
-        kind = X_EMPTY;
-        arg = xstrdup("");
-    } else if (method_form(e, en, &method, &arg)) {
-        kind = !strcmp(method, "lookup") || !strcmp(method, "hiera") ? X_LOOKUP
-               : !strcmp(method, "alias")                            ? X_ALIAS
-               : !strcmp(method, "literal")                          ? X_LITERAL
-               : !strcmp(method, "scope")                            ? X_SCOPE
-                                                                     : X_UNKNOWN;
-        if (kind == X_UNKNOWN) {
-            free(arg);
-            arg = method; /* the unknown method's name, for the message */
-            method = NULL;
-        }
-    } else {
-        kind = X_SCOPE;
-        arg = xstrndup(e, en);
-    }
-    free(method);
+    char *arg = NULL;
+    int kind = (int)interp_parse_expr(e, en, &arg);
     hv_array_push(entry, hv_int(kind));
     hv_array_push(entry, hv_str(arg));
     hv *segs = kind == X_SCOPE ? split_key(arg, strlen(arg)) : NULL;
@@ -471,22 +479,19 @@ static const hv *parse_expr(inv *I, const char *e, size_t en)
     return entry;
 }
 
-/* The next "%{...}" of s[0, len) from *pos: where it starts (*obeg) and its expression as Ruby's
- * expr.strip! leaves it (NULs stripped too); *pos moves past its '}'. false when there is none
- * or it is not closed (the rest is then left as it is). */
-static bool next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, const char **e, size_t *en)
+int interp_next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, const char **e, size_t *en)
 {
     if (*pos >= len)
-        return false;
+        return 0;
     const char *open = memmem(s + *pos, len - *pos, "%{", 2);
     if (!open)
-        return false;
+        return 0;
     size_t ob = (size_t)(open - s);
+    *obeg = ob;
     const char *close = memchr(s + ob + 2, '}', len - ob - 2);
     if (!close)
-        return false;
+        return -1;
     size_t cend = (size_t)(close - s);
-    *obeg = ob;
     *pos = cend + 1;
     const char *p = s + ob + 2;
     size_t n = cend - ob - 2;
@@ -498,7 +503,7 @@ static bool next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, cons
         n--;
     *e = p;
     *en = n;
-    return true;
+    return 1;
 }
 
 /* The keys a value's interpolations look up (engine.h). */
@@ -508,10 +513,10 @@ void interp_lookup_roots(const hv *value, void (*fn)(const char *root, size_t le
     case HV_STRING: {
         const char *s = hv_str_ptr(value), *e;
         size_t len = hv_str_len(value), pos = 0, obeg, en;
-        while (next_expr(s, len, &pos, &obeg, &e, &en)) {
-            char *method = NULL, *arg = NULL;
-            if (!empty_interpolation(e, en) && method_form(e, en, &method, &arg) &&
-                (!strcmp(method, "lookup") || !strcmp(method, "hiera") || !strcmp(method, "alias"))) {
+        while (interp_next_expr(s, len, &pos, &obeg, &e, &en) > 0) {
+            char *arg = NULL;
+            interp_kind kind = interp_parse_expr(e, en, &arg);
+            if (kind == INTERP_LOOKUP || kind == INTERP_ALIAS) {
                 hv *segs = split_key(arg, strlen(arg));
                 const hv *root = segs && hv_array_len(segs) ? hv_array_get(segs, 0) : NULL;
                 if (hv_is(root, HV_STRING))
@@ -520,7 +525,6 @@ void interp_lookup_roots(const hv *value, void (*fn)(const char *root, size_t le
                     fn(arg, strlen(arg), data);
                 hv_decref(segs);
             }
-            free(method);
             free(arg);
         }
         return;
@@ -567,7 +571,7 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
     hv *alias_value = NULL;
     const char *e;
     size_t en;
-    while (next_expr(s, len, &pos, &obeg, &e, &en)) {
+    while (interp_next_expr(s, len, &pos, &obeg, &e, &en) > 0) {
         sb_addn(&b, s + prev, obeg - prev);
         prev = pos;
         const hv *x = parse_expr(I, e, en);
@@ -749,7 +753,7 @@ static bool collect_deps(inv *I, const hv *value, hv *deps, bool no_methods)
     case HV_STRING: {
         const char *s = hv_str_ptr(value), *e;
         size_t len = hv_str_len(value), pos = 0, obeg, en;
-        while (next_expr(s, len, &pos, &obeg, &e, &en)) {
+        while (interp_next_expr(s, len, &pos, &obeg, &e, &en) > 0) {
             const hv *x = parse_expr(I, e, en);
             int kind = (int)hv_int_val(hv_array_get(x, 0));
             if (kind == X_EMPTY)
