@@ -992,7 +992,7 @@ int ck_nodes(ck_ctx *c, char **error)
     for (size_t t = 0; t < nthreads; t++) {
         worker *w = &ws[t];
         w->p = &p;
-        w->view = cache_new_view(e->snap);
+        w->view = snapshot_new_view(e->snap);
         w->aliases = ptype_aliases_new();
         for (size_t i = 0; i < e->pp->naliases; i++)
             ptype_aliases_add(w->aliases, e->pp->aliases[i].name, e->pp->aliases[i].body);
