@@ -58,6 +58,10 @@ typedef struct generation {
     hv *facts_stored;        /* node -> true when its file is one of Puppet's YAML facts cache: the
                                 node's stored facts (hiera_options.base_facts), as hiera batch reads them */
     hv_nodes immortal;       /* the nodes of facts, nodes, facts_errors and facts_stored, freed with it */
+    /* hiera check's findings over the tree (routes.c), made when first asked: environment name
+     * ("" for every environment) -> JSON text; guarded by check_lock */
+    pthread_mutex_t check_lock;
+    hv *checks;
     time_t built;
     double build_seconds;
     size_t files, reused;    /* files in the snapshot; taken unchanged from the previous one */

@@ -38,6 +38,8 @@ void generation_release(generation *g)
         return;
     hiera_snapshot_release(g->snap);
     hv_free_immortal(&g->immortal);
+    hv_decref(g->checks);
+    pthread_mutex_destroy(&g->check_lock);
     for (size_t i = 0; i < g->nenvs; i++) {
         hiera_environment_free(g->envs[i].env);
         free(g->envs[i].name);
@@ -154,6 +156,7 @@ static generation *build(serve_state *st, const generation *prev)
     double t0 = now_seconds();
     generation *g = xcalloc(1, sizeof *g);
     g->refs = 1;
+    pthread_mutex_init(&g->check_lock, NULL);
     /* Puppet's settings: puppet.conf from the confdir, the command line's folders over it */
     pthread_mutex_init(&g->envs_lock, NULL);
     hiera_setting cli[4];
