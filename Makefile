@@ -36,6 +36,9 @@ CLI_SRC := $(sort $(wildcard src/cli/*.c))
 SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
 SERVE_CFLAGS = $(shell pkg-config --cflags libmicrohttpd gnutls 2>/dev/null)
+# PuppetDB's client (src/cli/puppetdb.c): libcurl is opened on the first request
+# (src/cli/curl_lib.c), so only its header is needed to build
+CURL_CFLAGS = $(shell pkg-config --cflags libcurl 2>/dev/null)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o
@@ -60,7 +63,7 @@ $(B)/pic/%.o: src/%.c $(LIB_HDR)
 
 $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LTO) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) $(LTO) -c $< -o $@
 
 $(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h)
 	@mkdir -p $(dir $@)

@@ -5,6 +5,7 @@
  * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
 #include "cli/common.h"
 #include "cli/facts.h"
+#include "cli/factsrc.h"
 #include "cli/lookup_cmd.h"
 
 #include <stdio.h>
@@ -19,6 +20,9 @@
 typedef struct {
     const char *node, *facts, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
     const char *trusted, *vardir, *yamldir, *certname;
+    /* where --node's facts come from (Puppet's settings of these names) and PuppetDB */
+    cli_puppet_settings_args ps;
+    cli_pdb_args pdb;
     const char *merge, *prefix, *default_value, *type, *render_as;
     bool unsafe_fact_paths, has_default, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
     const char **keys;
@@ -88,13 +92,22 @@ static int parse(int argc, char **argv, lookup_args *a)
         {"vardir", offsetof(lookup_args, vardir)},
         {"yamldir", offsetof(lookup_args, yamldir)},
         {"certname", offsetof(lookup_args, certname)},
+        {"ssldir", offsetof(lookup_args, ps.ssldir)},
+        {"hostcert", offsetof(lookup_args, ps.hostcert)},
+        {"hostprivkey", offsetof(lookup_args, ps.hostprivkey)},
+        {"localcacert", offsetof(lookup_args, ps.localcacert)},
+        {"hostcrl", offsetof(lookup_args, ps.hostcrl)},
+        {"certificate_revocation", offsetof(lookup_args, ps.certificate_revocation)},
+        {"facts_terminus", offsetof(lookup_args, ps.facts_terminus)},
+        {"storeconfigs_backend", offsetof(lookup_args, ps.storeconfigs_backend)},
+        {"route_file", offsetof(lookup_args, ps.route_file)},
         {"merge", offsetof(lookup_args, merge)},
         {"knock_out_prefix", offsetof(lookup_args, prefix)},
         {"type", offsetof(lookup_args, type)},
         {"render_as", offsetof(lookup_args, render_as)},
     };
     /* Puppet settings that take a value and do not matter here */
-    static const char *ignored_value_flags[] = {"logdir", "rundir", "ssldir", "config", "basemodulepath",
+    static const char *ignored_value_flags[] = {"logdir", "rundir", "config", "basemodulepath",
                                                 "modulepath", "server", "strict", "log_level"};
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
@@ -106,6 +119,11 @@ static int parse(int argc, char **argv, lookup_args *a)
             a->keys[a->nkeys++] = arg;
             continue;
         }
+        int pr = cli_pdb_parse_arg(&a->pdb, argc, argv, &i);
+        if (pr < 0)
+            return 1;
+        if (pr > 0)
+            continue;
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
@@ -139,6 +157,8 @@ static int parse(int argc, char **argv, lookup_args *a)
             a->explain_options = true;
         } else if (flag_is(name, nlen, "provenance")) {
             a->provenance = true;
+        } else if (flag_is(name, nlen, "storeconfigs") || flag_is(name, nlen, "no_storeconfigs")) {
+            a->ps.storeconfigs = name[0] == 'n' ? "false" : "true";
         } else if (flag_is(name, nlen, "help")) {
             fputs(LOOKUP_USAGE, stdout);
             exit(0);
@@ -271,9 +291,35 @@ int lookup_main(int argc, char **argv)
         goto out;
     }
     char *modulepath = a.node ? NULL : facter_modulepath(&a);
-    cli_facts_request fr = {a.node, a.facts, a.vardir, a.yamldir, a.certname, a.environment, modulepath};
-    int gathered = cli_facts_gather(&fr, &nf);
+    /* with --node: Puppet's facts terminus decides (PuppetDB when Puppet would ask it) */
+    a.ps.confdir = a.confdir;
+    a.ps.certname = a.certname;
+    cli_puppet_settings ps;
+    cli_puppet_settings_from_args(&a.ps, &ps);
+    cli_facts_route route = {0};
+    cli_pdb_config pc = {0};
+    int gathered = 1;
+    if (a.node && cli_pdb_wanted(&a.pdb)) {
+        /* --puppetdb, --from-puppetdb: PuppetDB is the facts terminus */
+        route.terminus = strdup("puppetdb");
+        gathered = route.terminus && cli_pdb_config_get(&a.pdb, &ps, &pc) ? 0 : 1;
+    } else if (a.node) {
+        gathered = cli_facts_route_get(&ps, &route) &&
+                           (!cli_facts_route_uses_puppetdb(&route) || cli_pdb_config_get(&a.pdb, &ps, &pc))
+                       ? 0
+                       : 1;
+    } else {
+        gathered = 0;
+    }
+    if (!gathered) {
+        cli_facts_request fr = {a.node, a.facts, a.vardir, a.yamldir, a.certname, a.environment, modulepath,
+                                a.node ? &route : NULL, &pc.c};
+        gathered = cli_facts_gather(&fr, &nf);
+    }
     free(modulepath);
+    cli_facts_route_free(&route);
+    cli_pdb_config_free(&pc);
+    cli_puppet_settings_free(&ps);
     if (gathered)
         goto out;
     if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
