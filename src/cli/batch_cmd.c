@@ -50,6 +50,7 @@
 #include "cli/batch_cmd.h"
 
 #include "cli/common.h"
+#include "cli/factsrc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -78,6 +79,8 @@ static const char *BATCH_USAGE =
     "                   [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
     "                   [--render-as json|yaml] [--jobs <N>] [--unsafe-fact-paths]\n"
     "                   [--trusted-dir <DIR> | --trusted <FILE>]\n"
+    "       hiera batch (--from-puppetdb | --puppetdb <URL|FILE>) [--nodes-query <QUERY>]\n"
+    "                   [--include-inactive] [--cert <FILE> --key <FILE>] [--cacert <FILE>] ...\n"
     "\n"
     "Looks up every key for every node (one facts file per node in --facts-dir: NAME.yaml,\n"
     "NAME.yml or NAME.json: a hash of facts, or a file of Puppet's YAML facts cache, as in\n"
@@ -90,12 +93,18 @@ static const char *BATCH_USAGE =
     "$trusted: the node's `trusted` fact when it is a hash with authenticated, certname and\n"
     "extensions, else built from its clientcert fact; --trusted-dir DIR: DIR/NAME.yaml|yml|json\n"
     "for each node; --trusted FILE: for the one node of --facts.\n"
+    "The nodes may come from PuppetDB instead, with their facts as `hiera lookup --node` takes them\n"
+    "from there (fetched a page of nodes at a time; a node that cannot be fetched is listed under\n"
+    "\".errors\" and the run goes on):\n"
+    "%s"
     "Exit status: 0 done, 1 nothing printed (bad options), 2 printed with errors (summed up on stderr).\n";
 
 typedef struct {
     const char *node, *facts, *facts_dir, *keys_file, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
     const char *merge, *prefix, *default_value, *type, *render_as, *jobs, *trusted, *trusted_dir;
     bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths;
+    cli_pdb_args pdb;          /* PuppetDB as the node set */
+    cli_puppet_settings_args ps; /* Puppet's settings for its client */
     const char **keys; /* the keys given as arguments */
     size_t nkeys;
 } batch_args;
@@ -120,6 +129,7 @@ struct worker_share {
 
 typedef struct {
     hiera_cache *cache;
+    factsrc *src; /* PuppetDB, or NULL: facts files */
     hiera_render_format rf;
     hiera_request req;
     const batch_args *a;
@@ -266,10 +276,17 @@ static int parse(int argc, char **argv, batch_args *a)
         {"jobs", offsetof(batch_args, jobs)},
         {"trusted", offsetof(batch_args, trusted)},
         {"trusted_dir", offsetof(batch_args, trusted_dir)},
+        {"certname", offsetof(batch_args, ps.certname)},
+        {"ssldir", offsetof(batch_args, ps.ssldir)},
+        {"hostcert", offsetof(batch_args, ps.hostcert)},
+        {"hostprivkey", offsetof(batch_args, ps.hostprivkey)},
+        {"localcacert", offsetof(batch_args, ps.localcacert)},
+        {"hostcrl", offsetof(batch_args, ps.hostcrl)},
+        {"certificate_revocation", offsetof(batch_args, ps.certificate_revocation)},
     };
     /* Puppet settings that take a value and do not matter here (as hiera lookup accepts them) */
-    static const char *ignored_value_flags[] = {"vardir", "logdir", "rundir", "ssldir", "config", "basemodulepath",
-                                                "modulepath", "certname", "server", "strict", "log_level"};
+    static const char *ignored_value_flags[] = {"vardir", "logdir", "rundir", "config", "basemodulepath",
+                                                "modulepath", "server", "strict", "log_level"};
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (options_done || arg[0] != '-' || arg[1] != '-' || arg[2] == 0) {
@@ -280,6 +297,11 @@ static int parse(int argc, char **argv, batch_args *a)
             a->keys[a->nkeys++] = arg;
             continue;
         }
+        int pr = cli_pdb_parse_arg(&a->pdb, argc, argv, &i);
+        if (pr < 0)
+            return 1;
+        if (pr > 0)
+            continue;
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
@@ -308,7 +330,7 @@ static int parse(int argc, char **argv, batch_args *a)
         } else if (flag_is(name, nlen, "unsafe_fact_paths")) {
             a->unsafe_fact_paths = true;
         } else if (flag_is(name, nlen, "help")) {
-            fputs(BATCH_USAGE, stdout);
+            printf(BATCH_USAGE, CLI_PDB_USAGE);
             exit(0);
         } else if (flag_is(name, nlen, "compile") || flag_is(name, nlen, "debug") || flag_is(name, nlen, "verbose") ||
                    flag_is(name, nlen, "trace") || flag_is(name, nlen, "color")) {
@@ -534,6 +556,45 @@ static int list_facts_dir(const char *dir, node_src **out, size_t *nout)
         }
         nodes[j++] = nodes[i];
     }
+    *out = nodes;
+    *nout = j;
+    return 0;
+}
+
+/* PuppetDB's nodes (--from-puppetdb, --puppetdb, --nodes-query): *src is the source their facts
+ * are read from. -1 after printing the error. */
+static int list_puppetdb(batch_args *a, factsrc **src, node_src **out, size_t *nout)
+{
+    a->ps.confdir = a->confdir;
+    cli_puppet_settings ps;
+    cli_puppet_settings_from_args(&a->ps, &ps);
+    cli_pdb_config pc;
+    bool ok = cli_pdb_config_get(&a->pdb, &ps, &pc);
+    *src = ok ? factsrc_open_puppetdb(&pc.c, a->pdb.nodes_query, a->pdb.include_inactive) : NULL;
+    cli_pdb_config_free(&pc);
+    cli_puppet_settings_free(&ps);
+    if (!*src)
+        return -1;
+    char **names = NULL, *err = NULL;
+    size_t n = 0;
+    if (!factsrc_list(*src, &names, &n, &err)) {
+        fail("%s", err);
+        free(err);
+        return -1;
+    }
+    node_src *nodes = xalloc((n ? n : 1) * sizeof *nodes);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (names[i][0] == '.' || names[i][0] == 0) {
+            /* (".errors" is the document's own) */
+            fprintf(stderr, "Warning: PuppetDB's node '%s' is left out: hiera batch reserves names starting with '.'\n",
+                    names[i]);
+            free(names[i]);
+            continue;
+        }
+        nodes[j++] = (node_src){names[i], NULL, NULL};
+    }
+    free(names);
     *out = nodes;
     *nout = j;
     return 0;
@@ -842,11 +903,31 @@ static void node_input_free(node_input *in)
 }
 
 /* A node's facts, read and checked as hiera lookup --facts does (for a file of the facts cache:
- * as hiera lookup --node reads it there), and its trusted hash. Touches nothing shared, so that
- * the prefetch thread may call it. */
-static void load_node_input(hiera_cache *cache, const batch_args *a, const node_src *n, node_input *in)
+ * as hiera lookup --node reads it there; from PuppetDB: the reader's next node, as hiera lookup
+ * --node takes it from there), and its trusted hash. Touches nothing shared, so that the
+ * prefetch thread may call it. */
+static void load_node_input(hiera_cache *cache, const batch_args *a, const node_src *n, factsrc_reader *rd,
+                            node_input *in)
 {
     memset(in, 0, sizeof *in);
+    if (rd) {
+        factsrc_node fn;
+        factsrc_reader_next(rd, &fn);
+        in->msg = fn.msg;
+        in->facts = fn.facts;
+        in->stored = fn.stored;
+        fn.msg = NULL;
+        fn.facts = NULL;
+        factsrc_node_free(&fn);
+        if (!in->msg)
+            in->trusted = load_node_trusted(cache, a, n, &in->msg);
+        if (in->msg) {
+            hiera_value_decref(in->facts);
+            hiera_value_decref(in->trusted);
+            in->facts = in->trusted = NULL;
+        }
+        return;
+    }
     if (n->other_path) {
         size_t len = strlen(n->path) + strlen(n->other_path) + 64;
         in->msg = xalloc(len);
@@ -900,6 +981,8 @@ typedef struct {
     size_t waiting_at;                   /* the node the sleeping producer would read next */
     bool stop;
     bool threaded;
+    factsrc_reader *reader; /* PuppetDB's nodes, read in order (by the thread) */
+    const char **names;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -923,7 +1006,7 @@ static void *prefetch_thread(void *arg)
         if (stop)
             break;
         node_input in;
-        load_node_input(p->cache, p->a, &p->nodes[i], &in);
+        load_node_input(p->cache, p->a, &p->nodes[i], p->reader, &in);
         pthread_mutex_lock(&p->mu);
         p->in[i] = in;
         p->ready[i] = true;
@@ -934,9 +1017,16 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a, const node_src *nodes, size_t n)
+static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a, factsrc *src, const node_src *nodes,
+                           size_t n)
 {
     memset(p, 0, sizeof *p);
+    if (src) {
+        p->names = xalloc((n ? n : 1) * sizeof *p->names);
+        for (size_t i = 0; i < n; i++)
+            p->names[i] = nodes[i].name;
+        p->reader = factsrc_reader_new(src, p->names, n, cache);
+    }
     p->cache = cache;
     p->a = a;
     p->nodes = nodes;
@@ -962,7 +1052,7 @@ static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a,
 static void prefetch_take(prefetch *p, size_t i, node_input *in)
 {
     if (!p->threaded) {
-        load_node_input(p->cache, p->a, &p->nodes[i], in);
+        load_node_input(p->cache, p->a, &p->nodes[i], p->reader, in);
         return;
     }
     pthread_mutex_lock(&p->mu);
@@ -993,6 +1083,8 @@ static void prefetch_stop(prefetch *p)
         node_input_free(&p->in[i]);
     free(p->in);
     free(p->ready);
+    factsrc_reader_free(p->reader);
+    free(p->names);
 }
 
 /* ------------------------------------------------------------------ the run */
@@ -1270,7 +1362,7 @@ static void print_summary(const batch *b)
 static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, size_t hi)
 {
     prefetch pf;
-    prefetch_start(&pf, b->cache, b->a, nodes + lo, hi - lo);
+    prefetch_start(&pf, b->cache, b->a, b->src, nodes + lo, hi - lo);
     node_run runs[NODE_BLOCK];
     answer *answers = xalloc(NODE_BLOCK * (b->nkeys ? b->nkeys : 1) * sizeof *answers);
     for (size_t i0 = lo; i0 < hi; i0 += NODE_BLOCK) {
@@ -1581,16 +1673,25 @@ int batch_main(int argc, char **argv)
         fail("Unknown rendering format '%s' (hiera batch renders json or yaml)", format);
         goto out;
     }
+    bool from_pdb = cli_pdb_wanted(&a.pdb);
     if (a.facts && a.facts_dir) {
         fail("%s", "Give either --facts or --facts-dir, not both");
         goto out;
     }
-    if (!a.facts && !a.facts_dir) {
-        fail("%s", "No facts given: use --facts-dir DIR (one file per node) or --facts FILE");
+    if (from_pdb && (a.facts || a.facts_dir)) {
+        fail("%s", "Give either facts files (--facts-dir, --facts) or PuppetDB (--from-puppetdb, --puppetdb, --nodes-query), not both");
         goto out;
     }
-    if (a.node && a.facts_dir) {
-        fail("%s", "--node goes with --facts; with --facts-dir the node names are the file names");
+    if (!a.facts && !a.facts_dir && !from_pdb) {
+        fail("%s", "No facts given: use --facts-dir DIR (one file per node), --facts FILE, or PuppetDB (--from-puppetdb, --puppetdb URL)");
+        goto out;
+    }
+    if (a.node && (a.facts_dir || from_pdb)) {
+        fail("%s", "--node goes with --facts; with --facts-dir the node names are the file names, with PuppetDB its certnames");
+        goto out;
+    }
+    if (a.trusted && from_pdb) {
+        fail("%s", "--trusted goes with --facts (one node); with PuppetDB give --trusted-dir DIR (DIR/NAME.yaml for node NAME), or none: PuppetDB keeps each node's trusted data");
         goto out;
     }
     if (a.trusted && a.facts_dir) {
@@ -1627,7 +1728,10 @@ int batch_main(int argc, char **argv)
         }
         sv_push(&keys_json, kj);
     }
-    if (a.facts_dir) {
+    if (from_pdb) {
+        if (list_puppetdb(&a, &b.src, &nodes, &nnodes))
+            goto out;
+    } else if (a.facts_dir) {
         if (list_facts_dir(a.facts_dir, &nodes, &nnodes))
             goto out;
     } else {
@@ -1685,6 +1789,7 @@ out:
 #endif
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
+    factsrc_free(b.src);
     free_nodes(nodes, nnodes);
     sv_free(&keys);
     sv_free(&keys_json);

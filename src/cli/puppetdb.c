@@ -964,14 +964,27 @@ static pdb_status request(pdb *db, const char *path, const char *post, transfer 
     return PDB_ERROR;
 }
 
-/* "[400 Bad Request] body" for an answer that is not 2xx (Puppet's words; newlines dropped). */
+/* "[400 Bad Request] body" for an answer that is not 2xx (Puppet's words; its lines joined with a
+ * space where Puppet simply drops the line breaks, and blanks folded, so that a PQL parse error
+ * stays readable on one line). */
 static char *status_error(const transfer *t)
 {
     sbuf b = {0};
     sb_addf(&b, "[%ld %s] ", t->status, t->reason);
-    for (size_t i = 0; i < t->body.len; i++)
-        if (t->body.s[i] != '\r' && t->body.s[i] != '\n')
-            sb_addc(&b, t->body.s[i]);
+    bool blank = false;
+    for (size_t i = 0; i < t->body.len; i++) {
+        char c = t->body.s[i];
+        if (c == '\r' || c == '\n' || c == ' ' || c == '\t') {
+            blank = true;
+            continue;
+        }
+        if (blank && b.len && b.s[b.len - 1] != ' ')
+            sb_addc(&b, ' ');
+        blank = false;
+        sb_addc(&b, c);
+    }
+    while (b.len && b.s[b.len - 1] == ' ')
+        b.s[--b.len] = 0;
     return sb_take(&b);
 }
 

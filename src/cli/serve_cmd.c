@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/factsrc.h"
 #include "serve/serve.h"
 
 static const char *SERVE_USAGE =
@@ -15,6 +16,8 @@ static const char *SERVE_USAGE =
     "                   [--token-file FILE] [--access-log FILE|-] [--max-body BYTES]\n"
     "                   [--max-connections N] [--timeout SECONDS] [--request-time SECONDS]\n"
     "                   [--no-watch] [--unsafe-fact-paths]\n"
+    "                   [--from-puppetdb | --puppetdb URL|FILE] [--nodes-query QUERY]\n"
+    "                   [--include-inactive] [--puppetdb-refresh SECONDS] ...\n"
     "\n"
     "Answers lookups over HTTP (JSON API under /v1, a web page at /) from a snapshot of the code\n"
     "directory that is rebuilt in the background when files change (and on SIGHUP); a change that\n"
@@ -36,8 +39,12 @@ static const char *SERVE_USAGE =
     "  --timeout SECONDS        idle or slow connections are closed after this (default 30)\n"
     "  --request-time SECONDS   work a batch request may take (default 60)\n"
     "  --no-watch               do not watch the files (SIGHUP still reloads)\n"
+    "  --puppetdb-refresh SECONDS  fetch PuppetDB's nodes and facts again this often (default 300;\n"
+    "                           0: on SIGHUP only); a fetch that fails keeps the facts fetched before\n"
     "Without --token-file and --tls-ca anyone who reaches the port reads every node, with secrets\n"
-    "(Sensitive values, eyaml blocks) redacted; with either, callers must authenticate.\n";
+    "(Sensitive values, eyaml blocks) redacted; with either, callers must authenticate.\n"
+    "The nodes may come from PuppetDB instead of --facts-dir, with the facts `hiera lookup --node`\n"
+    "takes from there:\n";
 
 static bool number(const char *s, unsigned long max, unsigned long *out)
 {
@@ -47,6 +54,13 @@ static bool number(const char *s, unsigned long max, unsigned long *out)
         return false;
     *out = v;
     return true;
+}
+
+/* PuppetDB's warnings (a server failed, the next one is asked) in the server's log */
+static void pdb_warning(const char *message, void *data)
+{
+    (void)data;
+    fprintf(stderr, "hiera serve: warning: %s\n", message);
 }
 
 static char *default_codedir(void)
@@ -63,6 +77,9 @@ static char *default_codedir(void)
 int serve_main(int argc, char **argv)
 {
     serve_options o = {0};
+    cli_pdb_args pa = {0};
+    cli_puppet_settings_args psa = {0};
+    o.puppetdb_refresh = 300;
     o.watch = true;
     o.max_body = 1 << 20;
     o.max_connections = 4096;
@@ -86,12 +103,31 @@ int serve_main(int argc, char **argv)
         {"token-file", offsetof(serve_options, token_file)},
         {"access-log", offsetof(serve_options, access_log)},
     };
+    /* Puppet's settings for its PuppetDB client */
+    static const struct {
+        const char *name;
+        size_t off;
+    } settings[] = {
+        {"certname", offsetof(cli_puppet_settings_args, certname)},
+        {"ssldir", offsetof(cli_puppet_settings_args, ssldir)},
+        {"hostcert", offsetof(cli_puppet_settings_args, hostcert)},
+        {"hostprivkey", offsetof(cli_puppet_settings_args, hostprivkey)},
+        {"localcacert", offsetof(cli_puppet_settings_args, localcacert)},
+        {"hostcrl", offsetof(cli_puppet_settings_args, hostcrl)},
+        {"certificate_revocation", offsetof(cli_puppet_settings_args, certificate_revocation)},
+    };
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
             fputs(SERVE_USAGE, stdout);
+            fputs(CLI_PDB_USAGE, stdout);
             return 0;
         }
+        int pr = cli_pdb_parse_arg(&pa, argc, argv, &i);
+        if (pr < 0)
+            return 2;
+        if (pr > 0)
+            continue;
         if (strncmp(arg, "--", 2) != 0) {
             fprintf(stderr, "Error: hiera serve: unexpected argument '%s'\n%s", arg, SERVE_USAGE);
             return 2;
@@ -127,6 +163,16 @@ int serve_main(int argc, char **argv)
                 *slot = val;
             }
         }
+        for (size_t f = 0; f < sizeof settings / sizeof *settings && !known; f++) {
+            if (strlen(settings[f].name) != nlen || strncmp(settings[f].name, name, nlen) != 0)
+                continue;
+            known = true;
+            if (!val) {
+                fprintf(stderr, "Error: hiera serve: --%s needs a value\n", settings[f].name);
+                return 2;
+            }
+            *(const char **)((char *)&psa + settings[f].off) = val;
+        }
         if (known)
             continue;
         unsigned long v;
@@ -134,12 +180,12 @@ int serve_main(int argc, char **argv)
             const char *name;
             unsigned long max;
         } nums[] = {{"threads", 256}, {"max-body", 1UL << 30}, {"max-connections", 1000000}, {"timeout", 86400},
-                    {"request-time", 86400}};
-        size_t which = 5;
-        for (size_t f = 0; f < 5; f++)
+                    {"request-time", 86400}, {"puppetdb-refresh", 86400 * 7}};
+        size_t which = 6;
+        for (size_t f = 0; f < 6; f++)
             if (strlen(nums[f].name) == nlen && !strncmp(nums[f].name, name, nlen))
                 which = f;
-        if (which == 5) {
+        if (which == 6) {
             fprintf(stderr, "Error: hiera serve: unknown option '%.*s'\n%s", (int)nlen + 2, arg, SERVE_USAGE);
             return 2;
         }
@@ -152,7 +198,8 @@ int serve_main(int argc, char **argv)
         case 1: o.max_body = v; break;
         case 2: o.max_connections = (unsigned)v; break;
         case 3: o.timeout = (unsigned)v; break;
-        default: o.request_time = (unsigned)v; break;
+        case 4: o.request_time = (unsigned)v; break;
+        default: o.puppetdb_refresh = (unsigned)v; break;
         }
     }
     char *codedir = NULL, *envpath = NULL;
@@ -164,7 +211,33 @@ int serve_main(int argc, char **argv)
         snprintf(envpath, n, "%s/environments", o.codedir);
         o.environmentpath = envpath;
     }
+    factsrc *src = NULL;
+    if (cli_pdb_wanted(&pa)) {
+        if (o.facts_dir) {
+            fprintf(stderr, "Error: hiera serve: give either --facts-dir or PuppetDB (--from-puppetdb, --puppetdb), not both\n");
+            free(codedir);
+            free(envpath);
+            return 2;
+        }
+        psa.confdir = o.confdir;
+        cli_puppet_settings ps;
+        cli_puppet_settings_from_args(&psa, &ps);
+        cli_pdb_config pc;
+        if (cli_pdb_config_get(&pa, &ps, &pc)) {
+            pc.c.warn = pdb_warning;
+            src = factsrc_open_puppetdb(&pc.c, pa.nodes_query, pa.include_inactive);
+        }
+        cli_pdb_config_free(&pc);
+        cli_puppet_settings_free(&ps);
+        if (!src) {
+            free(codedir);
+            free(envpath);
+            return 2;
+        }
+        o.puppetdb = src;
+    }
     int rc = serve_run(&o);
+    factsrc_free(src);
     free(codedir);
     free(envpath);
     return rc;

@@ -24,6 +24,8 @@ typedef struct {
     const char *codedir, *confdir, *environmentpath, *hiera_config;
     const char *environment; /* the default environment of requests (production) */
     const char *facts_dir;   /* one facts file per node, or NULL */
+    struct factsrc *puppetdb; /* or PuppetDB's nodes (cli/factsrc.h), or NULL */
+    unsigned puppetdb_refresh; /* seconds between fetches of PuppetDB's facts (0: on SIGHUP only) */
     bool unsafe_fact_paths;
     bool watch;              /* reload when files change (inotify) */
     /* the server */
@@ -55,7 +57,8 @@ typedef struct generation {
     hv *facts_errors;        /* node -> message of a facts file that cannot be read (immortal) */
     hv *facts_stored;        /* node -> true when its file is one of Puppet's YAML facts cache: the
                                 node's stored facts (hiera_options.base_facts), as hiera batch reads them */
-    hv_nodes immortal;       /* the nodes of facts, nodes, facts_errors and facts_stored, freed with it */
+    struct facts_set *fs;    /* holds facts, nodes, facts_errors and facts_stored (immortal), counted:
+                                generations built without fetching PuppetDB's facts again share it */
     time_t built;
     double build_seconds;
     size_t files, reused;    /* files in the snapshot; taken unchanged from the previous one */
@@ -73,14 +76,16 @@ typedef struct {
     uint64_t reloads_ok, reloads_refused; /* atomic */
 } serve_state;
 
-/* Builds the first generation (false with a message when the tree cannot be served at all). */
+/* Builds the first generation (false with a message when the tree cannot be served at all:
+ * PuppetDB cannot list its nodes). */
 bool state_init(serve_state *st, const serve_options *o);
 /* The generation served now, retained (release with generation_release). */
 generation *state_current(serve_state *st);
 void generation_release(generation *g);
 /* Builds a new generation and swaps it in, unless it brings errors the served one has not (then
- * it is refused: kept in st->refused, the old one goes on). Returns true when swapped. */
-bool state_reload(serve_state *st, const char *why);
+ * it is refused: kept in st->refused, the old one goes on). fetch: PuppetDB's nodes and facts
+ * are fetched again (else the served ones are kept). Returns true when swapped. */
+bool state_reload(serve_state *st, const char *why, bool fetch);
 /* The refused reload's problems as JSON (malloc'ed, or NULL when the last reload was taken) and
  * when it was refused. */
 char *state_refused(serve_state *st, time_t *at);
