@@ -7,11 +7,23 @@
  * caller's reference). Accessors marked BORROWED return pointers owned by their container: valid
  * while the container is, never to be released.
  *
- * Threads: a `hiera` context, and the values it returns, belong to one thread at a time. Separate
- * contexts may be used on separate threads when they do not share a hiera_cache; caches made over
- * one snapshot (hiera_cache_new_from_snapshot) may each serve a thread, the snapshot being shared.
- * Functions that take no context, cache or snapshot (values built by the caller, rendering,
- * hiera_value_load_file, hiera_version) may be called from any thread.
+ * Threads: exactly this may be shared between threads:
+ *  - a snapshot (hiera_snapshot_*): every function on it may be called from any thread at once;
+ *  - the values a snapshot hands out (hiera_snapshot_describe, _problems) may be read by any
+ *    thread while the snapshot lives;
+ *  - nothing else: a context (hiera) and the cache it uses belong to one thread at a time, and so
+ *    do the values its lookups return (they may hold parts of a snapshot, which is why they are
+ *    valid only while it lives; pass them to another thread only with their reference, never to
+ *    two threads at once). Separate contexts may run on
+ *    separate threads when they do not share a hiera_cache; caches made over one snapshot
+ *    (hiera_cache_new_from_snapshot) may each serve one thread.
+ * Functions that take no context, cache or snapshot (values the caller builds, rendering,
+ * hiera_value_load_file, hiera_version) may be called from any thread. What the library keeps for
+ * the whole process (Oniguruma's set-up, the types it parses once) is made once, thread-safely,
+ * on first use. One process-wide fact remains, as in Ruby: the first HOCON file that uses a
+ * delayed merge changes how later ones are read (the gem loads a class lazily); it only ever goes
+ * one way and is safe from any thread.
+ * Hiera 3 objects (hiera3_*) follow the same rule as contexts.
  *
  * Option structs grow: each starts with a `size` field that tells the library which fields the
  * caller knows. Set it to sizeof the struct (the HIERA_*_INIT macros do); 0 means "the fields of

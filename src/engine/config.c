@@ -2,6 +2,7 @@
  * (lib/puppet/pops/lookup/hiera_config.rb): the structure is type-checked with Puppet's own type
  * (so the messages are Puppet's), then the semantic checks raise LookupErrors naming the file. */
 #include "engine/config.h"
+#include "engine/providers.h"
 #include "base/diag.h"
 #include "base/pathname.h"
 #include "types/ptype.h"
@@ -625,12 +626,11 @@ static bool load_v4(hcfg *c, hv *config, herr *err)
         const char *dd = str_or_null(hv_hash_gets(he, "datadir"));
         l->datadir = xstrdup(dd ? dd : def_datadir);
         l->fkind = FN_DATA_HASH;
-        if (!strcmp(backend, "yaml") || !strcmp(backend, "json")) {
-            l->fname = xasprintf("%s_data", backend);
-            l->extension = xasprintf(".%s", backend);
-        } else if (!strcmp(backend, "hocon")) {
-            l->fname = xstrdup("hocon_data");
-            l->extension = xstrdup(".conf");
+        /* version 4 knows the data_hash backends only (yaml, json, hocon) */
+        const provider_def *pd = provider_for_backend(backend);
+        if (pd && pd->kind == FN_DATA_HASH) {
+            l->fname = xstrdup(pd->name);
+            l->extension = xstrdup(pd->extension);
         } else if (!herr_isset(&c->lazy_err)) {
             char *re = line_regexp("[^\\w]%s(?:[^\\w]|$)", backend);
             int line = config_find_line(c, re, 1);
@@ -724,21 +724,17 @@ static bool load_v3(hcfg *c, hv *config, herr *err)
             const char *ext = bc ? str_or_null(hv_hash_gets(bc, "extension")) : NULL;
             if (ext)
                 l->extension = xasprintf(".%s", ext);
-            else
-                l->extension = !strcmp(bl[i], "hocon") ? xstrdup(".conf") : xasprintf(".%s", bl[i]);
+            const provider_def *pd = provider_for_backend(bl[i]);
+            if (!ext)
+                l->extension = pd ? xstrdup(pd->extension) : xasprintf(".%s", bl[i]);
             l->v3_datadir_abs = true;
             const char *dd = bc ? str_or_null(hv_hash_gets(bc, "datadir")) : NULL;
             l->datadir = dd ? xstrdup(dd) : NULL; /* NULL: <codedir>/environments/%{::environment}/hieradata */
-            if (!strcmp(bl[i], "yaml") || !strcmp(bl[i], "json")) {
-                l->fkind = FN_DATA_HASH;
-                l->fname = xasprintf("%s_data", bl[i]);
-            } else if (!strcmp(bl[i], "hocon")) {
-                l->fkind = FN_DATA_HASH;
-                l->fname = xstrdup("hocon_data");
-            } else if (!strcmp(bl[i], "eyaml")) {
-                l->fkind = FN_LOOKUP_KEY;
-                l->fname = xstrdup("eyaml_lookup_key");
+            if (pd) {
+                l->fkind = pd->kind;
+                l->fname = xstrdup(pd->name);
             } else {
+                /* a backend of Hiera 3's own (Ruby): the level fails when used */
                 l->fkind = FN_HIERA3_BACKEND;
                 l->fname = xstrdup(bl[i]);
             }

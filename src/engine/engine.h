@@ -13,8 +13,7 @@
 
 typedef struct hiera_ctx hiera_ctx;
 
-/* The three outcomes of a lookup step. */
-typedef enum { LR_FOUND = 0, LR_NOT_FOUND = 1, LR_ERROR = 2 } lr;
+#include "engine/result.h"
 
 typedef struct rregex rregex;
 

@@ -6,6 +6,7 @@
  * over its locations; then dotted sub-keys are dug, then convert_to, then the type is asserted.
  * Every step reports to the explainer when one is attached (one NULL test otherwise). */
 #include "engine/engine.h"
+#include "engine/providers.h"
 #include "base/diag.h"
 #include "crypto/eyaml.h"
 #include "base/glob.h"
@@ -1020,17 +1021,12 @@ lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, siz
 /* DataProvider#validate_data_value names the type TypeCalculator#infer gives the value */
 static char *infer_type_name(const hv *v) { return ptype_infer_to_s(v); }
 
+/* The format of the files the provider function fname reads (*known false: no such function). */
 __attribute__((noinline)) static file_format data_hash_format(const char *fname, bool *known)
 {
-    *known = true;
-    if (!strcmp(fname, "yaml_data") || !strcmp(fname, "eyaml_lookup_key"))
-        return FMT_YAML;
-    if (!strcmp(fname, "json_data"))
-        return FMT_JSON;
-    if (!strcmp(fname, "hocon_data"))
-        return FMT_HOCON;
-    *known = false;
-    return FMT_YAML;
+    const provider_def *pd = provider_find(fname);
+    *known = pd != NULL;
+    return pd ? pd->format : FMT_YAML;
 }
 
 /* data_hash_format of the provider's function, remembered in the provider. */
@@ -1277,92 +1273,21 @@ static inline __attribute__((always_inline)) entry_arg entry_args(inv *I, const 
     return a;
 }
 
-/* eyaml_lookup_key's decrypt_value: strings decrypted when they hold ENC[...] blocks, then
- * interpolated; hash keys interpolated; arrays element by element. */
-static lr eyaml_decrypt_value(entry_arg *a, const location *loc, hv *v, hv **out, herr *err)
-{
-    switch (hv_kind_of(v)) {
-    case HV_STRING: {
-        hv *plain = NULL;
-        if (a->I->h->redact_encrypted && eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
-            /* a caller who may not see secrets: the block is not even decrypted */
-            *out = hv_sensitive_new(hv_str("encrypted value"));
-            return LR_FOUND;
-        }
-        if (eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
-            herr e = {0};
-            size_t n = 0;
-            char *text = eyaml_decrypt_text(cache_eyaml(a->I->h->cache), hv_str_ptr(v), hv_str_len(v), a->p->options, &n, &e);
-            if (!text) {
-                if (eyaml_last_error_class(cache_eyaml(a->I->h->cache)) == EYAML_ERR_LOAD) {
-                    /* a LoadError (an encryption scheme without its plugin) is not rescued */
-                    herr_move(err, &e);
-                    err->kind = HERR_ERROR;
-                    return LR_ERROR;
-                }
-                herr_set(err, HERR_LOOKUP,
-                         "hiera-eyaml backend error decrypting %s when looking up %s in %s. Error was %s", hv_str_ptr(v),
-                         a->root_key, loc->path ? loc->path : "", e.msg ? e.msg : "");
-                herr_clear(&e);
-                return LR_ERROR;
-            }
-            plain = hv_str_take(text, n);
-        } else {
-            plain = hv_incref(v);
-        }
-        lr r = interpolate(a->I, plain, true, out, err);
-        hv_decref(plain);
-        return r;
-    }
-    case HV_HASH: {
-        hv *res = hv_hash_sized(hv_hash_len(v));
-        hv_set_line(res, hv_line(v));
-        for (size_t i = 0; i < hv_hash_len(v); i++) {
-            hv *k = NULL, *val = NULL;
-            if (interpolate(a->I, hv_hash_key_at(v, i), true, &k, err) != LR_FOUND ||
-                eyaml_decrypt_value(a, loc, hv_hash_val_at(v, i), &val, err) != LR_FOUND) {
-                hv_decref(k);
-                hv_decref(res);
-                return LR_ERROR;
-            }
-            hv_hash_set(res, k, val);
-        }
-        *out = res;
-        return LR_FOUND;
-    }
-    case HV_ARRAY: {
-        hv *res = hv_array_sized(hv_array_len(v));
-        hv_set_line(res, hv_line(v));
-        for (size_t i = 0; i < hv_array_len(v); i++) {
-            hv *e = NULL;
-            if (eyaml_decrypt_value(a, loc, hv_array_get(v, i), &e, err) != LR_FOUND) {
-                hv_decref(res);
-                return LR_ERROR;
-            }
-            hv_array_push(res, e);
-        }
-        *out = res;
-        return LR_FOUND;
-    }
-    default:
-        *out = hv_incref(v);
-        return LR_FOUND;
-    }
-}
-
-/* LookupKeyFunctionProvider#lookup_key with eyaml_lookup_key: one answer per key and location,
- * remembered (the function caches, so interpolation runs once). */
+/* LookupKeyFunctionProvider#lookup_key: the provider's answer for the key at the location, one
+ * per key and location, remembered (the function caches, so interpolation runs once). */
 static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
 {
     hiera_ctx *h = a->I->h;
     explainer *ex = h->ex;
-    if (strcmp(a->p->lvl->fname, "eyaml_lookup_key") != 0) {
+    const provider_def *pd = provider_find(a->p->lvl->fname);
+    if (!pd || !pd->key_value) {
         function_not_found(a->I->h, a->l, a->p, err);
         return LR_ERROR;
     }
     if (!loc->data_err.msg && !loc->loaded && (a->p->nil_location || loc->is_uri)) {
         herr_set(err, HERR_ERROR,
-                 "'eyaml_lookup_key': one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this lookup_key function");
+                 "'%s': one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this lookup_key function",
+                 pd->name);
         return LR_ERROR;
     }
     hv *known = hv_hash_gets(loc->memo, a->root_key);
@@ -1380,7 +1305,8 @@ static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
         return LR_NOT_FOUND;
     }
     hv *value = NULL;
-    if (eyaml_decrypt_value(a, loc, raw, &value, err) != LR_FOUND)
+    provider_call call = {a->I, a->p->options, a->root_key, loc->path ? loc->path : ""};
+    if (pd->key_value(&call, raw, &value, err) != LR_FOUND)
         return LR_ERROR;
     if (!hv_is_rich_data(value, 0)) {
         char *got = infer_type_name(value);

@@ -4,16 +4,24 @@
 #include <string.h>
 
 static const provider_def PROVIDERS[] = {
-    {"yaml_data", FN_DATA_HASH, FMT_YAML},
-    {"json_data", FN_DATA_HASH, FMT_JSON},
-    {"hocon_data", FN_DATA_HASH, FMT_HOCON},
-    {"eyaml_lookup_key", FN_LOOKUP_KEY, FMT_YAML},
+    {"yaml_data", FN_DATA_HASH, FMT_YAML, "yaml", ".yaml", NULL},
+    {"json_data", FN_DATA_HASH, FMT_JSON, "json", ".json", NULL},
+    {"hocon_data", FN_DATA_HASH, FMT_HOCON, "hocon", ".conf", NULL},
+    {"eyaml_lookup_key", FN_LOOKUP_KEY, FMT_YAML, "eyaml", ".eyaml", eyaml_key_value},
 };
 
 const provider_def *provider_find(const char *name)
 {
     for (size_t i = 0; i < sizeof PROVIDERS / sizeof *PROVIDERS; i++)
         if (strcmp(PROVIDERS[i].name, name) == 0)
+            return &PROVIDERS[i];
+    return NULL;
+}
+
+const provider_def *provider_for_backend(const char *backend)
+{
+    for (size_t i = 0; i < sizeof PROVIDERS / sizeof *PROVIDERS; i++)
+        if (PROVIDERS[i].backend && strcmp(PROVIDERS[i].backend, backend) == 0)
             return &PROVIDERS[i];
     return NULL;
 }

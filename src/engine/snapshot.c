@@ -18,6 +18,7 @@
 #include "base/diag.h"
 #include "base/pathname.h"
 #include "engine/config.h"
+#include "engine/engine.h"
 #include "engine/providers.h"
 #include "engine/tmplmatch.h"
 
@@ -454,17 +455,6 @@ static void add_config(builder *b, const char *path, layer_kind kind, const char
 static bool valid_env_name(const char *n)
 {
     if (!*n)
-        return false;
-    for (const char *p = n; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
-}
-
-/* Puppet's module names (as lookup.c's module_dir takes them) */
-static bool valid_module_name(const char *n)
-{
-    if (!(*n >= 'a' && *n <= 'z'))
         return false;
     for (const char *p = n; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
