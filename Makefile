@@ -47,7 +47,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps check unit cases demo clean install uninstall install-check check-web
+.PHONY: all deps check unit cases demo clean install uninstall install-check check-web check-puppetdb
 all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 deps:
@@ -157,6 +157,13 @@ uninstall:
 # missing; screenshots in build/web-artifacts)
 check-web: all
 	@sh tests/web/run.sh $(B)/hiera
+
+# hiera against a real PuppetDB (Debian's puppetdb with its own PostgreSQL cluster, started and
+# stopped by the script in a scratch folder) and Puppet reading the same PuppetDB through
+# puppet-terminus-puppetdb; installs the packages when missing (as root). A few minutes: PuppetDB
+# is a JVM service.
+check-puppetdb: all
+	@python3 tests/puppetdb/real.py --hiera $(B)/hiera
 
 # installs into a scratch DESTDIR and builds the README's example against it with pkg-config
 install-check: all

@@ -37,7 +37,9 @@ static const char *LOOKUP_USAGE =
     "                    [--facts <FILE>] [--codedir <DIR>] [--confdir <DIR>]\n"
     "                    [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
     "                    [--render-as s|json|yaml] [--provenance] [--unsafe-fact-paths]\n"
-    "                    [--trusted <FILE>] [--vardir <DIR>] [--yamldir <DIR>] [--certname <NAME>] <keys>\n"
+    "                    [--trusted <FILE>] [--vardir <DIR>] [--yamldir <DIR>] [--certname <NAME>]\n"
+    "                    [--from-puppetdb | --puppetdb <URL|FILE>] [--cert <FILE> --key <FILE>]\n"
+    "                    [--cacert <FILE>] [--puppetdb-timeout <SECONDS>] <keys>\n"
     "\n"
     "Looks up keys in Hiera 5 data exactly as `puppet lookup` does; the first key found wins.\n"
     "Exit status: 0 found (or default), 1 not found or error.\n"
@@ -46,8 +48,11 @@ static const char *LOOKUP_USAGE =
     "A location in hiera.yaml whose interpolation of facts adds a '..' segment, makes it absolute\n"
     "or adds glob characters to a glob is refused; --unsafe-fact-paths follows it as Puppet does.\n"
     "Facts: with --node, the node's facts from Puppet's YAML facts cache (<vardir>/yaml/facts/NODE.yaml,\n"
-    "vardir /var/cache/puppet as root), then --facts FILE over them; without --node, the local machine's\n"
-    "facts from `facter` (which must be installed), then --facts FILE over them.\n"
+    "vardir /var/cache/puppet as root), or from PuppetDB where puppet lookup takes them from there\n"
+    "(routes.yaml's lookup: facts: terminus or cache, facts_terminus = puppetdb, storeconfigs; PuppetDB\n"
+    "as <confdir>/puppetdb.conf and Puppet's certificate say) or with --puppetdb URL|FILE or\n"
+    "--from-puppetdb; then --facts FILE over them; without --node, the local machine's facts from\n"
+    "`facter` (which must be installed), then --facts FILE over them.\n"
     "--trusted FILE (YAML or JSON) gives $trusted as an agent's certificate would: a hash with\n"
     "authenticated, certname and extensions (hostname and domain follow from certname). Without it,\n"
     "$trusted is the node's `trusted` fact when that is such a hash, else built from the clientcert fact.\n";
@@ -299,7 +304,14 @@ int lookup_main(int argc, char **argv)
     cli_facts_route route = {0};
     cli_pdb_config pc = {0};
     int gathered = 1;
-    if (a.node && cli_pdb_wanted(&a.pdb)) {
+    if (a.pdb.nodes_query || a.pdb.include_inactive) {
+        fail("%s", "--nodes-query and --include-inactive choose the nodes of hiera batch and hiera serve; "
+                   "hiera lookup looks up --node");
+        gathered = 1;
+    } else if (!a.node && cli_pdb_wanted(&a.pdb)) {
+        fail("%s", "--puppetdb and --from-puppetdb go with --node (the node whose facts PuppetDB gives)");
+        gathered = 1;
+    } else if (a.node && cli_pdb_wanted(&a.pdb)) {
         /* --puppetdb, --from-puppetdb: PuppetDB is the facts terminus */
         route.terminus = strdup("puppetdb");
         gathered = route.terminus && cli_pdb_config_get(&a.pdb, &ps, &pc) ? 0 : 1;
