@@ -566,13 +566,7 @@ static int list_facts_dir(const char *dir, node_src **out, size_t *nout)
 static int list_puppetdb(batch_args *a, factsrc **src, node_src **out, size_t *nout)
 {
     a->ps.confdir = a->confdir;
-    cli_puppet_settings ps;
-    cli_puppet_settings_from_args(&a->ps, &ps);
-    cli_pdb_config pc;
-    bool ok = cli_pdb_config_get(&a->pdb, &ps, &pc);
-    *src = ok ? factsrc_open_puppetdb(&pc.c, a->pdb.nodes_query, a->pdb.include_inactive) : NULL;
-    cli_pdb_config_free(&pc);
-    cli_puppet_settings_free(&ps);
+    *src = cli_factsrc_open(NULL, &a->pdb, &a->ps, NULL, NULL);
     if (!*src)
         return -1;
     char **names = NULL, *err = NULL;

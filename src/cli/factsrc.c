@@ -303,6 +303,36 @@ factsrc *factsrc_open_puppetdb(const pdb_config *c, const char *nodes_query, boo
     return s;
 }
 
+factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pa, const cli_puppet_settings_args *psa,
+                          pdb_warn_fn warn, void *warn_data)
+{
+    bool want = cli_pdb_wanted(pa);
+    if (want && facts_dir) {
+        fprintf(stderr, "Error: Could not run: give either a facts folder or PuppetDB (--from-puppetdb, --puppetdb, "
+                        "--nodes-query), not both\n");
+        return NULL;
+    }
+    if (!want) {
+        if (!facts_dir) {
+            fprintf(stderr, "Error: Could not run: no nodes: give a facts folder or PuppetDB (--from-puppetdb, --puppetdb URL)\n");
+            return NULL;
+        }
+        return factsrc_open_dir(facts_dir);
+    }
+    cli_puppet_settings ps;
+    cli_puppet_settings_from_args(psa, &ps);
+    cli_pdb_config pc;
+    factsrc *s = NULL;
+    if (cli_pdb_config_get(pa, &ps, &pc)) {
+        pc.c.warn = warn;
+        pc.c.warn_data = warn_data;
+        s = factsrc_open_puppetdb(&pc.c, pa->nodes_query, pa->include_inactive);
+    }
+    cli_pdb_config_free(&pc);
+    cli_puppet_settings_free(&ps);
+    return s;
+}
+
 void factsrc_free(factsrc *s)
 {
     if (!s)

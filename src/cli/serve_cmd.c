@@ -220,15 +220,7 @@ int serve_main(int argc, char **argv)
             return 2;
         }
         psa.confdir = o.confdir;
-        cli_puppet_settings ps;
-        cli_puppet_settings_from_args(&psa, &ps);
-        cli_pdb_config pc;
-        if (cli_pdb_config_get(&pa, &ps, &pc)) {
-            pc.c.warn = pdb_warning;
-            src = factsrc_open_puppetdb(&pc.c, pa.nodes_query, pa.include_inactive);
-        }
-        cli_pdb_config_free(&pc);
-        cli_puppet_settings_free(&ps);
+        src = cli_factsrc_open(NULL, &pa, &psa, pdb_warning, NULL);
         if (!src) {
             free(codedir);
             free(envpath);
