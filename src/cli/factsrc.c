@@ -304,7 +304,7 @@ factsrc *factsrc_open_puppetdb(const pdb_config *c, const char *nodes_query, boo
 }
 
 factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pa, const cli_puppet_settings_args *psa,
-                          pdb_warn_fn warn, void *warn_data)
+                          pdb_warn_fn warn_fn, void *warn_data)
 {
     bool want = cli_pdb_wanted(pa);
     if (want && facts_dir) {
@@ -324,7 +324,7 @@ factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pa, const c
     cli_pdb_config pc;
     factsrc *s = NULL;
     if (cli_pdb_config_get(pa, &ps, &pc)) {
-        pc.c.warn = warn;
+        pc.c.warn = warn_fn;
         pc.c.warn_data = warn_data;
         s = factsrc_open_puppetdb(&pc.c, pa->nodes_query, pa->include_inactive);
     }

@@ -99,11 +99,11 @@ typedef struct factsrc factsrc;
 
 /* The source a command's options name: PuppetDB when they ask for it (cli_pdb_wanted; the
  * Puppet settings ps as given on the command line, confdir among them), else the folder
- * facts_dir. warn: where PuppetDB's warnings go (NULL: stderr). NULL after printing why (a bad
+ * facts_dir. warn_fn: where PuppetDB's warnings go (NULL: stderr). NULL after printing why (a bad
  * configuration, a folder that cannot be read, both a folder and PuppetDB, neither). This is the
  * one call hiera check and hiera diff need to take PuppetDB's nodes as batch does. */
 factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pdb, const cli_puppet_settings_args *ps,
-                          pdb_warn_fn warn, void *warn_data);
+                          pdb_warn_fn warn_fn, void *warn_data);
 
 /* A folder of facts files. NULL after printing why (the folder cannot be read). */
 factsrc *factsrc_open_dir(const char *dir);
