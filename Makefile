@@ -3,27 +3,36 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
+B = build
 PKGS = yaml-0.1 oniguruma openssl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
 # Link-time optimisation of the library and the command: calls between the library's files are
 # inlined as calls within a file are (about 10% less CPU per lookup in hiera batch). The objects
 # keep their plain code too (fat), so a program linked without LTO (the unit tests, a user's
 # cc) links against libhiera.a as before. `make LTO=` builds without it.
 LTO ?= -flto=auto -ffat-lto-objects
+# What pkg-config says of the libraries (PKG_CFLAGS, PKG_LIBS, CLI_LIBS, SERVE_CFLAGS, CURL_CFLAGS) and
+# whether mimalloc links (MIMALLOC_FOUND) is asked once per build folder, into $(B)/config.mk, by
+# the rule below, after scripts/deps.sh has installed what is missing. GNU make makes an included makefile
+# before anything else and then reads everything again, so whatever the first command on a fresh
+# machine (make, make -j2 check, make install, make demo, make check-asan), the compiler and the
+# linker get the flags of the packages just installed. The file is made again when the Makefile
+# or scripts/deps.sh change; delete it (or `make clean`) to ask again after installing a package.
+# `make clean` and `make uninstall` need none of it.
+ifneq ($(filter-out clean uninstall deps,$(or $(MAKECMDGOALS),all)),)
+include $(B)/config.mk
+endif
 # The command's allocator: mimalloc (libmimalloc-dev) when it is installed. hiera batch makes
 # and frees millions of small values, where glibc's malloc took 15% of the CPU (mimalloc: about
 # 15% less CPU per lookup; the one-shot lookup is unchanged). The library leaves the allocator
 # to the program that embeds it. `make MIMALLOC=` links the command without it.
-MIMALLOC ?= $(shell printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo "-Wl,--push-state,--no-as-needed -lmimalloc -Wl,--pop-state")
+MIMALLOC ?= $(if $(MIMALLOC_FOUND),-Wl$(comma)--push-state$(comma)--no-as-needed -lmimalloc -Wl$(comma)--pop-state)
+comma = ,
 WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm -lpthread
-# the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c)
-CLI_LIBS := $(shell pkg-config --libs yaml-0.1 oniguruma 2>/dev/null) -lm -ldl -lpthread
-
-B = build
+# the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c): CLI_LIBS
+# (from $(B)/config.mk) names the other two
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api);
 # src/cli is the command
 LIB_DIRS := base formats types crypto engine hiera3 api
@@ -32,13 +41,11 @@ LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # `hiera serve` (src/serve/): part of the command, with its page (src/serve/web/) compiled in;
 # libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), so only their
-# headers are needed to build
+# headers are needed to build (SERVE_CFLAGS: from $(B)/config.mk)
 SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
-SERVE_CFLAGS = $(shell pkg-config --cflags libmicrohttpd gnutls 2>/dev/null)
 # PuppetDB's client (src/cli/puppetdb.c): libcurl is opened on the first request
-# (src/cli/curl_lib.c), so only its header is needed to build
-CURL_CFLAGS = $(shell pkg-config --cflags libcurl 2>/dev/null)
+# (src/cli/curl_lib.c), so only its header is needed to build (CURL_CFLAGS: from $(B)/config.mk)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o
@@ -47,11 +54,30 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps check unit cases demo clean install uninstall install-check check-web check-puppetdb
-all: deps $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
+.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check check-web check-puppetdb
+all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
+# the build's packages (also installed, when missing, before $(B)/config.mk is written)
 deps:
 	@sh scripts/deps.sh
+
+# and the tests' (cmocka, python3-yaml, groff): before the first unit test is built
+test-deps:
+	@sh scripts/deps.sh --test
+
+$(B)/config.mk: Makefile scripts/deps.sh
+	@sh scripts/deps.sh
+	@mkdir -p $(dir $@)
+	@pkg-config --exists $(PKGS) libmicrohttpd gnutls libcurl || \
+	  { echo "pkg-config does not find $(PKGS) libmicrohttpd gnutls libcurl" >&2; exit 1; }
+	@{ echo "# made by the Makefile after scripts/deps.sh; delete it to ask pkg-config again"; \
+	  echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
+	  echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
+	  echo "CLI_LIBS := $$(pkg-config --libs yaml-0.1 oniguruma) -lm -ldl -lpthread"; \
+	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls)"; \
+	  echo "CURL_CFLAGS := $$(pkg-config --cflags libcurl)"; \
+	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \
+	} > $@.tmp && mv $@.tmp $@
 
 $(B)/obj/%.o: src/%.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
@@ -93,9 +119,9 @@ $(B)/libhiera.so: $(PIC_OBJ)
 $(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a
 	$(CC) $(CFLAGS) $(LTO) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(MIMALLOC) $(CLI_LIBS)
 
-$(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h
+$(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h | test-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libhiera.a $(LIBS) $(shell pkg-config --libs cmocka)
+	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -Itests/unit $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libhiera.a $(LIBS) $(shell pkg-config --libs cmocka)
 
 unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do ./$$t >$$t.log 2>&1 || { echo "FAIL $$t"; cat $$t.log; fail=1; }; done; \
@@ -104,8 +130,7 @@ unit: $(UNIT_BIN)
 cases: $(B)/hiera
 	@python3 tests/run-cases.py --hiera $(B)/hiera
 
-check: all
-	@sh scripts/deps.sh --test
+check: all test-deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory cases
 	@python3 tests/batch/check.py --hiera $(B)/hiera
@@ -133,12 +158,9 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 
-$(B)/hiera.pc: hiera.pc.in Makefile
-	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	    -e 's|@VERSION@|$(VERSION)|' $< > $@
-
-install: all $(B)/hiera.pc
+# hiera.pc is written at each install from hiera.pc.in with the PREFIX, LIBDIR and INCLUDEDIR of
+# that install (a file kept in $(B) would keep the folders of an earlier `make install`)
+install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(B)/hiera $(DESTDIR)$(BINDIR)/hiera
 	install -m 0644 $(B)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.a
@@ -146,7 +168,9 @@ install: all $(B)/hiera.pc
 	ln -sf libhiera.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhiera.so.$(SOVER)
 	ln -sf libhiera.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libhiera.so
 	install -m 0644 include/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera.h
-	install -m 0644 $(B)/hiera.pc $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' hiera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	install -m 0644 docs/hiera.1 $(DESTDIR)$(MANDIR)/man1/hiera.1
 
 uninstall:
@@ -199,9 +223,12 @@ SHARED_CONFORMANCE = ../shared/conformance
 asan:
 	@$(MAKE) --no-print-directory B=$(ASAN_B) CFLAGS="$(SAN_CFLAGS)" LTO= MIMALLOC= all $(UNIT_SRC:tests/unit/%.c=$(ASAN_B)/tests/%)
 
+# (with a scratch disk cache, removed afterwards)
 RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
-	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
-	  $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
+	  dc=$$(mktemp -d /tmp/hiera-conformance-cache-XXXXXX) && \
+	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
+	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
+	  rc=$$?; rm -rf "$$dc"; exit $$rc; \
 	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
 
 conformance-asan: asan

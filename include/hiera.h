@@ -198,8 +198,12 @@ HIERA_API void hiera_cache_freeze(hiera_cache *c);
 /* Keeps parsed data files on disk between runs, in dir (NULL: $XDG_CACHE_HOME/hiera or
  * ~/.cache/hiera, created private), so that the next process reads them back instead of parsing
  * them. An entry is used only for a file with the same path, device, inode, size and
- * modification and change times. Returns false when no safe folder is available (the cache then
- * simply stays in memory). The hiera command uses it unless HIERA_CACHE_DIR=off. */
+ * modification and change times. The folder is bounded: a process that writes an entry sweeps it
+ * once a day, or after an eighth of the limit was written, removing the entries of files that are
+ * gone or changed and then the least recently used beyond HIERA_CACHE_MAX_SIZE bytes (environment;
+ * "N", "NK", "NM" or "NG"; 256M when unset or not a size). Several processes and threads may share
+ * a folder. Returns false when no safe folder is available (the cache then simply stays in
+ * memory). The hiera command uses it unless HIERA_CACHE_DIR=off. */
 HIERA_API bool hiera_cache_use_disk(hiera_cache *c, const char *dir);
 /* hiera_value_load_file through c's disk cache (hiera_cache_use_disk; without one it is simply
  * hiera_value_load_file): a facts file read before and unchanged since is read back instead of

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs the Debian packages the build needs when any is missing (as root, with apt-get);
-# --test adds what the tests need, --fuzz what the fuzz harnesses need.
+# --test adds what the tests need (make check), --fuzz what the fuzz harnesses need.
 # Prints nothing when everything is present.
 set -e
 need=""
@@ -25,6 +25,11 @@ fi
 if [ "${1:-}" = "--test" ]; then
     have_pc cmocka || need="$need libcmocka-dev"
     command -v python3 >/dev/null 2>&1 || need="$need python3"
+    # tests/batch/check.py reads the YAML that `hiera batch --render-as yaml` prints with a YAML
+    # parser that is not the project's own (PyYAML, YAML 1.1 as Ruby's Psych)
+    python3 -c 'import yaml' >/dev/null 2>&1 || need="$need python3-yaml"
+    # tests/install/check.sh renders the installed man page
+    command -v groff >/dev/null 2>&1 || need="$need groff-base"
 fi
 # the hiera command's allocator: optional (the command links without it where it is missing)
 optional=""

@@ -21,7 +21,7 @@ facter) is skipped with a line saying so. With "match_messages", an error must b
 usage: run-cases.py --hiera PATH [--verbose] [CASEDIR...]
 Prints one FAIL line per wrong answer and ends with 'N passed, N failed'.
 """
-import json, os, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -145,6 +145,16 @@ def main(argv):
     if not cases:
         root = os.path.join(HERE, "cases")
         cases = sorted(os.path.join(root, d) for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    # parsed files go to a scratch disk cache (used again by the later queries of a case), never
+    # to the user's ~/.cache/hiera; removed at the end
+    scratch = tempfile.mkdtemp(prefix="hiera-cases-cache-")
+    os.environ["HIERA_CACHE_DIR"] = scratch
+    try:
+        return run_all(hiera, verbose, cases)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+def run_all(hiera, verbose, cases):
     passed = failed = skipped = 0
     for case in cases:
         with open(os.path.join(case, "case.json")) as f:

@@ -1,6 +1,8 @@
 /* common.c - what the subcommands share: the file cache they use (kept on disk between runs). */
 #include "cli/common.h"
 
+#include "formats/diskcache.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +11,16 @@ hiera_cache *cli_cache(void)
 {
     hiera_cache *c = hiera_cache_new();
     const char *dir = getenv("HIERA_CACHE_DIR");
-    if (!dir || strcmp(dir, "off") != 0)
+    if (!dir || strcmp(dir, "off") != 0) {
+        /* the library reads the bound itself and takes the default for what is not a size: say so */
+        const char *max = getenv("HIERA_CACHE_MAX_SIZE");
+        uint64_t bytes;
+        if (max && *max && !diskcache_parse_size(max, &bytes))
+            fprintf(stderr, "Warning: HIERA_CACHE_MAX_SIZE=%s is not a size (bytes, or a number followed by K, M or "
+                            "G): the disk cache keeps its default bound of %lluM\n",
+                    max, (unsigned long long)(DISKCACHE_DEFAULT_MAX_SIZE >> 20));
         hiera_cache_use_disk(c, dir);
+    }
     return c;
 }
 

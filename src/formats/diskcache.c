@@ -10,24 +10,41 @@
  * the source (path, dev, ino, size, mtime, ctime), the format, flags, then the value: one tag
  * byte per node ('n' nil, 't' true, 'f' false, 'i' int64, 'd' double, 's' string, 'b' bigint,
  * 'y' symbol, 'a' array, 'h' hash, 'r' a node already written, for YAML aliases), each followed
- * by its source line and its payload. */
+ * by its source line and its payload.
+ *
+ * Names: an entry is <16 hex digits>.hc, the FNV-1a hash of the format and the source's path, so
+ * a source has one entry, replaced when it changes; it is written as <name>.XXXXXX and renamed
+ * into place, so a reader sees a whole entry or none.
+ *
+ * The bound (see "sweeping" at the end): entries whose source is gone or changed, and then the
+ * least recently used entries beyond the size limit (HIERA_CACHE_MAX_SIZE, 256 MB by default),
+ * are removed by a sweep that a process writing an entry starts when the last one is a day old
+ * or when an eighth of the limit has been written since. A lookup that only reads never sweeps. */
 #include "formats/diskcache.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#define MAGIC "HIERAC\3\0"
+#define MAGIC DISKCACHE_MAGIC
 #define MAX_DEPTH 1000
 #define MAX_NODES 20000000UL
 
 struct diskcache {
     char *dir;
     uid_t uid; /* the owner the folder and its entries must have: this process's euid */
+    uint64_t max_size; /* bytes of entries kept by a sweep */
+    atomic_bool stamp_checked; /* this process has looked at the time of the last sweep */
 };
 
 diskcache *diskcache_open(const char *dir)
@@ -65,9 +82,38 @@ diskcache *diskcache_open(const char *dir)
     diskcache *c = xcalloc(1, sizeof *c);
     c->dir = d;
     c->uid = uid;
+    c->max_size = DISKCACHE_DEFAULT_MAX_SIZE;
+    const char *max = getenv("HIERA_CACHE_MAX_SIZE");
+    uint64_t m;
+    if (max && diskcache_parse_size(max, &m))
+        c->max_size = m;
+    atomic_init(&c->stamp_checked, false);
     return c;
 }
 
+void diskcache_set_max_size(diskcache *c, uint64_t bytes) { c->max_size = bytes; }
+
+bool diskcache_parse_size(const char *s, uint64_t *bytes)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return false;
+    *bytes = (uint64_t)v << shift;
+    return true;
+}
 const char *diskcache_dir(const diskcache *c) { return c->dir; }
 
 void diskcache_close(diskcache *c)
@@ -78,7 +124,7 @@ void diskcache_close(diskcache *c)
     free(c);
 }
 
-static char *entry_path(const diskcache *c, const char *path, int fmt)
+char *diskcache_entry_path(const diskcache *c, const char *path, int fmt)
 {
     uint64_t h = 1469598103934665603ULL ^ (uint64_t)fmt;
     for (const char *p = path; *p; p++) {
@@ -227,6 +273,8 @@ static void put_identity(sbuf *b, const char *path, int fmt, const struct stat *
     put_var(b, flags);
 }
 
+static void after_write(diskcache *c, size_t bytes);
+
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags)
 {
     if (!c)
@@ -240,9 +288,15 @@ void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *s
         sb_free(&w.b);
         return;
     }
-    char *final = entry_path(c, path, fmt);
+    if (w.b.len > c->max_size) { /* would be the first to go */
+        sb_free(&w.b);
+        after_write(c, 0);
+        return;
+    }
+    char *final = diskcache_entry_path(c, path, fmt);
     char *tmp = xasprintf("%s.XXXXXX", final);
     int fd = mkstemp(tmp);
+    size_t written = 0;
     if (fd >= 0) {
         const char *p = sb_str(&w.b);
         size_t left = w.b.len;
@@ -259,10 +313,13 @@ void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *s
         good = close(fd) == 0 && good;
         if (!good || rename(tmp, final) != 0)
             unlink(tmp);
+        else
+            written = w.b.len;
     }
     free(tmp);
     free(final);
     sb_free(&w.b);
+    after_write(c, written);
 }
 
 /* ------------------------------------------------------------------ reading */
@@ -390,7 +447,7 @@ hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st
 {
     if (!c)
         return NULL;
-    char *file = entry_path(c, path, fmt);
+    char *file = diskcache_entry_path(c, path, fmt);
     int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     free(file);
     if (fd < 0)
@@ -436,4 +493,247 @@ hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st
     }
     close(fd);
     return value;
+}
+
+/* ------------------------------------------------------------------ sweeping
+ *
+ * Two files beside the entries say when a sweep is due:
+ *   last-sweep  its modification time is when the last sweep started; an empty file has never
+ *               seen one. A sweep holds flock(LOCK_EX) on it: a process that cannot take the lock
+ *               at once leaves the sweep to the one that holds it.
+ *   written     one byte for each started 4 KiB of entries written since the last sweep
+ *               (appended with O_APPEND, so writers never lose each other's bytes).
+ * A process that writes an entry appends to `written`, and looks at `last-sweep` once in its
+ * life; a sweep is due when written holds an eighth of the limit, or the last sweep is a day
+ * old (or never happened). So a lookup that finds everything in the cache costs nothing, a
+ * lookup that parses costs an append and a stat, and the cache stays under its limit plus an
+ * eighth between sweeps.
+ *
+ * Other processes may read, write and sweep at the same time; nothing they do can be harmed:
+ * readers hold an open descriptor (an entry unlinked under them is still read whole) and check
+ * every entry against the source's identity anyway; a writer renames a whole file into place,
+ * so a sweep that removes an entry just replaced only costs a parse later; temporary files are
+ * removed only when an hour old (no writer takes that long); two sweeps never run at once. */
+
+#define SWEEP_STAMP "last-sweep"
+#define SWEEP_WRITTEN "written"
+#define SWEEP_UNIT 4096           /* bytes of entries per byte of `written` */
+#define SWEEP_INTERVAL 86400      /* seconds: at least one sweep a day when entries are written */
+#define SWEEP_TMP_AGE 3600        /* seconds: a temporary file older than this was abandoned */
+#define ENTRY_NAME_LEN 19         /* 16 hex digits and ".hc" */
+
+static void ignore_result(long r) { (void)r; }
+
+static uint64_t sweep_threshold(const diskcache *c)
+{
+    uint64_t units = c->max_size / 8 / SWEEP_UNIT;
+    return units ? units : 1;
+}
+
+static bool stamp_due(const struct stat *st)
+{
+    time_t now = time(NULL);
+    return st->st_size == 0 || now - st->st_mtim.tv_sec >= SWEEP_INTERVAL || st->st_mtim.tv_sec - now >= SWEEP_INTERVAL;
+}
+
+static void after_write(diskcache *c, size_t bytes)
+{
+    bool due = false;
+    if (bytes) {
+        char *wpath = xjoin(c->dir, "/" SWEEP_WRITTEN, NULL);
+        int fd = open(wpath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        free(wpath);
+        if (fd >= 0) {
+            static const char zeros[SWEEP_UNIT];
+            uint64_t left = (bytes + SWEEP_UNIT - 1) / SWEEP_UNIT;
+            while (left) {
+                size_t n = left < sizeof zeros ? (size_t)left : sizeof zeros;
+                if (write(fd, zeros, n) != (ssize_t)n)
+                    break;
+                left -= n;
+            }
+            struct stat st;
+            due = fstat(fd, &st) == 0 && (uint64_t)st.st_size >= sweep_threshold(c);
+            close(fd);
+        }
+    }
+    if (!due && !atomic_exchange(&c->stamp_checked, true)) {
+        char *spath = xjoin(c->dir, "/" SWEEP_STAMP, NULL);
+        struct stat st;
+        due = lstat(spath, &st) != 0 || (S_ISREG(st.st_mode) && stamp_due(&st));
+        free(spath);
+    }
+    if (due)
+        diskcache_sweep(c, false);
+}
+
+static bool is_hex16(const char *s)
+{
+    for (int i = 0; i < 16; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Whether the entry `name` can never be used again: its source (an absolute path) is gone or
+ * has another identity now, or it is not an entry of this version. What cannot be told (a
+ * relative path, a source that cannot be looked at, a read error) keeps it. */
+static bool entry_useless(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+    if (fd < 0 && errno == EPERM) /* O_NOATIME: owner only (the entries are ours; be safe) */
+        fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    /* magic, the path's length, the path, and the identity's seven numbers */
+    unsigned char buf[8 + 10 + PATH_MAX + 7 * 8];
+    ssize_t n;
+    do
+        n = pread(fd, buf, sizeof buf, 0);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n < 0)
+        return false;
+    bool whole = (size_t)n < sizeof buf; /* the entry ends within buf */
+    if (n < 8 || memcmp(buf, MAGIC, 8) != 0)
+        return true;
+    rctx r = {buf + 8, buf + n, NULL, 0, 0};
+    uint64_t len, id[7];
+    if (!get_var(&r, &len) || len == 0 || len >= PATH_MAX || len > (uint64_t)(r.end - r.p))
+        return whole;
+    char path[PATH_MAX];
+    memcpy(path, r.p, len);
+    path[len] = 0;
+    r.p += len;
+    if (strlen(path) != len)
+        return true;
+    for (int i = 0; i < 7; i++)
+        if (!get_u64(&r, &id[i]))
+            return whole;
+    if (path[0] != '/')
+        return false;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT || errno == ENOTDIR;
+    return id[0] != (uint64_t)st.st_dev || id[1] != (uint64_t)st.st_ino || id[2] != (uint64_t)st.st_size ||
+           id[3] != (uint64_t)st.st_mtim.tv_sec || id[4] != (uint64_t)st.st_mtim.tv_nsec ||
+           id[5] != (uint64_t)st.st_ctim.tv_sec || id[6] != (uint64_t)st.st_ctim.tv_nsec;
+}
+
+typedef struct {
+    char name[ENTRY_NAME_LEN + 1];
+    uint64_t size;
+    struct timespec used; /* the later of the access and modification times */
+} kept_entry;
+
+static int by_use(const void *a, const void *b)
+{
+    const kept_entry *x = a, *y = b;
+    if (x->used.tv_sec != y->used.tv_sec)
+        return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+    if (x->used.tv_nsec != y->used.tv_nsec)
+        return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static struct timespec later(struct timespec a, struct timespec b)
+{
+    return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec) ? a : b;
+}
+
+/* The sweep itself, with the lock held. Returns how many files it removed. */
+static int sweep_locked(diskcache *c)
+{
+    DIR *d = opendir(c->dir);
+    if (!d)
+        return 0;
+    int dfd = dirfd(d);
+    time_t now = time(NULL);
+    kept_entry *kept = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        bool entry = len == ENTRY_NAME_LEN && is_hex16(de->d_name) && strcmp(de->d_name + 16, ".hc") == 0;
+        bool tmp = len == ENTRY_NAME_LEN + 7 && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hc.", 4) == 0;
+        if (!entry && !tmp)
+            continue; /* last-sweep, written, and whatever else someone put here */
+        struct stat st;
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != c->uid)
+            continue;
+        if (tmp) {
+            if (now - st.st_mtim.tv_sec >= SWEEP_TMP_AGE && unlinkat(dfd, de->d_name, 0) == 0)
+                removed++;
+            continue;
+        }
+        if (entry_useless(dfd, de->d_name)) {
+            if (unlinkat(dfd, de->d_name, 0) == 0)
+                removed++;
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            kept = xrealloc(kept, cap * sizeof *kept);
+        }
+        memcpy(kept[n].name, de->d_name, ENTRY_NAME_LEN + 1);
+        kept[n].size = (uint64_t)st.st_size;
+        kept[n].used = later(st.st_atim, st.st_mtim);
+        total += kept[n].size;
+        n++;
+    }
+    /* over the limit: the least recently used go first */
+    if (total > c->max_size) {
+        qsort(kept, n, sizeof *kept, by_use);
+        for (size_t i = 0; i < n && total > c->max_size; i++)
+            if (unlinkat(dfd, kept[i].name, 0) == 0 || errno == ENOENT) {
+                total -= kept[i].size;
+                removed++;
+            }
+    }
+    free(kept);
+    closedir(d);
+    return removed;
+}
+
+int diskcache_sweep(diskcache *c, bool force)
+{
+    if (!c)
+        return -1;
+    char *spath = xjoin(c->dir, "/" SWEEP_STAMP, NULL);
+    char *wpath = xjoin(c->dir, "/" SWEEP_WRITTEN, NULL);
+    int removed = -1;
+    int fd = open(spath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        goto out;
+    struct stat st;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd); /* another process is sweeping (or the stamp is unusable) */
+        goto out;
+    }
+    /* under the lock, again: another process may have swept since this one decided to */
+    int wfd = open(wpath, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    struct stat wst;
+    bool due = force || stamp_due(&st) ||
+               (wfd >= 0 && fstat(wfd, &wst) == 0 && (uint64_t)wst.st_size >= sweep_threshold(c));
+    if (due) {
+        /* the counts start again now: what is written from here on is for the next sweep */
+        /* (a failure here is harmless: an empty stamp or a count not reset makes a later write
+         * sweep again) */
+        static const char note[] = "hiera disk cache: this file's modification time is the last sweep's\n";
+        if (st.st_size == 0)
+            ignore_result(pwrite(fd, note, sizeof note - 1, 0));
+        futimens(fd, NULL);
+        if (wfd >= 0)
+            ignore_result(ftruncate(wfd, 0));
+        removed = sweep_locked(c);
+    }
+    if (wfd >= 0)
+        close(wfd);
+    close(fd); /* releases the lock */
+out:
+    free(spath);
+    free(wpath);
+    return removed;
 }

@@ -10,17 +10,40 @@
 
 typedef struct diskcache diskcache;
 
+/* The first 8 bytes of an entry: "HIERAC", the format's version, 0 (diskcache.c describes the
+ * form; the fuzz harness builds entries with it) */
+#define DISKCACHE_MAGIC "HIERAC\3\0"
+
+/* The bound of the entries' total size when HIERA_CACHE_MAX_SIZE does not give one. */
+#define DISKCACHE_DEFAULT_MAX_SIZE ((uint64_t)256 << 20)
+
 /* Opens (creating it private) the cache folder dir, or when dir is NULL or empty
- * $XDG_CACHE_HOME/hiera or $HOME/.cache/hiera. NULL when no safe folder is available. */
+ * $XDG_CACHE_HOME/hiera or $HOME/.cache/hiera. NULL when no safe folder is available. Its size
+ * limit is HIERA_CACHE_MAX_SIZE when that is a size (diskcache_parse_size), else the default. */
 diskcache *diskcache_open(const char *dir);
 void diskcache_close(diskcache *c);
+/* Sets the size limit (bytes) of c's sweeps; an entry larger than it is not written. */
+void diskcache_set_max_size(diskcache *c, uint64_t bytes);
+/* "N", "NK", "NM" or "NG" (powers of 1024, either case) as bytes; false for anything else. */
+bool diskcache_parse_size(const char *s, uint64_t *bytes);
 /* The folder it keeps its entries in (BORROWED). */
 const char *diskcache_dir(const diskcache *c);
 
 /* The value parsed from path (format fmt) when the cache holds it for exactly this stat identity;
  * a new reference, or NULL. *flags gets the flags it was stored with. */
 hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags);
-/* Stores the value parsed from path; failures are silent (the cache is only an optimisation). */
+/* Stores the value parsed from path; failures are silent (the cache is only an optimisation).
+ * Starts a sweep when one is due (see diskcache_sweep). */
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags);
+
+/* Removes the entries that can never be used again (their source is gone or has changed, or
+ * they are of another version), temporary files abandoned an hour ago, and then, while the
+ * entries take more than the size limit, the least recently used (the later of a file's access
+ * and modification times). Runs when due (the last sweep is a day old, or an eighth of the limit
+ * has been written since) or when force is set, and only when no other process or thread is
+ * sweeping this folder. Returns how many files it removed, or -1 when it did not run. */
+int diskcache_sweep(diskcache *c, bool force);
+/* The entry file of path in format fmt (malloc'ed): for tests. */
+char *diskcache_entry_path(const diskcache *c, const char *path, int fmt);
 
 #endif

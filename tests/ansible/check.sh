@@ -26,7 +26,7 @@ if [ ! -x "$bin" ]; then
     echo "0 passed, 1 failed"
     exit 1
 fi
-tmp=$(mktemp -d)
+tmp=$(mktemp -d /tmp/hiera-ansible-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin" "$tmp/data/nodes" "$tmp/data/env"
 ln -s "$bin" "$tmp/bin/hiera"
@@ -80,7 +80,7 @@ with open(tmp + "/play.yml", "w") as f:
         f.write(f"    - debug:\n        msg: \"{{{{ lookup('community.general.hiera', term{i}) }}}}\"\n")
 PY
 
-(cd "$tmp" && PATH="$tmp/bin:$PATH" ANSIBLE_HIERA_BIN=hiera ANSIBLE_HIERA_CFG="$tmp/hiera.yaml" \
+(cd "$tmp" && PATH="$tmp/bin:$PATH" HIERA_CACHE_DIR="$tmp/diskcache" ANSIBLE_HIERA_BIN=hiera ANSIBLE_HIERA_CFG="$tmp/hiera.yaml" \
     ANSIBLE_STDOUT_CALLBACK=json ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_INVENTORY_UNPARSED_WARNING=false \
     ANSIBLE_NOCOLOR=1 ansible-playbook -i localhost, -c local play.yml > out.json 2> err.txt)
 

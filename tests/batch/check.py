@@ -19,6 +19,16 @@ import subprocess
 import sys
 import tempfile
 
+# The YAML that `hiera batch --render-as yaml` prints is read with PyYAML (Debian python3-yaml,
+# which scripts/deps.sh --test installs): a YAML 1.1 parser as Ruby's Psych, and not the project's
+# own, so the emitter is not checked by the parser it was written with. Its safe loader, as Psych's
+# YAML.load in Ruby 3.1: no object tags.
+try:
+    import yaml
+    YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+except ImportError:
+    yaml = None
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.join(HERE, "..", "..", "bench", "gen-repo.py")
 
@@ -46,6 +56,12 @@ class Checker:
         else:
             self.failed += 1
             print("FAIL: " + what)
+
+
+def as_json(v):
+    """JSON text of what PyYAML read; what JSON has no form for (a date, a set) shows as its
+    Python repr, so that it differs from anything JSON gave."""
+    return json.dumps(v, default=lambda o: "<%s %r>" % (type(o).__name__, o))
 
 
 def run(cmd, **kw):
@@ -346,6 +362,9 @@ def main():
     hiera = os.path.abspath(args.hiera)
     c = Checker()
     repo = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="hiera-batch-check-")
+    # a scratch disk cache, removed at the end (never the user's ~/.cache/hiera)
+    scratch = tempfile.mkdtemp(prefix="hiera-batch-cache-")
+    os.environ["HIERA_CACHE_DIR"] = scratch
     if args.keep and os.path.exists(repo):
         shutil.rmtree(repo)
     try:
@@ -423,27 +442,28 @@ def main():
         p = run([hiera, "batch"] + base + ["--facts-dir", facts_dir, "--keys-file", os.path.join(repo, "check-keys.txt"),
                                            "--render-as", "yaml"])
         singles = [hiera_lookup(hiera, base, node, facts, k, ["--render-as", "yaml"]) for k in keys]
-        ruby = ("d = YAML.load(STDIN.read); s = JSON.parse(ARGV[0]).map { |t| t && YAML.load(t) }; "
-                "puts JSON.generate([d, s], allow_nan: true)")
-        r = run(["ruby", "-ryaml", "-rjson", "-e", ruby, json.dumps([o if rc == 0 else None for rc, o, _ in singles])],
-                input=p.stdout)
-        try:
-            ydoc, yvals = json.loads(r.stdout)
-        except ValueError:
-            ydoc, yvals = None, None
-        c.check(ydoc is not None and p.returncode == 2, "--render-as yaml: a YAML document (%r)" % r.stderr[-300:])
-        if ydoc is not None and doc is not None:
+        ydoc, yvals, why = None, None, ""
+        if yaml is None:
+            why = "python3-yaml is not installed (scripts/deps.sh --test installs it)"
+        else:
+            try:
+                ydoc = yaml.load(p.stdout, Loader=YAML_LOADER)
+                yvals = [yaml.load(o, Loader=YAML_LOADER) if rc == 0 else None for rc, o, _ in singles]
+            except yaml.YAMLError as e:
+                ydoc, why = None, str(e)[-300:]
+        c.check(isinstance(ydoc, dict) and p.returncode == 2, "--render-as yaml: a YAML document (%s)" % why)
+        if isinstance(ydoc, dict) and doc is not None:
             jdoc = json.loads(json.dumps(doc))
             for k, (rc, _, _), v in zip(keys, singles, yvals):
                 if rc == 0:
-                    c.check(json.dumps(ydoc[node].get(k)) == json.dumps(v),
+                    c.check(as_json(ydoc[node].get(k)) == as_json(v),
                             "yaml: node %s key %s: batch %r, lookup %r" % (node, k, ydoc[node].get(k), v))
             for n, vals in ydoc.items():
                 if n != ".errors" and "bad::infinity" in vals:
                     del vals["bad::infinity"]
                     del jdoc[".errors"][n]["bad::infinity"]
             jdoc[".errors"] = {n: e for n, e in jdoc[".errors"].items() if e}
-            c.check(json.dumps(ydoc) == json.dumps(jdoc), "--render-as yaml gives the JSON document")
+            c.check(as_json(ydoc) == json.dumps(jdoc), "--render-as yaml gives the JSON document")
 
         # --facts: one node, named by the file or by --node
         p = run([hiera, "batch"] + base + ["--facts", facts, "--keys-file", os.path.join(repo, "check-keys.txt")])
@@ -484,6 +504,7 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(repo, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
 

@@ -68,6 +68,7 @@ def main():
     hiera = os.path.abspath(args.hiera)
     passed = failed = 0
     work = tempfile.mkdtemp(prefix="hiera-memo-compare-")
+    os.environ["HIERA_CACHE_DIR"] = os.path.join(work, "diskcache")  # scratch, removed with work
     try:
         for r_i in range(args.rounds):
             seed = args.seed + r_i

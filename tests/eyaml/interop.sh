@@ -24,8 +24,8 @@ fi
 work=$(mktemp -d /tmp/hiera-eyaml-interop-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-# no config file of the user's may change defaults
-export HOME="$work" EYAML_CONFIG=
+# no config file of the user's may change defaults; a scratch disk cache
+export HOME="$work" EYAML_CONFIG= HIERA_CACHE_DIR="$work/diskcache"
 
 pass=0
 fail=0

@@ -25,8 +25,9 @@ fi
 work=$(mktemp -d /tmp/hiera-eyaml-lookup-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-# no configuration of the user's may change defaults; parsed files are not kept between runs
-export HOME="$work" EYAML_CONFIG= HIERA_CACHE_DIR=off
+# no configuration of the user's may change defaults; parsed files go to a scratch disk cache
+# (used again when a tree is built anew with the other tool: the same paths, other contents)
+export HOME="$work" EYAML_CONFIG= HIERA_CACHE_DIR="$work/diskcache"
 
 pass=0
 fail=0

@@ -2,10 +2,13 @@
  * "Anything unexpected (a short or corrupt file...) is a miss": a corrupt entry must never crash.
  * Input: byte 0 even: the rest is the entry's body after a valid identity header (flags varint,
  * then the value), read back with diskcache_get; odd: the rest is YAML, stored with
- * diskcache_put and read back, which must give an equal value. */
+ * diskcache_put and read back, which must give an equal value. Even inputs are also an entry's
+ * header after the magic, in a second entry file, and a forced sweep reads it (the source path and
+ * identity it names; the sweep removes it or not, and never the valid entry of src). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/diskcache.h"
 #include "fuzz_common.h"
@@ -13,7 +16,7 @@
 #include "formats/psych.h"
 
 static diskcache *dc;
-static char *src, *entry;
+static char *src, *entry, *other;
 static struct stat src_st;
 
 static void put_var(sbuf *b, uint64_t v)
@@ -27,10 +30,10 @@ static void put_var(sbuf *b, uint64_t v)
 
 static void put_u64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, 8); }
 
-/* the header diskcache.c writes (format version 2): magic, source identity, format */
+/* the header diskcache.c writes: magic (with the format's version), source identity, format */
 static void identity(sbuf *b, int fmt)
 {
-    sb_addn(b, "HIERAC\2\0", 8);
+    sb_addn(b, DISKCACHE_MAGIC, 8);
     put_var(b, strlen(src));
     sb_adds(b, src);
     put_u64(b, (uint64_t)src_st.st_dev);
@@ -59,6 +62,7 @@ static void setup(void)
         h *= 1099511628211ULL;
     }
     entry = xasprintf("%s/%016llx.hc", dir, (unsigned long long)h);
+    other = xasprintf("%s/0000000000000000.hc", dir);
     free(dir);
 }
 
@@ -79,6 +83,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fwrite(b.s, 1, b.len, f);
         fclose(f);
         sb_free(&b);
+        f = fopen(other, "wb");
+        if (!f)
+            abort();
+        fwrite(DISKCACHE_MAGIC, 1, 8, f);
+        fwrite(data + 1, 1, size - 1, f);
+        fclose(f);
+        if (diskcache_sweep(dc, true) < 0 || access(entry, F_OK) != 0)
+            abort();
         hv *v = diskcache_get(dc, src, 0, &src_st, &flags);
         if (v) {
             /* what was read is written and read back the same */

@@ -11,7 +11,7 @@ differ are kept under the output folder so that they can be replayed.
 usage: random-compare.py --hiera build/hiera [--rounds N] [--seed S] [--out DIR] [--explain]
 Needs Puppet (apt-get install puppet). Exit status 1 when any answer differed.
 """
-import argparse, json, os, random, shutil, subprocess, sys, tempfile
+import argparse, atexit, json, os, random, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -263,6 +263,10 @@ def main():
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     total = diffs = 0
     os.makedirs(args.out, exist_ok=True)
+    # hiera's parsed files go to a scratch disk cache, never the user's ~/.cache/hiera
+    scratch = tempfile.mkdtemp(prefix="hiera-random-cache-")
+    atexit.register(shutil.rmtree, scratch, True)
+    os.environ["HIERA_CACHE_DIR"] = scratch
     for rnd_i in range(args.rounds):
         s = seed + rnd_i
         rnd = random.Random(s)

@@ -1,12 +1,19 @@
 /* Tests of the on-disk cache of parsed files (src/formats/diskcache.c): round trips keep values, lines
- * and shared nodes; a changed source, a corrupt or foreign cache file is a miss. */
+ * and shared nodes; a changed source, a corrupt or foreign cache file is a miss; the sweep removes
+ * entries of vanished and changed sources, abandoned temporary files, and the least recently used
+ * entries beyond the size limit, when due and never two at once; processes writing, reading and
+ * sweeping one folder at the same time only ever read whole, right values. */
 #include "testutil.h"
 
 #include "formats/diskcache.h"
 #include "hiera.h"
 #include "formats/psych.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -175,12 +182,376 @@ static void test_value_file(void **state)
     free(cdir);
 }
 
+/* ------------------------------------------------------------------ the sweep */
+
+/* YAML text of n keys (about 26 bytes each), the i-th value tagged with tag */
+static char *yaml_text(size_t n, int tag)
+{
+    sbuf b = {0};
+    for (size_t i = 0; i < n; i++)
+        sb_addf(&b, "key%zu: value %d of %zu\n", i, tag, i);
+    return sb_take(&b);
+}
+
+/* Writes name (n keys; replaced whole, as a deployment does) and puts its parsed value in c, with
+ * the identity of the file it read (another process may replace it at any time); returns the
+ * source's path. No cmocka assertion: also used by forked processes. */
+static char *put_file(diskcache *c, const char *name, size_t n, int tag)
+{
+    char *src = xasprintf("%s/%s", dir, name);
+    char *text = yaml_text(n, tag);
+    char *tmp = xasprintf("%s.new%d", src, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+        rename(tmp, src);
+    }
+    int fd = open(src, O_RDONLY);
+    struct stat st;
+    char buf[8192];
+    ssize_t len = fd >= 0 && fstat(fd, &st) == 0 ? read(fd, buf, sizeof buf) : -1;
+    if (fd >= 0)
+        close(fd);
+    herr e = {0};
+    hv *v = len > 0 ? yaml_parse(buf, (size_t)len, src, YAML_PUPPET, &e) : NULL;
+    if (v)
+        diskcache_put(c, src, 0, &st, v, 0);
+    hv_decref(v);
+    herr_clear(&e);
+    free(tmp);
+    free(text);
+    return src;
+}
+
+static bool has_entry(const diskcache *c, const char *src)
+{
+    char *e = diskcache_entry_path(c, src, 0);
+    bool there = access(e, F_OK) == 0;
+    free(e);
+    return there;
+}
+
+static uint64_t entry_size(const diskcache *c, const char *src)
+{
+    char *e = diskcache_entry_path(c, src, 0);
+    struct stat st;
+    assert_int_equal(stat(e, &st), 0);
+    free(e);
+    return (uint64_t)st.st_size;
+}
+
+/* Sets a file's access and modification times to now minus the given seconds. */
+static void age(const char *file, time_t atime_ago, time_t mtime_ago)
+{
+    time_t now = time(NULL);
+    struct timespec ts[2] = {{now - atime_ago, 0}, {now - mtime_ago, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, file, ts, 0), 0);
+}
+
+static void age_entry(const diskcache *c, const char *src, time_t atime_ago, time_t mtime_ago)
+{
+    char *e = diskcache_entry_path(c, src, 0);
+    age(e, atime_ago, mtime_ago);
+    free(e);
+}
+
+/* The value is read back (a hit) */
+static bool hit(diskcache *c, const char *src)
+{
+    struct stat st;
+    unsigned flags;
+    if (stat(src, &st) != 0)
+        return false;
+    hv *v = diskcache_get(c, src, 0, &st, &flags);
+    hv_decref(v);
+    return v != NULL;
+}
+
+static void test_sweep_stale(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/sweep-stale", dir);
+    diskcache *c = diskcache_open(cdir);
+    assert_non_null(c);
+    char *gone = put_file(c, "gone.yaml", 20, 0), *changed = put_file(c, "changed.yaml", 20, 0);
+    char *kept = put_file(c, "kept.yaml", 20, 0);
+    assert_true(has_entry(c, gone) && has_entry(c, changed) && hit(c, kept));
+    /* an entry of a relative path: its source cannot be told from here, so it stays */
+    struct stat st;
+    assert_int_equal(stat(kept, &st), 0);
+    hv *one = hv_int(1);
+    diskcache_put(c, "relative/data.yaml", 0, &st, one, 0);
+    hv_decref(one);
+    assert_true(has_entry(c, "relative/data.yaml"));
+    unlink(gone);
+    free(write_src("changed.yaml", "other: text of another size\n"));
+    /* temporary files: abandoned two hours ago (removed), being written (kept); an entry of
+     * another version (removed); names that are not the cache's (kept) */
+    char *old_tmp = xasprintf("%s/0123456789abcdef.hc.AbC123", cdir);
+    char *new_tmp = xasprintf("%s/0123456789abcdef.hc.XyZ789", cdir);
+    char *other_version = xasprintf("%s/fedcba9876543210.hc", cdir);
+    char *foreign = xasprintf("%s/README", cdir), *odd = xasprintf("%s/0123456789abcdef.hc.kept", cdir);
+    const char *files[] = {old_tmp, new_tmp, other_version, foreign, odd};
+    for (size_t i = 0; i < 5; i++) {
+        FILE *f = fopen(files[i], "w");
+        assert_non_null(f);
+        fputs(i == 2 ? "HIERAC\1\0 an entry of version 1" : "x", f);
+        fclose(f);
+    }
+    age(old_tmp, 7200, 7200);
+    assert_int_equal(diskcache_sweep(c, true), 4);
+    assert_false(has_entry(c, gone));
+    assert_false(has_entry(c, changed));
+    assert_true(hit(c, kept));
+    assert_true(has_entry(c, "relative/data.yaml"));
+    assert_int_equal(access(old_tmp, F_OK), -1);
+    assert_int_equal(access(other_version, F_OK), -1);
+    assert_int_equal(access(new_tmp, F_OK), 0);
+    assert_int_equal(access(foreign, F_OK), 0);
+    assert_int_equal(access(odd, F_OK), 0);
+    assert_int_equal(diskcache_sweep(c, true), 0); /* nothing more */
+    for (size_t i = 0; i < 5; i++)
+        free((char *)files[i]);
+    diskcache_close(c);
+    free(gone);
+    free(changed);
+    free(kept);
+    free(cdir);
+}
+
+/* Beyond the limit, the least recently used go first: the later of access and modification */
+static void test_sweep_size_limit(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/sweep-size", dir);
+    diskcache *c = diskcache_open(cdir);
+    assert_non_null(c);
+    char *src[5];
+    uint64_t size[5];
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "lru%d.yaml", i);
+        src[i] = put_file(c, name, 40 + 10 * (size_t)i, i);
+        size[i] = entry_size(c, src[i]);
+    }
+    /* written long ago, newest last; 1 was read a minute ago, 3 was read a week ago (its access
+     * time is older than its write: the write counts) */
+    age_entry(c, src[0], 5000, 5000);
+    age_entry(c, src[1], 60, 4000);
+    age_entry(c, src[2], 3000, 3000);
+    age_entry(c, src[3], 7 * 86400, 2000);
+    age_entry(c, src[4], 1000, 1000);
+    /* room for 4, 1 and 3 (and less than a byte more than that): 0 and 2 go */
+    diskcache_set_max_size(c, size[4] + size[1] + size[3]);
+    assert_int_equal(diskcache_sweep(c, true), 2);
+    assert_false(has_entry(c, src[0]));
+    assert_false(has_entry(c, src[2]));
+    assert_true(has_entry(c, src[1]) && has_entry(c, src[3]) && has_entry(c, src[4]));
+    /* one byte less: the next oldest, 3, goes too (reading the entries above would have been a
+     * use: the file system updates the access time of one read after it was written) */
+    diskcache_set_max_size(c, size[4] + size[1] + size[3] - 1);
+    assert_int_equal(diskcache_sweep(c, true), 1);
+    assert_false(has_entry(c, src[3]));
+    assert_true(hit(c, src[1]) && hit(c, src[4]));
+    /* an entry larger than the limit is not written at all */
+    diskcache_set_max_size(c, 100);
+    char *big = put_file(c, "big.yaml", 40, 9);
+    assert_false(has_entry(c, big));
+    /* a limit of 0 keeps nothing */
+    diskcache_set_max_size(c, 0);
+    assert_int_equal(diskcache_sweep(c, true), 2);
+    assert_false(has_entry(c, src[1]) || has_entry(c, src[4]));
+    diskcache_close(c);
+    for (int i = 0; i < 5; i++)
+        free(src[i]);
+    free(big);
+    free(cdir);
+}
+
+/* A write sweeps when the last sweep is a day old (looked at once per process) or when an eighth
+ * of the limit has been written since */
+static void test_sweep_when_due(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/sweep-due", dir);
+    char *stamp = xasprintf("%s/last-sweep", cdir);
+    diskcache *c = diskcache_open(cdir);
+    assert_non_null(c);
+    char *first = put_file(c, "due-first.yaml", 20, 0); /* no stamp yet: this write sweeps */
+    struct stat st;
+    assert_int_equal(stat(stamp, &st), 0);
+    assert_true(st.st_size > 0);
+    char *gone = put_file(c, "due-gone.yaml", 20, 0);
+    unlink(gone);
+    diskcache_close(c);
+    /* a new process: the stamp is fresh and little was written, so its write does not sweep */
+    c = diskcache_open(cdir);
+    free(put_file(c, "due-a.yaml", 20, 0));
+    assert_true(has_entry(c, gone));
+    /* the stamp is two days old, but this process has looked at it already */
+    age(stamp, 2 * 86400, 2 * 86400);
+    free(put_file(c, "due-b.yaml", 20, 0));
+    assert_true(has_entry(c, gone));
+    diskcache_close(c);
+    /* the next process sweeps at its first write, and sets the stamp */
+    c = diskcache_open(cdir);
+    free(put_file(c, "due-c.yaml", 20, 0));
+    assert_false(has_entry(c, gone));
+    assert_int_equal(stat(stamp, &st), 0);
+    assert_true(time(NULL) - st.st_mtim.tv_sec < 600);
+    diskcache_close(c);
+    /* by the amount written: a limit of 64 KiB sweeps after 8 KiB (two 4 KiB units; each entry
+     * here is one) */
+    c = diskcache_open(cdir);
+    diskcache_set_max_size(c, 64 << 10);
+    free(put_file(c, "due-gone.yaml", 20, 0)); /* one unit */
+    unlink(gone);
+    assert_true(has_entry(c, gone));
+    free(put_file(c, "due-d.yaml", 20, 0)); /* two */
+    assert_false(has_entry(c, gone));
+    char *written = xasprintf("%s/written", cdir);
+    assert_int_equal(stat(written, &st), 0);
+    assert_int_equal(st.st_size, 0); /* counted from the sweep on */
+    diskcache_close(c);
+    /* a sweep that is not due does nothing; forced, it runs */
+    c = diskcache_open(cdir);
+    assert_int_equal(diskcache_sweep(c, false), -1);
+    assert_int_equal(diskcache_sweep(c, true), 0);
+    diskcache_close(c);
+    free(written);
+    free(first);
+    free(gone);
+    free(stamp);
+    free(cdir);
+}
+
+/* Only one sweep at a time: one that cannot take the lock leaves the work to the holder */
+static void test_sweep_lock(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/sweep-lock", dir);
+    char *stamp = xasprintf("%s/last-sweep", cdir);
+    diskcache *c = diskcache_open(cdir);
+    char *gone = put_file(c, "lock-gone.yaml", 20, 0);
+    unlink(gone);
+    int fd = open(stamp, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    assert_int_equal(diskcache_sweep(c, true), -1);
+    assert_true(has_entry(c, gone));
+    close(fd);
+    assert_int_equal(diskcache_sweep(c, true), 1);
+    assert_false(has_entry(c, gone));
+    diskcache_close(c);
+    free(gone);
+    free(stamp);
+    free(cdir);
+}
+
+static void test_parse_size(void **state)
+{
+    (void)state;
+    uint64_t b = 7;
+    assert_true(diskcache_parse_size("0", &b) && b == 0);
+    assert_true(diskcache_parse_size("12345", &b) && b == 12345);
+    assert_true(diskcache_parse_size("512k", &b) && b == 512 << 10);
+    assert_true(diskcache_parse_size("256M", &b) && b == 256 << 20);
+    assert_true(diskcache_parse_size("2G", &b) && b == (uint64_t)2 << 30);
+    const char *bad[] = {"", "M", "-1", " 5", "5 ", "5MB", "1.5G", "12x", "99999999999999999999", "17179869184G"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_false(diskcache_parse_size(bad[i], &b));
+    assert_int_equal(DISKCACHE_DEFAULT_MAX_SIZE, 256 << 20);
+}
+
+/* Processes writing, reading and sweeping one folder at once, with a limit that forces removals
+ * all the time and sources that change under them: every value read back is the current one. */
+static void test_sweep_concurrent(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/sweep-race", dir);
+    diskcache *c0 = diskcache_open(cdir);
+    assert_non_null(c0);
+    diskcache_close(c0);
+    enum { PROCS = 3, ROUNDS = 60, FILES = 4 };
+    pid_t pids[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        pids[p] = fork();
+        assert_true(pids[p] >= 0);
+        if (pids[p] > 0)
+            continue;
+        int bad = 0;
+        diskcache *c = diskcache_open(cdir);
+        if (!c)
+            _exit(2);
+        diskcache_set_max_size(c, 6 << 10);
+        for (int r = 0; r < ROUNDS && !bad; r++) {
+            for (int f = 0; f < FILES; f++) {
+                /* half the files are shared by all processes (each writes its own version) */
+                char name[32];
+                snprintf(name, sizeof name, f % 2 ? "race-shared-%d.yaml" : "race-%d-%d.yaml", f, p);
+                free(put_file(c, name, 30 + 5 * (size_t)f, r));
+                /* the file as it is now (another process may replace it at any time: what is
+                 * read is the file of the identity asked for), and what the cache gives for it */
+                char *src = xasprintf("%s/%s", dir, name);
+                int fd = open(src, O_RDONLY);
+                struct stat st;
+                char buf[8192];
+                ssize_t n = fd >= 0 && fstat(fd, &st) == 0 ? read(fd, buf, sizeof buf) : -1;
+                if (fd >= 0)
+                    close(fd);
+                if (n > 0) {
+                    unsigned flags;
+                    hv *got = diskcache_get(c, src, 0, &st, &flags);
+                    herr e = {0};
+                    hv *want = yaml_parse(buf, (size_t)n, src, YAML_PUPPET, &e);
+                    herr_clear(&e);
+                    if (!want || (got && !hv_eql(got, want))) {
+                        fprintf(stderr, "process %d, %s: %s\n", p, name, !want ? "unreadable" : "another value");
+                        bad = 1;
+                    }
+                    hv_decref(got);
+                    hv_decref(want);
+                }
+                free(src);
+            }
+            if (r % 5 == p)
+                diskcache_sweep(c, true);
+        }
+        diskcache_close(c);
+        _exit(bad);
+    }
+    int status[PROCS];
+    for (int p = 0; p < PROCS; p++)
+        assert_int_equal(waitpid(pids[p], &status[p], 0), pids[p]);
+    for (int p = 0; p < PROCS; p++) {
+        assert_true(WIFEXITED(status[p]));
+        assert_int_equal(WEXITSTATUS(status[p]), 0);
+    }
+    /* the folder holds no temporary file and stays within its limit after a last sweep */
+    diskcache *c = diskcache_open(cdir);
+    diskcache_set_max_size(c, 6 << 10);
+    assert_true(diskcache_sweep(c, true) >= 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cd %s && test -z \"$(ls | grep '\\.hc\\.')\" && test $(cat *.hc 2>/dev/null | wc -c) -le %d",
+             cdir, 6 << 10);
+    assert_int_equal(system(cmd), 0);
+    diskcache_close(c);
+    free(cdir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_corrupt_entries),
         cmocka_unit_test(test_value_file),
+        cmocka_unit_test(test_sweep_stale),
+        cmocka_unit_test(test_sweep_size_limit),
+        cmocka_unit_test(test_sweep_when_due),
+        cmocka_unit_test(test_sweep_lock),
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_sweep_concurrent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

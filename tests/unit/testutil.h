@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -50,14 +51,32 @@ static inline hv *testutil_json(const char *text)
     return v;
 }
 
-/* Writes text to a fresh file under a temporary directory and returns its malloc'ed path. */
+static char testutil_tmp_dir[64];
+
+static inline int testutil_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path); /* what cannot be removed stays; the rest goes */
+    return 0;
+}
+
+static inline void testutil_rm_tmp(void)
+{
+    nftw(testutil_tmp_dir, testutil_rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Writes text to a fresh file under a temporary directory (removed when the program exits) and
+ * returns its malloc'ed path. */
 static inline char *testutil_write_tmp(const char *name, const char *text)
 {
-    static char dir[64];
+    char *dir = testutil_tmp_dir;
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/hiera-test-XXXXXX");
+        snprintf(dir, sizeof testutil_tmp_dir, "/tmp/hiera-test-XXXXXX");
         if (!mkdtemp(dir))
             abort();
+        atexit(testutil_rm_tmp);
     }
     char *path = xasprintf("%s/%s", dir, name);
     FILE *f = fopen(path, "wb");

@@ -23,13 +23,14 @@ if [ -n "$need" ]; then
     apt-get update -qq >/dev/null 2>&1 || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
 fi
-if [ ! -d "$here/node_modules/playwright-core" ]; then
-    (cd "$here" && npm install --no-audit --no-fund --silent >/dev/null)
-fi
 work=$(mktemp -d /tmp/hiera-web-XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
+# (npm's cache, logs and update check in the scratch folder, not in the user's ~/.npm)
+if [ ! -d "$here/node_modules/playwright-core" ]; then
+    (cd "$here" && npm install --cache "$work/npm-cache" --no-update-notifier --no-audit --no-fund --silent >/dev/null)
+fi
 python3 "$top/tests/serve/check.py" --hiera "$HIERA" --make-tree "$work/tree"
 HIERA_CACHE_DIR=off "$HIERA" serve --codedir "$work/tree" --facts-dir "$work/tree/facts" --listen 127.0.0.1:0 \
     --no-watch 2>"$work/serve.log" &
