@@ -871,6 +871,7 @@ static try_result try_server(pdb *db, const server *s, const char *path, const c
         warn(db, "Request to %s on %ld at route %s timed out after %d seconds. " FAILOVER_MSG, s->host, s->port, route,
              db->timeout > 0 ? db->timeout : 600);
         *cause = xasprintf("%s: timed out after %d seconds", s->url, db->timeout > 0 ? db->timeout : 600);
+        t->status = 0; /* (no answer, even when its head came) */
         res = TRY_FAILOVER;
         goto out;
     }
@@ -879,6 +880,7 @@ static try_result try_server(pdb *db, const server *s, const char *path, const c
         warn(db, "Error connecting to %s on %ld at route %s, error message received was '%s'. " FAILOVER_MSG, s->host,
              s->port, route, msg);
         *cause = xasprintf("%s: %s", s->url, msg);
+        t->status = 0;
         res = TRY_FAILOVER;
         goto out;
     }
