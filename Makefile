@@ -33,9 +33,11 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLA
 LIBS = $(PKG_LIBS) -lm -lpthread
 # the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c): CLI_LIBS
 # (from $(B)/config.mk) names the other two
-# the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api);
+# the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
+# puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
+# comparison);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 api
+LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -54,7 +56,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check check-web check-puppetdb
+.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -136,6 +138,10 @@ check: all test-deps
 	@python3 tests/batch/check.py --hiera $(B)/hiera
 	@python3 tests/facts/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
+	@python3 tests/check/run.py --hiera $(B)/hiera
+	@python3 tests/diff/check.py --hiera $(B)/hiera
+	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 25
+	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
 	@$(MAKE) --no-print-directory $(B)/tests/stress
 	@./$(B)/tests/stress --threads 4 --rounds 1 tests/cases >$(B)/tests/stress.log 2>&1 \
@@ -144,6 +150,13 @@ check: all test-deps
 	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
+
+# hiera diff at length (CI): the fast path against full comparisons on many random edits, and the
+# recorded Puppet answers (tests/diff/puppet-diff.py --record N asks Puppet for more)
+check-diff: all
+	@python3 tests/diff/check.py --hiera $(B)/hiera
+	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 200 --seed 20000
+	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
 
 demo: all
 	@echo '$$ build/hiera lookup --codedir examples/control-repo --environmentpath examples/control-repo/environments --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users'

@@ -2,7 +2,7 @@
 """Generates a synthetic Puppet control repository for the benchmarks (bench/run.sh) and for the
 batch test (tests/batch/check.sh). Deterministic for a given --seed.
 
-usage: gen-repo.py --out DIR [--nodes 2000] [--keys 2000] [--batch-keys 200] [--seed 1]
+usage: gen-repo.py --out DIR [--nodes 2000] [--keys 2000] [--batch-keys 200] [--seed 1] [--classes]
 
 What it writes under DIR:
   hiera.yaml, global-data/          the global layer (2 levels)
@@ -23,6 +23,9 @@ What it writes under DIR:
   keys-batch.txt                    --batch-keys keys spread over all kinds (merged ones included)
   bench.json                        {"node": a node, "merged_key": a deep-merged key present on
                                      every level, ...} for the one-shot comparisons
+  with --classes (for `hiera check`, bench/check.sh): classes `site` (in the environment's
+  modules) and `profile` whose parameters are the keys, typed by kind (String, Variant[Numeric,
+  Boolean], Array[String], hashes), each with a default, and manifests/site.pp including both
 
 Keys are named by kind: <ns>::str_N (strings, some interpolating facts, trusted, lookup()),
 <ns>::num_N (integers, floats, booleans), <ns>::list_N (arrays, merged unique by a lookup_options
@@ -229,6 +232,26 @@ def facts_for(i, r):
     }
 
 
+PARAM_TYPES = {
+    "str": "String",
+    "num": "Variant[Numeric, Boolean]",
+    "list": "Array[String]",
+    "hash": "Hash[String, Variant[String, Integer, Boolean]]",
+    "deep": "Hash[String, Optional[Hash[String, Variant[Scalar, Array[String]]]]]",
+    "alias": "String",
+}
+
+
+def class_text(name, keys):
+    """A class whose parameters are the keys (ns::kind_N), typed by kind, each with a default."""
+    lines = ["class %s (" % name]
+    for k in keys:
+        kind = k.split("::", 1)[1].split("_", 1)[0]
+        lines.append("  Optional[%s] $%s = undef," % (PARAM_TYPES[kind], k.split("::", 1)[1]))
+    lines.append(") {\n}\n")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -236,6 +259,7 @@ def main():
     ap.add_argument("--keys", type=int, default=2000)
     ap.add_argument("--batch-keys", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--classes", action="store_true", help="typed classes for the keys (hiera check)")
     args = ap.parse_args()
     if args.keys < 20:
         ap.error("--keys must be at least 20")
@@ -310,7 +334,12 @@ def main():
         write(root, mod + "data/role/%s.yaml" % role, to_yaml(g.data(prof, 0.08, "mod-" + role)))
     for fam in OS:
         write(root, mod + "data/os/%s.yaml" % fam, to_yaml(g.data(prof, 0.05, "mod-" + fam)))
-    write(root, mod + "manifests/init.pp", "class profile {}\n")
+    if args.classes:
+        write(root, mod + "manifests/init.pp", class_text("profile", prof))
+        write(root, env + "/modules/site/manifests/init.pp", class_text("site", site))
+        write(root, env + "/manifests/site.pp", "include site\ninclude profile\n")
+    else:
+        write(root, mod + "manifests/init.pp", "class profile {}\n")
 
     # ---- nodes: facts for each, node data for one in three
     node0 = None

@@ -443,6 +443,63 @@ HIERA_API hiera_value *hiera_hierarchy(hiera *h);
  * from) and keys in the order first met. */
 HIERA_API hiera_value *hiera_keys(hiera *h);
 
+/* ------------------------------------------------------------------ comparing (hiera diff)
+ *
+ * Answers compared as `hiera diff` compares the two sides of a change. Functions of this section
+ * take no context: any thread may call them (on values it may read). */
+
+/* Whether a and b are the same answer: Puppet's == with the types kept apart. Hashes hold the same
+ * keys with the same values in whatever order (as Puppet's == and Ruby's Hash#== say; where the
+ * order changes an answer, through convert_to or interpolation, that answer is an array or a
+ * string and is compared in order); arrays in order; an integer is never the same as a float (type
+ * checks and the rendered text tell 1 and 1.0 apart); floats by value (NaN the same as NaN);
+ * strings byte for byte (Puppet's == ignores case, the files built from values do not); Sensitive
+ * values by what they wrap. */
+HIERA_API bool hiera_value_same(const hiera_value *a, const hiera_value *b);
+/* A hash code consistent with hiera_value_same (to group equal answers). */
+HIERA_API uint64_t hiera_value_same_code(const hiera_value *v);
+/* Where old and new differ, as a new array of {"path": [segment...], "kind": "changed" | "added" |
+ * "removed", "old": v, "new": v} ("old" absent for added, "new" for removed): hashes followed key
+ * by key, arrays of the same length index by index, anything else that differs one change at its
+ * path (path [] when the whole value differs). Empty when hiera_value_same. */
+HIERA_API hiera_value *hiera_value_changes(const hiera_value *old_value, const hiera_value *new_value);
+/* A path of hiera_value_changes as Puppet's dotted keys write it ("users.bob.shell", "a.0",
+ * '"x.y".z'): a malloc'ed string (release with free). */
+HIERA_API char *hiera_value_path_text(const hiera_value *path);
+/* The keys v's interpolations look up (lookup(), hiera(), alias(); for a dotted key its first
+ * segment), in strings, array elements and hash keys and values, as a new array of strings. */
+HIERA_API hiera_value *hiera_value_lookups(const hiera_value *v);
+
+typedef struct {
+    size_t size;               /* sizeof(hiera_compare_options), or 0 */
+    const char *old_root;      /* the folders the two snapshots were read from (as their options */
+    const char *new_root;      /* named them): files are paired by their path relative to these */
+    const char *const *keys;   /* the keys to consider; NULL: every key of either side's data */
+    size_t nkeys;
+    bool full;                 /* look every key up again (no fast path) */
+    const char *full_reason;   /* not NULL: look every key up again, for this reason (said in
+                                  "reasons"; the caller found a change the snapshots cannot see) */
+} hiera_compare_options;
+
+/* What can differ between two snapshots of a code directory, so that only those answers are looked
+ * up again: a new hash
+ *   {"full": bool (every key may differ), "reasons": [why, when full],
+ *    "files": [{"path" (relative), "status": "modified"|"added"|"removed", "kind": "config"|"data",
+ *               "keys": [its changed top-level keys]}...],
+ *    "keys": [every key considered, sorted], "dirty": [the keys whose answers may differ, sorted],
+ *    "changed": [the keys changed in the files themselves],
+ *    "reached": [every key whose answer may differ, the keys not considered too: a value met
+ *                outside the data (facts) that interpolates one of them may differ as well]}.
+ * A hiera.yaml that changed, a data file that does not parse or whose top is not a hash, and
+ * lookup_options that cannot be used make every key dirty; otherwise the dirty keys are those
+ * whose value or lookup_options entry changed in some file (a lookup_options pattern: every key it
+ * matches; in a module: every key of the module), and every key whose values interpolate one of
+ * them through lookup(), hiera() or alias(), transitively. Not seen: files that no hierarchy level
+ * of either snapshot can name, and the key files of eyaml levels. Any thread; the snapshots are
+ * only read. */
+HIERA_API hiera_value *hiera_snapshot_compare(const hiera_snapshot *old_snapshot, const hiera_snapshot *new_snapshot,
+                                             const hiera_compare_options *options);
+
 HIERA_API const char *hiera_version(void);
 
 /* ================================================================== Hiera 3

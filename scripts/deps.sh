@@ -30,6 +30,7 @@ if [ "${1:-}" = "--test" ]; then
     python3 -c 'import yaml' >/dev/null 2>&1 || need="$need python3-yaml"
     # tests/install/check.sh renders the installed man page
     command -v groff >/dev/null 2>&1 || need="$need groff-base"
+    command -v git >/dev/null 2>&1 || need="$need git" # hiera diff's tests compare git revisions
 fi
 # the hiera command's allocator: optional (the command links without it where it is missing)
 optional=""

@@ -2,6 +2,8 @@
  * scope `puppet lookup --node N --facts F` gives a lookup), requests, values, rendering. */
 #include "hiera.h"
 
+#include "diff/compare.h"
+#include "diff/plan.h"
 #include "formats/diskcache.h"
 #include "engine/engine.h"
 #include "engine/enumerate.h"
@@ -487,4 +489,44 @@ hiera_value *hiera_keys(hiera *h)
     hv *v = enum_keys(h);
     diag_leave(&saved);
     return v;
+}
+
+/* ------------------------------------------------------------------ comparing */
+
+bool hiera_value_same(const hiera_value *a, const hiera_value *b) { return dv_same(a, b); }
+uint64_t hiera_value_same_code(const hiera_value *v) { return dv_code(v); }
+hiera_value *hiera_value_changes(const hiera_value *o, const hiera_value *n) { return dv_changes(o, n); }
+
+char *hiera_value_path_text(const hiera_value *path)
+{
+    sbuf b = {0};
+    dv_path_text(&b, path);
+    return sb_take(&b);
+}
+
+static void push_root(const char *root, size_t len, void *data)
+{
+    hv *out = data;
+    for (size_t i = 0; i < hv_array_len(out); i++) {
+        const hv *k = hv_array_get(out, i);
+        if (hv_str_len(k) == len && memcmp(hv_str_ptr(k), root, len) == 0)
+            return;
+    }
+    hv_array_push(out, hv_strn(root, len));
+}
+
+hiera_value *hiera_value_lookups(const hiera_value *v)
+{
+    hv *out = hv_array();
+    interp_lookup_roots(v, push_root, out);
+    return out;
+}
+
+hiera_value *hiera_snapshot_compare(const hiera_snapshot *old_snapshot, const hiera_snapshot *new_snapshot,
+                                    const hiera_compare_options *given)
+{
+    hiera_compare_options o;
+    COPY_OPTIONS(o, given);
+    dplan_opts d = {o.old_root, o.new_root, o.keys, o.nkeys, o.full, o.full_reason};
+    return dplan_compare((const snapshot *)old_snapshot, (const snapshot *)new_snapshot, &d);
 }

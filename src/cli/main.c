@@ -1,6 +1,8 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`; other forms are the Hiera 3
  * command line. */
 #include "cli/batch_cmd.h"
+#include "cli/check_cmd.h"
+#include "cli/diff_cmd.h"
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
 #include "cli/lookup_cmd.h"
@@ -16,6 +18,10 @@ int main(int argc, char **argv)
         return lookup_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
         return batch_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "check") == 0)
+        return check_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "diff") == 0)
+        return diff_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)

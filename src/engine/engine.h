@@ -196,6 +196,11 @@ lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *er
 /* SubLookup#split_key: the segments (strings; integers for digit segments) as a new array, or
  * NULL when the key has a syntax error. */
 hv *split_key(const char *key, size_t len);
+/* The keys a value's interpolations look up: fn is called with the root key (the first segment
+ * of a dotted key; the whole argument when it does not split) of every lookup(), hiera() and
+ * alias() expression in its strings, array elements and hash keys and values, as interpolate
+ * would meet them. What hiera diff follows to find the answers a changed key can reach. */
+void interp_lookup_roots(const hv *value, void (*fn)(const char *root, size_t len, void *data), void *data);
 /* SubLookup#sub_lookup: digs the segments (array, from index `from`) into value. */
 lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *value, hv **out, herr *err);
 

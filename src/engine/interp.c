@@ -453,6 +453,45 @@ static bool next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, cons
     return true;
 }
 
+/* The keys a value's interpolations look up (engine.h). */
+void interp_lookup_roots(const hv *value, void (*fn)(const char *root, size_t len, void *data), void *data)
+{
+    switch (hv_kind_of(value)) {
+    case HV_STRING: {
+        const char *s = hv_str_ptr(value), *e;
+        size_t len = hv_str_len(value), pos = 0, obeg, en;
+        while (next_expr(s, len, &pos, &obeg, &e, &en)) {
+            char *method = NULL, *arg = NULL;
+            if (!empty_interpolation(e, en) && method_form(e, en, &method, &arg) &&
+                (!strcmp(method, "lookup") || !strcmp(method, "hiera") || !strcmp(method, "alias"))) {
+                hv *segs = split_key(arg, strlen(arg));
+                const hv *root = segs && hv_array_len(segs) ? hv_array_get(segs, 0) : NULL;
+                if (hv_is(root, HV_STRING))
+                    fn(hv_str_ptr(root), hv_str_len(root), data);
+                else if (!segs)
+                    fn(arg, strlen(arg), data);
+                hv_decref(segs);
+            }
+            free(method);
+            free(arg);
+        }
+        return;
+    }
+    case HV_ARRAY:
+        for (size_t i = 0; i < hv_array_len(value); i++)
+            interp_lookup_roots(hv_array_get(value, i), fn, data);
+        return;
+    case HV_HASH:
+        for (size_t i = 0; i < hv_hash_len(value); i++) {
+            interp_lookup_roots(hv_hash_key_at(value, i), fn, data);
+            interp_lookup_roots(hv_hash_val_at(value, i), fn, data);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
 /* What a variable expression reads in a context: its part of a key (key_value's bytes), or
  * len -1 when it cannot stand in one. The scope of a context never changes, and the frozen cache
  * keeps parse_expr's entries, so each expression is read once per context (a node reads a few

@@ -140,6 +140,22 @@ bool snapshot_get(const snapshot *s, const char *path, file_format fmt, snapshot
     return true;
 }
 
+bool snapshot_next_file(const snapshot *s, size_t *i, const char **path, file_format *fmt, snapshot_file *out)
+{
+    for (; *i < s->fcap; (*i)++) {
+        const sfile *f = &s->files[*i];
+        if (!f->code)
+            continue;
+        *path = f->path;
+        *fmt = f->fmt;
+        out->value = f->value;
+        out->err = &f->err;
+        (*i)++;
+        return true;
+    }
+    return false;
+}
+
 int snapshot_path_state(const snapshot *s, const char *path)
 {
     spath *p = path_slot(s, path, code_of(path, 0));

@@ -51,6 +51,9 @@ typedef struct {
 
 /* The file at path as parsed with fmt, when the snapshot read it. */
 bool snapshot_get(const snapshot *s, const char *path, file_format fmt, snapshot_file *out);
+/* Every file of the snapshot, one per call (in no particular order): start with *i = 0; false
+ * when there are no more. path is BORROWED from the snapshot. */
+bool snapshot_next_file(const snapshot *s, size_t *i, const char **path, file_format *fmt, snapshot_file *out);
 /* What the snapshot knows of path: -1 nothing (ask the file system), else as cache.c's
  * path_state: 0 nothing there, 1 a file (not a directory), 2 a directory. */
 int snapshot_path_state(const snapshot *s, const char *path);

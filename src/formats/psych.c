@@ -2362,3 +2362,18 @@ hv *yaml_load_file(const char *path, yaml_mode mode, herr *err)
     sb_free(&b);
     return v;
 }
+
+hv *yaml_plain_scalar(const char *s, size_t n, herr *err)
+{
+    herr dummy = {0};
+    yctx c;
+    memset(&c, 0, sizeof c);
+    c.mode = YAML_PUPPET;
+    c.name = "<unknown>";
+    c.err = err ? err : &dummy;
+    ynode nd;
+    memset(&nd, 0, sizeof nd);
+    hv *v = tokenize(&c, &nd, s, n);
+    herr_clear(&dummy);
+    return v;
+}

@@ -37,6 +37,10 @@ typedef enum {
  * `name` is the file name used in messages. */
 hv *yaml_parse(const char *text, size_t len, const char *name, yaml_mode mode, herr *err);
 
+/* What a plain (unquoted, untagged) scalar with this text loads as: Psych's ScalarScanner
+ * (a string, nil, true/false for yes/no/on/off..., integers in every base, sexagesimal numbers,
+ * floats, symbols). NULL with err for what safe_load refuses (a date, a time). New reference. */
+hv *yaml_plain_scalar(const char *s, size_t n, herr *err);
 /* yaml_parse in YAML_PUPPET_FACTS_CACHE mode; *facts_object (not NULL) is set to whether the
  * document's root is a mapping tagged !ruby/object:Puppet::Node::Facts, whose value is then the
  * hash of its members (name, values, timestamp, expiration), as Psych hands them to the class's

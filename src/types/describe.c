@@ -817,3 +817,64 @@ char *ptype_name_of_value(const hv *v)
     pt_unref(t);
     return sb_take(&b);
 }
+
+/* ---- for hiera check's class parameters ---- */
+
+char *ptype_unresolved(const ptype *t)
+{
+    const ptype *r = find_typeref(t, 0);
+    return r ? xstrndup(r->s.p, r->s.n) : NULL;
+}
+
+/* TypeMismatchDescriber#describe_struct_signature's errors for one parameter. */
+char *ptype_describe_param(const ptype *t, const hv *v, const char *param)
+{
+    if (pt_instance(t, v, 0))
+        return NULL;
+    ptype *a = pt_infer_set(v, 0);
+    tpath p = {0};
+    tpath root = pt_path_plus(&p, PE_PARAM, param, strlen(param), 0);
+    mlist errs = pt_describe(t, a, &root);
+    pt_path_free(&root);
+    sbuf b = {0};
+    for (size_t i = 0; i < errs.n; i++) {
+        if (i)
+            sb_addc(&b, '\n');
+        sbuf one_msg = {0};
+        pt_m_format(&one_msg, errs.v[i]);
+        char *line = rstrip_take(&one_msg);
+        sb_adds(&b, line);
+        free(line);
+    }
+    pt_ml_free(&errs);
+    pt_unref(a);
+    if (!b.len) /* instance? said no but nothing was described: say it as the assertion does */
+        sb_adds(&b, "has a value of the wrong type");
+    return sb_take(&b);
+}
+
+char *ptype_describe_missing(const char *param) { return xasprintf("expects a value for parameter '%s'", param); }
+
+/* Whether some string is an instance of t (what an interpolation gives may then match). */
+static bool may_match_string(const ptype *t, int depth)
+{
+    if (!t || depth > MAX_ALIAS_DEPTH)
+        return false;
+    switch (t->k) {
+    case K_ANY: case K_SCALAR: case K_SCALARDATA: case K_PATTERN: case K_ENUM: case K_STRING:
+        return true;
+    case K_NOTUNDEF: case K_OPTIONAL:
+        return !t->t || may_match_string(t->t, depth + 1);
+    case K_ALIAS:
+        return may_match_string(t->t, depth + 1);
+    case K_VARIANT:
+        for (size_t i = 0; i < t->n; i++)
+            if (may_match_string(t->v[i], depth + 1))
+                return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+bool ptype_may_match_string(const ptype *t) { return may_match_string(t, 0); }

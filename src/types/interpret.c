@@ -52,6 +52,7 @@ typedef struct {
     size_t nlocals;
     herr *err;
     int depth;
+    struct ptype_aliases *ua; /* user-defined aliases (type Name = ... in modules), or NULL */
 } ictx;
 
 static void invalid_spec(ictx *c, const ast *a)
@@ -181,7 +182,10 @@ static void qref_name(const ictx *c, const ast *q, const char **p, size_t *n)
         *p += 2, *n -= 2;
 }
 
-/* A name that is not in the type map: loaded (static loader, local aliases) or a reference. */
+static ptype *user_alias(struct ptype_aliases *ua, const char *name, size_t n);
+
+/* A name that is not in the type map: loaded (static loader, local aliases, user aliases) or a
+ * reference. */
 static ptype *load_type(ictx *c, const char *name, size_t n)
 {
     if (c->cli) {
@@ -194,6 +198,8 @@ static ptype *load_type(ictx *c, const char *name, size_t n)
     ptype *a = pt_builtin_alias(name, n);
     if (a)
         return pt_ref(a);
+    if (c->ua && (a = user_alias(c->ua, name, n)))
+        return a;
     const char *r = resource_name(name, n);
     if (r)
         return pt_mk_named(K_RESOURCE, r, strlen(r));
@@ -940,7 +946,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
 }
 
 static ptype *parse_type_e(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
-                           herr *err);
+                           struct ptype_aliases *ua, herr *err);
 
 /* Parses text as a type (err may be NULL). cli selects `puppet lookup --type` behaviour (see
  * scope_load_error); locals are a new function's local type aliases. */
@@ -948,13 +954,13 @@ ptype *pt_parse_type(const char *text, size_t len, bool cli, const local_alias *
                      herr *err)
 {
     herr local = {0};
-    ptype *t = parse_type_e(text, len, cli, locals, nlocals, err ? err : &local);
+    ptype *t = parse_type_e(text, len, cli, locals, nlocals, NULL, err ? err : &local);
     herr_clear(&local);
     return t;
 }
 
 static ptype *parse_type_e(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
-                           herr *err)
+                           struct ptype_aliases *ua, herr *err)
 {
     /* TypeParser.opt_type_map: these exact strings bypass the parser; of them only "Array[1]"
      * differs from what parsing gives (parsed, Array[1] is not a valid type) */
@@ -969,7 +975,7 @@ static ptype *parse_type_e(const char *text, size_t len, bool cli, const local_a
     ast *a = pt_p_program(&p);
     ptype *r = NULL;
     if (a) {
-        ictx c = {text, cli, locals, nlocals, err, 0};
+        ictx c = {text, cli, locals, nlocals, err, 0, ua};
         pval *v = interp(&c, a);
         if (v && v->k == PV_TYPE)
             r = pt_ref(v->t);
@@ -1003,4 +1009,116 @@ ptype *ptype_parse_cli(const char *text, herr *err)
         return NULL;
     }
     return pt_parse_type(text, strlen(text), true, NULL, 0, err);
+}
+
+/* ======================================================================================
+ * User-defined type aliases (`type Name = <type>` in a module's types/ folder), for the class
+ * parameters hiera check reads: each alias becomes a TypeAlias node (named as written, shown
+ * expanded in messages as Puppet shows a module's aliases) whose type is parsed on first use,
+ * with the same set of aliases, so that aliases may name each other and themselves.
+ * ====================================================================================== */
+
+typedef struct {
+    char *name; /* as written */
+    char *body;
+    ptype *node;  /* the alias node (immortal: the table owns it), once asked for */
+    int state;    /* 0 not parsed, 1 being parsed, 2 parsed, 3 its body does not parse */
+    char *error;
+} ualias;
+
+struct ptype_aliases {
+    ualias *v;
+    size_t n, cap;
+};
+
+ptype_aliases *ptype_aliases_new(void) { return xcalloc(1, sizeof(ptype_aliases)); }
+
+void ptype_aliases_add(ptype_aliases *a, const char *name, const char *body)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (pt_ascii_casecmp_eq(a->v[i].name, strlen(a->v[i].name), name, strlen(name)))
+            return; /* the first definition wins (modules earlier on the modulepath) */
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 32;
+        a->v = xrealloc(a->v, a->cap * sizeof *a->v);
+    }
+    a->v[a->n++] = (ualias){xstrdup(name), xstrdup(body), NULL, 0, NULL};
+}
+
+void ptype_aliases_free(ptype_aliases *a)
+{
+    if (!a)
+        return;
+    /* the nodes may refer to each other: drop every body first, then the nodes */
+    for (size_t i = 0; i < a->n; i++)
+        if (a->v[i].node) {
+            ptype *t = a->v[i].node->t;
+            a->v[i].node->t = NULL;
+            pt_unref(t);
+        }
+    for (size_t i = 0; i < a->n; i++) {
+        if (a->v[i].node) {
+            a->v[i].node->refs = 1;
+            pt_unref(a->v[i].node);
+        }
+        free(a->v[i].name);
+        free(a->v[i].body);
+        free(a->v[i].error);
+    }
+    free(a->v);
+    free(a);
+}
+
+static ptype *user_alias(struct ptype_aliases *ua, const char *name, size_t n)
+{
+    for (size_t i = 0; i < ua->n; i++) {
+        ualias *u = &ua->v[i];
+        if (!pt_ascii_casecmp_eq(u->name, strlen(u->name), name, n))
+            continue;
+        if (u->state == 0) {
+            u->node = pt_mk_named(K_ALIAS, u->name, strlen(u->name));
+            make_immortal(u->node);
+            u->state = 1;
+            herr e = {0};
+            ptype *t = parse_type_e(u->body, strlen(u->body), false, NULL, 0, ua, &e);
+            if (t) {
+                u->node->t = t;
+                u->state = 2;
+            } else {
+                /* the alias stands for nothing we can check: an unresolved reference */
+                u->node->t = pt_mk_named(K_TYPEREF, u->name, strlen(u->name));
+                u->error = xstrdup(e.msg ? e.msg : "not a type");
+                u->state = 3;
+            }
+            herr_clear(&e);
+        }
+        return u->node;
+    }
+    return NULL;
+}
+
+const char *ptype_aliases_error(ptype_aliases *a, const char *name, const char **body)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        ualias *u = &a->v[i];
+        if (!pt_ascii_casecmp_eq(u->name, strlen(u->name), name, strlen(name)))
+            continue;
+        user_alias(a, name, strlen(name));
+        if (body)
+            *body = u->body;
+        return u->error;
+    }
+    return NULL;
+}
+
+ptype *ptype_parse_with(const char *text, ptype_aliases *a, herr *err)
+{
+    if (!text) {
+        herr_set(err, HERR_PUPPET, "The expression <> is not a valid type specification.");
+        return NULL;
+    }
+    herr local = {0};
+    ptype *t = parse_type_e(text, strlen(text), false, NULL, 0, a, err ? err : &local);
+    herr_clear(&local);
+    return t;
 }

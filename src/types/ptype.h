@@ -50,6 +50,36 @@ hv *ptype_convert(const hv *spec, const hv *value, herr *err);
  * types built once and kept for the life of the process (pthread_once). */
 void ptype_freeze(ptype *t);
 
+/* ---- user-defined type aliases (`type Name = <type>` in modules), for class parameters
+ * (interpret.c, describe.c) ---- */
+
+/* A set of aliases by name (case-insensitive); types parsed with it may name them, and the
+ * aliases may name each other and themselves. Types parsed with a set must be freed before it. */
+typedef struct ptype_aliases ptype_aliases;
+ptype_aliases *ptype_aliases_new(void);
+/* Adds name = body (both copied); a name already present keeps its first definition. */
+void ptype_aliases_add(ptype_aliases *a, const char *name, const char *body);
+void ptype_aliases_free(ptype_aliases *a);
+/* Why the alias's body does not parse (BORROWED; *body, when given, receives the body), or NULL
+ * when it parses or there is no such alias. */
+const char *ptype_aliases_error(ptype_aliases *a, const char *name, const char **body);
+/* ptype_parse with the aliases of a (NULL: none) resolved; names neither built in nor in a stay
+ * type references. */
+ptype *ptype_parse_with(const char *text, ptype_aliases *a, herr *err);
+/* The name of the first type reference that does not resolve (a type Puppet would not find here:
+ * a module that is not installed, a type written in Ruby), malloc'ed, or NULL when none. */
+char *ptype_unresolved(const ptype *t);
+/* Puppet's message for a class parameter whose value does not match its type, as
+ * TypeMismatchDescriber#validate_parameters words it after "Class[Name]:" ("parameter 'port'
+ * expects an Integer value, got String"; several mismatches one per line), malloc'ed; NULL when v
+ * matches. */
+char *ptype_describe_param(const ptype *t, const hv *v, const char *param);
+/* Whether some string is an instance of t (String, Pattern, Enum, Scalar, Any..., through
+ * Optional, NotUndef, Variant and aliases): a value that interpolation makes may then match. */
+bool ptype_may_match_string(const ptype *t);
+/* The message for a parameter without a value and without a default. */
+char *ptype_describe_missing(const char *param);
+
 /* Puppet's String.new(v) / "%s" formatting of a value: ['a', 'b'], {'a' => 1}, 1.500000 ... */
 void puppet_string(sbuf *out, const hv *v);
 

@@ -1,0 +1,1807 @@
+/* check.c - `hiera check` (check.h): the rules, the environments to check and how they are
+ * read, the configurations, levels and data files, the repository's configuration file and
+ * inline comments, and the findings.
+ *
+ * An environment is read once: its configurations (global, environment, modules) loaded as the
+ * lookups load them (engine/config.c), each level's locations turned into templates and matched
+ * against the files that exist (engine/tmplmatch.c) to know which files a level can read (the
+ * rest of a data folder is orphaned), every data file loaded (from a snapshot of the tree, which
+ * the per-node checks share between threads) and scanned with marks (yscan.h). The rules then
+ * run per data file (data.c), over the manifests and class parameters (classes.c), across files
+ * (data.c) and per node (nodes.c). */
+#include "check/ck_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/diag.h"
+#include "base/rregex.h"
+#include "base/pathname.h"
+#include "engine/engine.h"
+#include "engine/providers.h"
+#include "engine/tmplmatch.h"
+#include "formats/json.h"
+#include "formats/psych.h"
+
+/* ------------------------------------------------------------------ the rules */
+
+const check_rule check_rules[] = {
+    /* 1. syntax and reachability */
+    {"config-syntax", CHECK_ERROR, "syntax", "a hiera.yaml does not parse"},
+    {"config-invalid", CHECK_ERROR, "syntax", "a hiera.yaml is not a valid configuration (Puppet's message)"},
+    {"data-syntax", CHECK_ERROR, "syntax", "a data file does not parse (YAML, JSON or HOCON)"},
+    {"orphan-file", CHECK_WARNING, "syntax", "a data file in a data folder that no hierarchy level can read"},
+    /* 2. YAML traps */
+    {"duplicate-key", CHECK_WARNING, "yaml", "a key appears twice in one mapping: the later value wins"},
+    {"yaml-boolean", CHECK_WARNING, "yaml", "a plain yes/no/on/off that YAML reads as a boolean"},
+    {"yaml-octal", CHECK_WARNING, "yaml", "a plain number with a leading 0 that YAML reads as octal"},
+    {"yaml-sexagesimal", CHECK_WARNING, "yaml", "a plain 1:30 that YAML reads as a base-60 number"},
+    {"yaml-version-float", CHECK_WARNING, "yaml", "a plain 1.10 that YAML reads as the float 1.1"},
+    {"empty-value", CHECK_WARNING, "yaml", "a key or item without a value (read as undef)"},
+    {"tab", CHECK_WARNING, "yaml", "a tab character outside quoted text"},
+    {"not-a-hash", CHECK_WARNING, "yaml", "a data file whose document is not a hash (Puppet ignores it)"},
+    {"extra-document", CHECK_WARNING, "yaml", "a data file with more than one YAML document (only the first is read)"},
+    /* 3. interpolation */
+    {"interpolation-syntax", CHECK_ERROR, "interpolation", "a %{...} that does not parse or does not do what it seems to"},
+    {"interpolation-function", CHECK_ERROR, "interpolation", "an unknown interpolation function, or a function where none is allowed"},
+    {"alias-not-alone", CHECK_ERROR, "interpolation", "%{alias(...)} that is not the whole string"},
+    {"interpolation-key", CHECK_ERROR, "interpolation", "lookup()/alias() of a key that no data file defines"},
+    {"interpolation-loop", CHECK_ERROR, "interpolation", "keys that interpolate each other in a loop"},
+    {"interpolation-variable", CHECK_WARNING, "interpolation", "a variable that no fact source provides"},
+    /* 4. lookup_options */
+    {"lookup-options-invalid", CHECK_ERROR, "lookup_options", "lookup_options, or an entry of it, that is not a hash"},
+    {"lookup-options-unknown", CHECK_WARNING, "lookup_options", "an option lookup_options does not know (merge and convert_to are)"},
+    {"lookup-options-merge", CHECK_ERROR, "lookup_options", "an invalid merge strategy or merge option"},
+    {"lookup-options-regexp", CHECK_ERROR, "lookup_options", "a key pattern that is not a valid Ruby regexp"},
+    {"lookup-options-convert-to", CHECK_ERROR, "lookup_options", "an invalid convert_to"},
+    {"lookup-options-unused", CHECK_WARNING, "lookup_options", "a key or pattern that matches no key anywhere"},
+    {"module-namespace", CHECK_ERROR, "lookup_options", "module data or lookup_options outside the module's namespace"},
+    /* 5. eyaml */
+    {"eyaml-malformed", CHECK_ERROR, "eyaml", "an ENC[...] block that is not well formed"},
+    {"eyaml-decrypt", CHECK_ERROR, "eyaml", "an ENC[...] block the configured key cannot decrypt"},
+    {"eyaml-not-decrypted", CHECK_WARNING, "eyaml", "an ENC[...] block in a file read by a level that does not decrypt"},
+    /* 6. classes and their parameters */
+    {"manifest-syntax", CHECK_WARNING, "classes", "a manifest that cannot be read (its classes may be missed)"},
+    {"unknown-parameter", CHECK_ERROR, "classes", "a key for a class that exists but has no such parameter"},
+    {"unknown-class", CHECK_WARNING, "classes", "a key for a class that exists nowhere and that nothing looks up"},
+    {"parameter-type", CHECK_ERROR, "classes", "a value that does not match the class parameter's type"},
+    {"parameter-missing", CHECK_ERROR, "classes", "a required parameter of an included class without a value (--facts-dir)"},
+    {"lookup-error", CHECK_ERROR, "classes", "the lookup of a class parameter fails for some nodes (--facts-dir)"},
+    /* 7. nodes */
+    {"unreached-file", CHECK_WARNING, "nodes", "a data file that no node of --facts-dir reads"},
+    {"shadowed-key", CHECK_WARNING, "nodes", "a key that a higher level always overrides for every node reading it"},
+    {NULL, 0, NULL, NULL},
+};
+
+const check_rule *check_rule_find(const char *name)
+{
+    for (const check_rule *r = check_rules; r->name; r++)
+        if (strcmp(r->name, name) == 0)
+            return r;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static void add_finding(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col,
+                        char *message, char **nodes, size_t nnodes)
+{
+    const check_rule *r = check_rule_find(rule);
+    if (c->nf == c->capf) {
+        c->capf = c->capf ? c->capf * 2 : 64;
+        c->f = xrealloc(c->f, c->capf * sizeof *c->f);
+    }
+    c->f[c->nf++] = (ck_finding_int){r ? r->name : rule, sev ? sev : r ? r->severity : CHECK_ERROR,
+                                     xstrdup(file ? file : ""), line, col, message, nodes, nnodes};
+}
+
+void ck_add(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sbuf b = {0};
+    sb_vaddf(&b, fmt, ap);
+    va_end(ap);
+    add_finding(c, rule, sev, file, line, col, sb_take(&b), NULL, 0);
+}
+
+void ck_add_nodes(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col,
+                  char **nodes, size_t nnodes, const char *message)
+{
+    char **copy = NULL;
+    if (nnodes) {
+        copy = xmalloc(nnodes * sizeof *copy);
+        for (size_t i = 0; i < nnodes; i++)
+            copy[i] = xstrdup(nodes[i]);
+    }
+    add_finding(c, rule, sev, file, line, col, xstrdup(message), copy, nnodes);
+}
+
+ck_key *ck_key_get(ck_env *e, const char *name)
+{
+    hv *ix = hv_hash_gets(e->key_index, name);
+    return ix ? &e->keys[hv_int_val(ix)] : NULL;
+}
+
+ck_key *ck_key_add(ck_env *e, const char *name)
+{
+    ck_key *k = ck_key_get(e, name);
+    if (k)
+        return k;
+    if (e->nkeys == e->capkeys) {
+        e->capkeys = e->capkeys ? e->capkeys * 2 : 256;
+        e->keys = xrealloc(e->keys, e->capkeys * sizeof *e->keys);
+    }
+    k = &e->keys[e->nkeys];
+    memset(k, 0, sizeof *k);
+    k->name = xstrdup(name);
+    hv_hash_sets(e->key_index, name, hv_int((int64_t)e->nkeys));
+    e->nkeys++;
+    return k;
+}
+
+bool ck_module_present(const ck_env *e, const char *name) { return hv_hash_gets(e->modules_present, name) != NULL; }
+
+static bool is_dir(const char *p);
+
+bool ck_module_visible(const ck_env *e, const char *module)
+{
+    for (size_t i = 0; e->engine_roots && e->engine_roots[i]; i++) {
+        char *p = xjoin(e->engine_roots[i], "/", module, NULL);
+        bool r = is_dir(p);
+        free(p);
+        if (r)
+            return true;
+    }
+    return false;
+}
+
+bool ck_is_external_module(const ck_env *e, const char *name)
+{
+    for (size_t i = 0; i < e->nexternal; i++)
+        if (strcmp(e->external[i], name) == 0)
+            return true;
+    return false;
+}
+
+size_t ck_distance(const char *a, const char *b, size_t cap)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if ((la > lb ? la - lb : lb - la) > cap)
+        return cap + 1;
+    size_t *row = xmalloc((lb + 1) * sizeof *row);
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0], best = i;
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t sub = prev + (a[i - 1] != b[j - 1]);
+            size_t del = row[j] + 1, ins = row[j - 1] + 1;
+            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            prev = cur;
+            if (row[j] < best)
+                best = row[j];
+        }
+        if (best > cap) {
+            free(row);
+            return cap + 1;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d > cap ? cap + 1 : d;
+}
+
+char *ck_class_ref(const char *name)
+{
+    sbuf b = {0};
+    sb_adds(&b, "Class[");
+    bool start = true;
+    for (const char *p = name; *p; p++) {
+        char ch = *p;
+        if (start && ch >= 'a' && ch <= 'z')
+            ch = (char)(ch - 'a' + 'A');
+        start = ch == ':';
+        sb_addc(&b, ch);
+    }
+    sb_addc(&b, ']');
+    return sb_take(&b);
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static char *read_text(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    sbuf b = {0};
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_addn(&b, buf, n);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        sb_free(&b);
+        return NULL;
+    }
+    *len = b.len;
+    return sb_take(&b);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The entries of dir (names, sorted, malloc'ed, NULL-terminated), hidden ones left out; NULL when
+ * it cannot be read. */
+static char **list_names(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    size_t n = 0, cap = 16;
+    char **names = xmalloc(cap * sizeof *names);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        if (n + 1 == cap) {
+            cap *= 2;
+            names = xrealloc(names, cap * sizeof *names);
+        }
+        names[n++] = xstrdup(de->d_name);
+    }
+    closedir(d);
+    names[n] = NULL;
+    qsort(names, n, sizeof *names, cmp_str);
+    return names;
+}
+
+static void free_names(char **names)
+{
+    for (size_t i = 0; names && names[i]; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Every file under dir (recursively, hidden entries and folders deeper than 32 left out) into out. */
+static void walk_files(const char *dir, int depth, hv *out)
+{
+    if (depth > 32 || hv_array_len(out) > 1000000)
+        return;
+    char **names = list_names(dir);
+    for (size_t i = 0; names && names[i]; i++) {
+        char *p = xjoin(dir, "/", names[i], NULL);
+        struct stat st;
+        if (stat(p, &st) == 0) {
+            if (S_ISREG(st.st_mode))
+                hv_array_push(out, hv_str(p));
+            else if (S_ISDIR(st.st_mode))
+                walk_files(p, depth + 1, out);
+        }
+        free(p);
+    }
+    free_names(names);
+}
+
+/* ------------------------------------------------------------------ diagnostics of the engine */
+
+static void engine_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
+{
+    ck_ctx *c = data;
+    if (!strcmp(code, "config-deprecated") || !strcmp(code, "config-v3-ignored") || !strcmp(code, "config-not-hash"))
+        ck_add(c, "config-invalid", CHECK_WARNING, file, (uint32_t)(line > 0 ? line : 1), (uint32_t)(col > 0 ? col : 1),
+               "%s", message);
+    /* data-not-hash is the not-a-hash rule's (data.c), with the document's position; a regexp that
+     * gave up is reported where the lookup that met it is */
+    (void)severity;
+}
+
+/* ------------------------------------------------------------------ environments */
+
+static bool valid_env_name(const char *n)
+{
+    if (!*n)
+        return false;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+static bool valid_mod_name(const char *n)
+{
+    if (!(*n >= 'a' && *n <= 'z'))
+        return false;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+/* A setting of environment.conf ([main] or no section; the first line wins; quotes trimmed),
+ * malloc'ed, or NULL. */
+static char *env_conf_setting(const char *envdir, const char *name)
+{
+    char *path = xjoin(envdir, "/environment.conf", NULL);
+    size_t len;
+    char *text = read_text(path, &len);
+    free(path);
+    if (!text)
+        return NULL;
+    char *found = NULL, *save = NULL;
+    bool in_main = true;
+    for (char *line = strtok_r(text, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
+        while (*line == ' ' || *line == '\t')
+            line++;
+        if (*line == '#' || *line == ';' || !*line)
+            continue;
+        if (*line == '[') {
+            in_main = strncmp(line, "[main]", 6) == 0;
+            continue;
+        }
+        if (!in_main)
+            continue;
+        size_t nl = strlen(name);
+        if (strncmp(line, name, nl) != 0)
+            continue;
+        char *p = line + nl;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p != '=')
+            continue;
+        p++;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t n = strlen(p);
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+            n--;
+        if (n >= 2 && ((p[0] == '"' && p[n - 1] == '"') || (p[0] == '\'' && p[n - 1] == '\''))) {
+            p++;
+            n -= 2;
+        }
+        found = xstrndup(p, n);
+    }
+    free(text);
+    return found;
+}
+
+static void add_root(ck_env *e, const char *dir)
+{
+    for (size_t i = 0; i < e->nmodroots; i++)
+        if (strcmp(e->modroots[i], dir) == 0)
+            return;
+    e->modroots = xrealloc(e->modroots, (e->nmodroots + 1) * sizeof *e->modroots);
+    e->modroots[e->nmodroots++] = xstrdup(dir);
+}
+
+/* The module folders: environment.conf's modulepath (relative entries are relative to the
+ * environment; $basemodulepath and $codedir stand for <codedir>/modules and the code directory),
+ * then the folders the lookups use (module_roots). */
+static void module_roots_of(ck_env *e)
+{
+    /* the folders the lookups use (module_roots: they follow the lookups' modulepath) */
+    hiera_options o = HIERA_OPTIONS_INIT;
+    o.codedir = e->codedir;
+    o.confdir = e->confdir;
+    o.environmentpath = e->envpath;
+    o.hiera_config = e->hiera_config;
+    o.environment = e->name;
+    hiera_error err = {0};
+    hiera *h = hiera_new(&o, &err);
+    hiera_error_clear(&err);
+    if (h) {
+        e->engine_roots = module_roots(h);
+        hiera_free(h);
+    }
+    char *mp = env_conf_setting(e->dir, "modulepath");
+    if (mp) {
+        char *save = NULL;
+        for (char *p = strtok_r(mp, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+            char *dir;
+            if (!strcmp(p, "$basemodulepath"))
+                dir = xjoin(e->codedir, "/modules", NULL);
+            else if (!strncmp(p, "$codedir", 8))
+                dir = xjoin(e->codedir, p + 8, NULL);
+            else if (!strncmp(p, "$environmentpath", 16))
+                dir = xjoin(e->envpath, p + 16, NULL);
+            else
+                dir = pn_plus(e->dir, p);
+            add_root(e, dir);
+            free(dir);
+        }
+        free(mp);
+    }
+    for (size_t i = 0; e->engine_roots && e->engine_roots[i]; i++)
+        add_root(e, e->engine_roots[i]);
+}
+
+/* The modules a Puppetfile names (mod 'author/name' or 'author-name' or 'name'). */
+static void read_puppetfile(ck_env *e, const char *dir)
+{
+    char *path = xjoin(dir, "/Puppetfile", NULL);
+    size_t len;
+    char *text = read_text(path, &len);
+    free(path);
+    if (!text)
+        return;
+    e->has_puppetfile = true;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        while (*line == ' ' || *line == '\t')
+            line++;
+        if (strncmp(line, "mod", 3) != 0 || !(line[3] == ' ' || line[3] == '\t' || line[3] == '('))
+            continue;
+        char *q = strpbrk(line, "'\"");
+        if (!q)
+            continue;
+        char *end = strchr(q + 1, *q);
+        if (!end)
+            continue;
+        *end = 0;
+        char *name = q + 1;
+        char *cut = strrchr(name, '/');
+        char *dash = strrchr(name, '-');
+        if (dash && (!cut || dash > cut))
+            cut = dash;
+        if (cut)
+            name = cut + 1;
+        e->external = xrealloc(e->external, (e->nexternal + 1) * sizeof *e->external);
+        e->external[e->nexternal++] = xstrdup(name);
+    }
+    free(text);
+}
+
+static void env_free(ck_env *e)
+{
+    for (size_t i = 0; i < e->nconfigs; i++) {
+        ck_config *cf = &e->configs[i];
+        free(cf->path);
+        free(cf->module);
+        if (cf->cfg)
+            config_free(cf->cfg);
+        for (size_t j = 0; j < cf->nlevels; j++) {
+            for (size_t k = 0; k < cf->levels[j].ntmpls; k++)
+                free(cf->levels[j].tmpls[k]);
+            free(cf->levels[j].tmpls);
+            free(cf->levels[j].datadir);
+        }
+        free(cf->levels);
+        for (size_t j = 0; j < cf->nplan_levels; j++) {
+            hlevel *l = &cf->plan_levels[j];
+            free(l->name);
+            free(l->fname);
+            free(l->datadir);
+            for (size_t k = 0; k < l->nlocs; k++)
+                free(l->locs[k]);
+            free(l->locs);
+            hv_decref(l->options);
+        }
+        free(cf->plan_levels);
+        ys_free(cf->ys);
+        free(cf->text);
+    }
+    free(e->configs);
+    for (size_t i = 0; i < e->nfiles; i++) {
+        ck_file *f = &e->files[i];
+        free(f->path);
+        free(f->reach);
+        hv_decref(f->own_value);
+        herr_clear(&f->err);
+        free(f->text);
+        ys_free(f->ys);
+    }
+    free(e->files);
+    hv_decref(e->file_index);
+    for (size_t i = 0; i < e->nkeys; i++) {
+        free(e->keys[i].name);
+        free(e->keys[i].defs);
+    }
+    free(e->keys);
+    hv_decref(e->key_index);
+    for (size_t i = 0; i < e->nrefs; i++) {
+        free(e->refs[i].key);
+        free(e->refs[i].from);
+    }
+    free(e->refs);
+    for (size_t i = 0; i < e->nvars; i++) {
+        free(e->vars[i].expr);
+        hv_decref(e->vars[i].segs);
+    }
+    free(e->vars);
+    hv_decref(e->lo_entries);
+    for (size_t i = 0; i < e->nlo_regexps; i++)
+        rregex_free(e->lo_regexps[i]);
+    free(e->lo_regexps);
+    pp_index_free(e->pp);
+    ptype_aliases_free(e->aliases);
+    hv_decref(e->modules_present);
+    if (e->cache)
+        cache_free(e->cache);
+    if (e->snap)
+        snapshot_release(e->snap);
+    free(e->name);
+    free(e->dir);
+    free(e->real_dir);
+    free(e->codedir);
+    free(e->confdir);
+    free(e->envpath);
+    free(e->hiera_config);
+    for (size_t i = 0; i < e->nmodroots; i++)
+        free(e->modroots[i]);
+    free(e->modroots);
+    module_roots_free(e->engine_roots);
+    free(e->manifest);
+    for (size_t i = 0; i < e->nexternal; i++)
+        free(e->external[i]);
+    free(e->external);
+    free(e->only_module);
+    free(e->only_module_name);
+    free(e->opaque_level);
+    memset(e, 0, sizeof *e);
+}
+
+/* ------------------------------------------------------------------ configurations and files */
+
+static uint32_t add_file(ck_env *e, const char *path, file_format fmt)
+{
+    hv *known = hv_hash_gets(e->file_index, path);
+    if (known)
+        return (uint32_t)hv_int_val(known);
+    if (e->nfiles == e->capfiles) {
+        e->capfiles = e->capfiles ? e->capfiles * 2 : 64;
+        e->files = xrealloc(e->files, e->capfiles * sizeof *e->files);
+    }
+    ck_file *f = &e->files[e->nfiles];
+    memset(f, 0, sizeof *f);
+    f->path = xstrdup(path);
+    f->fmt = fmt;
+    f->cfg_owner = -1;
+    hv_hash_sets(e->file_index, path, hv_int((int64_t)e->nfiles));
+    return (uint32_t)e->nfiles++;
+}
+
+static void add_reach(ck_file *f, uint32_t cfg, uint32_t level)
+{
+    for (size_t i = 0; i < f->nreach; i++)
+        if (f->reach[i].cfg == cfg && f->reach[i].level == level)
+            return;
+    if (f->nreach == f->capreach) {
+        f->capreach = f->capreach ? f->capreach * 2 : 2;
+        f->reach = xrealloc(f->reach, f->capreach * sizeof *f->reach);
+    }
+    f->reach[f->nreach++] = (ck_reach){cfg, level};
+}
+
+/* The files under base, listed once per run (walks: base -> array of paths). */
+static const hv *files_under(hv *walks, const char *base)
+{
+    hv *known = hv_hash_gets(walks, base);
+    if (known)
+        return known;
+    hv *list = hv_array();
+    if (is_dir(base))
+        walk_files(base, 0, list);
+    hv_hash_sets(walks, base, list);
+    return list;
+}
+
+/* A level's location templates (absolute), as snapshot.c makes them. */
+static void level_templates(ck_env *e, const hcfg *cfg, ck_level *L)
+{
+    const hlevel *lvl = L->lvl;
+    char *datadir;
+    if (lvl->v3_datadir_abs)
+        datadir = lvl->datadir ? xstrdup(lvl->datadir) : xasprintf("%s/environments/%%{::environment}/hieradata", e->codedir);
+    else
+        datadir = pn_plus(cfg->root, lvl->datadir);
+    if (datadir[0] != '/') {
+        char *cwd = getcwd(NULL, 0);
+        char *abs = pn_plus(cwd ? cwd : "/", datadir);
+        free(cwd);
+        free(datadir);
+        datadir = abs;
+    }
+    L->datadir = datadir;
+    L->glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
+    for (size_t j = 0; j < lvl->nlocs; j++) {
+        const char *loc;
+        char *owned = NULL;
+        switch (lvl->lkind) {
+        case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS:
+            loc = lvl->locs[j];
+            if (lvl->extension) {
+                size_t ll = strlen(loc), el = strlen(lvl->extension);
+                if (ll < el || strcmp(loc + ll - el, lvl->extension) != 0)
+                    loc = owned = xjoin(loc, lvl->extension, NULL);
+            }
+            break;
+        case LOC_MAPPED_PATHS:
+            if (j != 2)
+                continue;
+            loc = lvl->locs[2];
+            break;
+        default:
+            continue;
+        }
+        L->tmpls = xrealloc(L->tmpls, (L->ntmpls + 1) * sizeof *L->tmpls);
+        L->tmpls[L->ntmpls++] = pn_plus(datadir, loc);
+        free(owned);
+    }
+}
+
+static void add_levels(ck_env *e, ck_config *cf, const hlevel *levels, size_t n, bool dflt)
+{
+    for (size_t i = 0; i < n; i++) {
+        cf->levels = xrealloc(cf->levels, (cf->nlevels + 1) * sizeof *cf->levels);
+        ck_level *L = &cf->levels[cf->nlevels];
+        memset(L, 0, sizeof *L);
+        L->lvl = &levels[i];
+        L->name = levels[i].name ? levels[i].name : "";
+        L->function = levels[i].fname ? levels[i].fname : "";
+        L->fkind = levels[i].fkind;
+        const provider_def *pd = provider_find(L->function);
+        L->known = pd != NULL;
+        L->fmt = pd ? pd->format : FMT_YAML;
+        L->eyaml = strcmp(L->function, "eyaml_lookup_key") == 0;
+        L->dflt = dflt;
+        L->index = (int)cf->nlevels;
+        if (pd)
+            level_templates(e, cf->cfg, L);
+        else if (!e->opaque_level && L->function[0])
+            e->opaque_level = xasprintf("level '%s' of %s reads its data with '%s'", L->name, cf->path, L->function);
+        cf->nlevels++;
+    }
+}
+
+/* Where a hiera.yaml error is: its own line, else the hierarchy entry its message names
+ * ("index N"), else the top. */
+static void config_error_at(const ck_config *cf, const herr *err, uint32_t *line, uint32_t *col)
+{
+    *line = err->line > 0 ? (uint32_t)err->line : 0;
+    *col = err->col > 0 ? (uint32_t)err->col : 0;
+    if (*line || !cf->ys || !cf->ys->ndocs || !cf->ys->docs[0])
+        goto done;
+    const ysnode *root = cf->ys->docs[0];
+    const char *m = err->msg ? err->msg : "";
+    const char *ix = strstr(m, "index ");
+    const ysnode *h = ys_map_get(root, strstr(m, "default_hierarchy") ? "default_hierarchy" : "hierarchy");
+    if (ix && h && h->kind == YS_SEQ) {
+        unsigned long n = strtoul(ix + 6, NULL, 10);
+        if (n < h->n) {
+            *line = h->kids[n]->line;
+            *col = h->kids[n]->col;
+            goto done;
+        }
+    }
+    const char *ent = strstr(m, "entry '");
+    if (ent) {
+        char key[64];
+        size_t i = 0;
+        for (const char *p = ent + 7; *p && *p != '\'' && i + 1 < sizeof key; p++)
+            key[i++] = *p;
+        key[i] = 0;
+        const ysnode *k = ys_map_key(root, key);
+        if (k) {
+            *line = k->line;
+            *col = k->col;
+        }
+    }
+done:
+    if (!*line) {
+        *line = 1;
+        *col = 1;
+    }
+    if (!*col)
+        *col = 1;
+}
+
+static char *str_of(const hv *v) { return v && hv_is(v, HV_STRING) ? xstrdup(hv_str_ptr(v)) : NULL; }
+
+/* plan_hierarchy (Bolt plans' data): levels of their own, which the lookups of nodes never use,
+ * built from the configuration as loaded (a valid one: the schema checked it) */
+static void add_plan_levels(ck_env *e, ck_config *cf)
+{
+    const hv *raw = cf->cfg->raw;
+    const hv *list = raw ? hv_hash_gets(raw, "plan_hierarchy") : NULL;
+    if (!list || !hv_is(list, HV_ARRAY) || !hv_array_len(list))
+        return;
+    const hv *defaults = hv_hash_gets(raw, "defaults");
+    size_t n = hv_array_len(list);
+    cf->plan_levels = xcalloc(n, sizeof *cf->plan_levels);
+    for (size_t i = 0; i < n; i++) {
+        const hv *en = hv_array_get(list, i);
+        if (!hv_is(en, HV_HASH))
+            continue;
+        hlevel *l = &cf->plan_levels[cf->nplan_levels++];
+        l->name = str_of(hv_hash_gets(en, "name"));
+        const char *fns[] = {"data_hash", "lookup_key", "data_dig"};
+        for (size_t f = 0; f < 3 && !l->fname; f++) {
+            l->fname = str_of(hv_hash_gets(en, fns[f]));
+            if (!l->fname && defaults && hv_is(defaults, HV_HASH))
+                l->fname = str_of(hv_hash_gets(defaults, fns[f]));
+        }
+        if (!l->fname)
+            l->fname = xstrdup("yaml_data");
+        l->fkind = FN_DATA_HASH;
+        l->datadir = str_of(hv_hash_gets(en, "datadir"));
+        if (!l->datadir && defaults && hv_is(defaults, HV_HASH))
+            l->datadir = str_of(hv_hash_gets(defaults, "datadir"));
+        if (!l->datadir)
+            l->datadir = xstrdup("data");
+        static const struct {
+            const char *key;
+            loc_kind kind;
+            bool list;
+        } locs[] = {{"path", LOC_PATH, false}, {"paths", LOC_PATHS, true}, {"glob", LOC_GLOB, false},
+                    {"globs", LOC_GLOBS, true}, {"mapped_paths", LOC_MAPPED_PATHS, true}};
+        for (size_t k = 0; k < 5 && l->lkind == LOC_NONE; k++) {
+            const hv *v = hv_hash_gets(en, locs[k].key);
+            if (!v)
+                continue;
+            l->lkind = locs[k].kind;
+            size_t cnt = locs[k].list && hv_is(v, HV_ARRAY) ? hv_array_len(v) : 1;
+            l->locs = xcalloc(cnt, sizeof *l->locs);
+            for (size_t j = 0; j < cnt; j++) {
+                const hv *s1 = locs[k].list && hv_is(v, HV_ARRAY) ? hv_array_get(v, j) : v;
+                char *sv = str_of(s1);
+                l->locs[l->nlocs++] = sv ? sv : xstrdup("");
+            }
+        }
+        l->options = hv_incref(hv_hash_gets(en, "options"));
+    }
+    for (size_t i = 0; i < cf->nplan_levels; i++) {
+        cf->levels = xrealloc(cf->levels, (cf->nlevels + 1) * sizeof *cf->levels);
+        ck_level *L = &cf->levels[cf->nlevels];
+        memset(L, 0, sizeof *L);
+        const hlevel *hl = &cf->plan_levels[i];
+        L->lvl = hl;
+        L->name = hl->name ? hl->name : "";
+        L->function = hl->fname;
+        L->fkind = hl->fkind;
+        const provider_def *pd = provider_find(L->function);
+        L->known = pd != NULL;
+        L->fmt = pd ? pd->format : FMT_YAML;
+        L->eyaml = strcmp(L->function, "eyaml_lookup_key") == 0;
+        L->plan = true;
+        L->index = (int)cf->nlevels;
+        if (pd)
+            level_templates(e, cf->cfg, L);
+        cf->nlevels++;
+    }
+}
+
+static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char *module)
+{
+    ck_env *e = c->env;
+    for (size_t i = 0; i < e->nconfigs; i++)
+        if (e->configs[i].path && strcmp(e->configs[i].path, path) == 0)
+            return;
+    e->configs = xrealloc(e->configs, (e->nconfigs + 1) * sizeof *e->configs);
+    ck_config *cf = &e->configs[e->nconfigs++];
+    memset(cf, 0, sizeof *cf);
+    cf->path = xstrdup(path);
+    cf->layer = kind;
+    cf->module = module ? xstrdup(module) : NULL;
+    cf->text = read_text(path, &cf->len);
+    if (cf->text)
+        cf->ys = ys_parse(cf->text, cf->len);
+    c->report->configs++;
+    bool ignored = false;
+    herr err = {0};
+    cf->cfg = config_load(e->cache, path, kind, &ignored, &err);
+    if (!cf->cfg) {
+        if (herr_isset(&err)) {
+            uint32_t line, col;
+            config_error_at(cf, &err, &line, &col);
+            /* a YAML error (Psych's message names the file in parentheses) or a schema error */
+            bool syntax = err.msg && err.msg[0] == '(' && cf->ys && cf->ys->failed;
+            ck_add(c, syntax ? "config-syntax" : "config-invalid", 0, path, line, col, "%s", err.msg ? err.msg : "");
+        }
+        herr_clear(&err);
+        return;
+    }
+    if (herr_isset(&cf->cfg->lazy_err)) {
+        uint32_t line, col;
+        config_error_at(cf, &cf->cfg->lazy_err, &line, &col);
+        ck_add(c, "config-invalid", 0, path, line, col, "%s", cf->cfg->lazy_err.msg);
+    }
+    add_levels(e, cf, cf->cfg->levels, cf->cfg->nlevels, false);
+    if (cf->cfg->has_default_hierarchy)
+        add_levels(e, cf, cf->cfg->dlevels, cf->cfg->ndlevels, true);
+    add_plan_levels(e, cf);
+}
+
+static bool data_extension(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash))
+        return false;
+    return !strcmp(dot, ".yaml") || !strcmp(dot, ".yml") || !strcmp(dot, ".json") || !strcmp(dot, ".eyaml");
+}
+
+/* Every file each level can read, and the orphans of each data folder. */
+static void find_files(ck_ctx *c)
+{
+    ck_env *e = c->env;
+    hv *walks = hv_hash();
+    for (size_t ci = 0; ci < e->nconfigs; ci++) {
+        ck_config *cf = &e->configs[ci];
+        for (size_t li = 0; li < cf->nlevels; li++) {
+            ck_level *L = &cf->levels[li];
+            for (size_t t = 0; t < L->ntmpls; t++) {
+                const char *tmpl = L->tmpls[t];
+                if (!tmpl_is_pattern(tmpl, L->glob)) {
+                    if (is_file(tmpl)) {
+                        uint32_t fi = add_file(e, tmpl, L->fmt);
+                        add_reach(&e->files[fi], (uint32_t)ci, (uint32_t)li);
+                    }
+                    continue;
+                }
+                char *base = tmpl_base_dir(tmpl, L->glob);
+                const hv *files = files_under(walks, base);
+                for (size_t i = 0; i < hv_array_len(files); i++) {
+                    const char *p = hv_str_ptr(hv_array_get(files, i));
+                    if (tmpl_match(tmpl, p, L->glob)) {
+                        uint32_t fi = add_file(e, p, L->fmt);
+                        add_reach(&e->files[fi], (uint32_t)ci, (uint32_t)li);
+                    }
+                }
+                free(base);
+            }
+        }
+    }
+    /* orphans: data files in a level's data folder (not the configuration's own folder, where
+     * everything else of a module lives too) that no level reads */
+    for (size_t ci = 0; ci < e->nconfigs; ci++) {
+        ck_config *cf = &e->configs[ci];
+        if (!cf->cfg)
+            continue;
+        for (size_t li = 0; li < cf->nlevels; li++) {
+            ck_level *L = &cf->levels[li];
+            if (!L->datadir || strstr(L->datadir, "%{") || !strcmp(L->datadir, cf->cfg->root))
+                continue;
+            size_t rl = strlen(cf->cfg->root);
+            if (strncmp(L->datadir, cf->cfg->root, rl) != 0 || L->datadir[rl] != '/')
+                continue; /* a data folder outside the configuration's folder: not ours to judge */
+            bool seen = false;
+            for (size_t lj = 0; lj < li; lj++)
+                if (cf->levels[lj].datadir && !strcmp(cf->levels[lj].datadir, L->datadir))
+                    seen = true;
+            if (seen)
+                continue;
+            const hv *files = files_under(walks, L->datadir);
+            for (size_t i = 0; i < hv_array_len(files); i++) {
+                const char *p = hv_str_ptr(hv_array_get(files, i));
+                if (!data_extension(p) || hv_hash_gets(e->file_index, p))
+                    continue;
+                const char *dot = strrchr(p, '.');
+                uint32_t fi = add_file(e, p, !strcmp(dot, ".json") ? FMT_JSON : FMT_YAML);
+                e->files[fi].orphan = true;
+                e->files[fi].cfg_owner = (int)ci;
+            }
+        }
+    }
+    hv_decref(walks);
+}
+
+/* Loads a data file: from the snapshot when it read it, else through the private cache. */
+static void load_file(ck_ctx *c, ck_file *f)
+{
+    ck_env *e = c->env;
+    snapshot_file sf;
+    if (e->snap && snapshot_get(e->snap, f->path, f->fmt, &sf)) {
+        f->value = sf.value;
+        if (!sf.value && sf.err) {
+            herr_set_text(&f->err, sf.err->kind ? sf.err->kind : HERR_ERROR, sf.err->msg ? sf.err->msg : "");
+            herr_at(&f->err, sf.err->file, sf.err->line, sf.err->col);
+        }
+    } else {
+        f->own_value = cache_load(e->cache, f->path, f->fmt, &f->err);
+        f->value = f->own_value;
+    }
+    if (f->fmt == FMT_YAML || f->fmt == FMT_JSON) {
+        f->text = read_text(f->path, &f->len);
+        if (f->text)
+            f->ys = ys_parse(f->text, f->len);
+    }
+    const ck_reach *r = f->nreach ? &f->reach[0] : NULL;
+    int ci = r ? (int)r->cfg : f->cfg_owner;
+    if (ci >= 0) {
+        f->layer = e->configs[ci].layer;
+        f->module = e->configs[ci].module;
+        if (f->module && ck_is_external_module(e, f->module))
+            f->external = true;
+    }
+}
+
+/* ------------------------------------------------------------------ manifests */
+
+static void add_manifests(ck_env *e, const char *dir, int depth)
+{
+    if (depth > 32)
+        return;
+    char **names = list_names(dir);
+    for (size_t i = 0; names && names[i]; i++) {
+        char *p = xjoin(dir, "/", names[i], NULL);
+        struct stat st;
+        if (stat(p, &st) == 0) {
+            size_t n = strlen(names[i]);
+            if (S_ISDIR(st.st_mode))
+                add_manifests(e, p, depth + 1);
+            else if (S_ISREG(st.st_mode) && n > 3 && !strcmp(names[i] + n - 3, ".pp"))
+                pp_index_add_file(e->pp, p);
+            else if (S_ISREG(st.st_mode) && n > 4 && (!strcmp(names[i] + n - 4, ".epp") || !strcmp(names[i] + n - 4, ".erb")))
+                pp_index_add_template(e->pp, p);
+        }
+        free(p);
+    }
+    free_names(names);
+}
+
+/* Every module's manifests/ and types/ on the modulepath (the first folder that has a module
+ * wins, as for Puppet), and the environment's own manifests. */
+static void read_manifests(ck_ctx *c)
+{
+    ck_env *e = c->env;
+    e->pp = pp_index_new();
+    for (size_t r = 0; r < e->nmodroots; r++) {
+        char **mods = list_names(e->modroots[r]);
+        for (size_t i = 0; mods && mods[i]; i++) {
+            if (!valid_mod_name(mods[i]) || ck_module_present(e, mods[i]))
+                continue;
+            char *dir = xjoin(e->modroots[r], "/", mods[i], NULL);
+            if (is_dir(dir)) {
+                hv_hash_sets(e->modules_present, mods[i], hv_str(dir));
+                char *m = xjoin(dir, "/manifests", NULL);
+                add_manifests(e, m, 0);
+                free(m);
+                m = xjoin(dir, "/types", NULL);
+                add_manifests(e, m, 0);
+                free(m);
+                m = xjoin(dir, "/templates", NULL);
+                add_manifests(e, m, 0);
+                free(m);
+                m = xjoin(dir, "/functions", NULL); /* Puppet functions and Bolt plans look keys up too */
+                add_manifests(e, m, 0);
+                free(m);
+                m = xjoin(dir, "/plans", NULL);
+                add_manifests(e, m, 0);
+                free(m);
+            }
+            free(dir);
+        }
+        free_names(mods);
+    }
+    if (e->manifest) {
+        if (is_dir(e->manifest))
+            add_manifests(e, e->manifest, 0);
+        else if (is_file(e->manifest))
+            pp_index_add_file(e->pp, e->manifest);
+    }
+    c->report->manifests += e->pp->files;
+    /* the type aliases of every module (type Name = ...), for parameter types and convert_to */
+    e->aliases = ptype_aliases_new();
+    for (size_t i = 0; i < e->pp->naliases; i++)
+        ptype_aliases_add(e->aliases, e->pp->aliases[i].name, e->pp->aliases[i].body);
+}
+
+/* ------------------------------------------------------------------ one environment */
+
+static void check_env(ck_ctx *c)
+{
+    ck_env *e = c->env;
+    e->file_index = hv_hash();
+    e->key_index = hv_hash();
+    e->lo_entries = hv_array();
+    e->modules_present = hv_hash();
+    e->cache = cache_new();
+    c->report->environments++;
+
+    const char *envs[1] = {e->name};
+    snapshot_spec spec = {e->codedir, e->envpath, e->hiera_config, envs, 1, NULL};
+    e->snap = snapshot_build(&spec, NULL);
+
+    module_roots_of(e);
+    read_manifests(c);
+
+    /* configurations: global, environment, modules (each module once: the first root wins) */
+    if (e->hiera_config && is_file(e->hiera_config))
+        add_config(c, e->hiera_config, LAYER_GLOBAL, NULL);
+    char *p = xjoin(e->dir, "/hiera.yaml", NULL);
+    if (is_file(p))
+        add_config(c, p, LAYER_ENV, NULL);
+    free(p);
+    for (size_t r = 0; r < e->nmodroots; r++) {
+        char **mods = list_names(e->modroots[r]);
+        for (size_t i = 0; mods && mods[i]; i++) {
+            const hv *where = hv_hash_gets(e->modules_present, mods[i]);
+            char *dir = xjoin(e->modroots[r], "/", mods[i], NULL);
+            if (where && !strcmp(hv_str_ptr(where), dir)) {
+                char *cfgp = xjoin(dir, "/hiera.yaml", NULL);
+                if (is_file(cfgp))
+                    add_config(c, cfgp, LAYER_MODULE, mods[i]);
+                free(cfgp);
+            }
+            free(dir);
+        }
+        free_names(mods);
+    }
+    for (size_t ci = 0; ci < e->nconfigs; ci++)
+        ck_config_interpolations(c, (int)ci);
+
+    find_files(c);
+    for (size_t i = 0; i < e->nfiles; i++) {
+        load_file(c, &e->files[i]);
+        c->report->data_files++;
+    }
+    for (size_t i = 0; i < e->nfiles; i++)
+        ck_data_file(c, (uint32_t)i);
+    ck_classes(c);
+    ck_data_cross(c);
+}
+
+/* ------------------------------------------------------------------ configuration file */
+
+typedef struct {
+    char *dir;          /* patterns are relative to it */
+    hv *rules;          /* name -> severity (int) */
+    hv *exclude;        /* array of patterns */
+    bool warnings_as_errors;
+    bool loaded;
+} ck_conf;
+
+static int severity_word(const hv *v)
+{
+    if (hv_is(v, HV_BOOL))
+        return hv_bool_val(v) ? -1 : CHECK_OFF; /* `off` reads as false in YAML; true: the default */
+    if (!hv_is(v, HV_STRING))
+        return -2;
+    const char *s = hv_str_ptr(v);
+    if (!strcmp(s, "off") || !strcmp(s, "ignore") || !strcmp(s, "disable"))
+        return CHECK_OFF;
+    if (!strcmp(s, "warning") || !strcmp(s, "warn"))
+        return CHECK_WARNING;
+    if (!strcmp(s, "error"))
+        return CHECK_ERROR;
+    return -2;
+}
+
+static bool read_conf(ck_conf *conf, const char *path, bool required, char **error)
+{
+    if (!is_file(path)) {
+        if (required) {
+            *error = xasprintf("cannot read the configuration file %s", path);
+            return false;
+        }
+        return true;
+    }
+    herr err = {0};
+    hv *v = yaml_load_file(path, YAML_PUPPET, &err);
+    if (!v) {
+        *error = xasprintf("%s: %s", path, err.msg ? err.msg : "does not parse");
+        herr_clear(&err);
+        return false;
+    }
+    bool ok = true;
+    if (!hv_is(v, HV_HASH) && !hv_is(v, HV_UNDEF)) {
+        *error = xasprintf("%s: expected a hash (rules:, exclude:, warnings_as_errors:)", path);
+        ok = false;
+    }
+    for (size_t i = 0; ok && hv_is(v, HV_HASH) && i < hv_hash_len(v); i++) {
+        const hv *k = hv_hash_key_at(v, i), *val = hv_hash_val_at(v, i);
+        const char *ks = hv_is(k, HV_STRING) ? hv_str_ptr(k) : "";
+        if (!strcmp(ks, "rules") && hv_is(val, HV_HASH)) {
+            for (size_t j = 0; j < hv_hash_len(val); j++) {
+                const hv *rk = hv_hash_key_at(val, j);
+                const char *rn = hv_is(rk, HV_STRING) ? hv_str_ptr(rk) : "";
+                int sev = severity_word(hv_hash_val_at(val, j));
+                if (!check_rule_find(rn)) {
+                    *error = xasprintf("%s: unknown rule '%s' (hiera check --list-rules lists them)", path, rn);
+                    ok = false;
+                    break;
+                }
+                if (sev == -2) {
+                    *error = xasprintf("%s: rule '%s': expected off, warning or error", path, rn);
+                    ok = false;
+                    break;
+                }
+                if (sev >= 0)
+                    hv_hash_sets(conf->rules, rn, hv_int(sev));
+            }
+        } else if (!strcmp(ks, "exclude") && hv_is(val, HV_ARRAY)) {
+            for (size_t j = 0; j < hv_array_len(val); j++)
+                if (hv_is(hv_array_get(val, j), HV_STRING))
+                    hv_array_push(conf->exclude, hv_incref(hv_array_get(val, j)));
+        } else if (!strcmp(ks, "warnings_as_errors")) {
+            conf->warnings_as_errors = hv_truthy(val);
+        } else {
+            *error = xasprintf("%s: unknown setting '%s' (rules, exclude, warnings_as_errors)", path, ks);
+            ok = false;
+        }
+    }
+    hv_decref(v);
+    conf->loaded = ok;
+    return ok;
+}
+
+/* A path pattern: '*' and '?' within a component, '**' across components. */
+static bool pat_match(const char *p, const char *s)
+{
+    while (*p) {
+        if (p[0] == '*' && p[1] == '*') {
+            p += 2;
+            if (*p == '/')
+                p++;
+            for (const char *t = s;; t++) {
+                if (pat_match(p, t))
+                    return true;
+                if (!*t)
+                    return false;
+            }
+        }
+        if (*p == '*') {
+            p++;
+            for (const char *t = s;; t++) {
+                if (pat_match(p, t))
+                    return true;
+                if (!*t || *t == '/')
+                    return false;
+            }
+        }
+        if (!*s || (*p != '?' && *p != *s) || (*p == '?' && *s == '/'))
+            return false;
+        p++;
+        s++;
+    }
+    return !*s;
+}
+
+static bool excluded(const ck_conf *conf, const char *file)
+{
+    if (!conf->dir || !hv_array_len(conf->exclude))
+        return false;
+    size_t dl = strlen(conf->dir);
+    if (strncmp(file, conf->dir, dl) != 0 || file[dl] != '/')
+        return false;
+    const char *rel = file + dl + 1;
+    for (size_t i = 0; i < hv_array_len(conf->exclude); i++) {
+        const char *pat = hv_str_ptr(hv_array_get(conf->exclude, i));
+        if (pat_match(pat, rel))
+            return true;
+        /* a folder pattern covers what is under it */
+        size_t pl = strlen(pat);
+        if (pl && pat[pl - 1] != '*' && strncmp(rel, pat, pl) == 0 && (rel[pl] == '/' || pat[pl - 1] == '/'))
+            return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------ inline comments */
+
+typedef struct {
+    char *path;
+    hv *lines;     /* line (string) -> array of rule names ("all") */
+    hv *wholefile; /* array of rule names */
+} disables;
+
+static void add_names(hv *list, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (s[i] == ',' || s[i] == ' '))
+            i++;
+        size_t st = i;
+        while (i < n && s[i] != ',' && s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            i++;
+        if (i > st)
+            hv_array_push(list, hv_strn(s + st, i - st));
+        if (i < n && s[i] != ',' && s[i] != ' ')
+            break;
+    }
+}
+
+static void read_disables(disables *d, const char *path)
+{
+    d->lines = hv_hash();
+    d->wholefile = hv_array();
+    size_t len;
+    char *text = read_text(path, &len);
+    if (!text)
+        return;
+    uint32_t line = 1;
+    hv *pending = NULL;
+    for (size_t pos = 0; pos <= len;) {
+        const char *ls = text + pos;
+        const char *nl = memchr(ls, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - ls) : len - pos;
+        const char *mark = n >= 12 ? memmem(ls, n, "hiera-check:", 12) : NULL;
+        const char *hash = mark ? memchr(ls, '#', (size_t)(mark - ls)) : NULL;
+        size_t first = 0;
+        while (first < n && (ls[first] == ' ' || ls[first] == '\t'))
+            first++;
+        bool comment_only = first < n && ls[first] == '#';
+        bool blank = first >= n || (first + 1 == n && ls[first] == '\r');
+        if (pending && !comment_only && !blank) {
+            char key[16];
+            snprintf(key, sizeof key, "%u", line);
+            hv *list = hv_hash_gets(d->lines, key);
+            if (!list) {
+                list = hv_array();
+                hv_hash_sets(d->lines, key, list);
+            }
+            for (size_t i = 0; i < hv_array_len(pending); i++)
+                hv_array_push(list, hv_incref(hv_array_get(pending, i)));
+            hv_decref(pending);
+            pending = NULL;
+        }
+        if (hash) {
+            const char *p = mark + 12;
+            const char *end = ls + n;
+            while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+            if ((size_t)(end - p) > 13 && !strncmp(p, "disable-file=", 13)) {
+                add_names(d->wholefile, p + 13, (size_t)(end - p - 13));
+            } else if ((size_t)(end - p) > 8 && !strncmp(p, "disable=", 8)) {
+                hv *names = hv_array();
+                add_names(names, p + 8, (size_t)(end - p - 8));
+                if (comment_only) {
+                    if (!pending)
+                        pending = hv_array();
+                    for (size_t i = 0; i < hv_array_len(names); i++)
+                        hv_array_push(pending, hv_incref(hv_array_get(names, i)));
+                } else {
+                    char key[16];
+                    snprintf(key, sizeof key, "%u", line);
+                    hv *list = hv_hash_gets(d->lines, key);
+                    if (!list) {
+                        list = hv_array();
+                        hv_hash_sets(d->lines, key, list);
+                    }
+                    for (size_t i = 0; i < hv_array_len(names); i++)
+                        hv_array_push(list, hv_incref(hv_array_get(names, i)));
+                }
+                hv_decref(names);
+            }
+        }
+        if (!nl)
+            break;
+        pos += n + 1;
+        line++;
+    }
+    hv_decref(pending);
+    free(text);
+}
+
+static bool names_have(const hv *list, const char *rule)
+{
+    for (size_t i = 0; list && i < hv_array_len(list); i++) {
+        const char *n = hv_str_ptr(hv_array_get(list, i));
+        if (!strcmp(n, rule) || !strcmp(n, "all"))
+            return true;
+    }
+    return false;
+}
+
+static bool disabled_inline(hv *cache, const char *file, const char *rule, uint32_t line)
+{
+    if (!*file)
+        return false;
+    hv *entry = hv_hash_gets(cache, file);
+    if (!entry) {
+        disables d = {0};
+        read_disables(&d, file);
+        entry = hv_array();
+        hv_array_push(entry, d.lines);
+        hv_array_push(entry, d.wholefile);
+        hv_hash_sets(cache, file, entry);
+    }
+    if (names_have(hv_array_get(entry, 1), rule))
+        return true;
+    char key[16];
+    snprintf(key, sizeof key, "%u", line);
+    return names_have(hv_hash_gets(hv_array_get(entry, 0), key), rule);
+}
+
+/* ------------------------------------------------------------------ setting environments up */
+
+static char *real_path(const char *p)
+{
+    char *r = realpath(p, NULL);
+    return r ? r : xstrdup(p);
+}
+
+/* The temporary folder of a PATH that is an environment or a module: <tmp>/<n>/code (an empty
+ * code directory and confdir, so that no global layer of this machine is read) and
+ * <tmp>/<n>/envs/<env> (the environment: a link to PATH, or for a module a folder whose modules/
+ * holds a link to it and to its test fixtures). */
+static bool make_tmp(ck_ctx *c, char **error)
+{
+    if (c->tmpdir)
+        return true;
+    const char *t = getenv("TMPDIR");
+    char *tmpl = xjoin(t && *t ? t : "/tmp", "/hiera-check.XXXXXX", NULL);
+    if (!mkdtemp(tmpl)) {
+        *error = xasprintf("cannot make a temporary folder in %s: %s", t && *t ? t : "/tmp", strerror(errno));
+        free(tmpl);
+        return false;
+    }
+    c->tmpdir = tmpl;
+    return true;
+}
+
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            char *p = xjoin(dir, "/", de->d_name, NULL);
+            struct stat st;
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+                rm_tree(p);
+            else
+                unlink(p);
+            free(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static char *module_name_of(const char *dir)
+{
+    char *meta = xjoin(dir, "/metadata.json", NULL);
+    herr err = {0};
+    hv *m = hjson_load_file(meta, &err);
+    herr_clear(&err);
+    free(meta);
+    char *name = NULL;
+    const hv *n = m && hv_is(m, HV_HASH) ? hv_hash_gets(m, "name") : NULL;
+    if (n && hv_is(n, HV_STRING)) {
+        const char *s = hv_str_ptr(n);
+        const char *cut = strrchr(s, '/'), *dash = strrchr(s, '-');
+        if (dash && (!cut || dash > cut))
+            cut = dash;
+        name = xstrdup(cut ? cut + 1 : s);
+    }
+    hv_decref(m);
+    if (!name || !valid_mod_name(name)) {
+        free(name);
+        char *base = pn_basename(dir);
+        const char *s = base;
+        if (!strncmp(s, "puppet-", 7))
+            s += 7;
+        else if (!strncmp(s, "puppetlabs-", 11))
+            s += 11;
+        name = xstrdup(s);
+        free(base);
+        for (char *q = name; *q; q++)
+            if (*q == '-')
+                *q = '_';
+    }
+    return name;
+}
+
+typedef struct {
+    ck_env *v;
+    size_t n;
+} env_list;
+
+static ck_env *new_env(env_list *l)
+{
+    l->v = xrealloc(l->v, (l->n + 1) * sizeof *l->v);
+    ck_env *e = &l->v[l->n++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+static void env_common(ck_env *e)
+{
+    char *m = env_conf_setting(e->dir, "manifest");
+    e->manifest = m ? pn_plus(e->dir, m) : xjoin(e->dir, "/manifests", NULL);
+    free(m);
+    read_puppetfile(e, e->real_dir);
+}
+
+/* The environments of a code directory. */
+static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **error)
+{
+    const check_options *o = c->o;
+    char *envpath = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
+    char **names = NULL;
+    if (o->all_environments) {
+        names = list_names(envpath);
+        if (!names) {
+            *error = xasprintf("cannot read the environments folder %s", envpath);
+            free(envpath);
+            return false;
+        }
+    } else {
+        const char *env = o->environment ? o->environment : "production";
+        names = xcalloc(2, sizeof *names);
+        names[0] = xstrdup(env);
+        char *d = xjoin(envpath, "/", env, NULL);
+        bool ok = is_dir(d);
+        free(d);
+        if (!ok) {
+            *error = xasprintf("no environment '%s' in %s", env, envpath);
+            free_names(names);
+            free(envpath);
+            return false;
+        }
+    }
+    for (size_t i = 0; names[i]; i++) {
+        char *d = xjoin(envpath, "/", names[i], NULL);
+        if (valid_env_name(names[i]) && is_dir(d)) {
+            ck_env *e = new_env(l);
+            e->name = xstrdup(names[i]);
+            e->dir = xstrdup(d);
+            e->real_dir = xstrdup(d);
+            e->codedir = xstrdup(codedir);
+            e->confdir = xstrdup(o->confdir ? o->confdir : codedir);
+            e->envpath = xstrdup(envpath);
+            if (o->hiera_config) {
+                e->hiera_config = xstrdup(o->hiera_config);
+            } else {
+                e->hiera_config = xjoin(codedir, "/hiera.yaml", NULL);
+                if (!is_file(e->hiera_config)) {
+                    free(e->hiera_config);
+                    e->hiera_config = xjoin(e->confdir, "/hiera.yaml", NULL);
+                }
+            }
+            env_common(e);
+        }
+        free(d);
+    }
+    free_names(names);
+    free(envpath);
+    return true;
+}
+
+/* A PATH: a code directory, a module, or an environment (a control repository). */
+static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, char **error)
+{
+    if (!is_dir(path)) {
+        *error = xasprintf("%s: no such folder", path);
+        return false;
+    }
+    char *real = real_path(path);
+    char *p_env = xjoin(real, "/environments", NULL), *p_conf = xjoin(real, "/environment.conf", NULL),
+         *p_hiera = xjoin(real, "/hiera.yaml", NULL), *p_meta = xjoin(real, "/metadata.json", NULL),
+         *p_pf = xjoin(real, "/Puppetfile", NULL);
+    bool codedir = is_dir(p_env) && !is_file(p_conf) && !is_file(p_pf);
+    bool module = !codedir && is_file(p_meta) && !is_file(p_conf) && !is_file(p_pf);
+    free(p_env);
+    free(p_conf);
+    free(p_hiera);
+    free(p_meta);
+    free(p_pf);
+    if (codedir) {
+        bool ok = envs_of_codedir(c, l, real, error);
+        free(real);
+        return ok;
+    }
+    if (!make_tmp(c, error)) {
+        free(real);
+        return false;
+    }
+    const char *envname = c->o->environment && valid_env_name(c->o->environment) ? c->o->environment : "production";
+    char num[32];
+    snprintf(num, sizeof num, "%zu", n);
+    char *base = xjoin(c->tmpdir, "/", num, NULL);
+    char *code = xjoin(base, "/code", NULL), *envs = xjoin(base, "/envs", NULL);
+    char *envdir = xjoin(envs, "/", envname, NULL);
+    mkdir(base, 0700);
+    mkdir(code, 0700);
+    mkdir(envs, 0700);
+    ck_env *e = new_env(l);
+    e->name = xstrdup(envname);
+    e->dir = xstrdup(envdir);
+    e->codedir = xstrdup(code);
+    e->confdir = xstrdup(code);
+    e->envpath = xstrdup(envs);
+    e->hiera_config = c->o->hiera_config ? xstrdup(c->o->hiera_config) : xjoin(code, "/hiera.yaml", NULL);
+    bool ok = true;
+    if (module) {
+        /* the module, and the modules its tests use, in the environment's modules folder */
+        char *mods = xjoin(envdir, "/modules", NULL);
+        mkdir(envdir, 0700);
+        mkdir(mods, 0700);
+        char *name = module_name_of(real);
+        char *link = xjoin(mods, "/", name, NULL);
+        if (symlink(real, link) != 0)
+            ok = false;
+        e->only_module = link;
+        e->only_module_name = name;
+        e->real_dir = xstrdup(real);
+        char *fx = xjoin(real, "/spec/fixtures/modules", NULL);
+        char **deps = list_names(fx);
+        for (size_t i = 0; deps && deps[i]; i++) {
+            if (!strcmp(deps[i], name) || !valid_mod_name(deps[i]))
+                continue;
+            char *target = xjoin(fx, "/", deps[i], NULL), *dl = xjoin(mods, "/", deps[i], NULL);
+            if (is_dir(target) && symlink(target, dl) != 0)
+                ok = false;
+            free(target);
+            free(dl);
+        }
+        free_names(deps);
+        free(fx);
+        free(mods);
+    } else {
+        if (symlink(real, envdir) != 0)
+            ok = false;
+        e->real_dir = xstrdup(real);
+    }
+    if (!ok)
+        *error = xasprintf("cannot link %s into the temporary folder %s: %s", real, base, strerror(errno));
+    else
+        env_common(e);
+    free(base);
+    free(code);
+    free(envs);
+    free(envdir);
+    free(real);
+    return ok;
+}
+
+/* The path of a file as reported: under the environment's real folder rather than its link. */
+static char *report_path(const ck_env *e, const char *file)
+{
+    const char *dir = e->only_module ? e->only_module : e->dir;
+    size_t dl = strlen(dir);
+    if (e->real_dir && strcmp(dir, e->real_dir) != 0 && strncmp(file, dir, dl) == 0 && (file[dl] == '/' || !file[dl]))
+        return xjoin(e->real_dir, file + dl, NULL);
+    return xstrdup(file);
+}
+
+/* A message with the environment's link replaced by its real folder. */
+static char *report_text(const ck_env *e, char *msg)
+{
+    const char *dir = e->only_module ? e->only_module : e->dir;
+    size_t dl = strlen(dir);
+    if (!e->real_dir || !strcmp(dir, e->real_dir) || !strstr(msg, dir))
+        return msg;
+    sbuf b = {0};
+    for (const char *p = msg; *p;) {
+        const char *hit = strstr(p, dir);
+        if (!hit) {
+            sb_adds(&b, p);
+            break;
+        }
+        sb_addn(&b, p, (size_t)(hit - p));
+        sb_adds(&b, e->real_dir);
+        p = hit + dl;
+    }
+    free(msg);
+    return sb_take(&b);
+}
+
+/* Whether a finding in file is the environment's to report. */
+static bool reportable(const ck_env *e, const char *file)
+{
+    if (!*file)
+        return true;
+    if (e->only_module) {
+        size_t ml = strlen(e->only_module);
+        return strncmp(file, e->only_module, ml) == 0 && (file[ml] == '/' || !file[ml]);
+    }
+    /* files of modules the Puppetfile manages are not the repository's */
+    for (size_t r = 0; r < e->nmodroots; r++) {
+        size_t rl = strlen(e->modroots[r]);
+        if (strncmp(file, e->modroots[r], rl) != 0 || file[rl] != '/')
+            continue;
+        const char *m = file + rl + 1;
+        const char *slash = strchr(m, '/');
+        char *name = slash ? xstrndup(m, (size_t)(slash - m)) : xstrdup(m);
+        bool ext = ck_is_external_module(e, name);
+        free(name);
+        if (ext) {
+            /* unless the environment's own hierarchy reads it (a data module) */
+            const hv *fi = hv_hash_gets(e->file_index, file);
+            if (!fi)
+                return false;
+            const ck_file *f = &e->files[hv_int_val(fi)];
+            for (size_t i = 0; i < f->nreach; i++)
+                if (e->configs[f->reach[i].cfg].layer != LAYER_MODULE)
+                    return true;
+            return f->orphan && f->cfg_owner >= 0 && e->configs[f->cfg_owner].layer != LAYER_MODULE;
+        }
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+static int cmp_finding(const void *a, const void *b)
+{
+    const check_finding *x = a, *y = b;
+    int r = strcmp(x->file, y->file);
+    if (r)
+        return r;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    if (x->col != y->col)
+        return x->col < y->col ? -1 : 1;
+    r = strcmp(x->rule, y->rule);
+    return r ? r : strcmp(x->message, y->message);
+}
+
+static void report_add(check_report *r, check_finding f)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->v = xrealloc(r->v, r->cap * sizeof *r->v);
+    }
+    r->v[r->n++] = f;
+}
+
+static char *report_text(const ck_env *e, char *msg);
+
+void ck_note(ck_ctx *c, char *text)
+{
+    check_report *r = c->report;
+    if (c->env)
+        text = report_text(c->env, text);
+    for (size_t i = 0; i < r->nnotes; i++)
+        if (!strcmp(r->notes[i], text)) {
+            free(text);
+            return;
+        }
+    r->notes = xrealloc(r->notes, (r->nnotes + 1) * sizeof *r->notes);
+    r->notes[r->nnotes++] = text;
+}
+
+int check_run(const check_options *o, check_report *report, char **error)
+{
+    memset(report, 0, sizeof *report);
+    *error = NULL;
+    /* rule overrides */
+    hv *overrides = hv_hash();
+    for (size_t i = 0; i < o->nrule_overrides; i++) {
+        const char *s = o->rule_overrides[i];
+        const char *eq = strchr(s, '=');
+        char *name = eq ? xstrndup(s, (size_t)(eq - s)) : xstrdup(s);
+        hv *word = hv_str(eq ? eq + 1 : "");
+        int sev = severity_word(word);
+        hv_decref(word);
+        if (!check_rule_find(name) || sev < 0) {
+            *error = !check_rule_find(name) ? xasprintf("unknown rule '%s' (hiera check --list-rules lists them)", name)
+                                            : xasprintf("--rule %s: expected NAME=off|warning|error", s);
+            free(name);
+            hv_decref(overrides);
+            return -1;
+        }
+        hv_hash_sets(overrides, name, hv_int(sev));
+        free(name);
+    }
+    if (o->facts_dir && !is_dir(o->facts_dir)) {
+        *error = xasprintf("cannot read the facts folder %s", o->facts_dir);
+        hv_decref(overrides);
+        return -1;
+    }
+    ck_ctx c = {.o = o, .report = report};
+    env_list envs = {0};
+    bool ok = true;
+    if (o->codedir && !o->npaths) {
+        if (!is_dir(o->codedir)) {
+            *error = xasprintf("%s: no such folder", o->codedir);
+            ok = false;
+        } else {
+            char *real = real_path(o->codedir);
+            ok = envs_of_codedir(&c, &envs, real, error);
+            free(real);
+        }
+    } else {
+        size_t n = o->npaths ? o->npaths : 1;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = envs_of_path(&c, &envs, o->npaths ? o->paths[i] : ".", i, error);
+    }
+    if (ok && !envs.n) {
+        *error = xstrdup("no environment to check");
+        ok = false;
+    }
+    /* the repository's configuration: --config, else .hiera-check.yaml where the first environment is */
+    ck_conf conf = {.rules = hv_hash(), .exclude = hv_array()};
+    if (ok && !o->no_config) {
+        char *path = o->config_file ? real_path(o->config_file) : xjoin(envs.v[0].real_dir, "/.hiera-check.yaml", NULL);
+        conf.dir = o->config_file ? pn_dirname(path) : xstrdup(envs.v[0].real_dir);
+        ok = read_conf(&conf, path, o->config_file != NULL, error);
+        free(path);
+    }
+    diag_sink saved;
+    diag_enter((diag_sink){engine_diag, &c}, &saved);
+    hv *inline_cache = hv_hash();
+    for (size_t i = 0; ok && i < envs.n; i++) {
+        c.env = &envs.v[i];
+        size_t first = c.nf;
+        check_env(&c);
+        if (o->facts_dir && ck_nodes(&c, error) != 0)
+            ok = false;
+        /* the environment's findings, as reported */
+        for (size_t k = first; k < c.nf; k++) {
+            ck_finding_int *f = &c.f[k];
+            bool keep = reportable(c.env, f->file);
+            char *file = keep ? report_path(c.env, f->file) : NULL;
+            const hv *ov = hv_hash_gets(overrides, f->rule);
+            const hv *cv = hv_hash_gets(conf.rules, f->rule);
+            int sev = ov ? (int)hv_int_val(ov) : cv ? (int)hv_int_val(cv) : f->sev;
+            if (keep && (sev == CHECK_OFF || excluded(&conf, file) || disabled_inline(inline_cache, file, f->rule, f->line)))
+                keep = false;
+            if (keep && sev == CHECK_WARNING && (o->warnings_as_errors || conf.warnings_as_errors))
+                sev = CHECK_ERROR;
+            if (keep) {
+                f->message = report_text(c.env, f->message);
+                report_add(report, (check_finding){f->rule, sev, file, f->line, f->col, f->message, f->nodes, f->nnodes});
+            } else {
+                free(file);
+                free(f->message);
+                for (size_t j = 0; j < f->nnodes; j++)
+                    free(f->nodes[j]);
+                free(f->nodes);
+            }
+            free(f->file);
+        }
+        c.nf = first;
+    }
+    diag_leave(&saved);
+    hv_decref(inline_cache);
+    for (size_t i = 0; i < envs.n; i++)
+        env_free(&envs.v[i]);
+    free(envs.v);
+    free(c.f);
+    if (c.tmpdir) {
+        rm_tree(c.tmpdir);
+        free(c.tmpdir);
+    }
+    hv_decref(overrides);
+    hv_decref(conf.rules);
+    hv_decref(conf.exclude);
+    free(conf.dir);
+    if (!ok) {
+        check_report_free(report);
+        return -1;
+    }
+    if (report->n)
+        qsort(report->v, report->n, sizeof *report->v, cmp_finding);
+    return 0;
+}
+
+void check_report_free(check_report *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].file);
+        free(r->v[i].message);
+        for (size_t j = 0; j < r->v[i].nnodes; j++)
+            free(r->v[i].nodes[j]);
+        free(r->v[i].nodes);
+    }
+    free(r->v);
+    for (size_t i = 0; i < r->nnotes; i++)
+        free(r->notes[i]);
+    free(r->notes);
+    memset(r, 0, sizeof *r);
+}

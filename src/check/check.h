@@ -1,0 +1,81 @@
+/* check.h - `hiera check`: lint a control repository (check.c and the rules in this folder).
+ *
+ * check_run reads one or more environments (a control repository checked out in CI, a code
+ * directory's environments, or a module), and reports every problem it finds as a finding with a
+ * stable rule name, a severity, the file, line and column, and a message. The library prints
+ * nothing: the command (cli/check_cmd.c) formats the findings (text, json, junit, sarif, github).
+ *
+ * Rules are listed in check_rules (name, default severity, what it checks); README.md documents
+ * each with an example. Severities come from the rule's default, then the repository's
+ * configuration file (.hiera-check.yaml), then the caller's overrides; `# hiera-check:
+ * disable=RULE[,RULE...]` on a line (or alone on the line before) turns rules off for that line,
+ * `# hiera-check: disable-file=RULE[,...]` for the whole file. */
+#ifndef HIERA_CHECK_CHECK_H
+#define HIERA_CHECK_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { CHECK_OFF = 0, CHECK_WARNING = 1, CHECK_ERROR = 2 };
+
+typedef struct {
+    const char *name;
+    int severity;        /* default */
+    const char *group;   /* "syntax", "yaml", "interpolation", "lookup_options", "eyaml", "classes", "nodes" */
+    const char *summary; /* one line */
+} check_rule;
+
+/* The rules, ending with a {NULL} entry. */
+extern const check_rule check_rules[];
+const check_rule *check_rule_find(const char *name);
+
+typedef struct {
+    const char *rule;  /* a check_rules name (static) */
+    int severity;      /* CHECK_WARNING or CHECK_ERROR, after configuration */
+    char *file;        /* absolute path as found (the command shortens it), or "" */
+    uint32_t line, col; /* 1-based, 0 when unknown */
+    char *message;
+    char **nodes;      /* with --facts-dir: the nodes it concerns (sorted), or NULL */
+    size_t nnodes;
+} check_finding;
+
+typedef struct {
+    check_finding *v;
+    size_t n, cap;
+    /* what was read */
+    size_t configs, data_files, manifests, nodes, environments;
+    /* notes for the reader (a module the Puppetfile names but that is not installed...): one
+     * line each, malloc'ed */
+    char **notes;
+    size_t nnotes;
+} check_report;
+
+typedef struct {
+    /* where the code is: a code directory (its environments), or PATHs (a control repository,
+     * an environment folder, a module, or a code directory) */
+    const char *codedir;
+    const char *confdir;
+    const char *environmentpath;
+    const char *hiera_config;
+    const char *environment;   /* with codedir: the one to check (default production) */
+    bool all_environments;
+    const char *const *paths;
+    size_t npaths;
+    const char *facts_dir;     /* one facts file per node: NAME.yaml/.yml/.json, or Puppet's cache format */
+    const char *config_file;   /* NULL: .hiera-check.yaml at the root of what is checked */
+    bool no_config;            /* do not read a configuration file */
+    /* rule overrides: "name=off|warning|error" */
+    const char *const *rule_overrides;
+    size_t nrule_overrides;
+    bool warnings_as_errors;
+    int jobs;                  /* threads for --facts-dir (0: one per CPU, at most 8) */
+} check_options;
+
+/* Runs the check. Returns 0 when it ran (findings in *report, sorted by file, line, column), or
+ * -1 when it could not (a message in *error, malloc'ed): a path that does not exist, a bad rule
+ * override, an unreadable facts folder. */
+int check_run(const check_options *o, check_report *report, char **error);
+void check_report_free(check_report *r);
+
+#endif

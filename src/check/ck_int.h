@@ -1,0 +1,225 @@
+/* ck_int.h - what the files of hiera check share: the environment being checked, its
+ * configurations, levels, data files and keys, the manifests read, and the findings. */
+#ifndef HIERA_CHECK_CK_INT_H
+#define HIERA_CHECK_CK_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/util.h"
+#include "base/value.h"
+#include "check/check.h"
+#include "check/yscan.h"
+#include "engine/cache.h"
+#include "engine/config.h"
+#include "engine/snapshot.h"
+#include "puppet/manifest.h"
+#include "types/ptype.h"
+
+/* ------------------------------------------------------------------ the model */
+
+/* A hierarchy level of a configuration, as check reads it */
+typedef struct {
+    const hlevel *lvl;  /* in the configuration (cfg) */
+    const char *name;
+    const char *function;
+    fn_kind fkind;
+    file_format fmt;
+    bool known;         /* a provider function we know (yaml_data, json_data, hocon_data, eyaml_lookup_key) */
+    bool eyaml;
+    bool dflt;          /* from default_hierarchy */
+    bool plan;          /* from plan_hierarchy (Bolt plans): its files are read, never by a node */
+    int index;          /* its position (hierarchy, then default_hierarchy) */
+    char **tmpls;       /* absolute location templates (datadir joined with each path/glob) */
+    size_t ntmpls;
+    bool glob;
+    char *datadir;      /* absolute, not interpolated */
+} ck_level;
+
+typedef struct {
+    char *path;         /* the hiera.yaml as the engine names it, or NULL (built-in default) */
+    layer_kind layer;
+    char *module;       /* module layers */
+    hcfg *cfg;          /* NULL when it could not be loaded */
+    ck_level *levels;
+    size_t nlevels;
+    ysdoc *ys;          /* the file's marks (NULL without a file) */
+    char *text;
+    size_t len;
+    hlevel *plan_levels; /* plan_hierarchy's entries (the lookups' configuration has none) */
+    size_t nplan_levels;
+} ck_config;
+
+typedef struct {
+    uint32_t cfg;   /* index in ck_env.configs */
+    uint32_t level; /* index in that configuration's levels */
+} ck_reach;
+
+typedef struct {
+    char *path;       /* as the engine names it */
+    file_format fmt;
+    ck_reach *reach;  /* the levels that can read it */
+    size_t nreach, capreach;
+    const hv *value;  /* as loaded (raw: the top may not be a hash), NULL when it does not load */
+    hv *own_value;    /* a value we loaded ourselves (not from the snapshot), released at the end */
+    herr err;
+    char *text;
+    size_t len;
+    ysdoc *ys;
+    bool orphan;      /* no level can read it */
+    int cfg_owner;    /* orphans: the configuration whose datadir holds it */
+    layer_kind layer; /* of its first level (orphans: of the owner) */
+    const char *module;
+    bool external;    /* in a module the Puppetfile manages: findings are not reported */
+} ck_file;
+
+/* One definition of a top-level key */
+typedef struct {
+    uint32_t file;
+    uint32_t line, col;
+    const hv *value; /* BORROWED from the file's value */
+} ck_def;
+
+typedef struct {
+    char *name;
+    ck_def *defs;
+    size_t ndefs, cap;
+    bool referenced;  /* looked up by name by data (lookup()/alias()) or manifests */
+    int merge;        /* lookup_options or a manifest lookup asks for a merge: 0 no, 1 unique, 2 hash/deep */
+} ck_key;
+
+/* A reference to a key from interpolation: %{lookup('k')} */
+typedef struct {
+    char *key;     /* the root key (before any dotted part) */
+    char *from;    /* the key whose value holds it, or NULL (hiera.yaml) */
+    uint32_t file, line, col;
+    bool alias;
+} ck_ref;
+
+/* A variable read by interpolation: %{facts.os.family} */
+typedef struct {
+    char *expr;   /* as written (without the leading ::) */
+    hv *segs;     /* split_key's segments */
+    uint32_t file; /* a data file, or UINT32_MAX with cfg set: a hiera.yaml */
+    int cfg;
+    uint32_t line, col;
+} ck_var;
+
+typedef struct ck_finding_int {
+    const char *rule;
+    int sev; /* the finding's own severity (the rule's default unless it says otherwise) */
+    char *file;
+    uint32_t line, col;
+    char *message;
+    char **nodes;
+    size_t nnodes;
+} ck_finding_int;
+
+typedef struct {
+    char *name;          /* the environment's name for the engine */
+    char *dir;           /* its folder as the engine sees it */
+    char *real_dir;      /* where its files are, for reports (dir itself unless a temporary link) */
+    char *codedir, *confdir, *envpath, *hiera_config; /* for the engine */
+    char **modroots;     /* module folders, in modulepath order */
+    size_t nmodroots;
+    char **engine_roots; /* the folders the lookups take modules from (module_roots), NULL-terminated */
+    char *manifest;      /* the environment's main manifest (file or folder), or NULL */
+    char **external;     /* module names the Puppetfile manages */
+    size_t nexternal;
+    bool has_puppetfile;
+    char *only_module;   /* module mode: findings only under this folder (as the engine sees it) */
+    char *only_module_name;
+
+    snapshot *snap;
+    hiera_cache *cache;  /* private: configurations and files the snapshot does not hold */
+    ck_config *configs;
+    size_t nconfigs;
+    ck_file *files;
+    size_t nfiles, capfiles;
+    hv *file_index;      /* path -> file number */
+    ck_key *keys;
+    size_t nkeys, capkeys;
+    hv *key_index;       /* name -> key number */
+    ck_ref *refs;
+    size_t nrefs, caprefs;
+    ck_var *vars;
+    size_t nvars, capvars;
+    /* lookup_options entries seen: [file, key node's line, col, the key text, is pattern] */
+    hv *lo_entries;
+    struct rregex **lo_regexps; /* lo_entries' patterns compiled (NULL: literal, or invalid), made on first use */
+    size_t nlo_regexps;
+    pp_index *pp;
+    ptype_aliases *aliases;
+    hv *modules_present; /* module name -> true */
+    /* a level whose data we cannot read (a function of its own: vault, a database...): keys may
+     * come from there, so a key no file defines is not reported as missing */
+    char *opaque_level;
+    bool eyaml_key_missing; /* an eyaml level's private key is not here (CI): decryption cannot be judged */
+} ck_env;
+
+typedef struct {
+    const check_options *o;
+    check_report *report;
+    ck_finding_int *f;
+    size_t nf, capf;
+    ck_env *env; /* the environment being checked */
+    char *tmpdir;
+} ck_ctx;
+
+/* ------------------------------------------------------------------ helpers (check.c) */
+
+/* Records a finding (file NULL: none; sev 0: the rule's default). */
+void ck_add(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
+    HIERA_PRINTF(7, 8);
+/* The same with the nodes it concerns (copied). */
+void ck_add_nodes(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col,
+                  char **nodes, size_t nnodes, const char *message);
+ck_key *ck_key_get(ck_env *e, const char *name);
+ck_key *ck_key_add(ck_env *e, const char *name);
+/* A note for the reader (malloc'ed text, taken; repeated notes are kept once). */
+void ck_note(ck_ctx *c, char *text);
+bool ck_module_present(const ck_env *e, const char *name);
+bool ck_is_external_module(const ck_env *e, const char *name);
+/* Levenshtein distance, capped (returns cap + 1 beyond it). */
+size_t ck_distance(const char *a, const char *b, size_t cap);
+/* "Class[Ntp::Config]" for "ntp::config" (malloc'ed) */
+char *ck_class_ref(const char *name);
+
+/* ------------------------------------------------------------------ the rules */
+
+/* classes.c: the class parameter a key names, when the class and the parameter exist (*cls: its class) */
+const pp_param *ck_class_param(ck_env *e, const char *key, const pp_class **cls);
+/* classes.c: the merge (0 first, 1 unique, 2 hash/deep) and convert_to that lookup_options give a key */
+void ck_key_options(ck_env *e, const char *key, int *merge, const hv **convert_to);
+/* classes.c: " (unquoted '0755' is read as ...)" when the definition's value is a YAML trap */
+void ck_trap_hint(const ck_env *e, const ck_def *d, const char *key, sbuf *out);
+/* check.c: whether the lookups find the module (it is in a folder of their modulepath) */
+bool ck_module_visible(const ck_env *e, const char *module);
+/* data.c: the YAML trap a plain scalar falls in (its rule; the hint in msg), or NULL */
+const char *ck_plain_trap(const char *text, size_t len, char *msg, size_t msgsize);
+
+/* data.c: one data file (traps, duplicates, interpolation, eyaml, lookup_options, keys) */
+void ck_data_file(ck_ctx *c, uint32_t fi);
+/* data.c: what needs every file (unknown keys referenced, loops, unused lookup_options, variables) */
+void ck_data_cross(ck_ctx *c);
+/* data.c: interpolations in a hiera.yaml */
+void ck_config_interpolations(ck_ctx *c, int ci);
+/* classes.c: manifests, aliases, class parameters per data file */
+void ck_classes(ck_ctx *c);
+/* nodes.c: --facts-dir */
+int ck_nodes(ck_ctx *c, char **error);
+
+/* The interpolation scanner (data.c), shared with nodes.c: calls fn for each %{...} of s */
+typedef enum { IX_EMPTY, IX_SCOPE, IX_LOOKUP, IX_ALIAS, IX_LITERAL, IX_UNKNOWN_METHOD, IX_BAD_CALL, IX_UNCLOSED } ix_kind;
+typedef struct {
+    ix_kind kind;
+    const char *expr; /* the expression (stripped) */
+    size_t len;
+    size_t start, end; /* byte offsets of %{ and past } in s */
+    char *arg;        /* method argument / variable / method name (malloc'ed, freed after the call) */
+} ix_item;
+typedef void (*ix_fn)(const ix_item *it, void *data);
+void ck_scan_interpolations(const char *s, size_t len, ix_fn fn, void *data);
+
+#endif

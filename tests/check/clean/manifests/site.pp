@@ -1,0 +1,5 @@
+node default {
+  $role = $facts['role']
+  include "role::${role}"
+  lookup('classes', Array[String], 'unique', []).include
+}

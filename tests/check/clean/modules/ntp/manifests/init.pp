@@ -1,0 +1,5 @@
+class ntp (
+  Array[Stdlib::Host] $servers = [],
+  Boolean $iburst = false,
+) {
+}

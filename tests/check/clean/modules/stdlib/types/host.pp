@@ -1,0 +1,1 @@
+type Stdlib::Host = Variant[Stdlib::Fqdn, Stdlib::IP::Address]

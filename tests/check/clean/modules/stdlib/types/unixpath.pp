@@ -1,0 +1,1 @@
+type Stdlib::Unixpath = Pattern[/\A\/([^\n\/\0]+\/*)*\z/]

@@ -1,0 +1,3 @@
+plan profile::deploy (TargetSpec $targets = lookup('profile::plans::target')) {
+  run_command('uptime', $targets)
+}

@@ -1,0 +1,4 @@
+class role::db {
+  contain profile::base
+  class { 'profile::db': }
+}

@@ -1,0 +1,5 @@
+class web (
+  Web::Port $port,
+  Array[String] $packages = [],
+) {
+}

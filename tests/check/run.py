@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Tests of `hiera check` (make check runs them; no Puppet needed).
+
+  seeded/   a control repository with one seeded mistake of every rule: expected.txt (with
+            --facts-dir facts) and expected-nofacts.txt (without) list "rule file:line:col
+            [nodes]"; every line must be reported exactly once, and nothing else.
+  types*/   generated repositories (tests/tools/record-check-types.py) and what Puppet's
+            compile reported for each node with each class included (expected.json): the
+            parameter-type, parameter-missing and lookup-error findings of --facts-dir must name
+            exactly these (node, class, message) triples.
+  clean/    a repository without mistakes: no finding at all, exit status 0.
+  config/   .hiera-check.yaml and inline comments: expected.txt as for seeded.
+and the command's interface over seeded/: the output formats (text, json, junit, sarif,
+github), exit statuses, --rule, --warnings-as-errors, --list-rules, bad options.
+
+usage: run.py --hiera build/hiera
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+failures = []
+passed = 0
+
+
+def check(cond, what):
+    global passed
+    if cond:
+        passed += 1
+    else:
+        failures.append(what)
+
+
+def run(hiera, args, cwd):
+    env = dict(os.environ, HIERA_CACHE_DIR="off", NO_COLOR="1")
+    return subprocess.run([hiera, "check"] + args, cwd=cwd, capture_output=True, text=True, env=env)
+
+
+def findings(hiera, args, cwd):
+    p = run(hiera, ["--format", "json"] + args, cwd)
+    try:
+        return p, json.loads(p.stdout)
+    except ValueError:
+        failures.append("%s: not JSON: %s %s" % (" ".join(args), p.stdout[:300], p.stderr[:300]))
+        return p, {"findings": [], "notes": []}
+
+
+def as_lines(doc):
+    out = []
+    for f in doc["findings"]:
+        line = "%s %s:%d:%d" % (f["rule"], f["file"], f["line"], f["column"])
+        if f.get("nodes"):
+            line += " [" + ",".join(f["nodes"]) + "]"
+        out.append(line)
+    return out
+
+
+def compare_exact(name, got, expected_file):
+    with open(expected_file) as fh:
+        want = [l.strip() for l in fh if l.strip() and not l.startswith("#")]
+    for w in want:
+        n = got.count(w)
+        check(n == 1, "%s: expected once, reported %d times: %s" % (name, n, w))
+    for g in got:
+        check(g in want, "%s: not expected: %s" % (name, g))
+
+
+def test_expected(hiera, name, args, expected, status):
+    d = os.path.join(HERE, name)
+    p, doc = findings(hiera, args, d)
+    check(p.returncode == status, "%s %s: exit status %d, expected %d (%s)" % (name, args, p.returncode, status,
+                                                                              p.stderr.strip()))
+    compare_exact("%s %s" % (name, " ".join(args)), as_lines(doc), os.path.join(d, expected))
+    return doc
+
+
+def test_types(hiera, name):
+    d = os.path.join(HERE, name)
+    with open(os.path.join(d, "expected.json")) as fh:
+        exp = json.load(fh)
+    p, doc = findings(hiera, ["--facts-dir", "facts", "."], os.path.join(d, "tree"))
+    got = set()
+    for f in doc["findings"]:
+        if f["rule"] == "lookup-error":
+            m = re.match(r"the lookup of '([^']*)' fails: (.*)", f["message"], re.S)
+            cls = m.group(1).rsplit("::", 1)[0]
+            for n in f.get("nodes", []):
+                got.add((n, cls, "LOOKUP: " + m.group(2)))
+        elif f["rule"] in ("parameter-type", "parameter-missing"):
+            m = re.match(r"Class\[([^\]]*)\]: (.*)", f["message"], re.S)
+            cls = m.group(1).lower()
+            body = re.sub(r" \(unquoted '.*", "", m.group(2))
+            for line in body.split("; "):
+                for n in f.get("nodes", []):
+                    got.add((n, cls, line))
+    want, stopped = set(), set()
+    for n, cs in exp["errors"].items():
+        for c, ls in cs.items():
+            for l in ls:
+                want.add((n, c, l))
+                if l.startswith("LOOKUP: "):
+                    stopped.add((n, c))
+    # where Puppet's compile stopped at a lookup error, it said nothing of the other parameters
+    got = {g for g in got if (g[0], g[1]) not in stopped or g[2].startswith("LOOKUP: ")}
+    for x in sorted(want - got):
+        check(False, "%s: Puppet reports %s, hiera check does not" % (name, x))
+    for x in sorted(got - want):
+        check(False, "%s: hiera check reports %s, Puppet does not" % (name, x))
+    for x in sorted(want & got):
+        check(True, "")
+    check(len(want) > 20, "%s: too few recorded errors (%d)" % (name, len(want)))
+    passed_here = len(want & got)
+    return passed_here
+
+
+def test_interface(hiera):
+    d = os.path.join(HERE, "seeded")
+    args = ["--facts-dir", "facts", "."]
+    # text: file:line:column: severity: message [rule], a summary line
+    p = run(hiera, args, d)
+    lines = p.stdout.splitlines()
+    pat = re.compile(r"^[^:\s][^:]*:\d+:\d+: (error|warning): .* \[[a-z-]+\]$")
+    body = [l for l in lines if not l.startswith("note:") and not re.match(r"^\d+ errors?, \d+ warnings?", l)]
+    check(all(pat.match(l) for l in body), "text: a line not file:line:col: severity: message [rule]: %r" %
+          next((l for l in body if not pat.match(l)), ""))
+    check(re.match(r"^\d+ errors?, \d+ warnings? in \d+ files? \(checked ", lines[-1] if lines else ""),
+          "text: no summary line: %r" % (lines[-1] if lines else ""))
+    check(p.returncode == 1, "text: exit status %d with errors" % p.returncode)
+    check("\033[" not in p.stdout, "text: colours without a terminal")
+    pc = run(hiera, ["--color", "always"] + args, d)
+    check("\033[1;31m" in pc.stdout, "text: --color always gives no colour")
+    # json
+    _, doc = findings(hiera, args, d)
+    check(doc.get("summary", {}).get("errors", 0) > 0 and "notes" in doc, "json: summary and notes")
+    # junit
+    pj = run(hiera, ["--format", "junit"] + args, d)
+    try:
+        root = ET.fromstring(pj.stdout)
+        cases = root.findall(".//testcase")
+        fails = root.findall(".//failure")
+        check(root.tag == "testsuites" and len(cases) == len(doc["findings"]), "junit: one test case per finding")
+        check(len(fails) == doc["summary"]["errors"], "junit: one failure per error")
+    except ET.ParseError as e:
+        check(False, "junit: not XML: %s" % e)
+    # sarif
+    ps = run(hiera, ["--format", "sarif"] + args, d)
+    try:
+        s = json.loads(ps.stdout)
+        runv = s["runs"][0]
+        rules = {r["id"] for r in runv["tool"]["driver"]["rules"]}
+        check(s["version"] == "2.1.0" and len(runv["results"]) == len(doc["findings"]), "sarif: results")
+        check(all(r["ruleId"] in rules and r["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+                  for r in runv["results"]), "sarif: rule ids and regions")
+    except (ValueError, KeyError, IndexError) as e:
+        check(False, "sarif: %s" % e)
+    # github annotations
+    pg = run(hiera, ["--format", "github"] + args, d)
+    ann = [l for l in pg.stdout.splitlines() if l.startswith("::error ") or l.startswith("::warning ")]
+    check(len(ann) == len(doc["findings"]), "github: one annotation per finding")
+    check(all(re.match(r"^::(error|warning) file=[^,]+,line=\d+,col=\d+,title=[a-z-]+::", l) for l in ann),
+          "github: annotation form")
+    # --rule, --warnings-as-errors
+    _, d2 = findings(hiera, ["--rule", "parameter-type=off", "--rule", "tab=error"] + args, d)
+    check(not any(f["rule"] == "parameter-type" for f in d2["findings"]), "--rule NAME=off")
+    check(all(f["severity"] == "error" for f in d2["findings"] if f["rule"] == "tab"), "--rule NAME=error")
+    _, d3 = findings(hiera, ["--warnings-as-errors"] + args, d)
+    check(all(f["severity"] == "error" for f in d3["findings"]), "--warnings-as-errors")
+    # exit status 0 with warnings only, 2 when the check cannot run
+    pw = run(hiera, ["--rule", "unknown-class=warning"] + [a for r in
+                     [("--rule", "%s=off" % x) for x in ("parameter-type", "unknown-parameter", "interpolation-syntax",
+                                                         "interpolation-function", "alias-not-alone",
+                                                         "interpolation-key", "interpolation-loop",
+                                                         "lookup-options-invalid", "lookup-options-merge",
+                                                         "lookup-options-regexp", "lookup-options-convert-to",
+                                                         "data-syntax", "eyaml-malformed", "eyaml-decrypt",
+                                                         "config-syntax", "config-invalid", "parameter-missing",
+                                                         "lookup-error")] for a in r] + args, d)
+    check(pw.returncode == 0, "exit status 0 with warnings only (got %d)" % pw.returncode)
+    for bad in (["--rule", "nosuch=off", "."], ["--format", "xml", "."], ["--nosuch"], ["/nonexistent/folder"],
+                ["--facts-dir", "/nonexistent", "."], ["--config", "/nonexistent.yaml", "."]):
+        pb = run(hiera, bad, d)
+        check(pb.returncode == 2 and pb.stderr.startswith("hiera check: "), "exit status 2 for %s (got %d)" %
+              (bad, pb.returncode))
+    # from another folder: the eyaml key (relative in hiera.yaml) is found in the repository
+    _, doc_out = findings(hiera, ["--facts-dir", "seeded/facts", "seeded"], HERE)
+    out_lines = {l.split(" [")[0] for l in as_lines(doc_out)}
+    check("eyaml-decrypt seeded/data/secrets/common.eyaml:3:13" in out_lines and
+          len(doc_out["findings"]) == len(doc["findings"]), "run from another folder: the same findings")
+    ph = run(hiera, ["--help"], d)
+    check(ph.returncode == 0 and "usage: hiera check" in ph.stdout, "--help")
+    pl = run(hiera, ["--list-rules"], d)
+    names = re.findall(r"^  ([a-z-]+) ", pl.stdout, re.M)
+    check(len(names) >= 30 and pl.returncode == 0, "--list-rules")
+    # every rule is documented in the README with an example
+    with open(os.path.join(HERE, "..", "..", "README.md")) as fh:
+        readme = fh.read()
+    for n in names:
+        check(("`%s`" % n) in readme, "README documents rule %s" % n)
+    # every rule is seeded once in seeded/expected.txt
+    with open(os.path.join(d, "expected.txt")) as fh:
+        seeded = {l.split()[0] for l in fh if l.strip()}
+    for n in names:
+        check(n in seeded, "seeded/ has a mistake for rule %s" % n)
+
+
+def test_layouts(hiera):
+    """The same repository as a code directory (--codedir, --all-environments), and a module."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="hiera-check-test.") as tmp:
+        envs = os.path.join(tmp, "code", "environments")
+        os.makedirs(envs)
+        os.symlink(os.path.join(HERE, "clean"), os.path.join(envs, "production"))
+        os.symlink(os.path.join(HERE, "config"), os.path.join(envs, "other"))
+        p, doc = findings(hiera, ["--codedir", os.path.join(tmp, "code"), "--facts-dir", "facts"], os.path.join(HERE, "clean"))
+        check(p.returncode == 0 and not doc["findings"], "--codedir: the clean environment has no finding (%s)" %
+              [f["message"] for f in doc["findings"]][:3])
+        p, doc = findings(hiera, ["--codedir", os.path.join(tmp, "code"), "--all-environments"], HERE)
+        rules = sorted(f["rule"] for f in doc["findings"])
+        check(p.returncode == 1 and rules == ["duplicate-key", "yaml-boolean", "yaml-sexagesimal"],
+              "--all-environments: the findings of both environments (%s)" % rules)
+        p = run(hiera, ["--codedir", os.path.join(tmp, "code"), "--environment", "nosuch"], HERE)
+        check(p.returncode == 2, "--environment of an environment that does not exist: exit status 2")
+    # a module: its data, its classes, findings under the module's own paths
+    d = os.path.join(HERE, "module")
+    p, doc = findings(hiera, ["."], d)
+    got = sorted("%s %s:%d:%d" % (f["rule"], f["file"], f["line"], f["column"]) for f in doc["findings"])
+    with open(os.path.join(d, "expected.txt")) as fh:
+        want = sorted(l.strip() for l in fh if l.strip())
+    check(got == want, "module: %s, expected %s" % (got, want))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hiera", required=True)
+    a = ap.parse_args()
+    hiera = os.path.abspath(a.hiera)
+    test_expected(hiera, "seeded", ["--facts-dir", "facts", "."], "expected.txt", 1)
+    test_expected(hiera, "seeded", ["."], "expected-nofacts.txt", 1)
+    test_expected(hiera, "clean", ["--facts-dir", "facts", "."], "expected.txt", 0)
+    doc = test_expected(hiera, "config", ["."], "expected.txt", 1)
+    check(all(f["severity"] == "error" for f in doc["findings"] if f["rule"] == "duplicate-key"),
+          "config: rules: {duplicate-key: error} in .hiera-check.yaml")
+    for name in sorted(os.listdir(HERE)):
+        if name.startswith("types") and os.path.isdir(os.path.join(HERE, name)):
+            test_types(hiera, name)
+    test_layouts(hiera)
+    test_interface(hiera)
+    for f in failures:
+        print("FAIL check: " + f)
+    print("hiera check tests: %d passed, %d failed" % (passed, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+class gen::broken {
+  $x = "unterminated
+}

@@ -1,0 +1,1 @@
+type Gen::Count = Integer[0]

@@ -1,0 +1,6 @@
+class gen::req (
+  String $needed,
+  Optional[String] $opt_needed,
+  $untyped,
+) {
+}

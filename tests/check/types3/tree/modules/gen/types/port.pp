@@ -1,0 +1,1 @@
+type Gen::Port = Integer[1, 65535]

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Checks `hiera diff` on small trees made here: what it reports for known edits (values, deep
+paths, keys added and removed, failures, a hiera.yaml broken on one side said once, Sensitive
+values never shown), its three formats, --nodes, --fail-on, --keys-file, --explain, colour only
+when asked or on a terminal, nodes present on one side only, facts that differ per side or fail,
+sides that are environments, git revisions (folders and revisions report alike; the repository's
+work tree and index untouched; the scratch folder removed) and the errors for sides that are not
+folders, repositories or revisions.
+
+usage: tests/diff/check.py --hiera build/hiera
+Prints "N passed, N failed"; exit status 1 when anything failed.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import yaml
+except ImportError:  # JSON is YAML too
+    yaml = None
+
+
+class Checker:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL: " + what + (("\n  " + detail[:2000].replace("\n", "\n  ")) if detail else ""))
+
+
+def write(root, files):
+    for rel, content in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if content is None:
+            if os.path.exists(path):
+                os.unlink(path)
+            continue
+        with open(path, "w") as f:
+            f.write(content if isinstance(content, str) else
+                    yaml.safe_dump(content, sort_keys=False) if yaml else json.dumps(content, indent=1) + "\n")
+
+
+def facts(name, **extra):
+    f = {"hostname": name, "domain": "example.com", "fqdn": name + ".example.com", "clientcert": name + ".example.com",
+         "role": "web"}
+    f.update(extra)
+    return f
+
+
+HIERA = {"version": 5, "defaults": {"datadir": "data", "data_hash": "yaml_data"},
+         "hierarchy": [{"name": "node", "path": "nodes/%{trusted.certname}.yaml"},
+                       {"name": "role", "path": "role/%{facts.role}.yaml"},
+                       {"name": "common", "path": "common.yaml"}]}
+
+COMMON = {
+    "lookup_options": {"profile::users": {"merge": "deep"}, "secret::pw": {"convert_to": "Sensitive"}},
+    "profile::users": {"alice": {"uid": 1001, "shell": "/bin/bash"}, "bob": {"uid": 1002, "shell": "/bin/bash"}},
+    "ntp::servers": ["a", "b"],
+    "motd": "Welcome to %{facts.role}",
+    "reads": "%{lookup('ntp::servers.0')}",
+    "gone": "soon",
+    "secret::pw": "hunter2",
+    "float": 1,
+}
+
+
+def base_tree(root, nnodes=5):
+    write(root, {"environments/production/hiera.yaml": HIERA,
+                 "environments/production/data/common.yaml": COMMON,
+                 "environments/production/data/role/db.yaml": {"motd": "db here"},
+                 "environments/production/data/nodes/n0.example.com.yaml": {"profile::users": {"bob": {"shell": "/bin/zsh"}}}})
+    for i in range(nnodes):
+        write(root, {"facts/n%d.example.com.yaml" % i: facts("n%d" % i, role="db" if i == 4 else "web")})
+
+
+def section(text, key):
+    """The text report's entry for key (up to the next blank line), or ''."""
+    i = text.find("\n" + key + "\n")
+    return text[i + 1:].split("\n\n")[0] if i >= 0 else ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hiera", required=True)
+    args = ap.parse_args()
+    hiera = os.path.abspath(args.hiera)
+    c = Checker()
+    top = tempfile.mkdtemp(prefix="hiera-diff-check-")
+    scratch_tmp = os.path.join(top, "tmp")
+    os.makedirs(scratch_tmp)
+    env = dict(os.environ, HIERA_CACHE_DIR="off", TMPDIR=scratch_tmp)
+    env.pop("NO_COLOR", None)
+
+    def diff(*a, cwd=None):
+        return subprocess.run([hiera, "diff"] + list(a), capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+
+    def jdiff(*a, cwd=None):
+        p = diff(*(list(a) + ["--format", "json"]), cwd=cwd)
+        try:
+            return p, json.loads(p.stdout)
+        except ValueError:
+            return p, None
+
+    old, new = os.path.join(top, "old"), os.path.join(top, "new")
+    base_tree(old)
+    base_tree(new)
+    fd = os.path.join(old, "facts")
+
+    # ---- nothing changed
+    p = diff(old, new, "--facts-dir", fd)
+    c.check(p.returncode == 0 and "no changes" in p.stdout, "identical trees: exit 0, 'no changes'", p.stdout + p.stderr)
+
+    # ---- edits
+    common = json.loads(json.dumps(COMMON))
+    common["profile::users"]["bob"]["uid"] = 2002
+    common["profile::users"]["carol"] = {"uid": 1003}
+    del common["profile::users"]["alice"]["shell"]
+    common["ntp::servers"] = ["c", "b"]
+    del common["gone"]
+    common["new::key"] = {"x": 1}
+    common["secret::pw"] = "correct horse"
+    common["float"] = 1.0
+    common["lookup_options"]["profile::users"] = {"merge": "deep"}  # (unchanged)
+    write(new, {"environments/production/data/common.yaml": common})
+    p, d = jdiff(old, new, "--facts-dir", fd)
+    c.check(p.returncode == 1 and d is not None, "changes: exit 1 with a JSON report", p.stderr)
+    if d:
+        keys = {e["key"]: e["changes"] for e in d["keys"]}
+        users = keys.get("profile::users", [])
+        paths = sorted(set(pp["path"] for ch in users for pp in ch.get("paths", [])))
+        c.check(paths == ["profile::users.alice.shell", "profile::users.bob.uid", "profile::users.carol"],
+                "deep changes as paths", json.dumps(users))
+        n0 = [ch for ch in users if "n0.example.com" in ch["nodes"]]
+        c.check(len(users) == 2 and n0 and n0[0]["count"] == 1, "n0 (its own bob.shell) is a change of its own",
+                json.dumps(users))
+        kinds = {p_["path"]: p_["kind"] for ch in users for p_ in ch["paths"]}
+        c.check(kinds.get("profile::users.alice.shell") == "removed" and kinds.get("profile::users.carol") == "added",
+                "removed and added paths", json.dumps(kinds))
+        c.check([ch["kind"] for ch in keys.get("gone", [])] == ["removed"] and keys["gone"][0]["count"] == 5,
+                "a removed key on every node", json.dumps(keys.get("gone")))
+        c.check([ch["kind"] for ch in keys.get("new::key", [])] == ["added"], "an added key")
+        c.check("reads" in keys, "a key that reads a changed key through lookup() is looked up again and changes")
+        c.check("float" in keys, "1 and 1.0 are not the same answer")
+        c.check("motd" not in keys, "an unchanged key is not reported")
+        c.check("hunter2" not in p.stdout and "correct horse" not in p.stdout and "secret::pw" in keys,
+                "a Sensitive value changes without being shown")
+        c.check(d["summary"]["nodes_changed"] == 5 and d["summary"]["keys_changed"] == 7,
+                "summary counts", json.dumps(d["summary"]))
+        c.check(d["fast_path"]["full"] is False and d["summary"]["keys_looked_up"] < d["summary"]["keys"],
+                "the fast path looked up fewer keys than there are", json.dumps(d["summary"]))
+        c.check(d["schema"] == "hiera-diff/1" and d["old"]["type"] == "directory" and d["new"]["tree"] == "codedir",
+                "schema and sides", json.dumps(d["old"]))
+    p = diff(old, new, "--facts-dir", fd)
+    t = p.stdout
+    c.check("profile::users.bob.uid: 1002 \u2192 2002" in t and "\033[" not in t,
+            "text: paths with old \u2192 new, no colour into a pipe", t)
+    c.check("5 nodes changed, 7 keys changed, 0 lookups now fail" in t, "text: the summary line", t)
+    c.check("n0.example.com, n1.example.com, n2.example.com, \u2026 +2" in t and "n3.example.com" not in section(t, "gone"),
+            "text: a few nodes then a count", t)
+    p = diff(old, new, "--facts-dir", fd, "--nodes")
+    c.check("n3.example.com" in section(p.stdout, "gone"), "--nodes lists every node", p.stdout)
+    p = diff(old, new, "--facts-dir", fd, "--color", "always")
+    c.check("\033[" in p.stdout, "--color always colours")
+    p = diff(old, new, "--facts-dir", fd, "--format", "markdown")
+    c.check(p.stdout.startswith("### hiera diff") and "| Key | Change | Nodes |" in p.stdout and
+            "`profile::users.bob.uid`: `1002` \u2192 `2002`" in p.stdout, "markdown table", p.stdout)
+    p = diff(old, new, "--facts-dir", fd, "--fail-on", "failures")
+    c.check(p.returncode == 0, "--fail-on failures: changes without failures exit 0", p.stdout)
+    p, d = jdiff(old, new, "--facts-dir", fd, "ntp::servers", "motd")
+    c.check(d is not None and [e["key"] for e in d["keys"]] == ["ntp::servers"] and d["summary"]["keys"] == 2,
+            "keys given as arguments", p.stdout[:500])
+    kf = os.path.join(top, "keys.txt")
+    with open(kf, "w") as f:
+        f.write("# comment\n\ngone\n  motd  \n")
+    p, d = jdiff(old, new, "--facts-dir", fd, "--keys-file", kf)
+    c.check(d is not None and [e["key"] for e in d["keys"]] == ["gone"], "--keys-file", p.stdout[:500])
+
+    # ---- --explain
+    p = diff(old, new, "--facts-dir", fd, "--explain", "profile::users", "--node", "n0.example.com")
+    c.check(p.returncode == 1 and "profile::users for n0.example.com: changed" in p.stdout and
+            "--- old" in p.stdout and "+++ new" in p.stdout and "data/common.yaml" in p.stdout and
+            "data/nodes/n0.example.com.yaml" in p.stdout and "\n+ " in p.stdout and "\n- " in p.stdout,
+            "--explain: both sides' provenance, the lines that differ marked", p.stdout)
+    body = [l for l in p.stdout.splitlines() if l[:2] in ("- ", "+ ", "  ") and "#" in l]
+    c.check(body and not any(top in l for l in body), "--explain: paths relative to each side", p.stdout)
+    c.check(any(l.startswith("  ") and "alice" in l for l in body),
+            "--explain: lines that only moved with the alignment are not marked", p.stdout)
+    p = diff(old, new, "--facts-dir", fd, "--explain", "motd", "--node", "n1.example.com", "--format", "json")
+    try:
+        d = json.loads(p.stdout)
+        ok = p.returncode == 0 and d["change"] == "unchanged" and d["old"]["value"] == "Welcome to web" and \
+            d["old"]["provenance"]["file"].endswith("data/common.yaml")
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    c.check(ok, "--explain --format json of an unchanged answer", p.stdout)
+
+    # ---- failures: a lookup that now fails, then a broken hiera.yaml said once
+    write(new, {"environments/production/data/common.yaml": dict(common, motd="%{lookup('motd')}")})
+    p, d = jdiff(old, new, "--facts-dir", fd)
+    if d:
+        m = {e["key"]: e["changes"] for e in d["keys"]}.get("motd", [])
+        c.check(len(m) == 1 and m[0]["kind"] == "now_failing" and "Recursive" in m[0]["error"] and
+                m[0]["old"] == "Welcome to web" and d["summary"]["now_failing"] == 4,
+                "a lookup that now fails, with its message and the answer before", json.dumps(m))
+    p = diff(old, new, "--facts-dir", fd, "--fail-on", "failures")
+    c.check(p.returncode == 1, "--fail-on failures: a new failure exits 1")
+    write(new, {"environments/production/data/common.yaml": common,
+                "environments/production/hiera.yaml": "version: 5\nhierarchy: [\n"})
+    p, d = jdiff(old, new, "--facts-dir", fd)
+    c.check(d is not None and len(d["failures"]) == 1 and len(d["failures"][0]["keys"]) == d["summary"]["keys"] and
+            len(d["failures"][0]["nodes"]) == 5 and d["keys"] == [] and d["fast_path"]["full"] is True,
+            "a broken hiera.yaml: one failure for every key and node", p.stdout[:1500])
+    p = diff(old, new, "--facts-dir", fd)
+    c.check(p.stdout.count("now failing for") == 1 and p.stdout.count("Error:") == 1,
+            "a broken hiera.yaml is said once in text", p.stdout)
+    p = diff(new, old, "--facts-dir", fd)
+    c.check(p.stdout.count("no longer failing for") == 1, "mending it is said once too", p.stdout)
+    write(new, {"environments/production/hiera.yaml": HIERA})
+
+    # ---- facts: one side only, different per side, failing
+    fo, fn = os.path.join(top, "facts-old"), os.path.join(top, "facts-new")
+    shutil.copytree(fd, fo)
+    shutil.copytree(fd, fn)
+    os.unlink(os.path.join(fn, "n3.example.com.yaml"))
+    write(fn, {"n9.example.com.yaml": facts("n9")})
+    write(fn, {"n4.example.com.yaml": facts("n4", role="web")})  # n4 is db on the old side
+    write(new, {"environments/production/data/common.yaml": COMMON})
+    p, d = jdiff(old, new, "--old-facts-dir", fo, "--new-facts-dir", fn)
+    if d:
+        c.check(d["nodes_only_old"] == ["n3.example.com"] and d["nodes_only_new"] == ["n9.example.com"] and
+                p.returncode == 1, "nodes on one side only are listed once", json.dumps(d["summary"]))
+        keys = {e["key"]: e["changes"] for e in d["keys"]}
+        c.check("motd" in keys and keys["motd"][0]["nodes"] == ["n4.example.com"],
+                "a node whose facts differ between the sides is compared whole", json.dumps(d["keys"]))
+    write(fn, {"n4.example.com.yaml": "hostname: [unclosed\n", "n1.example.com.yaml": {"hostname": "n1", "role": "web"}})
+    p, d = jdiff(old, new, "--old-facts-dir", fo, "--new-facts-dir", fn)
+    c.check(p.returncode == 2 and d is not None and sorted(x["node"] for x in d["not_compared"]) ==
+            ["n1.example.com", "n4.example.com"], "facts that fail: the nodes are not compared, exit 2",
+            p.stdout[:1500] + p.stderr)
+    p = diff(old, new, "--old-facts-dir", fo, "--new-facts-dir", fn)
+    c.check("not compared (2 nodes)" in p.stdout and "must all be overridden" in p.stdout, "text: not compared",
+            p.stdout)
+
+    # ---- sides that are environments
+    eo, en = os.path.join(top, "env-old"), os.path.join(top, "env-new")
+    shutil.copytree(os.path.join(old, "environments/production"), eo)
+    shutil.copytree(os.path.join(old, "environments/production"), en)
+    write(en, {"data/role/db.yaml": {"motd": "db, changed"}})
+    p, d = jdiff(eo, en, "--facts-dir", fd)
+    c.check(d is not None and d["old"]["tree"] == "environment" and [e["key"] for e in d["keys"]] == ["motd"] and
+            d["keys"][0]["changes"][0]["nodes"] == ["n4.example.com"] and
+            d["fast_path"]["files"][0]["path"] == "data/role/db.yaml", "sides that are environments",
+            p.stdout[:1500] + p.stderr)
+
+    # ---- a YAML symbol key (":foo:") is the key "foo", for the fast path too
+    so, sn = os.path.join(top, "sym-old"), os.path.join(top, "sym-new")
+    for d_, v_ in ((so, 1), (sn, 2)):
+        write(d_, {"environments/production/hiera.yaml": HIERA,
+                   "environments/production/data/common.yaml": ":foo: %d\nbar: \"%%{lookup('foo')}\"\nbaz: 3\n" % v_})
+    p, d = jdiff(so, sn, "--facts-dir", fd)
+    c.check(d is not None and [e["key"] for e in d["keys"]] == ["bar", "foo"] and d["summary"]["keys_looked_up"] == 2,
+            "a symbol key's change, and the key that interpolates it", p.stdout[:800] + p.stderr)
+
+    # ---- a module read through a legacy data provider (metadata.json, no hiera.yaml): its data is not
+    # in the snapshots, so a change there makes every key looked up again; a module's other files do not
+    lo_, ln_ = os.path.join(top, "legacy-old"), os.path.join(top, "legacy-new")
+    meta = json.dumps({"name": "me-m", "version": "1.0.0", "author": "me", "license": "x", "source": "x",
+                       "dependencies": [], "data_provider": "hiera"})
+    for d_, v_ in ((lo_, 1), (ln_, 2)):
+        write(d_, {"environments/production/hiera.yaml": HIERA, "environments/production/data/common.yaml": {"x": 1},
+                   "environments/production/modules/m/metadata.json": meta,
+                   "environments/production/modules/m/data/common.yaml": {"m::a": v_},
+                   "environments/production/modules/plain/templates/t.yaml": "v: %d\n" % v_,
+                   "environments/production/modules/plain/manifests/init.pp": "class plain {}\n"})
+    p, d = jdiff(lo_, ln_, "--facts-dir", fd, "m::a", "x")
+    c.check(d is not None and d["fast_path"]["full"] and "legacy" in d["fast_path"]["reasons"][0] and
+            [e["key"] for e in d["keys"]] == ["m::a"], "a legacy data provider's data changed: every key",
+            p.stdout[:800] + p.stderr)
+    write(ln_, {"environments/production/modules/m/data/common.yaml": {"m::a": 1}})
+    p, d = jdiff(lo_, ln_, "--facts-dir", fd, "m::a", "x")
+    c.check(d is not None and not d["fast_path"]["full"] and d["keys"] == [],
+            "a module's template that changed changes nothing", p.stdout[:800] + p.stderr)
+
+    # ---- facts from Puppet's YAML facts cache, $trusted from --trusted-dir (as hiera batch reads them)
+    to_, tn_ = os.path.join(top, "trusted-old"), os.path.join(top, "trusted-new")
+    th = {"version": 5, "hierarchy": [{"name": "role", "path": "roles/%{trusted.extensions.pp_role}.yaml"},
+                                      {"name": "common", "path": "common.yaml"}]}
+    for d_, v_ in ((to_, "one"), (tn_, "two")):
+        write(d_, {"environments/production/hiera.yaml": th, "environments/production/data/common.yaml": {"x": "c"},
+                   "environments/production/data/roles/db.yaml": {"x": "db " + v_}})
+    fc, td = os.path.join(top, "facts-cache"), os.path.join(top, "trusted")
+    for n_, role in (("c1.example.com", "db"), ("c2.example.com", "web")):
+        write(fc, {n_ + ".yaml": "--- !ruby/object:Puppet::Node::Facts\nname: %s\nvalues:\n  clientcert: %s\n"
+                                 "  role: x\ntimestamp: '2024-01-01T10:00:00.123456789+00:00'\n" % (n_, n_)})
+        write(td, {n_ + ".json": json.dumps({"authenticated": "remote", "certname": n_, "extensions": {"pp_role": role}})})
+    p, d = jdiff(to_, tn_, "--facts-dir", fc, "--trusted-dir", td)
+    c.check(d is not None and not d["not_compared"] and [e["key"] for e in d["keys"]] == ["x"] and
+            d["keys"][0]["changes"][0]["nodes"] == ["c1.example.com"] and d["keys"][0]["changes"][0]["new"] == "db two",
+            "facts from Puppet's facts cache, $trusted from --trusted-dir", p.stdout[:800] + p.stderr)
+    p, d = jdiff(to_, tn_, "--facts-dir", fc)
+    c.check(d is not None and d["keys"] == [], "without --trusted-dir no node reads roles/db.yaml", p.stdout[:800])
+
+    # ---- git revisions
+    repo = os.path.join(top, "repo")
+    shutil.copytree(old, repo)
+    genv = dict(env, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+
+    def git(*a):
+        return subprocess.run(["git"] + list(a), cwd=repo, capture_output=True, text=True, env=genv)
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "one")
+    git("tag", "v1")
+    git("checkout", "-q", "-b", "feature")
+    write(repo, {"environments/production/data/common.yaml": common,
+                 "environments/production/data/role/db.yaml": None,
+                 "environments/production/data/role/web.yaml": {"motd": "web!"}})
+    git("add", "-A")
+    git("commit", "-q", "-m", "two")
+    # uncommitted work in the work tree and the index must stay as they are
+    write(repo, {"environments/production/data/common.yaml": "uncommitted: true\n"})
+    git("add", "environments/production/data/common.yaml")
+    write(repo, {"scratch.txt": "untracked\n"})
+    index = os.path.join(repo, ".git", "index")
+    before = (git("status", "--porcelain").stdout, hashlib.sha256(open(index, "rb").read()).hexdigest())
+    cmp_new = os.path.join(top, "cmp-new")
+    shutil.copytree(old, cmp_new)
+    write(cmp_new, {"environments/production/data/common.yaml": common,
+                    "environments/production/data/role/db.yaml": None,
+                    "environments/production/data/role/web.yaml": {"motd": "web!"}})
+    _, want = jdiff(old, cmp_new, "--facts-dir", fd)
+    for a, b in (("main", "feature"), ("v1", "HEAD~0"), ("HEAD~1", "HEAD")):
+        p, d = jdiff(a, b, "--git-dir", repo, "--facts-dir", fd)
+        same = d is not None and want is not None and d["keys"] == want["keys"] and d["failures"] == want["failures"]
+        c.check(same and d["old"]["type"] == "git" and len(d["old"]["revision"]) == 40,
+                "git revisions %s..%s report what the folders do" % (a, b), p.stdout[:800] + p.stderr)
+    after = (git("status", "--porcelain").stdout, hashlib.sha256(open(index, "rb").read()).hexdigest())
+    c.check(before == after, "the repository's work tree and index are untouched", repr((before, after)))
+    p = diff("main", "feature", "--git-dir", os.path.join(repo, "environments"), "--facts-dir", fd)
+    c.check(p.returncode == 1, "--git-dir may name a folder inside the work tree")
+    p = diff("./" + os.path.relpath(old, top), "feature", "--git-dir", repo, "--facts-dir", fd, cwd=top)
+    c.check(p.returncode == 1 and "./old" in p.stdout, "a folder against a revision (./NAME is a folder)", p.stdout + p.stderr)
+    c.check(os.listdir(scratch_tmp) == [], "the scratch folders are removed", repr(os.listdir(scratch_tmp)))
+
+    # ---- errors
+    p = diff("main", "feature", "--git-dir", top, "--facts-dir", fd)
+    c.check(p.returncode == 2 and "is not a git repository" in p.stderr, "--git-dir that is not a repository", p.stderr)
+    p = diff("main", "nope", "--git-dir", repo, "--facts-dir", fd)
+    c.check(p.returncode == 2 and "'nope' is not a revision of" in p.stderr, "a revision that does not exist", p.stderr)
+    p = diff("main", "feature", "--facts-dir", fd, cwd=top)
+    c.check(p.returncode == 2 and "'main' is not a folder" in p.stderr and "--git-dir" in p.stderr,
+            "a side that is not a folder, without --git-dir", p.stderr)
+    p = diff(old, "--facts-dir", fd)
+    c.check(p.returncode == 2 and "OLD NEW" in p.stderr, "one side only", p.stderr)
+    p = diff(old, new)
+    c.check(p.returncode == 2 and "facts" in p.stderr, "no facts", p.stderr)
+    p = diff(old, new, "--facts-dir", fd, "--format", "xml")
+    c.check(p.returncode == 2 and "--format" in p.stderr, "bad --format", p.stderr)
+    p = diff(old, new, "--facts-dir", fd, "--codedir", old)
+    c.check(p.returncode == 2 and "sides" in p.stderr, "--codedir refused", p.stderr)
+    p = diff("--help")
+    c.check(p.returncode == 0 and p.stdout.startswith("usage: hiera diff"), "--help")
+    c.check(os.listdir(scratch_tmp) == [], "no scratch folder left after errors", repr(os.listdir(scratch_tmp)))
+
+    shutil.rmtree(top, ignore_errors=True)
+    print("hiera diff checks: %d passed, %d failed" % (c.passed, c.failed))
+    return 1 if c.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
