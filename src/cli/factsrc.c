@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -606,6 +607,115 @@ bool factsrc_reader_next(factsrc_reader *r, factsrc_node *out)
     hv_hash_del(r->page, key); /* handed over: the page keeps it no longer */
     hv_decref(key);
     return true;
+}
+
+/* ------------------------------------------------------------------ pagers (threads) */
+
+struct factsrc_pager {
+    factsrc *s;
+    hiera_cache *cache;
+    const char *const *names;
+    size_t n;
+    pthread_mutex_t mu;
+    unsigned char *fetched; /* per page */
+    char **page_err;        /* per page: why it could not be fetched */
+    hv *waiting;            /* certname -> facts, fetched and not handed over yet */
+    int failed_pages;
+    char *gave_up;
+};
+
+factsrc_pager *factsrc_pager_new(factsrc *s, const char *const *names, size_t n, hiera_cache *c)
+{
+    factsrc_pager *p = xcalloc(1, sizeof *p);
+    p->s = s;
+    p->cache = c;
+    p->names = names;
+    p->n = n;
+    size_t pages = s->page ? (n + s->page - 1) / s->page : 0;
+    p->fetched = xcalloc(pages ? pages : 1, 1);
+    p->page_err = xcalloc(pages ? pages : 1, sizeof *p->page_err);
+    p->waiting = hv_hash();
+    pthread_mutex_init(&p->mu, NULL);
+    return p;
+}
+
+void factsrc_pager_free(factsrc_pager *p)
+{
+    if (!p)
+        return;
+    size_t pages = p->s->page ? (p->n + p->s->page - 1) / p->s->page : 0;
+    for (size_t k = 0; k < pages; k++)
+        free(p->page_err[k]);
+    free(p->page_err);
+    free(p->fetched);
+    free(p->gave_up);
+    hv_decref(p->waiting);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static void pager_got(const char *certname, hiera_value *facts, void *data)
+{
+    hv **into = data;
+    if (!certname) {
+        hv_decref(*into);
+        *into = hv_hash();
+        return;
+    }
+    hv_hash_sets(*into, certname, hv_incref((hv *)facts));
+}
+
+void factsrc_pager_get(factsrc_pager *p, size_t i, factsrc_node *out)
+{
+    memset(out, 0, sizeof *out);
+    if (i >= p->n) {
+        out->msg = xstrdup("no such node");
+        return;
+    }
+    const char *name = p->names[i];
+    if (p->s->dir) {
+        get_from_dir(p->s, name, p->cache, out);
+        return;
+    }
+    size_t k = i / p->s->page;
+    pthread_mutex_lock(&p->mu);
+    if (!p->fetched[k]) {
+        p->fetched[k] = 1;
+        size_t lo = k * p->s->page, hi = lo + p->s->page < p->n ? lo + p->s->page : p->n;
+        if (p->gave_up) {
+            p->page_err[k] = xstrdup(p->gave_up);
+        } else {
+            hv *page = hv_hash();
+            char *e = NULL;
+            if (pdb_facts_of(p->s->db, p->names + lo, hi - lo, pager_got, &page, &e) == PDB_OK) {
+                p->failed_pages = 0;
+                for (size_t j = 0; j < hv_hash_len(page); j++)
+                    hv_hash_set(p->waiting, hv_incref(hv_hash_key_at(page, j)), hv_incref(hv_hash_val_at(page, j)));
+            } else {
+                p->page_err[k] = xasprintf("cannot fetch the facts from PuppetDB: %s", e ? e : "unknown error");
+                if (++p->failed_pages >= MAX_FAILED_PAGES)
+                    p->gave_up = xasprintf("not fetched: PuppetDB failed %d times in a row (the last: %s)",
+                                           p->failed_pages, p->page_err[k]);
+            }
+            free(e);
+            hv_decref(page);
+        }
+    }
+    if (p->page_err[k]) {
+        out->msg = xstrdup(p->page_err[k]);
+    } else {
+        hv *key = hv_str(name);
+        hv *f = hv_hash_get(p->waiting, key);
+        if (!f || !hv_is(f, HV_HASH) || hv_hash_len(f) == 0) {
+            out->msg = no_facts(name);
+        } else {
+            out->facts = (hiera_value *)hv_incref(f);
+            out->stored = true;
+        }
+        hv_hash_del(p->waiting, key); /* handed over */
+        hv_decref(key);
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* ------------------------------------------------------------------ hiera lookup --node */

@@ -144,6 +144,17 @@ factsrc_reader *factsrc_reader_new(factsrc *s, const char *const *names, size_t 
 bool factsrc_reader_next(factsrc_reader *r, factsrc_node *out);
 void factsrc_reader_free(factsrc_reader *r);
 
+/* The facts of names[0..n) for worker threads that take the nodes by position, about in the
+ * list's order (an atomic counter): thread-safe. From PuppetDB the page holding node i (50 nodes)
+ * is fetched when node i is first asked for (the threads asking meanwhile wait for it); a node is
+ * handed over once and dropped. Folders are read without any lock (c's disk cache may be shared
+ * by the threads, see hiera_cache_load_value_file). Failing pages as for readers. */
+typedef struct factsrc_pager factsrc_pager;
+factsrc_pager *factsrc_pager_new(factsrc *s, const char *const *names, size_t n, hiera_cache *c);
+/* Node i's facts (each i once; out->facts NULL with msg when it has none). */
+void factsrc_pager_get(factsrc_pager *p, size_t i, factsrc_node *out);
+void factsrc_pager_free(factsrc_pager *p);
+
 /* ------------------------------------------------------------------ hiera lookup --node */
 
 /* Where `puppet lookup --node NODE` takes the node's facts from: Puppet's facts indirection as

@@ -355,6 +355,7 @@ def check_batch(nodes, inactive):
     C.check(p.returncode == 1 and "the query is neither PQL nor a JSON array" in p.stderr, "a broken AST", p.stderr)
     p = batch("--puppetdb", url, "--facts-dir", d, "msg")
     C.check(p.returncode == 1 and "not both" in p.stderr, "PuppetDB and --facts-dir together", p.stderr)
+    check_check_and_diff(fake, active)
     fake.stop()
 
     # pages: 50 nodes a request; a failing page's nodes are reported and the rest go on
@@ -405,6 +406,43 @@ def check_batch(nodes, inactive):
     C.check(p.returncode == 0 and json.loads(p.stdout).get("dribble-y.example.com") == {"msg": "web Debian webserver"},
             "a page dribbled in tiny chunks", p.stdout + p.stderr)
     fake.stop()
+
+
+# ------------------------------------------------------------------ check and diff
+
+def check_check_and_diff(fake, active):
+    """hiera check and hiera diff over PuppetDB's nodes answer as over the same facts as files of
+    Puppet's facts cache (the node's stored facts, as PuppetDB's are)."""
+    cache = os.path.join(ROOT, "cachedir")
+    os.makedirs(cache, exist_ok=True)
+    for n in active:
+        write("cachedir/%s.yaml" % n, "--- !ruby/object:Puppet::Node::Facts\nname: %s\nvalues: %s\n" % (n, json.dumps(fake.nodes[n])))
+    code = os.path.join(ROOT, "code")
+    env = os.path.join(code, "environments", "production")
+    write("code/environments/production/data/role/unused.yaml", "msg: nobody reads this\n")
+    for fmt in ("json", "text"):
+        p = run("check", env, "--puppetdb", fake.url(), "--format", fmt)
+        q = run("check", env, "--facts-dir", cache, "--format", fmt)
+        C.check(p.stdout == q.stdout and p.returncode == q.returncode and "unreached-file" in p.stdout,
+                "hiera check over PuppetDB equals hiera check over the same facts as files (%s)" % fmt,
+                p.stdout[-800:] + p.stderr + "\n---\n" + q.stdout[-800:])
+    p = run("check", env, "--puppetdb", fake.url(), "--facts-dir", cache)
+    C.check(p.returncode == 2 and "not both" in p.stderr, "hiera check: PuppetDB and --facts-dir together", p.stderr)
+    old = os.path.join(ROOT, "old")
+    shutil.copytree(code, old)
+    write("code/environments/production/data/role/web.yaml", "msg: 'web changed %{facts.os.family}'\n")
+    for fmt in ("json", "text"):
+        p = run("diff", old, code, "--puppetdb", fake.url(), "--format", fmt, "--color", "never")
+        q = run("diff", old, code, "--facts-dir", cache, "--format", fmt, "--color", "never")
+        C.check(p.stdout == q.stdout and p.returncode == q.returncode == 1 and "web changed" in p.stdout,
+                "hiera diff over PuppetDB equals hiera diff over the same facts as files (%s)" % fmt,
+                p.stdout[-800:] + p.stderr + "\n---\n" + q.stdout[-800:] + q.stderr)
+    p = run("diff", old, code, "--puppetdb", fake.url(), "--explain", "msg", "--node", "web01.example.com", "--color", "never")
+    q = run("diff", old, code, "--facts-dir", cache, "--explain", "msg", "--node", "web01.example.com", "--color", "never")
+    C.check(p.stdout == q.stdout and "web changed" in p.stdout, "hiera diff --explain over PuppetDB", p.stdout + p.stderr)
+    write("code/environments/production/data/role/web.yaml", "msg: 'web %{facts.os.family} %{trusted.extensions.pp_role}'\n")
+    os.unlink(os.path.join(env, "data", "role", "unused.yaml"))
+    shutil.rmtree(old)
 
 
 # ------------------------------------------------------------------ serve
