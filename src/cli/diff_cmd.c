@@ -161,6 +161,13 @@ static int parse(int argc, char **argv, diff_args *a)
         {"jobs", offsetof(diff_args, jobs)},
         {"trusted", offsetof(diff_args, trusted)},
         {"trusted_dir", offsetof(diff_args, trusted_dir)},
+        {"certname", offsetof(diff_args, ps.certname)},
+        {"ssldir", offsetof(diff_args, ps.ssldir)},
+        {"hostcert", offsetof(diff_args, ps.hostcert)},
+        {"hostprivkey", offsetof(diff_args, ps.hostprivkey)},
+        {"localcacert", offsetof(diff_args, ps.localcacert)},
+        {"hostcrl", offsetof(diff_args, ps.hostcrl)},
+        {"certificate_revocation", offsetof(diff_args, ps.certificate_revocation)},
     };
     size_t npos = 0;
     bool options_done = false;

@@ -546,6 +546,30 @@ def run_checks(hiera, root, pdb, confdir, ssldir, code, fleet):
     C.check(p.returncode == 1 and "cannot list the nodes of PuppetDB: [400 Bad Request] 'bogus' is not a queryable object for nodes"
             in p.stderr, "a bad query: PuppetDB's message", p.stderr)
 
+    # hiera check and hiera diff over PuppetDB, against the same facts as files of Puppet's facts cache
+    cachedir = os.path.join(root, "facts-cache")
+    os.makedirs(cachedir)
+    for n in active:
+        write(os.path.join(cachedir, n + ".yaml"), "--- !ruby/object:Puppet::Node::Facts\nname: %s\nvalues: %s\n"
+              % (n, json.dumps(nodes[n])))
+    envdir = os.path.join(code, "environments", "production")
+    p = subprocess.run([hiera, "check", envdir, *base[4:], "--confdir", confdir, "--from-puppetdb", "--format", "json"],
+                       capture_output=True, text=True, env=hiera_env())
+    q = subprocess.run([hiera, "check", envdir, "--facts-dir", cachedir, "--format", "json"], capture_output=True, text=True,
+                       env=hiera_env())
+    C.check(p.stdout == q.stdout and p.returncode == q.returncode and '"nodes": %d' % len(active) in p.stdout,
+            "hiera check over PuppetDB equals hiera check over the same facts as files", p.stdout[-600:] + p.stderr[-600:])
+    old = os.path.join(root, "code-old")
+    shutil.copytree(code, old)
+    write(os.path.join(envdir, "data", "dc", "dc2.yaml"), "profile::ntp: [ntp1.dc2.example.com]\nprofile::users: {ops: {uid: 2001}}\n")
+    p = subprocess.run([hiera, "diff", old, code, *base[4:], "--confdir", confdir, "--from-puppetdb", "--format", "json"],
+                       capture_output=True, text=True, env=hiera_env())
+    q = subprocess.run([hiera, "diff", old, code, "--facts-dir", cachedir, "--format", "json"], capture_output=True, text=True,
+                       env=hiera_env())
+    C.check(p.returncode == q.returncode == 1 and p.stdout == q.stdout and "ntp1.dc2.example.com" in p.stdout,
+            "hiera diff over PuppetDB equals hiera diff over the same facts as files", p.stdout[-600:] + p.stderr[-600:])
+    shutil.copy(os.path.join(old, "environments", "production", "data", "dc", "dc2.yaml"), os.path.join(envdir, "data", "dc", "dc2.yaml"))
+
     # 3. hiera serve over PuppetDB
     env = hiera_env()
     log = open(os.path.join(root, "serve.log"), "w+")
