@@ -831,12 +831,22 @@ static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char 
     add_plan_levels(e, cf);
 }
 
+/* The extension of the file name at the end of path ("" when none). (A loop rather than strrchr:
+ * GCC, inlining across files, takes a value's string for a zero-sized array and warns.) */
+static const char *extension_of(const char *path)
+{
+    const char *dot = NULL;
+    for (const char *p = path; *p; p++)
+        if (*p == '.')
+            dot = p;
+        else if (*p == '/')
+            dot = NULL;
+    return dot ? dot : "";
+}
+
 static bool data_extension(const char *path)
 {
-    const char *dot = strrchr(path, '.');
-    const char *slash = strrchr(path, '/');
-    if (!dot || (slash && dot < slash))
-        return false;
+    const char *dot = extension_of(path);
     return !strcmp(dot, ".yaml") || !strcmp(dot, ".yml") || !strcmp(dot, ".json") || !strcmp(dot, ".eyaml");
 }
 
@@ -895,8 +905,7 @@ static void find_files(ck_ctx *c)
                 const char *p = hv_str_ptr(hv_array_get(files, i));
                 if (!data_extension(p) || hv_hash_gets(e->file_index, p))
                     continue;
-                const char *dot = strrchr(p, '.');
-                uint32_t fi = add_file(e, p, !strcmp(dot, ".json") ? FMT_JSON : FMT_YAML);
+                uint32_t fi = add_file(e, p, !strcmp(extension_of(p), ".json") ? FMT_JSON : FMT_YAML);
                 e->files[fi].orphan = true;
                 e->files[fi].cfg_owner = (int)ci;
             }
