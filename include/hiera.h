@@ -270,6 +270,135 @@ typedef struct {
 /* Called on the thread that made the call the diagnostic arose in; userdata is passed through. */
 typedef void (*hiera_diagnostic_fn)(const hiera_diagnostic *d, void *userdata);
 
+/* ------------------------------------------------------------------ Puppet's settings */
+
+/* Puppet's settings as `puppet lookup` (Puppet 7.23, run mode "server") resolves them: a value
+ * given on the command line wins, then the environment's environment.conf (for the settings it
+ * may hold), then puppet.conf's [server], [master] and [main] sections, then Puppet's defaults.
+ * "$name" (or "${name}") in a value is replaced by the value of the setting `name`; "$environment"
+ * only in config_version (elsewhere it stays as written, with a warning, as in Puppet). File and
+ * directory settings are made absolute against the working directory, "~" against $HOME.
+ *
+ * puppet.conf is read from the confdir: --confdir (or --config) when given, else the default
+ * for the installed Puppet (see hiera_layout) as root, or the per-user one otherwise. A
+ * puppet.conf that does not parse is reported (a diagnostic) and ignored as a whole, as Puppet
+ * does; one that sets modulepath, manifest or config_version is an error.
+ *
+ * Both objects below are immutable once made: they may be read from any number of threads and
+ * shared by any number of contexts, and must outlive the contexts (and environments) made from
+ * them. */
+typedef struct hiera_settings hiera_settings;
+
+typedef enum {
+    /* as the installed puppet would: the layout of the puppet found on PATH (a link into
+     * /opt/puppetlabs is Puppet's own package, /usr/bin/puppet with Debian's Ruby library is
+     * Debian's), else the one whose files exist (/opt/puppetlabs/bin/puppet, Debian's library),
+     * else Debian's. The environment variable HIERA_PUPPET_LAYOUT (debian | puppetlabs)
+     * overrides the guess. */
+    HIERA_LAYOUT_AUTO = 0,
+    /* Debian's puppet package: /etc/puppet, /etc/puppet/code, /var/cache/puppet, basemodulepath
+     * $codedir/modules:/usr/share/puppet/modules; as another user than root ~/.puppet/etc,
+     * ~/.puppet/code, ~/.puppet/cache */
+    HIERA_LAYOUT_DEBIAN,
+    /* Puppet's own packages (and gems): /etc/puppetlabs/puppet, /etc/puppetlabs/code,
+     * /opt/puppetlabs/puppet/cache, basemodulepath $codedir/modules:/opt/puppetlabs/puppet/modules;
+     * as another user ~/.puppetlabs/etc/puppet, ~/.puppetlabs/etc/code, ~/.puppetlabs/opt/puppet/cache */
+    HIERA_LAYOUT_PUPPETLABS,
+} hiera_layout;
+
+/* A setting given on the command line: the name as Puppet spells it ("codedir", "hiera_config")
+ * and the value as typed (Puppet's rules apply: "true"/"false" are booleans, one pair of
+ * surrounding quotes is dropped). */
+typedef struct {
+    const char *name;
+    const char *value;
+} hiera_setting;
+
+typedef struct {
+    size_t size;              /* sizeof(hiera_settings_options), or 0 (see "Option structs grow") */
+    const hiera_setting *cli; /* command-line settings in the order given (the last of a name
+                                 wins); BORROWED, copied */
+    size_t ncli;
+    hiera_layout layout;
+    bool no_puppet_conf;      /* true: read no puppet.conf (the command line and defaults only) */
+    /* Where what Puppet prints and goes on after goes (see hiera_diagnostic): a puppet.conf that
+     * does not parse ("puppet-conf-syntax", an error: Puppet then ignores the whole file), and,
+     * later, the environments' warnings ("environment-conf" for sections or unknown settings in
+     * environment.conf, "setting-environment" for a "$environment" that cannot be interpolated,
+     * "module-metadata" for a module Puppet refuses). Called on the thread making the call that
+     * meets them; NULL drops them. */
+    hiera_diagnostic_fn diagnostics;
+    void *diagnostics_data;
+} hiera_settings_options;
+#define HIERA_SETTINGS_OPTIONS_INIT {.size = sizeof(hiera_settings_options)}
+
+/* Reads puppet.conf and resolves the settings every lookup needs (confdir, codedir, vardir,
+ * environmentpath, basemodulepath, hiera_config, environment). Returns NULL with err
+ * (HIERA_ERR_FATAL, naming the file and line where Puppet does) when Puppet would stop: an
+ * unknown setting or a bad value on the command line, a setting that cannot be resolved ("Could
+ * not find value for $x"), modulepath in puppet.conf... o may be NULL (defaults). Release with
+ * hiera_settings_free. */
+HIERA_API hiera_settings *hiera_settings_load(const hiera_settings_options *o, hiera_error *err);
+HIERA_API void hiera_settings_free(hiera_settings *s);
+/* The value of a setting outside any environment, resolved and converted as Puppet does (folders
+ * absolute, a path setting's folders joined with ":"), as text: booleans "true"/"false", numbers
+ * in decimal, a list's items joined with ","; a new malloc'ed string (release with free), or NULL
+ * with err (which may be NULL) when the name is not a Puppet setting, has no value, or cannot be
+ * resolved. */
+HIERA_API char *hiera_settings_get(const hiera_settings *s, const char *name, hiera_error *err);
+/* The value a setting is given where: "cli" (the command line) or a puppet.conf section ("main",
+ * "server", "master", "agent", "user"), as written there (not interpolated; booleans as
+ * "true"/"false"); NULL when it is not given there. A new malloc'ed string (release with free). */
+HIERA_API char *hiera_settings_given(const hiera_settings *s, const char *name, const char *where);
+/* The puppet.conf read (BORROWED), or NULL when none was (missing, ignored, or not asked for). */
+HIERA_API const char *hiera_settings_file(const hiera_settings *s);
+/* true when `name` is one of Puppet 7.23's settings. */
+HIERA_API bool hiera_setting_exists(const char *name);
+/* Puppet 7.23's settings in Puppet's order (for a command-line parser): the i-th one's name,
+ * whether it is a boolean (given as --name / --no-name on a command line) and its one-letter
+ * option (0 for none). false when i is past the last. */
+HIERA_API bool hiera_setting_info(size_t i, const char **name, bool *boolean, char *short_option);
+
+/* ------------------------------------------------------------------ environments */
+
+/* An environment as Puppet finds it: <dir>/<name> on the environmentpath (the first folder that
+ * has it) with its environment.conf (modulepath with relative entries made absolute against the
+ * environment, globs expanded, $basemodulepath and other settings interpolated; manifest;
+ * config_version; environment_timeout...), or, for "production" when no folder has it and it is
+ * the configured environment, Puppet's default environment without a folder (modulepath: the
+ * basemodulepath). --modulepath on the command line replaces the environment's modulepath, and
+ * the PUPPETLIB environment variable is put in front of it, as in Puppet. */
+typedef struct hiera_environment hiera_environment;
+
+/* name NULL: the `environment` setting. Fails (NULL with err) as Puppet does: no such
+ * environment ("Could not find a directory environment named 'x' anywhere in the path: ..."),
+ * an environment.conf that does not parse, a value that cannot be resolved. Release with
+ * hiera_environment_free, before the settings. */
+HIERA_API hiera_environment *hiera_environment_load(const hiera_settings *s, const char *name, hiera_error *err);
+HIERA_API void hiera_environment_free(hiera_environment *e);
+HIERA_API const char *hiera_environment_name(const hiera_environment *e);      /* BORROWED */
+/* The environment's folder, or NULL for Puppet's default production environment. BORROWED. */
+HIERA_API const char *hiera_environment_dir(const hiera_environment *e);
+/* The modulepath: every folder in order, whether it exists or not (a module is taken from the
+ * first existing folder that has it). BORROWED strings; i < hiera_environment_modulepath_count. */
+HIERA_API size_t hiera_environment_modulepath_count(const hiera_environment *e);
+HIERA_API const char *hiera_environment_modulepath(const hiera_environment *e, size_t i);
+/* The config_version command (interpolated, made absolute against the environment), or NULL. */
+HIERA_API const char *hiera_environment_config_version(const hiera_environment *e);
+/* Runs config_version as Puppet does when it sets up a node's scope (`puppet lookup` runs it on
+ * every lookup): the command string as Ruby's exec takes it (through /bin/sh when it holds shell
+ * characters, else split at blanks), stdin /dev/null, stdout and stderr captured together, LANG
+ * and LC_ALL set to C, HOME, USER and LOGNAME unset. true with *output (its stripped output,
+ * malloc'ed; may be NULL when not wanted) when it exits 0 or there is no command; false with err
+ * ("Execution of config_version command `cmd` failed: Execution of 'cmd' returned 1: <output>")
+ * otherwise. Waits for the command however long it runs. */
+HIERA_API bool hiera_environment_run_config_version(const hiera_environment *e, char **output, hiera_error *err);
+/* Resolves every Puppet setting in the environment, in Puppet's order, as Puppet does when it
+ * compiles a node's scope: the first value that cannot be resolved or converted ("Invalid value
+ * '\"x\"' for boolean parameter: static_catalogs") is returned in err (false). hiera_new checks
+ * this too. */
+HIERA_API bool hiera_environment_check(const hiera_environment *e, hiera_error *err);
+
 typedef struct {
     size_t size;                 /* sizeof(hiera_options) (HIERA_OPTIONS_INIT), or 0: see above */
     const char *codedir;         /* NULL: Puppet's default (/etc/puppet/code as root) */
@@ -305,11 +434,24 @@ typedef struct {
      * (hiera_facts_cached), Facter for the local machine. The hostname/domain/fqdn/clientcert
      * rule applies to `facts` alone. BORROWED (copied); NULL: none. */
     const hiera_value *base_facts;
+    /* Puppet's settings and the environment (hiera_settings_load, hiera_environment_load),
+     * BORROWED; they must outlive the context (and may be shared by contexts on any threads).
+     * With env: its folder, modulepath and name are used (codedir, environmentpath and
+     * environment above must then be NULL), the settings give hiera_config (unless given above),
+     * the strict setting and the settings:: variables. Without them: the settings are Puppet's
+     * defaults with the fields above as command-line values (no puppet.conf is read) and the
+     * environment is loaded from them. settings NULL with env given: env's settings. */
+    const hiera_settings *settings;
+    const hiera_environment *env;
 } hiera_options;
 #define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 
 /* Creates a context. Checks what `puppet lookup` checks before any lookup: the facts rule for
- * hostname/domain/fqdn/clientcert, the trusted hash, and that the environment exists. The facts
+ * hostname/domain/fqdn/clientcert, the trusted hash, that the environment exists and that every
+ * Puppet setting resolves (hiera_environment_check). It does not run the environment's
+ * config_version (hiera_environment_run_config_version does, as `puppet lookup` would first).
+ * Without settings and env in the options, each call builds its own from the options' folders
+ * (stat, environment.conf): give them when making many contexts. The facts
  * are sanitized as Puppet::Node::Facts#sanitize does: a value (at any depth, hash keys included)
  * that is not a Hash, Array, number, Boolean or String becomes its to_s (undef -> "", a Symbol
  * -> its name); a fact name that is a Symbol is refused ("Unsupported data type: 'Symbol'").

@@ -13,8 +13,13 @@ by tests/tools/record-cases.py. The binary is called exactly as those commands a
 ENV is the query's own environment when it names one, else the case's.
 
 A case with "args" gives its own lookup flags instead of the default ones ("{case}" stands for the
-case folder), then "hiera_args" (the flags hiera takes where Puppet got "puppet_args"); a query may
-add args and hiera_args of its own. A case whose "needs" names a command missing from PATH (e.g.
+case folder; without args the flags start with --confdir C, where no puppet.conf is, so the
+machine's puppet.conf never decides), then "hiera_args" (the flags hiera takes where Puppet got
+"puppet_args"); a query may add args and hiera_args of its own. A puppet-cli case runs
+`HIERA lookup ARGS` (the case's then the query's) and compares exit status, standard output and
+the query's stderr_has texts with what `puppet lookup` printed (a query's "hiera" entry says where
+hiera differs by design). A Hiera 3 query with help_prefix passes when the reference's text ends
+hiera's output (hiera's own lines come first). A case whose "needs" names a command missing from PATH (e.g.
 facter) is skipped with a line saying so. With "match_messages", an error must be printed as
 "Error: Could not run: <Puppet's message>".
 
@@ -45,6 +50,39 @@ def keys_of(q):
 def case_args(case, flags):
     return [str(a).replace("{case}", case) for a in (flags or [])]
 
+def check_cli(hiera, case, spec, q, exp):
+    """A puppet-cli query: hiera lookup with the same arguments, compared with puppet lookup's run."""
+    cmd = [hiera, "lookup"] + case_args(case, spec.get("args", []) + q.get("args", []))
+    env = dict(os.environ)
+    env["HIERA_PUPPET_LAYOUT"] = "debian"  # the layout of the Puppet that recorded the cases
+    env.update({k: v.replace("{case}", case) for k, v in (q.get("env") or {}).items()})
+    try:
+        p = subprocess.run(cmd, cwd=case, capture_output=True, timeout=30, env=env)
+    except subprocess.TimeoutExpired:
+        return "no answer in 30 s"
+    out = p.stdout.decode("utf-8", "replace").replace(case, "<CASE>")
+    err = p.stderr.decode("utf-8", "replace").replace(case, "<CASE>")
+    if p.returncode < 0 or p.returncode >= 128:
+        return f"crashed (exit {p.returncode}): {err.strip()[-300:]}"
+    want = dict(exp)
+    fragments = q.get("stderr_has", [])
+    if q.get("hiera"):  # where hiera differs from Puppet by design
+        want.update({k: v for k, v in q["hiera"].items() if k in ("status", "stdout")})
+        fragments = q["hiera"].get("stderr_has", fragments)
+    if p.returncode != want["status"]:
+        return f"exit {p.returncode}, expected {want['status']}; stderr: {err.strip()[:400]}"
+    if want["stdout"] is not None and out != want["stdout"]:
+        import difflib
+        d = "".join(list(difflib.unified_diff(want["stdout"].splitlines(True), out.splitlines(True),
+                                               "expected", "got", n=1))[:40])
+        return "output differs:\n" + d
+    for frag in fragments:
+        if frag.replace("{case}", "<CASE>") not in err:
+            return f"stderr lacks {frag!r}; stderr: {err.strip()[:400]}"
+    if not fragments and not q.get("hiera") and bool(want["stderr"].strip()) != bool(err.strip()):
+        return f"stderr {'empty' if not err.strip() else 'not empty'}, Puppet's {'was' if want['stderr'].strip() else 'was not'}: {err.strip()[:300]}"
+    return None
+
 def command(hiera, case, spec, q):
     if spec.get("engine", "puppet") == "hiera3":
         cmd = [hiera, "-c", os.path.join(case, "hiera.yaml"), "-f", q.get("format", "json")]
@@ -58,7 +96,7 @@ def command(hiera, case, spec, q):
     if "args" in spec:
         cmd = [hiera, "lookup"] + case_args(case, spec["args"])
     else:
-        cmd = [hiera, "lookup", "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+        cmd = [hiera, "lookup", "--confdir", case, "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
                "--hiera_config", os.path.join(case, "hiera.yaml"),
                "--environment", q.get("environment", spec.get("environment", "production")),
                "--node", spec.get("node", "node1.example.com"), "--facts", os.path.join(case, spec.get("facts", "facts.yaml"))]
@@ -82,6 +120,8 @@ def command(hiera, case, spec, q):
     return cmd + keys_of(q)
 
 def check(hiera, case, spec, q, exp):
+    if spec.get("engine") == "puppet-cli":
+        return check_cli(hiera, case, spec, q, exp)
     cmd = command(hiera, case, spec, q)
     try:
         p = subprocess.run(cmd, cwd=case, capture_output=True, timeout=30)
@@ -95,6 +135,8 @@ def check(hiera, case, spec, q, exp):
         got = out.replace(case, "<CASE>")
         if p.returncode != exp.get("status", 0):
             return f"exit {p.returncode}, expected {exp.get('status', 0)}; stderr: {err.strip()[:300]}"
+        if q.get("help_prefix") and got.endswith(exp["output"]):
+            return None  # hiera's subcommands come first, then the reference's text verbatim
         if got != exp["output"]:
             import difflib
             d = "".join(list(difflib.unified_diff(exp["output"].splitlines(True), got.splitlines(True),
@@ -175,7 +217,8 @@ def run_all(hiera, verbose, cases):
             if why is None:
                 passed += 1
                 if verbose:
-                    print(f"ok   {os.path.basename(case)}#{i} {keys_of(q)}")
+                    what = q.get("args") if spec.get("engine") == "puppet-cli" else keys_of(q)
+                    print(f"ok   {os.path.basename(case)}#{i} {what}")
             else:
                 failed += 1
                 print(f"FAIL {os.path.basename(case)}#{i} {json.dumps(q)}\n      {why}")

@@ -10,6 +10,7 @@
 #include "engine/snapshot.h"
 #include "formats/json.h"
 #include "engine/provenance.h"
+#include "engine/settings.h"
 #include "types/ptype.h"
 #include "formats/render.h"
 #include "formats/psych.h"
@@ -23,7 +24,7 @@
 #include <unistd.h>
 
 /* engine entry points (lookup.c) */
-hiera_ctx *hctx_new(const char *codedir, const char *envpath, const char *env_name, const char *global_config,
+hiera_ctx *hctx_new(const char *codedir, const char *env_dir, const char *env_name, const char *global_config,
                     hv *scope, hiera_cache *cache);
 void hctx_free(hiera_ctx *h);
 lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptype *type, const hv *dflt,
@@ -133,24 +134,6 @@ void hiera_cache_free(hiera_cache *c) { cache_free(c); }
 void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
 bool hiera_cache_use_disk(hiera_cache *c, const char *dir) { return cache_use_disk(c, dir); }
 
-/* stat() through the cache when there is one (a frozen cache remembers: hiera batch makes a
- * context per node) */
-static bool path_exists(hiera_cache *c, const char *p)
-{
-    if (c)
-        return cache_file_exists(c, p);
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
-static bool is_dir(hiera_cache *c, const char *p)
-{
-    if (c)
-        return cache_dir_exists(c, p);
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* facts: sanitized; trusted: the $trusted hash */
 static hv *build_scope(const hv *facts, const hv *trusted, const char *environment)
 {
@@ -168,42 +151,102 @@ static hv *build_scope(const hv *facts, const hv *trusted, const char *environme
     return scope;
 }
 
-static char *default_confdir(void)
+/* The settings and environment of a context made without them: Puppet's defaults with the
+ * options' directories as command-line values, no puppet.conf. */
+static bool build_environment(const hiera_options *o, hiera_settings **s_out, hiera_environment **e_out, hiera_error *err)
 {
-    if (geteuid() == 0)
-        return xstrdup("/etc/puppet");
-    const char *home = getenv("HOME");
-    return xasprintf("%s/.puppetlabs/etc/puppet", home ? home : "");
+    hiera_setting cli[5];
+    size_t n = 0;
+    if (o->codedir)
+        cli[n++] = (hiera_setting){"codedir", o->codedir};
+    if (o->confdir)
+        cli[n++] = (hiera_setting){"confdir", o->confdir};
+    if (o->environmentpath)
+        cli[n++] = (hiera_setting){"environmentpath", o->environmentpath};
+    if (o->hiera_config)
+        cli[n++] = (hiera_setting){"hiera_config", o->hiera_config};
+    if (o->environment)
+        cli[n++] = (hiera_setting){"environment", o->environment};
+    hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = n, .no_puppet_conf = true};
+    *s_out = NULL;
+    if (!o->settings) {
+        *s_out = hiera_settings_load(&so, err);
+        if (!*s_out)
+            return false;
+    }
+    *e_out = hiera_environment_load(o->settings ? o->settings : *s_out, o->environment, err);
+    if (!*e_out) {
+        hiera_settings_free(*s_out);
+        *s_out = NULL;
+        return false;
+    }
+    return true;
 }
 
-static char *default_codedir(void)
+/* Settings and environment built from the old fields and kept by a frozen cache for every
+ * context made with the same fields (hiera diff and hiera check make one per node). */
+typedef struct {
+    hiera_settings *s;
+    hiera_environment *e;
+} shared_env;
+
+static void shared_env_free(void *p)
 {
-    if (geteuid() == 0)
-        return xstrdup("/etc/puppet/code");
-    const char *home = getenv("HOME");
-    return xasprintf("%s/.puppetlabs/etc/code", home ? home : "");
+    shared_env *se = p;
+    hiera_environment_free(se->e);
+    hiera_settings_free(se->s);
+    free(se);
 }
 
-/* The folders and global hiera.yaml of o, with Puppet's defaults (malloc'ed): what hiera_new
- * and hiera_snapshot_new read. */
+/* The environment of a context made without one: the cache's when it is frozen and has one for
+ * the same folders (*own_s and *own_e NULL: the cache keeps them), else built for the context
+ * (*own_s and *own_e its own). NULL with err when it cannot be built. */
+static const hiera_environment *own_environment(const hiera_options *o, hiera_settings **own_s, hiera_environment **own_e,
+                                                hiera_error *err)
+{
+    *own_s = NULL;
+    *own_e = NULL;
+    if (o->settings || !o->cache || !cache_is_frozen(o->cache)) {
+        if (!build_environment(o, own_s, own_e, err))
+            return NULL;
+        return *own_e;
+    }
+    /* each field with its length (no field runs into the next), "-" when not given */
+    const char *fields[] = {o->codedir, o->confdir, o->environmentpath, o->hiera_config, o->environment};
+    sbuf sig = {0};
+    sb_adds(&sig, "settings of a context");
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        if (fields[i])
+            sb_addf(&sig, "\n%zu:%s", strlen(fields[i]), fields[i]);
+        else
+            sb_adds(&sig, "\n-");
+    }
+    char *key = sb_take(&sig);
+    bool found;
+    shared_env *se = cache_shared_get(o->cache, key, &found);
+    if (!found) {
+        hiera_settings *s;
+        hiera_environment *e;
+        if (!build_environment(o, &s, &e, err)) {
+            free(key); /* failures are not remembered (as config_load) */
+            return NULL;
+        }
+        se = xmalloc(sizeof *se);
+        *se = (shared_env){s, e};
+        cache_shared_put(o->cache, key, se, shared_env_free);
+    }
+    free(key);
+    return se->e;
+}
+
+/* The folders and global hiera.yaml of o as given (malloc'ed): what a snapshot reads when the
+ * settings cannot be resolved (its problems then say what is missing). */
 static void resolve_paths(const hiera_options *o, char **codedir_out, char **envpath_out, char **global_out)
 {
-    char *codedir = o->codedir ? xstrdup(o->codedir) : default_codedir();
-    char *confdir = o->confdir ? xstrdup(o->confdir) : o->hiera_config ? NULL : default_confdir();
-    char *global;
-    if (o->hiera_config) {
-        global = xstrdup(o->hiera_config);
-    } else {
-        global = xjoin(codedir, "/hiera.yaml", NULL);
-        if (!path_exists(o->cache, global)) {
-            free(global);
-            global = xjoin(confdir, "/hiera.yaml", NULL);
-        }
-    }
+    const char *codedir = o->codedir ? o->codedir : "";
     *envpath_out = o->environmentpath ? xstrdup(o->environmentpath) : xjoin(codedir, "/environments", NULL);
-    *codedir_out = codedir;
-    *global_out = global;
-    free(confdir);
+    *global_out = o->hiera_config ? xstrdup(o->hiera_config) : xjoin(codedir, "/hiera.yaml", NULL);
+    *codedir_out = xstrdup(codedir);
 }
 
 /* The caller's option struct copied whole into one of this version's layout: the fields its size
@@ -261,6 +304,11 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
             return NULL;
         }
     }
+    if (o->env && (o->codedir || o->environmentpath || o->environment)) {
+        herr_set(&e, HERR_PUPPET, "hiera_new: codedir, environmentpath and environment go with the settings, not with an environment");
+        api_error_out(err, &e);
+        return NULL;
+    }
     /* the node's facts with the given ones over them (Puppet::Node::Facts#add_extra_values),
      * sanitized; then $trusted */
     hv *all = NULL;
@@ -280,45 +328,53 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
         api_error_out(err, &e);
         return NULL;
     }
+    /* the settings and the environment: the caller's, else Puppet's defaults with the options'
+     * folders */
+    hiera_settings *own_s = NULL;
+    hiera_environment *own_e = NULL;
+    const hiera_environment *env = o->env;
+    if (!env) {
+        env = own_environment(o, &own_s, &own_e, err);
+        if (!env) {
+            hv_decref(clean);
+            hv_decref(trusted_given);
+            return NULL;
+        }
+    }
+    const hiera_settings *s = o->settings ? o->settings : settings_of(env);
+    /* Puppet converts every setting when it compiles the node's scope */
+    char *codedir = NULL, *global = NULL;
+    if (hiera_environment_check(env, err)) {
+        codedir = settings_string(s, NULL, "codedir", &e);
+        global = codedir ? (o->hiera_config ? xstrdup(o->hiera_config) : settings_string(s, NULL, "hiera_config", &e)) : NULL;
+        if (!global)
+            api_error_out(err, &e);
+    }
+    if (!global) {
+        free(codedir);
+        hiera_environment_free(own_e);
+        hiera_settings_free(own_s);
+        hv_decref(clean);
+        hv_decref(trusted_given);
+        return NULL;
+    }
     hv *trusted = trusted_for(clean, trusted_given);
     hv_decref(trusted_given);
-    char *codedir, *envpath, *global;
-    resolve_paths(o, &codedir, &envpath, &global);
-    const char *env = o->environment ? o->environment : "production";
-    /* the environment must exist (a directory on the environmentpath) */
-    bool found = false;
-    char *paths = xstrdup(envpath), *save = NULL;
-    char *env_dir_path = NULL;
-    for (char *p = strtok_r(paths, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
-        char *d = xjoin(p, "/", env, NULL);
-        if (is_dir(o->cache, d)) {
-            found = true;
-            env_dir_path = xstrdup(p);
-            free(d);
-            break;
-        }
-        free(d);
-    }
-    free(paths);
-    hiera *h = NULL;
-    if (!found) {
-        herr_set(&e, HERR_PUPPET, "Could not find a directory environment named '%s' anywhere in the path: %s. Does the directory exist?",
-                 env, envpath);
-        api_error_out(err, &e);
-    } else {
-        hv *scope = build_scope(clean, trusted, env);
-        h = hctx_new(codedir, env_dir_path, env, global, scope, o->cache);
-        h->strict_paths = !o->unsafe_fact_paths;
-        h->redact_encrypted = o->redact_encrypted;
-        h->user_diag = o->diagnostics;
-        h->user_diag_data = o->diagnostics_data;
-        hv_decref(scope);
-    }
+    const char *name = hiera_environment_name(env);
+    hv *scope = build_scope(clean, trusted, name);
+    hiera *h = hctx_new(codedir, hiera_environment_dir(env), name, global, scope, o->cache);
+    h->strict_paths = !o->unsafe_fact_paths;
+    h->redact_encrypted = o->redact_encrypted;
+    h->environment = env;
+    h->strict = settings_strict(env);
+    h->own_env = own_e;
+    h->own_settings = own_s;
+    h->user_diag = o->diagnostics;
+    h->user_diag_data = o->diagnostics_data;
+    hv_decref(scope);
     hv_decref(clean);
     hv_decref(trusted);
-    free(env_dir_path);
     free(codedir);
-    free(envpath);
     free(global);
     return h;
 }
@@ -444,23 +500,75 @@ const char *hiera_version(void) { return HIERA_VERSION; }
 
 struct hiera_snapshot; /* is an engine snapshot (engine/snapshot.h) */
 
+/* snapshot_spec.module_roots: the environment's modulepath from the settings */
+static char **snapshot_roots(const char *name, void *data)
+{
+    hiera_error ignore = {0};
+    hiera_environment *env = hiera_environment_load(data, name, &ignore);
+    hiera_error_clear(&ignore);
+    if (!env)
+        return NULL;
+    size_t n = hiera_environment_modulepath_count(env);
+    char **roots = xcalloc(n + 1, sizeof *roots);
+    for (size_t i = 0; i < n; i++)
+        roots[i] = xstrdup(hiera_environment_modulepath(env, i));
+    hiera_environment_free(env);
+    return roots;
+}
+
 hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *given, hiera_error *err)
 {
     (void)err; /* problems are kept in the snapshot (hiera_snapshot_problems) */
     hiera_options opts;
     COPY_OPTIONS(opts, given);
     const hiera_options *o = &opts;
-    char *codedir, *envpath, *global;
-    resolve_paths(o, &codedir, &envpath, &global);
+    char *codedir = NULL, *envpath = NULL, *global = NULL;
+    /* the folders as hiera_new finds them: from the settings (Puppet's defaults with the options'
+     * folders when none are given) */
+    hiera_settings *own = NULL;
+    const hiera_settings *s = o->settings ? o->settings : o->env ? settings_of(o->env) : NULL;
+    if (!s) {
+        hiera_setting cli[5];
+        size_t n = 0;
+        if (o->codedir)
+            cli[n++] = (hiera_setting){"codedir", o->codedir};
+        if (o->confdir)
+            cli[n++] = (hiera_setting){"confdir", o->confdir};
+        if (o->environmentpath)
+            cli[n++] = (hiera_setting){"environmentpath", o->environmentpath};
+        if (o->hiera_config)
+            cli[n++] = (hiera_setting){"hiera_config", o->hiera_config};
+        if (o->environment)
+            cli[n++] = (hiera_setting){"environment", o->environment};
+        hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = n, .no_puppet_conf = true};
+        hiera_error ignore = {0};
+        s = own = hiera_settings_load(&so, &ignore);
+        hiera_error_clear(&ignore);
+    }
+    if (s) {
+        herr e = {0};
+        codedir = settings_string(s, NULL, "codedir", &e);
+        envpath = settings_string(s, NULL, "environmentpath", &e);
+        global = o->hiera_config ? xstrdup(o->hiera_config) : settings_string(s, NULL, "hiera_config", &e);
+        herr_clear(&e);
+    }
+    if (!codedir || !envpath || !global) {
+        free(codedir);
+        free(envpath);
+        free(global);
+        resolve_paths(o, &codedir, &envpath, &global);
+    }
     diskcache *d = o->cache ? cache_disk(o->cache) : NULL;
-    const char *only[1] = {o->environment};
-    snapshot_spec spec = {codedir, envpath, global, o->environment ? only : NULL, o->environment ? 1 : 0,
-                          d ? diskcache_dir(d) : NULL};
-    snapshot *s = snapshot_build(&spec, (const snapshot *)previous);
+    const char *env_name = o->env ? hiera_environment_name(o->env) : o->environment;
+    const char *only[1] = {env_name};
+    snapshot_spec spec = {codedir, envpath, global, env_name ? only : NULL, env_name ? 1 : 0,
+                          d ? diskcache_dir(d) : NULL, s ? snapshot_roots : NULL, (void *)s};
+    snapshot *snap = snapshot_build(&spec, (const snapshot *)previous);
+    hiera_settings_free(own);
     free(codedir);
     free(envpath);
     free(global);
-    return (hiera_snapshot *)s;
+    return (hiera_snapshot *)snap;
 }
 
 hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err) { return hiera_snapshot_update(NULL, o, err); }

@@ -240,6 +240,7 @@ typedef struct {
     size_t limit;
     unsigned long work;
     bool stopped; /* a bound was hit: glob_expand returns -1 */
+    bool with_dirs; /* directories are results too (Dir.glob), not only files (Hiera) */
 } gstate;
 
 /* Charges n units of work; false (and the walk stops) once the budget is spent. A unit is
@@ -264,7 +265,7 @@ static int emit(gstate *g, const char *path)
     struct stat st;
     if (!spend(g, COST_SYSCALL))
         return 1;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    if (!g->with_dirs && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return 0;
     if (g->limit && g->out->n >= g->limit) {
         g->stopped = true;
@@ -831,9 +832,9 @@ static int glob0(gstate *g, const char *pattern, void *unused)
     return status;
 }
 
-int glob_expand(const char *pattern, glob_result *out, size_t limit)
+static int expand(const char *pattern, glob_result *out, size_t limit, bool with_dirs)
 {
-    gstate g = {out, 0, limit, 0, false};
+    gstate g = {out, 0, limit, 0, false, with_dirs};
     out->paths = NULL;
     out->n = 0;
     if (!pattern)
@@ -841,6 +842,9 @@ int glob_expand(const char *pattern, glob_result *out, size_t limit)
     glob0(&g, pattern, NULL);
     return g.stopped ? -1 : 0;
 }
+
+int glob_expand(const char *pattern, glob_result *out, size_t limit) { return expand(pattern, out, limit, false); }
+int glob_expand_all(const char *pattern, glob_result *out, size_t limit) { return expand(pattern, out, limit, true); }
 
 void glob_free(glob_result *r)
 {

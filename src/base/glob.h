@@ -15,6 +15,8 @@ typedef struct {
  * the number of results (0: no cap); returns 0 on success, -1 when the cap was exceeded (out holds
  * the first `limit` matches). */
 int glob_expand(const char *pattern, glob_result *out, size_t limit);
+/* glob_expand with the directories that match too (Ruby's Dir.glob, for a modulepath's entries). */
+int glob_expand_all(const char *pattern, glob_result *out, size_t limit);
 void glob_free(glob_result *r);
 
 #endif

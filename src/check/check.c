@@ -394,9 +394,8 @@ static void add_root(ck_env *e, const char *dir)
     e->modroots[e->nmodroots++] = xstrdup(dir);
 }
 
-/* The module folders: environment.conf's modulepath (relative entries are relative to the
- * environment; $basemodulepath and $codedir stand for <codedir>/modules and the code directory),
- * then the folders the lookups use (module_roots). */
+/* The module folders: the ones the lookups use (module_roots: the environment's modulepath as
+ * Puppet's settings and environment.conf give it). */
 static void module_roots_of(ck_env *e)
 {
     /* the folders the lookups use (module_roots: they follow the lookups' modulepath) */
@@ -412,24 +411,6 @@ static void module_roots_of(ck_env *e)
     if (h) {
         e->engine_roots = module_roots(h);
         hiera_free(h);
-    }
-    char *mp = env_conf_setting(e->dir, "modulepath");
-    if (mp) {
-        char *save = NULL;
-        for (char *p = strtok_r(mp, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
-            char *dir;
-            if (!strcmp(p, "$basemodulepath"))
-                dir = xjoin(e->codedir, "/modules", NULL);
-            else if (!strncmp(p, "$codedir", 8))
-                dir = xjoin(e->codedir, p + 8, NULL);
-            else if (!strncmp(p, "$environmentpath", 16))
-                dir = xjoin(e->envpath, p + 16, NULL);
-            else
-                dir = pn_plus(e->dir, p);
-            add_root(e, dir);
-            free(dir);
-        }
-        free(mp);
     }
     for (size_t i = 0; e->engine_roots && e->engine_roots[i]; i++)
         add_root(e, e->engine_roots[i]);
@@ -1028,7 +1009,7 @@ static void check_env(ck_ctx *c)
     c->report->environments++;
 
     const char *envs[1] = {e->name};
-    snapshot_spec spec = {e->codedir, e->envpath, e->hiera_config, envs, 1, NULL};
+    snapshot_spec spec = {e->codedir, e->envpath, e->hiera_config, envs, 1, NULL, NULL, NULL};
     e->snap = snapshot_build(&spec, NULL);
 
     module_roots_of(e);

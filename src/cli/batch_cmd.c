@@ -71,14 +71,13 @@
 #define ERRORS_KEY ".errors"
 
 static const char *BATCH_USAGE =
-    "usage: hiera batch [--help] (--facts-dir <DIR> | --facts <FILE> [--node <NODE-NAME>])\n"
+    "usage: hiera batch [--help] [--version] (--facts-dir <DIR> | --facts <FILE> [--node <NODE-NAME>])\n"
     "                   [--keys-file <FILE>] [<keys>] [--type <TYPESTRING>]\n"
     "                   [--merge first|unique|hash|deep] [--knock-out-prefix <PREFIX-STRING>]\n"
     "                   [--sort-merged-arrays] [--merge-hash-arrays] [--default <VALUE>]\n"
-    "                   [--environment <ENV>] [--codedir <DIR>] [--confdir <DIR>]\n"
-    "                   [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
-    "                   [--render-as json|yaml] [--jobs <N>] [--unsafe-fact-paths]\n"
-    "                   [--trusted-dir <DIR> | --trusted <FILE>]\n"
+    "                   [--environment <ENV>] [--render-as json|yaml] [--jobs <N>]\n"
+    "                   [--unsafe-fact-paths] [--trusted-dir <DIR> | --trusted <FILE>]\n"
+    "                   [--<puppet setting> <VALUE>]\n"
     "       hiera batch (--from-puppetdb | --puppetdb <URL|FILE>) [--nodes-query <QUERY>]\n"
     "                   [--include-inactive] [--cert <FILE> --key <FILE>] [--cacert <FILE>] ...\n"
     "\n"
@@ -93,21 +92,64 @@ static const char *BATCH_USAGE =
     "$trusted: the node's `trusted` fact when it is a hash with authenticated, certname and\n"
     "extensions, else built from its clientcert fact; --trusted-dir DIR: DIR/NAME.yaml|yml|json\n"
     "for each node; --trusted FILE: for the one node of --facts.\n"
+    "Settings, options and the environment are read as `hiera lookup` reads them (see hiera lookup\n"
+    "--help): puppet.conf from the confdir, any Puppet setting on the command line (--confdir,\n"
+    "--codedir, --environmentpath, --hiera_config, --modulepath...), environment.conf. The\n"
+    "environment's config_version command runs once, before the first node (`puppet lookup` runs\n"
+    "it for every lookup); if it fails, nothing is looked up. Refused: --explain and\n"
+    "--explain-options (use hiera lookup), --compile, --debug and --log_level debug.\n"
     "The nodes may come from PuppetDB instead, with their facts as `hiera lookup --node` takes them\n"
     "from there (fetched a page of nodes at a time; a node that cannot be fetched is listed under\n"
     "\".errors\" and the run goes on):\n"
-    "%s"
-    "Exit status: 0 done, 1 nothing printed (bad options), 2 printed with errors (summed up on stderr).\n";
+    CLI_PDB_USAGE
+    "Exit status: 0 done, 1 nothing printed (bad options, settings or environment), 2 printed with\n"
+    "errors (summed up on stderr).\n";
 
 typedef struct {
-    const char *node, *facts, *facts_dir, *keys_file, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
-    const char *merge, *prefix, *default_value, *type, *render_as, *jobs, *trusted, *trusted_dir;
-    bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths;
-    cli_pdb_args pdb;          /* PuppetDB as the node set */
-    cli_puppet_settings_args ps; /* Puppet's settings for its client */
-    const char **keys; /* the keys given as arguments */
-    size_t nkeys;
+    const char *node, *facts, *facts_dir, *keys_file, *trusted, *trusted_dir;
+    const char *merge, *prefix, *default_value, *type, *render_as, *jobs;
+    bool sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, verbose;
+    const hiera_settings *settings;
+    const hiera_environment *env;
+    cli_pdb_args pdb; /* PuppetDB as the node set */
 } batch_args;
+
+#define EXPLAIN_WHY "there is no explanation in batch mode: use hiera lookup"
+
+/* hiera lookup's options (common.c reads them as puppet lookup does), with batch's own */
+static const cli_option BATCH_OPTIONS[] = {
+    {"help", 'h', CLI_HELP, 0, NULL},
+    {"version", 'V', CLI_VERSION, 0, NULL},
+    {"merge", 0, CLI_VALUE, offsetof(batch_args, merge), NULL},
+    {"debug", 'd', CLI_REFUSED, 0, "Puppet's debug log is not reproduced"},
+    {"verbose", 'v', CLI_FLAG, offsetof(batch_args, verbose), NULL},
+    {"render-as", 0, CLI_VALUE, offsetof(batch_args, render_as), NULL},
+    {"type", 0, CLI_VALUE, offsetof(batch_args, type), NULL},
+    {"compile", 'c', CLI_REFUSED, 0, "site.pp's top-scope variables need Puppet's language; give them as facts"},
+    {"knock-out-prefix", 0, CLI_VALUE, offsetof(batch_args, prefix), NULL},
+    {"sort-merged-arrays", 0, CLI_FLAG, offsetof(batch_args, sort_merged_arrays), NULL},
+    {"merge-hash-arrays", 0, CLI_FLAG, offsetof(batch_args, merge_hash_arrays), NULL},
+    {"explain", 0, CLI_REFUSED, 0, EXPLAIN_WHY},
+    {"explain-options", 0, CLI_REFUSED, 0, EXPLAIN_WHY},
+    {"default", 0, CLI_VALUE, offsetof(batch_args, default_value), NULL},
+    {"trusted", 0, CLI_VALUE, offsetof(batch_args, trusted), NULL}, /* puppet lookup's takes no file */
+    {"node", 0, CLI_VALUE, offsetof(batch_args, node), NULL},
+    {"facts", 0, CLI_VALUE, offsetof(batch_args, facts), NULL},
+    /* hiera's */
+    {"unsafe-fact-paths", 0, CLI_FLAG, offsetof(batch_args, unsafe_fact_paths), NULL},
+    {"facts-dir", 0, CLI_VALUE, offsetof(batch_args, facts_dir), NULL},
+    {"keys-file", 0, CLI_VALUE, offsetof(batch_args, keys_file), NULL},
+    {"jobs", 0, CLI_VALUE, offsetof(batch_args, jobs), NULL},
+    {"trusted-dir", 0, CLI_VALUE, offsetof(batch_args, trusted_dir), NULL},
+    {"puppetdb", 0, CLI_VALUE, offsetof(batch_args, pdb.puppetdb), NULL},
+    {"from-puppetdb", 0, CLI_FLAG, offsetof(batch_args, pdb.from_puppetdb), NULL},
+    {"nodes-query", 0, CLI_VALUE, offsetof(batch_args, pdb.nodes_query), NULL},
+    {"include-inactive", 0, CLI_FLAG, offsetof(batch_args, pdb.include_inactive), NULL},
+    {"cert", 0, CLI_VALUE, offsetof(batch_args, pdb.cert), NULL},
+    {"key", 0, CLI_VALUE, offsetof(batch_args, pdb.key), NULL},
+    {"cacert", 0, CLI_VALUE, offsetof(batch_args, pdb.cacert), NULL}, /* (also Puppet's setting; no effect there) */
+    {"puppetdb-timeout", 0, CLI_VALUE, offsetof(batch_args, pdb.timeout), NULL},
+};
 
 typedef struct {
     char **v;
@@ -203,19 +245,6 @@ static void sv_free(strvec *sv)
     memset(sv, 0, sizeof *sv);
 }
 
-/* Puppet settings may be written with dashes or underscores; "--name=value" works too. */
-static bool flag_is(const char *given, size_t len, const char *name)
-{
-    if (strlen(name) != len)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char a = given[i] == '-' ? '_' : given[i], b = name[i] == '-' ? '_' : name[i];
-        if (a != b)
-            return false;
-    }
-    return true;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -251,108 +280,6 @@ static char *json_message(const char *msg)
 }
 
 /* ------------------------------------------------------------------ options */
-
-static int parse(int argc, char **argv, batch_args *a)
-{
-    a->keys = xalloc(((size_t)argc + 1) * sizeof *a->keys);
-    bool options_done = false;
-    static const struct {
-        const char *name;
-        size_t off;
-    } value_flags[] = {
-        {"node", offsetof(batch_args, node)},
-        {"facts", offsetof(batch_args, facts)},
-        {"facts_dir", offsetof(batch_args, facts_dir)},
-        {"keys_file", offsetof(batch_args, keys_file)},
-        {"environment", offsetof(batch_args, environment)},
-        {"codedir", offsetof(batch_args, codedir)},
-        {"confdir", offsetof(batch_args, confdir)},
-        {"environmentpath", offsetof(batch_args, environmentpath)},
-        {"hiera_config", offsetof(batch_args, hiera_config)},
-        {"merge", offsetof(batch_args, merge)},
-        {"knock_out_prefix", offsetof(batch_args, prefix)},
-        {"type", offsetof(batch_args, type)},
-        {"render_as", offsetof(batch_args, render_as)},
-        {"jobs", offsetof(batch_args, jobs)},
-        {"trusted", offsetof(batch_args, trusted)},
-        {"trusted_dir", offsetof(batch_args, trusted_dir)},
-        {"certname", offsetof(batch_args, ps.certname)},
-        {"ssldir", offsetof(batch_args, ps.ssldir)},
-        {"hostcert", offsetof(batch_args, ps.hostcert)},
-        {"hostprivkey", offsetof(batch_args, ps.hostprivkey)},
-        {"localcacert", offsetof(batch_args, ps.localcacert)},
-        {"hostcrl", offsetof(batch_args, ps.hostcrl)},
-        {"certificate_revocation", offsetof(batch_args, ps.certificate_revocation)},
-    };
-    /* Puppet settings that take a value and do not matter here (as hiera lookup accepts them) */
-    static const char *ignored_value_flags[] = {"vardir", "logdir", "rundir", "config", "basemodulepath",
-                                                "modulepath", "server", "strict", "log_level"};
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        if (options_done || arg[0] != '-' || arg[1] != '-' || arg[2] == 0) {
-            if (!options_done && strcmp(arg, "--") == 0) {
-                options_done = true;
-                continue;
-            }
-            a->keys[a->nkeys++] = arg;
-            continue;
-        }
-        int pr = cli_pdb_parse_arg(&a->pdb, argc, argv, &i);
-        if (pr < 0)
-            return 1;
-        if (pr > 0)
-            continue;
-        const char *name = arg + 2;
-        const char *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        bool matched = false;
-        for (size_t f = 0; f < sizeof value_flags / sizeof *value_flags && !matched; f++) {
-            if (!flag_is(name, nlen, value_flags[f].name))
-                continue;
-            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!val)
-                return fail("option '--%s' needs a value", value_flags[f].name);
-            *(const char **)((char *)a + value_flags[f].off) = val;
-            matched = true;
-        }
-        if (matched)
-            continue;
-        if (flag_is(name, nlen, "default")) {
-            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!val)
-                return fail("option '--%s' needs a value", "default");
-            a->default_value = val;
-            a->has_default = true;
-        } else if (flag_is(name, nlen, "sort_merged_arrays")) {
-            a->sort_merged_arrays = true;
-        } else if (flag_is(name, nlen, "merge_hash_arrays")) {
-            a->merge_hash_arrays = true;
-        } else if (flag_is(name, nlen, "unsafe_fact_paths")) {
-            a->unsafe_fact_paths = true;
-        } else if (flag_is(name, nlen, "help")) {
-            printf(BATCH_USAGE, CLI_PDB_USAGE);
-            exit(0);
-        } else if (flag_is(name, nlen, "compile") || flag_is(name, nlen, "debug") || flag_is(name, nlen, "verbose") ||
-                   flag_is(name, nlen, "trace") || flag_is(name, nlen, "color")) {
-            /* accepted for compatibility with hiera lookup; no effect here */
-        } else if (flag_is(name, nlen, "explain") || flag_is(name, nlen, "explain_options")) {
-            return fail("%s", "--explain and --explain-options are not available in batch mode: use hiera lookup");
-        } else {
-            bool known = false;
-            for (size_t f = 0; f < sizeof ignored_value_flags / sizeof *ignored_value_flags; f++)
-                if (flag_is(name, nlen, ignored_value_flags[f])) {
-                    known = true;
-                    if (!eq)
-                        i++;
-                }
-            if (!known) {
-                fprintf(stderr, "Error: Could not parse application options: invalid option: %s\n", arg);
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
 
 /* The merge option exactly as hiera lookup (puppet lookup) builds it; NULL when not given.
  * Returns -1 after printing the error. */
@@ -565,8 +492,7 @@ static int list_facts_dir(const char *dir, node_src **out, size_t *nout)
  * are read from. -1 after printing the error. */
 static int list_puppetdb(batch_args *a, factsrc **src, node_src **out, size_t *nout)
 {
-    a->ps.confdir = a->confdir;
-    *src = cli_factsrc_open(NULL, &a->pdb, &a->ps, NULL, NULL);
+    *src = cli_factsrc_open(NULL, &a->pdb, a->settings, NULL, NULL);
     if (!*src)
         return -1;
     char **names = NULL, *err = NULL;
@@ -1148,6 +1074,19 @@ typedef struct {
     answer *answers; /* one per key */
 } node_run;
 
+/* The contexts' diagnostics: each distinct message once per run (every node meets the same
+ * undefined variable or deprecated hiera.yaml) */
+static void print_diagnostic_once(const hiera_diagnostic *d, void *userdata)
+{
+    static hiera_value *seen;
+    if (!seen)
+        seen = hiera_value_new_hash();
+    if (hiera_value_hash_get(seen, d->message))
+        return;
+    hiera_value_hash_set(seen, d->message, hiera_value_new_bool(true));
+    cli_print_diagnostic(d, userdata);
+}
+
 /* Opens node n's context (in: released here). */
 static void node_open(batch *b, const node_src *n, node_input *in, node_run *r)
 {
@@ -1160,11 +1099,10 @@ static void node_open(batch *b, const node_src *n, node_input *in, node_run *r)
         return;
     }
     hiera_error err = {0};
-    hiera_options o = {.size = sizeof o, .codedir = a->codedir, .confdir = a->confdir, .environmentpath = a->environmentpath,
-                       .hiera_config = a->hiera_config, .environment = a->environment, .node = n->name,
-                       .facts = in->stored ? NULL : in->facts, .cache = b->cache, .unsafe_fact_paths = a->unsafe_fact_paths,
-                       .diagnostics = cli_print_diagnostic, .trusted = in->trusted,
-                       .base_facts = in->stored ? in->facts : NULL};
+    hiera_options o = {.size = sizeof o, .node = n->name, .facts = in->stored ? NULL : in->facts, .cache = b->cache,
+                       .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = print_diagnostic_once,
+                       .trusted = in->trusted, .base_facts = in->stored ? in->facts : NULL,
+                       .settings = a->settings, .env = a->env};
     r->h = hiera_new(&o, &err);
     node_input_free(in); /* the context keeps its own copies */
     if (!r->h)
@@ -1656,7 +1594,22 @@ int batch_main(int argc, char **argv)
     static char outbuf[1 << 16];
     setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 
-    if (parse(argc, argv, &a) || build_merge(&a, &merge))
+    cli_parsed p;
+    hiera_settings *settings = NULL;
+    hiera_environment *env = NULL;
+    if (cli_parse("hiera batch", argc, argv, BATCH_OPTIONS, sizeof BATCH_OPTIONS / sizeof *BATCH_OPTIONS, &a, BATCH_USAGE, &p) ||
+        cli_refuse_settings("hiera batch", &p))
+        goto out;
+    /* Puppet's settings and the environment, once for every node */
+    settings = cli_settings(&p);
+    if (!settings)
+        goto out;
+    env = cli_environment(settings);
+    if (!env)
+        goto out;
+    a.settings = settings;
+    a.env = env;
+    if (build_merge(&a, &merge))
         goto out;
     const char *format = a.render_as ? a.render_as : "json";
     if (!strcasecmp(format, "json") || !strcasecmp(format, "pson")) {
@@ -1707,8 +1660,8 @@ int batch_main(int argc, char **argv)
     }
     if (a.keys_file && read_keys_file(a.keys_file, &keys))
         goto out;
-    for (size_t i = 0; i < a.nkeys; i++)
-        sv_push(&keys, dupstr(a.keys[i]));
+    for (size_t i = 0; i < p.nargs; i++)
+        sv_push(&keys, dupstr(p.args[i]));
     dedupe_keys(&keys);
     if (keys.n == 0) {
         fail("%s", "No keys were given to lookup.");
@@ -1737,8 +1690,17 @@ int batch_main(int argc, char **argv)
             goto out;
         }
     }
-    if (a.has_default)
+    if (a.default_value)
         dflt = hiera_value_new_string(a.default_value);
+
+    /* what Puppet does as it sets up a node's scope, done once: the environment's config_version
+     * command, then every setting converted */
+    hiera_error cverr = {0};
+    if (!hiera_environment_run_config_version(env, NULL, &cverr) || !hiera_environment_check(env, &cverr)) {
+        fail("%s", cverr.message ? cverr.message : "");
+        hiera_error_clear(&cverr);
+        goto out;
+    }
 
     b.jobs = default_jobs();
     if (a.jobs) {
@@ -1788,7 +1750,9 @@ out:
     sv_free(&keys);
     sv_free(&keys_json);
     free(b.keys_json_len);
-    free(a.keys);
+    hiera_environment_free(env);
+    hiera_settings_free(settings);
+    cli_parsed_free(&p);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "Error: Could not run: cannot write the output: %s\n", strerror(errno));
         rc = 1;

@@ -602,7 +602,9 @@ int check_main(int argc, char **argv)
     check_nodes given = {0};
     if (cli_pdb_wanted(&a.pdb)) {
         a.ps.confdir = a.o.confdir;
-        pn.src = cli_factsrc_open(a.o.facts_dir, &a.pdb, &a.ps, NULL, NULL);
+        hiera_settings *hs = cli_puppet_settings_load(&a.ps);
+        pn.src = hs ? cli_factsrc_open(a.o.facts_dir, &a.pdb, hs, NULL, NULL) : NULL;
+        hiera_settings_free(hs);
         if (!pn.src || !factsrc_list(pn.src, &pn.names, &pn.n, &error)) {
             if (error)
                 fprintf(stderr, "hiera check: %s\n", error);

@@ -52,3 +52,548 @@ void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata)
     (void)userdata;
     fprintf(stderr, "%s: %s\n", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", d->message);
 }
+
+/* ------------------------------------------------------------------ puppet lookup's command line */
+
+#include <ctype.h>
+
+/* A switch of the second pass: an option of the command or a Puppet setting (negated: --no-x). */
+typedef struct {
+    char *name;          /* as OptionParser keeps it: lower case, '_' as '-' */
+    int opt;             /* index in the command's options, or -1 */
+    int setting;         /* index in Puppet's settings, or -1 */
+    bool negated;
+    bool takes_value;
+} sw_t;
+
+typedef struct {
+    sw_t *v;
+    size_t n;
+} sw_list;
+
+/* p, or the end of the command when an allocation failed */
+static void *need(void *p)
+{
+    if (!p) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+static char *optparse_name(const char *s, const char *prefix)
+{
+    size_t pl = prefix ? strlen(prefix) : 0;
+    char *r = malloc(pl + strlen(s) + 1);
+    if (!r) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    memcpy(r, prefix ? prefix : "", pl);
+    char *p = r + pl;
+    for (; *s; s++)
+        *p++ = *s == '_' ? '-' : (char)tolower((unsigned char)*s);
+    *p = 0;
+    return r;
+}
+
+static void sw_add(sw_list *l, char *name, int opt, int setting, bool negated, bool takes_value)
+{
+    sw_t *v = realloc(l->v, (l->n + 1) * sizeof *v);
+    if (!v) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    l->v = v;
+    l->v[l->n++] = (sw_t){name, opt, setting, negated, takes_value};
+}
+
+static bool rb_word(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* OptionParser::Completion.regexp(key): each run of word characters of the key is a prefix of a
+ * run in the name, other characters are themselves; the name may go on after the key. */
+static bool completes(const char *key, const char *name, bool icase)
+{
+    const char *k = key, *n = name;
+    while (*k) {
+        if (rb_word(*k)) {
+            for (; rb_word(*k); k++, n++)
+                if (!*n || (icase ? tolower((unsigned char)*k) != tolower((unsigned char)*n) : *k != *n))
+                    return false;
+            while (rb_word(*n))
+                n++;
+        } else {
+            if (*k != *n)
+                return false;
+            k++, n++;
+        }
+    }
+    return true;
+}
+
+static bool same_switch(const sw_t *a, const sw_t *b)
+{
+    return a->opt == b->opt && a->setting == b->setting && a->negated == b->negated;
+}
+
+/* OptionParser#complete: an exact name, else the shortest completion when every other one
+ * extends it. NULL with *ambiguous set or not. */
+static const sw_t *complete(const sw_list *l, const char *key, bool icase, bool *ambiguous)
+{
+    *ambiguous = false;
+    for (size_t i = 0; i < l->n; i++)
+        if (!strcmp(l->v[i].name, key))
+            return &l->v[i];
+    const sw_t *best = NULL;
+    for (size_t i = 0; i < l->n; i++)
+        if (completes(key, l->v[i].name, icase) && (!best || strlen(l->v[i].name) < strlen(best->name)))
+            best = &l->v[i];
+    if (!best)
+        return NULL;
+    size_t bl = strlen(best->name);
+    for (size_t i = 0; i < l->n; i++) {
+        const sw_t *c = &l->v[i];
+        if (c == best || same_switch(c, best) || !completes(key, c->name, icase))
+            continue;
+        if (strncmp(c->name, best->name, bl) == 0)
+            continue;
+        *ambiguous = true;
+        return NULL;
+    }
+    return best;
+}
+
+static int parse_fail(const char *what, const char *arg)
+{
+    fprintf(stderr, "Error: Could not parse application options: %s: %s\n", what, arg);
+    return 1;
+}
+
+typedef struct {
+    const char *name;
+    bool boolean;
+    char short_opt;
+} setting_info;
+
+static setting_info *all_settings(size_t *n)
+{
+    size_t cap = 0;
+    while (hiera_setting_info(cap, NULL, NULL, NULL))
+        cap++;
+    setting_info *v = calloc(cap + 1, sizeof *v);
+    if (!v) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    for (size_t i = 0; i < cap; i++)
+        hiera_setting_info(i, &v[i].name, &v[i].boolean, &v[i].short_opt);
+    *n = cap;
+    return v;
+}
+
+/* Trollop's PARAM_RE: what cannot be an option's parameter */
+static bool looks_like_option(const char *a)
+{
+    return a[0] == '-' && (a[1] == '-' || (a[1] == '.' && !a[2]) || (a[1] && a[1] != '.' && !isdigit((unsigned char)a[1])));
+}
+
+/* Puppet's global option pass (Trollop over the settings, invalid options ignored): the
+ * settings given with their exact names, in order; used[i] marks the arguments it took. */
+static int settings_pass(int argc, char **argv, const setting_info *si, size_t nsi, cli_parsed *out, bool *used)
+{
+    /* per setting: whether it was given, and the last value given with a parameter */
+    int *given_order = need(calloc(nsi + 1, sizeof *given_order));
+    const char **last = need(calloc(nsi + 1, sizeof *last));
+    char **given_as = need(calloc(nsi + 1, sizeof *given_as)); /* the option as Trollop names it */
+    int ngiven = 0;
+    int rc = 0;
+    const char *run_mode = NULL;
+    for (int i = 0; i < argc && rc == 0;) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        const char *name = NULL;
+        size_t nlen = 0;
+        const char *inline_value = NULL;
+        bool is_short = false;
+        if (a[0] == '-' && a[1] == '-' && a[2]) {
+            const char *eq = strchr(a + 2, '=');
+            bool blank = false;
+            for (const char *p = a + 2; *p && (!eq || p < eq); p++)
+                blank |= isspace((unsigned char)*p);
+            if (blank) {
+                i++;
+                continue;
+            }
+            name = a + 2;
+            nlen = eq ? (size_t)(eq - name) : strlen(name);
+            inline_value = eq ? eq + 1 : NULL;
+            if (eq && nlen == 0) {
+                i++;
+                continue;
+            }
+            if (name[0] == '-') {
+                fprintf(stderr, "Error: Could not initialize global default settings: Error parsing arguments\nWrapped exception:\n"
+                                "invalid argument syntax: '%.*s'\n", (int)(nlen + 2), a);
+                rc = 1;
+                break;
+            }
+        } else if (a[0] == '-' && a[1] && a[1] != '-') {
+            is_short = true;
+        } else {
+            i++;
+            continue;
+        }
+        /* the parameters that follow */
+        int np = 0;
+        if (!inline_value)
+            while (i + 1 + np < argc && !looks_like_option(argv[i + 1 + np]) && strcmp(argv[i + 1 + np], "--"))
+                np++;
+        if (is_short) {
+            size_t len = strlen(a + 1);
+            int taken = 0;
+            for (size_t k = 0; k < len; k++) {
+                int idx = -1;
+                for (size_t s = 0; s < nsi; s++)
+                    if (si[s].short_opt && si[s].short_opt == a[1 + k])
+                        idx = (int)s;
+                if (idx < 0)
+                    continue;
+                bool lastc = k + 1 == len;
+                if (!given_as[idx])
+                    given_order[ngiven++] = idx;
+                free(given_as[idx]);
+                given_as[idx] = need(strndup(a + k, 2)); /* "-E" */
+                given_as[idx][0] = '-';
+                if (si[idx].boolean) {
+                    last[idx] = "true";
+                } else if (lastc && np > 0) {
+                    last[idx] = argv[i + 1];
+                    taken = 1;
+                }
+                used[i] = true;
+            }
+            if (taken)
+                used[i + 1] = true;
+            i += 1 + taken;
+            continue;
+        }
+        /* --no-x, --x */
+        int idx = -1;
+        bool negated = false;
+        if (nlen > 3 && !strncmp(name, "no-", 3)) {
+            for (size_t s = 0; s < nsi && idx < 0; s++)
+                if (si[s].boolean && strlen(si[s].name) == nlen - 3 && !strncmp(si[s].name, name + 3, nlen - 3))
+                    idx = (int)s, negated = true;
+        } else {
+            for (size_t s = 0; s < nsi && idx < 0; s++)
+                if (strlen(si[s].name) == nlen && !strncmp(si[s].name, name, nlen))
+                    idx = (int)s;
+        }
+        if (idx < 0 && nlen == 8 && !strncmp(name, "run_mode", 8)) {
+            const char *v = inline_value ? inline_value : np > 0 ? argv[i + 1] : NULL;
+            if (v)
+                run_mode = v;
+            if (v && !inline_value)
+                i++;
+            i++;
+            continue;
+        }
+        if (idx < 0) {
+            i++;
+            continue;
+        }
+        used[i] = true;
+        if (!given_as[idx])
+            given_order[ngiven++] = idx;
+        free(given_as[idx]);
+        given_as[idx] = need(strndup(a, nlen + 2));
+        if (si[idx].boolean) {
+            last[idx] = negated ? "false" : "true";
+            i++;
+            continue;
+        }
+        if (inline_value) {
+            last[idx] = inline_value;
+            i++;
+        } else if (np > 0) {
+            last[idx] = argv[i + 1];
+            used[i + 1] = true;
+            i += 2;
+        } else {
+            i++;
+        }
+    }
+    if (rc == 0 && run_mode && strcmp(run_mode, "server") && strcmp(run_mode, "master") && strcmp(run_mode, "agent") &&
+        strcmp(run_mode, "user")) {
+        fprintf(stderr, "Error: Could not initialize global default settings: Invalid run mode '%s'\n", run_mode);
+        rc = 1;
+    }
+    for (int g = 0; g < ngiven && rc == 0; g++) {
+        int idx = given_order[g];
+        if (!last[idx]) {
+            fprintf(stderr, "Error: Could not initialize global default settings: Error parsing arguments\nWrapped exception:\n"
+                            "option '%s' needs a parameter\n", given_as[idx]);
+            rc = 1;
+            break;
+        }
+        out->settings = need(realloc(out->settings, (out->nsettings + 1) * sizeof *out->settings));
+        out->settings[out->nsettings++] = (hiera_setting){si[idx].name, last[idx]};
+    }
+    for (size_t k = 0; k < nsi; k++)
+        free(given_as[k]);
+    free(given_order);
+    free(last);
+    free(given_as);
+    return rc;
+}
+
+int cli_parse(const char *command, int argc, char **argv, const cli_option *opts, size_t nopts, void *target,
+              const char *usage, cli_parsed *out)
+{
+    memset(out, 0, sizeof *out);
+    out->args = calloc((size_t)argc + 1, sizeof *out->args);
+    bool *used = calloc((size_t)argc + 1, sizeof *used);
+    if (!out->args || !used) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    size_t nsi;
+    setting_info *si = all_settings(&nsi);
+    int rc = settings_pass(argc, argv, si, nsi, out, used);
+    sw_list longs = {0};
+    if (rc)
+        goto done;
+    for (size_t i = 0; i < nopts; i++)
+        sw_add(&longs, optparse_name(opts[i].name, NULL), (int)i, -1, false, opts[i].kind == CLI_VALUE);
+    for (size_t i = 0; i < nsi; i++) {
+        sw_add(&longs, optparse_name(si[i].name, NULL), -1, (int)i, false, !si[i].boolean);
+        if (si[i].boolean)
+            sw_add(&longs, optparse_name(si[i].name, "no-"), -1, (int)i, true, false);
+    }
+    bool posix = getenv("POSIXLY_CORRECT") != NULL;
+    /* arguments are read in turn; a bundle of one-letter options puts its rest back in front */
+    char *pending = NULL;
+    int i = 0, pending_at = -1;
+    const cli_option *refused = NULL; /* reported once the whole line is read, as Puppet would fail later */
+    while (rc == 0 && (pending || i < argc)) {
+        int at = pending ? pending_at : i;
+        char *a = pending ? pending : argv[i++];
+        bool from_bundle = pending != NULL;
+        if (!from_bundle && !strcmp(a, "--")) {
+            while (i < argc)
+                out->args[out->nargs++] = argv[i++];
+            break;
+        }
+        const sw_t *sw = NULL;
+        const char *value = NULL;
+        if (a[0] == '-' && a[1] == '-') {
+            const char *eq = strchr(a + 2, '=');
+            char *key = need(eq ? strndup(a + 2, (size_t)(eq - a - 2)) : strdup(a + 2));
+            for (char *p = key; *p; p++)
+                if (*p == '_')
+                    *p = '-';
+            bool amb;
+            sw = complete(&longs, key, true, &amb);
+            free(key);
+            if (!sw) {
+                rc = parse_fail(amb ? "ambiguous option" : "invalid option", a);
+                break;
+            }
+            if (eq && !sw->takes_value) {
+                rc = parse_fail("needless argument", a);
+                break;
+            }
+            if (sw->takes_value) {
+                if (eq) {
+                    value = eq + 1;
+                } else if (i < argc) {
+                    value = argv[i++];
+                } else {
+                    rc = parse_fail("missing argument", a);
+                    break;
+                }
+            }
+        } else if (a[0] == '-' && a[1]) {
+            char c = a[1];
+            const char *rest = a[2] ? a + 2 : NULL;
+            bool eq = rest && rest[0] == '=';
+            for (size_t k = 0; k < nopts && !sw; k++)
+                if (opts[k].short_opt == c)
+                    for (size_t s = 0; s < longs.n; s++)
+                        if (longs.v[s].opt == (int)k)
+                            sw = &longs.v[s];
+            for (size_t k = 0; k < nsi && !sw; k++)
+                if (si[k].short_opt == c)
+                    for (size_t s = 0; s < longs.n && !sw; s++)
+                        if (longs.v[s].setting == (int)k && !longs.v[s].negated)
+                            sw = &longs.v[s];
+            if (!sw) {
+                /* no such letter: a long option it alone begins */
+                char key[2] = {c, 0};
+                bool amb;
+                sw = complete(&longs, key, false, &amb);
+                if (!sw) {
+                    rc = parse_fail(amb ? "ambiguous option" : "invalid option", a);
+                    break;
+                }
+                eq = eq || !rest;
+            }
+            if (sw->takes_value) {
+                if (rest) {
+                    value = rest;
+                } else if (i < argc) {
+                    value = argv[i++];
+                } else {
+                    rc = parse_fail("missing argument", a);
+                    break;
+                }
+            } else if (rest) {
+                if (eq) {
+                    rc = parse_fail("needless argument", a);
+                    break;
+                }
+                /* the rest is the next letter(s) */
+                char *next = need(malloc(strlen(rest) + 2));
+                next[0] = '-';
+                strcpy(next + 1, rest);
+                free(from_bundle ? a : NULL);
+                pending = next;
+                pending_at = at;
+                a = NULL;
+            }
+        } else {
+            out->args[out->nargs++] = a;
+            if (posix) {
+                while (i < argc)
+                    out->args[out->nargs++] = argv[i++];
+                break;
+            }
+            continue;
+        }
+        if (a && from_bundle) {
+            free(a);
+            pending = NULL;
+        }
+        if (sw->setting >= 0) {
+            if (at < 0 || !used[at]) {
+                const char *exact = si[sw->setting].name;
+                fprintf(stderr, "Warning: %s: %s is accepted by puppet lookup but not applied (Puppet applies a setting "
+                                "only when given as --%s%s); ignored, as Puppet does\n",
+                        command, at >= 0 ? argv[at] : "-", sw->negated ? "no-" : "", exact);
+            }
+            continue;
+        }
+        const cli_option *o = &opts[sw->opt];
+        switch (o->kind) {
+        case CLI_VALUE: *(const char **)((char *)target + o->offset) = value; break;
+        case CLI_FLAG: *(bool *)((char *)target + o->offset) = true; break;
+        case CLI_HELP: fputs(usage, stdout); exit(0);
+        case CLI_VERSION: printf("%s\n", hiera_version()); exit(0);
+        case CLI_REFUSED:
+            if (!refused)
+                refused = o;
+            break;
+        }
+    }
+    free(pending);
+    if (rc == 0 && refused) {
+        fprintf(stderr, "Error: %s: --%s is not supported: %s\n", command, refused->name, refused->why);
+        rc = 1;
+    }
+done:
+    for (size_t k = 0; k < longs.n; k++)
+        free(longs.v[k].name);
+    free(longs.v);
+    free(si);
+    free(used);
+    return rc;
+}
+
+void cli_parsed_free(cli_parsed *p)
+{
+    free(p->settings);
+    free(p->args);
+    memset(p, 0, sizeof *p);
+}
+
+hiera_settings *cli_settings(const cli_parsed *p)
+{
+    hiera_settings_options o = HIERA_SETTINGS_OPTIONS_INIT;
+    o.cli = p->settings;
+    o.ncli = p->nsettings;
+    o.diagnostics = cli_print_diagnostic;
+    hiera_error err = {0};
+    hiera_settings *s = hiera_settings_load(&o, &err);
+    if (!s)
+        fprintf(stderr, "Error: Could not initialize global default settings: %s\n", err.message ? err.message : "");
+    hiera_error_clear(&err);
+    return s;
+}
+
+hiera_environment *cli_environment(const hiera_settings *s)
+{
+    hiera_error err = {0};
+    hiera_environment *e = hiera_environment_load(s, NULL, &err);
+    if (!e) {
+        if (err.file && err.line)
+            fprintf(stderr, "Error: Could not run: %s (file: %s, line: %d)\n", err.message ? err.message : "", err.file, err.line);
+        else
+            fprintf(stderr, "Error: Could not run: %s\n", err.message ? err.message : "");
+    }
+    hiera_error_clear(&err);
+    return e;
+}
+
+int cli_refuse_settings(const char *command, const cli_parsed *p)
+{
+    for (size_t i = 0; i < p->nsettings; i++) {
+        const hiera_setting *s = &p->settings[i];
+        if (!strcmp(s->name, "log_level") && !strcasecmp(s->value, "debug")) {
+            fprintf(stderr, "Error: %s: --log_level debug is not supported: Puppet's debug log is not reproduced "
+                            "(--explain shows how a value is found)\n", command);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cli_facts_settings_get(const hiera_settings *s, const hiera_environment *env, cli_facts_settings *out)
+{
+    memset(out, 0, sizeof *out);
+    out->vardir = hiera_settings_get(s, "vardir", NULL);
+    out->yamldir = hiera_settings_get(s, "yamldir", NULL);
+    static const char *const certname_from[] = {"cli", "server", "master", "main"};
+    for (size_t i = 0; i < 4 && !out->certname; i++) {
+        char *given = hiera_settings_given(s, "certname", certname_from[i]);
+        if (given)
+            out->certname = hiera_settings_get(s, "certname", NULL);
+        free(given);
+    }
+    static const char *const env_from[] = {"cli", "agent", "main"};
+    for (size_t i = 0; i < 3 && !out->environment; i++)
+        out->environment = hiera_settings_given(s, "environment", env_from[i]);
+    size_t n = hiera_environment_modulepath_count(env), len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(hiera_environment_modulepath(env, i)) + 1;
+    out->modulepath = calloc(1, len);
+    if (!out->modulepath) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            strcat(out->modulepath, ":");
+        strcat(out->modulepath, hiera_environment_modulepath(env, i));
+    }
+}
+
+void cli_facts_settings_free(cli_facts_settings *f)
+{
+    free(f->vardir);
+    free(f->yamldir);
+    free(f->certname);
+    free(f->environment);
+    free(f->modulepath);
+    memset(f, 0, sizeof *f);
+}

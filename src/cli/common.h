@@ -16,3 +16,66 @@ void cli_cache_release(hiera_cache *c);
 void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata);
 
 #endif
+
+/* ------------------------------------------------------------------ puppet lookup's command line
+ *
+ * `hiera lookup` and `hiera batch` read their command line as `puppet lookup` reads it, in
+ * Puppet's two passes: first every Puppet setting given with its exact name (--codedir DIR,
+ * --codedir=DIR, --no-<boolean>, -E ENV) is taken for the settings (Puppet's global option pass),
+ * then Ruby's OptionParser reads everything: the command's options and the settings again, long
+ * options abbreviated to any unambiguous prefix ("--expl" is --explain, "--deb" --debug), '_' and
+ * '-' alike, one-letter options (-d, -h, -V...), a lone letter completing a long option when only
+ * one starts with it ("-m" is ambiguous). A setting that only the second pass understands (an
+ * abbreviation, or --hiera-config for --hiera_config) is accepted and NOT applied, as in Puppet;
+ * hiera says so on stderr. */
+
+typedef enum {
+    CLI_VALUE,    /* takes a value: a const char * at `offset` in the command's arguments */
+    CLI_FLAG,     /* takes none: a bool at `offset` */
+    CLI_HELP,     /* prints the command's help, exits 0 */
+    CLI_VERSION,  /* prints hiera's version, exits 0 */
+    CLI_REFUSED,  /* fails with `why` (an option hiera cannot honour) */
+} cli_kind;
+
+typedef struct {
+    const char *name; /* the long name as the command declares it ("render-as", "node") */
+    char short_opt;   /* its one-letter form, or 0 */
+    cli_kind kind;
+    size_t offset;    /* CLI_VALUE, CLI_FLAG: where in the command's argument struct */
+    const char *why;  /* CLI_REFUSED */
+} cli_option;
+
+typedef struct {
+    hiera_setting *settings; /* the Puppet settings given (first pass), in order */
+    size_t nsettings;
+    const char **args;       /* the other arguments (keys), in order */
+    size_t nargs;
+} cli_parsed;
+
+/* Parses argv (the arguments after the subcommand) into target (the command's argument struct)
+ * and out. `usage` is printed for --help. Returns 0, or 1 after printing the error as Puppet words
+ * it ("Error: Could not parse application options: invalid option: --x", "Error: Could not
+ * initialize global default settings: ..."). */
+int cli_parse(const char *command, int argc, char **argv, const cli_option *opts, size_t nopts, void *target,
+              const char *usage, cli_parsed *out);
+void cli_parsed_free(cli_parsed *p);
+
+/* The settings of a parsed command line resolved (puppet.conf read) and its environment loaded
+ * (hiera_settings_load, hiera_environment_load), diagnostics printed; NULL after printing the
+ * error. */
+hiera_settings *cli_settings(const cli_parsed *p);
+hiera_environment *cli_environment(const hiera_settings *s);
+
+/* Puppet settings whose effect on `puppet lookup` hiera does not reproduce: when one is given on
+ * the command line with a value that matters, prints why and returns 1. */
+int cli_refuse_settings(const char *command, const cli_parsed *p);
+
+/* What Puppet's settings say about where a node's facts come from (cli/facts.h's request): the
+ * vardir and yamldir, the certname when the command line or puppet.conf gives it (else NULL:
+ * Facter's), the environment given on the command line or in puppet.conf's [agent] or [main]
+ * (the agent_specified_environment fact), and the environment's modulepath (':'-joined). */
+typedef struct {
+    char *vardir, *yamldir, *certname, *environment, *modulepath;
+} cli_facts_settings;
+void cli_facts_settings_get(const hiera_settings *s, const hiera_environment *env, cli_facts_settings *out);
+void cli_facts_settings_free(cli_facts_settings *f);

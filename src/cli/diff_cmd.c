@@ -1535,7 +1535,9 @@ int diff_main(int argc, char **argv)
     } else if (from_pdb) {
         /* PuppetDB's nodes, the same on both sides; their facts path "" (load_pdb_facts) */
         a.ps.confdir = a.confdir;
-        pdb_src = cli_factsrc_open(NULL, &a.pdb, &a.ps, NULL, NULL);
+        hiera_settings *hs = cli_puppet_settings_load(&a.ps);
+        pdb_src = hs ? cli_factsrc_open(NULL, &a.pdb, hs, NULL, NULL) : NULL;
+        hiera_settings_free(hs);
         char **names = NULL, *err = NULL;
         size_t n = 0;
         if (!pdb_src || !factsrc_list(pdb_src, &names, &n, &err)) {

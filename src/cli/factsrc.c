@@ -8,12 +8,10 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,116 +20,61 @@
 
 /* ------------------------------------------------------------------ Puppet's settings */
 
-/* The host's name as Facter gives it (Facter::Resolvers::Hostname): gethostname; when it has no
- * dot, the canonical name of its address; when that has none either, resolv.conf's domain (or
- * first search domain). Returns hostname and domain (malloc'ed, domain "" when none). */
-static void host_name(char **hostname, char **domain)
+/* A setting's value as `puppet lookup` resolves it, or NULL */
+static char *setting(const hiera_settings *s, const char *name)
 {
-    char buf[256] = {0};
-    if (gethostname(buf, sizeof buf - 1) != 0)
-        buf[0] = 0;
-    char *fqdn = NULL;
-    if (strchr(buf, '.')) {
-        fqdn = xstrdup(buf);
-    } else if (buf[0]) {
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_CANONNAME};
-        struct addrinfo *res = NULL;
-        if (getaddrinfo(buf, "0", &hints, &res) == 0 && res && res->ai_canonname && strchr(res->ai_canonname, '.'))
-            fqdn = xstrdup(res->ai_canonname);
-        if (res)
-            freeaddrinfo(res);
-    }
-    if (fqdn) {
-        char *dot = strchr(fqdn, '.');
-        *hostname = xstrndup(fqdn, (size_t)(dot - fqdn));
-        *domain = xstrdup(dot + 1);
-        free(fqdn);
-        return;
-    }
-    *hostname = xstrdup(buf);
-    *domain = NULL;
-    FILE *f = fopen("/etc/resolv.conf", "r");
-    char line[512];
-    char *search = NULL;
-    while (f && fgets(line, sizeof line, f)) {
-        char word[64], value[256];
-        if (sscanf(line, "%63s %255s", word, value) != 2)
-            continue;
-        if (!strcmp(word, "domain") && !*domain)
-            *domain = xstrdup(value);
-        else if (!strcmp(word, "search") && !search)
-            search = xstrdup(value);
-    }
-    if (f)
-        fclose(f);
-    if (!*domain)
-        *domain = search ? search : xstrdup("");
-    else
-        free(search);
+    hiera_error err = {0};
+    char *v = hiera_settings_get(s, name, &err);
+    hiera_error_clear(&err);
+    return v;
 }
 
-static char *default_certname(void)
-{
-    char *h, *d;
-    host_name(&h, &d);
-    char *name = *d ? xasprintf("%s.%s", h, d) : xstrdup(h);
-    free(h);
-    free(d);
-    size_t n = strlen(name);
-    while (n && name[n - 1] == '.')
-        name[--n] = 0;
-    for (char *p = name; *p; p++)
-        *p = (char)tolower((unsigned char)*p);
-    return name;
-}
-
-void cli_puppet_settings_from_args(const cli_puppet_settings_args *a, cli_puppet_settings *out)
+void cli_puppet_settings_get(const hiera_settings *s, cli_puppet_settings *out)
 {
     memset(out, 0, sizeof *out);
-    bool root = geteuid() == 0;
-    const char *home = getenv("HOME");
-    out->confdir = a->confdir ? xstrdup(a->confdir) : root ? xstrdup("/etc/puppet") : xjoin(home ? home : "", "/.puppet/etc", NULL);
-    char *ssldir;
-    if (a->ssldir) {
-        ssldir = xstrdup(a->ssldir);
-    } else {
-        /* Debian's Puppet (util/run_mode.rb): /var/lib/puppet/ssl as root or when it owns it */
-        struct stat st;
-        bool own = stat("/var/lib/puppet/ssl", &st) == 0 && st.st_uid == geteuid();
-        ssldir = root || own ? xstrdup("/var/lib/puppet/ssl") : xjoin(out->confdir, "/ssl", NULL);
+    out->hs = s;
+    out->confdir = setting(s, "confdir");
+    out->localcacert = setting(s, "localcacert");
+    out->hostcrl = setting(s, "hostcrl");
+    char *rev = setting(s, "certificate_revocation");
+    out->crl_check = !rev || strcmp(rev, "false") != 0;
+    free(rev);
+    /* the lookup application's default is yaml (Puppet::Application::Lookup#app_defaults): the
+     * setting counts where it is given, on the command line or in puppet.conf's sections */
+    static const char *const where[] = {"cli", "server", "master", "main"};
+    for (size_t i = 0; i < 4 && !out->facts_terminus; i++) {
+        char *given = hiera_settings_given(s, "facts_terminus", where[i]);
+        if (given)
+            out->facts_terminus = setting(s, "facts_terminus");
+        free(given);
     }
-    out->ssldir = ssldir;
-    out->certname = a->certname ? xstrdup(a->certname) : NULL; /* (found when needed: it may take a DNS query) */
-    out->hostcert = a->hostcert ? xstrdup(a->hostcert) : NULL;
-    out->hostprivkey = a->hostprivkey ? xstrdup(a->hostprivkey) : NULL;
-    out->localcacert = a->localcacert ? xstrdup(a->localcacert) : xjoin(ssldir, "/certs/ca.pem", NULL);
-    out->hostcrl = a->hostcrl ? xstrdup(a->hostcrl) : xjoin(ssldir, "/crl.pem", NULL);
-    out->crl_check = !a->certificate_revocation || strcmp(a->certificate_revocation, "false") != 0;
-    out->facts_terminus = xstrdup(a->facts_terminus ? a->facts_terminus : "yaml");
-    out->storeconfigs = a->storeconfigs && !strcmp(a->storeconfigs, "true");
-    out->storeconfigs_backend = xstrdup(a->storeconfigs_backend ? a->storeconfigs_backend : "puppetdb");
-    out->route_file = a->route_file ? xstrdup(a->route_file) : xjoin(out->confdir, "/routes.yaml", NULL);
-    out->http_connect_timeout = 120;
+    if (!out->facts_terminus)
+        out->facts_terminus = xstrdup("yaml");
+    char *sc = setting(s, "storeconfigs");
+    out->storeconfigs = sc && !strcmp(sc, "true");
+    free(sc);
+    out->storeconfigs_backend = setting(s, "storeconfigs_backend");
+    if (!out->storeconfigs_backend)
+        out->storeconfigs_backend = xstrdup("puppetdb");
+    out->route_file = setting(s, "route_file");
+    char *t = setting(s, "http_connect_timeout");
+    long secs = t ? strtol(t, NULL, 10) : 0;
+    out->http_connect_timeout = secs > 0 && secs < 86400 ? (int)secs : 120;
+    free(t);
 }
 
-/* hostcert and hostprivkey: $ssldir/certs/$certname.pem and $ssldir/private_keys/$certname.pem */
+/* hostcert and hostprivkey ($certdir/$certname.pem, $privatekeydir/$certname.pem) */
 static void ssl_paths(cli_puppet_settings *s)
 {
-    if (s->hostcert && s->hostprivkey)
-        return;
-    if (!s->certname)
-        s->certname = default_certname();
     if (!s->hostcert)
-        s->hostcert = xjoin(s->ssldir, "/certs/", s->certname, ".pem", NULL);
+        s->hostcert = setting(s->hs, "hostcert");
     if (!s->hostprivkey)
-        s->hostprivkey = xjoin(s->ssldir, "/private_keys/", s->certname, ".pem", NULL);
+        s->hostprivkey = setting(s->hs, "hostprivkey");
 }
 
 void cli_puppet_settings_free(cli_puppet_settings *s)
 {
     free(s->confdir);
-    free(s->ssldir);
-    free(s->certname);
     free(s->hostcert);
     free(s->hostprivkey);
     free(s->localcacert);
@@ -142,19 +85,85 @@ void cli_puppet_settings_free(cli_puppet_settings *s)
     memset(s, 0, sizeof *s);
 }
 
-/* ------------------------------------------------------------------ the options */
+static const struct {
+    const char *name;
+    size_t off;
+} PUPPET_SETTINGS[] = {
+    {"confdir", offsetof(cli_puppet_settings_args, confdir)},
+    {"ssldir", offsetof(cli_puppet_settings_args, ssldir)},
+    {"certname", offsetof(cli_puppet_settings_args, certname)},
+    {"hostcert", offsetof(cli_puppet_settings_args, hostcert)},
+    {"hostprivkey", offsetof(cli_puppet_settings_args, hostprivkey)},
+    {"localcacert", offsetof(cli_puppet_settings_args, localcacert)},
+    {"hostcrl", offsetof(cli_puppet_settings_args, hostcrl)},
+    {"certificate_revocation", offsetof(cli_puppet_settings_args, certificate_revocation)},
+    {"facts_terminus", offsetof(cli_puppet_settings_args, facts_terminus)},
+    {"storeconfigs", offsetof(cli_puppet_settings_args, storeconfigs)},
+    {"storeconfigs_backend", offsetof(cli_puppet_settings_args, storeconfigs_backend)},
+    {"route_file", offsetof(cli_puppet_settings_args, route_file)},
+};
+#define NPUPPET_SETTINGS (sizeof PUPPET_SETTINGS / sizeof *PUPPET_SETTINGS)
 
-const char CLI_PDB_USAGE[] =
-    "PuppetDB (the node set and its facts):\n"
-    "  --puppetdb URL[,URL...]|FILE  this PuppetDB (http://localhost:8080, https://puppetdb:8081), or the\n"
-    "                                servers, timeout and TLS choices of a puppetdb.conf FILE\n"
-    "  --from-puppetdb               the PuppetDB Puppet uses: <confdir>/puppetdb.conf and Puppet's\n"
-    "                                certificate (hostcert, hostprivkey, localcacert, hostcrl)\n"
-    "  --nodes-query QUERY           the nodes a PQL or AST query selects, e.g.\n"
-    "                                'inventory[certname] { facts.os.family = \"Debian\" }'\n"
-    "  --include-inactive            deactivated and expired nodes too\n"
-    "  --cert FILE --key FILE --cacert FILE   client certificate, key and CA for https\n"
-    "  --puppetdb-timeout SECONDS    per request and server (default: server_url_timeout, 30)\n";
+static bool flag_eq(const char *given, size_t len, const char *name);
+
+int cli_puppet_settings_parse_arg(cli_puppet_settings_args *a, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i];
+    if (arg[0] != '-' || arg[1] != '-')
+        return 0;
+    const char *name = arg + 2;
+    const char *eq = strchr(name, '=');
+    size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+    for (size_t f = 1; f < NPUPPET_SETTINGS; f++) { /* (confdir: the command's own) */
+        if (!flag_eq(name, nlen, PUPPET_SETTINGS[f].name))
+            continue;
+        const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+        if (!val) {
+            fprintf(stderr, "Error: Could not run: option '--%s' needs a value\n", PUPPET_SETTINGS[f].name);
+            return -1;
+        }
+        *(const char **)((char *)a + PUPPET_SETTINGS[f].off) = val;
+        return 1;
+    }
+    return 0;
+}
+
+size_t cli_puppet_settings_list(const cli_puppet_settings_args *a, hiera_setting *out)
+{
+    _Static_assert(NPUPPET_SETTINGS == CLI_PUPPET_SETTINGS_MAX, "one entry per setting");
+    size_t n = 0;
+    for (size_t f = 0; f < NPUPPET_SETTINGS; f++) {
+        const char *v = *(const char *const *)((const char *)a + PUPPET_SETTINGS[f].off);
+        if (v)
+            out[n++] = (hiera_setting){PUPPET_SETTINGS[f].name, v};
+    }
+    return n;
+}
+
+/* puppet.conf's problems, as the commands print them (cli_print_diagnostic's words) */
+static void settings_diag(const hiera_diagnostic *d, void *data)
+{
+    (void)data;
+    fprintf(stderr, "%s: %s\n", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", d->message);
+}
+
+hiera_settings *cli_puppet_settings_load(const cli_puppet_settings_args *a)
+{
+    hiera_setting cli[NPUPPET_SETTINGS];
+    size_t n = cli_puppet_settings_list(a, cli);
+    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
+    so.cli = cli;
+    so.ncli = n;
+    so.diagnostics = settings_diag;
+    hiera_error err = {0};
+    hiera_settings *s = hiera_settings_load(&so, &err);
+    if (!s)
+        fprintf(stderr, "Error: Could not initialize global default settings: %s\n", err.message ? err.message : "");
+    hiera_error_clear(&err);
+    return s;
+}
+
+/* ------------------------------------------------------------------ the options */
 
 bool cli_pdb_wanted(const cli_pdb_args *a)
 {
@@ -304,7 +313,7 @@ factsrc *factsrc_open_puppetdb(const pdb_config *c, const char *nodes_query, boo
     return s;
 }
 
-factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pa, const cli_puppet_settings_args *psa,
+factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pa, const hiera_settings *hs,
                           pdb_warn_fn warn_fn, void *warn_data)
 {
     bool want = cli_pdb_wanted(pa);
@@ -321,7 +330,7 @@ factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pa, const c
         return factsrc_open_dir(facts_dir);
     }
     cli_puppet_settings ps;
-    cli_puppet_settings_from_args(psa, &ps);
+    cli_puppet_settings_get(hs, &ps);
     cli_pdb_config pc;
     factsrc *s = NULL;
     if (cli_pdb_config_get(pa, &ps, &pc)) {

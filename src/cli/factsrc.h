@@ -33,12 +33,14 @@
 /* ------------------------------------------------------------------ Puppet's settings for it */
 
 /* What Puppet's settings say about its facts and its PuppetDB client (the Puppet settings of
- * the same names); filled by cli_puppet_settings_from_args. */
+ * the same names, as `puppet lookup` resolves them: command line, puppet.conf's [server],
+ * [master] and [main], Puppet's defaults); filled by cli_puppet_settings_get. */
 typedef struct {
-    char *confdir;              /* puppetdb.conf and routes.yaml are read from there */
-    char *ssldir, *certname;    /* certname NULL: the host's (found when first needed) */
-    char *hostcert, *hostprivkey, *localcacert, *hostcrl; /* hostcert, hostprivkey NULL: from ssldir
-                                                            and certname when first needed */
+    const hiera_settings *hs;   /* BORROWED: what the rest is read from */
+    char *confdir;              /* puppetdb.conf is read from there */
+    char *hostcert, *hostprivkey; /* NULL until first needed (they name the certname, which may
+                                     take a DNS query to find) */
+    char *localcacert, *hostcrl;
     bool crl_check;             /* certificate_revocation is chain or leaf (not false) */
     char *facts_terminus;       /* as `puppet lookup` has it: the setting when given, else yaml
                                    (the lookup application's default) */
@@ -48,16 +50,25 @@ typedef struct {
     int http_connect_timeout;   /* seconds (120) */
 } cli_puppet_settings;
 
-/* The settings given on a command line (NULL: not given) over Puppet's defaults for this
- * machine (Debian's layout: /etc/puppet, /var/lib/puppet/ssl as root; ~/.puppet/etc and
- * $confdir/ssl otherwise; certname: the host's name as Facter gives it). puppet.conf is not
- * read here. */
+/* s must outlive out. */
+void cli_puppet_settings_get(const hiera_settings *s, cli_puppet_settings *out);
+void cli_puppet_settings_free(cli_puppet_settings *s);
+
+/* The Puppet settings the PuppetDB options of a command without Puppet's command line (serve,
+ * check, diff) take: each, when given, is a command-line setting of that name. */
 typedef struct {
     const char *confdir, *ssldir, *certname, *hostcert, *hostprivkey, *localcacert, *hostcrl;
     const char *certificate_revocation, *facts_terminus, *storeconfigs, *storeconfigs_backend, *route_file;
 } cli_puppet_settings_args;
-void cli_puppet_settings_from_args(const cli_puppet_settings_args *a, cli_puppet_settings *out);
-void cli_puppet_settings_free(cli_puppet_settings *s);
+/* Consumes argv[*i] when it is one of them (--name VALUE, --name=VALUE; confdir is left to the
+ * command); 1: consumed, 0: not one, -1: printed an error. */
+int cli_puppet_settings_parse_arg(cli_puppet_settings_args *a, int argc, char **argv, int *i);
+/* Puppet's settings with those (puppet.conf in the confdir read); NULL after printing why.
+ * Release with hiera_settings_free. */
+hiera_settings *cli_puppet_settings_load(const cli_puppet_settings_args *a);
+/* Those given, as command-line settings into out (room for CLI_PUPPET_SETTINGS_MAX); how many. */
+#define CLI_PUPPET_SETTINGS_MAX 12
+size_t cli_puppet_settings_list(const cli_puppet_settings_args *a, hiera_setting *out);
 
 /* ------------------------------------------------------------------ the PuppetDB options */
 
@@ -81,11 +92,22 @@ bool cli_pdb_wanted(const cli_pdb_args *a);
 /* Consumes argv[*i] when it is one of the options above (its value from "=VALUE" or the next
  * argument); 1: consumed, 0: not one of them, -1: printed an error (a value missing). */
 int cli_pdb_parse_arg(cli_pdb_args *a, int argc, char **argv, int *i);
-/* The help lines for them. */
-extern const char CLI_PDB_USAGE[];
+/* The help lines for them (a string literal). */
+#define CLI_PDB_USAGE                                                                                         \
+    "PuppetDB (the node set and its facts):\n"                                                                 \
+    "  --puppetdb URL[,URL...]|FILE  this PuppetDB (http://localhost:8080, https://puppetdb:8081), or the\n"   \
+    "                                servers, timeout and TLS choices of a puppetdb.conf FILE\n"              \
+    "  --from-puppetdb               the PuppetDB Puppet uses: <confdir>/puppetdb.conf and Puppet's\n"         \
+    "                                certificate (hostcert, hostprivkey, localcacert, hostcrl)\n"              \
+    "  --nodes-query QUERY           the nodes a PQL or AST query selects, e.g.\n"                             \
+    "                                'inventory[certname] { facts.os.family = \"Debian\" }'\n"                \
+    "  --include-inactive            deactivated and expired nodes too\n"                                      \
+    "  --cert FILE --key FILE --cacert FILE   client certificate, key and CA for https\n"                      \
+    "  --puppetdb-timeout SECONDS    per request and server (default: server_url_timeout, 30)\n"
 
 /* The client configuration the options and settings give; the strings point into a, s and a
- * buffer of out (release with cli_pdb_config_free). false after printing the error. */
+ * buffer of out (release with cli_pdb_config_free). false after printing the error. hostcert
+ * and hostprivkey are found in s when needed. */
 typedef struct {
     pdb_config c;
     char *conf_path; /* owned */
@@ -97,12 +119,12 @@ void cli_pdb_config_free(cli_pdb_config *c);
 
 typedef struct factsrc factsrc;
 
-/* The source a command's options name: PuppetDB when they ask for it (cli_pdb_wanted; the
- * Puppet settings ps as given on the command line, confdir among them), else the folder
- * facts_dir. warn_fn: where PuppetDB's warnings go (NULL: stderr). NULL after printing why (a bad
- * configuration, a folder that cannot be read, both a folder and PuppetDB, neither). This is the
- * one call hiera check and hiera diff need to take PuppetDB's nodes as batch does. */
-factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pdb, const cli_puppet_settings_args *ps,
+/* The source a command's options name: PuppetDB when they ask for it (cli_pdb_wanted; Puppet's
+ * settings hs say where and how), else the folder facts_dir. warn_fn: where PuppetDB's warnings
+ * go (NULL: stderr). NULL after printing why (a bad configuration, a folder that cannot be read,
+ * both a folder and PuppetDB, neither). This is the one call hiera check and hiera diff need to
+ * take PuppetDB's nodes as batch does. */
+factsrc *cli_factsrc_open(const char *facts_dir, const cli_pdb_args *pdb, const hiera_settings *hs,
                           pdb_warn_fn warn_fn, void *warn_data);
 
 /* A folder of facts files. NULL after printing why (the folder cannot be read). */

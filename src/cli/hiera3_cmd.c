@@ -6,6 +6,8 @@
  * Ruby would die with a stack trace we print one line "hiera: <message>" and exit 1. */
 #include "cli/hiera3_cmd.h"
 
+#include "hiera.h"
+
 #include "hiera3/hiera3.h" /* the engine; the public API is in include/hiera.h */
 #include "formats/json.h"
 #include "formats/render.h"
@@ -17,6 +19,22 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* the hiera command's own subcommands, before Hiera 3's usage (kept as Hiera 3 prints it) */
+static const char SUBCOMMANDS[] =
+    "usage: hiera <subcommand> [arguments]\n"
+    "   or: hiera [options] key [default value] [variable='text'...]   (Hiera 3.10's command line)\n"
+    "\n"
+    "Subcommands:\n"
+    "    lookup    look up keys as `puppet lookup` (Puppet 7.23) does: Puppet's settings,\n"
+    "              environments and modules (hiera lookup --help)\n"
+    "    batch     look up many keys for many nodes in one run (hiera batch --help)\n"
+    "    eyaml     hiera-eyaml 3.3's commands: createkeys, encrypt, decrypt, version\n"
+    "              (hiera eyaml --help)\n"
+    "    version   print this hiera's version (" HIERA_VERSION "); hiera --version prints Hiera 3's\n"
+    "\n"
+    "Without a subcommand (or after --), hiera is Hiera 3.10's command line:\n"
+    "\n";
 
 static const char HELP[] =
     "Usage: hiera [options] key [default value] [variable='text'...]\n"
@@ -147,6 +165,7 @@ static int act(options *o, const opt_def *d, const char *val)
 {
     switch (d->shortc) {
     case 0: /* --help */
+        fputs(SUBCOMMANDS, stdout);
         fputs(HELP, stdout);
         return 0;
     case 'V':

@@ -12,50 +12,98 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define RUN_HELP "Run 'puppet lookup --help' for more details"
 
 typedef struct {
-    const char *node, *facts, *environment, *codedir, *confdir, *environmentpath, *hiera_config;
-    const char *trusted, *vardir, *yamldir, *certname;
-    /* where --node's facts come from (Puppet's settings of these names) and PuppetDB */
-    cli_puppet_settings_args ps;
-    cli_pdb_args pdb;
-    const char *merge, *prefix, *default_value, *type, *render_as;
-    bool unsafe_fact_paths, has_default, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
-    const char **keys;
-    size_t nkeys;
+    const char *node, *facts, *trusted, *merge, *prefix, *default_value, *type, *render_as;
+    bool unsafe_fact_paths, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
+    bool verbose;
+    cli_pdb_args pdb; /* --node's facts from PuppetDB */
 } lookup_args;
 
+#define COMPILE_WHY "it evaluates the environment's manifests (site.pp and what they include) to set top-scope " \
+                    "variables, which needs Puppet's language; give such variables as facts (--facts) instead"
+#define DEBUG_WHY "Puppet's debug log is not reproduced (--explain shows how a value is found)"
+
+/* puppet lookup's options (lib/puppet/application/lookup.rb, with Puppet::Application's
+ * --help and --version), then hiera's own; every Puppet setting is an option too (common.c). */
+static const cli_option LOOKUP_OPTIONS[] = {
+    {"help", 'h', CLI_HELP, 0, NULL},
+    {"version", 'V', CLI_VERSION, 0, NULL},
+    {"merge", 0, CLI_VALUE, offsetof(lookup_args, merge), NULL},
+    {"debug", 'd', CLI_REFUSED, 0, DEBUG_WHY},
+    {"verbose", 'v', CLI_FLAG, offsetof(lookup_args, verbose), NULL},
+    {"render-as", 0, CLI_VALUE, offsetof(lookup_args, render_as), NULL},
+    {"type", 0, CLI_VALUE, offsetof(lookup_args, type), NULL},
+    {"compile", 'c', CLI_REFUSED, 0, COMPILE_WHY},
+    {"knock-out-prefix", 0, CLI_VALUE, offsetof(lookup_args, prefix), NULL},
+    {"sort-merged-arrays", 0, CLI_FLAG, offsetof(lookup_args, sort_merged_arrays), NULL},
+    {"merge-hash-arrays", 0, CLI_FLAG, offsetof(lookup_args, merge_hash_arrays), NULL},
+    {"explain", 0, CLI_FLAG, offsetof(lookup_args, explain), NULL},
+    {"explain-options", 0, CLI_FLAG, offsetof(lookup_args, explain_options), NULL},
+    {"default", 0, CLI_VALUE, offsetof(lookup_args, default_value), NULL},
+    {"trusted", 0, CLI_VALUE, offsetof(lookup_args, trusted), NULL}, /* puppet lookup's takes no file */
+    {"node", 0, CLI_VALUE, offsetof(lookup_args, node), NULL},
+    {"facts", 0, CLI_VALUE, offsetof(lookup_args, facts), NULL},
+    /* hiera's */
+    {"provenance", 0, CLI_FLAG, offsetof(lookup_args, provenance), NULL},
+    {"unsafe-fact-paths", 0, CLI_FLAG, offsetof(lookup_args, unsafe_fact_paths), NULL},
+    {"puppetdb", 0, CLI_VALUE, offsetof(lookup_args, pdb.puppetdb), NULL},
+    {"from-puppetdb", 0, CLI_FLAG, offsetof(lookup_args, pdb.from_puppetdb), NULL},
+    {"nodes-query", 0, CLI_VALUE, offsetof(lookup_args, pdb.nodes_query), NULL},
+    {"include-inactive", 0, CLI_FLAG, offsetof(lookup_args, pdb.include_inactive), NULL},
+    {"cert", 0, CLI_VALUE, offsetof(lookup_args, pdb.cert), NULL},
+    {"key", 0, CLI_VALUE, offsetof(lookup_args, pdb.key), NULL},
+    {"cacert", 0, CLI_VALUE, offsetof(lookup_args, pdb.cacert), NULL}, /* (also Puppet's setting; no effect there) */
+    {"puppetdb-timeout", 0, CLI_VALUE, offsetof(lookup_args, pdb.timeout), NULL},
+};
+
 static const char *LOOKUP_USAGE =
-    "usage: hiera lookup [--help] [--type <TYPESTRING>] [--merge first|unique|hash|deep]\n"
+    "usage: hiera lookup [--help] [--version] [--type <TYPESTRING>] [--merge first|unique|hash|deep]\n"
     "                    [--knock-out-prefix <PREFIX-STRING>] [--sort-merged-arrays]\n"
     "                    [--merge-hash-arrays] [--explain] [--explain-options]\n"
     "                    [--environment <ENV>] [--default <VALUE>] [--node <NODE-NAME>]\n"
-    "                    [--facts <FILE>] [--codedir <DIR>] [--confdir <DIR>]\n"
-    "                    [--environmentpath <DIR>] [--hiera_config <FILE>]\n"
-    "                    [--render-as s|json|yaml] [--provenance] [--unsafe-fact-paths]\n"
-    "                    [--trusted <FILE>] [--vardir <DIR>] [--yamldir <DIR>] [--certname <NAME>]\n"
+    "                    [--facts <FILE>] [--trusted <FILE>] [--render-as s|json|yaml]\n"
+    "                    [--provenance] [--unsafe-fact-paths] [--<puppet setting> <VALUE>]\n"
     "                    [--from-puppetdb | --puppetdb <URL|FILE>] [--cert <FILE> --key <FILE>]\n"
     "                    [--cacert <FILE>] [--puppetdb-timeout <SECONDS>] <keys>\n"
     "\n"
-    "Looks up keys in Hiera 5 data exactly as `puppet lookup` does; the first key found wins.\n"
-    "Exit status: 0 found (or default), 1 not found or error.\n"
+    "Looks up keys in Hiera 5 data exactly as `puppet lookup` (Puppet 7.23) does; the first key found\n"
+    "wins. Exit status: 0 found (or default), 1 not found or error.\n"
+    "\n"
+    "Settings are Puppet's: puppet.conf in the confdir ([server], [master] and [main] sections, $name\n"
+    "interpolation), the environment's environment.conf (modulepath, config_version...), and any Puppet\n"
+    "setting on the command line (--confdir, --codedir, --environmentpath, --hiera_config, --vardir,\n"
+    "--basemodulepath, --modulepath, --config...), which wins. Without --confdir the confdir is the\n"
+    "installed Puppet's (/etc/puppet for Debian's package, /etc/puppetlabs/puppet for Puppet's own;\n"
+    "~/.puppet/etc or ~/.puppetlabs/etc/puppet for other users than root; HIERA_PUPPET_LAYOUT=debian\n"
+    "or puppetlabs chooses). Modules come from the environment's modulepath, the first folder that has\n"
+    "a module winning. The environment's config_version command runs before the lookup, as in Puppet;\n"
+    "if it fails, so does the lookup.\n"
+    "\n"
+    "Options are read as Puppet reads them: abbreviations (--expl), -h, -V, -v, -E <ENV>. A setting\n"
+    "Puppet accepts without applying it (an abbreviation such as --codedi, or --hiera-config for\n"
+    "--hiera_config) is not applied here either, with a warning. --verbose is accepted and changes\n"
+    "nothing, as in `puppet lookup` here. Refused: --compile (site.pp needs Puppet's language),\n"
+    "--debug and --log_level debug (Puppet's debug log is not reproduced).\n"
+    "\n"
+    "Facts: with --node, the node's facts from Puppet's YAML facts cache (<yamldir>/facts/NODE.yaml,\n"
+    "yamldir $vardir/yaml), or from PuppetDB where puppet lookup takes them from there (routes.yaml's\n"
+    "lookup: facts: terminus or cache, facts_terminus = puppetdb, storeconfigs; PuppetDB as\n"
+    "<confdir>/puppetdb.conf and Puppet's certificate say) or with --puppetdb URL|FILE or\n"
+    "--from-puppetdb (--cert, --key, --cacert: another identity and CA than Puppet's); then --facts\n"
+    "FILE over them; without --node, the local machine's facts from `facter` (which must be\n"
+    "installed), then --facts FILE over them; the node is then the certname.\n"
+    "--trusted FILE (YAML or JSON; puppet lookup's --trusted takes no file and does nothing) gives\n"
+    "$trusted as an agent's certificate would: a hash with authenticated, certname and extensions\n"
+    "(hostname and domain follow from certname). Without it, $trusted is the node's `trusted` fact when\n"
+    "that is such a hash, else built from the clientcert fact.\n"
+    "\n"
     "--provenance prints the value with the layer, level, file and line each part came from\n"
     "(after the explanation when --explain is given too; as data with --render-as json|yaml).\n"
     "A location in hiera.yaml whose interpolation of facts adds a '..' segment, makes it absolute\n"
-    "or adds glob characters to a glob is refused; --unsafe-fact-paths follows it as Puppet does.\n"
-    "Facts: with --node, the node's facts from Puppet's YAML facts cache (<vardir>/yaml/facts/NODE.yaml,\n"
-    "vardir /var/cache/puppet as root), or from PuppetDB where puppet lookup takes them from there\n"
-    "(routes.yaml's lookup: facts: terminus or cache, facts_terminus = puppetdb, storeconfigs; PuppetDB\n"
-    "as <confdir>/puppetdb.conf and Puppet's certificate say) or with --puppetdb URL|FILE or\n"
-    "--from-puppetdb; then --facts FILE over them; without --node, the local machine's facts from\n"
-    "`facter` (which must be installed), then --facts FILE over them.\n"
-    "--trusted FILE (YAML or JSON) gives $trusted as an agent's certificate would: a hash with\n"
-    "authenticated, certname and extensions (hostname and domain follow from certname). Without it,\n"
-    "$trusted is the node's `trusted` fact when that is such a hash, else built from the clientcert fact.\n";
+    "or adds glob characters to a glob is refused; --unsafe-fact-paths follows it as Puppet does.\n";
 
 static int fail(const char *fmt, const char *arg)
 {
@@ -63,172 +111,6 @@ static int fail(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fputc('\n', stderr);
     return 1;
-}
-
-/* Puppet settings may be written with dashes or underscores; "--name=value" works too. */
-static bool flag_is(const char *given, size_t len, const char *name)
-{
-    if (strlen(name) != len)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char a = given[i] == '-' ? '_' : given[i], b = name[i] == '-' ? '_' : name[i];
-        if (a != b)
-            return false;
-    }
-    return true;
-}
-
-static int parse(int argc, char **argv, lookup_args *a)
-{
-    a->keys = calloc((size_t)argc + 1, sizeof *a->keys);
-    bool options_done = false;
-    static const struct {
-        const char *name;
-        size_t off;
-    } value_flags[] = {
-        {"node", offsetof(lookup_args, node)},
-        {"facts", offsetof(lookup_args, facts)},
-        {"environment", offsetof(lookup_args, environment)},
-        {"codedir", offsetof(lookup_args, codedir)},
-        {"confdir", offsetof(lookup_args, confdir)},
-        {"environmentpath", offsetof(lookup_args, environmentpath)},
-        {"hiera_config", offsetof(lookup_args, hiera_config)},
-        {"trusted", offsetof(lookup_args, trusted)},
-        {"vardir", offsetof(lookup_args, vardir)},
-        {"yamldir", offsetof(lookup_args, yamldir)},
-        {"certname", offsetof(lookup_args, certname)},
-        {"ssldir", offsetof(lookup_args, ps.ssldir)},
-        {"hostcert", offsetof(lookup_args, ps.hostcert)},
-        {"hostprivkey", offsetof(lookup_args, ps.hostprivkey)},
-        {"localcacert", offsetof(lookup_args, ps.localcacert)},
-        {"hostcrl", offsetof(lookup_args, ps.hostcrl)},
-        {"certificate_revocation", offsetof(lookup_args, ps.certificate_revocation)},
-        {"facts_terminus", offsetof(lookup_args, ps.facts_terminus)},
-        {"storeconfigs_backend", offsetof(lookup_args, ps.storeconfigs_backend)},
-        {"route_file", offsetof(lookup_args, ps.route_file)},
-        {"merge", offsetof(lookup_args, merge)},
-        {"knock_out_prefix", offsetof(lookup_args, prefix)},
-        {"type", offsetof(lookup_args, type)},
-        {"render_as", offsetof(lookup_args, render_as)},
-    };
-    /* Puppet settings that take a value and do not matter here */
-    static const char *ignored_value_flags[] = {"logdir", "rundir", "config", "basemodulepath",
-                                                "modulepath", "server", "strict", "log_level"};
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        if (options_done || arg[0] != '-' || arg[1] != '-' || arg[2] == 0) {
-            if (!options_done && strcmp(arg, "--") == 0) {
-                options_done = true;
-                continue;
-            }
-            a->keys[a->nkeys++] = arg;
-            continue;
-        }
-        int pr = cli_pdb_parse_arg(&a->pdb, argc, argv, &i);
-        if (pr < 0)
-            return 1;
-        if (pr > 0)
-            continue;
-        const char *name = arg + 2;
-        const char *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        bool matched = false;
-        for (size_t f = 0; f < sizeof value_flags / sizeof *value_flags; f++) {
-            if (!flag_is(name, nlen, value_flags[f].name))
-                continue;
-            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!val)
-                return fail("option '--%s' needs a value", value_flags[f].name), 1;
-            *(const char **)((char *)a + value_flags[f].off) = val;
-            matched = true;
-        }
-        if (matched)
-            continue;
-        if (flag_is(name, nlen, "default")) {
-            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!val)
-                return fail("option '--%s' needs a value", "default"), 1;
-            a->default_value = val;
-            a->has_default = true;
-        } else if (flag_is(name, nlen, "sort_merged_arrays")) {
-            a->sort_merged_arrays = true;
-        } else if (flag_is(name, nlen, "merge_hash_arrays")) {
-            a->merge_hash_arrays = true;
-        } else if (flag_is(name, nlen, "explain")) {
-            a->explain = true;
-        } else if (flag_is(name, nlen, "unsafe_fact_paths")) {
-            a->unsafe_fact_paths = true;
-        } else if (flag_is(name, nlen, "explain_options")) {
-            a->explain_options = true;
-        } else if (flag_is(name, nlen, "provenance")) {
-            a->provenance = true;
-        } else if (flag_is(name, nlen, "storeconfigs") || flag_is(name, nlen, "no_storeconfigs")) {
-            a->ps.storeconfigs = name[0] == 'n' ? "false" : "true";
-        } else if (flag_is(name, nlen, "help")) {
-            fputs(LOOKUP_USAGE, stdout);
-            exit(0);
-        } else if (flag_is(name, nlen, "compile") || flag_is(name, nlen, "debug") || flag_is(name, nlen, "verbose") ||
-                   flag_is(name, nlen, "trace") || flag_is(name, nlen, "color")) {
-            /* accepted for compatibility; no effect here */
-        } else {
-            bool known = false;
-            for (size_t f = 0; f < sizeof ignored_value_flags / sizeof *ignored_value_flags; f++)
-                if (flag_is(name, nlen, ignored_value_flags[f])) {
-                    known = true;
-                    if (!eq)
-                        i++;
-                }
-            if (!known) {
-                fprintf(stderr, "Error: Could not parse application options: invalid option: %s\n", arg);
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-/* The module folders whose custom and external facts Facter is given for the local machine:
- * Puppet's defaults for the environment (its modules folder, then <codedir>/modules and
- * /usr/share/puppet/modules). malloc'ed. */
-static char *facter_modulepath(const lookup_args *a)
-{
-    char *codedir;
-    if (a->codedir) {
-        codedir = strdup(a->codedir);
-    } else if (geteuid() == 0) {
-        codedir = strdup("/etc/puppet/code");
-    } else {
-        const char *home = getenv("HOME");
-        size_t n = strlen(home ? home : "") + 32;
-        codedir = malloc(n);
-        if (codedir)
-            snprintf(codedir, n, "%s/.puppetlabs/etc/code", home ? home : "");
-    }
-    if (!codedir)
-        return NULL;
-    const char *env = a->environment ? a->environment : "production";
-    char *envpath = a->environmentpath ? strdup(a->environmentpath) : NULL;
-    if (!envpath) {
-        size_t n = strlen(codedir) + 16;
-        envpath = malloc(n);
-        if (envpath)
-            snprintf(envpath, n, "%s/environments", codedir);
-    }
-    char *env_dir = NULL, *save = NULL;
-    for (char *p = envpath ? strtok_r(envpath, ":", &save) : NULL; p && !env_dir; p = strtok_r(NULL, ":", &save)) {
-        size_t n = strlen(p) + strlen(env) + 2;
-        char *d = malloc(n);
-        struct stat st;
-        if (d && (snprintf(d, n, "%s/%s", p, env), stat(d, &st) == 0 && S_ISDIR(st.st_mode)))
-            env_dir = d;
-        else
-            free(d);
-    }
-    char *mp = cli_default_modulepath(codedir, env_dir);
-    free(env_dir);
-    free(envpath);
-    free(codedir);
-    return mp;
 }
 
 static void print_rendered(const char *text)
@@ -243,10 +125,7 @@ static void print_rendered(const char *text)
 int lookup_main(int argc, char **argv)
 {
     lookup_args a = {0};
-    if (parse(argc, argv, &a)) {
-        free(a.keys);
-        return 1;
-    }
+    cli_parsed p;
     int rc = 1;
     hiera_value *trusted = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
     cli_node_facts nf = {0};
@@ -254,7 +133,24 @@ int lookup_main(int argc, char **argv)
     hiera_result *result = NULL;
     hiera_cache *cache = NULL;
     hiera_error err = {0};
+    hiera_settings *settings = NULL;
+    hiera_environment *env = NULL;
+    const char **keys = NULL;
+    size_t nkeys = 0;
 
+    if (cli_parse("hiera lookup", argc, argv, LOOKUP_OPTIONS, sizeof LOOKUP_OPTIONS / sizeof *LOOKUP_OPTIONS, &a, LOOKUP_USAGE, &p))
+        goto out;
+    if (cli_refuse_settings("hiera lookup", &p))
+        goto out;
+    keys = p.args;
+    nkeys = p.nargs;
+    /* Puppet reads its settings and finds the environment before anything else */
+    settings = cli_settings(&p);
+    if (!settings)
+        goto out;
+    env = cli_environment(settings);
+    if (!env)
+        goto out;
     if ((a.sort_merged_arrays || a.merge_hash_arrays || a.prefix) && (!a.merge || strcmp(a.merge, "deep") != 0)) {
         fail("The options --knock-out-prefix, --sort-merged-arrays, and --merge-hash-arrays are only available with '--merge deep'\n%s",
              RUN_HELP);
@@ -275,9 +171,11 @@ int lookup_main(int argc, char **argv)
         }
     }
     bool explain = a.explain || a.explain_options;
-    if (a.nkeys == 0) {
+    static const char *global_key[] = {"__global__"};
+    if (nkeys == 0) {
         if (a.explain_options && !a.explain) {
-            a.keys[a.nkeys++] = "__global__";
+            keys = global_key;
+            nkeys = 1;
         } else {
             fail("%s", "No keys were given to lookup.");
             goto out;
@@ -295,15 +193,15 @@ int lookup_main(int argc, char **argv)
         fail("Unknown rendering format '%s'", format);
         goto out;
     }
-    char *modulepath = a.node ? NULL : facter_modulepath(&a);
-    /* with --node: Puppet's facts terminus decides (PuppetDB when Puppet would ask it) */
-    a.ps.confdir = a.confdir;
-    a.ps.certname = a.certname;
+    /* the node's facts: its cache or Facter, the --facts file over them */
+    cli_facts_settings fs;
+    cli_facts_settings_get(settings, env, &fs);
+    /* with --node: Puppet's facts terminus (and cache) decide; PuppetDB when Puppet would ask it */
     cli_puppet_settings ps;
-    cli_puppet_settings_from_args(&a.ps, &ps);
+    cli_puppet_settings_get(settings, &ps);
     cli_facts_route route = {0};
     cli_pdb_config pc = {0};
-    int gathered = 1;
+    int gathered = 0;
     if (a.pdb.nodes_query || a.pdb.include_inactive) {
         fail("%s", "--nodes-query and --include-inactive choose the nodes of hiera batch and hiera serve; "
                    "hiera lookup looks up --node");
@@ -320,35 +218,37 @@ int lookup_main(int argc, char **argv)
                            (!cli_facts_route_uses_puppetdb(&route) || cli_pdb_config_get(&a.pdb, &ps, &pc))
                        ? 0
                        : 1;
-    } else {
-        gathered = 0;
     }
     if (!gathered) {
-        cli_facts_request fr = {a.node, a.facts, a.vardir, a.yamldir, a.certname, a.environment, modulepath,
-                                a.node ? &route : NULL, &pc.c};
+        cli_facts_request fr = {a.node, a.facts, fs.vardir, fs.yamldir, fs.certname, fs.environment,
+                                a.node ? NULL : fs.modulepath, a.node ? &route : NULL, &pc.c};
         gathered = cli_facts_gather(&fr, &nf);
     }
-    free(modulepath);
     cli_facts_route_free(&route);
     cli_pdb_config_free(&pc);
     cli_puppet_settings_free(&ps);
+    cli_facts_settings_free(&fs);
     if (gathered)
         goto out;
     if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
         goto out;
+    /* the node's scope: Puppet runs the environment's config_version first */
+    if (!hiera_environment_run_config_version(env, NULL, &err)) {
+        fail("%s", err.message);
+        goto out;
+    }
     cache = cli_cache();
-    hiera_options o = {.size = sizeof o, .codedir = a.codedir, .confdir = a.confdir, .environmentpath = a.environmentpath,
-                       .hiera_config = a.hiera_config, .environment = a.environment, .node = nf.node, .facts = nf.given,
-                       .cache = cache, .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
-                       .trusted = trusted, .base_facts = nf.base};
+    hiera_options o = {.size = sizeof o, .node = nf.node, .facts = nf.given, .cache = cache,
+                       .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
+                       .trusted = trusted, .base_facts = nf.base, .settings = settings, .env = env};
     h = hiera_new(&o, &err);
     if (!h) {
         fail("%s", err.message);
         goto out;
     }
-    if (a.has_default)
+    if (a.default_value)
         dflt = hiera_value_new_string(a.default_value);
-    hiera_request req = {.size = sizeof req, .keys = a.keys, .nkeys = a.nkeys, .merge = merge, .default_value = dflt, .type = a.type};
+    hiera_request req = {.size = sizeof req, .keys = keys, .nkeys = nkeys, .merge = merge, .default_value = dflt, .type = a.type};
     if (a.explain)
         req.explain |= HIERA_EXPLAIN_DATA;
     if (a.explain_options)
@@ -423,14 +323,16 @@ int lookup_main(int argc, char **argv)
 out:
     hiera_result_free(result);
     hiera_value_decref(value);
-    cli_node_facts_free(&nf);
     hiera_value_decref(trusted);
+    cli_node_facts_free(&nf);
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
     hiera_free(h);
     cli_cache_release(cache);
     hiera_error_clear(&err);
-    free(a.keys);
+    hiera_environment_free(env);
+    hiera_settings_free(settings);
+    cli_parsed_free(&p);
     fflush(stdout);
     return rc;
 }

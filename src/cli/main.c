@@ -1,5 +1,6 @@
-/* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`; other forms are the Hiera 3
- * command line. */
+/* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`, `hiera batch` many lookups,
+ * `hiera eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3
+ * command line (`hiera -- version` looks up the key "version"). */
 #include "cli/batch_cmd.h"
 #include "cli/check_cmd.h"
 #include "cli/diff_cmd.h"
@@ -7,6 +8,8 @@
 #include "cli/hiera3_cmd.h"
 #include "cli/lookup_cmd.h"
 #include "cli/serve_cmd.h"
+
+#include "hiera.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,10 @@ int main(int argc, char **argv)
         return serve_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
+    if (argc == 2 && strcmp(argv[1], "version") == 0) {
+        printf("%s\n", hiera_version());
+        return 0;
+    }
     /* everything else is the Hiera 3 command line (`hiera -- lookup` looks up a key "lookup") */
     return hiera3_main(argc, argv);
 }

@@ -1,4 +1,5 @@
 /* serve_cmd.c - `hiera serve`: the command line of the lookup service (src/serve/). */
+#include "cli/common.h"
 #include "cli/serve_cmd.h"
 
 #include <stdio.h>
@@ -23,6 +24,9 @@ static const char *SERVE_USAGE =
     "directory that is rebuilt in the background when files change (and on SIGHUP); a change that\n"
     "breaks a hiera.yaml or data file is refused and the last good snapshot goes on serving\n"
     "(/healthz says \"degraded\"). SIGTERM stops accepting, lets requests in flight finish, and exits.\n"
+    "Puppet's settings are read as hiera lookup reads them: puppet.conf in the confdir (the installed\n"
+    "Puppet's when --confdir is not given), the folders given here over it, each environment's\n"
+    "environment.conf (its modulepath); see hiera lookup --help.\n"
     "\n"
     "  --listen [ADDR:]PORT     where to listen (default 127.0.0.1:8150; port 0: any free port)\n"
     "  --facts-dir DIR          the nodes: one facts file per node (NAME.yaml, NAME.yml, NAME.json)\n"
@@ -63,17 +67,6 @@ static void pdb_warning(const char *message, void *data)
     fprintf(stderr, "hiera serve: warning: %s\n", message);
 }
 
-static char *default_codedir(void)
-{
-    if (geteuid() == 0)
-        return strdup("/etc/puppet/code");
-    const char *home = getenv("HOME");
-    size_t n = strlen(home ? home : "") + 32;
-    char *p = malloc(n);
-    snprintf(p, n, "%s/.puppetlabs/etc/code", home ? home : "");
-    return p;
-}
-
 int serve_main(int argc, char **argv)
 {
     serve_options o = {0};
@@ -103,19 +96,6 @@ int serve_main(int argc, char **argv)
         {"token-file", offsetof(serve_options, token_file)},
         {"access-log", offsetof(serve_options, access_log)},
     };
-    /* Puppet's settings for its PuppetDB client */
-    static const struct {
-        const char *name;
-        size_t off;
-    } settings[] = {
-        {"certname", offsetof(cli_puppet_settings_args, certname)},
-        {"ssldir", offsetof(cli_puppet_settings_args, ssldir)},
-        {"hostcert", offsetof(cli_puppet_settings_args, hostcert)},
-        {"hostprivkey", offsetof(cli_puppet_settings_args, hostprivkey)},
-        {"localcacert", offsetof(cli_puppet_settings_args, localcacert)},
-        {"hostcrl", offsetof(cli_puppet_settings_args, hostcrl)},
-        {"certificate_revocation", offsetof(cli_puppet_settings_args, certificate_revocation)},
-    };
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
@@ -124,6 +104,8 @@ int serve_main(int argc, char **argv)
             return 0;
         }
         int pr = cli_pdb_parse_arg(&pa, argc, argv, &i);
+        if (pr == 0)
+            pr = cli_puppet_settings_parse_arg(&psa, argc, argv, &i);
         if (pr < 0)
             return 2;
         if (pr > 0)
@@ -163,16 +145,6 @@ int serve_main(int argc, char **argv)
                 *slot = val;
             }
         }
-        for (size_t f = 0; f < sizeof settings / sizeof *settings && !known; f++) {
-            if (strlen(settings[f].name) != nlen || strncmp(settings[f].name, name, nlen) != 0)
-                continue;
-            known = true;
-            if (!val) {
-                fprintf(stderr, "Error: hiera serve: --%s needs a value\n", settings[f].name);
-                return 2;
-            }
-            *(const char **)((char *)&psa + settings[f].off) = val;
-        }
         if (known)
             continue;
         unsigned long v;
@@ -202,32 +174,54 @@ int serve_main(int argc, char **argv)
         default: o.puppetdb_refresh = (unsigned)v; break;
         }
     }
+    /* the folders not given are Puppet's settings' (puppet.conf in the confdir, then Puppet's
+     * defaults), as hiera lookup finds them; the watcher watches them */
+    hiera_setting cli[4 + CLI_PUPPET_SETTINGS_MAX];
+    size_t ncli = 0;
+    if (o.confdir)
+        cli[ncli++] = (hiera_setting){"confdir", o.confdir};
+    if (o.codedir)
+        cli[ncli++] = (hiera_setting){"codedir", o.codedir};
+    if (o.environmentpath)
+        cli[ncli++] = (hiera_setting){"environmentpath", o.environmentpath};
+    if (o.hiera_config)
+        cli[ncli++] = (hiera_setting){"hiera_config", o.hiera_config};
+    ncli += cli_puppet_settings_list(&psa, cli + ncli); /* (PuppetDB's client: ssldir, certname...) */
+    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
+    so.cli = cli;
+    so.ncli = ncli;
+    so.diagnostics = cli_print_diagnostic;
+    hiera_error err = {0};
+    hiera_settings *settings = hiera_settings_load(&so, &err);
+    if (!settings) {
+        fprintf(stderr, "Error: Could not initialize global default settings: %s\n", err.message ? err.message : "");
+        hiera_error_clear(&err);
+        return 1;
+    }
     char *codedir = NULL, *envpath = NULL;
     if (!o.codedir)
-        o.codedir = codedir = default_codedir();
-    if (!o.environmentpath) {
-        size_t n = strlen(o.codedir) + 16;
-        envpath = malloc(n);
-        snprintf(envpath, n, "%s/environments", o.codedir);
-        o.environmentpath = envpath;
-    }
+        o.codedir = codedir = hiera_settings_get(settings, "codedir", NULL);
+    if (!o.environmentpath)
+        o.environmentpath = envpath = hiera_settings_get(settings, "environmentpath", NULL);
     factsrc *src = NULL;
     if (cli_pdb_wanted(&pa)) {
         if (o.facts_dir) {
             fprintf(stderr, "Error: hiera serve: give either --facts-dir or PuppetDB (--from-puppetdb, --puppetdb), not both\n");
+            hiera_settings_free(settings);
             free(codedir);
             free(envpath);
             return 2;
         }
-        psa.confdir = o.confdir;
-        src = cli_factsrc_open(NULL, &pa, &psa, pdb_warning, NULL);
+        src = cli_factsrc_open(NULL, &pa, settings, pdb_warning, NULL);
         if (!src) {
+            hiera_settings_free(settings);
             free(codedir);
             free(envpath);
             return 2;
         }
         o.puppetdb = src;
     }
+    hiera_settings_free(settings);
     int rc = serve_run(&o);
     factsrc_free(src);
     free(codedir);

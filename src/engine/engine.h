@@ -99,9 +99,14 @@ struct hiera_ctx {
     void *user_diag_data;
     bool own_cache;
     char *codedir;
-    char *envpath;
     char *env_name;
-    char *env_dir;          /* <envpath>/<env> */
+    char *env_dir;          /* the environment's folder; NULL for Puppet's default production */
+    const struct hiera_environment *environment; /* its modulepath and settings (settings.c), BORROWED */
+    struct hiera_environment *own_env;   /* the environment and settings hiera_new made for */
+    struct hiera_settings *own_settings; /* this context alone (freed with it), or NULL */
+    hv *settings_vars;      /* the "settings::<name>" variables, made when first read */
+    int strict;             /* Puppet's strict setting: 0 off, 1 warning, 2 error */
+    hv *warned_vars;        /* undefined variables warned about (once each) */
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */
     /* while a lookup runs (api.c attaches them and hands them to its result afterwards): */

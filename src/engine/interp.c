@@ -1,6 +1,8 @@
 /* interp.c - %{} interpolation, scope variables and dotted keys, as Puppet's Interpolation and
  * SubLookup modules do them (lib/puppet/pops/lookup/interpolation.rb, sub_lookup.rb). */
+#include "base/diag.h"
 #include "engine/engine.h"
+#include "engine/settings.h"
 #include "engine/memo.h"
 #include "formats/render.h"
 #include "base/rregex.h"
@@ -259,8 +261,66 @@ static hv *scope_get(inv *I, const char *name, bool *exists)
         }
     }
     hv *v = hv_hash_gets(I->h->scope, name);
+    if (!v && I->h->environment && !strncmp(name, "settings::", 10)) {
+        /* the settings class's variables (Scope#merge_settings), made when first read */
+        if (!I->h->settings_vars) {
+            herr ignore = {0};
+            I->h->settings_vars = settings_scope_vars(I->h->environment, &ignore);
+            herr_clear(&ignore);
+            if (!I->h->settings_vars)
+                I->h->settings_vars = hv_hash();
+        }
+        v = hv_hash_gets(I->h->settings_vars, name);
+    }
     *exists = v != NULL;
     return v;
+}
+
+/* Scope#variable_not_found for a variable the scope does not have: nothing when Puppet's strict
+ * setting is off, a warning (once per name) when it is "warning", an error when it is "error".
+ * module_name, caller_module_name and numeric names always exist; a qualified name reports the
+ * class that is missing (Scope#handle_not_found; strict_variables changes none of this here). */
+static lr undefined_variable(inv *I, const char *name, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!h->strict || !strcmp(name, "module_name") || !strcmp(name, "caller_module_name"))
+        return LR_FOUND;
+    bool numeric = *name && (name[0] != '0' || !name[1]);
+    for (const char *p = name; *p && numeric; p++)
+        numeric = *p >= '0' && *p <= '9';
+    if (numeric)
+        return LR_FOUND;
+    char *shown = NULL, *reason = NULL;
+    const char *q = strstr(name, "::");
+    if (q) {
+        const char *fqn = q == name ? name + 2 : name;
+        const char *leaf = NULL;
+        for (const char *p = strstr(fqn, "::"); p; p = strstr(p + 2, "::"))
+            leaf = p;
+        if (leaf && !(leaf - fqn == 8 && !strncmp(fqn, "settings", 8))) {
+            shown = xstrdup(fqn);
+            reason = xasprintf("class %.*s could not be found", (int)(leaf - fqn), fqn);
+        } else {
+            shown = xjoin("::", fqn, NULL);
+        }
+    } else {
+        shown = xstrdup(name);
+    }
+    lr r = LR_FOUND;
+    if (h->strict == 2) {
+        herr_set(err, HERR_ERROR, "Undefined variable '%s'; %s", shown, reason ? reason : "");
+        r = LR_ERROR;
+    } else {
+        if (!h->warned_vars)
+            h->warned_vars = hv_hash();
+        if (!hv_hash_gets(h->warned_vars, shown)) {
+            hv_hash_sets(h->warned_vars, shown, hv_true());
+            diag_warn("undefined-variable", NULL, 0, 0, "Undefined variable '%s'; %s", shown, reason ? reason : "");
+        }
+    }
+    free(shown);
+    free(reason);
+    return r;
 }
 
 /* scope_lookup with the key already split (segs: root then sub-keys). */
@@ -287,6 +347,10 @@ static lr scope_lookup_segs(inv *I, const char *key, const hv *segs, hv **out, h
         if (exists)
             ex_found_str(ex, rootname, val);
         ex_pop(ex);
+    }
+    if (!exists && undefined_variable(I, rootname, err) == LR_ERROR) {
+        free(owned);
+        return LR_ERROR;
     }
     free(owned);
     lr r = LR_FOUND;

@@ -12,6 +12,7 @@
 #include "base/glob.h"
 #include "engine/memo.h"
 #include "engine/provenance.h"
+#include "engine/settings.h"
 #include "base/pathname.h"
 #include "types/ptype.h"
 #include "formats/render.h"
@@ -290,7 +291,9 @@ static char *env_conf_setting(hiera_ctx *h, const char *conf_path, const char *n
  * legacy function environment::data); a version 5 hiera.yaml makes the setting ignored. */
 layer *env_layer(hiera_ctx *h, herr *err)
 {
-    if (!h->env_init) {
+    if (!h->env_init && !h->env_dir) {
+        h->env_init = true; /* Puppet's default production environment has no folder */
+    } else if (!h->env_init) {
         h->env_init = true;
         char *conf = xjoin(h->env_dir, "/environment.conf", NULL);
         char *pname = env_conf_setting(h, conf, "environment_data_provider");
@@ -372,15 +375,15 @@ bool valid_module_name(const char *n)
     return true;
 }
 
-/* The folders of the environment's modulepath, in order: <env>/modules, then <codedir>/modules
- * (a new NULL-terminated array of malloc'ed paths). */
+/* The folders of the environment's modulepath, in order (settings.c: environment.conf's
+ * modulepath or <env>/modules and the basemodulepath, --modulepath, PUPPETLIB), whether they
+ * exist or not (a new NULL-terminated array of malloc'ed paths). */
 char **module_roots(hiera_ctx *h)
 {
-    char **roots = xcalloc(3, sizeof *roots);
-    size_t n = 0;
-    roots[n++] = xjoin(h->env_dir, "/modules", NULL);
-    if (h->codedir)
-        roots[n++] = xjoin(h->codedir, "/modules", NULL);
+    size_t n = h->environment ? hiera_environment_modulepath_count(h->environment) : 0;
+    char **roots = xcalloc(n + 1, sizeof *roots);
+    for (size_t i = 0; i < n; i++)
+        roots[i] = xstrdup(hiera_environment_modulepath(h->environment, i));
     return roots;
 }
 
@@ -391,22 +394,11 @@ void module_roots_free(char **roots)
     free(roots);
 }
 
-/* The module's folder on the environment's modulepath (the first root that has it), or NULL
- * when the environment has no such module. */
+/* The module's folder: the first folder of the environment's modulepath that has it (Puppet's
+ * Environment#module; settings.c), or NULL when the environment has no such module. */
 static char *module_dir(hiera_ctx *h, const char *name)
 {
-    if (!valid_module_name(name))
-        return NULL;
-    char **roots = module_roots(h), *found = NULL;
-    for (size_t i = 0; roots[i] && !found; i++) {
-        char *p = xjoin(roots[i], "/", name, NULL);
-        if (cache_dir_exists(h->cache, p))
-            found = p;
-        else
-            free(p);
-    }
-    module_roots_free(roots);
-    return found;
+    return h->environment ? settings_module_dir(h->environment, name) : NULL;
 }
 
 
@@ -2900,14 +2892,13 @@ lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err)
 
 void hctx_free(hiera_ctx *h);
 
-hiera_ctx *hctx_new(const char *codedir, const char *envpath, const char *env_name, const char *global_config,
+hiera_ctx *hctx_new(const char *codedir, const char *env_dir, const char *env_name, const char *global_config,
                     hv *scope, hiera_cache *cache)
 {
     hiera_ctx *h = xcalloc(1, sizeof *h);
     h->codedir = xstrdup(codedir);
-    h->envpath = xstrdup(envpath);
     h->env_name = xstrdup(env_name);
-    h->env_dir = xjoin(envpath, "/", env_name, NULL);
+    h->env_dir = env_dir ? xstrdup(env_dir) : NULL;
     h->global_config = xstrdup(global_config);
     h->scope = hv_incref(scope);
     if (cache) {
@@ -2925,8 +2916,11 @@ void hctx_free(hiera_ctx *h)
     if (!h)
         return;
     free(h->codedir);
-    free(h->envpath);
     free(h->env_name);
+    hv_decref(h->settings_vars);
+    hv_decref(h->warned_vars);
+    hiera_environment_free(h->own_env);
+    hiera_settings_free(h->own_settings);
     free(h->env_dir);
     free(h->global_config);
     hv_decref(h->scope);

@@ -540,13 +540,20 @@ snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev)
             if (state_of(&b, cfg) == 1)
                 add_config(&b, cfg, LAYER_ENV, name, NULL);
             free(cfg);
-            char *mods = xjoin(envs[i], "/modules", NULL);
-            add_modules(&b, mods, name);
-            free(mods);
-            if (spec->codedir) {
-                mods = xjoin(spec->codedir, "/modules", NULL);
+            char **roots = spec->module_roots ? spec->module_roots(name, spec->module_roots_data) : NULL;
+            if (roots) {
+                for (size_t r = 0; roots[r]; r++)
+                    add_modules(&b, roots[r], name);
+                free_list(roots);
+            } else {
+                char *mods = xjoin(envs[i], "/modules", NULL);
                 add_modules(&b, mods, name);
                 free(mods);
+                if (spec->codedir) {
+                    mods = xjoin(spec->codedir, "/modules", NULL);
+                    add_modules(&b, mods, name);
+                    free(mods);
+                }
             }
         }
         free_list(envs);

@@ -32,6 +32,10 @@ typedef struct {
     const char *const *environments; /* the environments to read; NULL: every one found */
     size_t nenvironments;
     const char *disk_cache;          /* a disk cache folder used while parsing, or NULL */
+    /* The module folders of an environment in modulepath order (a new NULL-terminated array of
+     * malloc'ed paths, or NULL when it cannot be had); NULL: <env>/modules then <codedir>/modules. */
+    char **(*module_roots)(const char *environment, void *data);
+    void *module_roots_data;
 } snapshot_spec;
 
 /* Builds a snapshot (never NULL: problems are kept in it, see snapshot_problems). The result

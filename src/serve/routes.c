@@ -193,12 +193,15 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
         reply_error(out, 400, "\"facts\" must be a hash");
         return NULL;
     }
+    const char *why = NULL;
+    const hiera_environment *environment = state_environment(g, env, &why);
+    if (!environment) {
+        reply_error(out, 422, "%s", why ? why : "no such environment");
+        return NULL;
+    }
     hiera_options o = HIERA_OPTIONS_INIT;
-    o.codedir = rq->o->codedir;
-    o.confdir = rq->o->confdir;
-    o.environmentpath = rq->o->environmentpath;
-    o.hiera_config = rq->o->hiera_config;
-    o.environment = env;
+    o.settings = g->settings;
+    o.env = environment; /* settings, folders and modulepath loaded once per generation */
     o.node = node;
     if (stored)
         o.base_facts = facts; /* a file of Puppet's facts cache: the node's stored facts */

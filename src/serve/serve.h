@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "base/value.h"
@@ -62,6 +63,16 @@ typedef struct generation {
     time_t built;
     double build_seconds;
     size_t files, reused;    /* files in the snapshot; taken unchanged from the previous one */
+    /* Puppet's settings (puppet.conf and the command line's folders) as of the build, and the
+     * environments requests asked for, loaded once each (under envs_lock) */
+    hiera_settings *settings;
+    pthread_mutex_t envs_lock;
+    struct served_env {
+        char *name;
+        hiera_environment *env; /* NULL: it cannot be loaded (error says why) */
+        char *error;
+    } *envs;
+    size_t nenvs;
 } generation;
 
 typedef struct {
@@ -79,6 +90,9 @@ typedef struct {
 /* Builds the first generation (false with a message when the tree cannot be served at all:
  * PuppetDB cannot list its nodes). */
 bool state_init(serve_state *st, const serve_options *o);
+/* The environment `name` of generation g, loaded on first use (BORROWED: valid while g is), or
+ * NULL with *error (BORROWED) saying why it cannot be. */
+const hiera_environment *state_environment(generation *g, const char *name, const char **error);
 /* The generation served now, retained (release with generation_release). */
 generation *state_current(serve_state *st);
 void generation_release(generation *g);

@@ -55,7 +55,39 @@ void generation_release(generation *g)
         return;
     hiera_snapshot_release(g->snap);
     facts_set_release(g->fs);
+    for (size_t i = 0; i < g->nenvs; i++) {
+        hiera_environment_free(g->envs[i].env);
+        free(g->envs[i].name);
+        free(g->envs[i].error);
+    }
+    free(g->envs);
+    pthread_mutex_destroy(&g->envs_lock);
+    hiera_settings_free(g->settings);
     free(g);
+}
+
+const hiera_environment *state_environment(generation *g, const char *name, const char **error)
+{
+    pthread_mutex_lock(&g->envs_lock);
+    struct served_env *e = NULL;
+    for (size_t i = 0; i < g->nenvs && !e; i++)
+        if (!strcmp(g->envs[i].name, name))
+            e = &g->envs[i];
+    if (!e) {
+        g->envs = xrealloc(g->envs, (g->nenvs + 1) * sizeof *g->envs);
+        e = &g->envs[g->nenvs++];
+        memset(e, 0, sizeof *e);
+        e->name = xstrdup(name);
+        hiera_error err = {0};
+        e->env = g->settings ? hiera_environment_load(g->settings, name, &err) : NULL;
+        if (!e->env)
+            e->error = xstrdup(err.message ? err.message : "Puppet's settings cannot be resolved");
+        hiera_error_clear(&err);
+    }
+    const hiera_environment *env = e->env;
+    *error = e->error;
+    pthread_mutex_unlock(&g->envs_lock);
+    return env;
 }
 
 static int cmp_hv_str(const void *a, const void *b)
@@ -182,11 +214,35 @@ static generation *build(serve_state *st, const generation *prev, bool fetch)
     double t0 = now_seconds();
     generation *g = xcalloc(1, sizeof *g);
     g->refs = 1;
+    /* Puppet's settings: puppet.conf from the confdir, the command line's folders over it */
+    pthread_mutex_init(&g->envs_lock, NULL);
+    hiera_setting cli[4];
+    size_t ncli = 0;
+    if (o->confdir)
+        cli[ncli++] = (hiera_setting){"confdir", o->confdir};
+    if (o->codedir)
+        cli[ncli++] = (hiera_setting){"codedir", o->codedir};
+    if (o->environmentpath)
+        cli[ncli++] = (hiera_setting){"environmentpath", o->environmentpath};
+    if (o->hiera_config)
+        cli[ncli++] = (hiera_setting){"hiera_config", o->hiera_config};
+    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
+    so.cli = cli;
+    so.ncli = ncli;
+    hiera_error serr = {0};
+    g->settings = hiera_settings_load(&so, &serr);
+    if (!g->settings)
+        fprintf(stderr, "hiera serve: Puppet's settings: %s\n", serr.message ? serr.message : "");
+    hiera_error_clear(&serr);
     hiera_options ho = HIERA_OPTIONS_INIT;
-    ho.codedir = o->codedir;
-    ho.confdir = o->confdir;
-    ho.environmentpath = o->environmentpath;
-    ho.hiera_config = o->hiera_config;
+    if (g->settings) {
+        ho.settings = g->settings; /* the folders and each environment's modulepath */
+    } else {
+        ho.codedir = o->codedir;
+        ho.confdir = o->confdir;
+        ho.environmentpath = o->environmentpath;
+        ho.hiera_config = o->hiera_config;
+    }
     if (prev && o->puppetdb && !fetch) {
         g->fs = prev->fs;
     } else {
@@ -198,6 +254,8 @@ static generation *build(serve_state *st, const generation *prev, bool fetch)
                     prev ? " (the facts fetched before are kept)" : "");
             free(why);
             if (!prev) {
+                hiera_settings_free(g->settings);
+                pthread_mutex_destroy(&g->envs_lock);
                 free(g);
                 return NULL;
             }

@@ -3,7 +3,7 @@
 # prints one JSON answer per query. Used by record-cases.py; needs `apt-get install puppet`.
 #
 # usage: puppet-record.rb QUERIES.json <puppet lookup flags: --codedir --environmentpath
-#        --hiera_config --environment --node --facts --vardir ...>
+#        --hiera_config --environment --node --facts --vardir ..., any Puppet setting (--confdir...)>
 # A query: {"key": K or [K...], "merge": M, "default": D, "type": T, "explain": bool,
 #           "explain_options": bool, "render": "json"|"yaml"|"s"}.
 # An answer: {"value": V} | {"not_found": true} | {"lookup_error": true, "message": M}
@@ -23,7 +23,8 @@ class PuppetRecord < Puppet::Application::Lookup
       begin
         generate_scope { |scope| result = answer(scope, q) }
       rescue StandardError, Puppet::Error => e
-        # setting up the node failed (its facts: no cached facts, a file Puppet refuses...)
+        # setting up the node failed (its facts: no cached facts, a file Puppet refuses...; its
+        # scope: a config_version that fails, a setting that does not convert)
         result = { 'error' => true, 'message' => e.message }
       end
       result

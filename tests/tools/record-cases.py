@@ -3,7 +3,7 @@
 
 A source is tests/case-src/NAME.yaml:
     description: what the case is about
-    engine: puppet | hiera3          (default puppet)
+    engine: puppet | puppet-cli | hiera3   (default puppet)
     node: web01.example.com          (puppet)
     environment: production          (puppet)
     scope: {var: value}              (hiera3: default VAR=VALUE arguments)
@@ -19,7 +19,19 @@ A source is tests/case-src/NAME.yaml:
     needs: [facter]                  (commands the replay needs: the case is skipped, saying so,
                                       where one is missing)
 A query may have args, puppet_args and hiera_args of its own (after the case's); the queries are
-recorded in one Puppet process per distinct set of flags. Whatever Puppet creates in the case
+recorded in one Puppet process per distinct set of flags. Without args, a case's flags start with
+--confdir CASE (no puppet.conf there), so that the machine's puppet.conf never decides.
+
+files: a file's text, or {mode: '755', text: ...} for its permissions (an executable script).
+
+A puppet-cli case (engine: puppet-cli) runs the real `puppet lookup <case args> <query args>` once
+per query, in the case folder, with the query's `env` variables, and records its exit status,
+standard output and standard error (colours dropped): the command-line behaviours a lookup API
+cannot show (settings, puppet.conf and environment.conf errors, option parsing, config_version).
+Its queries are {args: [...], env: {VAR: value}, stderr_has: [text...], hiera: {status, stdout,
+stderr_has, why}}; each stderr_has text must be in Puppet's standard error (the recording fails
+otherwise) and, replayed, in hiera's; a `hiera` entry records where hiera differs from Puppet by
+design (a flag it refuses), with why; every query must give --confdir (or --config). Whatever Puppet creates in the case
 folder while recording (a --vardir inside it gets its state folders) is removed afterwards.
 
 For each source this writes tests/cases/NAME/ (the files, facts.yaml, case.json) and
@@ -28,7 +40,7 @@ case) or of the Hiera 3 `hiera` command. Needs `apt-get install puppet hiera pyt
 
 usage: record-cases.py [NAME...]     (default: every source)
 """
-import json, os, shutil, subprocess, sys, yaml
+import json, os, re, shutil, subprocess, sys, yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
@@ -46,20 +58,30 @@ def write_tree(case, spec):
             os.makedirs(path, exist_ok=True)
             open(os.path.join(path, ".gitkeep"), "w").close()
             continue
+        mode = None
+        if isinstance(text, dict):  # {mode: '755', text: ...}
+            mode, text = text.get("mode"), text.get("text", "")
         with open(path, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else bytes(text))
-    if spec.get("engine", "puppet") == "puppet":
+        if mode is not None:  # an octal text ("755") or a YAML integer
+            os.chmod(path, int(str(mode).replace("0o", ""), 8) if isinstance(mode, str) else mode)
+    if spec.get("engine", "puppet") in ("puppet", "puppet-cli"):
         facts = spec.get("facts")
         if facts is not None and not os.path.exists(os.path.join(case, "facts.yaml")):
             with open(os.path.join(case, "facts.yaml"), "w") as f:
                 yaml.safe_dump(facts, f, sort_keys=False, allow_unicode=True)
-        for env in {spec.get("environment", "production")} | {q["environment"] for q in spec["queries"] if "environment" in q}:
+        envs = set() if spec.get("engine") == "puppet-cli" else \
+            {spec.get("environment", "production")} | {q["environment"] for q in spec["queries"] if "environment" in q}
+        for env in envs:
             d = os.path.join(case, "environments", env)
             os.makedirs(d, exist_ok=True)
             if not os.listdir(d):  # git keeps no empty folder, and the environment must exist
                 open(os.path.join(d, ".gitkeep"), "w").close()
 
 def case_args(case, flags):
+    for a in flags or []:
+        if isinstance(a, bool):
+            sys.exit(f"{case}: argument {a!r} is a YAML boolean: quote it")
     return [str(a).replace("{case}", case) for a in (flags or [])]
 
 def puppet_flags(case, spec, q):
@@ -68,7 +90,7 @@ def puppet_flags(case, spec, q):
     if "args" in spec:
         flags = case_args(case, spec["args"])
     else:
-        flags = ["--codedir", case, "--environmentpath", os.path.join(case, "environments"),
+        flags = ["--confdir", case, "--codedir", case, "--environmentpath", os.path.join(case, "environments"),
                  "--hiera_config", os.path.join(case, "hiera.yaml"),
                  "--environment", q.get("environment", spec.get("environment", "production")),
                  "--node", spec.get("node", "node1.example.com"),
@@ -98,6 +120,25 @@ def record_puppet(case, spec):
             a["output"] = a["output"].replace(case, "<CASE>")
         if "message" in a:
             a["message"] = a["message"].replace(case, "<CASE>")
+    return answers
+
+def strip_colours(text):
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+def record_puppet_cli(case, spec):
+    answers = []
+    for q in spec["queries"]:
+        if not any(a in ("--confdir", "--config") for a in spec.get("args", []) + q.get("args", [])):
+            sys.exit(f"{case}: {q.get('args')}: give --confdir (or --config): the machine's puppet.conf must not decide")
+        cmd = ["puppet", "lookup"] + case_args(case, spec.get("args", [])) + case_args(case, q.get("args", []))
+        env = dict(os.environ)
+        env.update({k: v.replace("{case}", case) for k, v in (q.get("env") or {}).items()})
+        p = subprocess.run(cmd, cwd=case, capture_output=True, text=True, env=env)
+        err = strip_colours(p.stderr).replace(case, "<CASE>")
+        for frag in q.get("stderr_has", []):
+            if frag not in err:
+                sys.exit(f"{case}: {q['args']}: Puppet's stderr lacks {frag!r}:\n{err[-2000:]}")
+        answers.append({"status": p.returncode, "stdout": p.stdout.replace(case, "<CASE>"), "stderr": err})
     return answers
 
 def record_hiera3(case, spec):
@@ -145,7 +186,9 @@ def main(names):
         with open(os.path.join(case, "case.json"), "w") as f:
             json.dump(meta, f, indent=1, ensure_ascii=False)
             f.write("\n")
-        answers = record_hiera3(case, spec) if spec.get("engine") == "hiera3" else record_puppet(case, spec)
+        engine = spec.get("engine", "puppet")
+        answers = (record_hiera3(case, spec) if engine == "hiera3" else
+                   record_puppet_cli(case, spec) if engine == "puppet-cli" else record_puppet(case, spec))
         remove_new_paths(case, before | {os.path.join(case, "case.json")})
         with open(os.path.join(case, "expected.json"), "w") as f:
             json.dump(answers, f, indent=1, ensure_ascii=False)

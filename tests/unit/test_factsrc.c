@@ -344,9 +344,12 @@ static void test_route(void **state)
 {
     (void)state;
     char *routes = write_file("routes.yaml", "server:\n  facts: {terminus: puppetdb}\nlookup:\n  facts:\n    cache: :store_configs\n");
-    cli_puppet_settings_args a = {.confdir = scratch, .route_file = routes, .facts_terminus = NULL};
+    cli_puppet_settings_args a = {.confdir = scratch, .route_file = routes};
+    hiera_settings *hs = cli_puppet_settings_load(&a);
+    assert_non_null(hs);
     cli_puppet_settings ps;
-    cli_puppet_settings_from_args(&a, &ps);
+    cli_puppet_settings_get(hs, &ps);
+    assert_string_equal(ps.facts_terminus, "yaml"); /* the lookup application's default, not facter */
     cli_facts_route r;
     assert_true(cli_facts_route_get(&ps, &r));
     assert_string_equal(r.terminus, "yaml");
@@ -354,15 +357,35 @@ static void test_route(void **state)
     assert_true(cli_facts_route_uses_puppetdb(&r));
     cli_facts_route_free(&r);
     cli_puppet_settings_free(&ps);
-    a.storeconfigs = "true";
-    a.route_file = "/nonexistent/routes.yaml";
-    a.facts_terminus = "puppetdb_apply";
-    cli_puppet_settings_from_args(&a, &ps);
+    hiera_settings_free(hs);
+    /* puppet.conf's [server] section counts for puppet lookup, [agent] does not */
+    free(write_file("puppet.conf", "[agent]\nfacts_terminus = json\n[server]\nstoreconfigs = true\n"));
+    cli_puppet_settings_args b = {.confdir = scratch, .route_file = "/nonexistent/routes.yaml",
+                                  .ssldir = "/x/ssl", .certname = "me.example.com"};
+    hs = cli_puppet_settings_load(&b);
+    assert_non_null(hs);
+    cli_puppet_settings_get(hs, &ps);
+    assert_string_equal(ps.facts_terminus, "yaml");
+    assert_true(ps.storeconfigs);
+    assert_string_equal(ps.localcacert, "/x/ssl/certs/ca.pem");
+    assert_string_equal(ps.hostcrl, "/x/ssl/crl.pem");
+    assert_null(ps.hostcert);
+    ssl_paths(&ps);
+    assert_string_equal(ps.hostcert, "/x/ssl/certs/me.example.com.pem");
+    assert_string_equal(ps.hostprivkey, "/x/ssl/private_keys/me.example.com.pem");
     assert_true(cli_facts_route_get(&ps, &r));
-    assert_string_equal(r.terminus, "puppetdb_apply");
+    assert_string_equal(r.terminus, "yaml");
     assert_string_equal(r.cache, "puppetdb");
     cli_facts_route_free(&r);
     cli_puppet_settings_free(&ps);
+    hiera_settings_free(hs);
+    free(write_file("puppet.conf", "[main]\nfacts_terminus = puppetdb\ncertificate_revocation = false\n"));
+    hs = cli_puppet_settings_load(&b);
+    cli_puppet_settings_get(hs, &ps);
+    assert_string_equal(ps.facts_terminus, "puppetdb");
+    assert_false(ps.crl_check);
+    cli_puppet_settings_free(&ps);
+    hiera_settings_free(hs);
     free(routes);
 }
 

@@ -1,0 +1,35 @@
+/* settings.h - Puppet's settings (puppet.conf, the command line, Puppet's defaults) and
+ * environments (environment.conf, modulepath, config_version) as `puppet lookup` resolves them
+ * (settings.c): the engine's side of hiera_settings / hiera_environment (include/hiera.h). */
+#ifndef HIERA_ENGINE_SETTINGS_H
+#define HIERA_ENGINE_SETTINGS_H
+
+#include "hiera.h"
+
+#include "base/util.h"
+#include "base/value.h"
+
+/* A setting's resolved value (interpolated and converted as Puppet's setting type does), as a
+ * new value (undef for none), or NULL with err. env NULL: outside any environment. */
+hv *settings_value(const hiera_settings *s, const hiera_environment *env, const char *name, herr *err);
+/* The same as a string (Ruby's to_s), malloc'ed, or NULL with err (also when it has no value). */
+char *settings_string(const hiera_settings *s, const hiera_environment *env, const char *name, herr *err);
+
+/* Puppet's "strict" setting in the environment: 0 off, 1 warning, 2 error. */
+int settings_strict(const hiera_environment *env);
+
+/* The environment's settings as the top scope's "settings::<name>" variables (and
+ * "settings::all_local"), computed once per environment: a new hash the caller owns (its values
+ * are fresh, so that contexts on other threads never share a reference count). */
+hv *settings_scope_vars(const hiera_environment *env, herr *err);
+
+/* The folder of module `name` on the environment's modulepath (malloc'ed), or NULL: the first
+ * modulepath folder holding a folder of that name (Environment#module; whether Puppet then
+ * accepts the module, by its metadata.json, is lookup.c's module_metadata). Remembered by the
+ * environment. */
+char *settings_module_dir(const hiera_environment *env, const char *name);
+
+/* The settings an environment was loaded with (BORROWED). */
+const hiera_settings *settings_of(const hiera_environment *env);
+
+#endif

@@ -1,0 +1,3 @@
+#!/bin/bash
+echo "no git - environment ${1}"
+exit 0

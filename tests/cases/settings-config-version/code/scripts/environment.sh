@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "HOME=$HOME USER=$USER LOGNAME=$LOGNAME LANG=$LANG LC_ALL=$LC_ALL LC_TIME=$LC_TIME args=$#"
+exit 2

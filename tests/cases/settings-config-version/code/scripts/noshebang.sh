@@ -1,0 +1,2 @@
+echo "run by sh"
+exit 6

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the hiera command's behaviour around Puppet's settings that recorded
+cases (tests/cases, one `hiera lookup` per query, run as the recording user) cannot express:
+
+  - the default confdir and codedir of each layout (Debian's package, Puppet's own packages) as
+    root and as another user (run as "nobody" when this runs as root), and the layout guessed from
+    the puppet found on PATH;
+  - hiera batch reading puppet.conf, environment.conf and the modulepath as hiera lookup does,
+    running config_version once, refusing what it cannot do;
+  - the version and help of the command and its subcommands.
+
+Everything is written in a scratch folder (removed at the end). Needs no Puppet.
+usage: tests/cli/check.py --hiera build/hiera
+Prints one line per failure and "N passed, N failed"; exit status 1 when anything failed.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}" + (f"\n      {detail}" if detail else ""))
+
+
+def write(path, text, mode=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    if mode is not None:
+        os.chmod(path, mode)
+
+
+def run(cmd, env=None, user=None, cwd=None):
+    e = dict(os.environ)
+    e["HIERA_CACHE_DIR"] = "off"
+    e.update(env or {})
+    if user:  # run as another user (name:group): setpriv keeps the environment we give
+        uid, gid = user.split(":")
+        cmd = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=cwd, timeout=60)
+
+
+def header_version():
+    with open(os.path.join(ROOT, "include", "hiera.h")) as f:
+        m = re.search(r'#define HIERA_VERSION "([^"]+)"', f.read())
+    return m.group(1)
+
+
+def settings_tree(root):
+    """A hiera.yaml that shows the settings the command resolved, and facts."""
+    write(os.path.join(root, "show", "hiera.yaml"), "version: 5\nhierarchy:\n  - {name: s, path: s.yaml}\n")
+    write(os.path.join(root, "show", "data", "s.yaml"),
+          'dirs: "%{settings::confdir}|%{settings::codedir}|%{settings::vardir}|%{settings::basemodulepath}"\n')
+    write(os.path.join(root, "facts.yaml"),
+          "hostname: n1\ndomain: example.com\nfqdn: n1.example.com\nclientcert: n1.example.com\n")
+
+
+def lookup(hiera, root, args, **kw):
+    return run([hiera, "lookup", "--node", "n1.example.com", "--facts", os.path.join(root, "facts.yaml"),
+                "--render-as", "json"] + args, **kw)
+
+
+def check_layouts(hiera, root):
+    settings_tree(root)
+    show = ["--hiera_config", os.path.join(root, "show", "hiera.yaml"), "--environmentpath", os.path.join(root, "envs")]
+    os.makedirs(os.path.join(root, "envs", "production"), exist_ok=True)
+    as_root = os.getuid() == 0
+    if as_root:
+        for layout, want in (("debian", "/etc/puppet|/etc/puppet/code|/var/cache/puppet|/etc/puppet/code/modules:/usr/share/puppet/modules"),
+                             ("puppetlabs", "/etc/puppetlabs/puppet|/etc/puppetlabs/code|/opt/puppetlabs/puppet/cache|"
+                                            "/etc/puppetlabs/code/modules:/opt/puppetlabs/puppet/modules")):
+            # --config names a puppet.conf, so the system's is not read; the folders stay the defaults
+            p = lookup(hiera, root, show + ["--config", os.path.join(root, "none.conf"), "dirs"], env={"HIERA_PUPPET_LAYOUT": layout})
+            check(f"root defaults ({layout})", p.returncode == 0 and json.loads(p.stdout or "null") == want, p.stdout + p.stderr)
+    # another user: the per-user folders, and the per-user puppet.conf is read
+    user = None
+    home = os.path.join(root, "home")
+    os.makedirs(home, exist_ok=True)
+    if as_root:
+        gid = subprocess.run(["id", "-gn", "nobody"], capture_output=True, text=True)
+        if shutil.which("setpriv") and gid.returncode == 0:
+            user = "nobody:" + gid.stdout.strip()
+            for d, _, files in os.walk(root):
+                os.chmod(d, 0o777)
+                for f in files:
+                    os.chmod(os.path.join(d, f), 0o666)
+            if not os.access(hiera, os.X_OK) or run([hiera, "version"], user=user).returncode != 0:
+                print("skip: the hiera binary cannot be run as nobody here; per-user defaults not checked")
+                return
+        else:
+            print("skip: no way to run as another user; per-user defaults not checked")
+            return
+    for layout, confdir, codedir, vardir in (
+            ("debian", ".puppet/etc", ".puppet/code", ".puppet/cache"),
+            ("puppetlabs", ".puppetlabs/etc/puppet", ".puppetlabs/etc/code", ".puppetlabs/opt/puppet/cache")):
+        env = {"HIERA_PUPPET_LAYOUT": layout, "HOME": home}
+        p = lookup(hiera, root, show + ["dirs"], env=env, user=user)
+        want = f"{home}/{confdir}|{home}/{codedir}|{home}/{vardir}|{home}/{codedir}/modules:" + (
+            "/usr/share/puppet/modules" if layout == "debian" else "/opt/puppetlabs/puppet/modules")
+        check(f"user defaults ({layout})", p.returncode == 0 and json.loads(p.stdout or "null") == want, p.stdout + p.stderr)
+        # the user's puppet.conf is read from there
+        write(os.path.join(home, confdir, "puppet.conf"), f"[main]\nvardir = $confdir/../{layout}-var\n", 0o666)
+        p = lookup(hiera, root, show + ["dirs"], env=env, user=user)
+        got = json.loads(p.stdout or "null") or ""
+        check(f"user puppet.conf ({layout})", p.returncode == 0 and got.split("|")[2] == os.path.normpath(f"{home}/{confdir}/../{layout}-var"),
+              p.stdout + p.stderr)
+
+
+def check_layout_guess(hiera, root):
+    """The puppet on PATH decides the layout: a puppet elsewhere than Debian's /usr/bin/puppet is
+    Puppet's own code (a gem), with Puppet's own folders."""
+    if os.getuid() != 0:
+        return  # the system folders are only the defaults for root
+    settings_tree(root)
+    fake = os.path.join(root, "gem", "bin", "puppet")
+    write(fake, "#!/bin/sh\nexit 0\n", 0o755)
+    args = ["--hiera_config", os.path.join(root, "show", "hiera.yaml"), "--environmentpath", os.path.join(root, "envs"),
+            "--config", os.path.join(root, "none.conf"), "dirs"]
+    os.makedirs(os.path.join(root, "envs", "production"), exist_ok=True)
+    env = {"PATH": os.path.dirname(fake) + ":" + os.environ.get("PATH", "")}
+    env.pop("HIERA_PUPPET_LAYOUT", None)
+    e = dict(os.environ)
+    e.pop("HIERA_PUPPET_LAYOUT", None)
+    e.update(env)
+    e["HIERA_CACHE_DIR"] = "off"
+    p = subprocess.run([hiera, "lookup", "--node", "n1.example.com", "--facts", os.path.join(root, "facts.yaml"),
+                        "--render-as", "json"] + args, capture_output=True, text=True, env=e)
+    got = json.loads(p.stdout or "null") or ""
+    check("a gem's puppet on PATH: Puppet's own layout", got.startswith("/etc/puppetlabs/puppet|"), p.stdout + p.stderr)
+
+
+def batch_tree(root):
+    write(os.path.join(root, "etc", "puppet.conf"), "[main]\ncodedir = $confdir/../code\n")
+    env = os.path.join(root, "code", "environments", "production")
+    write(os.path.join(env, "environment.conf"), "modulepath = site:modules:$basemodulepath\n")
+    write(os.path.join(env, "hiera.yaml"), "version: 5\nhierarchy:\n  - {name: n, path: \"nodes/%{trusted.certname}.yaml\"}\n")
+    write(os.path.join(env, "data", "nodes", "a.example.com.yaml"), "who: a\n")
+    for mod, where in (("site/profile", "site"), ("modules/profile", "modules"), ("modules/ntp", "modules")):
+        name = mod.split("/")[1]
+        write(os.path.join(env, mod, "hiera.yaml"), "version: 5\n")
+        write(os.path.join(env, mod, "data", "common.yaml"), f"{name}::x: {name} from {where}\n")
+    write(os.path.join(root, "code", "modules", "base", "hiera.yaml"), "version: 5\n")
+    write(os.path.join(root, "code", "modules", "base", "data", "common.yaml"), "base::x: base from code/modules\n")
+    for n in ("a", "b"):
+        write(os.path.join(root, "facts", f"{n}.example.com.yaml"),
+              f"hostname: {n}\ndomain: example.com\nfqdn: {n}.example.com\nclientcert: {n}.example.com\n")
+    failing = os.path.join(root, "code", "environments", "failing")
+    write(os.path.join(failing, "environment.conf"), "config_version = bin/version.sh\n")
+    write(os.path.join(failing, "bin", "version.sh"), "#!/bin/sh\necho broken checkout\nexit 3\n", 0o755)
+    counting = os.path.join(root, "code", "environments", "counting")
+    write(os.path.join(counting, "environment.conf"), f"config_version = bin/count.sh {os.path.join(root, 'count')}\n")
+    write(os.path.join(counting, "bin", "count.sh"), "#!/bin/sh\necho run >> \"$1\"\n", 0o755)
+
+
+def check_batch(hiera, root):
+    batch_tree(root)
+    keys = ["profile::x", "ntp::x", "base::x", "who"]
+    confdir = ["--confdir", os.path.join(root, "etc")]
+    p = run([hiera, "batch"] + confdir + ["--facts-dir", os.path.join(root, "facts"), "--jobs", "1"] + keys)
+    doc = json.loads(p.stdout) if p.returncode == 0 else {}
+    check("batch: modulepath from environment.conf", doc.get("a.example.com", {}).get("profile::x") == "profile from site",
+          p.stdout + p.stderr)
+    for node in ("a.example.com", "b.example.com"):
+        for k in keys:
+            q = run([hiera, "lookup"] + confdir + ["--node", node, "--facts", os.path.join(root, "facts", node + ".yaml"),
+                                                   "--render-as", "json", k])
+            want = json.loads(q.stdout) if q.returncode == 0 else None
+            check(f"batch = lookup ({node} {k})", doc.get(node, {}).get(k) == want, f"batch {doc.get(node, {}).get(k)!r}, lookup {want!r}")
+    p = run([hiera, "batch"] + confdir + ["--environment", "failing", "--facts-dir", os.path.join(root, "facts"), "who"])
+    check("batch: a failing config_version stops the run", p.returncode == 1 and p.stdout == "" and
+          "Execution of config_version command" in p.stderr and "returned 3: broken checkout" in p.stderr, p.stdout + p.stderr)
+    p = run([hiera, "batch"] + confdir + ["--environment", "counting", "--facts-dir", os.path.join(root, "facts"), "--jobs", "2", "who"])
+    with open(os.path.join(root, "count")) if os.path.exists(os.path.join(root, "count")) else open(os.devnull) as f:
+        runs = f.read().count("run")
+    check("batch: config_version runs once", p.returncode == 0 and runs == 1, f"{runs} runs; {p.stderr}")
+    for flag in ("--explain", "--compile", "--debug"):
+        p = run([hiera, "batch"] + confdir + ["--facts-dir", os.path.join(root, "facts"), flag, "who"])
+        check(f"batch refuses {flag}", p.returncode == 1 and "not supported" in p.stderr, p.stderr)
+    p = run([hiera, "batch"] + confdir + ["--codedi", os.path.join(root, "nowhere"), "--facts-dir", os.path.join(root, "facts"), "base::x"])
+    check("batch: an abbreviated setting is reported and not applied",
+          p.returncode == 0 and "base from code/modules" in p.stdout and "--codedi is accepted by puppet lookup but not applied" in p.stderr,
+          p.stdout + p.stderr)
+    write(os.path.join(root, "etc-bad", "puppet.conf"), "[main]\ncodedir = $confdir/../code\nnot a setting\n")
+    p = run([hiera, "batch", "--confdir", os.path.join(root, "etc-bad"), "--codedir", os.path.join(root, "code"),
+             "--facts-dir", os.path.join(root, "facts"), "base::x"])
+    check("batch: a puppet.conf that does not parse is reported once and ignored",
+          p.returncode == 0 and p.stderr.count("Could not parse") == 1 and "(file: " in p.stderr, p.stdout + p.stderr)
+
+
+def check_versions_and_help(hiera):
+    v = header_version()
+    for args in (["version"], ["lookup", "--version"], ["lookup", "-V"], ["batch", "--version"], ["lookup", "--vers"]):
+        p = run([hiera] + args)
+        check(f"hiera {' '.join(args)}", p.returncode == 0 and p.stdout == v + "\n", p.stdout + p.stderr)
+    p = run([hiera, "--version"])
+    check("hiera --version is Hiera 3's", p.returncode == 0 and p.stdout == "3.10.0\n", p.stdout)
+    p = run([hiera, "--help"])
+    check("hiera --help lists the subcommands", p.returncode == 0 and all(f"    {s} " in p.stdout for s in ("lookup", "batch", "eyaml", "version"))
+          and "Usage: hiera [options] key [default value]" in p.stdout, p.stdout)
+    for args in (["lookup", "--help"], ["lookup", "-h"], ["batch", "--help"], ["batch", "-h"]):
+        p = run([hiera] + args)
+        check(f"hiera {' '.join(args)}", p.returncode == 0 and p.stdout.startswith("usage: hiera " + args[0]) and "--modulepath" in p.stdout,
+              p.stdout + p.stderr)
+    p = run([hiera, "--", "version"])
+    check("hiera -- version is a Hiera 3 lookup", "0.2" not in p.stdout or p.returncode != 0, p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hiera", required=True)
+    a = ap.parse_args()
+    hiera = os.path.abspath(a.hiera)
+    scratch = tempfile.mkdtemp(prefix="hiera-cli-")
+    try:
+        os.chmod(scratch, 0o755)
+        check_layouts(hiera, os.path.join(scratch, "layouts"))
+        check_layout_guess(hiera, os.path.join(scratch, "guess"))
+        check_batch(hiera, os.path.join(scratch, "batch"))
+        check_versions_and_help(hiera)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"cli: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
