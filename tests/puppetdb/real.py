@@ -451,15 +451,17 @@ def run_checks(hiera, root, pdb, confdir, ssldir, code, fleet):
           % (CERTNAME, ssldir, os.path.join(root, "var"), code))
     write(os.path.join(confdir, "puppetdb.conf"), "[main]\nserver_urls = https://localhost:%d\nserver_url_timeout = 60\n" % pdb.https)
     write(os.path.join(confdir, "routes.yaml"), "---\nlookup:\n  facts:\n    terminus: puppetdb\n")
-    # hiera reads the same settings (until puppet.conf is read for it, its values are given too)
-    base = ["--confdir", confdir, "--codedir", code, "--ssldir", ssldir, "--certname", CERTNAME]
+    # hiera reads the same settings: puppet.conf (certname, ssldir, codedir), puppetdb.conf, routes.yaml
+    base = ["--confdir", confdir]
 
     # 1. hiera lookup --node against puppet lookup --node, through routes.yaml
     t0 = time.monotonic()
     compare_nodes = ["web01.example.com", "db01.example.com", "fleet000.example.com", "fleet002.example.com"]
-    running = {node: puppet_answers_start(confdir, code, node, KEYS) for node in compare_nodes}
+    # (the first Puppet alone: it makes its vardir's folders, which Puppets started together race for)
+    answers = {compare_nodes[0]: puppet_answers_wait(puppet_answers_start(confdir, code, compare_nodes[0], KEYS))}
+    running = {node: puppet_answers_start(confdir, code, node, KEYS) for node in compare_nodes[1:]}
     for node in compare_nodes:
-        want, err = puppet_answers_wait(running[node])
+        want, err = answers[node] if node in answers else puppet_answers_wait(running[node])
         C.check(want is not None, "Puppet answers for " + node, err[-1500:])
         if want is None:
             continue
@@ -490,6 +492,12 @@ def run_checks(hiera, root, pdb, confdir, ssldir, code, fleet):
     os.rename(os.path.join(confdir, "routes.yaml"), os.path.join(confdir, "routes.off"))
     got = hiera_answer(hiera, base + ["--node", "web01.example.com", "--facts_terminus", "puppetdb"], "profile::motd")
     C.check(got == want, "facts_terminus = puppetdb", str(got))
+    # Puppet's settings on the command line win over puppet.conf's
+    got = hiera_answer(hiera, base + ["--node", "web01.example.com", "--facts_terminus", "puppetdb", "--ssldir",
+                                      os.path.join(root, "nossl")], "profile::motd")
+    C.check(got.get("error") and "The CA certificates are missing from '%s/certs/ca.pem'" % os.path.join(root, "nossl")
+            in got["message"],
+            "--ssldir on the command line over puppet.conf's", str(got))
     got = hiera_answer(hiera, base + ["--node", "web01.example.com"], "profile::motd")
     C.check(got.get("error") and "No facts available" in got["message"], "without routes.yaml: Puppet's YAML facts cache", str(got))
     os.rename(os.path.join(confdir, "routes.off"), os.path.join(confdir, "routes.yaml"))
@@ -553,7 +561,7 @@ def run_checks(hiera, root, pdb, confdir, ssldir, code, fleet):
         write(os.path.join(cachedir, n + ".yaml"), "--- !ruby/object:Puppet::Node::Facts\nname: %s\nvalues: %s\n"
               % (n, json.dumps(nodes[n])))
     envdir = os.path.join(code, "environments", "production")
-    p = subprocess.run([hiera, "check", envdir, *base[4:], "--confdir", confdir, "--from-puppetdb", "--format", "json"],
+    p = subprocess.run([hiera, "check", envdir, "--confdir", confdir, "--from-puppetdb", "--format", "json"],
                        capture_output=True, text=True, env=hiera_env())
     q = subprocess.run([hiera, "check", envdir, "--facts-dir", cachedir, "--format", "json"], capture_output=True, text=True,
                        env=hiera_env())
@@ -562,7 +570,7 @@ def run_checks(hiera, root, pdb, confdir, ssldir, code, fleet):
     old = os.path.join(root, "code-old")
     shutil.copytree(code, old)
     write(os.path.join(envdir, "data", "dc", "dc2.yaml"), "profile::ntp: [ntp1.dc2.example.com]\nprofile::users: {ops: {uid: 2001}}\n")
-    p = subprocess.run([hiera, "diff", old, code, *base[4:], "--confdir", confdir, "--from-puppetdb", "--format", "json"],
+    p = subprocess.run([hiera, "diff", old, code, "--confdir", confdir, "--from-puppetdb", "--format", "json"],
                        capture_output=True, text=True, env=hiera_env())
     q = subprocess.run([hiera, "diff", old, code, "--facts-dir", cachedir, "--format", "json"], capture_output=True, text=True,
                        env=hiera_env())
