@@ -9,6 +9,7 @@
  * environment_data_provider, static_catalogs, rich_data), puppet.conf's [server], [master] and
  * [main] sections, the application's defaults (the run mode's directories), Puppet's default. */
 #include "engine/settings.h"
+#include "base/error.h"
 
 #include "base/diag.h"
 #include "base/glob.h"

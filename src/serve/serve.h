@@ -5,7 +5,8 @@
  *              nodes), rebuilt in the background when files change (inotify) or on SIGHUP, and
  *              swapped in whole; each server thread keeps its own cache over it
  *   http.c     the server (libmicrohttpd: a pool of threads, limits, TLS and client certificates),
- *              who is asking, the access log, metrics, draining on SIGTERM
+ *              who is asking, the access log, draining on SIGTERM
+ *   metrics.c  what the server counts, in Prometheus' text format
  *   routes.c   the JSON API (/v1/...), /healthz, /metrics, and the page's files
  *   assets.c   the page (index.html, app.js, style.css) compiled into the binary (generated) */
 #ifndef HIERA_SERVE_H
@@ -149,9 +150,12 @@ typedef struct {
 /* Answers one request (routes.c); the endpoint's name for metrics goes to *endpoint. */
 void route(const request *rq, response *out, const char **endpoint);
 
-/* Metrics (http.c keeps them; routes.c renders them). */
-void metrics_lookup(int outcome); /* 0 found, 1 not found, 2 error */
-char *metrics_render(serve_state *st, size_t *len);
+/* ------------------------------------------------------------------ metrics.c */
+
+void metrics_start(void);                                                  /* the uptime's origin */
+void metrics_request(const char *endpoint, int status, double seconds);    /* http.c, per request */
+void metrics_lookup(int outcome);                                          /* 0 found, 1 not found, 2 error */
+char *metrics_render(serve_state *st, size_t *len);                        /* Prometheus text (malloc'ed) */
 
 /* The page's files (assets.c, generated from src/serve/web/). */
 typedef struct {
