@@ -60,6 +60,30 @@ static bool number(const char *s, unsigned long max, unsigned long *out)
     return true;
 }
 
+/* PuppetDB's nodes for the server (serve_options.puppetdb): listed, then read a page at a time */
+static bool fetch_nodes(void *data, hv *facts, hv *errors, char **why)
+{
+    factsrc *src = data;
+    char **list = NULL;
+    size_t n = 0;
+    if (!factsrc_list(src, &list, &n, why))
+        return false;
+    factsrc_reader *r = factsrc_reader_new(src, (const char *const *)list, n, NULL);
+    for (size_t i = 0; i < n; i++) {
+        factsrc_node fn;
+        factsrc_reader_next(r, &fn);
+        if (fn.facts)
+            hv_hash_sets(facts, list[i], (hv *)fn.facts);
+        else
+            hv_hash_sets(errors, list[i], hv_str(fn.msg ? fn.msg : "no facts"));
+        fn.facts = NULL;
+        factsrc_node_free(&fn);
+    }
+    factsrc_reader_free(r);
+    factsrc_names_free(list, n);
+    return true;
+}
+
 /* PuppetDB's warnings (a server failed, the next one is asked) in the server's log */
 static void pdb_warning(const char *message, void *data)
 {
@@ -204,6 +228,7 @@ int serve_main(int argc, char **argv)
     if (!o.environmentpath)
         o.environmentpath = envpath = hiera_settings_get(settings, "environmentpath", NULL);
     factsrc *src = NULL;
+    struct serve_nodes nodes = {fetch_nodes, NULL, NULL};
     if (cli_pdb_wanted(&pa)) {
         if (o.facts_dir) {
             fprintf(stderr, "Error: hiera serve: give either --facts-dir or PuppetDB (--from-puppetdb, --puppetdb), not both\n");
@@ -219,7 +244,9 @@ int serve_main(int argc, char **argv)
             free(envpath);
             return 2;
         }
-        o.puppetdb = src;
+        nodes.data = src;
+        nodes.what = factsrc_describe(src);
+        o.puppetdb = &nodes;
     }
     hiera_settings_free(settings);
     int rc = serve_run(&o);

@@ -26,7 +26,15 @@ typedef struct {
     const char *codedir, *confdir, *environmentpath, *hiera_config;
     const char *environment; /* the default environment of requests (production) */
     const char *facts_dir;   /* one facts file per node, or NULL */
-    struct factsrc *puppetdb; /* or PuppetDB's nodes (cli/factsrc.h), or NULL */
+    /* or the nodes from elsewhere (PuppetDB: the command gives them through cli/factsrc.h), or
+     * NULL. fetch puts every node's facts into facts (name -> hash) and why it has none into
+     * errors (name -> message); false with *why (malloc'ed) when the nodes cannot be listed.
+     * Called by the thread that builds generations, one call at a time. */
+    struct serve_nodes {
+        bool (*fetch)(void *data, hv *facts, hv *errors, char **why);
+        void *data;
+        const char *what; /* "PuppetDB at URL" for messages */
+    } *puppetdb;
     unsigned puppetdb_refresh; /* seconds between fetches of PuppetDB's facts (0: on SIGHUP only) */
     bool unsafe_fact_paths;
     bool watch;              /* reload when files change (inotify) */

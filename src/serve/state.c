@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "cli/factsrc.h"
 #include "engine/snapshot.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -109,30 +108,22 @@ static char *node_of_file(const char *name)
     return NULL;
 }
 
-/* The nodes and their facts from PuppetDB, a page at a time; a node whose facts could not be
- * fetched is listed with why. false (said on stderr, *why set) when the nodes cannot be listed. */
-static bool load_puppetdb(factsrc *src, hv *facts, hv *errors, hv *names, hv *stored, char **why)
+/* The nodes and their facts from the command's source (PuppetDB); a node whose facts could not
+ * be fetched is listed with why. false (*why set) when the nodes cannot be listed. */
+static bool load_given(const struct serve_nodes *src, hv *facts, hv *errors, hv *names, hv *stored, char **why)
 {
-    char **list = NULL;
-    size_t n = 0;
-    if (!factsrc_list(src, &list, &n, why))
+    hv *got = hv_hash();
+    if (!src->fetch(src->data, got, errors, why)) {
+        hv_decref(got);
         return false;
-    factsrc_reader *r = factsrc_reader_new(src, (const char *const *)list, n, NULL);
-    for (size_t i = 0; i < n; i++) {
-        factsrc_node fn;
-        factsrc_reader_next(r, &fn);
-        if (fn.facts) {
-            hv_hash_sets(facts, list[i], (hv *)fn.facts);
-            hv_hash_sets(stored, list[i], hv_true());
-            hv_array_push(names, hv_str(list[i]));
-            fn.facts = NULL;
-        } else {
-            hv_hash_sets(errors, list[i], hv_str(fn.msg ? fn.msg : "no facts"));
-        }
-        factsrc_node_free(&fn);
     }
-    factsrc_reader_free(r);
-    factsrc_names_free(list, n);
+    for (size_t i = 0; i < hv_hash_len(got); i++) {
+        hv *name = hv_hash_key_at(got, i);
+        hv_hash_set(facts, hv_incref(name), hv_incref(hv_hash_val_at(got, i)));
+        hv_hash_set(stored, hv_incref(name), hv_true());
+        hv_array_push(names, hv_incref(name));
+    }
+    hv_decref(got);
     return true;
 }
 
@@ -142,7 +133,7 @@ static facts_set *load_facts(const serve_options *o, char **why)
 {
     const char *dir = o->facts_dir;
     hv *facts = hv_hash(), *errors = hv_hash(), *names = hv_array(), *stored = hv_hash();
-    if (o->puppetdb && !load_puppetdb(o->puppetdb, facts, errors, names, stored, why)) {
+    if (o->puppetdb && !load_given(o->puppetdb, facts, errors, names, stored, why)) {
         hv_decref(facts);
         hv_decref(errors);
         hv_decref(names);
@@ -250,7 +241,7 @@ static generation *build(serve_state *st, const generation *prev, bool fetch)
         double f0 = now_seconds();
         g->fs = load_facts(o, &why);
         if (!g->fs) {
-            fprintf(stderr, "hiera serve: cannot fetch the nodes from %s: %s%s\n", factsrc_describe(o->puppetdb), why,
+            fprintf(stderr, "hiera serve: cannot fetch the nodes from %s: %s%s\n", o->puppetdb->what, why,
                     prev ? " (the facts fetched before are kept)" : "");
             free(why);
             if (!prev) {
@@ -262,7 +253,7 @@ static generation *build(serve_state *st, const generation *prev, bool fetch)
             g->fs = prev->fs;
         } else if (o->puppetdb) {
             fprintf(stderr, "hiera serve: %zu nodes from %s in %.1f s (%zu could not be fetched)\n",
-                    hv_hash_len(g->fs->facts), factsrc_describe(o->puppetdb), now_seconds() - f0,
+                    hv_hash_len(g->fs->facts), o->puppetdb->what, now_seconds() - f0,
                     hv_hash_len(g->fs->errors));
         }
     }
