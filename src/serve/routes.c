@@ -187,7 +187,7 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
         if (why)
             reply_error(out, 422, "the facts of node '%s' cannot be read: %s", node, hiera_value_string(why));
         else
-            reply_error(out, 404, "unknown node '%s' (no facts for it%s)", node, rq->o->facts_dir ? " in the facts folder" : "; give them in the request");
+            reply_error(out, 404, "unknown node '%s' (no facts for it%s)", node, rq->o->facts_dir ? " in the facts folder" : rq->o->puppetdb ? " in PuppetDB" : "; give them in the request");
         return NULL;
     }
     if (hiera_value_kind(facts) != HIERA_HASH) {
