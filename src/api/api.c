@@ -537,7 +537,7 @@ hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err) { r
 
 hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s) { return (hiera_snapshot *)snapshot_retain((snapshot *)s); }
 void hiera_snapshot_release(hiera_snapshot *s) { snapshot_release((snapshot *)s); }
-hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s) { return cache_new_view((snapshot *)s); }
+hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s) { return snapshot_new_view((snapshot *)s); }
 hiera_value *hiera_snapshot_describe(const hiera_snapshot *s) { return snapshot_describe((const snapshot *)s); }
 hiera_value *hiera_snapshot_problems(const hiera_snapshot *s) { return snapshot_problems((const snapshot *)s); }
 

@@ -231,7 +231,6 @@ bool global_config(hiera_ctx *h, layer *l, herr *err);
 layer *env_layer(hiera_ctx *h, herr *err);
 typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
 layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err);
-bool valid_module_name(const char *n);
 /* The folders modules are found in, in order (a NULL-terminated array; module_roots_free). */
 char **module_roots(hiera_ctx *h);
 void module_roots_free(char **roots);

@@ -365,16 +365,6 @@ layer *env_layer(hiera_ctx *h, herr *err)
     return h->env;
 }
 
-bool valid_module_name(const char *n)
-{
-    if (!(*n >= 'a' && *n <= 'z'))
-        return false;
-    for (const char *p = n; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
-}
-
 /* The folders of the environment's modulepath, in order (settings.c: environment.conf's
  * modulepath or <env>/modules and the basemodulepath, --modulepath, PUPPETLIB), whether they
  * exist or not (a new NULL-terminated array of malloc'ed paths). */

@@ -383,7 +383,12 @@ int serve_run(const serve_options *o)
     }
 
     serve_state st;
-    state_init(&st, o);
+    if (!state_init(&st, o)) {
+        free(cert);
+        free(key);
+        free(ca);
+        return 1;
+    }
     s.st = &st;
     metrics_start();
 
