@@ -109,6 +109,24 @@ void herr_file_read(herr *e, herr_kind kind, const char *path, const file_read_e
     herr_at(e, path, 0, 0);
 }
 
+/* Fills buf[0, size) from fd as far as the file goes (read(2) may return less than asked): the
+ * bytes read, or -1 on an error. */
+static ssize_t read_block(int fd, char *buf, size_t size)
+{
+    size_t n = 0;
+    while (n < size) {
+        ssize_t r = read(fd, buf + n, size - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    return (ssize_t)n;
+}
+
 bool file_same_bytes(const char *a, const char *b)
 {
     if (strcmp(a, b) == 0)
@@ -117,30 +135,10 @@ bool file_same_bytes(const char *a, const char *b)
     bool same = fa >= 0 && fb >= 0;
     char ba[1 << 14], bb[1 << 14];
     while (same) {
-        /* whole blocks from each side (read(2) may return less than asked) */
-        size_t na = 0, nb = 0;
-        ssize_t r = 1;
-        while (na < sizeof ba && (r = read(fa, ba + na, sizeof ba - na)) != 0) {
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                break;
-            na += (size_t)r;
-        }
-        if (r < 0) {
+        ssize_t na = read_block(fa, ba, sizeof ba), nb = na < 0 ? -1 : read_block(fb, bb, sizeof bb);
+        if (na < 0 || nb < 0 || na != nb || memcmp(ba, bb, (size_t)na) != 0)
             same = false;
-            break;
-        }
-        while (nb < sizeof bb && (r = read(fb, bb + nb, sizeof bb - nb)) != 0) {
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                break;
-            nb += (size_t)r;
-        }
-        if (r < 0 || na != nb || memcmp(ba, bb, na) != 0)
-            same = false;
-        else if (na < sizeof ba)
+        else if ((size_t)na < sizeof ba)
             break;
     }
     if (fa >= 0)
