@@ -14,8 +14,7 @@ static void write_file(const char *rel, const char *text) { free(testutil_write_
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/hiera-api-XXXXXX");
-    if (!mkdtemp(root))
+    if (testutil_scratch(root, "api") != 0)
         return -1;
     write_file("environments/production/hiera.yaml",
                "version: 5\n"
@@ -80,9 +79,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return testutil_remove_tree(root);
 }
 
 typedef struct {

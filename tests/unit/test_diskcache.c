@@ -21,16 +21,13 @@ static char dir[64];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/hiera-dc-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return testutil_scratch(dir, "dc");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return testutil_remove_tree(dir);
 }
 
 static char *write_src(const char *name, const char *text)

@@ -16,16 +16,13 @@ static char root[64];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/hiera-factsunit-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
+    return testutil_scratch(root, "factsunit");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return testutil_remove_tree(root);
 }
 
 static char *cache_file(const char *node, const char *text)

@@ -18,8 +18,7 @@ static void write_file(const char *rel, const char *text) { free(testutil_write_
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/hiera-facts-XXXXXX");
-    if (!mkdtemp(root))
+    if (testutil_scratch(root, "facts") != 0)
         return -1;
     write_file("t/hiera.yaml", "version: 5\nhierarchy: []\n");
     write_file("t/environments/production/hiera.yaml",
@@ -48,9 +47,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return testutil_remove_tree(root);
 }
 
 /* `lookup --merge unique where` with these facts */

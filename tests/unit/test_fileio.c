@@ -25,16 +25,13 @@ static char *write_bytes(const char *rel, const char *bytes, size_t n)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/hiera-fileio-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
+    return testutil_scratch(root, "fileio");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return testutil_remove_tree(root);
 }
 
 static void test_whole_file(void **state)

@@ -30,16 +30,13 @@ static void write_file(const char *rel, const char *text) { free(write_path(rel,
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/hiera-limits-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
+    return testutil_scratch(root, "limits");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return testutil_remove_tree(root);
 }
 
 /* ------------------------------------------------------------------ YAML */

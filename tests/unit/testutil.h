@@ -62,10 +62,23 @@ static inline int testutil_rm(const char *path, const struct stat *st, int flag,
     return 0;
 }
 
-static inline void testutil_rm_tmp(void)
+/* Removes dir and everything below it (links not followed): 0 when it is gone, else -1. */
+static inline int testutil_remove_tree(const char *dir)
 {
-    nftw(testutil_tmp_dir, testutil_rm, 16, FTW_DEPTH | FTW_PHYS);
+    nftw(dir, testutil_rm, 16, FTW_DEPTH | FTW_PHYS);
+    struct stat st;
+    return lstat(dir, &st) == 0 ? -1 : 0;
 }
+
+/* Makes a fresh folder /tmp/hiera-NAME-XXXXXX and writes its path into dir (64 bytes, as the
+ * tests' static buffers): 0, or -1 when it cannot be made (a cmocka setup's answer). */
+static inline int testutil_scratch(char dir[64], const char *name)
+{
+    snprintf(dir, 64, "/tmp/hiera-%s-XXXXXX", name);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static inline void testutil_rm_tmp(void) { testutil_remove_tree(testutil_tmp_dir); }
 
 /* Writes text to a fresh file under a temporary directory (removed when the program exits) and
  * returns its malloc'ed path. */
