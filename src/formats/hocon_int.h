@@ -2,13 +2,15 @@
  * node model, tokens, the resolver's context, and the functions each file offers the others.
  * Internal to src/formats/hocon*.c; the rest of the library uses formats/hocon.h.
  *
- *   hocon.c          the overview, errors, nodes and objects, and the public API (hocon_parse)
- *   hocon_lex.c      characters, numbers, and the pull lexer (the gem's Tokenizer)
+ *   hocon.c          the overview and the public API (hocon_parse)
+ *   hocon_resolve.c  the resolver (substitutions, delayed merges, cycles)
  *   hocon_parse.c    the parser (ConfigDocumentParser and ConfigParser in one pass) and includes
  *   hocon_merge.c    merging (with_fallback) and value concatenation, used by parser and resolver
- *   hocon_resolve.c  the resolver (substitutions, delayed merges, cycles)
+ *   hocon_lex.c      characters, numbers, and the pull lexer (the gem's Tokenizer)
+ *   hocon_node.c     errors, the work bound, nodes and objects
  *
- * Functions named hc_* are shared between these files. */
+ * Functions named hc_* are shared between these files; each file calls only those listed below
+ * it. */
 #ifndef HIERA_HOCON_INT_H
 #define HIERA_HOCON_INT_H
 
@@ -31,7 +33,7 @@
 #define MAX_INCLUDE_DEPTH 50   /* Parseable::MAX_INCLUDE_DEPTH */
 #define MAX_OCTAL_DIGITS 100000
 
-/* ---- errors (hocon.c) ---- */
+/* ---- errors (hocon_node.c) ---- */
 
 typedef struct {
     herr *err;
@@ -53,7 +55,7 @@ void hc_fail_bare(hctx *cx, const char *org, int line, int col, const char *fmt,
 bool hc_work(hctx *cx, size_t units);
 void hc_rewrap_unexpected(hctx *cx);
 
-/* ---- nodes and objects (hocon.c) ---- */
+/* ---- nodes and objects (hocon_node.c) ---- */
 
 enum {
     N_NULL,     /* ConfigNull */
