@@ -49,4 +49,9 @@ void herr_file_read(herr *e, herr_kind kind, const char *path, const file_read_e
  * read to its end). */
 bool file_same_bytes(const char *a, const char *b);
 
+/* stat(2) of path (links followed) succeeds / finds a folder / finds a regular file. */
+bool path_exists(const char *path);
+bool path_is_dir(const char *path);
+bool path_is_file(const char *path);
+
 #endif

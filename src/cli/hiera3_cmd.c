@@ -155,12 +155,6 @@ static int fail(const char *what, const char *arg)
     return 1;
 }
 
-static bool file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 /* The option's block. Returns -1 to go on, else the exit status. */
 static int act(options *o, const opt_def *d, const char *val)
 {
@@ -176,7 +170,7 @@ static int act(options *o, const opt_def *d, const char *val)
     case 'a': o->strategy = H3_ARRAY; break;
     case 'h': o->strategy = H3_HASH; break;
     case 'c':
-        if (!file_exists(val)) {
+        if (!path_exists(val)) {
             fprintf(stderr, "Cannot find config file: %s\n", val);
             return 1;
         }
@@ -335,7 +329,7 @@ static hv *load_scope(const scope_src *s, char **msg)
         *msg = xstrdup("SystemExit: the Puppet inventory service is not supported");
         return NULL;
     }
-    if (!file_exists(s->value)) {
+    if (!path_exists(s->value)) {
         *msg = xasprintf("RuntimeError: Cannot find scope %s file %s", tname, s->value);
         return NULL;
     }

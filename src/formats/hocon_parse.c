@@ -701,12 +701,6 @@ bool hc_read_file(const char *path, sbuf *out, int *err_no)
     return ok;
 }
 
-static bool file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
@@ -755,15 +749,15 @@ static node *include_parse_file(parser *P, const char *path, const token *at)
 static node *include_basename(parser *P, const char *path, const token *at)
 {
     if (ends_with(path, ".conf") || ends_with(path, ".json") || ends_with(path, ".properties")) {
-        if (!file_exists(path))
+        if (!path_exists(path))
             return hc_nnew(N_OBJ, at->line, at->col, P->L.org);
         return include_parse_file(P, path, at);
     }
     node *obj = NULL;
     char *conf = xasprintf("%s.conf", path), *json = xasprintf("%s.json", path);
-    if (file_exists(conf) && !(obj = include_parse_file(P, conf, at)))
+    if (path_exists(conf) && !(obj = include_parse_file(P, conf, at)))
         goto out;
-    if (file_exists(json)) {
+    if (path_exists(json)) {
         node *j = include_parse_file(P, json, at);
         if (!j) {
             hc_nfree(obj);
