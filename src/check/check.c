@@ -1,6 +1,6 @@
-/* check.c - `hiera check` (check.h): the rules, the environments to check and how they are
- * read, the configurations, levels and data files, the repository's configuration file and
- * inline comments, and the findings.
+/* check.c - `hiera check` (check.h): the environments to check and how they are read, the
+ * configurations, levels and data files, the repository's configuration file and inline
+ * comments, and the run that gathers the findings (the rules and findings are findings.c's).
  *
  * An environment is read once: its configurations (global, environment, modules) loaded as the
  * lookups load them (engine/config.c), each level's locations turned into templates and matched
@@ -8,7 +8,8 @@
  * rest of a data folder is orphaned), every data file loaded (from a snapshot of the tree, which
  * the per-node checks share between threads) and scanned with marks (yscan.h). The rules then
  * run per data file (data.c), over the manifests and class parameters (classes.c), across files
- * (data.c) and per node (nodes.c). */
+ * (data.c) and per node (nodes.c), on what env.c answers about the environment; this file calls
+ * them and none of them calls it. */
 #include "check/ck_int.h"
 
 #include <dirent.h>
@@ -30,205 +31,6 @@
 #include "engine/tmplmatch.h"
 #include "formats/json.h"
 #include "formats/psych.h"
-
-/* ------------------------------------------------------------------ the rules */
-
-const check_rule check_rules[] = {
-    /* 1. syntax and reachability */
-    {"config-syntax", CHECK_ERROR, "syntax", "a hiera.yaml does not parse"},
-    {"config-invalid", CHECK_ERROR, "syntax", "a hiera.yaml is not a valid configuration (Puppet's message)"},
-    {"data-syntax", CHECK_ERROR, "syntax", "a data file does not parse (YAML, JSON or HOCON)"},
-    {"orphan-file", CHECK_WARNING, "syntax", "a data file in a data folder that no hierarchy level can read"},
-    /* 2. YAML traps */
-    {"duplicate-key", CHECK_WARNING, "yaml", "a key appears twice in one mapping: the later value wins"},
-    {"yaml-boolean", CHECK_WARNING, "yaml", "a plain yes/no/on/off that YAML reads as a boolean"},
-    {"yaml-octal", CHECK_WARNING, "yaml", "a plain number with a leading 0 that YAML reads as octal"},
-    {"yaml-sexagesimal", CHECK_WARNING, "yaml", "a plain 1:30 that YAML reads as a base-60 number"},
-    {"yaml-version-float", CHECK_WARNING, "yaml", "a plain 1.10 that YAML reads as the float 1.1"},
-    {"empty-value", CHECK_WARNING, "yaml", "a key or item without a value (read as undef)"},
-    {"tab", CHECK_WARNING, "yaml", "a tab character outside quoted text"},
-    {"not-a-hash", CHECK_WARNING, "yaml", "a data file whose document is not a hash (Puppet ignores it)"},
-    {"extra-document", CHECK_WARNING, "yaml", "a data file with more than one YAML document (only the first is read)"},
-    /* 3. interpolation */
-    {"interpolation-syntax", CHECK_ERROR, "interpolation", "a %{...} that does not parse or does not do what it seems to"},
-    {"interpolation-function", CHECK_ERROR, "interpolation", "an unknown interpolation function, or a function where none is allowed"},
-    {"alias-not-alone", CHECK_ERROR, "interpolation", "%{alias(...)} that is not the whole string"},
-    {"interpolation-key", CHECK_ERROR, "interpolation", "lookup()/alias() of a key that no data file defines"},
-    {"interpolation-loop", CHECK_ERROR, "interpolation", "keys that interpolate each other in a loop"},
-    {"interpolation-variable", CHECK_WARNING, "interpolation", "a variable that no fact source provides"},
-    /* 4. lookup_options */
-    {"lookup-options-invalid", CHECK_ERROR, "lookup_options", "lookup_options, or an entry of it, that is not a hash"},
-    {"lookup-options-unknown", CHECK_WARNING, "lookup_options", "an option lookup_options does not know (merge and convert_to are)"},
-    {"lookup-options-merge", CHECK_ERROR, "lookup_options", "an invalid merge strategy or merge option"},
-    {"lookup-options-regexp", CHECK_ERROR, "lookup_options", "a key pattern that is not a valid Ruby regexp"},
-    {"lookup-options-convert-to", CHECK_ERROR, "lookup_options", "an invalid convert_to"},
-    {"lookup-options-unused", CHECK_WARNING, "lookup_options", "a key or pattern that matches no key anywhere"},
-    {"module-namespace", CHECK_ERROR, "lookup_options", "module data or lookup_options outside the module's namespace"},
-    /* 5. eyaml */
-    {"eyaml-malformed", CHECK_ERROR, "eyaml", "an ENC[...] block that is not well formed"},
-    {"eyaml-decrypt", CHECK_ERROR, "eyaml", "an ENC[...] block the configured key cannot decrypt"},
-    {"eyaml-not-decrypted", CHECK_WARNING, "eyaml", "an ENC[...] block in a file read by a level that does not decrypt"},
-    /* 6. classes and their parameters */
-    {"manifest-syntax", CHECK_WARNING, "classes", "a manifest that cannot be read (its classes may be missed)"},
-    {"unknown-parameter", CHECK_ERROR, "classes", "a key for a class that exists but has no such parameter"},
-    {"unknown-class", CHECK_WARNING, "classes", "a key for a class that exists nowhere and that nothing looks up"},
-    {"parameter-type", CHECK_ERROR, "classes", "a value that does not match the class parameter's type"},
-    {"parameter-missing", CHECK_ERROR, "classes", "a required parameter of an included class without a value (--facts-dir)"},
-    {"lookup-error", CHECK_ERROR, "classes", "the lookup of a class parameter fails for some nodes (--facts-dir)"},
-    /* 7. nodes */
-    {"unreached-file", CHECK_WARNING, "nodes", "a data file that no node of --facts-dir reads"},
-    {"shadowed-key", CHECK_WARNING, "nodes", "a key that a higher level always overrides for every node reading it"},
-    {NULL, 0, NULL, NULL},
-};
-
-const check_rule *check_rule_find(const char *name)
-{
-    for (const check_rule *r = check_rules; r->name; r++)
-        if (strcmp(r->name, name) == 0)
-            return r;
-    return NULL;
-}
-
-/* ------------------------------------------------------------------ helpers */
-
-static void add_finding(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col,
-                        char *message, char **nodes, size_t nnodes)
-{
-    const check_rule *r = check_rule_find(rule);
-    if (c->nf == c->capf) {
-        c->capf = c->capf ? c->capf * 2 : 64;
-        c->f = xrealloc(c->f, c->capf * sizeof *c->f);
-    }
-    c->f[c->nf++] = (ck_finding_int){r ? r->name : rule, sev ? sev : r ? r->severity : CHECK_ERROR,
-                                     xstrdup(file ? file : ""), line, col, message, nodes, nnodes};
-}
-
-void ck_add(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sbuf b = {0};
-    sb_vaddf(&b, fmt, ap);
-    va_end(ap);
-    add_finding(c, rule, sev, file, line, col, sb_take(&b), NULL, 0);
-}
-
-void ck_add_nodes(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col,
-                  char **nodes, size_t nnodes, const char *message)
-{
-    char **copy = NULL;
-    if (nnodes) {
-        copy = xmalloc(nnodes * sizeof *copy);
-        for (size_t i = 0; i < nnodes; i++)
-            copy[i] = xstrdup(nodes[i]);
-    }
-    add_finding(c, rule, sev, file, line, col, xstrdup(message), copy, nnodes);
-}
-
-ck_key *ck_key_get(ck_env *e, const char *name)
-{
-    hv *ix = hv_hash_gets(e->key_index, name);
-    return ix ? &e->keys[hv_int_val(ix)] : NULL;
-}
-
-ck_key *ck_key_add(ck_env *e, const char *name)
-{
-    ck_key *k = ck_key_get(e, name);
-    if (k)
-        return k;
-    if (e->nkeys == e->capkeys) {
-        e->capkeys = e->capkeys ? e->capkeys * 2 : 256;
-        e->keys = xrealloc(e->keys, e->capkeys * sizeof *e->keys);
-    }
-    k = &e->keys[e->nkeys];
-    memset(k, 0, sizeof *k);
-    k->name = xstrdup(name);
-    hv_hash_sets(e->key_index, name, hv_int((int64_t)e->nkeys));
-    e->nkeys++;
-    return k;
-}
-
-bool ck_module_present(const ck_env *e, const char *name) { return hv_hash_gets(e->modules_present, name) != NULL; }
-
-static bool is_dir(const char *p);
-
-bool ck_module_visible(const ck_env *e, const char *module)
-{
-    for (size_t i = 0; e->engine_roots && e->engine_roots[i]; i++) {
-        char *p = xjoin(e->engine_roots[i], "/", module, NULL);
-        bool r = is_dir(p);
-        free(p);
-        if (r)
-            return true;
-    }
-    return false;
-}
-
-bool ck_is_external_module(const ck_env *e, const char *name)
-{
-    for (size_t i = 0; i < e->nexternal; i++)
-        if (strcmp(e->external[i], name) == 0)
-            return true;
-    return false;
-}
-
-size_t ck_distance(const char *a, const char *b, size_t cap)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if ((la > lb ? la - lb : lb - la) > cap)
-        return cap + 1;
-    size_t *row = xmalloc((lb + 1) * sizeof *row);
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t prev = row[0], best = i;
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cur = row[j];
-            size_t sub = prev + (a[i - 1] != b[j - 1]);
-            size_t del = row[j] + 1, ins = row[j - 1] + 1;
-            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-            prev = cur;
-            if (row[j] < best)
-                best = row[j];
-        }
-        if (best > cap) {
-            free(row);
-            return cap + 1;
-        }
-    }
-    size_t d = row[lb];
-    free(row);
-    return d > cap ? cap + 1 : d;
-}
-
-char *ck_class_ref(const char *name)
-{
-    sbuf b = {0};
-    sb_adds(&b, "Class[");
-    bool start = true;
-    for (const char *p = name; *p; p++) {
-        char ch = *p;
-        if (start && ch >= 'a' && ch <= 'z')
-            ch = (char)(ch - 'a' + 'A');
-        start = ch == ':';
-        sb_addc(&b, ch);
-    }
-    sb_addc(&b, ']');
-    return sb_take(&b);
-}
-
-static bool is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool is_file(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
 
 static char *read_text(const char *path, size_t *len)
 {
@@ -564,7 +366,7 @@ static const hv *files_under(hv *walks, const char *base)
     if (known)
         return known;
     hv *list = hv_array();
-    if (is_dir(base))
+    if (path_is_dir(base))
         walk_files(base, 0, list);
     hv_hash_sets(walks, base, list);
     return list;
@@ -827,7 +629,7 @@ static void find_files(ck_ctx *c)
             for (size_t t = 0; t < L->ntmpls; t++) {
                 const char *tmpl = L->tmpls[t];
                 if (!tmpl_is_pattern(tmpl, L->glob)) {
-                    if (is_file(tmpl)) {
+                    if (path_is_file(tmpl)) {
                         uint32_t fi = add_file(e, tmpl, L->fmt);
                         add_reach(&e->files[fi], (uint32_t)ci, (uint32_t)li);
                     }
@@ -945,7 +747,7 @@ static void read_manifests(ck_ctx *c)
             if (!valid_mod_name(mods[i]) || ck_module_present(e, mods[i]))
                 continue;
             char *dir = xjoin(e->modroots[r], "/", mods[i], NULL);
-            if (is_dir(dir)) {
+            if (path_is_dir(dir)) {
                 hv_hash_sets(e->modules_present, mods[i], hv_str(dir));
                 char *m = xjoin(dir, "/manifests", NULL);
                 add_manifests(e, m, 0);
@@ -968,9 +770,9 @@ static void read_manifests(ck_ctx *c)
         free_names(mods);
     }
     if (e->manifest) {
-        if (is_dir(e->manifest))
+        if (path_is_dir(e->manifest))
             add_manifests(e, e->manifest, 0);
-        else if (is_file(e->manifest))
+        else if (path_is_file(e->manifest))
             pp_index_add_file(e->pp, e->manifest);
     }
     c->report->manifests += e->pp->files;
@@ -1000,10 +802,10 @@ static void check_env(ck_ctx *c)
     read_manifests(c);
 
     /* configurations: global, environment, modules (each module once: the first root wins) */
-    if (e->hiera_config && is_file(e->hiera_config))
+    if (e->hiera_config && path_is_file(e->hiera_config))
         add_config(c, e->hiera_config, LAYER_GLOBAL, NULL);
     char *p = xjoin(e->dir, "/hiera.yaml", NULL);
-    if (is_file(p))
+    if (path_is_file(p))
         add_config(c, p, LAYER_ENV, NULL);
     free(p);
     for (size_t r = 0; r < e->nmodroots; r++) {
@@ -1013,7 +815,7 @@ static void check_env(ck_ctx *c)
             char *dir = xjoin(e->modroots[r], "/", mods[i], NULL);
             if (where && !strcmp(hv_str_ptr(where), dir)) {
                 char *cfgp = xjoin(dir, "/hiera.yaml", NULL);
-                if (is_file(cfgp))
+                if (path_is_file(cfgp))
                     add_config(c, cfgp, LAYER_MODULE, mods[i]);
                 free(cfgp);
             }
@@ -1063,7 +865,7 @@ static int severity_word(const hv *v)
 
 static bool read_conf(ck_conf *conf, const char *path, bool required, char **error)
 {
-    if (!is_file(path)) {
+    if (!path_is_file(path)) {
         if (required) {
             *error = xasprintf("cannot read the configuration file %s", path);
             return false;
@@ -1418,7 +1220,7 @@ static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **
         names = xcalloc(2, sizeof *names);
         names[0] = xstrdup(env);
         char *d = xjoin(envpath, "/", env, NULL);
-        bool ok = is_dir(d);
+        bool ok = path_is_dir(d);
         free(d);
         if (!ok) {
             *error = xasprintf("no environment '%s' in %s", env, envpath);
@@ -1429,7 +1231,7 @@ static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **
     }
     for (size_t i = 0; names[i]; i++) {
         char *d = xjoin(envpath, "/", names[i], NULL);
-        if (valid_env_name(names[i]) && is_dir(d)) {
+        if (valid_env_name(names[i]) && path_is_dir(d)) {
             ck_env *e = new_env(l);
             e->name = xstrdup(names[i]);
             e->dir = xstrdup(d);
@@ -1441,7 +1243,7 @@ static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **
                 e->hiera_config = xstrdup(o->hiera_config);
             } else {
                 e->hiera_config = xjoin(codedir, "/hiera.yaml", NULL);
-                if (!is_file(e->hiera_config)) {
+                if (!path_is_file(e->hiera_config)) {
                     free(e->hiera_config);
                     e->hiera_config = xjoin(e->confdir, "/hiera.yaml", NULL);
                 }
@@ -1458,7 +1260,7 @@ static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **
 /* A PATH: a code directory, a module, or an environment (a control repository). */
 static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, char **error)
 {
-    if (!is_dir(path)) {
+    if (!path_is_dir(path)) {
         *error = xasprintf("%s: no such folder", path);
         return false;
     }
@@ -1466,8 +1268,8 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
     char *p_env = xjoin(real, "/environments", NULL), *p_conf = xjoin(real, "/environment.conf", NULL),
          *p_hiera = xjoin(real, "/hiera.yaml", NULL), *p_meta = xjoin(real, "/metadata.json", NULL),
          *p_pf = xjoin(real, "/Puppetfile", NULL);
-    bool codedir = is_dir(p_env) && !is_file(p_conf) && !is_file(p_pf);
-    bool module = !codedir && is_file(p_meta) && !is_file(p_conf) && !is_file(p_pf);
+    bool codedir = path_is_dir(p_env) && !path_is_file(p_conf) && !path_is_file(p_pf);
+    bool module = !codedir && path_is_file(p_meta) && !path_is_file(p_conf) && !path_is_file(p_pf);
     free(p_env);
     free(p_conf);
     free(p_hiera);
@@ -1517,7 +1319,7 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
             if (!strcmp(deps[i], name) || !valid_mod_name(deps[i]))
                 continue;
             char *target = xjoin(fx, "/", deps[i], NULL), *dl = xjoin(mods, "/", deps[i], NULL);
-            if (is_dir(target) && symlink(target, dl) != 0)
+            if (path_is_dir(target) && symlink(target, dl) != 0)
                 ok = false;
             free(target);
             free(dl);
@@ -1550,28 +1352,6 @@ static char *report_path(const ck_env *e, const char *file)
     if (e->real_dir && strcmp(dir, e->real_dir) != 0 && strncmp(file, dir, dl) == 0 && (file[dl] == '/' || !file[dl]))
         return xjoin(e->real_dir, file + dl, NULL);
     return xstrdup(file);
-}
-
-/* A message with the environment's link replaced by its real folder. */
-static char *report_text(const ck_env *e, char *msg)
-{
-    const char *dir = e->only_module ? e->only_module : e->dir;
-    size_t dl = strlen(dir);
-    if (!e->real_dir || !strcmp(dir, e->real_dir) || !strstr(msg, dir))
-        return msg;
-    sbuf b = {0};
-    for (const char *p = msg; *p;) {
-        const char *hit = strstr(p, dir);
-        if (!hit) {
-            sb_adds(&b, p);
-            break;
-        }
-        sb_addn(&b, p, (size_t)(hit - p));
-        sb_adds(&b, e->real_dir);
-        p = hit + dl;
-    }
-    free(msg);
-    return sb_take(&b);
 }
 
 /* Whether a finding in file is the environment's to report. */
@@ -1633,22 +1413,6 @@ static void report_add(check_report *r, check_finding f)
     r->v[r->n++] = f;
 }
 
-static char *report_text(const ck_env *e, char *msg);
-
-void ck_note(ck_ctx *c, char *text)
-{
-    check_report *r = c->report;
-    if (c->env)
-        text = report_text(c->env, text);
-    for (size_t i = 0; i < r->nnotes; i++)
-        if (!strcmp(r->notes[i], text)) {
-            free(text);
-            return;
-        }
-    r->notes = xrealloc(r->notes, (r->nnotes + 1) * sizeof *r->notes);
-    r->notes[r->nnotes++] = text;
-}
-
 int check_run(const check_options *o, check_report *report, char **error)
 {
     memset(report, 0, sizeof *report);
@@ -1672,7 +1436,7 @@ int check_run(const check_options *o, check_report *report, char **error)
         hv_hash_sets(overrides, name, hv_int(sev));
         free(name);
     }
-    if (o->facts_dir && !is_dir(o->facts_dir)) {
+    if (o->facts_dir && !path_is_dir(o->facts_dir)) {
         *error = xasprintf("cannot read the facts folder %s", o->facts_dir);
         hv_decref(overrides);
         return -1;
@@ -1681,7 +1445,7 @@ int check_run(const check_options *o, check_report *report, char **error)
     env_list envs = {0};
     bool ok = true;
     if (o->codedir && !o->npaths) {
-        if (!is_dir(o->codedir)) {
+        if (!path_is_dir(o->codedir)) {
             *error = xasprintf("%s: no such folder", o->codedir);
             ok = false;
         } else {
@@ -1728,7 +1492,7 @@ int check_run(const check_options *o, check_report *report, char **error)
             if (keep && sev == CHECK_WARNING && (o->warnings_as_errors || conf.warnings_as_errors))
                 sev = CHECK_ERROR;
             if (keep) {
-                f->message = report_text(c.env, f->message);
+                f->message = ck_report_text(c.env, f->message);
                 report_add(report, (check_finding){f->rule, sev, file, f->line, f->col, f->message, f->nodes, f->nnodes});
             } else {
                 free(file);

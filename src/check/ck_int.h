@@ -167,7 +167,7 @@ typedef struct {
     char *tmpdir;
 } ck_ctx;
 
-/* ------------------------------------------------------------------ helpers (check.c) */
+/* ------------------------------------------------------------------ findings (findings.c) */
 
 /* Records a finding (file NULL: none; sev 0: the rule's default). */
 void ck_add(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
@@ -175,29 +175,33 @@ void ck_add(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t lin
 /* The same with the nodes it concerns (copied). */
 void ck_add_nodes(ck_ctx *c, const char *rule, int sev, const char *file, uint32_t line, uint32_t col,
                   char **nodes, size_t nnodes, const char *message);
-ck_key *ck_key_get(ck_env *e, const char *name);
-ck_key *ck_key_add(ck_env *e, const char *name);
 /* A note for the reader (malloc'ed text, taken; repeated notes are kept once). */
 void ck_note(ck_ctx *c, char *text);
+/* msg (malloc'ed, taken) with the environment's link replaced by its real folder */
+char *ck_report_text(const ck_env *e, char *msg);
+
+/* ------------------------------------------------------------------ the environment (env.c) */
+
+ck_key *ck_key_get(ck_env *e, const char *name);
+ck_key *ck_key_add(ck_env *e, const char *name);
 bool ck_module_present(const ck_env *e, const char *name);
 bool ck_is_external_module(const ck_env *e, const char *name);
+/* whether the lookups find the module (it is in a folder of their modulepath) */
+bool ck_module_visible(const ck_env *e, const char *module);
 /* Levenshtein distance, capped (returns cap + 1 beyond it). */
 size_t ck_distance(const char *a, const char *b, size_t cap);
 /* "Class[Ntp::Config]" for "ntp::config" (malloc'ed) */
 char *ck_class_ref(const char *name);
-
-/* ------------------------------------------------------------------ the rules */
-
-/* classes.c: the class parameter a key names, when the class and the parameter exist (*cls: its class) */
+/* the class parameter a key names, when the class and the parameter exist (*cls: its class) */
 const pp_param *ck_class_param(ck_env *e, const char *key, const pp_class **cls);
-/* classes.c: the merge (0 first, 1 unique, 2 hash/deep) and convert_to that lookup_options give a key */
+/* the merge (0 first, 1 unique, 2 hash/deep) and convert_to that lookup_options give a key */
 void ck_key_options(ck_env *e, const char *key, int *merge, const hv **convert_to);
-/* classes.c: " (unquoted '0755' is read as ...)" when the definition's value is a YAML trap */
-void ck_trap_hint(const ck_env *e, const ck_def *d, const char *key, sbuf *out);
-/* check.c: whether the lookups find the module (it is in a folder of their modulepath) */
-bool ck_module_visible(const ck_env *e, const char *module);
-/* data.c: the YAML trap a plain scalar falls in (its rule; the hint in msg), or NULL */
+/* the YAML trap a plain scalar falls in (its rule; the hint in msg), or NULL */
 const char *ck_plain_trap(const char *text, size_t len, char *msg, size_t msgsize);
+/* " (unquoted '0755' is read as ...)" when the definition's value is a YAML trap */
+void ck_trap_hint(const ck_env *e, const ck_def *d, const char *key, sbuf *out);
+
+/* ------------------------------------------------------------------ the rules (check.c runs them) */
 
 /* data.c: one data file (traps, duplicates, interpolation, eyaml, lookup_options, keys) */
 void ck_data_file(ck_ctx *c, uint32_t fi);

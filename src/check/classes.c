@@ -9,29 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/rregex.h"
-
-const pp_param *ck_class_param(ck_env *e, const char *key, const pp_class **cls)
-{
-    if (!e->pp)
-        return NULL;
-    const char *sep = NULL;
-    for (const char *p = strstr(key, "::"); p; p = strstr(p + 2, "::"))
-        sep = p;
-    if (!sep)
-        return NULL;
-    char *cname = xstrndup(key, (size_t)(sep - key));
-    const pp_class *c = pp_find_class(e->pp, cname);
-    free(cname);
-    if (cls)
-        *cls = c;
-    if (!c)
-        return NULL;
-    for (size_t i = 0; i < c->nparams; i++)
-        if (!strcmp(c->params[i].name, sep + 2))
-            return &c->params[i];
-    return NULL;
-}
 
 /* ------------------------------------------------------------------ types */
 
@@ -68,82 +45,12 @@ static const ptype *param_type(ck_env *e, type_cache *tc, const char *key, const
     return t;
 }
 
-/* ------------------------------------------------------------------ lookup_options of a key */
-
-/* The merge (0 first, 1 unique, 2 hash/deep) and convert_to that lookup_options give key, from
- * the global and environment layers and, for a module's key, the module's data. */
-void ck_key_options(ck_env *e, const char *key, int *merge, const hv **convert_to)
-{
-    *merge = 0;
-    *convert_to = NULL;
-    const ck_key *k = ck_key_get(e, key);
-    if (k && k->merge)
-        *merge = k->merge;
-    const char *sep = strstr(key, "::");
-    size_t ml = sep ? (size_t)(sep - key) : 0;
-    const hv *found = NULL;
-    size_t nlo = hv_array_len(e->lo_entries);
-    if (e->nlo_regexps != nlo) {
-        for (size_t i = 0; i < e->nlo_regexps; i++)
-            rregex_free(e->lo_regexps[i]);
-        e->lo_regexps = xrealloc(e->lo_regexps, (nlo ? nlo : 1) * sizeof *e->lo_regexps);
-        for (size_t i = 0; i < nlo; i++) {
-            const hv *rec = hv_array_get(e->lo_entries, i);
-            const char *lk = hv_str_ptr(hv_array_get(rec, 3));
-            herr err = {0};
-            e->lo_regexps[i] = hv_bool_val(hv_array_get(rec, 4)) ? rregex_new(lk, strlen(lk), &err) : NULL;
-            herr_clear(&err);
-        }
-        e->nlo_regexps = nlo;
-    }
-    for (int pass = 0; pass < 2 && !found; pass++) {
-        for (size_t i = 0; i < hv_array_len(e->lo_entries) && !found; i++) {
-            const hv *rec = hv_array_get(e->lo_entries, i);
-            const ck_file *f = &e->files[hv_int_val(hv_array_get(rec, 0))];
-            if (f->layer == LAYER_MODULE && (!f->module || !sep || strlen(f->module) != ml || strncmp(f->module, key, ml)))
-                continue;
-            const char *lk = hv_str_ptr(hv_array_get(rec, 3));
-            bool pattern = hv_bool_val(hv_array_get(rec, 4));
-            if (pass == 0 && !pattern && !strcmp(lk, key)) {
-                found = rec;
-            } else if (pass == 1 && pattern && e->lo_regexps[i] && rregex_search(e->lo_regexps[i], key, strlen(key))) {
-                found = rec;
-            }
-        }
-    }
-    if (found) {
-        int m = (int)hv_int_val(hv_array_get(found, 5));
-        if (m > *merge)
-            *merge = m;
-        const hv *conv = hv_array_get(found, 6);
-        if (!hv_is(conv, HV_UNDEF))
-            *convert_to = conv;
-    }
-}
-
 /* ------------------------------------------------------------------ the value written in a file */
 
 /* Whether a type mismatch of a merged key's partial value may be made good by other levels */
 static bool partial_ok(const char *msg)
 {
     return strstr(msg, "expects a value for key") || strstr(msg, "expects size to be");
-}
-
-/* The hint for a value that is a YAML trap ("unquoted '0755' is read as the octal number 493") */
-void ck_trap_hint(const ck_env *e, const ck_def *d, const char *key, sbuf *out)
-{
-    const ck_file *f = &e->files[d->file];
-    if (f->fmt != FMT_YAML || !f->ys || !f->ys->ndocs)
-        return;
-    const ysnode *v = ys_map_get(f->ys->docs[0], key);
-    if (!v || v->kind != YS_SCALAR || v->style != YS_PLAIN || v->tag)
-        return;
-    char msg[256];
-    if (ck_plain_trap(v->text, v->len, msg, sizeof msg)) {
-        sb_adds(out, " (");
-        sb_adds(out, msg);
-        sb_adds(out, ": quote it if the text was meant)");
-    }
 }
 
 static void check_value(ck_ctx *c, type_cache *tc, const ck_key *k, const ck_def *d, const pp_class *cls,
