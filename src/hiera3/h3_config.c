@@ -1,5 +1,6 @@
 /* h3_config.c - Hiera::Config.load and Config.load_backends: the v3 configuration from a file or
- * a hash, the table of backends :backends: may name, and creating and freeing the Hiera object. */
+ * a hash, the table of backends :backends: may name, and making and freeing the Hiera object
+ * (hiera3.c's h3_new_file and h3_new_hash give it Backend.lookup). */
 #include "hiera3/hiera3_int.h"
 #include "formats/psych.h"
 #include "formats/render.h"
@@ -217,10 +218,11 @@ h3_inst *h3_canonical_inst(h3 *h, size_t i)
     return &h->insts[i];
 }
 
-static h3 *h3_alloc(void)
+static h3 *h3_alloc(h3_lookup_fn nested_lookup)
 {
     h3 *h = xcalloc(1, sizeof *h);
     h->logk = LOG_CONSOLE;
+    h->nested_lookup = nested_lookup;
     return h;
 }
 
@@ -254,9 +256,9 @@ static h3 *finish_config(h3 *h, hv *source, const char **rbclass, herr *err)
     return h;
 }
 
-h3 *h3_new_file(const char *path, const char **rbclass, herr *err)
+h3 *h3_config_new_file(const char *path, h3_lookup_fn nested_lookup, const char **rbclass, herr *err)
 {
-    h3 *h = h3_alloc();
+    h3 *h = h3_alloc(nested_lookup);
     if (!path)
         path = "/etc/puppet/hiera.yaml"; /* File.join(Util.code_dir, 'hiera.yaml'), then config_dir's: the same */
     hv *src = NULL;
@@ -271,9 +273,9 @@ h3 *h3_new_file(const char *path, const char **rbclass, herr *err)
     return r;
 }
 
-h3 *h3_new_hash(const hv *config, const char **rbclass, herr *err)
+h3 *h3_config_new_hash(const hv *config, h3_lookup_fn nested_lookup, const char **rbclass, herr *err)
 {
-    h3 *h = h3_alloc();
+    h3 *h = h3_alloc(nested_lookup);
     hv *src = NULL;
     if (hv_is(config, HV_HASH))
         src = symbolize(config, true);
@@ -293,9 +295,3 @@ void h3_free(h3 *h)
 }
 
 const hv *h3_config(const h3 *h) { return h->config; }
-
-const hv *h3_config_get(const h3 *h, const char *section, const char *key)
-{
-    const hv *s = h3_sym_get(h->config, section);
-    return key ? h3_sym_get(s, key) : s;
-}

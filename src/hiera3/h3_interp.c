@@ -387,7 +387,7 @@ static int do_interpolation(h3 *h, const hv *data, const hv *scope, h3_ctx *ctx,
             return -1;
         }
         h->depth += H3_LOOKUP_COST;
-        h3_result r = h3_backend_lookup(h, k, NULL, scope, ctx->order_override, &pr, ctx, &got, err);
+        h3_result r = h->nested_lookup(h, k, NULL, scope, ctx->order_override, &pr, ctx, &got, err);
         h->depth -= H3_LOOKUP_COST;
         free(k);
         if (r == H3_ERROR)

@@ -2,14 +2,18 @@
  * functions each file offers the others. Internal to src/hiera3; the command line and backends
  * use hiera3/hiera3.h, library users include/hiera.h.
  *
- *   hiera3.c         errors, Ruby helpers, loggers, merges, Backend.lookup (h3_lookup)
+ *   h3_api.c         the Hiera 3 section of the public API (include/hiera.h)
+ *   h3_output.c      the text forms the command prints (Ruby 3.1's pp, JSON.dump)
+ *   hiera3.c         Hiera.new and Backend.lookup (h3_lookup)
+ *   h3_config.c      Hiera::Config.load, the backend table, making and freeing the object
+ *   eyaml_backend.c  hiera-eyaml's backend
+ *   h3_backends.c    datadir and datasources, Hiera::Filecache, the yaml and json backends
  *   h3_interp.c      Hiera::Util.split_key, the recursion guard, qualified lookups,
  *                    Hiera::Interpolate and parse_answer
- *   h3_backends.c    datadir and datasources, Hiera::Filecache, the yaml and json backends
- *   h3_config.c      Hiera::Config.load, the backend table, creating and freeing the object
- *   h3_output.c      the text forms the command prints (Ruby 3.1's pp, JSON.dump)
- *   h3_api.c         the Hiera 3 section of the public API (include/hiera.h)
- *   eyaml_backend.c  hiera-eyaml's backend */
+ *   h3_support.c     errors, Ruby helpers, loggers, merges, the configuration's sections
+ *
+ * Each file calls only those listed below it; the interpolation's nested lookups (hiera(),
+ * alias()) reach Backend.lookup through the object's nested_lookup. */
 #ifndef HIERA_HIERA3_INT_H
 #define HIERA_HIERA3_INT_H
 
@@ -41,7 +45,7 @@
 #define H3_MAX_NESTED_LOOKUPS 100000
 
 
-/* ---- the object (hiera3.c) ---- */
+/* ---- the object (made by h3_config.c) ---- */
 
 typedef struct {
     const h3_backend *ops;
@@ -51,6 +55,10 @@ typedef struct {
 } h3_inst;
 
 typedef enum { LOG_CONSOLE, LOG_NOOP, LOG_CALLBACK } log_kind;
+
+/* Backend.lookup's signature (h3_backend_lookup) */
+typedef h3_result (*h3_lookup_fn)(h3 *h, const char *key, const hv *dflt, const hv *scope, const hv *order_override,
+                                  const h3_resolution *res, h3_ctx *ctx, hv **out, herr *err);
 
 struct hiera3 {
     hv *config;  /* Hiera::Config's hash (symbol keys) */
@@ -68,9 +76,13 @@ struct hiera3 {
     size_t nested; /* nested lookups since the top-level lookup began */
     h3_errclass errclass;
     const char *rbclass;
+    /* Backend.lookup, which interpolation's hiera() and alias() call (h3_interp.c): hiera3.c's
+     * h3_backend_lookup, given when the object is made, so that the interpolation does not call
+     * up into the file that calls it */
+    h3_lookup_fn nested_lookup;
 };
 
-/* ---- errors and Ruby helpers (hiera3.c) ---- */
+/* ---- errors and Ruby helpers (h3_support.c) ---- */
 
 /* An error that came from another module (YAML, JSON, deep_merge): record its class. */
 void h3_note_error(h3 *h, h3_errclass cls, const char *rbclass);
@@ -105,5 +117,8 @@ extern const h3_backend h3_eyaml_backend;
 /* ---- configuration (h3_config.c) ---- */
 
 h3_inst *h3_canonical_inst(h3 *h, size_t i);
+/* h3_new_file and h3_new_hash (hiera3.h) with the object's nested lookup */
+h3 *h3_config_new_file(const char *path, h3_lookup_fn nested_lookup, const char **rbclass, herr *err);
+h3 *h3_config_new_hash(const hv *config, h3_lookup_fn nested_lookup, const char **rbclass, herr *err);
 
 #endif
