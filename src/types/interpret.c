@@ -1,12 +1,11 @@
 /* interpret.c - TypeParser#interpret: the AST of a type expression (parse.c) to types, with the
- * type map, the built-in aliases (Data, RichData, ...) and resource types of Puppet's static
- * loader, and Puppet's messages for invalid type specifications; ptype_parse and
+ * type map, the built-in aliases (Data, RichData, ...; made in ptype.c) and resource types of
+ * Puppet's static loader, and Puppet's messages for invalid type specifications; ptype_parse and
  * ptype_parse_cli. */
 #include "types/types_int.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 
 #include "types/parse.h"
@@ -74,55 +73,6 @@ static void unparameterized(ictx *c, const ast *q)
 static void scope_load_error(ictx *c)
 {
     herr_set(c->err, HERR_ERROR, "private method `load' called for Scope(Class[main]):Puppet::Parser::Scope");
-}
-
-/* ---- the built-in aliases of the static loader ---- */
-
-static const char *const alias_names[] = {"Data", "RichDataKey", "RichData", "Puppet::LookupKey",
-                                          "Puppet::LookupValue"};
-static const char *const alias_defs[] = {
-    "Variant[ScalarData,Undef,Hash[String,Data],Array[Data]]",
-    "Variant[String,Numeric]",
-    ("Variant[Scalar,SemVerRange,Binary,Sensitive,Type,TypeSet,URI,Object,Undef,Default,"
-     "Hash[RichDataKey,RichData],Array[RichData]]"),
-    "RichDataKey",
-    "RichData",
-};
-#define N_ALIASES (sizeof alias_names / sizeof *alias_names)
-static ptype *builtin_alias_nodes[N_ALIASES];
-static pthread_once_t builtin_aliases_once = PTHREAD_ONCE_INIT;
-/* On the thread that builds them: the definitions refer to each other (RichData to RichDataKey and
- * to itself), so parsing them looks the aliases up while pthread_once has not returned. */
-static _Thread_local bool building_builtin_aliases;
-
-/* Built once, the first time one is needed, and frozen: they are shared by every thread. */
-static void make_builtin_aliases(void)
-{
-    building_builtin_aliases = true;
-    for (size_t i = 0; i < N_ALIASES; i++) {
-        ptype *a = pt_mk_named(K_ALIAS, alias_names[i], strlen(alias_names[i]));
-        a->flag = 1; /* built in: never printed expanded */
-        make_immortal(a);
-        builtin_alias_nodes[i] = a;
-    }
-    for (size_t i = 0; i < N_ALIASES; i++) {
-        herr e = {0};
-        builtin_alias_nodes[i]->t = pt_parse_type(alias_defs[i], strlen(alias_defs[i]), false, NULL, 0, &e);
-        herr_clear(&e);
-    }
-    for (size_t i = 0; i < N_ALIASES; i++)
-        ptype_freeze(builtin_alias_nodes[i]->t);
-    building_builtin_aliases = false;
-}
-
-ptype *pt_builtin_alias(const char *name, size_t n)
-{
-    if (!building_builtin_aliases)
-        pthread_once(&builtin_aliases_once, make_builtin_aliases);
-    for (size_t i = 0; i < N_ALIASES; i++)
-        if (pt_ascii_casecmp_eq(alias_names[i], strlen(alias_names[i]), name, n))
-            return builtin_alias_nodes[i];
-    return NULL;
 }
 
 /* Puppet's built-in resource types (StaticLoader::BUILTIN_TYPE_NAMES). */

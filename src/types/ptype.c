@@ -759,3 +759,135 @@ static void freeze(ptype *t, int depth)
 }
 
 void ptype_freeze(ptype *t) { freeze(t, 0); }
+
+/* ---- generalize (each type's generalize; match.c's type calculator uses it, and Sensitive's
+ * constructor above) ---- */
+
+ptype *pt_generalize(const ptype *t)
+{
+    switch (t->k) {
+    case K_NOTUNDEF: case K_TYPE: case K_OPTIONAL: case K_ITERABLE: case K_ITERATOR: case K_INIT:
+    case K_SENSITIVE:
+        if (!t->t)
+            return pt_dflt(t->k);
+        return pt_mk_contained(t->k, pt_generalize(t->t));
+    case K_ENUM: {
+        if (!t->nvals)
+            return pt_dflt(K_STRING);
+        size_t lo = SIZE_MAX, hi = 0;
+        for (size_t i = 0; i < t->nvals; i++) {
+            size_t l = pt_utf8_len(t->vals[i].p, t->vals[i].n);
+            lo = l < lo ? l : lo;
+            hi = l > hi ? l : hi;
+        }
+        return pt_mk_string_size(mk_intv((int64_t)lo, (int64_t)hi));
+    }
+    case K_INTEGER: case K_FLOAT: case K_STRING: case K_BOOLEAN: case K_COLLECTION:
+        return pt_dflt(t->k);
+    case K_STRUCT: {
+        if (!t->n)
+            return pt_dflt(K_STRUCT);
+        ptype **v = xcalloc(t->n, sizeof *v);
+        for (size_t i = 0; i < st_count(t); i++) {
+            v[2 * i] = pt_ref(st_key(t, i));
+            v[2 * i + 1] = pt_generalize(st_val(t, i));
+        }
+        return pt_mk_struct(v, st_count(t));
+    }
+    case K_TUPLE: {
+        if (is_tuple_default(t))
+            return pt_dflt(K_TUPLE);
+        ptype **v = xcalloc(t->n ? t->n : 1, sizeof *v);
+        for (size_t i = 0; i < t->n; i++)
+            v[i] = pt_generalize(t->v[i]);
+        return pt_mk_tuple(v, t->n, pt_ref(t->size));
+    }
+    case K_CALLABLE:
+        if (!t->t && !t->t2 && !t->t3)
+            return pt_dflt(K_CALLABLE);
+        return pt_mk_callable(t->t ? pt_generalize(t->t) : NULL, t->t2 ? pt_generalize(t->t2) : NULL,
+                              t->t3 ? pt_generalize(t->t3) : NULL);
+    case K_ARRAY:
+        if (is_k(t->t, K_ANY))
+            return pt_dflt(K_ARRAY);
+        return pt_mk_array(pt_generalize(t->t), NULL);
+    case K_HASH:
+        if (is_hash_default(t) || is_hash_empty(t))
+            return pt_ref(t);
+        return pt_mk_hash(pt_generalize(t->t), pt_generalize(t->t2), NULL);
+    case K_VARIANT: {
+        if (!t->n)
+            return pt_ref(t);
+        tlist l = {0};
+        for (size_t i = 0; i < t->n; i++)
+            tl_push(&l, pt_generalize(t->v[i]));
+        return pt_maybe_create(&l);
+    }
+    default:
+        return pt_ref(t);
+    }
+}
+
+/* ---- the built-in aliases of the static loader ---- */
+
+/* Data, RichDataKey, RichData, Puppet::LookupKey and Puppet::LookupValue, made as TypeParser
+ * makes them from their definitions (test_ptype parses the texts and compares):
+ *   Data = Variant[ScalarData,Undef,Hash[String,Data],Array[Data]]
+ *   RichDataKey = Variant[String,Numeric]
+ *   RichData = Variant[Scalar,SemVerRange,Binary,Sensitive,Type,TypeSet,URI,Object,Undef,Default,
+ *                      Hash[RichDataKey,RichData],Array[RichData]]
+ *   Puppet::LookupKey = RichDataKey, Puppet::LookupValue = RichData
+ * They are built here, from constructors, so that the type calculator (match.c), which needs
+ * Data and RichData, does not call up into the parser (interpret.c), which calls it. */
+enum { AL_DATA, AL_RICHDATAKEY, AL_RICHDATA, AL_LOOKUPKEY, AL_LOOKUPVALUE, N_ALIASES };
+static const char *const alias_names[N_ALIASES] = {"Data", "RichDataKey", "RichData", "Puppet::LookupKey",
+                                                   "Puppet::LookupValue"};
+static ptype *builtin_alias_nodes[N_ALIASES];
+static pthread_once_t builtin_aliases_once = PTHREAD_ONCE_INIT;
+
+/* Variant[ks..., more...] as the parser makes it (Variant's parameters in order, then
+ * pt_maybe_create); more is NULL-terminated and stolen */
+static ptype *variant_of(const tkind *ks, size_t nk, ptype *const *more)
+{
+    tlist l = {0};
+    for (size_t i = 0; i < nk; i++)
+        tl_push(&l, pt_dflt(ks[i]));
+    for (size_t i = 0; more[i]; i++)
+        tl_push(&l, more[i]);
+    return pt_maybe_create(&l);
+}
+
+/* Built once, the first time one is needed, and frozen: they are shared by every thread. */
+static void make_builtin_aliases(void)
+{
+    ptype **a = builtin_alias_nodes;
+    for (size_t i = 0; i < N_ALIASES; i++) {
+        a[i] = pt_mk_named(K_ALIAS, alias_names[i], strlen(alias_names[i]));
+        a[i]->flag = 1; /* built in: never printed expanded */
+        make_immortal(a[i]);
+    }
+    static const tkind data[] = {K_SCALARDATA, K_UNDEF};
+    a[AL_DATA]->t = variant_of(data, 2, (ptype *[]){pt_mk_hash(pt_dflt(K_STRING), pt_ref(a[AL_DATA]), NULL),
+                                                    pt_mk_array(pt_ref(a[AL_DATA]), NULL), NULL});
+    static const tkind key[] = {K_STRING, K_NUMERIC};
+    a[AL_RICHDATAKEY]->t = variant_of(key, 2, (ptype *[]){NULL});
+    static const tkind rich[] = {K_SCALAR, K_SEMVERRANGE, K_BINARY, K_SENSITIVE, K_TYPE,
+                                 K_TYPESET, K_URI, K_OBJECT, K_UNDEF, K_DEFAULT};
+    a[AL_RICHDATA]->t =
+        variant_of(rich, sizeof rich / sizeof *rich,
+                   (ptype *[]){pt_mk_hash(pt_ref(a[AL_RICHDATAKEY]), pt_ref(a[AL_RICHDATA]), NULL),
+                               pt_mk_array(pt_ref(a[AL_RICHDATA]), NULL), NULL});
+    a[AL_LOOKUPKEY]->t = pt_ref(a[AL_RICHDATAKEY]);
+    a[AL_LOOKUPVALUE]->t = pt_ref(a[AL_RICHDATA]);
+    for (size_t i = 0; i < N_ALIASES; i++)
+        ptype_freeze(a[i]->t);
+}
+
+ptype *pt_builtin_alias(const char *name, size_t n)
+{
+    pthread_once(&builtin_aliases_once, make_builtin_aliases);
+    for (size_t i = 0; i < N_ALIASES; i++)
+        if (pt_ascii_casecmp_eq(alias_names[i], strlen(alias_names[i]), name, n))
+            return builtin_alias_nodes[i];
+    return NULL;
+}

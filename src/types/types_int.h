@@ -4,14 +4,16 @@
  *
  * The files, in the order of the pipeline a type goes through:
  *   ptype.c      numbers, strings, regexps, type nodes and their constructors, structural
- *                equality, the immortal DEFAULT types
+ *                equality, generalize, the immortal DEFAULT types and the built-in aliases
  *   parse.c      the lexer and parser of type expressions (text -> AST, types/parse.h)
- *   interpret.c  the interpreter (AST -> types), the built-in aliases, ptype_parse
- *   match.c      generalize, normalize, assignable?, instance?, type inference, ptype_match
- *   describe.c   the mismatch describer (TypeMismatchDescriber), ptype_mismatch
+ *   match.c      normalize, assignable?, instance?, type inference, ptype_match
+ *   convert.c    the Ruby conversions that String.new and new() share
  *   format.c     printing types (TypeFormatter) and values (String.new / puppet_string)
- *   new.c        Ruby conversions and Puppet's new(Type, value, *args) (ptype_convert)
+ *   interpret.c  the interpreter (AST -> types), ptype_parse
+ *   describe.c   the mismatch describer (TypeMismatchDescriber), ptype_mismatch
+ *   new.c        Puppet's new(Type, value, *args) (ptype_convert)
  *
+ * Each file calls only those listed above it.
  * Functions named pt_* are shared between these files; the small ones are inline here. */
 #ifndef HIERA_TYPES_INT_H
 #define HIERA_TYPES_INT_H
@@ -215,6 +217,23 @@ static inline ptype *hash_empty(void) { return pt_mk_hash(pt_mk(K_UNIT), pt_mk(K
 static inline ptype *array_empty(void) { return pt_mk_array(pt_mk(K_UNIT), mk_intv(0, 0)); }
 static inline ptype *default_size(void) { return pt_mk_int(n_int(0), n_posinf()); }
 
+/* Hash[0, 0] of Unit types (Hash's empty form), Hash of Any without a size (its default), Tuple's default */
+static inline bool is_hash_empty(const ptype *t)
+{
+    return is_k(t, K_HASH) && size_is_zero(t->size) && is_k(t->t, K_UNIT) && is_k(t->t2, K_UNIT);
+}
+static inline bool is_hash_default(const ptype *t)
+{
+    return is_k(t, K_HASH) && !t->size && is_k(t->t, K_ANY) && is_k(t->t2, K_ANY);
+}
+static inline bool is_tuple_default(const ptype *t) { return is_k(t, K_TUPLE) && t->n == 0 && !t->size; }
+
+/* Each type's generalize (ranges, sizes and values dropped). */
+ptype *pt_generalize(const ptype *t);
+/* The built-in alias of that name (Data, RichData, ...; immortal), or NULL. */
+ptype *pt_builtin_alias(const char *name, size_t n);
+static inline ptype *data_alias(void) { return pt_builtin_alias("Data", 4); }
+
 /* ---- element accessors ---- */
 static inline const ptype *st_key(const ptype *s, size_t i) { return s->v[2 * i]; }
 static inline const ptype *st_val(const ptype *s, size_t i) { return s->v[2 * i + 1]; }
@@ -263,12 +282,11 @@ char *pt_to_xs(const ptype *t); /* to_alias_expanded_s (malloc'ed) */
 /* String.new(v, fmt): fmt is a single format string or a hash of formats. */
 bool pt_string_format(sbuf *out, const hv *v, const hv *fmt, herr *err);
 
-/* ---- match.c: generalize, normalize, assignable?, instance?, inference ---- */
+/* ---- match.c: normalize, assignable?, instance?, inference ---- */
 
 /* Guards alias recursion in assignable (match.c); NULL starts a new guard. */
 typedef struct guard guard;
 
-ptype *pt_generalize(const ptype *t);
 ptype *pt_normalize(const ptype *t);
 bool pt_assignable(const ptype *t, const ptype *o, guard *g);
 bool pt_accepts_undef(const ptype *t);
@@ -330,20 +348,23 @@ typedef struct {
     ptype *type;
 } local_alias;
 
-/* The built-in alias of that name (Data, RichData, ...; immortal), or NULL. */
-ptype *pt_builtin_alias(const char *name, size_t n);
-static inline ptype *data_alias(void) { return pt_builtin_alias("Data", 4); }
 char *pt_lower_dup(const char *s, size_t n);
 /* Parses text as a type (err may be NULL). cli selects `puppet lookup --type` behaviour; locals
  * are a new function's local type aliases. */
 ptype *pt_parse_type(const char *text, size_t len, bool cli, const local_alias *locals, size_t nlocals,
                      herr *err);
 
-/* ---- new.c: Ruby conversions and new() ---- */
+/* ---- convert.c: the Ruby conversions String.new (format.c) and new() (new.c) share ---- */
 
+/* Float#to_i (truncation; large values become big integers); NULL with *msg (malloc'ed, Ruby's
+ * Float#to_s of d) for NaN and the infinities */
 hv *pt_float_to_i(double d, char **msg);
+/* Integer#to_f */
 double pt_int_to_float(const hv *v);
+/* Sets err to msg (malloc'ed, taken); false */
 bool pt_set_msg_err(herr *err, char *msg);
+/* Array.new(from): arrays as is, hashes as [key, value] pairs, strings as characters, an
+ * Integer n as 0..n-1; NULL with err */
 hv *pt_array_from(const hv *from, herr *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include "types/ptype.h"
+#include "types/types_int.h"
 
 /* The `puppet lookup --type` parser (declared in ptype.h, defined in interpret.c). */
 ptype *ptype_parse_cli(const char *text, herr *err);
@@ -1225,6 +1226,39 @@ static void test_limits_and_reuse(void **state)
     hv_decref(deep);
 }
 
+/* The built-in aliases (made from constructors in ptype.c) are what the parser makes of their
+ * definitions in Puppet's StaticLoader. */
+static void test_builtin_aliases_as_parsed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *def;
+    } rows[] = {
+        {"Data", "Variant[ScalarData,Undef,Hash[String,Data],Array[Data]]"},
+        {"RichDataKey", "Variant[String,Numeric]"},
+        {"RichData", "Variant[Scalar,SemVerRange,Binary,Sensitive,Type,TypeSet,URI,Object,Undef,Default,"
+                     "Hash[RichDataKey,RichData],Array[RichData]]"},
+        {"Puppet::LookupKey", "RichDataKey"},
+        {"Puppet::LookupValue", "RichData"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const ptype *a = pt_builtin_alias(rows[i].name, strlen(rows[i].name));
+        assert_non_null(a);
+        assert_non_null(a->t);
+        herr e = {0};
+        ptype *t = pt_parse_type(rows[i].def, strlen(rows[i].def), false, NULL, 0, &e);
+        assert_non_null(t);
+        assert_true(pt_eq(a->t, t));
+        char *want = pt_to_s(t), *got = pt_to_s(a->t);
+        assert_string_equal(got, want);
+        free(want);
+        free(got);
+        pt_unref(t);
+    }
+    assert_null(pt_builtin_alias("RichDat", 7));
+    assert_ptr_equal(pt_builtin_alias("richdata", 8), pt_builtin_alias("RichData", 8));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1237,6 +1271,7 @@ int main(void)
         cmocka_unit_test(test_convert_conformance),
         cmocka_unit_test(test_puppet_string),
         cmocka_unit_test(test_limits_and_reuse),
+        cmocka_unit_test(test_builtin_aliases_as_parsed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
