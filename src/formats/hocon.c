@@ -34,6 +34,7 @@
  * file holds the public API. Each stands only on the ones before it in the order node, lex,
  * merge, parse, resolve.
  */
+#include "formats/hocon.h"
 #include "formats/hocon_int.h"
 
 #include <stdlib.h>

@@ -25,7 +25,6 @@
 
 #include "base/util.h"
 #include "base/value.h"
-#include "formats/hocon.h"
 
 #define MAX_PARSE_DEPTH 500    /* nested objects/arrays (and dotted key parts) in one document */
 #define MAX_RESOLVE_DEPTH 1000 /* nested resolve calls (substitution chains) */
