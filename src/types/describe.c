@@ -142,7 +142,7 @@ static mismatch *m_merge(const mismatch *prev, const mismatch *curr)
 {
     if (m_is(prev, M_SIZE)) {
         num f1 = sm_from(prev), f2 = sm_from(curr), t1 = sm_to(prev), t2 = sm_to(curr);
-        ptype *r = pt_mk_int(n_copy(n_lt(f1, f2) ? f1 : f2), n_copy(n_lt(t2, t1) ? t1 : t2));
+        ptype *r = pt_mk_int(n_copy(pt_n_lt(f1, f2) ? f1 : f2), n_copy(pt_n_lt(t2, t1) ? t1 : t2));
         mismatch *m = pt_m_new(prev->k, &prev->p, r, prev->a);
         pt_unref(r);
         return m;
@@ -248,8 +248,8 @@ static mlist describe_array(const ptype *e, const ptype *original, const ptype *
     mlist d = {0};
     const ptype *elem = e->t;
     if (is_k(actual, K_TUPLE)) {
-        ptype *es = e->size ? pt_ref(e->size) : default_size();
-        ptype *as = actual->size ? pt_ref(actual->size) : mk_intv((int64_t)actual->n, (int64_t)actual->n);
+        ptype *es = e->size ? pt_ref(e->size) : pt_default_size();
+        ptype *as = actual->size ? pt_ref(actual->size) : pt_mk_intv((int64_t)actual->n, (int64_t)actual->n);
         if (pt_assignable(es, as, NULL)) {
             for (size_t i = 0; i < actual->n; i++) {
                 if (pt_assignable(elem, actual->v[i], NULL))
@@ -265,7 +265,7 @@ static mlist describe_array(const ptype *e, const ptype *original, const ptype *
         pt_unref(es);
         pt_unref(as);
     } else if (is_k(actual, K_ARRAY)) {
-        ptype *as = actual->size ? pt_ref(actual->size) : default_size();
+        ptype *as = actual->size ? pt_ref(actual->size) : pt_default_size();
         if (!e->size || pt_assignable(e->size, as, NULL)) {
             ptype *a2 = pt_mk_array(pt_ref(actual->t), NULL);
             pt_ml_push(&d, pt_m_new(M_TYPE, p, original, a2));
@@ -293,8 +293,8 @@ static mlist describe_hash(const ptype *e, const ptype *original, const ptype *a
 {
     mlist d = {0};
     if (is_k(actual, K_STRUCT)) {
-        ptype *es = e->size ? pt_ref(e->size) : default_size();
-        ptype *as = mk_intv(struct_required(actual), (int64_t)st_count(actual));
+        ptype *es = e->size ? pt_ref(e->size) : pt_default_size();
+        ptype *as = pt_mk_intv(struct_required(actual), (int64_t)st_count(actual));
         if (pt_assignable(es, as, NULL)) {
             for (size_t i = 0; i < st_count(actual); i++) {
                 pstr name = st_name(actual, i);
@@ -317,7 +317,7 @@ static mlist describe_hash(const ptype *e, const ptype *original, const ptype *a
         pt_unref(es);
         pt_unref(as);
     } else if (is_k(actual, K_HASH)) {
-        ptype *as = actual->size ? pt_ref(actual->size) : default_size();
+        ptype *as = actual->size ? pt_ref(actual->size) : pt_default_size();
         if (!e->size || pt_assignable(e->size, as, NULL)) {
             ptype *a2 = pt_mk_hash(pt_ref(actual->t), pt_ref(actual->t2), NULL);
             pt_ml_push(&d, pt_m_new(M_TYPE, p, original, a2));
@@ -370,8 +370,8 @@ static mlist describe_struct(const ptype *e, const ptype *original, const ptype 
             }
         free(used);
     } else if (is_k(actual, K_HASH)) {
-        ptype *as = actual->size ? pt_ref(actual->size) : default_size();
-        ptype *es = mk_intv(struct_required(e), (int64_t)st_count(e));
+        ptype *as = actual->size ? pt_ref(actual->size) : pt_default_size();
+        ptype *es = pt_mk_intv(struct_required(e), (int64_t)st_count(e));
         if (pt_assignable(es, as, NULL)) {
             ptype *a2 = pt_mk_hash(pt_ref(actual->t), pt_ref(actual->t2), NULL);
             pt_ml_push(&d, pt_m_new(M_TYPE, p, original, a2));
@@ -411,7 +411,7 @@ static mlist describe_tuple(const ptype *e, const ptype *original, const ptype *
         }
         pt_unref(as);
     } else if (is_k(actual, K_ARRAY)) {
-        ptype *as = actual->size ? pt_ref(actual->size) : default_size();
+        ptype *as = actual->size ? pt_ref(actual->size) : pt_default_size();
         if (pt_assignable(es, as, NULL)) {
             for (size_t i = 0; i < e->n; i++) {
                 tpath ip = pt_path_plus(p, PE_ARRAY, NULL, 0, i);
@@ -503,10 +503,10 @@ mlist pt_describe(const ptype *expected, const ptype *actual, const tpath *p)
  * contained type's name. */
 static void short_name(sbuf *b, const ptype *t)
 {
-    if (is_contained(t) && t->t && t->t->k != K_ANY)
-        sb_addf(b, "%s[%s]", t_name(t), t_name(t->t));
+    if (pt_is_contained(t) && t->t && t->t->k != K_ANY)
+        sb_addf(b, "%s[%s]", pt_t_name(t), pt_t_name(t->t));
     else
-        sb_adds(b, t_name(t));
+        sb_adds(b, pt_t_name(t));
 }
 
 static const ptype *resolved(const ptype *t)
@@ -660,12 +660,12 @@ static void type_mismatch_message(sbuf *b, const mismatch *m, const char *varian
 static void range_to_s(sbuf *b, const ptype *r, const char *zero)
 {
     num min = n_is_neginf(r->from) ? n_int(0) : r->from, max = r->to;
-    if (n_eq(min, max)) {
-        if (n_eq(min, n_int(0)))
+    if (pt_n_eq(min, max)) {
+        if (pt_n_eq(min, n_int(0)))
             sb_adds(b, zero);
         else
             pt_n_to_s(b, min);
-    } else if (n_eq(min, n_int(0))) {
+    } else if (pt_n_eq(min, n_int(0))) {
         if (n_is_posinf(max))
             sb_adds(b, "unlimited");
         else {
@@ -716,8 +716,8 @@ static void m_message(sbuf *b, const mismatch *m, const char *variant, const cha
         break;
     case M_COUNT: {
         num min = n_is_neginf(m->e->from) ? n_int(0) : m->e->from, max = m->e->to;
-        bool one_ok = (n_eq(min, n_int(1)) && (n_eq(max, n_int(1)) || n_is_posinf(max))) ||
-                      (n_eq(min, n_int(0)) && n_eq(max, n_int(1)));
+        bool one_ok = (pt_n_eq(min, n_int(1)) && (pt_n_eq(max, n_int(1)) || n_is_posinf(max))) ||
+                      (pt_n_eq(min, n_int(0)) && pt_n_eq(max, n_int(1)));
         sb_addf(b, "%s%s expects ", variant, position);
         range_to_s(b, m->e, "no");
         sb_addf(b, " argument%s, got ", one_ok ? "" : "s");

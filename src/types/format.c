@@ -282,7 +282,7 @@ static void tfx(sbuf *b, const ptype *t, bool x)
         break;
     case K_ARRAY:
         sb_adds(b, "Array");
-        if (size_is_zero(t->size)) {
+        if (pt_size_is_zero(t->size)) {
             sb_adds(b, "[0, 0]");
         } else if (!(is_k(t->t, K_ANY) && !t->size)) {
             sb_addc(b, '[');
@@ -295,7 +295,7 @@ static void tfx(sbuf *b, const ptype *t, bool x)
         break;
     case K_HASH:
         sb_adds(b, "Hash");
-        if (size_is_zero(t->size)) {
+        if (pt_size_is_zero(t->size)) {
             sb_adds(b, "[0, 0]");
         } else if (!(is_k(t->t, K_ANY) && is_k(t->t2, K_ANY) && !t->size)) {
             sb_addc(b, '[');

@@ -210,7 +210,7 @@ static bool pv_eq(const pval *a, const pval *b)
         return false;
     switch (a->k) {
     case PV_TYPE: return pt_eq(a->t, b->t);
-    case PV_NUM: return a->n.k == b->n.k && n_eq(a->n, b->n);
+    case PV_NUM: return a->n.k == b->n.k && pt_n_eq(a->n, b->n);
     case PV_STR: case PV_REGEX: return ps_eq(a->s, b->s);
     case PV_BOOL: return a->b == b->b;
     case PV_DEFAULT: case PV_NIL: return true;
@@ -518,7 +518,7 @@ static ptype *make_pattern(ictx *c, pval **params, size_t np)
         if (p->k == PV_STR || p->k == PV_REGEX) {
             regex_t *re = pt_re_compile(p->s.p, p->s.n, c->err);
             if (!re) {
-                tl_free(&l);
+                pt_tl_free(&l);
                 return NULL;
             }
             ptype *rt = pt_mk_regexp(p->s.p, p->s.n, true);
@@ -533,7 +533,7 @@ static ptype *make_pattern(ictx *c, pval **params, size_t np)
             char cls[64];
             herr_set(c->err, HERR_ERROR, "Only String, Regexp, Pattern-Type, and Regexp-Type are allowed: got '%s",
                      pv_class(p, cls));
-            tl_free(&l);
+            pt_tl_free(&l);
             return NULL;
         }
     }
@@ -574,7 +574,7 @@ static ptype *make_callable(ictx *c, const ast *a, pval **params, size_t np)
     tlist types = {0};
     for (size_t i = 0; i < np; i++)
         tl_push(&types, type_of(ps[i]));
-    if (!types.n && size && n_lt(n_int(0), size->to))
+    if (!types.n && size && pt_n_lt(n_int(0), size->to))
         tl_push(&types, pt_mk(K_UNIT));
     return pt_mk_callable(pt_mk_tuple(types.v, types.n, size), block, ret);
 }
@@ -749,7 +749,7 @@ static ptype *access_type(ictx *c, const ast *a, pval **params, size_t np)
         if (ok) {
             r = pt_maybe_create(&l);
         } else {
-            tl_free(&l);
+            pt_tl_free(&l);
             invalid_spec(c, a);
         }
     } else if (IS("tuple")) {

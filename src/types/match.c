@@ -12,16 +12,16 @@
 /* Integer ranges of a Variant merged as PVariantType#merge_ranges does. */
 static bool int_merge(const ptype *a, const ptype *b, num *from, num *to)
 {
-    bool intersect = !(n_lt(a->to, b->from) || n_lt(b->to, a->from));
+    bool intersect = !(pt_n_lt(a->to, b->from) || pt_n_lt(b->to, a->from));
     /* adjacent?: @to + 1 == o.from || o.to + 1 == @from, where from/to are nil when unbounded */
-    bool adjacent = (!n_is_neginf(b->from) && n_eq(n_succ(a->to), b->from)) ||
-                    (!n_is_posinf(b->to) && !n_is_neginf(a->from) && n_eq(n_succ(b->to), a->from));
+    bool adjacent = (!n_is_neginf(b->from) && pt_n_eq(n_succ(a->to), b->from)) ||
+                    (!n_is_posinf(b->to) && !n_is_neginf(a->from) && pt_n_eq(n_succ(b->to), a->from));
     if (a->k == K_FLOAT)
         adjacent = false;
     if (!intersect && !adjacent)
         return false;
-    *from = n_min(a->from, b->from);
-    *to = n_max(a->to, b->to);
+    *from = pt_n_min(a->from, b->from);
+    *to = pt_n_max(a->to, b->to);
     return true;
 }
 
@@ -86,7 +86,7 @@ static void swap_not_undefs(tlist *types)
         tlist inner = {0};
         for (size_t i = 0; i < nus.n; i++)
             tl_push(&inner, nus.v[i]->t ? pt_ref(nus.v[i]->t) : pt_mk(K_ANY));
-        tl_free(&nus);
+        pt_tl_free(&nus);
         ptype *v = pt_maybe_create(&inner);
         ptype *nv = pt_normalize(v);
         pt_unref(v);
@@ -145,7 +145,7 @@ static void merge_enums_pass(tlist *types, bool ci)
             for (size_t i = 0; i < nv; i++)
                 free(vals[i].p);
         free(vals);
-        tl_free(&enums);
+        pt_tl_free(&enums);
         tl_push(&others, m);
     } else {
         for (size_t i = 0; i < enums.n; i++)
@@ -169,7 +169,7 @@ static void merge_patterns(tlist *types)
             for (size_t j = 0; j < pats.v[i]->n; j++)
                 tl_push(&res, pt_ref(pats.v[i]->v[j]));
         pt_tl_uniq(&res);
-        tl_free(&pats);
+        pt_tl_free(&pats);
         tl_push(&others, pt_mk_pattern(res.v, res.n));
     } else {
         for (size_t i = 0; i < pats.n; i++)
@@ -205,7 +205,7 @@ static ptype *normalize_variant(const ptype *t)
                 continue;
             tl_push(&rest, is_k(x, K_OPTIONAL) ? (x->t ? pt_ref(x->t) : pt_mk(K_ANY)) : pt_ref(x));
         }
-        tl_free(&types);
+        pt_tl_free(&types);
         ptype *o = pt_mk_contained(K_OPTIONAL, pt_maybe_create(&rest));
         ptype *r = pt_normalize(o);
         pt_unref(o);
@@ -237,7 +237,7 @@ static ptype *normalize_variant(const ptype *t)
         return r;
     }
     if (!modified && flat.n == before_merge) {
-        tl_free(&flat);
+        pt_tl_free(&flat);
         return pt_ref(t);
     }
     return pt_maybe_create(&flat);
@@ -339,7 +339,7 @@ ptype *pt_normalize(const ptype *t)
         return pt_mk_array(e, pt_ref(t->size));
     }
     case K_HASH: {
-        if (is_hash_default(t) || is_hash_empty(t))
+        if (is_hash_default(t) || pt_is_hash_empty(t))
             return pt_ref(t);
         ptype *k = pt_normalize(t->t), *v = pt_normalize(t->t2);
         if (!t->size && k == t->t && v == t->t2) {
@@ -476,9 +476,9 @@ static ptype *derived_size(const ptype *s)
         return pt_ref(s->size);
     if (s->has_s) {
         int64_t l = (int64_t)pt_utf8_len(s->s.p, s->s.n);
-        return mk_intv(l, l);
+        return pt_mk_intv(l, l);
     }
-    return default_size();
+    return pt_default_size();
 }
 
 static bool enum_has(const ptype *e, const char *s, size_t n)
@@ -492,7 +492,7 @@ static bool enum_has(const ptype *e, const char *s, size_t n)
 
 static bool size_assignable(const ptype *size_s, const ptype *size_o, guard *g)
 {
-    ptype *ds = size_s ? NULL : default_size(), *dso = size_o ? NULL : default_size();
+    ptype *ds = size_s ? NULL : pt_default_size(), *dso = size_o ? NULL : pt_default_size();
     bool r = pt_assignable(size_s ? size_s : ds, size_o ? size_o : dso, g);
     pt_unref(ds);
     pt_unref(dso);
@@ -501,7 +501,7 @@ static bool size_assignable(const ptype *size_s, const ptype *size_o, guard *g)
 
 static bool size_assignable_n(const ptype *size_s, int64_t from, int64_t to, guard *g)
 {
-    ptype *o = mk_intv(from, to);
+    ptype *o = pt_mk_intv(from, to);
     bool r = size_assignable(size_s, o, g);
     pt_unref(o);
     return r;
@@ -509,7 +509,7 @@ static bool size_assignable_n(const ptype *size_s, int64_t from, int64_t to, gua
 
 static bool range_contains(const ptype *r, num v)
 {
-    return n_le(r->from, v) && n_le(v, r->to);
+    return pt_n_le(r->from, v) && pt_n_le(v, r->to);
 }
 
 static bool asg_string(const ptype *t, const ptype *o, guard *g)
@@ -531,7 +531,7 @@ static bool asg_string(const ptype *t, const ptype *o, guard *g)
                 lo = l < lo ? l : lo;
                 hi = l > hi ? l : hi;
             }
-            return n_le(t->size->from, n_int((int64_t)lo)) && n_le(n_int((int64_t)hi), t->size->to);
+            return pt_n_le(t->size->from, n_int((int64_t)lo)) && pt_n_le(n_int((int64_t)hi), t->size->to);
         }
         if (o->k == K_PATTERN)
             return size_assignable(t->size, NULL, g);
@@ -636,7 +636,7 @@ static bool asg_struct(const ptype *t, const ptype *o, guard *g)
             if (!ok)
                 return false;
         }
-        ptype *r = mk_intv(required, (int64_t)st_count(t));
+        ptype *r = pt_mk_intv(required, (int64_t)st_count(t));
         bool ok = size_assignable(r, o->size, g);
         pt_unref(r);
         return ok;
@@ -650,8 +650,8 @@ ptype *pt_tuple_size_type(const ptype *t)
     if (t->size)
         return pt_ref(t->size);
     if (t->n == 0)
-        return default_size();
-    return mk_intv((int64_t)t->n, (int64_t)t->n);
+        return pt_default_size();
+    return pt_mk_intv((int64_t)t->n, (int64_t)t->n);
 }
 
 static bool asg_tuple(const ptype *t, const ptype *o, guard *g)
@@ -668,7 +668,7 @@ static bool asg_tuple(const ptype *t, const ptype *o, guard *g)
         pt_unref(size_o);
         if (r && t->n) {
             if (o->n == 0) {
-                r = n_eq(size_s->from, n_int(0));
+                r = pt_n_eq(size_s->from, n_int(0));
             } else {
                 for (size_t i = 0; i < o->n && r; i++)
                     r = pt_assignable(t->v[i < t->n ? i : t->n - 1], o->v[i], g);
@@ -680,7 +680,7 @@ static bool asg_tuple(const ptype *t, const ptype *o, guard *g)
             /* [s_types.size, size_o.range[1]].min entries must accept the element type */
             num max = o->size ? o->size->to : n_posinf();
             size_t count = t->n;
-            if (n_lt(max, n_int((int64_t)count)))
+            if (pt_n_lt(max, n_int((int64_t)count)))
                 count = max.k == N_INT && max.i > 0 ? (size_t)max.i : 0;
             for (size_t i = 0; i < count && r; i++)
                 r = pt_assignable(t->v[i], o->t, g);
@@ -693,7 +693,7 @@ static bool asg_tuple(const ptype *t, const ptype *o, guard *g)
 static bool asg_array(const ptype *t, const ptype *o, guard *g)
 {
     if (o->k == K_TUPLE) {
-        ptype *size_o = o->size ? pt_ref(o->size) : mk_intv((int64_t)o->n, (int64_t)o->n);
+        ptype *size_o = o->size ? pt_ref(o->size) : pt_mk_intv((int64_t)o->n, (int64_t)o->n);
         bool r = size_assignable(t->size, size_o, g);
         pt_unref(size_o);
         for (size_t i = 0; i < o->n && r; i++)
@@ -710,12 +710,12 @@ static bool value_instance_of_string(const ptype *t, pstr s, guard *g);
 static bool asg_hash(const ptype *t, const ptype *o, guard *g)
 {
     if (o->k == K_HASH) {
-        if ((!t->size || n_eq(t->size->from, n_int(0))) && is_hash_empty(o))
+        if ((!t->size || pt_n_eq(t->size->from, n_int(0))) && pt_is_hash_empty(o))
             return true;
         return pt_assignable(t->t, o->t, g) && pt_assignable(t->t2, o->t2, g) && size_assignable(t->size, o->size, g);
     }
     if (o->k == K_STRUCT) {
-        ptype *ds = t->size ? NULL : default_size();
+        ptype *ds = t->size ? NULL : pt_default_size();
         bool r = range_contains(t->size ? t->size : ds, n_int((int64_t)st_count(o)));
         pt_unref(ds);
         for (size_t i = 0; i < st_count(o) && r; i++)
@@ -771,12 +771,12 @@ static bool asg_impl(const ptype *t, const ptype *o, guard *g)
         return asg_enum(t, o);
     case K_NUMERIC: case K_INTEGER: case K_FLOAT:
         /* o.is_a?(self.class) and the range of o within the range of t */
-        return pt_is_a(o, t->k) && n_le(t->from, o->from) && n_le(o->to, t->to);
+        return pt_is_a(o, t->k) && pt_n_le(t->from, o->from) && pt_n_le(o->to, t->to);
     case K_COLLECTION:
         if (pt_is_a(o, K_COLLECTION))
             return size_assignable(t->size, o->size, g);
         if (o->k == K_TUPLE) {
-            ptype *so = o->size ? pt_ref(o->size) : mk_intv((int64_t)o->n, (int64_t)o->n);
+            ptype *so = o->size ? pt_ref(o->size) : pt_mk_intv((int64_t)o->n, (int64_t)o->n);
             bool r = size_assignable(t->size, so, g);
             pt_unref(so);
             return r;
@@ -872,7 +872,7 @@ static ptype *key_pair_tuple(ptype *k, ptype *v)
     ptype **types = xcalloc(2, sizeof *types);
     types[0] = k;
     types[1] = v;
-    return pt_mk_tuple(types, 2, mk_intv(2, 2));
+    return pt_mk_tuple(types, 2, pt_mk_intv(2, 2));
 }
 
 static ptype *iterable_type(const ptype *t, int depth)
@@ -881,13 +881,13 @@ static ptype *iterable_type(const ptype *t, int depth)
         return NULL;
     switch (t->k) {
     case K_STRING: case K_ENUM:
-        return pt_mk_contained(K_ITERABLE, pt_mk_string_size(mk_intv(1, 1)));
+        return pt_mk_contained(K_ITERABLE, pt_mk_string_size(pt_mk_intv(1, 1)));
     case K_INTEGER:
         return pt_mk_contained(K_ITERABLE, pt_dflt(K_INTEGER));
     case K_ARRAY:
         return is_k(t->t, K_ANY) ? pt_dflt(K_ITERABLE) : pt_mk_contained(K_ITERABLE, pt_ref(t->t));
     case K_HASH:
-        if (is_hash_default(t) || is_hash_empty(t))
+        if (is_hash_default(t) || pt_is_hash_empty(t))
             return pt_mk_contained(K_ITERABLE, key_pair_tuple(pt_mk(K_UNIT), pt_mk(K_UNIT)));
         return pt_mk_contained(K_ITERABLE, key_pair_tuple(pt_ref(t->t), pt_ref(t->t2)));
     case K_STRUCT: {
@@ -1117,8 +1117,6 @@ bool pt_instance(const ptype *t, const hv *v, int depth)
 /* TypeCalculator#common_type, for the types inference produces. */
 static ptype *common_type(ptype *t1, ptype *t2);
 
-static ptype *data_alias(void);
-
 /* TypeCalculator#infer: the single common type of a value (arrays and hashes reduce their
  * elements to a common type). */
 ptype *pt_infer(const hv *v, int depth)
@@ -1147,22 +1145,22 @@ ptype *pt_infer(const hv *v, int depth)
     case HV_ARRAY: {
         size_t n = hv_array_len(v);
         if (!n)
-            return array_empty();
+            return pt_array_empty();
         ptype *c = NULL;
         for (size_t i = 0; i < n; i++)
             c = common_type(c, pt_infer(hv_array_get(v, i), depth + 1));
-        return pt_mk_array(c, mk_intv((int64_t)n, (int64_t)n));
+        return pt_mk_array(c, pt_mk_intv((int64_t)n, (int64_t)n));
     }
     case HV_HASH: {
         size_t n = hv_hash_len(v);
         if (!n)
-            return hash_empty();
+            return pt_hash_empty();
         ptype *k = NULL, *e = NULL;
         for (size_t i = 0; i < n; i++)
             k = common_type(k, pt_infer(hv_hash_key_at(v, i), depth + 1));
         for (size_t i = 0; i < n; i++)
             e = common_type(e, pt_infer(hv_hash_val_at(v, i), depth + 1));
-        return pt_mk_hash(k, e, mk_intv((int64_t)n, (int64_t)n));
+        return pt_mk_hash(k, e, pt_mk_intv((int64_t)n, (int64_t)n));
     }
     }
     return pt_mk(K_ANY);
@@ -1187,7 +1185,7 @@ ptype *pt_infer_set(const hv *v, int depth)
     if (hv_is(v, HV_ARRAY)) {
         size_t n = hv_array_len(v);
         if (!n)
-            return array_empty();
+            return pt_array_empty();
         ptype **types = xcalloc(n, sizeof *types);
         for (size_t i = 0; i < n; i++)
             types[i] = pt_infer_set(hv_array_get(v, i), depth + 1);
@@ -1196,7 +1194,7 @@ ptype *pt_infer_set(const hv *v, int depth)
     if (hv_is(v, HV_HASH)) {
         size_t n = hv_hash_len(v);
         if (!n)
-            return hash_empty();
+            return pt_hash_empty();
         bool all_strings = true;
         for (size_t i = 0; i < n && all_strings; i++) {
             const hv *k = hv_hash_key_at(v, i);
@@ -1218,7 +1216,7 @@ ptype *pt_infer_set(const hv *v, int depth)
         }
         ptype *kt = unwrap_single_variant(pt_maybe_create(&ks));
         ptype *vt = unwrap_single_variant(pt_maybe_create(&vs));
-        return pt_mk_hash(kt, vt, mk_intv((int64_t)n, (int64_t)n));
+        return pt_mk_hash(kt, vt, pt_mk_intv((int64_t)n, (int64_t)n));
     }
     return pt_infer(v, depth);
 }
@@ -1253,9 +1251,9 @@ static ptype *common_type(ptype *t1, ptype *t2)
     } else if (is_k(t1, K_HASH) && is_k(t2, K_HASH)) {
         r = pt_mk_hash(common_type(pt_ref(t1->t), pt_ref(t2->t)), common_type(pt_ref(t1->t2), pt_ref(t2->t2)), NULL);
     } else if (is_k(t1, K_INTEGER) && is_k(t2, K_INTEGER)) {
-        r = pt_mk_int(n_copy(n_min(t1->from, t2->from)), n_copy(n_max(t1->to, t2->to)));
+        r = pt_mk_int(n_copy(pt_n_min(t1->from, t2->from)), n_copy(pt_n_max(t1->to, t2->to)));
     } else if (is_k(t1, K_FLOAT) && is_k(t2, K_FLOAT)) {
-        r = pt_mk_float(n_copy(n_min(t1->from, t2->from)), n_copy(n_max(t1->to, t2->to)));
+        r = pt_mk_float(n_copy(pt_n_min(t1->from, t2->from)), n_copy(pt_n_max(t1->to, t2->to)));
     } else if (is_k(t1, K_STRING) && (is_k(t2, K_STRING) || is_k(t2, K_ENUM))) {
         if (is_k(t2, K_ENUM)) {
             if (!t1->has_s) {
@@ -1317,8 +1315,8 @@ static ptype *common_type(ptype *t1, ptype *t2)
         r = pt_dflt(K_SCALARDATA);
     } else if (common_by(K_SCALAR, t1, t2)) {
         r = pt_dflt(K_SCALAR);
-    } else if (pt_assignable(data_alias(), t1, NULL) && pt_assignable(data_alias(), t2, NULL)) {
-        r = pt_ref(data_alias());
+    } else if (pt_assignable(pt_data_alias(), t1, NULL) && pt_assignable(pt_data_alias(), t2, NULL)) {
+        r = pt_ref(pt_data_alias());
     } else if (is_k(t1, K_TYPE) && is_k(t2, K_TYPE)) {
         r = pt_mk_contained(K_TYPE, common_type(pt_ref(t1->t), pt_ref(t2->t)));
     } else if (pt_assignable(pt_builtin_alias("RichData", 8), t1, NULL) &&

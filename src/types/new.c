@@ -410,13 +410,13 @@ static void signature_string(sbuf *b, const nfun *f, size_t s)
     size_t nnames = 0;
     while (nnames < 3 && sd->names[nnames])
         nnames++;
-    if (!(n_eq(from, n_int(0)) && n_eq(to, n_int(0)))) {
+    if (!(pt_n_eq(from, n_int(0)) && pt_n_eq(to, n_int(0)))) {
         for (size_t i = 0; i < nnames; i++) {
             const ptype *type = pt->v[i < pt->n ? i : pt->n - 1];
             const char *indicator = "";
             if (n_is_posinf(to) && i == nnames - 1) {
-                indicator = n_eq(from, n_int((int64_t)nnames)) ? "+" : "*";
-            } else if (n_lt(from, n_int((int64_t)i + 1))) {
+                indicator = pt_n_eq(from, n_int((int64_t)nnames)) ? "+" : "*";
+            } else if (pt_n_lt(from, n_int((int64_t)i + 1))) {
                 indicator = "?";
                 if (is_k(type, K_OPTIONAL) && type->t)
                     type = type->t;

@@ -348,9 +348,9 @@ ptype *pt_mk_float(num from, num to)
 /* PIntegerType#to_size: a range whose both ends are >= 0. */
 static ptype *to_size(ptype *size)
 {
-    if (!size || n_le(n_int(0), size->from))
+    if (!size || pt_n_le(n_int(0), size->from))
         return size;
-    num to = n_lt(size->to, n_int(0)) ? n_int(0) : n_copy(size->to);
+    num to = pt_n_lt(size->to, n_int(0)) ? n_int(0) : n_copy(size->to);
     pt_unref(size);
     return pt_mk_int(n_int(0), to);
 }
@@ -426,7 +426,7 @@ ptype *pt_mk_array(ptype *elem, ptype *size)
 {
     ptype *t = t_new(K_ARRAY);
     t->size = to_size(size);
-    if (size_is_zero(t->size)) {
+    if (pt_size_is_zero(t->size)) {
         pt_unref(elem);
         elem = pt_mk(K_UNIT);
     }
@@ -438,7 +438,7 @@ ptype *pt_mk_hash(ptype *key, ptype *value, ptype *size)
 {
     ptype *t = t_new(K_HASH);
     t->size = to_size(size);
-    if (size_is_zero(t->size)) {
+    if (pt_size_is_zero(t->size)) {
         pt_unref(key);
         pt_unref(value);
         key = pt_mk(K_UNIT);
@@ -588,7 +588,7 @@ bool pt_eq(const ptype *a, const ptype *b)
         return false;
     switch (a->k) {
     case K_NUMERIC: case K_INTEGER: case K_FLOAT:
-        return n_eq(a->from, b->from) && n_eq(a->to, b->to);
+        return pt_n_eq(a->from, b->from) && pt_n_eq(a->to, b->to);
     case K_STRING:
         if (a->has_s || b->has_s)
             return a->has_s && b->has_s && ps_eq(a->s, b->s);
@@ -780,7 +780,7 @@ ptype *pt_generalize(const ptype *t)
             lo = l < lo ? l : lo;
             hi = l > hi ? l : hi;
         }
-        return pt_mk_string_size(mk_intv((int64_t)lo, (int64_t)hi));
+        return pt_mk_string_size(pt_mk_intv((int64_t)lo, (int64_t)hi));
     }
     case K_INTEGER: case K_FLOAT: case K_STRING: case K_BOOLEAN: case K_COLLECTION:
         return pt_dflt(t->k);
@@ -812,7 +812,7 @@ ptype *pt_generalize(const ptype *t)
             return pt_dflt(K_ARRAY);
         return pt_mk_array(pt_generalize(t->t), NULL);
     case K_HASH:
-        if (is_hash_default(t) || is_hash_empty(t))
+        if (is_hash_default(t) || pt_is_hash_empty(t))
             return pt_ref(t);
         return pt_mk_hash(pt_generalize(t->t), pt_generalize(t->t2), NULL);
     case K_VARIANT: {
@@ -890,4 +890,53 @@ ptype *pt_builtin_alias(const char *name, size_t n)
         if (pt_ascii_casecmp_eq(alias_names[i], strlen(alias_names[i]), name, n))
             return builtin_alias_nodes[i];
     return NULL;
+}
+
+/* ---- small helpers over numbers and type nodes (declared in types_int.h) ---- */
+
+bool pt_n_le(num a, num b)
+{
+    int c = pt_n_cmp(a, b);
+    return c == -1 || c == 0;
+}
+bool pt_n_lt(num a, num b) { return pt_n_cmp(a, b) == -1; }
+bool pt_n_eq(num a, num b) { return pt_n_cmp(a, b) == 0; }
+num pt_n_min(num a, num b) { return pt_n_le(a, b) ? a : b; }
+num pt_n_max(num a, num b) { return pt_n_le(b, a) ? a : b; }
+
+bool pt_is_contained(const ptype *t) { return pt_is_a(t, K_CONTAINED); }
+
+void pt_tl_free(tlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        pt_unref(l->v[i]);
+    free(l->v);
+    *l = (tlist){0};
+}
+
+ptype *pt_mk_intv(int64_t from, int64_t to) { return pt_mk_int(n_int(from), n_int(to)); }
+
+bool pt_size_is_zero(const ptype *size)
+{
+    return size && pt_n_eq(size->from, n_int(0)) && pt_n_eq(size->to, n_int(0));
+}
+
+ptype *pt_hash_empty(void) { return pt_mk_hash(pt_mk(K_UNIT), pt_mk(K_UNIT), pt_mk_intv(0, 0)); }
+ptype *pt_array_empty(void) { return pt_mk_array(pt_mk(K_UNIT), pt_mk_intv(0, 0)); }
+ptype *pt_default_size(void) { return pt_mk_int(n_int(0), n_posinf()); }
+
+bool pt_is_hash_empty(const ptype *t)
+{
+    return is_k(t, K_HASH) && pt_size_is_zero(t->size) && is_k(t->t, K_UNIT) && is_k(t->t2, K_UNIT);
+}
+
+ptype *pt_data_alias(void) { return pt_builtin_alias("Data", 4); }
+
+const char *pt_t_name(const ptype *t)
+{
+    if (t->k == K_ALIAS)
+        return t->s.p;
+    if (t->k == K_TYPESET)
+        return "DefaultTypeSet";
+    return pt_simple_names[t->k];
 }

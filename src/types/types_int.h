@@ -14,7 +14,9 @@
  *   new.c        Puppet's new(Type, value, *args) (ptype_convert)
  *
  * Each file calls only those listed above it.
- * Functions named pt_* are shared between these files; the small ones are inline here. */
+ * Functions named pt_* are shared between these files; the small ones that need nothing but
+ * the model are inline here (those that call a file's functions are defined in that file, so
+ * that this header calls no file). */
 #ifndef HIERA_TYPES_INT_H
 #define HIERA_TYPES_INT_H
 
@@ -70,11 +72,11 @@ static inline double big_to_double(const hv *b) { return strtod(hv_bigint_digits
 
 /* -1, 0, 1, or 2 when unordered (NaN involved). */
 int pt_n_cmp(num a, num b);
-static inline bool n_le(num a, num b) { int c = pt_n_cmp(a, b); return c == -1 || c == 0; }
-static inline bool n_lt(num a, num b) { return pt_n_cmp(a, b) == -1; }
-static inline bool n_eq(num a, num b) { return pt_n_cmp(a, b) == 0; }
-static inline num n_min(num a, num b) { return n_le(a, b) ? a : b; }
-static inline num n_max(num a, num b) { return n_le(b, a) ? a : b; }
+bool pt_n_le(num a, num b);
+bool pt_n_lt(num a, num b);
+bool pt_n_eq(num a, num b);
+num pt_n_min(num a, num b);
+num pt_n_max(num a, num b);
 
 /* n + 1 (used by Integer range adjacency); infinities stay. */
 static inline num n_succ(num n)
@@ -151,7 +153,7 @@ extern const char *const pt_simple_names[K_COUNT];
 /* Ruby's is_a? on the type classes. */
 bool pt_is_a(const ptype *t, tkind k);
 static inline bool is_k(const ptype *t, tkind k) { return t && t->k == k; }
-static inline bool is_contained(const ptype *t) { return pt_is_a(t, K_CONTAINED); }
+bool pt_is_contained(const ptype *t);
 
 static inline ptype *pt_ref(const ptype *ct)
 {
@@ -176,13 +178,7 @@ static inline void tl_push(tlist *l, ptype *t) /* steals t */
     }
     l->v[l->n++] = t;
 }
-static inline void tl_free(tlist *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        pt_unref(l->v[i]);
-    free(l->v);
-    *l = (tlist){0};
-}
+void pt_tl_free(tlist *l);
 
 /* Constructors (they steal their type arguments). */
 ptype *pt_mk(tkind k);
@@ -206,22 +202,16 @@ ptype *pt_mk_runtime(const char *rt, size_t rtn, bool has_rt, const char *name, 
 /* The DEFAULT instance of a type class (a new reference). */
 ptype *pt_dflt(tkind k);
 
-static inline ptype *mk_intv(int64_t from, int64_t to) { return pt_mk_int(n_int(from), n_int(to)); }
+ptype *pt_mk_intv(int64_t from, int64_t to);
 
-static inline bool size_is_zero(const ptype *size)
-{
-    return size && n_eq(size->from, n_int(0)) && n_eq(size->to, n_int(0));
-}
+bool pt_size_is_zero(const ptype *size);
 
-static inline ptype *hash_empty(void) { return pt_mk_hash(pt_mk(K_UNIT), pt_mk(K_UNIT), mk_intv(0, 0)); }
-static inline ptype *array_empty(void) { return pt_mk_array(pt_mk(K_UNIT), mk_intv(0, 0)); }
-static inline ptype *default_size(void) { return pt_mk_int(n_int(0), n_posinf()); }
+ptype *pt_hash_empty(void);
+ptype *pt_array_empty(void);
+ptype *pt_default_size(void);
 
 /* Hash[0, 0] of Unit types (Hash's empty form), Hash of Any without a size (its default), Tuple's default */
-static inline bool is_hash_empty(const ptype *t)
-{
-    return is_k(t, K_HASH) && size_is_zero(t->size) && is_k(t->t, K_UNIT) && is_k(t->t2, K_UNIT);
-}
+bool pt_is_hash_empty(const ptype *t);
 static inline bool is_hash_default(const ptype *t)
 {
     return is_k(t, K_HASH) && !t->size && is_k(t->t, K_ANY) && is_k(t->t2, K_ANY);
@@ -232,7 +222,7 @@ static inline bool is_tuple_default(const ptype *t) { return is_k(t, K_TUPLE) &&
 ptype *pt_generalize(const ptype *t);
 /* The built-in alias of that name (Data, RichData, ...; immortal), or NULL. */
 ptype *pt_builtin_alias(const char *name, size_t n);
-static inline ptype *data_alias(void) { return pt_builtin_alias("Data", 4); }
+ptype *pt_data_alias(void);
 
 /* ---- element accessors ---- */
 static inline const ptype *st_key(const ptype *s, size_t i) { return s->v[2 * i]; }
@@ -250,14 +240,7 @@ static inline pstr st_name(const ptype *s, size_t i)
 static inline bool is_unbounded(const ptype *t) { return n_is_neginf(t->from) && n_is_posinf(t->to); }
 
 /* Ruby `name`: the alias name for aliases, otherwise the simple name. */
-static inline const char *t_name(const ptype *t)
-{
-    if (t->k == K_ALIAS)
-        return t->s.p;
-    if (t->k == K_TYPESET)
-        return "DefaultTypeSet";
-    return pt_simple_names[t->k];
-}
+const char *pt_t_name(const ptype *t);
 
 /* Structural equality (Ruby eql? / == on types). */
 bool pt_eq(const ptype *a, const ptype *b);
