@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/serve.py - `hiera serve` under load, against nginx, with faults (see bench/README.md).
 
-    make && python3 bench/serve.py [--duration 10] [--soak 600] [--connections 64]
+    make && python3 bench/serve.py [--duration 10] [--soak 600] [--connections 16]
 
 On the benchmark tree (bench/gen-repo.py, 2000 nodes x 2000 keys), in one run:
   1. throughput: wrk (keep-alive) on one single-key lookup URL of `hiera serve`, and on nginx
@@ -153,7 +153,7 @@ def main():
     ap.add_argument("--hiera", default=os.path.join(TOP, "build", "hiera"))
     ap.add_argument("--repo", default=os.path.join(tempfile.gettempdir(), f"hiera-bench-{os.getuid()}"))
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--soak", type=int, default=0)
     ap.add_argument("--json")
     args = ap.parse_args()
