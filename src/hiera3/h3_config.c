@@ -1,6 +1,6 @@
 /* h3_config.c - Hiera::Config.load and Config.load_backends: the v3 configuration from a file or
  * a hash, the table of backends :backends: may name, and making and freeing the Hiera object
- * (hiera3.c's h3_new_file and h3_new_hash give it Backend.lookup). */
+ * (h3_lookup.c's h3_new_file and h3_new_hash give it Backend.lookup). */
 #include "hiera3/hiera3_int.h"
 #include "formats/psych.h"
 #include "formats/render.h"

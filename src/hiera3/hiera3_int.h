@@ -4,13 +4,14 @@
  *
  *   h3_api.c         the Hiera 3 section of the public API (include/hiera.h)
  *   h3_output.c      the text forms the command prints (Ruby 3.1's pp, JSON.dump)
- *   hiera3.c         Hiera.new and Backend.lookup (h3_lookup)
+ *   h3_lookup.c      Hiera.new and Backend.lookup (h3_lookup)
  *   h3_config.c      Hiera::Config.load, the backend table, making and freeing the object
  *   eyaml_backend.c  hiera-eyaml's backend
  *   h3_backends.c    datadir and datasources, Hiera::Filecache, the yaml and json backends
  *   h3_interp.c      Hiera::Util.split_key, the recursion guard, qualified lookups,
  *                    Hiera::Interpolate and parse_answer
- *   h3_support.c     errors, Ruby helpers, loggers, merges, the configuration's sections
+ *   hiera3.c         the overview; errors, Ruby helpers, loggers, merges, the configuration's
+ *                    sections
  *
  * Each file calls only those listed below it; the interpolation's nested lookups (hiera(),
  * alias()) reach Backend.lookup through the object's nested_lookup. */
@@ -76,13 +77,13 @@ struct hiera3 {
     size_t nested; /* nested lookups since the top-level lookup began */
     h3_errclass errclass;
     const char *rbclass;
-    /* Backend.lookup, which interpolation's hiera() and alias() call (h3_interp.c): hiera3.c's
+    /* Backend.lookup, which interpolation's hiera() and alias() call (h3_interp.c): h3_lookup.c's
      * h3_backend_lookup, given when the object is made, so that the interpolation does not call
      * up into the file that calls it */
     h3_lookup_fn nested_lookup;
 };
 
-/* ---- errors and Ruby helpers (h3_support.c) ---- */
+/* ---- errors and Ruby helpers (hiera3.c) ---- */
 
 /* An error that came from another module (YAML, JSON, deep_merge): record its class. */
 void h3_note_error(h3 *h, h3_errclass cls, const char *rbclass);
