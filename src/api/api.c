@@ -575,6 +575,8 @@ hiera_value *hiera_keys(hiera *h)
     return v;
 }
 
+char *hiera_key_lookup_form(const char *data_key) { return data_key ? enum_lookup_form(data_key) : NULL; }
+
 /* ------------------------------------------------------------------ comparing */
 
 bool hiera_value_same(const hiera_value *a, const hiera_value *b) { return dv_same(a, b); }

@@ -188,8 +188,9 @@ hv *enum_hierarchy(hiera_ctx *h)
 /* ------------------------------------------------------------------ the keys */
 
 typedef struct {
-    hv *keys;   /* key -> array of definitions */
-    hv *errors; /* array of {"layer", "module"?, "level"?, "file"?, "message", "line"?} */
+    hv *keys;           /* key -> array of definitions */
+    hv *lookup_options; /* array of definitions of lookup_options */
+    hv *errors;         /* array of {"layer", "module"?, "level"?, "file"?, "message", "line"?} */
 } key_walk;
 
 static void add_error(key_walk *w, layer_kind kind, const char *module, const char *level, const herr *e)
@@ -228,10 +229,14 @@ static void keys_of_levels(hiera_ctx *h, layer *l, layer_kind kind, const char *
             }
             for (size_t k = 0; k < hv_hash_len(data); k++) {
                 hv *key = hv_hash_key_at(data, k);
-                if (!hv_is(key, HV_STRING) || strcmp(hv_str_ptr(key), "lookup_options") == 0)
+                if (!hv_is(key, HV_STRING))
                     continue;
-                /* a module's data answers only for the keys of its own namespace */
-                if (module && (strncmp(hv_str_ptr(key), module, mlen) != 0 || strncmp(hv_str_ptr(key) + mlen, "::", 2) != 0))
+                /* lookup_options is no key (a lookup of it finds nothing): listed apart */
+                bool options = strcmp(hv_str_ptr(key), "lookup_options") == 0;
+                /* a module's data answers only for the keys of its own namespace: Puppet asks
+                 * module M's data for a key whose root key starts with "M::" and no other */
+                if (!options && module &&
+                    (strncmp(hv_str_ptr(key), module, mlen) != 0 || strncmp(hv_str_ptr(key) + mlen, "::", 2) != 0))
                     continue;
                 hv *def = hv_hash();
                 hv_hash_sets(def, "layer", hv_str(layer_kind_name(kind)));
@@ -245,6 +250,10 @@ static void keys_of_levels(hiera_ctx *h, layer *l, layer_kind kind, const char *
                 if (!line)
                     line = hv_line(hv_hash_val_at(data, k));
                 hv_hash_sets(def, "line", hv_int(line));
+                if (options) {
+                    hv_array_push(w->lookup_options, def);
+                    continue;
+                }
                 hv *list = hv_hash_get(w->keys, key);
                 if (!list) {
                     list = hv_array();
@@ -270,10 +279,25 @@ static void keys_of_layer(hiera_ctx *h, layer *l, layer_kind kind, const char *m
 
 hv *enum_keys(hiera_ctx *h)
 {
-    key_walk w = {hv_hash(), hv_array()};
+    key_walk w = {hv_hash(), hv_array(), hv_array()};
     each_layer(h, keys_of_layer, &w);
     hv *out = hv_hash();
     hv_hash_sets(out, "keys", w.keys);
+    hv_hash_sets(out, "lookup_options", w.lookup_options);
     hv_hash_sets(out, "errors", w.errors);
     return out;
+}
+
+/* LookupKey#split_key (sub_lookup.rb): a key with none of . ' " is its own root key; any other is
+ * split on dots, each segment quoted with " or ' (non-empty, without its own quote inside) or
+ * bare. So a data key with one of them is reached by quoting it whole, with a quote it does not
+ * hold. */
+char *enum_lookup_form(const char *key)
+{
+    if (!strpbrk(key, ".'\""))
+        return xstrdup(key);
+    const char *q = !strchr(key, '"') ? "\"" : !strchr(key, '\'') ? "'" : NULL;
+    if (!q)
+        return NULL;
+    return xjoin(q, key, q, NULL);
 }
