@@ -141,21 +141,9 @@ static void put_layer(FILE *out, const hiera_value *d, const char *env)
 static void report_errors(const hiera_value *errors, const char *env)
 {
     for (size_t i = 0; i < hiera_value_array_size(errors); i++) {
-        const hiera_value *e = hiera_value_array_get(errors, i);
-        const char *level = str_of(e, "level"), *msg = str_of(e, "message"), *file = str_of(e, "file");
-        fputs("Error: hiera keys: ", stderr);
-        put_layer(stderr, e, env);
-        if (level)
-            fprintf(stderr, ", level \"%s\"", level);
-        fprintf(stderr, ": %s", msg ? msg : "unknown error");
-        /* (the engine's messages mostly end with their file already) */
-        if (file && (!msg || !strstr(msg, file))) {
-            fprintf(stderr, " (file: %s", file);
-            if (int_of(e, "line"))
-                fprintf(stderr, ", line: %lld", (long long)int_of(e, "line"));
-            fputc(')', stderr);
-        }
-        fputc('\n', stderr);
+        char *line = cli_listing_problem(hiera_value_array_get(errors, i), env);
+        fprintf(stderr, "Error: hiera keys: %s\n", line);
+        free(line);
     }
 }
 
@@ -165,9 +153,11 @@ typedef struct {
     const hiera_value *defs;  /* BORROWED from the listing */
 } key_entry;
 
+/* by the key as looked up (as hiera batch orders a node's keys), else as written */
 static int cmp_entry(const void *pa, const void *pb)
 {
-    return strcmp(((const key_entry *)pa)->key, ((const key_entry *)pb)->key);
+    const key_entry *a = pa, *b = pb;
+    return strcmp(a->lookup ? a->lookup : a->key, b->lookup ? b->lookup : b->key);
 }
 
 static bool wanted(const key_entry *k, const char *const *patterns, size_t n)
