@@ -4,7 +4,9 @@
  * Code, environment and merge flags are those of `hiera lookup` (puppet lookup's); the nodes
  * come from --facts-dir DIR (one facts file per node: NAME.yaml, NAME.yml or NAME.json) or
  * --facts FILE (one node, named by --node or by the file name), the keys from --keys-file FILE
- * (one key per line, blank lines and # comments ignored; "-" reads stdin) and/or the arguments.
+ * (one key per line, blank lines and # comments ignored; "-" reads stdin) and/or the arguments;
+ * with neither, each node's own keys: every key it can see (hiera_keys, as `hiera keys` lists
+ * them), sorted, each in the form a lookup takes (hiera_key_lookup_form).
  * Every (node, key) is an independent lookup with exactly the request `hiera lookup KEY` would
  * make, so each value is the one `hiera lookup --render-as json` prints for that node and key,
  * byte for byte (it is rendered by the same hiera_render).
@@ -23,12 +25,15 @@
  *     }
  *   }
  *
- * Nodes appear in byte order of their names, keys in the given order (duplicates dropped); a key
+ * Nodes appear in byte order of their names, keys in the given order (duplicates dropped; a
+ * node's own keys in byte order); a key
  * not found (what makes `hiera lookup` exit 1 silently) is left out. ".errors" is present only
  * when something failed; it cannot clash with a node, since hidden files (names starting with
  * '.') in the facts folder are skipped and --node refuses such names. A node whose facts cannot
  * be used appears only under ".errors" (as a string); a failed lookup leaves its key out of the
- * node and adds it under ".errors" (as {key: message}). Exit status: see batch_cmd.h.
+ * node and adds it under ".errors" (as {key: message}); what kept a node's own keys from being all
+ * listed is its entry ".keys" there (no real key starts with a dot). Exit status: see
+ * batch_cmd.h.
  *
  * A facts file is either a hash of facts (as `hiera lookup --facts` reads it) or a node's file of
  * Puppet's YAML facts cache (a !ruby/object:Puppet::Node::Facts document), so that
@@ -91,6 +96,10 @@ static const char *BATCH_USAGE =
     "listed under \".errors\":\n"
     "{node: message} when a node could not be looked up, {node: {key: message}} per lookup.\n"
     "--keys-file: one key per line, blank lines and lines starting with # ignored (- is stdin).\n"
+    "No keys at all (no <keys>, no --keys-file): each node's own keys, every key it can see (as\n"
+    "`hiera keys` lists them: its data files' top-level keys, a module's in its namespace, in the\n"
+    "form a lookup takes, sorted); what keeps a node's keys from being all listed (a hiera.yaml\n"
+    "or data file that does not parse) is its \".keys\" entry under \".errors\".\n"
     "--jobs: processes that share the nodes (default: one per CPU; JSON output only).\n"
     "$trusted: the node's `trusted` fact when it is a hash with authenticated, certname and\n"
     "extensions, else built from its clientcert fact; --trusted-dir DIR: DIR/NAME.yaml|yml|json\n"
