@@ -217,6 +217,16 @@ static void keys_of_levels(hiera_ctx *h, layer *l, layer_kind kind, const char *
     size_t mlen = module ? strlen(module) : 0;
     for (size_t i = 0; i < n; i++) {
         provider *p = &provs[i];
+        /* a function this engine does not have: a lookup reaching the level (a location that
+         * exists, or none declared) fails, and so is the level reported, its files unread */
+        bool reached = p->nil_location;
+        for (size_t j = 0; j < p->nlocs && !reached; j++)
+            reached = p->locs[j].exists;
+        if (reached && !provider_usable(h, l, p, &e)) {
+            add_error(w, kind, module, p->lvl->name, &e);
+            herr_clear(&e);
+            continue;
+        }
         for (size_t j = 0; j < p->nlocs; j++) {
             location *loc = &p->locs[j];
             if (!loc->exists || loc->is_uri)

@@ -165,6 +165,29 @@ hierarchy:
 """,
     "environments/baddata/data/bad.yaml": "bad: [\n",
     "environments/baddata/data/good.yaml": "good::key: 1\nbad::too: 2\n",
+    # eyaml is listed (its keys, encrypted or not); a function hiera does not have is a problem
+    "environments/functions/hiera.yaml": """version: 5
+hierarchy:
+  - name: "Secrets"
+    lookup_key: eyaml_lookup_key
+    path: secrets.eyaml
+    options:
+      pkcs7_private_key: /nonexistent/private_key.pkcs7.pem
+      pkcs7_public_key: /nonexistent/public_key.pkcs7.pem
+  - name: "Custom"
+    lookup_key: my_custom_fn
+    path: custom.yaml
+  - name: "Custom, no file"
+    lookup_key: my_custom_fn
+    path: absent.yaml
+  - name: "Dig"
+    data_dig: my_dig
+  - name: "Common"
+    path: common.yaml
+""",
+    "environments/functions/data/secrets.eyaml": "secret::pw: ENC[PKCS7,MIIBeQYJKoZIhvcNAQcDoIIBajCCAWYCAQAx]\nplain::x: 1\n",
+    "environments/functions/data/custom.yaml": "custom::k: 1\n",
+    "environments/functions/data/common.yaml": "common::k: 1\n",
 }
 
 FACTS = {
@@ -388,6 +411,19 @@ def check_errors(hiera, root):
           p.returncode == 2 and "good::key\n" in p.stdout and "bad::too\n" in p.stdout, p.stdout + p.stderr)
     check("keys: a data file that does not parse: level and file on stderr",
           'environment baddata, level "Bad": ' in p.stderr and "bad.yaml" in p.stderr and "line" in p.stderr, p.stderr)
+    p = keys_of(hiera, root, node, "--long", env="functions")
+    check("keys: eyaml data is listed, a custom function's file is not read",
+          p.stdout.split("\n")[:-1:2] == ["common::k", "plain::x", "profile::ntp::servers", "secret::pw", "site::name"] and
+          "secrets.eyaml:1  environment functions, level \"Secrets\"" in p.stdout, p.stdout)
+    check("keys: a function hiera does not have is a problem where a lookup would reach it (exit 2)",
+          p.returncode == 2 and p.stderr.split("\n")[:-1] == [
+              "Error: hiera keys: environment functions, level \"Custom\": Unable to find 'lookup_key' function named "
+              f"'my_custom_fn' (file: {root}/environments/functions/hiera.yaml)",
+              "Error: hiera keys: environment functions, level \"Dig\": Unable to find 'data_dig' function named "
+              f"'my_dig' (file: {root}/environments/functions/hiera.yaml)"], p.stderr)
+    p = run([hiera, "lookup"] + settings(root, "functions") + node_flags(root, node) + ["common::k"])
+    check("(hiera lookup fails on that level too)", p.returncode == 1 and "Unable to find 'lookup_key' function named "
+          "'my_custom_fn'" in p.stderr, p.stderr)
     p = keys_of(hiera, root, node, "--hierarchy", env="broken")
     check("keys --hierarchy: a layer that cannot be used: exit 2, said", p.returncode == 2 and
           "environment broken:" in p.stdout and "  error: " in p.stdout and p.stderr.startswith("Error: hiera keys: "),
