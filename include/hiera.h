@@ -588,6 +588,11 @@ HIERA_API hiera_value *hiera_hierarchy(hiera *h);
  * key hiera_key_lookup_form gives. */
 HIERA_API hiera_value *hiera_keys(hiera *h);
 
+/* The keys of hiera_keys without their definitions, cheaper (what `hiera batch` without keys
+ * asks of each node): {"keys": [key...] (as written, in the order first met), "errors": [...]}.
+ * A new reference. */
+HIERA_API hiera_value *hiera_key_names(hiera *h);
+
 /* The key a lookup must be given to find the top-level data key `data_key` (as hiera_keys lists
  * it): the key itself, or, when it holds a dot or a quote (which a lookup reads as a path into
  * the value, "a.b" being b inside a), the key quoted whole ("\"a.b\"" or "'say \"hi\"'"). A new

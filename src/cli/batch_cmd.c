@@ -5,7 +5,7 @@
  * come from --facts-dir DIR (one facts file per node: NAME.yaml, NAME.yml or NAME.json) or
  * --facts FILE (one node, named by --node or by the file name), the keys from --keys-file FILE
  * (one key per line, blank lines and # comments ignored; "-" reads stdin) and/or the arguments;
- * with neither, each node's own keys: every key it can see (hiera_keys, as `hiera keys` lists
+ * with neither, each node's own keys: every key it can see (hiera_key_names, as `hiera keys` lists
  * them), sorted, each in the form a lookup takes (hiera_key_lookup_form).
  * Every (node, key) is an independent lookup with exactly the request `hiera lookup KEY` would
  * make, so each value is the one `hiera lookup --render-as json` prints for that node and key,
@@ -192,7 +192,8 @@ typedef struct {
     char **keys_json;
     size_t *keys_json_len;
     size_t nkeys;
-    bool all_keys; /* no keys given: each node's own, every key it can see (hiera_keys) */
+    bool all_keys; /* no keys given: each node's own, every key it can see (hiera_key_names) */
+    hiera_value *key_forms; /* all_keys: key as written -> [lookup form, its JSON] | why none */
     /* output */
     size_t nodes_printed;
     hiera_value *doc;    /* YAML: the whole document, built as we go */
@@ -1105,16 +1106,24 @@ static void print_diagnostic_once(const hiera_diagnostic *d, void *userdata)
     cli_print_diagnostic(d, userdata);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* a node's key: its lookup form and the form's JSON (borrowed from batch.key_forms) */
+typedef struct {
+    const char *form;
+    const hiera_value *json;
+} key_form;
+
+static int cmp_form(const void *a, const void *b) { return strcmp(((const key_form *)a)->form, ((const key_form *)b)->form); }
 
 /* The node's own keys (all_keys): every key it can see, each in the form a lookup takes
  * (hiera_key_lookup_form), sorted by their bytes; what could not be listed goes to
- * r->listing_msg, one problem a line. */
+ * r->listing_msg, one problem a line. The forms of a key and their JSON are made once per run
+ * (b->key_forms: key as written -> [form, form's JSON], or a message when it has none), and the
+ * node's keys borrow them. */
 static void node_list_keys(batch *b, node_run *r)
 {
-    hiera_value *all = hiera_keys(r->h);
+    hiera_value *all = hiera_key_names(r->h);
     const hiera_value *keys = hiera_value_hash_get(all, "keys"), *errors = hiera_value_hash_get(all, "errors");
-    size_t n = hiera_value_hash_size(keys), m = 0;
+    size_t n = hiera_value_array_size(keys), m = 0;
     char *text = NULL;
     size_t len = 0;
     FILE *problems = open_memstream(&text, &len);
@@ -1128,48 +1137,55 @@ static void node_list_keys(batch *b, node_run *r)
         fprintf(problems, "%s%s", ftell(problems) ? "\n" : "", line);
         free(line);
     }
-    r->keys = xalloc((n ? n : 1) * sizeof *r->keys);
+    if (!b->key_forms)
+        b->key_forms = hiera_value_new_hash();
+    key_form *forms = xalloc((n ? n : 1) * sizeof *forms);
     for (size_t i = 0; i < n; i++) {
-        const char *key = hiera_value_string(hiera_value_hash_key(keys, i));
-        char *lf = hiera_key_lookup_form(key);
-        if (!lf) {
-            fprintf(problems, "%sthe key '%s' holds both quotes and a dot or quote: no lookup can reach it",
-                    ftell(problems) ? "\n" : "", key);
+        const char *key = hiera_value_string(hiera_value_array_get(keys, i));
+        hiera_value *f = hiera_value_hash_get(b->key_forms, key);
+        if (!f) {
+            char *lf = hiera_key_lookup_form(key), *lj = lf ? json_string(lf) : NULL;
+            if (lj) {
+                f = hiera_value_new_array();
+                hiera_value_array_push(f, hiera_value_new_string(lf));
+                hiera_value_array_push(f, hiera_value_new_string(lj));
+            } else {
+                f = hiera_value_new_string(lf ? "a key is not valid UTF-8: it cannot be written as JSON"
+                                              : "holds both quotes and a dot or quote: no lookup can reach it");
+            }
+            free(lf);
+            free(lj);
+            hiera_value_hash_set(b->key_forms, key, f); /* (f stays borrowed from b->key_forms) */
+        }
+        if (hiera_value_kind(f) == HIERA_STRING) {
+            fprintf(problems, "%sthe key '%s' %s", ftell(problems) ? "\n" : "", key, hiera_value_string(f));
             continue;
         }
-        r->keys[m++] = lf;
+        forms[m++] = (key_form){hiera_value_string(hiera_value_array_get(f, 0)), hiera_value_array_get(f, 1)};
     }
     hiera_value_decref(all);
-    qsort(r->keys, m, sizeof *r->keys, cmp_str);
+    qsort(forms, m, sizeof *forms, cmp_form);
+    r->keys = xalloc((m ? m : 1) * sizeof *r->keys);
     r->keys_json = xalloc((m ? m : 1) * sizeof *r->keys_json);
     r->keys_json_len = xalloc((m ? m : 1) * sizeof *r->keys_json_len);
-    size_t j = 0;
     for (size_t i = 0; i < m; i++) {
-        char *kj = json_string(r->keys[i]);
-        if (!kj) {
-            fprintf(problems, "%sa key is not valid UTF-8: it cannot be written as JSON", ftell(problems) ? "\n" : "");
-            free(r->keys[i]);
-            continue;
-        }
-        r->keys[j] = r->keys[i];
-        r->keys_json[j] = kj;
-        r->keys_json_len[j++] = strlen(kj);
+        r->keys[i] = (char *)forms[i].form;
+        r->keys_json[i] = (char *)hiera_value_string(forms[i].json);
+        r->keys_json_len[i] = hiera_value_string_length(forms[i].json);
     }
-    r->nkeys = j;
+    free(forms);
+    r->nkeys = m;
     fclose(problems);
     if (len)
         r->listing_msg = text;
     else
         free(text);
-    r->answers = xalloc((j ? j : 1) * sizeof *r->answers);
+    r->answers = xalloc((m ? m : 1) * sizeof *r->answers);
 }
 
+/* (the strings are b->key_forms') */
 static void node_keys_free(node_run *r)
 {
-    for (size_t i = 0; i < r->nkeys; i++) {
-        free(r->keys[i]);
-        free(r->keys_json[i]);
-    }
     free(r->keys);
     free(r->keys_json);
     free(r->keys_json_len);
@@ -1863,6 +1879,7 @@ out:
     render_memo_clear();
     hiera_value_decref(b.doc);
     hiera_value_decref(b.errors);
+    hiera_value_decref(b.key_forms);
 #if FREE_ON_EXIT
     hiera_cache_free(b.cache);
 #else

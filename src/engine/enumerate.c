@@ -191,6 +191,7 @@ typedef struct {
     hv *keys;           /* key -> array of definitions */
     hv *lookup_options; /* array of definitions of lookup_options */
     hv *errors;         /* array of {"layer", "module"?, "level"?, "file"?, "message", "line"?} */
+    bool names_only;    /* keys: key -> true, no definitions (and no lookup_options) */
 } key_walk;
 
 static void add_error(key_walk *w, layer_kind kind, const char *module, const char *level, const herr *e)
@@ -248,6 +249,11 @@ static void keys_of_levels(hiera_ctx *h, layer *l, layer_kind kind, const char *
                 if (!options && module &&
                     (strncmp(hv_str_ptr(key), module, mlen) != 0 || strncmp(hv_str_ptr(key) + mlen, "::", 2) != 0))
                     continue;
+                if (w->names_only) {
+                    if (!options && !hv_hash_get(w->keys, key))
+                        hv_hash_set(w->keys, hv_incref(key), hv_true());
+                    continue;
+                }
                 hv *def = hv_hash();
                 hv_hash_sets(def, "layer", hv_str(layer_kind_name(kind)));
                 if (module)
@@ -289,11 +295,25 @@ static void keys_of_layer(hiera_ctx *h, layer *l, layer_kind kind, const char *m
 
 hv *enum_keys(hiera_ctx *h)
 {
-    key_walk w = {hv_hash(), hv_array(), hv_array()};
+    key_walk w = {hv_hash(), hv_array(), hv_array(), false};
     each_layer(h, keys_of_layer, &w);
     hv *out = hv_hash();
     hv_hash_sets(out, "keys", w.keys);
     hv_hash_sets(out, "lookup_options", w.lookup_options);
+    hv_hash_sets(out, "errors", w.errors);
+    return out;
+}
+
+hv *enum_key_names(hiera_ctx *h)
+{
+    key_walk w = {hv_hash(), NULL, hv_array(), true};
+    each_layer(h, keys_of_layer, &w);
+    hv *names = hv_array_sized(hv_hash_len(w.keys));
+    for (size_t i = 0; i < hv_hash_len(w.keys); i++)
+        hv_array_push(names, hv_incref(hv_hash_key_at(w.keys, i)));
+    hv_decref(w.keys);
+    hv *out = hv_hash();
+    hv_hash_sets(out, "keys", names);
     hv_hash_sets(out, "errors", w.errors);
     return out;
 }

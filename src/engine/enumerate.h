@@ -18,6 +18,10 @@ hv *enum_hierarchy(hiera_ctx *h);
  * lookup order (the first is the one a first-found lookup answers from). */
 hv *enum_keys(hiera_ctx *h);
 
+/* The same keys without their definitions (cheaper): a new hash {"keys": [key...] (in the order
+ * first met), "errors": [...]}. */
+hv *enum_key_names(hiera_ctx *h);
+
 /* The key to give a lookup to reach the top-level data key `key` (a new string): the key itself,
  * or the key quoted whole when it holds a dot or a quote; NULL when no key reaches it (it holds
  * both quotes and needs quoting). */
