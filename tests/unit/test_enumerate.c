@@ -173,6 +173,16 @@ static void test_keys(void **state)
     assert_string_equal(hiera_value_string(hiera_value_hash_get(lo0, "level")), "Common");
     assert_int_equal(hiera_value_int(hiera_value_hash_get(lo0, "line")), 1);
     assert_non_null(strstr(hiera_value_string(hiera_value_hash_get(lo0, "file")), "/data/common.yaml"));
+
+    /* the names alone: the same keys in the same order, the same problems */
+    hiera_value *names = hiera_key_names(h);
+    const hiera_value *nk = hiera_value_hash_get(names, "keys");
+    assert_int_equal(hiera_value_array_size(nk), hiera_value_hash_size(keys));
+    for (size_t i = 0; i < hiera_value_hash_size(keys); i++)
+        assert_string_equal(hiera_value_string(hiera_value_array_get(nk, i)), hiera_value_string(hiera_value_hash_key(keys, i)));
+    assert_int_equal(hiera_value_array_size(hiera_value_hash_get(names, "errors")), hiera_value_array_size(errors));
+    assert_null(hiera_value_hash_get(names, "lookup_options"));
+    hiera_value_decref(names);
     hiera_value_decref(all);
     hiera_free(h);
     hiera_value_decref(facts);
