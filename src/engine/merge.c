@@ -71,10 +71,13 @@ static const char *options_type(ms_kind kind)
 }
 
 /* The types the strategies check: each strategy's options (indexed by ms_kind), then the operands
- * of the hash and unique merges. Parsed once per process and frozen: every thread shares them. */
+ * of the hash and unique merges. Each is parsed when first needed (parsing all of them took a
+ * quarter of a million instructions, 4% of a one-shot lookup that needs one or two) and frozen:
+ * every thread shares them. */
 enum { T_HASH_OPERAND = MS_REVERSE_DEEP + 1, T_UNIQUE_OPERAND, N_CHECKED_TYPES };
 static ptype *checked_types[N_CHECKED_TYPES];
-static pthread_once_t checked_types_once = PTHREAD_ONCE_INIT;
+static bool checked_failed[N_CHECKED_TYPES]; /* (under the lock) */
+static pthread_mutex_t checked_types_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *checked_type_text(int which)
 {
@@ -85,23 +88,34 @@ static const char *checked_type_text(int which)
     }
 }
 
-static void parse_checked_types(void)
+/* The type `which`, parsed and frozen on first use; NULL when it does not parse. */
+static const ptype *checked_type(int which)
 {
-    for (int i = 0; i < N_CHECKED_TYPES; i++) {
+    ptype *t = __atomic_load_n(&checked_types[which], __ATOMIC_ACQUIRE);
+    if (t)
+        return t;
+    pthread_mutex_lock(&checked_types_lock);
+    t = checked_types[which];
+    if (!t && !checked_failed[which]) {
         herr perr = {0};
-        checked_types[i] = ptype_parse(checked_type_text(i), &perr);
+        t = ptype_parse(checked_type_text(which), &perr);
         herr_clear(&perr);
-        if (checked_types[i])
-            ptype_freeze(checked_types[i]);
+        if (t) {
+            ptype_freeze(t);
+            __atomic_store_n(&checked_types[which], t, __ATOMIC_RELEASE);
+        } else {
+            checked_failed[which] = true;
+        }
     }
+    pthread_mutex_unlock(&checked_types_lock);
+    return t;
 }
 
 /* Type-checks value against one of the types above; on mismatch fills err (HERR_PUPPET, a
  * TypeAssertionError) with "<subject> has wrong type, ...". */
 static bool check_type(int which, const hv *value, const char *subject, herr *err)
 {
-    pthread_once(&checked_types_once, parse_checked_types);
-    const ptype *t = checked_types[which];
+    const ptype *t = checked_type(which);
     if (!t) {
         herr_set(err, HERR_ERROR, "internal type '%s' does not parse", checked_type_text(which));
         return false;
