@@ -133,6 +133,43 @@ static bool opt_bool(const hv *options, const char *key)
     return hv_truthy(hv_hash_gets(options, key));
 }
 
+/* Options that plainly match their strategy's type (options_type), told without the type
+ * (which a one-shot lookup would parse for this alone): deep's named options with values of
+ * their types and "strategy" the strategy's own name, any string keys for the unconstrained
+ * ones. false says nothing: the type decides (and words the error). */
+static bool str_is(const hv *v, const char *text)
+{
+    size_t n = strlen(text);
+    return hv_is(v, HV_STRING) && hv_str_len(v) == n && memcmp(hv_str_ptr(v), text, n) == 0;
+}
+
+static bool options_surely_valid(ms_kind kind, const hv *options)
+{
+    if (kind != MS_DEEP && kind != MS_UNCONSTRAINED_DEEP && kind != MS_REVERSE_DEEP)
+        return false;
+    for (size_t i = 0; i < hv_hash_len(options); i++) {
+        const hv *k = hv_hash_key_at(options, i), *v = hv_hash_val_at(options, i);
+        if (!hv_is(k, HV_STRING) || !hv_str_len(k))
+            return false;
+        if (kind != MS_DEEP)
+            continue;
+        bool undef = hv_is(v, HV_UNDEF);
+        if (str_is(k, "strategy")) {
+            if (!undef && !str_is(v, "deep"))
+                return false;
+        } else if (str_is(k, "knockout_prefix")) {
+            if (!undef && !hv_is(v, HV_STRING))
+                return false;
+        } else if (str_is(k, "merge_debug") || str_is(k, "merge_hash_arrays") || str_is(k, "sort_merged_arrays")) {
+            if (!undef && !hv_is(v, HV_BOOL))
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
 merge_strategy *ms_from_value(const hv *merge, herr *err)
 {
     if (!merge || hv_is(merge, HV_UNDEF) || (hv_is(merge, HV_BOOL) && !hv_bool_val(merge)))
@@ -166,7 +203,7 @@ merge_strategy *ms_from_value(const hv *merge, herr *err)
         sb_free(&b);
         return NULL;
     }
-    if (options && !check_type((int)kind, options, "The merge options", err))
+    if (options && !options_surely_valid(kind, options) && !check_type((int)kind, options, "The merge options", err))
         return NULL;
     merge_strategy *ms = ms_new(kind);
     if (options) {

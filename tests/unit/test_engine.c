@@ -271,13 +271,68 @@ static void test_config_quick_check(void **state)
     ptype_free(t);
 }
 
+/* Merge options: what ms_from_value accepts (it skips the type for options that plainly match)
+ * is what the strategy's type (merge_strategy.rb's options_t) accepts. */
+static void test_merge_options_quick_check(void **state)
+{
+    (void)state;
+    herr e = {0};
+    ptype *deep = ptype_parse("Struct[{strategy=>Optional[Pattern[deep]],knockout_prefix=>Optional[String],"
+                              "merge_debug=>Optional[Boolean],merge_hash_arrays=>Optional[Boolean],"
+                              "sort_merged_arrays=>Optional[Boolean],}]",
+                              &e);
+    ptype *free_form = ptype_parse("Hash[String[1],Any]", &e);
+    assert_non_null(deep);
+    assert_non_null(free_form);
+    static const char *names[] = {"strategy", "knockout_prefix", "merge_debug", "merge_hash_arrays", "sort_merged_arrays",
+                                  "preserve_unmergeables", "", "strategy\0x", "Strategy"};
+    static const char *strategies[] = {"deep", "reverse_deep", "unconstrained_deep"};
+    int accepted = 0;
+    for (int i = 0; i < 20000; i++) {
+        const char *strategy = strategies[rnd(3)];
+        hv *merge = hv_hash();
+        hv_hash_sets(merge, "strategy", rnd(10) ? hv_str(strategy) : rnd(2) ? hv_symbol(strategy, strlen(strategy)) : hv_str("deepish"));
+        for (unsigned j = 1 + rnd(3); j > 0; j--) {
+            size_t n = rnd(sizeof names / sizeof *names);
+            hv *key = rnd(12) == 0 ? hv_symbol("merge_debug", 11) : hv_strn(names[n], n == 7 ? 10 : strlen(names[n]));
+            hv *value = rnd(3) == 0 ? random_scalar() : rnd(2) ? hv_bool(rnd(2)) : hv_str("--");
+            hv_hash_set(merge, key, value);
+        }
+        const hv *name = hv_hash_gets(merge, "strategy");
+        bool known = false;
+        for (size_t k = 0; k < 3 && hv_is(name, HV_STRING); k++)
+            known |= strcmp(hv_str_ptr(name), strategies[k]) == 0;
+        if (!known || hv_hash_len(merge) < 2) {
+            hv_decref(merge);
+            continue;
+        }
+        bool want = ptype_match(strcmp(hv_str_ptr(name), "deep") == 0 ? deep : free_form, merge);
+        herr me = {0};
+        merge_strategy *ms = ms_from_value(merge, &me);
+        if ((ms != NULL) != want) {
+            char *j = hjson_debug(merge);
+            print_error("ms_from_value %s what the type %s: %s (%s)\n", ms ? "accepted" : "refused", want ? "accepts" : "refuses", j,
+                        me.msg ? me.msg : "");
+            free(j);
+            fail();
+        }
+        accepted += ms != NULL;
+        ms_free(ms);
+        herr_clear(&me);
+        hv_decref(merge);
+    }
+    assert_true(accepted > 100);
+    ptype_free(deep);
+    ptype_free(free_form);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pathname_plus), cmocka_unit_test(test_split_key),
         cmocka_unit_test(test_deep_merge),    cmocka_unit_test(test_deep_merge_errors),
         cmocka_unit_test(test_strategies),    cmocka_unit_test(test_rregex_gsub),
-        cmocka_unit_test(test_config_quick_check),
+        cmocka_unit_test(test_config_quick_check), cmocka_unit_test(test_merge_options_quick_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
