@@ -36,11 +36,24 @@ struct snapshot;
 hiera_cache *cache_new_view(struct snapshot *s);
 /* The snapshot a view was made over (BORROWED), or NULL. */
 struct snapshot *cache_snapshot(const hiera_cache *c);
+/* A data hash read from the disk cache one top-level key at a time (cache_load_data). */
+typedef struct lazy_data lazy_data;
 /* cache_load for data files (FMT_YAML after yaml_data's own rules: a non-hash top is an empty
  * hash, symbol keys are strings). *keyflags (BORROWED, NULL unless the value is a hash) is the
  * file's memo for cache_key_flags. *kid: the hash's number in a frozen cache's key index (0 when
- * not indexed). */
-hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, herr *err);
+ * not indexed). With lazy (not NULL) and a cache that is not frozen, a hash whose disk cache
+ * entry has an index is not decoded: NULL (no error) with *lazy set (a new reference; its
+ * *keyflags as for a hash). */
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, lazy_data **lazy,
+                    herr *err);
+/* The value of the top-level string key (code: hv_str_code) in ld: 1 with *out (BORROWED: ld
+ * keeps it), 0 when absent, -1 with err when the hash cannot be had (a corrupt disk cache entry
+ * whose file no longer parses). */
+int lazy_data_get(lazy_data *ld, const char *key, size_t len, uint64_t code, hv **out, herr *err);
+/* The whole hash (BORROWED: ld keeps it), decoded now if it was not; NULL with err as above. */
+hv *lazy_data_hash(lazy_data *ld, herr *err);
+lazy_data *lazy_data_retain(lazy_data *ld);
+void lazy_data_release(lazy_data *ld);
 
 /* The key index of a frozen cache: which indexed data hashes hold a top-level key, and its value
  * in each (BORROWED; the cache keeps the files). flags: cache_key_flags' bits, -1 until known. */
