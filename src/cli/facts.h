@@ -20,6 +20,7 @@ typedef struct {
                                     puppet.conf's [agent]/[main]): the agent_specified_environment fact */
     const char *modulepath;      /* the environment's module folders (':'-separated): Facter's custom
                                     facts (lib/facter) and external facts (facts.d) come from its modules */
+    hiera_cache *cache;          /* the --facts file is read through its disk cache; NULL: parsed */
 } cli_facts_request;
 
 typedef struct {
