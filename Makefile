@@ -11,7 +11,7 @@ CFLAGS ?= -O2 -g
 # keep their plain code too (fat), so a program linked without LTO (the unit tests, a user's
 # cc) links against libhiera.a as before. `make LTO=` builds without it.
 LTO ?= -flto=auto -ffat-lto-objects
-# What pkg-config says of the libraries (PKG_CFLAGS, PKG_LIBS, CLI_LIBS, SERVE_CFLAGS) and
+# What pkg-config says of the libraries (PKG_CFLAGS, PKG_LIBS, CLI_LIBS, SERVE_CFLAGS, CURL_CFLAGS) and
 # whether mimalloc links (MIMALLOC_FOUND) is asked once per build folder, into $(B)/config.mk, by
 # the rule below, after scripts/deps.sh has installed what is missing. GNU make makes an included makefile
 # before anything else and then reads everything again, so whatever the first command on a fresh
@@ -31,7 +31,8 @@ comma = ,
 WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm -lpthread
-# the hiera command loads libcrypto only when eyaml needs it (src/cli/crypto_lazy.c): CLI_LIBS
+# the hiera command loads libcrypto only when eyaml needs it (src/crypto/lazy/libcrypto.c: part of
+# the crypto module, linked into the command only; the library links libcrypto): CLI_LIBS
 # (from $(B)/config.mk) names the other two
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
@@ -46,15 +47,18 @@ CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # headers are needed to build (SERVE_CFLAGS: from $(B)/config.mk)
 SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
+# PuppetDB's client (src/cli/puppetdb.c): libcurl is opened on the first request
+# (src/cli/curl_lib.c), so only its header is needed to build (CURL_CFLAGS: from $(B)/config.mk)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
-CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o
+CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o \
+           $(B)/obj/crypto/lazy/libcrypto.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff
+.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -68,13 +72,14 @@ test-deps:
 $(B)/config.mk: Makefile scripts/deps.sh
 	@sh scripts/deps.sh
 	@mkdir -p $(dir $@)
-	@pkg-config --exists $(PKGS) libmicrohttpd gnutls || \
-	  { echo "pkg-config does not find $(PKGS) libmicrohttpd gnutls" >&2; exit 1; }
+	@pkg-config --exists $(PKGS) libmicrohttpd gnutls libcurl || \
+	  { echo "pkg-config does not find $(PKGS) libmicrohttpd gnutls libcurl" >&2; exit 1; }
 	@{ echo "# made by the Makefile after scripts/deps.sh; delete it to ask pkg-config again"; \
 	  echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
 	  echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
 	  echo "CLI_LIBS := $$(pkg-config --libs yaml-0.1 oniguruma) -lm -ldl -lpthread"; \
 	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls)"; \
+	  echo "CURL_CFLAGS := $$(pkg-config --cflags libcurl)"; \
 	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \
 	} > $@.tmp && mv $@.tmp $@
 
@@ -88,7 +93,7 @@ $(B)/pic/%.o: src/%.c $(LIB_HDR)
 
 $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LTO) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) $(LTO) -c $< -o $@
 
 $(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h)
 	@mkdir -p $(dir $@)
@@ -120,7 +125,7 @@ $(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a
 
 $(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h | test-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libhiera.a $(LIBS) $(shell pkg-config --libs cmocka)
+	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -Itests/unit $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libhiera.a $(LIBS) $(shell pkg-config --libs cmocka)
 
 unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do ./$$t >$$t.log 2>&1 || { echo "FAIL $$t"; cat $$t.log; fail=1; }; done; \
@@ -146,6 +151,7 @@ check: all test-deps
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
+	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
 # hiera diff at length (CI): the fast path against full comparisons on many random edits, and the
@@ -191,6 +197,13 @@ uninstall:
 # missing; screenshots in build/web-artifacts)
 check-web: all
 	@sh tests/web/run.sh $(B)/hiera
+
+# hiera against a real PuppetDB (Debian's puppetdb with its own PostgreSQL cluster, started and
+# stopped by the script in a scratch folder) and Puppet reading the same PuppetDB through
+# puppet-terminus-puppetdb; installs the packages when missing (as root). A few minutes: PuppetDB
+# is a JVM service.
+check-puppetdb: all
+	@python3 tests/puppetdb/real.py --hiera $(B)/hiera
 
 # installs into a scratch DESTDIR and builds the README's example against it with pkg-config
 install-check: all

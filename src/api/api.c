@@ -2,6 +2,8 @@
  * scope `puppet lookup --node N --facts F` gives a lookup), requests, values, rendering. */
 #include "hiera.h"
 
+#include "base/error.h"
+
 #include "diff/compare.h"
 #include "diff/plan.h"
 #include "formats/diskcache.h"
@@ -32,32 +34,6 @@ lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptyp
 
 /* ------------------------------------------------------------------ errors */
 
-void api_error_out(hiera_error *out, herr *in)
-{
-    if (!out) {
-        herr_clear(in);
-        return;
-    }
-    hiera_error_clear(out);
-    out->kind = in->kind == HERR_NONE ? HIERA_ERR_NONE
-                : (in->kind == HERR_LOOKUP || in->kind == HERR_LOOKUP_ISSUE) ? HIERA_ERR_LOOKUP
-                                                                              : HIERA_ERR_FATAL;
-    out->message = in->msg;
-    out->file = in->file;
-    out->line = in->line;
-    out->column = in->col;
-    in->msg = in->file = NULL;
-    in->kind = HERR_NONE;
-}
-
-void hiera_error_clear(hiera_error *err)
-{
-    if (!err)
-        return;
-    free(err->message);
-    free(err->file);
-    memset(err, 0, sizeof *err);
-}
 
 /* ------------------------------------------------------------------ values */
 
@@ -104,7 +80,7 @@ hiera_value *hiera_value_from_json(const char *text, hiera_error *err)
     herr e = {0};
     hv *v = hjson_parse(text, strlen(text), "<string>", &e);
     if (!v)
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
     return v;
 }
 
@@ -120,7 +96,7 @@ char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error
         sb_free(&b);
         if (!herr_isset(&e))
             herr_set(&e, HERR_ERROR, "cannot render the value");
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return NULL;
     }
     return sb_take(&b);
@@ -283,12 +259,12 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
     const hv *facts = o->facts;
     if (o->base_facts && !hv_is(o->base_facts, HV_HASH)) {
         herr_set(&e, HERR_PUPPET, "Incorrectly formatted base facts: a hash of facts is required");
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return NULL;
     }
     if (facts && !hv_is(facts, HV_HASH)) {
         herr_set(&e, HERR_PUPPET, "Incorrectly formatted data given via the --facts flag (only accepts yaml and json files)");
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return NULL;
     }
     if (facts) {
@@ -300,13 +276,13 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
         if (n && n != 4) {
             herr_set(&e, HERR_PUPPET,
                      "When overriding any of the hostname,domain,fqdn,clientcert facts with the --facts flag, they must all be overridden.");
-            api_error_out(err, &e);
+            herr_to_public(err, &e);
             return NULL;
         }
     }
     if (o->env && (o->codedir || o->environmentpath || o->environment)) {
         herr_set(&e, HERR_PUPPET, "hiera_new: codedir, environmentpath and environment go with the settings, not with an environment");
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return NULL;
     }
     /* the node's facts with the given ones over them (Puppet::Node::Facts#add_extra_values),
@@ -325,7 +301,7 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
         trusted_given = trusted_complete(o->trusted, &e);
     if (!clean || (o->trusted && !trusted_given)) {
         hv_decref(clean);
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return NULL;
     }
     /* the settings and the environment: the caller's, else Puppet's defaults with the options'
@@ -348,7 +324,7 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
         codedir = settings_string(s, NULL, "codedir", &e);
         global = codedir ? (o->hiera_config ? xstrdup(o->hiera_config) : settings_string(s, NULL, "hiera_config", &e)) : NULL;
         if (!global)
-            api_error_out(err, &e);
+            herr_to_public(err, &e);
     }
     if (!global) {
         free(codedir);
@@ -413,7 +389,7 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
         if (!type) {
             if (e.kind == HERR_ERROR || e.kind == HERR_LOOKUP)
                 e.kind = HERR_PUPPET;
-            api_error_out(err, &e);
+            herr_to_public(err, &e);
             st = HIERA_ERROR;
             goto out;
         }
@@ -429,7 +405,7 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
             herr_clear(&e);
             st = HIERA_NOT_FOUND;
         } else {
-            api_error_out(err, &e);
+            herr_to_public(err, &e);
             st = HIERA_ERROR;
         }
     }
@@ -575,7 +551,7 @@ hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err) { r
 
 hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s) { return (hiera_snapshot *)snapshot_retain((snapshot *)s); }
 void hiera_snapshot_release(hiera_snapshot *s) { snapshot_release((snapshot *)s); }
-hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s) { return cache_new_view((snapshot *)s); }
+hiera_cache *hiera_cache_new_from_snapshot(hiera_snapshot *s) { return snapshot_new_view((snapshot *)s); }
 hiera_value *hiera_snapshot_describe(const hiera_snapshot *s) { return snapshot_describe((const snapshot *)s); }
 hiera_value *hiera_snapshot_problems(const hiera_snapshot *s) { return snapshot_problems((const snapshot *)s); }
 

@@ -7,6 +7,7 @@
  * facts NODE: ..."), lib/puppet/node/facts.rb (initialize_from_hash, sanitize),
  * lib/puppet/node.rb (sanitize: the trusted data), lib/puppet/context/trusted_information.rb. */
 #include "hiera.h"
+#include "base/error.h"
 
 #include "api/facts.h"
 #include "engine/cache.h"
@@ -83,7 +84,7 @@ hiera_value *hiera_value_load_file(const char *path, hiera_error *err)
     herr e = {0};
     hv *text = read_text(path, &e);
     if (!text) {
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return NULL;
     }
     hv *v = NULL;
@@ -103,7 +104,7 @@ hiera_value *hiera_value_load_file(const char *path, hiera_error *err)
     hv_decref(text);
     if (!v) {
         e.kind = HERR_PUPPET;
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
     }
     return v;
 }
@@ -241,7 +242,7 @@ hiera_value *hiera_facts_load(hiera_cache *c, const char *path, const char *node
     }
     hv *v = load_facts(path, node, formats, &kind, &e);
     if (!v) {
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return NULL;
     }
     if (cacheable)
@@ -279,12 +280,12 @@ hiera_status hiera_facts_cached(const char *yamldir, const char *node, hiera_val
     *facts = NULL;
     if (!yamldir || !node) {
         herr_set(&e, HERR_PUPPET, "hiera_facts_cached needs the yamldir and the node name");
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return HIERA_ERROR;
     }
     if (bad_name(node, strlen(node))) {
         herr_set(&e, HERR_PUPPET, "invalid key");
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return HIERA_ERROR;
     }
     char *path = xjoin(yamldir, "/facts/", node, ".yaml", NULL);
@@ -298,7 +299,7 @@ hiera_status hiera_facts_cached(const char *yamldir, const char *node, hiera_val
     hv *v = load_facts(path, node, HIERA_FACTS_CACHE, &kind, &e);
     free(path);
     if (!v) {
-        api_error_out(err, &e);
+        herr_to_public(err, &e);
         return HIERA_ERROR;
     }
     *facts = v;

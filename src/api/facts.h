@@ -4,11 +4,9 @@
 
 #include "hiera.h"
 
+#include "base/error.h"
 #include "base/util.h"
 #include "base/value.h"
-
-/* api.c: moves an internal error into the caller's public record (clears in) */
-void api_error_out(hiera_error *out, herr *in);
 
 /* Puppet::Node::Facts#sanitize: every fact value (not the top-level names) with what is not a
  * Hash, Array, Numeric, Boolean or String replaced by its to_s (nil -> "", a Symbol -> its name),

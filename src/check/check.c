@@ -1729,7 +1729,7 @@ int check_run(const check_options *o, check_report *report, char **error)
         c.env = &envs.v[i];
         size_t first = c.nf;
         check_env(&c);
-        if (o->facts_dir && ck_nodes(&c, error) != 0)
+        if ((o->facts_dir || o->nodes) && ck_nodes(&c, error) != 0)
             ok = false;
         /* the environment's findings, as reported */
         for (size_t k = first; k < c.nf; k++) {

@@ -51,6 +51,19 @@ typedef struct {
     size_t nnotes;
 } check_report;
 
+/* Nodes the caller gives instead of a facts folder (the command takes them from PuppetDB): their
+ * names, sorted, and node i's facts, asked from the check's threads, each node once per pass over
+ * the nodes (one pass per environment checked; begin, when given, is called before each pass). */
+typedef struct {
+    const char *const *names;
+    size_t n;
+    void (*begin)(void *data);
+    /* node i's facts (a new reference to a hash) and whether they are the node's stored facts
+     * (hiera_options.base_facts, as PuppetDB's are), or NULL with *msg (malloc'ed) */
+    struct hv *(*facts)(void *data, size_t i, bool *stored, char **msg);
+    void *data;
+} check_nodes;
+
 typedef struct {
     /* where the code is: a code directory (its environments), or PATHs (a control repository,
      * an environment folder, a module, or a code directory) */
@@ -63,6 +76,7 @@ typedef struct {
     const char *const *paths;
     size_t npaths;
     const char *facts_dir;     /* one facts file per node: NAME.yaml/.yml/.json, or Puppet's cache format */
+    const check_nodes *nodes;  /* or the caller's nodes (NULL: none) */
     const char *config_file;   /* NULL: .hiera-check.yaml at the root of what is checked */
     bool no_config;            /* do not read a configuration file */
     /* rule overrides: "name=off|warning|error" */

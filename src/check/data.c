@@ -1526,6 +1526,6 @@ void ck_data_cross(ck_ctx *c)
     unknown_refs(c);
     loops(c);
     unused_lookup_options(c);
-    if (!c->o->facts_dir)
+    if (!c->o->facts_dir && !c->o->nodes)
         variables_without_facts(c);
 }

@@ -416,7 +416,8 @@ static void check_node(worker *w, size_t ni)
     const nodesrc *ns = &p->nodes[ni];
     char *msg = NULL;
     bool cached = false;
-    hv *facts = load_facts(ns->path, ns->name, &cached, &msg);
+    const check_nodes *given = w->p->c->o->nodes;
+    hv *facts = ns->path ? load_facts(ns->path, ns->name, &cached, &msg) : given->facts(given->data, ni, &cached, &msg);
     if (!facts) {
         hv_hash_sets(w->errors, ns->name, hv_str(msg));
         free(msg);
@@ -977,8 +978,18 @@ int ck_nodes(ck_ctx *c, char **error)
 {
     ck_env *e = c->env;
     plan p = {.c = c, .e = e};
-    if (!list_nodes(c->o->facts_dir, &p.nodes, &p.nnodes, error))
+    const check_nodes *given = c->o->nodes;
+    if (given) {
+        /* the caller's nodes (PuppetDB's): no file, node i's facts from the caller */
+        p.nodes = xcalloc(given->n ? given->n : 1, sizeof *p.nodes);
+        for (size_t i = 0; i < given->n; i++)
+            p.nodes[i] = (nodesrc){xstrdup(given->names[i]), NULL};
+        p.nnodes = given->n;
+        if (given->begin)
+            given->begin(given->data);
+    } else if (!list_nodes(c->o->facts_dir, &p.nodes, &p.nnodes, error)) {
         return -1;
+    }
     c->report->nodes += p.nnodes;
     make_plan(&p);
     /* the type system's built-in aliases are made on first use: made here, before the threads */
@@ -992,7 +1003,7 @@ int ck_nodes(ck_ctx *c, char **error)
     for (size_t t = 0; t < nthreads; t++) {
         worker *w = &ws[t];
         w->p = &p;
-        w->view = cache_new_view(e->snap);
+        w->view = snapshot_new_view(e->snap);
         w->aliases = ptype_aliases_new();
         for (size_t i = 0; i < e->pp->naliases; i++)
             ptype_aliases_add(w->aliases, e->pp->aliases[i].name, e->pp->aliases[i].body);

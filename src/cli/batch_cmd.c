@@ -50,6 +50,7 @@
 #include "cli/batch_cmd.h"
 
 #include "cli/common.h"
+#include "cli/factsrc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -77,6 +78,8 @@ static const char *BATCH_USAGE =
     "                   [--environment <ENV>] [--render-as json|yaml] [--jobs <N>]\n"
     "                   [--unsafe-fact-paths] [--trusted-dir <DIR> | --trusted <FILE>]\n"
     "                   [--<puppet setting> <VALUE>]\n"
+    "       hiera batch (--from-puppetdb | --puppetdb <URL|FILE>) [--nodes-query <QUERY>]\n"
+    "                   [--include-inactive] [--cert <FILE> --key <FILE>] [--cacert <FILE>] ...\n"
     "\n"
     "Looks up every key for every node (one facts file per node in --facts-dir: NAME.yaml,\n"
     "NAME.yml or NAME.json: a hash of facts, or a file of Puppet's YAML facts cache, as in\n"
@@ -95,6 +98,10 @@ static const char *BATCH_USAGE =
     "environment's config_version command runs once, before the first node (`puppet lookup` runs\n"
     "it for every lookup); if it fails, nothing is looked up. Refused: --explain and\n"
     "--explain-options (use hiera lookup), --compile, --debug and --log_level debug.\n"
+    "The nodes may come from PuppetDB instead, with their facts as `hiera lookup --node` takes them\n"
+    "from there (fetched a page of nodes at a time; a node that cannot be fetched is listed under\n"
+    "\".errors\" and the run goes on):\n"
+    CLI_PDB_USAGE
     "Exit status: 0 done, 1 nothing printed (bad options, settings or environment), 2 printed with\n"
     "errors (summed up on stderr).\n";
 
@@ -104,6 +111,7 @@ typedef struct {
     bool sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, verbose;
     const hiera_settings *settings;
     const hiera_environment *env;
+    cli_pdb_args pdb; /* PuppetDB as the node set */
 } batch_args;
 
 #define EXPLAIN_WHY "there is no explanation in batch mode: use hiera lookup"
@@ -133,6 +141,14 @@ static const cli_option BATCH_OPTIONS[] = {
     {"keys-file", 0, CLI_VALUE, offsetof(batch_args, keys_file), NULL},
     {"jobs", 0, CLI_VALUE, offsetof(batch_args, jobs), NULL},
     {"trusted-dir", 0, CLI_VALUE, offsetof(batch_args, trusted_dir), NULL},
+    {"puppetdb", 0, CLI_VALUE, offsetof(batch_args, pdb.puppetdb), NULL},
+    {"from-puppetdb", 0, CLI_FLAG, offsetof(batch_args, pdb.from_puppetdb), NULL},
+    {"nodes-query", 0, CLI_VALUE, offsetof(batch_args, pdb.nodes_query), NULL},
+    {"include-inactive", 0, CLI_FLAG, offsetof(batch_args, pdb.include_inactive), NULL},
+    {"cert", 0, CLI_VALUE, offsetof(batch_args, pdb.cert), NULL},
+    {"key", 0, CLI_VALUE, offsetof(batch_args, pdb.key), NULL},
+    {"cacert", 0, CLI_VALUE, offsetof(batch_args, pdb.cacert), NULL}, /* (also Puppet's setting; no effect there) */
+    {"puppetdb-timeout", 0, CLI_VALUE, offsetof(batch_args, pdb.timeout), NULL},
 };
 
 typedef struct {
@@ -155,6 +171,7 @@ struct worker_share {
 
 typedef struct {
     hiera_cache *cache;
+    factsrc *src; /* PuppetDB, or NULL: facts files */
     hiera_render_format rf;
     hiera_request req;
     const batch_args *a;
@@ -471,6 +488,38 @@ static int list_facts_dir(const char *dir, node_src **out, size_t *nout)
     return 0;
 }
 
+/* PuppetDB's nodes (--from-puppetdb, --puppetdb, --nodes-query): *src is the source their facts
+ * are read from. -1 after printing the error. */
+static int list_puppetdb(batch_args *a, factsrc **src, node_src **out, size_t *nout)
+{
+    *src = cli_factsrc_open(NULL, &a->pdb, a->settings, NULL, NULL);
+    if (!*src)
+        return -1;
+    char **names = NULL, *err = NULL;
+    size_t n = 0;
+    if (!factsrc_list(*src, &names, &n, &err)) {
+        fail("%s", err);
+        free(err);
+        return -1;
+    }
+    node_src *nodes = xalloc((n ? n : 1) * sizeof *nodes);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (names[i][0] == '.' || names[i][0] == 0) {
+            /* (".errors" is the document's own) */
+            fprintf(stderr, "Warning: PuppetDB's node '%s' is left out: hiera batch reserves names starting with '.'\n",
+                    names[i]);
+            free(names[i]);
+            continue;
+        }
+        nodes[j++] = (node_src){names[i], NULL, NULL};
+    }
+    free(names);
+    *out = nodes;
+    *nout = j;
+    return 0;
+}
+
 /* The node name for --facts FILE: --node, else the file name without folder and extension. */
 static char *single_node_name(const batch_args *a)
 {
@@ -774,11 +823,31 @@ static void node_input_free(node_input *in)
 }
 
 /* A node's facts, read and checked as hiera lookup --facts does (for a file of the facts cache:
- * as hiera lookup --node reads it there), and its trusted hash. Touches nothing shared, so that
- * the prefetch thread may call it. */
-static void load_node_input(hiera_cache *cache, const batch_args *a, const node_src *n, node_input *in)
+ * as hiera lookup --node reads it there; from PuppetDB: the reader's next node, as hiera lookup
+ * --node takes it from there), and its trusted hash. Touches nothing shared, so that the
+ * prefetch thread may call it. */
+static void load_node_input(hiera_cache *cache, const batch_args *a, const node_src *n, factsrc_reader *rd,
+                            node_input *in)
 {
     memset(in, 0, sizeof *in);
+    if (rd) {
+        factsrc_node fn;
+        factsrc_reader_next(rd, &fn);
+        in->msg = fn.msg;
+        in->facts = fn.facts;
+        in->stored = fn.stored;
+        fn.msg = NULL;
+        fn.facts = NULL;
+        factsrc_node_free(&fn);
+        if (!in->msg)
+            in->trusted = load_node_trusted(cache, a, n, &in->msg);
+        if (in->msg) {
+            hiera_value_decref(in->facts);
+            hiera_value_decref(in->trusted);
+            in->facts = in->trusted = NULL;
+        }
+        return;
+    }
     if (n->other_path) {
         size_t len = strlen(n->path) + strlen(n->other_path) + 64;
         in->msg = xalloc(len);
@@ -832,6 +901,8 @@ typedef struct {
     size_t waiting_at;                   /* the node the sleeping producer would read next */
     bool stop;
     bool threaded;
+    factsrc_reader *reader; /* PuppetDB's nodes, read in order (by the thread) */
+    const char **names;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -855,7 +926,7 @@ static void *prefetch_thread(void *arg)
         if (stop)
             break;
         node_input in;
-        load_node_input(p->cache, p->a, &p->nodes[i], &in);
+        load_node_input(p->cache, p->a, &p->nodes[i], p->reader, &in);
         pthread_mutex_lock(&p->mu);
         p->in[i] = in;
         p->ready[i] = true;
@@ -866,9 +937,16 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a, const node_src *nodes, size_t n)
+static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a, factsrc *src, const node_src *nodes,
+                           size_t n)
 {
     memset(p, 0, sizeof *p);
+    if (src) {
+        p->names = xalloc((n ? n : 1) * sizeof *p->names);
+        for (size_t i = 0; i < n; i++)
+            p->names[i] = nodes[i].name;
+        p->reader = factsrc_reader_new(src, p->names, n, cache);
+    }
     p->cache = cache;
     p->a = a;
     p->nodes = nodes;
@@ -894,7 +972,7 @@ static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a,
 static void prefetch_take(prefetch *p, size_t i, node_input *in)
 {
     if (!p->threaded) {
-        load_node_input(p->cache, p->a, &p->nodes[i], in);
+        load_node_input(p->cache, p->a, &p->nodes[i], p->reader, in);
         return;
     }
     pthread_mutex_lock(&p->mu);
@@ -925,6 +1003,8 @@ static void prefetch_stop(prefetch *p)
         node_input_free(&p->in[i]);
     free(p->in);
     free(p->ready);
+    factsrc_reader_free(p->reader);
+    free(p->names);
 }
 
 /* ------------------------------------------------------------------ the run */
@@ -1214,7 +1294,7 @@ static void print_summary(const batch *b)
 static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, size_t hi)
 {
     prefetch pf;
-    prefetch_start(&pf, b->cache, b->a, nodes + lo, hi - lo);
+    prefetch_start(&pf, b->cache, b->a, b->src, nodes + lo, hi - lo);
     node_run runs[NODE_BLOCK];
     answer *answers = xalloc(NODE_BLOCK * (b->nkeys ? b->nkeys : 1) * sizeof *answers);
     for (size_t i0 = lo; i0 < hi; i0 += NODE_BLOCK) {
@@ -1540,16 +1620,25 @@ int batch_main(int argc, char **argv)
         fail("Unknown rendering format '%s' (hiera batch renders json or yaml)", format);
         goto out;
     }
+    bool from_pdb = cli_pdb_wanted(&a.pdb);
     if (a.facts && a.facts_dir) {
         fail("%s", "Give either --facts or --facts-dir, not both");
         goto out;
     }
-    if (!a.facts && !a.facts_dir) {
-        fail("%s", "No facts given: use --facts-dir DIR (one file per node) or --facts FILE");
+    if (from_pdb && (a.facts || a.facts_dir)) {
+        fail("%s", "Give either facts files (--facts-dir, --facts) or PuppetDB (--from-puppetdb, --puppetdb, --nodes-query), not both");
         goto out;
     }
-    if (a.node && a.facts_dir) {
-        fail("%s", "--node goes with --facts; with --facts-dir the node names are the file names");
+    if (!a.facts && !a.facts_dir && !from_pdb) {
+        fail("%s", "No facts given: use --facts-dir DIR (one file per node), --facts FILE, or PuppetDB (--from-puppetdb, --puppetdb URL)");
+        goto out;
+    }
+    if (a.node && (a.facts_dir || from_pdb)) {
+        fail("%s", "--node goes with --facts; with --facts-dir the node names are the file names, with PuppetDB its certnames");
+        goto out;
+    }
+    if (a.trusted && from_pdb) {
+        fail("%s", "--trusted goes with --facts (one node); with PuppetDB give --trusted-dir DIR (DIR/NAME.yaml for node NAME), or none: PuppetDB keeps each node's trusted data");
         goto out;
     }
     if (a.trusted && a.facts_dir) {
@@ -1586,7 +1675,10 @@ int batch_main(int argc, char **argv)
         }
         sv_push(&keys_json, kj);
     }
-    if (a.facts_dir) {
+    if (from_pdb) {
+        if (list_puppetdb(&a, &b.src, &nodes, &nnodes))
+            goto out;
+    } else if (a.facts_dir) {
         if (list_facts_dir(a.facts_dir, &nodes, &nnodes))
             goto out;
     } else {
@@ -1653,6 +1745,7 @@ out:
 #endif
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
+    factsrc_free(b.src);
     free_nodes(nodes, nnodes);
     sv_free(&keys);
     sv_free(&keys_json);

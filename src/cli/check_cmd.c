@@ -7,6 +7,7 @@
 #include "cli/check_cmd.h"
 
 #include "check/check.h"
+#include "cli/factsrc.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -22,6 +23,7 @@ static const char *CHECK_USAGE =
     "                   [--rule <NAME>=off|warning|error ...] [--warnings-as-errors]\n"
     "                   [--config <FILE> | --no-config] [--color auto|always|never] [--jobs <N>]\n"
     "                   [--list-rules] [<PATH>...]\n"
+    "                   [--from-puppetdb | --puppetdb <URL|FILE>] [--nodes-query <QUERY>] ...\n"
     "\n"
     "Checks a control repository: every hiera.yaml and data file (syntax, files no level reads,\n"
     "YAML traps, interpolation, lookup_options, eyaml), the keys against the classes and\n"
@@ -33,18 +35,22 @@ static const char *CHECK_USAGE =
     "(a folder with metadata.json), or a code directory (a folder with environments/). Without\n"
     "PATH, --codedir checks its environment --environment (default production).\n"
     "--facts-dir: one facts file per node (NAME.yaml, NAME.yml, NAME.json, or Puppet's YAML\n"
-    "facts cache).\n"
+    "facts cache); or the nodes and facts of PuppetDB, as hiera batch takes them (see below).\n"
     "Configuration: .hiera-check.yaml at the root of what is checked (or --config FILE):\n"
     "  rules: {RULE: off|warning|error}, exclude: [path patterns], warnings_as_errors: bool.\n"
     "A comment '# hiera-check: disable=RULE[,RULE]' turns rules off for its line (or, alone on\n"
     "its line, for the next one); '# hiera-check: disable-file=RULE' for the whole file.\n"
-    "Exit status: 0 no error (warnings allowed), 1 errors found, 2 the check could not run.\n";
+    "Exit status: 0 no error (warnings allowed), 1 errors found, 2 the check could not run.\n"
+    "\n"
+    "%s";
 
 typedef struct {
     check_options o;
     const char **paths, **rules;
     const char *format, *color, *jobs;
     bool list_rules;
+    cli_pdb_args pdb;              /* PuppetDB as the node set */
+    cli_puppet_settings_args ps;   /* Puppet's settings for its client */
 } check_args;
 
 static bool flag_is(const char *given, size_t len, const char *name)
@@ -90,6 +96,13 @@ static int parse(int argc, char **argv, check_args *a)
         {"format", offsetof(check_args, format)},
         {"color", offsetof(check_args, color)},
         {"jobs", offsetof(check_args, jobs)},
+        {"certname", offsetof(check_args, ps.certname)},
+        {"ssldir", offsetof(check_args, ps.ssldir)},
+        {"hostcert", offsetof(check_args, ps.hostcert)},
+        {"hostprivkey", offsetof(check_args, ps.hostprivkey)},
+        {"localcacert", offsetof(check_args, ps.localcacert)},
+        {"hostcrl", offsetof(check_args, ps.hostcrl)},
+        {"certificate_revocation", offsetof(check_args, ps.certificate_revocation)},
     };
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
@@ -104,9 +117,14 @@ static int parse(int argc, char **argv, check_args *a)
             continue;
         }
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            fputs(CHECK_USAGE, stdout);
+            printf(CHECK_USAGE, CLI_PDB_USAGE);
             return 0;
         }
+        int pr = cli_pdb_parse_arg(&a->pdb, argc, argv, &i);
+        if (pr < 0)
+            return 2;
+        if (pr > 0)
+            continue;
         const char *name = arg + 2, *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
         bool matched = false;
@@ -159,6 +177,37 @@ static int parse(int argc, char **argv, check_args *a)
     if (a->color && strcmp(a->color, "auto") && strcmp(a->color, "always") && strcmp(a->color, "never"))
         return usage_error("--color %s: expected auto, always or never", a->color);
     return -1;
+}
+
+/* ------------------------------------------------------------------ PuppetDB's nodes */
+
+/* The check's threads ask for node i's facts; a pager per pass over the nodes (environment). */
+typedef struct {
+    factsrc *src;
+    char **names;
+    size_t n;
+    factsrc_pager *pager;
+} pdb_nodes;
+
+static void pdb_begin(void *data)
+{
+    pdb_nodes *pn = data;
+    factsrc_pager_free(pn->pager);
+    pn->pager = factsrc_pager_new(pn->src, (const char *const *)pn->names, pn->n, NULL);
+}
+
+static struct hv *pdb_facts(void *data, size_t i, bool *stored, char **msg)
+{
+    pdb_nodes *pn = data;
+    factsrc_node fn;
+    factsrc_pager_get(pn->pager, i, &fn);
+    struct hv *f = (struct hv *)fn.facts;
+    *stored = fn.stored;
+    *msg = fn.msg;
+    fn.facts = NULL;
+    fn.msg = NULL;
+    factsrc_node_free(&fn);
+    return f;
 }
 
 /* ------------------------------------------------------------------ paths */
@@ -549,7 +598,30 @@ int check_main(int argc, char **argv)
     }
     check_report r;
     char *error = NULL;
-    if (check_run(&a.o, &r, &error) != 0) {
+    pdb_nodes pn = {0};
+    check_nodes given = {0};
+    if (cli_pdb_wanted(&a.pdb)) {
+        a.ps.confdir = a.o.confdir;
+        hiera_settings *hs = cli_puppet_settings_load(&a.ps);
+        pn.src = hs ? cli_factsrc_open(a.o.facts_dir, &a.pdb, hs, NULL, NULL) : NULL;
+        hiera_settings_free(hs);
+        if (!pn.src || !factsrc_list(pn.src, &pn.names, &pn.n, &error)) {
+            if (error)
+                fprintf(stderr, "hiera check: %s\n", error);
+            free(error);
+            factsrc_free(pn.src);
+            free(a.paths);
+            free(a.rules);
+            return 2;
+        }
+        given = (check_nodes){(const char *const *)pn.names, pn.n, pdb_begin, pdb_facts, &pn};
+        a.o.nodes = &given;
+    }
+    int ran = check_run(&a.o, &r, &error);
+    factsrc_pager_free(pn.pager);
+    factsrc_names_free(pn.names, pn.n);
+    factsrc_free(pn.src);
+    if (ran != 0) {
         fprintf(stderr, "hiera check: %s\n", error ? error : "the check could not run");
         free(error);
         free(a.paths);

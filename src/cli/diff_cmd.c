@@ -28,6 +28,7 @@
 #include "cli/common.h"
 #include "cli/diff_report.h"
 #include "cli/diff_side.h"
+#include "cli/factsrc.h"
 
 static const char *DIFF_USAGE =
     "usage: hiera diff [--help] OLD NEW [<keys>] [--git-dir <REPO>] [--tree codedir|environment]\n"
@@ -40,6 +41,7 @@ static const char *DIFF_USAGE =
     "                  [--default <VALUE>] [--format text|json|markdown] [--nodes]\n"
     "                  [--color auto|always|never] [--fail-on changes|failures] [--full]\n"
     "                  [--jobs <N>] [--unsafe-fact-paths]\n"
+    "                  [--from-puppetdb | --puppetdb <URL|FILE>] [--nodes-query <QUERY>] ...\n"
     "       hiera diff OLD NEW --explain <KEY> --node <NODE-NAME> [the flags above]\n"
     "\n"
     "Compares the answers of two versions of the Hiera data, for every node and key: added,\n"
@@ -57,7 +59,10 @@ static const char *DIFF_USAGE =
     "all; coloured on a terminal), json (the schema is in README.md) or markdown (for a merge\n"
     "request comment). --explain KEY --node N shows where both sides' answers come from.\n"
     "Exit status: 0 no change, 1 changes (with --fail-on failures: only lookups that now fail),\n"
-    "2 trouble (bad options, a side that cannot be read, nodes that could not be compared).\n";
+    "2 trouble (bad options, a side that cannot be read, nodes that could not be compared).\n"
+    "The nodes may come from PuppetDB instead of --facts-dir, with the facts hiera lookup --node\n"
+    "takes from there (the same facts on both sides):\n"
+    "%s";
 
 typedef struct {
     const char *sides[2];
@@ -65,9 +70,15 @@ typedef struct {
     const char *node, *facts, *facts_dir, *facts_dirs[2], *keys_file, *environment, *confdir, *hiera_config;
     const char *merge, *prefix, *default_value, *type, *format, *color, *fail_on, *explain, *jobs, *trusted, *trusted_dir;
     bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, all_nodes, full;
+    cli_pdb_args pdb;            /* PuppetDB as the node set */
+    cli_puppet_settings_args ps; /* Puppet's settings for its client */
     const char **keys;
     size_t nkeys;
 } diff_args;
+
+/* PuppetDB's nodes: a node whose facts path is "" takes them from here (one pager per run) */
+static factsrc *pdb_src;
+static factsrc_pager *pdb_pager;
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -150,6 +161,13 @@ static int parse(int argc, char **argv, diff_args *a)
         {"jobs", offsetof(diff_args, jobs)},
         {"trusted", offsetof(diff_args, trusted)},
         {"trusted_dir", offsetof(diff_args, trusted_dir)},
+        {"certname", offsetof(diff_args, ps.certname)},
+        {"ssldir", offsetof(diff_args, ps.ssldir)},
+        {"hostcert", offsetof(diff_args, ps.hostcert)},
+        {"hostprivkey", offsetof(diff_args, ps.hostprivkey)},
+        {"localcacert", offsetof(diff_args, ps.localcacert)},
+        {"hostcrl", offsetof(diff_args, ps.hostcrl)},
+        {"certificate_revocation", offsetof(diff_args, ps.certificate_revocation)},
     };
     size_t npos = 0;
     bool options_done = false;
@@ -166,6 +184,11 @@ static int parse(int argc, char **argv, diff_args *a)
                 a->keys[a->nkeys++] = arg;
             continue;
         }
+        int pr = cli_pdb_parse_arg(&a->pdb, argc, argv, &i);
+        if (pr < 0)
+            return 2;
+        if (pr > 0)
+            continue;
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
@@ -200,7 +223,7 @@ static int parse(int argc, char **argv, diff_args *a)
         } else if (flag_is(name, nlen, "no_color")) {
             a->color = "never";
         } else if (flag_is(name, nlen, "help")) {
-            fputs(DIFF_USAGE, stdout);
+            printf(DIFF_USAGE, CLI_PDB_USAGE);
             exit(0);
         } else if (flag_is(name, nlen, "codedir") || flag_is(name, nlen, "environmentpath")) {
             return usage_error("%s: the two sides (OLD and NEW) give the code directories", arg);
@@ -592,9 +615,36 @@ static hiera_value *load_trusted(hiera_cache *cache, const diff_args *a, const c
     return t;
 }
 
+/* A node's facts from PuppetDB (node i of the run, or by name without a run): as load_facts. */
+static bool load_pdb_facts(hiera_cache *cache, const diff_args *a, size_t ni, const char *node, node_facts *nf,
+                           char **msg)
+{
+    memset(nf, 0, sizeof *nf);
+    factsrc_node fn;
+    if (pdb_pager)
+        factsrc_pager_get(pdb_pager, ni, &fn);
+    else
+        factsrc_get(pdb_src, node, NULL, &fn);
+    nf->facts = fn.facts;
+    nf->stored = fn.stored;
+    *msg = fn.msg;
+    fn.facts = NULL;
+    fn.msg = NULL;
+    factsrc_node_free(&fn);
+    if (!*msg)
+        nf->trusted = load_trusted(cache, a, node, msg);
+    if (*msg) {
+        node_facts_clear(nf);
+        return false;
+    }
+    return true;
+}
+
 static bool load_facts(hiera_cache *cache, const diff_args *a, const char *path, const char *node, node_facts *nf,
                        char **msg)
 {
+    if (!*path)
+        return load_pdb_facts(cache, a, 0, node, nf, msg);
     memset(nf, 0, sizeof *nf);
     hiera_error err = {0};
     int kind = HIERA_FACTS_FILE;
@@ -715,6 +765,8 @@ static void node_open(worker *w, uint32_t ni, node_run *nr)
             msg = xstrdup_(d->refused[s]);
         else if (s == 1 && shared)
             nf[1] = (node_facts){hiera_value_incref(nf[0].facts), nf[0].stored, hiera_value_incref(nf[0].trusted)};
+        else if (!*d->facts[s])
+            load_pdb_facts(r->facts_cache, r->a, ni, d->name, &nf[s], &msg);
         else
             load_facts(r->facts_cache, r->a, d->facts[s], d->name, &nf[s], &msg);
     }
@@ -1389,7 +1441,7 @@ int diff_main(int argc, char **argv)
     size_t ntroubles = 0;
     uint32_t *only[2] = {NULL, NULL};
     size_t nonly[2] = {0, 0};
-    const char **dirty = NULL, **all = NULL;
+    const char **dirty = NULL, **all = NULL, **pdb_names = NULL;
     uint32_t *dirty_idx = NULL;
     unsigned char *is_dirty = NULL;
     double t0 = now_seconds();
@@ -1427,10 +1479,15 @@ int diff_main(int argc, char **argv)
         usage_error("--tree takes codedir or environment, not '%s'", a.tree_kind);
         goto out;
     }
-    int nsources = !!a.facts + !!a.facts_dir + !!(a.facts_dirs[0] || a.facts_dirs[1]);
-    if (nsources != 1 || (!a.facts_dir && !a.facts && !(a.facts_dirs[0] && a.facts_dirs[1]))) {
-        usage_error("%s", "give the nodes' facts: --facts-dir DIR, --old-facts-dir DIR and --new-facts-dir DIR, or "
-                          "--facts FILE");
+    bool from_pdb = cli_pdb_wanted(&a.pdb);
+    int nsources = !!a.facts + !!a.facts_dir + !!(a.facts_dirs[0] || a.facts_dirs[1]) + from_pdb;
+    if (nsources != 1 || (!a.facts_dir && !a.facts && !(a.facts_dirs[0] && a.facts_dirs[1]) && !from_pdb)) {
+        usage_error("%s", "give the nodes' facts: --facts-dir DIR, --old-facts-dir DIR and --new-facts-dir DIR, "
+                          "--facts FILE, or PuppetDB (--from-puppetdb, --puppetdb URL)");
+        goto out;
+    }
+    if (a.pdb.include_inactive && !from_pdb) {
+        usage_error("%s", "--include-inactive goes with PuppetDB");
         goto out;
     }
     if (a.node && !a.facts && !a.explain) {
@@ -1475,6 +1532,27 @@ int diff_main(int argc, char **argv)
             counts[s] = 1;
         }
         free(name);
+    } else if (from_pdb) {
+        /* PuppetDB's nodes, the same on both sides; their facts path "" (load_pdb_facts) */
+        a.ps.confdir = a.confdir;
+        hiera_settings *hs = cli_puppet_settings_load(&a.ps);
+        pdb_src = hs ? cli_factsrc_open(NULL, &a.pdb, hs, NULL, NULL) : NULL;
+        hiera_settings_free(hs);
+        char **names = NULL, *err = NULL;
+        size_t n = 0;
+        if (!pdb_src || !factsrc_list(pdb_src, &names, &n, &err)) {
+            if (err)
+                fprintf(stderr, "hiera diff: %s\n", err);
+            free(err);
+            goto out;
+        }
+        for (int s = 0; s < 2; s++) {
+            lists[s] = xmalloc_((n ? n : 1) * sizeof **lists);
+            for (size_t i = 0; i < n; i++)
+                lists[s][i] = (facts_file){xstrdup_(names[i]), xstrdup_("")};
+            counts[s] = n;
+        }
+        factsrc_names_free(names, n);
     } else {
         for (int s = 0; s < 2; s++) {
             const char *dir = a.facts_dir ? a.facts_dir : a.facts_dirs[s];
@@ -1482,11 +1560,20 @@ int diff_main(int argc, char **argv)
                 goto out;
         }
     }
-    nodes = merge_nodes(lists, counts, a.facts_dir || a.facts, &nnodes);
+    nodes = merge_nodes(lists, counts, a.facts_dir || a.facts || from_pdb, &nnodes);
     if (nnodes == 0) {
-        fprintf(stderr, "hiera diff: no facts files (NAME.yaml, NAME.yml, NAME.json) in %s\n",
-                a.facts_dir ? a.facts_dir : "the facts folders");
+        if (from_pdb)
+            fprintf(stderr, "hiera diff: no nodes in %s\n", factsrc_describe(pdb_src));
+        else
+            fprintf(stderr, "hiera diff: no facts files (NAME.yaml, NAME.yml, NAME.json) in %s\n",
+                    a.facts_dir ? a.facts_dir : "the facts folders");
         goto out;
+    }
+    if (from_pdb) {
+        /* node i's facts: the run's threads take the nodes in order, a page at a time */
+        pdb_names = xmalloc_(nnodes * sizeof *pdb_names);
+        for (size_t i = 0; i < nnodes; i++)
+            pdb_names[i] = nodes[i].name;
     }
 
     /* the sides */
@@ -1620,6 +1707,8 @@ int diff_main(int argc, char **argv)
         for (int s = 0; s < 2; s++)
             workers[i].view[s] = hiera_cache_new_from_snapshot(snap[s]);
     }
+    if (pdb_names)
+        pdb_pager = factsrc_pager_new(pdb_src, pdb_names, nnodes, NULL);
     /* on a terminal the main thread shows the progress while the workers run; else it works too */
     bool progress = isatty(STDERR_FILENO) != 0;
     for (size_t i = progress ? 0 : 1; i < njobs; i++)
@@ -1721,6 +1810,11 @@ out:
     free(dirty_idx);
     free(is_dirty);
     hiera_value_decref(plan);
+    factsrc_pager_free(pdb_pager);
+    pdb_pager = NULL;
+    factsrc_free(pdb_src);
+    pdb_src = NULL;
+    free(pdb_names);
     for (int s = 0; s < 2; s++) {
         hiera_snapshot_release(snap[s]);
         free_facts_files(lists[s], counts[s]);

@@ -427,8 +427,13 @@ int cli_facts_gather(const cli_facts_request *r, cli_node_facts *out)
     char *vardir = r->vardir ? cat3(r->vardir, "", "") : cli_default_vardir();
     if (r->node) {
         out->node = cat3(r->node, "", "");
+        bool use_yaml = true;
+        if (r->route && cli_facts_route_find(r->route, r->pdb, r->node, &use_yaml, &out->base)) {
+            free(vardir);
+            goto fail;
+        }
         char *yamldir = r->yamldir ? cat3(r->yamldir, "", "") : cat3(vardir, "/yaml", "");
-        hiera_status st = hiera_facts_cached(yamldir, r->node, &out->base, &err);
+        hiera_status st = use_yaml ? hiera_facts_cached(yamldir, r->node, &out->base, &err) : HIERA_OK;
         free(yamldir);
         if (st == HIERA_ERROR) {
             if (err.message && strcmp(err.message, "invalid key") == 0) {

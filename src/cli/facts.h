@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "cli/factsrc.h"
 #include "hiera.h"
 
 /* The Puppet version whose behaviour this project implements; Puppet reports its own version in
@@ -20,6 +21,9 @@ typedef struct {
                                     puppet.conf's [agent]/[main]): the agent_specified_environment fact */
     const char *modulepath;      /* the environment's module folders (':'-separated): Facter's custom
                                     facts (lib/facter) and external facts (facts.d) come from its modules */
+    const cli_facts_route *route; /* with --node: Puppet's facts terminus and cache (factsrc.h);
+                                    NULL: the YAML facts cache */
+    const pdb_config *pdb;       /* PuppetDB, when the route asks it */
     hiera_cache *cache;          /* the --facts file is read through its disk cache; NULL: parsed */
 } cli_facts_request;
 
@@ -30,8 +34,9 @@ typedef struct {
 } cli_node_facts;
 
 /* Gathers what `puppet lookup` starts from (Puppet::Application::Lookup#generate_scope and
- * retrieve_node_facts): the --facts file, read and checked first; with --node, the YAML facts
- * cache <yamldir>/facts/NODE.yaml (no file: no facts); without, Facter. Returns 0, or 1 after
+ * retrieve_node_facts): the --facts file, read and checked first; with --node, the facts terminus
+ * (and its cache) the route gives: PuppetDB, or the YAML facts cache <yamldir>/facts/NODE.yaml
+ * (no file: no facts); without, Facter. Returns 0, or 1 after
  * printing "Error: Could not run: ..." on stderr (for "No facts available for target node: N"
  * too). Release out with cli_node_facts_free. */
 int cli_facts_gather(const cli_facts_request *r, cli_node_facts *out);

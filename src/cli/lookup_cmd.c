@@ -5,6 +5,7 @@
  * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
 #include "cli/common.h"
 #include "cli/facts.h"
+#include "cli/factsrc.h"
 #include "cli/lookup_cmd.h"
 
 #include <stdio.h>
@@ -18,6 +19,7 @@ typedef struct {
     const char *node, *facts, *trusted, *merge, *prefix, *default_value, *type, *render_as;
     bool unsafe_fact_paths, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
     bool verbose;
+    cli_pdb_args pdb; /* --node's facts from PuppetDB */
 } lookup_args;
 
 #define COMPILE_WHY "it evaluates the environment's manifests (site.pp and what they include) to set top-scope " \
@@ -47,6 +49,14 @@ static const cli_option LOOKUP_OPTIONS[] = {
     /* hiera's */
     {"provenance", 0, CLI_FLAG, offsetof(lookup_args, provenance), NULL},
     {"unsafe-fact-paths", 0, CLI_FLAG, offsetof(lookup_args, unsafe_fact_paths), NULL},
+    {"puppetdb", 0, CLI_VALUE, offsetof(lookup_args, pdb.puppetdb), NULL},
+    {"from-puppetdb", 0, CLI_FLAG, offsetof(lookup_args, pdb.from_puppetdb), NULL},
+    {"nodes-query", 0, CLI_VALUE, offsetof(lookup_args, pdb.nodes_query), NULL},
+    {"include-inactive", 0, CLI_FLAG, offsetof(lookup_args, pdb.include_inactive), NULL},
+    {"cert", 0, CLI_VALUE, offsetof(lookup_args, pdb.cert), NULL},
+    {"key", 0, CLI_VALUE, offsetof(lookup_args, pdb.key), NULL},
+    {"cacert", 0, CLI_VALUE, offsetof(lookup_args, pdb.cacert), NULL}, /* (also Puppet's setting; no effect there) */
+    {"puppetdb-timeout", 0, CLI_VALUE, offsetof(lookup_args, pdb.timeout), NULL},
 };
 
 static const char *LOOKUP_USAGE =
@@ -55,7 +65,9 @@ static const char *LOOKUP_USAGE =
     "                    [--merge-hash-arrays] [--explain] [--explain-options]\n"
     "                    [--environment <ENV>] [--default <VALUE>] [--node <NODE-NAME>]\n"
     "                    [--facts <FILE>] [--trusted <FILE>] [--render-as s|json|yaml]\n"
-    "                    [--provenance] [--unsafe-fact-paths] [--<puppet setting> <VALUE>] <keys>\n"
+    "                    [--provenance] [--unsafe-fact-paths] [--<puppet setting> <VALUE>]\n"
+    "                    [--from-puppetdb | --puppetdb <URL|FILE>] [--cert <FILE> --key <FILE>]\n"
+    "                    [--cacert <FILE>] [--puppetdb-timeout <SECONDS>] <keys>\n"
     "\n"
     "Looks up keys in Hiera 5 data exactly as `puppet lookup` (Puppet 7.23) does; the first key found\n"
     "wins. Exit status: 0 found (or default), 1 not found or error.\n"
@@ -77,8 +89,12 @@ static const char *LOOKUP_USAGE =
     "--debug and --log_level debug (Puppet's debug log is not reproduced).\n"
     "\n"
     "Facts: with --node, the node's facts from Puppet's YAML facts cache (<yamldir>/facts/NODE.yaml,\n"
-    "yamldir $vardir/yaml), then --facts FILE over them; without --node, the local machine's facts from\n"
-    "`facter` (which must be installed), then --facts FILE over them; the node is then the certname.\n"
+    "yamldir $vardir/yaml), or from PuppetDB where puppet lookup takes them from there (routes.yaml's\n"
+    "lookup: facts: terminus or cache, facts_terminus = puppetdb, storeconfigs; PuppetDB as\n"
+    "<confdir>/puppetdb.conf and Puppet's certificate say) or with --puppetdb URL|FILE or\n"
+    "--from-puppetdb (--cert, --key, --cacert: another identity and CA than Puppet's); then --facts\n"
+    "FILE over them; without --node, the local machine's facts from `facter` (which must be\n"
+    "installed), then --facts FILE over them; the node is then the certname.\n"
     "--trusted FILE (YAML or JSON; puppet lookup's --trusted takes no file and does nothing) gives\n"
     "$trusted as an agent's certificate would: a hash with authenticated, certname and extensions\n"
     "(hostname and domain follow from certname). Without it, $trusted is the node's `trusted` fact when\n"
@@ -181,9 +197,37 @@ int lookup_main(int argc, char **argv)
     cli_facts_settings fs;
     cli_facts_settings_get(settings, env, &fs);
     cache = cli_cache(); /* (the --facts file is read through its disk cache too) */
-    cli_facts_request fr = {a.node, a.facts, fs.vardir, fs.yamldir, fs.certname, fs.environment, a.node ? NULL : fs.modulepath,
-                            cache};
-    int gathered = cli_facts_gather(&fr, &nf);
+    /* with --node: Puppet's facts terminus (and cache) decide; PuppetDB when Puppet would ask it */
+    cli_puppet_settings ps;
+    cli_puppet_settings_get(settings, &ps);
+    cli_facts_route route = {0};
+    cli_pdb_config pc = {0};
+    int gathered = 0;
+    if (a.pdb.nodes_query || a.pdb.include_inactive) {
+        fail("%s", "--nodes-query and --include-inactive choose the nodes of hiera batch and hiera serve; "
+                   "hiera lookup looks up --node");
+        gathered = 1;
+    } else if (!a.node && cli_pdb_wanted(&a.pdb)) {
+        fail("%s", "--puppetdb and --from-puppetdb go with --node (the node whose facts PuppetDB gives)");
+        gathered = 1;
+    } else if (a.node && cli_pdb_wanted(&a.pdb)) {
+        /* --puppetdb, --from-puppetdb: PuppetDB is the facts terminus */
+        route.terminus = strdup("puppetdb");
+        gathered = route.terminus && cli_pdb_config_get(&a.pdb, &ps, &pc) ? 0 : 1;
+    } else if (a.node) {
+        gathered = cli_facts_route_get(&ps, &route) &&
+                           (!cli_facts_route_uses_puppetdb(&route) || cli_pdb_config_get(&a.pdb, &ps, &pc))
+                       ? 0
+                       : 1;
+    }
+    if (!gathered) {
+        cli_facts_request fr = {a.node, a.facts, fs.vardir, fs.yamldir, fs.certname, fs.environment,
+                                a.node ? NULL : fs.modulepath, a.node ? &route : NULL, &pc.c, cache};
+        gathered = cli_facts_gather(&fr, &nf);
+    }
+    cli_facts_route_free(&route);
+    cli_pdb_config_free(&pc);
+    cli_puppet_settings_free(&ps);
     cli_facts_settings_free(&fs);
     if (gathered)
         goto out;

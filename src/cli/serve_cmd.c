@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/factsrc.h"
 #include "serve/serve.h"
 
 static const char *SERVE_USAGE =
@@ -16,6 +17,8 @@ static const char *SERVE_USAGE =
     "                   [--token-file FILE] [--access-log FILE|-] [--max-body BYTES]\n"
     "                   [--max-connections N] [--timeout SECONDS] [--request-time SECONDS]\n"
     "                   [--no-watch] [--unsafe-fact-paths]\n"
+    "                   [--from-puppetdb | --puppetdb URL|FILE] [--nodes-query QUERY]\n"
+    "                   [--include-inactive] [--puppetdb-refresh SECONDS] ...\n"
     "\n"
     "Answers lookups over HTTP (JSON API under /v1, a web page at /) from a snapshot of the code\n"
     "directory that is rebuilt in the background when files change (and on SIGHUP); a change that\n"
@@ -40,8 +43,12 @@ static const char *SERVE_USAGE =
     "  --timeout SECONDS        idle or slow connections are closed after this (default 30)\n"
     "  --request-time SECONDS   work a batch request may take (default 60)\n"
     "  --no-watch               do not watch the files (SIGHUP still reloads)\n"
+    "  --puppetdb-refresh SECONDS  fetch PuppetDB's nodes and facts again this often (default 300;\n"
+    "                           0: on SIGHUP only); a fetch that fails keeps the facts fetched before\n"
     "Without --token-file and --tls-ca anyone who reaches the port reads every node, with secrets\n"
-    "(Sensitive values, eyaml blocks) redacted; with either, callers must authenticate.\n";
+    "(Sensitive values, eyaml blocks) redacted; with either, callers must authenticate.\n"
+    "The nodes may come from PuppetDB instead of --facts-dir, with the facts `hiera lookup --node`\n"
+    "takes from there:\n";
 
 static bool number(const char *s, unsigned long max, unsigned long *out)
 {
@@ -53,9 +60,43 @@ static bool number(const char *s, unsigned long max, unsigned long *out)
     return true;
 }
 
+/* PuppetDB's nodes for the server (serve_options.puppetdb): listed, then read a page at a time */
+static bool fetch_nodes(void *data, hv *facts, hv *errors, char **why)
+{
+    factsrc *src = data;
+    char **list = NULL;
+    size_t n = 0;
+    if (!factsrc_list(src, &list, &n, why))
+        return false;
+    factsrc_reader *r = factsrc_reader_new(src, (const char *const *)list, n, NULL);
+    for (size_t i = 0; i < n; i++) {
+        factsrc_node fn;
+        factsrc_reader_next(r, &fn);
+        if (fn.facts)
+            hv_hash_sets(facts, list[i], (hv *)fn.facts);
+        else
+            hv_hash_sets(errors, list[i], hv_str(fn.msg ? fn.msg : "no facts"));
+        fn.facts = NULL;
+        factsrc_node_free(&fn);
+    }
+    factsrc_reader_free(r);
+    factsrc_names_free(list, n);
+    return true;
+}
+
+/* PuppetDB's warnings (a server failed, the next one is asked) in the server's log */
+static void pdb_warning(const char *message, void *data)
+{
+    (void)data;
+    fprintf(stderr, "hiera serve: warning: %s\n", message);
+}
+
 int serve_main(int argc, char **argv)
 {
     serve_options o = {0};
+    cli_pdb_args pa = {0};
+    cli_puppet_settings_args psa = {0};
+    o.puppetdb_refresh = 300;
     o.watch = true;
     o.max_body = 1 << 20;
     o.max_connections = 4096;
@@ -83,8 +124,16 @@ int serve_main(int argc, char **argv)
         const char *arg = argv[i];
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
             fputs(SERVE_USAGE, stdout);
+            fputs(CLI_PDB_USAGE, stdout);
             return 0;
         }
+        int pr = cli_pdb_parse_arg(&pa, argc, argv, &i);
+        if (pr == 0)
+            pr = cli_puppet_settings_parse_arg(&psa, argc, argv, &i);
+        if (pr < 0)
+            return 2;
+        if (pr > 0)
+            continue;
         if (strncmp(arg, "--", 2) != 0) {
             fprintf(stderr, "Error: hiera serve: unexpected argument '%s'\n%s", arg, SERVE_USAGE);
             return 2;
@@ -127,12 +176,12 @@ int serve_main(int argc, char **argv)
             const char *name;
             unsigned long max;
         } nums[] = {{"threads", 256}, {"max-body", 1UL << 30}, {"max-connections", 1000000}, {"timeout", 86400},
-                    {"request-time", 86400}};
-        size_t which = 5;
-        for (size_t f = 0; f < 5; f++)
+                    {"request-time", 86400}, {"puppetdb-refresh", 86400 * 7}};
+        size_t which = 6;
+        for (size_t f = 0; f < 6; f++)
             if (strlen(nums[f].name) == nlen && !strncmp(nums[f].name, name, nlen))
                 which = f;
-        if (which == 5) {
+        if (which == 6) {
             fprintf(stderr, "Error: hiera serve: unknown option '%.*s'\n%s", (int)nlen + 2, arg, SERVE_USAGE);
             return 2;
         }
@@ -145,12 +194,13 @@ int serve_main(int argc, char **argv)
         case 1: o.max_body = v; break;
         case 2: o.max_connections = (unsigned)v; break;
         case 3: o.timeout = (unsigned)v; break;
-        default: o.request_time = (unsigned)v; break;
+        case 4: o.request_time = (unsigned)v; break;
+        default: o.puppetdb_refresh = (unsigned)v; break;
         }
     }
     /* the folders not given are Puppet's settings' (puppet.conf in the confdir, then Puppet's
      * defaults), as hiera lookup finds them; the watcher watches them */
-    hiera_setting cli[4];
+    hiera_setting cli[4 + CLI_PUPPET_SETTINGS_MAX];
     size_t ncli = 0;
     if (o.confdir)
         cli[ncli++] = (hiera_setting){"confdir", o.confdir};
@@ -160,6 +210,7 @@ int serve_main(int argc, char **argv)
         cli[ncli++] = (hiera_setting){"environmentpath", o.environmentpath};
     if (o.hiera_config)
         cli[ncli++] = (hiera_setting){"hiera_config", o.hiera_config};
+    ncli += cli_puppet_settings_list(&psa, cli + ncli); /* (PuppetDB's client: ssldir, certname...) */
     hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
     so.cli = cli;
     so.ncli = ncli;
@@ -176,8 +227,30 @@ int serve_main(int argc, char **argv)
         o.codedir = codedir = hiera_settings_get(settings, "codedir", NULL);
     if (!o.environmentpath)
         o.environmentpath = envpath = hiera_settings_get(settings, "environmentpath", NULL);
+    factsrc *src = NULL;
+    struct serve_nodes nodes = {fetch_nodes, NULL, NULL};
+    if (cli_pdb_wanted(&pa)) {
+        if (o.facts_dir) {
+            fprintf(stderr, "Error: hiera serve: give either --facts-dir or PuppetDB (--from-puppetdb, --puppetdb), not both\n");
+            hiera_settings_free(settings);
+            free(codedir);
+            free(envpath);
+            return 2;
+        }
+        src = cli_factsrc_open(NULL, &pa, settings, pdb_warning, NULL);
+        if (!src) {
+            hiera_settings_free(settings);
+            free(codedir);
+            free(envpath);
+            return 2;
+        }
+        nodes.data = src;
+        nodes.what = factsrc_describe(src);
+        o.puppetdb = &nodes;
+    }
     hiera_settings_free(settings);
     int rc = serve_run(&o);
+    factsrc_free(src);
     free(codedir);
     free(envpath);
     return rc;

@@ -11,7 +11,6 @@
 #include "formats/json.h"
 #include "engine/memo.h"
 #include "formats/psych.h"
-#include "engine/snapshot.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -82,7 +81,9 @@ struct hiera_cache {
     void (**shared_free)(void *);
     size_t nshared;
     recent_key recent[RECENT_KEYS];
-    snapshot *snap; /* a view over a snapshot: its files are taken from there (snapshot.h) */
+    /* a view over files already read (a snapshot): they are taken from there */
+    const file_source *src_ops;
+    void *src;
 };
 
 /* Files larger than this are refused rather than read into memory. */
@@ -172,19 +173,20 @@ void cache_free(hiera_cache *c)
     free(c->shared_free);
     hv_decref(c->shared_index);
     hv_decref(c->warned);
-    snapshot_release(c->snap);
+    if (c->src_ops)
+        c->src_ops->release(c->src);
     free(c);
 }
 
-hiera_cache *cache_new_view(snapshot *s)
+hiera_cache *cache_new_view(const file_source *ops, void *src)
 {
     hiera_cache *c = cache_new();
-    c->snap = snapshot_retain(s);
+    c->src_ops = ops;
+    c->src = src;
     cache_freeze(c);
     return c;
 }
 
-struct snapshot *cache_snapshot(const hiera_cache *c) { return c->snap; }
 
 void *cache_shared_get(hiera_cache *c, const char *signature, bool *found)
 {
@@ -628,18 +630,18 @@ static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, boo
         if (known)
             return known;
     }
-    snapshot_file sf;
-    if (c->snap && snapshot_get(c->snap, path, fmt, &sf)) {
-        /* read by the snapshot: its value (immortal) or its error, kept as a loaded file */
+    const hv *sv = NULL;
+    const herr *se = NULL;
+    if (c->src_ops && c->src_ops->get(c->src, path, fmt, &sv, &se)) {
+        /* read by the source: its value (immortal) or its error, kept as a loaded file */
         uint64_t code = path_code(path, fmt);
         centry *e = xcalloc(1, sizeof *e);
         e->path = xstrdup(path);
         e->fmt = fmt;
         e->code = code;
-        e->value = (hv *)sf.value;
-        if (!sf.value)
-            e->err = (herr){sf.err->kind, xstrdup(sf.err->msg ? sf.err->msg : ""), sf.err->file ? xstrdup(sf.err->file) : NULL,
-                            sf.err->line, sf.err->col};
+        e->value = (hv *)sv;
+        if (!sv)
+            e->err = (herr){se->kind, xstrdup(se->msg ? se->msg : ""), se->file ? xstrdup(se->file) : NULL, se->line, se->col};
         size_t b = (size_t)(code & (c->nbuckets - 1));
         e->next = c->buckets[b];
         c->buckets[b] = e;
@@ -823,7 +825,7 @@ static int path_state(hiera_cache *c, const char *path)
         if (known)
             return (int)hv_int_val(known);
     }
-    int state = c->snap ? snapshot_path_state(c->snap, path) : -1;
+    int state = c->src_ops ? c->src_ops->path_state(c->src, path) : -1;
     if (state < 0) {
         struct stat st;
         state = stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;

@@ -29,13 +29,23 @@ typedef enum {
  * cannot be read or parsed (the error is cached too). *missing is set when the file does not exist. */
 hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
 hiera_cache *cache_new(void);
-/* A frozen cache over a snapshot (snapshot.h) for one thread at a time: files the snapshot read
- * are taken from it (never read again), existence known to it is not asked again; the rest of
- * the cache (configs, key index, remembered work) is the view's own. Takes a reference on s. */
-struct snapshot;
-hiera_cache *cache_new_view(struct snapshot *s);
-/* The snapshot a view was made over (BORROWED), or NULL. */
-struct snapshot *cache_snapshot(const hiera_cache *c);
+/* Where a view finds files already read (a snapshot: snapshot.h), asked instead of the file
+ * system; the view calls back rather than knowing the snapshot.
+ *  - get: the file at path as parsed with fmt, when the source read it: true, with *value (the
+ *    parsed value, immortal: valid while the source lives) or, when it did not parse, *err;
+ *  - path_state: what the source knows of path: -1 nothing (ask the file system), 0 nothing
+ *    there, 1 a file, 2 a directory;
+ *  - release: the view's reference on the source, dropped when the view is freed. */
+typedef struct {
+    bool (*get)(const void *src, const char *path, file_format fmt, const hv **value, const herr **err);
+    int (*path_state)(const void *src, const char *path);
+    void (*release)(void *src);
+} file_source;
+/* A frozen cache over a source of files already read (a snapshot) for one thread at a time:
+ * files the source has are taken from it (never read again), existence known to it is not asked
+ * again; the rest of the cache (configs, key index, remembered work) is the view's own. STEALS the
+ * caller's reference on src (released with ops->release when the view is freed). */
+hiera_cache *cache_new_view(const file_source *ops, void *src);
 /* A data hash read from the disk cache one top-level key at a time (cache_load_data). */
 typedef struct lazy_data lazy_data;
 /* cache_load for data files (FMT_YAML after yaml_data's own rules: a non-hash top is an empty

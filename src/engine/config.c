@@ -922,3 +922,15 @@ hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *
     free(sig);
     return c;
 }
+
+/* ------------------------------------------------------------------ names */
+
+bool valid_module_name(const char *n)
+{
+    if (!(*n >= 'a' && *n <= 'z'))
+        return false;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}

@@ -85,4 +85,8 @@ const char *config_v5_type(void);
  * comments handled as Puppet's find_line_matching does, matches the Ruby regexp; 0 when none. */
 int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line);
 
+/* Whether n can name a module whose layer is looked for (the names lookups take a module name
+ * from: a lower-case letter, then lower-case letters, digits and '_'). */
+bool valid_module_name(const char *n);
+
 #endif

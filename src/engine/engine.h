@@ -93,8 +93,11 @@ typedef struct {
     int st;
 } recent_name;
 
+struct interp_hooks;
+
 struct hiera_ctx {
     hiera_cache *cache;
+    const struct interp_hooks *hooks; /* the lookup's, for interpolation (lookup.c) */
     /* where the context's warnings go: the caller's callback (api.c wraps it as a diag sink) */
     hiera_diagnostic_fn user_diag;
     void *user_diag_data;
@@ -220,7 +223,6 @@ bool global_config(hiera_ctx *h, layer *l, herr *err);
 layer *env_layer(hiera_ctx *h, herr *err);
 typedef enum { MOD_OK, MOD_NOT_FOUND, MOD_NO_PROVIDER } mod_state;
 layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err);
-bool valid_module_name(const char *n);
 /* The folders modules are found in, in order (a NULL-terminated array; module_roots_free). */
 char **module_roots(hiera_ctx *h);
 void module_roots_free(char **roots);
@@ -229,12 +231,17 @@ lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, siz
 /* A location's data hash (loaded once), BORROWED; NULL with err. */
 hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err);
 
-/* The recursion guard (Invocation#check): fails with "Recursive lookup detected in [...]" when
- * name is already being looked up; otherwise pushes it. */
-bool check_enter(inv *I, const char *name, herr *err);
-/* Pops the guard; a Puppet::Error raised inside becomes a LookupError (HERR_PUPPET -> HERR_LOOKUP). */
-void check_leave(inv *I, herr *err);
-/* The 'lookup'/'hiera'/'alias' interpolation method: a full lookup with default "". */
-lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err);
+/* What interpolation asks of the lookup above it (lookup.c sets the context's hooks): interp.c
+ * calls back through them rather than calling up into lookup.c.
+ *  - enter: the recursion guard (Invocation#check): fails with "Recursive lookup detected in
+ *    [...]" when name is already being looked up; otherwise pushes it;
+ *  - leave: pops the guard; a Puppet::Error raised inside becomes a LookupError
+ *    (HERR_PUPPET -> HERR_LOOKUP);
+ *  - lookup: the 'lookup'/'hiera'/'alias' interpolation method: a full lookup with default "". */
+struct interp_hooks {
+    bool (*enter)(inv *I, const char *name, herr *err);
+    void (*leave)(inv *I, herr *err);
+    lr (*lookup)(inv *I, const char *key, hv **out, herr *err);
+};
 
 #endif

@@ -600,7 +600,7 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
             fail_issue(I, err, "'alias' interpolation is only permitted if the expression is equal to the entire string");
             r = LR_ERROR;
         } else if (kind == X_LOOKUP || kind == X_ALIAS) {
-            r = interp_global_lookup(I, arg, &value, err);
+            r = I->h->hooks->lookup(I, arg, &value, err);
             if (r == LR_FOUND && kind == X_ALIAS) {
                 alias_value = value;
                 value = NULL;
@@ -632,10 +632,10 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
         if (r == LR_FOUND && value) {
             /* the value found is interpolated again, under the recursion guard */
             const char *guard = hv_str_ptr(hv_array_get(x, 3));
-            if (check_enter(I, guard, err)) {
+            if (I->h->hooks->enter(I, guard, err)) {
                 hv *again = NULL;
                 r = interpolate(I, value, allow_methods, &again, err);
-                check_leave(I, err);
+                I->h->hooks->leave(I, err);
                 if (r == LR_FOUND) {
                     hv_decref(value);
                     value = again;
@@ -901,8 +901,8 @@ static bool deps_key(inv *I, const hv *deps, sbuf *k)
             break;
         }
         sb_addn(k, r->bytes, (size_t)r->len);
-        if (check_enter(I, hv_str_ptr(hv_array_get(x, 3)), &ignore))
-            check_leave(I, &ignore);
+        if (I->h->hooks->enter(I, hv_str_ptr(hv_array_get(x, 3)), &ignore))
+            I->h->hooks->leave(I, &ignore);
         else
             usable = false;
     }

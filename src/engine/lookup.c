@@ -50,7 +50,7 @@ static void inv_root(inv *I)
 
 /* ------------------------------------------------------------------ recursion guard */
 
-bool check_enter(inv *I, const char *name, herr *err)
+static bool check_enter(inv *I, const char *name, herr *err)
 {
     hiera_ctx *h = I->h;
     for (size_t i = 0; i < h->nstack; i++) {
@@ -83,7 +83,7 @@ bool check_enter(inv *I, const char *name, herr *err)
     return true;
 }
 
-void check_leave(inv *I, herr *err)
+static void check_leave(inv *I, herr *err)
 {
     hiera_ctx *h = I->h;
     --h->nstack;
@@ -364,16 +364,6 @@ layer *env_layer(hiera_ctx *h, herr *err)
         return NULL;
     }
     return h->env;
-}
-
-bool valid_module_name(const char *n)
-{
-    if (!(*n >= 'a' && *n <= 'z'))
-        return false;
-    for (const char *p = n; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
 }
 
 /* The folders of the environment's modulepath, in order (settings.c: environment.conf's
@@ -2916,7 +2906,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     return r;
 }
 
-lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err)
+static lr interp_global_lookup(inv *I, const char *key, hv **out, herr *err)
 {
     hv *v = NULL;
     lr r = adapter_lookup(I, key, NULL, &v, err);
@@ -2949,6 +2939,8 @@ hiera_ctx *hctx_new(const char *codedir, const char *env_dir, const char *env_na
         h->own_cache = true;
     }
     h->modules = hv_hash();
+    static const struct interp_hooks hooks = {check_enter, check_leave, interp_global_lookup};
+    h->hooks = &hooks;
     return h;
 }
 

@@ -9,6 +9,7 @@
  * environment_data_provider, static_catalogs, rich_data), puppet.conf's [server], [master] and
  * [main] sections, the application's defaults (the run mode's directories), Puppet's default. */
 #include "engine/settings.h"
+#include "base/error.h"
 
 #include "base/diag.h"
 #include "base/glob.h"
@@ -646,7 +647,7 @@ typedef struct {
     bool interp;
 } serr;
 
-static hv *interpolate(chain *ch, int idx, serr *err);
+static hv *chain_interpolate(chain *ch, int idx, serr *err);
 static char *interpolate_string(chain *ch, const char *name, serr *err);
 
 static const char *app_default(const hiera_settings *s, const char *name, char **owned)
@@ -880,7 +881,7 @@ static int convert(chain *ch, const sdef *d, rawval *r, serr *err)
             int vi = def_index(var);
             hv *v = NULL;
             if (vi >= 0) {
-                v = interpolate(ch, vi, err);
+                v = chain_interpolate(ch, vi, err);
                 if (!v) {
                     free(var);
                     sb_free(&b);
@@ -1216,7 +1217,7 @@ static hv *munge(const sdef *d, skind kind, rawval *r, serr *err)
 #define MAX_DEPTH 200
 
 /* ChainedValues#interpolate: the value looked up, "$name"s replaced, converted. */
-static hv *interpolate(chain *ch, int idx, serr *err)
+static hv *chain_interpolate(chain *ch, int idx, serr *err)
 {
     const sdef *d = &DEFS[idx];
     if (ch->depth >= MAX_DEPTH) {
@@ -1264,7 +1265,7 @@ static char *value_to_s(const hv *v)
 static char *interpolate_string(chain *ch, const char *name, serr *err)
 {
     int idx = def_index(name);
-    hv *v = idx >= 0 ? interpolate(ch, idx, err) : NULL;
+    hv *v = idx >= 0 ? chain_interpolate(ch, idx, err) : NULL;
     if (!v)
         return NULL;
     char *s = hv_is(v, HV_UNDEF) ? NULL : value_to_s(v);
@@ -1344,7 +1345,7 @@ static int env_conf_value(chain *ch, const char *name, rawval *out, serr *err)
             if (env->config_version)
                 *out = rv_str(xstrdup(env->config_version));
         } else if (strcmp(name, "environment_data_provider")) {
-            hv *v = interpolate(&plain, def_index(name), err);
+            hv *v = chain_interpolate(&plain, def_index(name), err);
             if (!v)
                 return -1;
             *out = rv_from_value(v);
@@ -1407,7 +1408,7 @@ static int env_conf_value(chain *ch, const char *name, rawval *out, serr *err)
         char *dm = interpolate_string(&plain, "default_manifest", err);
         if (!dm)
             return -1;
-        hv *disable = interpolate(&plain, def_index("disable_per_environment_manifest"), err);
+        hv *disable = chain_interpolate(&plain, def_index("disable_per_environment_manifest"), err);
         if (!disable) {
             free(dm);
             return -1;
@@ -1461,7 +1462,7 @@ static int env_conf_value(chain *ch, const char *name, rawval *out, serr *err)
         if (raw) {
             r = rv_ini(raw->kind, raw->value);
         } else {
-            hv *v = interpolate(&plain, def_index(name), err);
+            hv *v = chain_interpolate(&plain, def_index(name), err);
             if (!v)
                 return -1;
             r = rv_from_value(v);
@@ -1479,7 +1480,7 @@ static int env_conf_value(chain *ch, const char *name, rawval *out, serr *err)
         *out = rv_ini(raw->kind, raw->value);
         return 0;
     }
-    hv *v = interpolate(&plain, def_index(name), err);
+    hv *v = chain_interpolate(&plain, def_index(name), err);
     if (!v)
         return -1;
     *out = rv_from_value(v);
@@ -1587,7 +1588,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
         int idx = def_index(HOOKED[i]);
         if (!s->cli[idx].set)
             continue;
-        hv *v = interpolate(&ch, idx, &e);
+        hv *v = chain_interpolate(&ch, idx, &e);
         if (!v)
             goto fail;
         hv_decref(v);
@@ -1664,7 +1665,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
                 in_conf |= ini_setting_get(ini_section_get(&s->conf, sections[k]), HOOKED[i]) != NULL;
             if (!in_conf)
                 continue;
-            hv *v = interpolate(&ch, idx, &e);
+            hv *v = chain_interpolate(&ch, idx, &e);
             if (!v)
                 goto fail;
             hv_decref(v);
@@ -1674,7 +1675,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
     static const char *const early[] = {"logdir", "confdir", "vardir", "codedir", "environment", "environmentpath",
                                         "basemodulepath", "hiera_config", NULL};
     for (size_t i = 0; early[i]; i++) {
-        hv *v = interpolate(&ch, def_index(early[i]), &e);
+        hv *v = chain_interpolate(&ch, def_index(early[i]), &e);
         if (!v)
             goto fail;
         hv_decref(v);
@@ -1713,7 +1714,7 @@ hv *settings_value(const hiera_settings *s, const hiera_environment *env, const 
     }
     chain ch = {s, env, env ? env->name : NULL, 0, false, NULL, NULL, NULL, 0};
     serr e = {0};
-    hv *v = interpolate(&ch, idx, &e);
+    hv *v = chain_interpolate(&ch, idx, &e);
     if (!v)
         herr_move(err, &e.e);
     return v;
@@ -1812,7 +1813,7 @@ static char *env_dir_of(const hiera_settings *s, const char *envdir, const char 
     *failed = false;
     char *candidate = xjoin(envdir, "/", name, NULL);
     char *base = pn_basename(candidate);
-    hv *versioned = interpolate(ch, def_index("versioned_environment_dirs"), err);
+    hv *versioned = chain_interpolate(ch, def_index("versioned_environment_dirs"), err);
     if (!versioned) {
         *failed = true;
         free(base);
@@ -1973,7 +1974,7 @@ hiera_environment *hiera_environment_load(const hiera_settings *s, const char *n
             goto fail;
         chain ech = {s, env, env->name, 0, false, seen, NULL, NULL, 0};
         /* Cached#entry: the environment_timeout is converted as the environment is loaded */
-        hv *ttl = interpolate(&ech, def_index("environment_timeout"), &e);
+        hv *ttl = chain_interpolate(&ech, def_index("environment_timeout"), &e);
         if (!ttl)
             goto fail;
         hv_decref(ttl);
@@ -1984,7 +1985,7 @@ hiera_environment *hiera_environment_load(const hiera_settings *s, const char *n
             goto fail;
         }
         free(mp);
-        hv *manifest = interpolate(&ech, def_index("manifest"), &e);
+        hv *manifest = chain_interpolate(&ech, def_index("manifest"), &e);
         if (!manifest)
             goto fail;
         hv_decref(manifest);
@@ -2086,7 +2087,7 @@ static hv *all_settings(const hiera_environment *env, bool checking, hv *seen, h
         if (!strcmp(DEFS[i].name, "name"))
             continue;
         serr e = {0};
-        hv *v = interpolate(&ch, (int)i, &e);
+        hv *v = chain_interpolate(&ch, (int)i, &e);
         if (!v) {
             herr_move(err, &e.e);
             hv_decref(all);

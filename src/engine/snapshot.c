@@ -156,6 +156,25 @@ bool snapshot_next_file(const snapshot *s, size_t *i, const char **path, file_fo
     return false;
 }
 
+static bool source_get(const void *src, const char *path, file_format fmt, const hv **value, const herr **err)
+{
+    snapshot_file f;
+    if (!snapshot_get(src, path, fmt, &f))
+        return false;
+    *value = f.value;
+    *err = f.err;
+    return true;
+}
+
+static int source_path_state(const void *src, const char *path) { return snapshot_path_state(src, path); }
+static void source_release(void *src) { snapshot_release(src); }
+
+hiera_cache *snapshot_new_view(snapshot *s)
+{
+    static const file_source ops = {source_get, source_path_state, source_release};
+    return cache_new_view(&ops, snapshot_retain(s));
+}
+
 int snapshot_path_state(const snapshot *s, const char *path)
 {
     spath *p = path_slot(s, path, code_of(path, 0));

@@ -5,7 +5,7 @@
  * module's) and every data file a level of theirs can name for some node (location templates
  * read as patterns over the files that exist: tmplmatch.h), parses them, and keeps the results:
  * values (immortal: value.h) and parse errors, and what exists in the folders it listed. It never
- * changes afterwards. Lookups reach it through caches made over it (cache_new_view): a view is a
+ * changes afterwards. Lookups reach it through caches made over it (snapshot_new_view): a view is a
  * frozen cache that belongs to one thread, finds files in the snapshot instead of reading them,
  * and keeps its own work (compiled configurations, key index, remembered merges). A file the
  * snapshot does not hold (a location no pattern could foresee) is read by the view itself.
@@ -55,6 +55,9 @@ typedef struct {
 
 /* The file at path as parsed with fmt, when the snapshot read it. */
 bool snapshot_get(const snapshot *s, const char *path, file_format fmt, snapshot_file *out);
+/* A frozen cache over s for one thread (cache_new_view with the snapshot as its file source);
+ * it holds a reference on s. */
+hiera_cache *snapshot_new_view(snapshot *s);
 /* Every file of the snapshot, one per call (in no particular order): start with *i = 0; false
  * when there are no more. path is BORROWED from the snapshot. */
 bool snapshot_next_file(const snapshot *s, size_t *i, const char **path, file_format *fmt, snapshot_file *out);

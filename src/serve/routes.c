@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "base/util.h"
+#include "check/check.h"
 
 /* ------------------------------------------------------------------ answers */
 
@@ -186,7 +187,7 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
         if (why)
             reply_error(out, 422, "the facts of node '%s' cannot be read: %s", node, hiera_value_string(why));
         else
-            reply_error(out, 404, "unknown node '%s' (no facts for it%s)", node, rq->o->facts_dir ? " in the facts folder" : "; give them in the request");
+            reply_error(out, 404, "unknown node '%s' (no facts for it%s)", node, rq->o->facts_dir ? " in the facts folder" : rq->o->puppetdb ? " in PuppetDB" : "; give them in the request");
         return NULL;
     }
     if (hiera_value_kind(facts) != HIERA_HASH) {
@@ -625,17 +626,88 @@ static void do_environments(const request *rq, generation *g, response *out)
     hiera_value_decref(d);
 }
 
-static void do_check(const request *rq, generation *g, response *out)
+/* hiera check over the served tree (every environment, or env), as the JSON answer of
+ * /v1/check; NULL with *error (malloc'ed) when the check cannot run. */
+static char *run_check(const request *rq, generation *g, const char *env, char **error)
+{
+    check_options co = {0};
+    co.codedir = rq->o->codedir;
+    co.confdir = rq->o->confdir;
+    co.environmentpath = rq->o->environmentpath;
+    co.hiera_config = rq->o->hiera_config;
+    co.environment = env;
+    co.all_environments = env == NULL;
+    co.jobs = 1; /* a server thread: the others go on answering */
+    check_report rep = {0};
+    if (check_run(&co, &rep, error) != 0)
+        return NULL;
+    hv *res = hv_hash(), *findings = hv_array();
+    size_t errors = 0, warnings = 0;
+    for (size_t i = 0; i < rep.n; i++) {
+        const check_finding *f = &rep.v[i];
+        hv *x = hv_hash();
+        hv_hash_sets(x, "rule", hv_str(f->rule));
+        hv_hash_sets(x, "severity", hv_str(f->severity == CHECK_ERROR ? "error" : "warning"));
+        hv_hash_sets(x, "file", hv_str(f->file ? f->file : ""));
+        hv_hash_sets(x, "line", hv_int(f->line));
+        hv_hash_sets(x, "column", hv_int(f->col));
+        hv_hash_sets(x, "message", hv_str(f->message ? f->message : ""));
+        hv_array_push(findings, x);
+        if (f->severity == CHECK_ERROR)
+            errors++;
+        else
+            warnings++;
+    }
+    hv_hash_sets(res, "generation", hv_int((int64_t)g->id));
+    hv_hash_sets(res, "environment", env ? hv_str(env) : hv_undef());
+    hv_hash_sets(res, "errors", hv_int((int64_t)errors));
+    hv_hash_sets(res, "warnings", hv_int((int64_t)warnings));
+    hv_hash_sets(res, "findings", findings);
+    hv_hash_sets(res, "problems", hiera_snapshot_problems(g->snap));
+    check_report_free(&rep);
+    char *json = hiera_render(res, HIERA_RENDER_JSON, NULL);
+    hv_decref(res);
+    return json;
+}
+
+/* GET /v1/check[?environment=E]: hiera check's findings over the served tree (its rules, file,
+ * line and column), made once per generation and environment, with the snapshot's problems. */
+static void do_check(const request *rq, const params *p, generation *g, response *out)
 {
     if (rq->who.kind == WHO_NODE || (rq->who.kind == WHO_ANYONE && rq->who.authenticated_required)) {
         reply_error(out, rq->who.kind == WHO_NODE ? 403 : 401, "the tree's problems are for admins");
         return;
     }
-    hiera_value *res = hiera_value_new_hash();
-    hiera_value_hash_set(res, "generation", hiera_value_new_int((int64_t)g->id));
-    hiera_value_hash_set(res, "problems", hiera_snapshot_problems(g->snap));
-    reply_value(out, 200, res);
-    hiera_value_decref(res);
+    const char *env = param_str(p, "environment");
+    if (env && !valid_env(env)) {
+        reply_error(out, 400, "invalid environment name (letters a-z, digits and '_')");
+        return;
+    }
+    pthread_mutex_lock(&g->check_lock);
+    if (!g->checks)
+        g->checks = hv_hash();
+    hv *known = hv_hash_gets(g->checks, env ? env : "");
+    char *json = known ? xstrdup(hv_str_ptr(known)) : NULL;
+    char *error = NULL;
+    if (!json) {
+        json = run_check(rq, g, env, &error);
+        if (json)
+            hv_hash_sets(g->checks, env ? env : "", hv_str(json));
+    }
+    pthread_mutex_unlock(&g->check_lock);
+    if (!json) {
+        reply_error(out, 422, "hiera check cannot run: %s", error ? error : "");
+        free(error);
+        return;
+    }
+    size_t n = strlen(json);
+    json = xrealloc(json, n + 2);
+    json[n] = '\n';
+    json[n + 1] = 0;
+    out->status = 200;
+    out->body = json;
+    out->len = n + 1;
+    out->content_type = "application/json";
 }
 
 /* GET /healthz: "ok", or "degraded" when the last reload was refused (the files on disk have
@@ -744,7 +816,7 @@ void route(const request *rq, response *out, const char **endpoint)
         case 6: do_nodes(rq, &p, g, out); break;
         case 7: do_facts(rq, &p, g, out); break;
         case 8: do_environments(rq, g, out); break;
-        default: do_check(rq, g, out); break;
+        default: do_check(rq, &p, g, out); break;
         }
     }
     hiera_value_decref(p.body);

@@ -5,7 +5,8 @@
  *              nodes), rebuilt in the background when files change (inotify) or on SIGHUP, and
  *              swapped in whole; each server thread keeps its own cache over it
  *   http.c     the server (libmicrohttpd: a pool of threads, limits, TLS and client certificates),
- *              who is asking, the access log, metrics, draining on SIGTERM
+ *              who is asking, the access log, draining on SIGTERM
+ *   metrics.c  what the server counts, in Prometheus' text format
  *   routes.c   the JSON API (/v1/...), /healthz, /metrics, and the page's files
  *   assets.c   the page (index.html, app.js, style.css) compiled into the binary (generated) */
 #ifndef HIERA_SERVE_H
@@ -25,6 +26,16 @@ typedef struct {
     const char *codedir, *confdir, *environmentpath, *hiera_config;
     const char *environment; /* the default environment of requests (production) */
     const char *facts_dir;   /* one facts file per node, or NULL */
+    /* or the nodes from elsewhere (PuppetDB: the command gives them through cli/factsrc.h), or
+     * NULL. fetch puts every node's facts into facts (name -> hash) and why it has none into
+     * errors (name -> message); false with *why (malloc'ed) when the nodes cannot be listed.
+     * Called by the thread that builds generations, one call at a time. */
+    struct serve_nodes {
+        bool (*fetch)(void *data, hv *facts, hv *errors, char **why);
+        void *data;
+        const char *what; /* "PuppetDB at URL" for messages */
+    } *puppetdb;
+    unsigned puppetdb_refresh; /* seconds between fetches of PuppetDB's facts (0: on SIGHUP only) */
     bool unsafe_fact_paths;
     bool watch;              /* reload when files change (inotify) */
     /* the server */
@@ -56,7 +67,12 @@ typedef struct generation {
     hv *facts_errors;        /* node -> message of a facts file that cannot be read (immortal) */
     hv *facts_stored;        /* node -> true when its file is one of Puppet's YAML facts cache: the
                                 node's stored facts (hiera_options.base_facts), as hiera batch reads them */
-    hv_nodes immortal;       /* the nodes of facts, nodes, facts_errors and facts_stored, freed with it */
+    struct facts_set *fs;    /* holds facts, nodes, facts_errors and facts_stored (immortal), counted:
+                                generations built without fetching PuppetDB's facts again share it */
+    /* hiera check's findings over the tree (routes.c), made when first asked: environment name
+     * ("" for every environment) -> JSON text; guarded by check_lock */
+    pthread_mutex_t check_lock;
+    hv *checks;
     time_t built;
     double build_seconds;
     size_t files, reused;    /* files in the snapshot; taken unchanged from the previous one */
@@ -84,7 +100,8 @@ typedef struct {
     uint64_t reloads_ok, reloads_refused; /* atomic */
 } serve_state;
 
-/* Builds the first generation (false with a message when the tree cannot be served at all). */
+/* Builds the first generation (false with a message when the tree cannot be served at all:
+ * PuppetDB cannot list its nodes). */
 bool state_init(serve_state *st, const serve_options *o);
 /* The environment `name` of generation g, loaded on first use (BORROWED: valid while g is), or
  * NULL with *error (BORROWED) saying why it cannot be. */
@@ -93,8 +110,9 @@ const hiera_environment *state_environment(generation *g, const char *name, cons
 generation *state_current(serve_state *st);
 void generation_release(generation *g);
 /* Builds a new generation and swaps it in, unless it brings errors the served one has not (then
- * it is refused: kept in st->refused, the old one goes on). Returns true when swapped. */
-bool state_reload(serve_state *st, const char *why);
+ * it is refused: kept in st->refused, the old one goes on). fetch: PuppetDB's nodes and facts
+ * are fetched again (else the served ones are kept). Returns true when swapped. */
+bool state_reload(serve_state *st, const char *why, bool fetch);
 /* The refused reload's problems as JSON (malloc'ed, or NULL when the last reload was taken) and
  * when it was refused. */
 char *state_refused(serve_state *st, time_t *at);
@@ -144,9 +162,12 @@ typedef struct {
 /* Answers one request (routes.c); the endpoint's name for metrics goes to *endpoint. */
 void route(const request *rq, response *out, const char **endpoint);
 
-/* Metrics (http.c keeps them; routes.c renders them). */
-void metrics_lookup(int outcome); /* 0 found, 1 not found, 2 error */
-char *metrics_render(serve_state *st, size_t *len);
+/* ------------------------------------------------------------------ metrics.c */
+
+void metrics_start(void);                                                  /* the uptime's origin */
+void metrics_request(const char *endpoint, int status, double seconds);    /* http.c, per request */
+void metrics_lookup(int outcome);                                          /* 0 found, 1 not found, 2 error */
+char *metrics_render(serve_state *st, size_t *len);                        /* Prometheus text (malloc'ed) */
 
 /* The page's files (assets.c, generated from src/serve/web/). */
 typedef struct {

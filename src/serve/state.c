@@ -32,12 +32,30 @@ static double now_seconds(void)
 
 /* ------------------------------------------------------------------ generations */
 
+/* The nodes and their facts, immortal (read by every server thread at once), shared by the
+ * generations built from the same fetch. */
+typedef struct facts_set {
+    int refs; /* atomic */
+    hv *facts, *nodes, *errors, *stored;
+    hv_nodes immortal;
+} facts_set;
+
+static void facts_set_release(facts_set *fs)
+{
+    if (!fs || __atomic_sub_fetch(&fs->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    hv_free_immortal(&fs->immortal);
+    free(fs);
+}
+
 void generation_release(generation *g)
 {
     if (!g || __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     hiera_snapshot_release(g->snap);
-    hv_free_immortal(&g->immortal);
+    facts_set_release(g->fs);
+    hv_decref(g->checks);
+    pthread_mutex_destroy(&g->check_lock);
     for (size_t i = 0; i < g->nenvs; i++) {
         hiera_environment_free(g->envs[i].env);
         free(g->envs[i].name);
@@ -92,9 +110,38 @@ static char *node_of_file(const char *name)
     return NULL;
 }
 
-static void load_facts(generation *g, const char *dir)
+/* The nodes and their facts from the command's source (PuppetDB); a node whose facts could not
+ * be fetched is listed with why. false (*why set) when the nodes cannot be listed. */
+static bool load_given(const struct serve_nodes *src, hv *facts, hv *errors, hv *names, hv *stored, char **why)
 {
+    hv *got = hv_hash();
+    if (!src->fetch(src->data, got, errors, why)) {
+        hv_decref(got);
+        return false;
+    }
+    for (size_t i = 0; i < hv_hash_len(got); i++) {
+        hv *name = hv_hash_key_at(got, i);
+        hv_hash_set(facts, hv_incref(name), hv_incref(hv_hash_val_at(got, i)));
+        hv_hash_set(stored, hv_incref(name), hv_true());
+        hv_array_push(names, hv_incref(name));
+    }
+    hv_decref(got);
+    return true;
+}
+
+/* The nodes and their facts: the facts folder's files, or PuppetDB's nodes. NULL when PuppetDB
+ * cannot list its nodes (*why says why). */
+static facts_set *load_facts(const serve_options *o, char **why)
+{
+    const char *dir = o->facts_dir;
     hv *facts = hv_hash(), *errors = hv_hash(), *names = hv_array(), *stored = hv_hash();
+    if (o->puppetdb && !load_given(o->puppetdb, facts, errors, names, stored, why)) {
+        hv_decref(facts);
+        hv_decref(errors);
+        hv_decref(names);
+        hv_decref(stored);
+        return NULL;
+    }
     DIR *d = dir ? opendir(dir) : NULL;
     struct dirent *de;
     while (d && (de = readdir(d)) != NULL) {
@@ -137,23 +184,30 @@ static void load_facts(generation *g, const char *dir)
     free(items);
     hv_decref(names);
     /* read by every server thread at once: immortal */
-    hv_make_immortal(facts, &g->immortal);
-    hv_make_immortal(sorted, &g->immortal);
-    hv_make_immortal(errors, &g->immortal);
-    hv_make_immortal(stored, &g->immortal);
-    g->facts_stored = stored;
-    g->facts = facts;
-    g->nodes = sorted;
-    g->facts_errors = errors;
+    facts_set *fs = xcalloc(1, sizeof *fs);
+    fs->refs = 1;
+    hv_make_immortal(facts, &fs->immortal);
+    hv_make_immortal(sorted, &fs->immortal);
+    hv_make_immortal(errors, &fs->immortal);
+    hv_make_immortal(stored, &fs->immortal);
+    fs->stored = stored;
+    fs->facts = facts;
+    fs->nodes = sorted;
+    fs->errors = errors;
+    return fs;
 }
 
-/* A new generation; prev (BORROWED, or NULL) lends the parses of the files that did not change. */
-static generation *build(serve_state *st, const generation *prev)
+/* A new generation; prev (BORROWED, or NULL) lends the parses of the files that did not change,
+ * and its nodes and facts unless fetch (PuppetDB's facts are fetched again on SIGHUP and every
+ * puppetdb_refresh seconds, not for a change of the code; a fetch that fails keeps prev's).
+ * NULL when there is no prev and PuppetDB cannot list its nodes (said on stderr). */
+static generation *build(serve_state *st, const generation *prev, bool fetch)
 {
     const serve_options *o = st->o;
     double t0 = now_seconds();
     generation *g = xcalloc(1, sizeof *g);
     g->refs = 1;
+    pthread_mutex_init(&g->check_lock, NULL);
     /* Puppet's settings: puppet.conf from the confdir, the command line's folders over it */
     pthread_mutex_init(&g->envs_lock, NULL);
     hiera_setting cli[4];
@@ -183,10 +237,39 @@ static generation *build(serve_state *st, const generation *prev)
         ho.environmentpath = o->environmentpath;
         ho.hiera_config = o->hiera_config;
     }
+    if (prev && o->puppetdb && !fetch) {
+        g->fs = prev->fs;
+    } else {
+        char *why = NULL;
+        double f0 = now_seconds();
+        g->fs = load_facts(o, &why);
+        if (!g->fs) {
+            fprintf(stderr, "hiera serve: cannot fetch the nodes from %s: %s%s\n", o->puppetdb->what, why,
+                    prev ? " (the facts fetched before are kept)" : "");
+            free(why);
+            if (!prev) {
+                hiera_settings_free(g->settings);
+                pthread_mutex_destroy(&g->envs_lock);
+                pthread_mutex_destroy(&g->check_lock);
+                free(g);
+                return NULL;
+            }
+            g->fs = prev->fs;
+        } else if (o->puppetdb) {
+            fprintf(stderr, "hiera serve: %zu nodes from %s in %.1f s (%zu could not be fetched)\n",
+                    hv_hash_len(g->fs->facts), o->puppetdb->what, now_seconds() - f0,
+                    hv_hash_len(g->fs->errors));
+        }
+    }
+    if (g->fs == (prev ? prev->fs : NULL))
+        __atomic_add_fetch(&g->fs->refs, 1, __ATOMIC_RELAXED);
+    g->facts = g->fs->facts;
+    g->nodes = g->fs->nodes;
+    g->facts_errors = g->fs->errors;
+    g->facts_stored = g->fs->stored;
     g->snap = hiera_snapshot_update(prev ? prev->snap : NULL, &ho, NULL);
     size_t dirs;
     snapshot_stats((const snapshot *)g->snap, &g->files, &dirs, &g->reused);
-    load_facts(g, o->facts_dir);
     g->built = time(NULL);
     g->build_seconds = now_seconds() - t0;
     return g;
@@ -215,7 +298,9 @@ bool state_init(serve_state *st, const serve_options *o)
 {
     memset(st, 0, sizeof *st);
     st->o = o;
-    st->current = build(st, NULL);
+    st->current = build(st, NULL, true);
+    if (!st->current)
+        return false;
     st->current->id = ++st->next_id;
     return true;
 }
@@ -229,10 +314,10 @@ generation *state_current(serve_state *st)
     return g;
 }
 
-bool state_reload(serve_state *st, const char *why)
+bool state_reload(serve_state *st, const char *why, bool fetch)
 {
     generation *cur = state_current(st);
-    generation *fresh = build(st, cur);
+    generation *fresh = build(st, cur, fetch);
     hv *before = error_set(cur->snap), *after = error_set(fresh->snap);
     hv *added = hv_array();
     for (size_t i = 0; i < hv_hash_len(after); i++)
@@ -345,21 +430,38 @@ static void drain(int fd)
     }
 }
 
-/* Waits for a change (or a wake-up), then for the changes to settle (150 ms of quiet, at most
- * 2 s), then reloads; the watches are made again after each reload (folders come and go). */
+/* Waits for a change (or a wake-up, or the time to fetch PuppetDB's facts again), then for the
+ * changes to settle (150 ms of quiet, at most 2 s), then reloads; the watches are made again
+ * after each reload (folders come and go). */
 static void *watch_main(void *arg)
 {
     serve_state *st = arg;
+    unsigned refresh = st->o->puppetdb ? st->o->puppetdb_refresh : 0;
+    double next_fetch = now_seconds() + refresh;
     for (;;) {
         int fd = make_watches(st);
         struct pollfd p[2] = {{wake_pipe[0], POLLIN, 0}, {fd, POLLIN, 0}};
-        int n = poll(p, fd >= 0 ? 2 : 1, -1);
+        int wait_ms = -1;
+        if (refresh) {
+            double left = next_fetch - now_seconds();
+            wait_ms = left <= 0 ? 0 : left > 86400 ? 86400000 : (int)(left * 1000) + 1;
+        }
+        int n = poll(p, fd >= 0 ? 2 : 1, wait_ms);
         if (n < 0 && errno == EINTR) {
             if (fd >= 0)
                 close(fd);
             continue;
         }
+        if (n == 0) {
+            /* time to fetch PuppetDB's facts again */
+            if (fd >= 0)
+                close(fd);
+            state_reload(st, "PuppetDB refresh", true);
+            next_fetch = now_seconds() + refresh;
+            continue;
+        }
         char c = 0;
+        bool fetch = false;
         const char *why = "files changed";
         if (p[0].revents & POLLIN) {
             if (read(wake_pipe[0], &c, 1) == 1 && c == 'q') {
@@ -368,6 +470,7 @@ static void *watch_main(void *arg)
                 return NULL;
             }
             why = "SIGHUP";
+            fetch = true;
         }
         if (fd >= 0) {
             double start = now_seconds();
@@ -380,7 +483,9 @@ static void *watch_main(void *arg)
             }
             close(fd);
         }
-        state_reload(st, why);
+        state_reload(st, why, fetch);
+        if (fetch)
+            next_fetch = now_seconds() + refresh;
     }
 }
 

@@ -84,6 +84,7 @@ profile::port: 80
 profile::motd: "Welcome to %{facts.hostname}"
 profile::token: s3cr3t-token
 profile::via_lookup: "%{lookup('profile::port')}"
+profile::enabled: yes
 """)
     write(root, "environments/staging/hiera.yaml", "version: 5\n")
     write(root, "environments/staging/data/common.yaml", "profile::port: 9090\n")
@@ -331,6 +332,18 @@ def check_token(s, token):
     C.check(st == 200 and body.get("value") == "the db password", f"admin token sees the secret: {st} {body}")
     st, body = s.get("/healthz")
     C.check(st == 200, f"healthz needs no token: {st}")
+    st, body = s.get("/v1/check")
+    C.check(st == 401, f"check needs a token: {st}")
+    st, body = s.get("/v1/check", headers={"Authorization": "Bearer " + token})
+    traps = [f for f in body.get("findings", []) if f["rule"] == "yaml-boolean"]
+    C.check(st == 200 and len(traps) == 1 and traps[0]["file"].endswith("production/data/common.yaml")
+            and traps[0]["line"] == 13 and traps[0]["severity"] == "warning" and body["generation"] >= 1,
+            f"/v1/check: hiera check's findings: {st} {body}")
+    st2, again = s.get("/v1/check", headers={"Authorization": "Bearer " + token})
+    C.check(st2 == 200 and again == body, "/v1/check answers again from what it made for the generation")
+    st, body = s.get("/v1/check?environment=staging", headers={"Authorization": "Bearer " + token})
+    C.check(st == 200 and body.get("environment") == "staging" and not any(f["rule"] == "yaml-boolean" for f in body["findings"]),
+            f"/v1/check for one environment: {st} {body}")
     st, body = s.get("/v1/nodes")
     C.check(st == 401, f"nodes need a token: {st}")
 

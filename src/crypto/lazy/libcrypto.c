@@ -1,4 +1,4 @@
-/* crypto_lazy.c - OpenSSL's libcrypto for the hiera command, loaded only when eyaml needs it.
+/* libcrypto.c - OpenSSL's libcrypto for the hiera command, loaded only when eyaml needs it.
  *
  * Loading libcrypto (4 MB, thousands of relocations and its initialisers) was a third of the
  * start-up of a one-shot `hiera lookup` that never decrypts anything. The command is therefore

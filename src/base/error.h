@@ -1,0 +1,14 @@
+/* error.h - the library's error record (util.h's herr) handed to the caller as the public
+ * hiera_error (include/hiera.h), and hiera_error_clear: the one place both meet. */
+#ifndef HIERA_BASE_ERROR_H
+#define HIERA_BASE_ERROR_H
+
+#include "base/util.h"
+#include "hiera.h"
+
+/* Moves in into out (out's old contents released; in left cleared). The kinds map as Puppet's
+ * lookup treats them: lookup errors (HERR_LOOKUP, HERR_LOOKUP_ISSUE) to HIERA_ERR_LOOKUP, every
+ * other error to HIERA_ERR_FATAL. out NULL: in is simply cleared. */
+void herr_to_public(hiera_error *out, herr *in);
+
+#endif
