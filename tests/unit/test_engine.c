@@ -326,6 +326,60 @@ static void test_merge_options_quick_check(void **state)
     ptype_free(free_form);
 }
 
+/* Plain patterns (matched without Oniguruma on ASCII strings without a newline) answer as the
+ * same pattern compiled by Oniguruma: random plain patterns against random strings, each also
+ * compiled as "(?:PATTERN)" (the same regexp, never plain), for =~ and gsub. */
+static void test_rregex_plain(void **state)
+{
+    (void)state;
+    static const char *starts[] = {"", "", "^", "\\A"}, *ends[] = {"", "", "$", "\\z", "\\Z"};
+    static const char *pieces[] = {"a", "b", ":", "::", "_", "-", "\\-", "\\.", "\\:", "/", " ", "#", "\\$", "\\^", "\\\\", "\\*", "x"};
+    static const char *means[] = {"a", "b", ":", "::", "_", "-", "-", ".", ":", "/", " ", "#", "$", "^", "\\", "*", "x"};
+    static const char *subj[] = {"a", "b", ":", "_", "-", ".", "/", " ", "#", "$", "^", "\\", "*", "x", "\n", "\xc3\xa9", "ab"};
+    int plain_hits = 0;
+    for (int i = 0; i < 20000; i++) {
+        sbuf pat = {0}, wrapped = {0}, s = {0}, lit = {0};
+        sb_adds(&pat, starts[rnd(4)]);
+        for (unsigned j = 1 + rnd(3); j > 0; j--) {
+            unsigned k = rnd(sizeof pieces / sizeof *pieces);
+            sb_adds(&pat, pieces[k]);
+            sb_adds(&lit, means[k]);
+        }
+        sb_adds(&pat, ends[rnd(5)]);
+        sb_adds(&wrapped, "(?:");
+        sb_addn(&wrapped, pat.s, pat.len);
+        sb_adds(&wrapped, ")");
+        for (unsigned j = rnd(4); j > 0; j--)
+            sb_adds(&s, subj[rnd(sizeof subj / sizeof *subj)]);
+        if (rnd(2))
+            sb_addn(&s, lit.s, lit.len);
+        for (unsigned j = rnd(4); j > 0; j--)
+            sb_adds(&s, rnd(2) ? means[rnd(sizeof means / sizeof *means)] : subj[rnd(sizeof subj / sizeof *subj)]);
+        herr e = {0};
+        rregex *a = rregex_new(pat.s, pat.len, &e), *b = rregex_new(wrapped.s, wrapped.len, &e);
+        assert_non_null(a);
+        assert_non_null(b);
+        bool ma = rregex_search(a, s.s ? s.s : "", s.len), mb = rregex_search(b, s.s ? s.s : "", s.len);
+        if (ma != mb)
+            fail_msg("/%s/ =~ \"%s\": %d, as Oniguruma: %d", pat.s, s.s ? s.s : "", ma, mb);
+        plain_hits += ma;
+        size_t na = 0, nb = 0;
+        char *ga = rregex_gsub_empty(a, s.s ? s.s : "", s.len, &na), *gb = rregex_gsub_empty(b, s.s ? s.s : "", s.len, &nb);
+        if ((ga == NULL) != (gb == NULL) || (ga && (na != nb || memcmp(ga, gb, na) != 0)))
+            fail_msg("\"%s\".gsub(/%s/, \"\") differs: \"%s\" / Oniguruma: \"%s\"", s.s ? s.s : "", pat.s, ga ? ga : "(none)",
+                     gb ? gb : "(none)");
+        free(ga);
+        free(gb);
+        rregex_free(a);
+        rregex_free(b);
+        sb_free(&pat);
+        sb_free(&wrapped);
+        sb_free(&s);
+        sb_free(&lit);
+    }
+    assert_true(plain_hits > 2000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_deep_merge),    cmocka_unit_test(test_deep_merge_errors),
         cmocka_unit_test(test_strategies),    cmocka_unit_test(test_rregex_gsub),
         cmocka_unit_test(test_config_quick_check), cmocka_unit_test(test_merge_options_quick_check),
+        cmocka_unit_test(test_rregex_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
