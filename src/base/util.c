@@ -1,6 +1,11 @@
 /* util.c - see util.h */
 #include "base/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +102,54 @@ void sb_addn(sbuf *b, const char *s, size_t n)
 }
 
 void sb_adds(sbuf *b, const char *s) { sb_addn(b, s, strlen(s)); }
+
+int sb_read_file(sbuf *b, const char *path, size_t max, bool *in_read)
+{
+    *in_read = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    *in_read = true;
+    struct stat st;
+    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (regular && (uint64_t)st.st_size > max) {
+        close(fd);
+        errno = EFBIG;
+        return -1;
+    }
+    size_t start = b->len, want = regular && st.st_size > 0 ? (size_t)st.st_size + 1 : 65536;
+    for (;;) {
+        if (b->len - start > max) {
+            close(fd);
+            errno = EFBIG;
+            return -1;
+        }
+        sb_grow(b, want);
+        ssize_t n = read(fd, b->s + b->len, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            b->len = start;
+            b->s[start] = 0;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        b->len += (size_t)n;
+        b->s[b->len] = 0;
+        /* a regular file read short is at its end */
+        if (n == 0 || (regular && (size_t)n < want))
+            break;
+        want = 65536;
+    }
+    close(fd);
+    if (b->len - start > max) {
+        errno = EFBIG;
+        return -1;
+    }
+    return 0;
+}
 
 void sb_addc(sbuf *b, char c)
 {

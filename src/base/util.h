@@ -36,6 +36,10 @@ void sb_vaddf(sbuf *b, const char *fmt, va_list ap);
 char *sb_take(sbuf *b); /* returns the malloc'ed string ("" when empty) and resets b */
 void sb_free(sbuf *b);
 const char *sb_str(const sbuf *b); /* "" when empty; BORROWED */
+/* Appends the file at path to b (at most max bytes: more is an error). 0, or -1 with errno set
+ * (EFBIG past max) and *in_read telling whether opening (false) or reading failed. A regular
+ * file is read with one read() when it does not change meanwhile (stdio's fread made three). */
+int sb_read_file(sbuf *b, const char *path, size_t max, bool *in_read);
 
 /* Error kinds, after the Ruby exception classes Puppet's lookup raises, because they decide
  * what `puppet lookup` does with the error:

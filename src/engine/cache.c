@@ -300,31 +300,15 @@ static void grow(hiera_cache *c)
 
 static bool read_all(const char *path, sbuf *out, herr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
-        herr_at(err, path, 0, 0);
-        return false;
-    }
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        sb_addn(out, buf, n);
-        if ((off_t)out->len > CACHE_MAX_FILE_SIZE) {
-            fclose(f);
+    bool in_read;
+    if (sb_read_file(out, path, CACHE_MAX_FILE_SIZE, &in_read) != 0) {
+        if (errno == EFBIG)
             herr_set(err, HERR_LOOKUP, "File '%s' is larger than %lld bytes", path, (long long)CACHE_MAX_FILE_SIZE);
-            herr_at(err, path, 0, 0);
-            return false;
-        }
-    }
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
-        herr_set(err, HERR_ERROR, "%s @ io_fread - %s", ERRNO_TEXT(e), path);
+        else
+            herr_set(err, HERR_ERROR, "%s @ %s - %s", ERRNO_TEXT(errno), in_read ? "io_fread" : "rb_sysopen", path);
         herr_at(err, path, 0, 0);
         return false;
     }
-    fclose(f);
     if (!out->s)
         sb_adds(out, "");
     return true;

@@ -1519,29 +1519,15 @@ static const char *const HOOKED[] = {"log_level", "disable_warnings", "strict", 
 
 static int read_file_text(const char *path, char **text, size_t *len, herr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        herr_set(err, HERR_PUPPET, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
-        return -1;
-    }
     sbuf b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        sb_addn(&b, buf, n);
-        if (b.len > 64u * 1024 * 1024) {
-            herr_set(err, HERR_PUPPET, "%s is larger than 64 MB", path);
-            fclose(f);
-            sb_free(&b);
-            return -1;
-        }
-    }
-    bool bad = ferror(f);
-    int e = errno;
-    fclose(f);
-    if (bad) {
+    bool in_read;
+    if (sb_read_file(&b, path, 64u * 1024 * 1024, &in_read) != 0) {
+        int e = errno;
         sb_free(&b);
-        herr_set(err, HERR_PUPPET, "%s @ io_fread - %s", ERRNO_TEXT(e), path);
+        if (e == EFBIG)
+            herr_set(err, HERR_PUPPET, "%s is larger than 64 MB", path);
+        else
+            herr_set(err, HERR_PUPPET, "%s @ %s - %s", ERRNO_TEXT(e), in_read ? "io_fread" : "rb_sysopen", path);
         return -1;
     }
     *len = b.len;

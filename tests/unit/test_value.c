@@ -1,6 +1,8 @@
 /* Unit tests for the value type (src/base/value.c). */
 #include "testutil.h"
 
+#include <errno.h>
+
 static void test_hash_order_and_replace(void **state)
 {
     (void)state;
@@ -254,6 +256,41 @@ static void test_symkeys_to_string(void **state)
     hv_decref(untouched);
 }
 
+/* sb_read_file: a file's bytes appended whole (empty, NUL bytes, larger than one read), the
+ * bound, and which step failed (opening, reading a folder). */
+static void test_read_file(void **state)
+{
+    (void)state;
+    sbuf big = {0};
+    for (int i = 0; i < 30000; i++)
+        sb_addf(&big, "line %d\n", i);
+    char *pbig = testutil_write_tmp("big.txt", big.s), *pempty = testutil_write_tmp("empty.txt", "");
+    sbuf b = {0};
+    bool in_read = true;
+    sb_adds(&b, "x");
+    assert_int_equal(sb_read_file(&b, pbig, 1 << 20, &in_read), 0);
+    assert_int_equal(b.len, big.len + 1);
+    assert_memory_equal(b.s + 1, big.s, big.len);
+    assert_int_equal(b.s[b.len], 0);
+    sb_free(&b);
+    assert_int_equal(sb_read_file(&b, pempty, 10, &in_read), 0);
+    assert_int_equal(b.len, 0);
+    assert_int_equal(sb_read_file(&b, pbig, big.len - 1, &in_read), -1);
+    assert_int_equal(errno, EFBIG);
+    assert_int_equal(sb_read_file(&b, pbig, big.len, &in_read), 0); /* exactly the bound */
+    sb_free(&b);
+    assert_int_equal(sb_read_file(&b, "/nonexistent/file", 10, &in_read), -1);
+    assert_int_equal(errno, ENOENT);
+    assert_false(in_read);
+    assert_int_equal(sb_read_file(&b, "/tmp", 10, &in_read), -1);
+    assert_int_equal(errno, EISDIR);
+    assert_true(in_read);
+    sb_free(&b);
+    sb_free(&big);
+    free(pbig);
+    free(pempty);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_deep_copy_independent),
         cmocka_unit_test(test_json_big_numbers_and_nul_strings),
         cmocka_unit_test(test_symkeys_to_string),
+        cmocka_unit_test(test_read_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
