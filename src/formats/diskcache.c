@@ -72,21 +72,26 @@ diskcache *diskcache_open(const char *dir)
         else
             return NULL;
     }
-    /* the folder: created private; refused when someone else could write into it */
-    char *parent = xstrdup(d);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-        *slash = 0;
-        mkdir(parent, 0700);
-    }
-    free(parent);
-    if (mkdir(d, 0700) != 0 && errno != EEXIST) {
-        free(d);
-        return NULL;
-    }
+    /* the folder: created private (when it is not there yet: a run with a warm cache makes one
+     * system call here); refused when someone else could write into it */
     struct stat st;
     uid_t uid = geteuid();
-    if (lstat(d, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022)) {
+    int found = lstat(d, &st);
+    if (found != 0 && errno == ENOENT) {
+        char *parent = xstrdup(d);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = 0;
+            mkdir(parent, 0700);
+        }
+        free(parent);
+        if (mkdir(d, 0700) != 0 && errno != EEXIST) {
+            free(d);
+            return NULL;
+        }
+        found = lstat(d, &st);
+    }
+    if (found != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022)) {
         free(d);
         return NULL;
     }
