@@ -606,8 +606,9 @@ static hv *entry_result(centry *e, herr *err)
 
 /* The entry of path, loaded or refreshed as cache_load says (lazy: a data hash the disk cache
  * holds with an index may be left to lazy_data), or NULL with err when the file cannot be
- * stat()ed. */
-static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, bool lazy, herr *err)
+ * stat()ed (seen: its stat() already made, or NULL). */
+static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, bool lazy, const struct stat *seen,
+                          herr *err)
 {
     if (c->frozen) {
         centry *known = find_entry(c, path, fmt, path_code(path, fmt));
@@ -634,7 +635,9 @@ static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, boo
         return e;
     }
     struct stat st;
-    if (stat(path, &st) != 0) {
+    if (seen) {
+        st = *seen;
+    } else if (stat(path, &st) != 0) {
         herr_set(err, HERR_LOOKUP, "Unable to read file '%s': %s", path, ERRNO_TEXT(errno));
         herr_at(err, path, 0, 0);
         return NULL;
@@ -661,7 +664,7 @@ static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, boo
 
 hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
 {
-    centry *e = load_entry(c, path, fmt, false, err);
+    centry *e = load_entry(c, path, fmt, false, NULL, err);
     return e ? entry_result(e, err) : NULL;
 }
 
@@ -746,13 +749,13 @@ static void kix_add_file(hiera_cache *c, centry *e)
 }
 
 hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, lazy_data **lazy,
-                    herr *err)
+                    const struct stat *known, herr *err)
 {
     *keyflags = NULL;
     *kid = 0;
     if (lazy)
         *lazy = NULL;
-    centry *e = load_entry(c, path, fmt, lazy != NULL, err);
+    centry *e = load_entry(c, path, fmt, lazy != NULL, known, err);
     if (!e)
         return NULL;
     if (lazy && e->lazy && !e->value) {
@@ -823,6 +826,19 @@ static int path_state(hiera_cache *c, const char *path)
 bool cache_file_exists(hiera_cache *c, const char *path) { return path_state(c, path) != 0; }
 
 bool cache_dir_exists(hiera_cache *c, const char *path) { return path_state(c, path) == 2; }
+
+bool cache_file_exists_stat(hiera_cache *c, const char *path, struct stat **st)
+{
+    *st = NULL;
+    if (c->frozen || c->src_ops)
+        return path_state(c, path) != 0;
+    struct stat s;
+    if (stat(path, &s) != 0)
+        return false;
+    *st = xmalloc(sizeof s);
+    **st = s;
+    return true;
+}
 
 int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)
 {

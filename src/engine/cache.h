@@ -13,6 +13,8 @@
 #include "base/util.h"
 #include "base/value.h"
 
+#include <sys/stat.h>
+
 typedef struct hiera_cache hiera_cache;
 
 typedef enum {
@@ -53,9 +55,10 @@ typedef struct lazy_data lazy_data;
  * file's memo for cache_key_flags. *kid: the hash's number in a frozen cache's key index (0 when
  * not indexed). With lazy (not NULL) and a cache that is not frozen, a hash whose disk cache
  * entry has an index is not decoded: NULL (no error) with *lazy set (a new reference; its
- * *keyflags as for a hash). */
+ * *keyflags as for a hash). known (may be NULL): the file's stat() made a moment ago by
+ * cache_file_exists_stat, used instead of asking again. */
 hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, lazy_data **lazy,
-                    herr *err);
+                    const struct stat *known, herr *err);
 /* The value of the top-level string key (code: hv_str_code) in ld: 1 with *out (BORROWED: ld
  * keeps it), 0 when absent, -1 with err when the hash cannot be had (a corrupt disk cache entry
  * whose file no longer parses). */
@@ -120,6 +123,9 @@ bool cache_warn_once(hiera_cache *c, const char *id);
 struct eyaml_ctx *cache_eyaml(hiera_cache *c);
 /* Whether path exists (Ruby's File.exist?: directories included). */
 bool cache_file_exists(hiera_cache *c, const char *path);
+/* cache_file_exists that also gives, when it asked stat() (a cache that is not frozen and not a
+ * view), what stat() said: *st a new malloc'ed struct, else NULL. */
+bool cache_file_exists_stat(hiera_cache *c, const char *path, struct stat **st);
 /* Whether path is a directory (remembered when the cache is frozen). */
 bool cache_dir_exists(hiera_cache *c, const char *path);
 /* glob_expand through the cache (remembered when the cache is frozen). out and the result as

@@ -23,6 +23,7 @@ typedef struct {
     char *original; /* as declared (for globs: the whole interpolated pattern) */
     bool exists;
     bool is_uri;
+    struct stat *st; /* what the existence check found (caches that are not frozen), for the load */
     /* the data_hash function's result for this location, loaded once per context */
     bool loaded;
     hv *data;         /* NULL while lazy holds it (one-shot lookups: decoded key by key) */

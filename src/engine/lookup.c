@@ -99,6 +99,7 @@ static void location_clear(location *l)
     hv_decref(l->memo);
     free(l->path);
     free(l->original);
+    free(l->st);
     hv_decref(l->data);
     lazy_data_release(l->lazy);
     herr_clear(&l->data_err);
@@ -655,6 +656,15 @@ static void add_location(location **locs, size_t *n, size_t *cap, char *path, ch
     (*locs)[(*n)++] = (location){.path = path, .original = original, .exists = exists, .is_uri = is_uri};
 }
 
+/* A location whose existence is checked now (what stat() said kept for its load). */
+static void add_checked_location(hiera_cache *c, location **locs, size_t *n, size_t *cap, char *path, char *original)
+{
+    struct stat *st;
+    bool exists = cache_file_exists_stat(c, path, &st);
+    add_location(locs, n, cap, path, original, exists, false);
+    (*locs)[*n - 1].st = st;
+}
+
 /* ------------------------------------------------------------------ the facts rule
  *
  * Facts (and other scope variables) are sent by nodes: what they may do to a location.
@@ -812,12 +822,14 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
             }
             char *full = pn_plus(datadir, p);
             free(p);
-            bool exists = cache_file_exists(I->h->cache, full);
+            struct stat *st;
+            bool exists = cache_file_exists_stat(I->h->cache, full, &st);
             if (is_default && !exists) {
                 free(full);
                 continue;
             }
             add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[i]), exists, false);
+            (*locs)[*nlocs - 1].st = st;
         }
         return LR_FOUND;
     case LOC_GLOB:
@@ -891,7 +903,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
                 break;
             char *full = pn_plus(datadir, p);
             free(p);
-            add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[2]), cache_file_exists(I->h->cache, full), false);
+            add_checked_location(I->h->cache, locs, nlocs, &cap, full, xstrdup(lvl->locs[2]));
         }
         hv_decref(list);
         return r;
@@ -1138,7 +1150,9 @@ static bool location_load(hiera_ctx *h, provider *p, location *loc, herr *err)
             hv *info = NULL;
             /* (explanations and provenance read the whole file: its keys' lines) */
             bool lazy_ok = !h->ex && !h->prov;
-            hv *v = cache_load_data(h->cache, loc->path, fmt, &info, &loc->kid, lazy_ok ? &loc->lazy : NULL, &e);
+            hv *v = cache_load_data(h->cache, loc->path, fmt, &info, &loc->kid, lazy_ok ? &loc->lazy : NULL, loc->st, &e);
+            free(loc->st); /* (once loaded, never asked again) */
+            loc->st = NULL;
             if (loc->lazy) {
                 loc->keyflags = info;
             } else if (!v) {
