@@ -326,21 +326,30 @@ static void test_merge_options_quick_check(void **state)
     ptype_free(free_form);
 }
 
-/* Plain patterns (matched without Oniguruma on ASCII strings without a newline) answer as the
- * same pattern compiled by Oniguruma: random plain patterns against random strings, each also
- * compiled as "(?:PATTERN)" (the same regexp, never plain), for =~ and gsub. */
+/* Literal patterns (matched without Oniguruma on ASCII strings without a newline) answer as the
+ * same pattern compiled by Oniguruma: random literal patterns (groups of alternatives included)
+ * against random strings, each also compiled as "(?:PATTERN){1}" (the same regexp, never
+ * literal), for =~ and gsub. */
 static void test_rregex_plain(void **state)
 {
     (void)state;
     static const char *starts[] = {"", "", "^", "\\A"}, *ends[] = {"", "", "$", "\\z", "\\Z"};
     static const char *pieces[] = {"a", "b", ":", "::", "_", "-", "\\-", "\\.", "\\:", "/", " ", "#", "\\$", "\\^", "\\\\", "\\*", "x"};
     static const char *means[] = {"a", "b", ":", "::", "_", "-", "-", ".", ":", "/", " ", "#", "$", "^", "\\", "*", "x"};
+    static const char *groups[] = {"(a|b)", "(?:ab|b)", "(::|_)", "(x|xa|a)", "(a)", "(\\-|\\.)"};
+    static const char *group_means[] = {"b", "ab", "_", "xa", "a", "."};
     static const char *subj[] = {"a", "b", ":", "_", "-", ".", "/", " ", "#", "$", "^", "\\", "*", "x", "\n", "\xc3\xa9", "ab"};
     int plain_hits = 0;
     for (int i = 0; i < 20000; i++) {
         sbuf pat = {0}, wrapped = {0}, s = {0}, lit = {0};
         sb_adds(&pat, starts[rnd(4)]);
         for (unsigned j = 1 + rnd(3); j > 0; j--) {
+            if (rnd(4) == 0) {
+                unsigned k = rnd(sizeof groups / sizeof *groups);
+                sb_adds(&pat, groups[k]);
+                sb_adds(&lit, group_means[k]);
+                continue;
+            }
             unsigned k = rnd(sizeof pieces / sizeof *pieces);
             sb_adds(&pat, pieces[k]);
             sb_adds(&lit, means[k]);
@@ -348,7 +357,7 @@ static void test_rregex_plain(void **state)
         sb_adds(&pat, ends[rnd(5)]);
         sb_adds(&wrapped, "(?:");
         sb_addn(&wrapped, pat.s, pat.len);
-        sb_adds(&wrapped, ")");
+        sb_adds(&wrapped, "){1}");
         for (unsigned j = rnd(4); j > 0; j--)
             sb_adds(&s, subj[rnd(sizeof subj / sizeof *subj)]);
         if (rnd(2))
