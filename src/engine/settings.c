@@ -478,6 +478,11 @@ static hiera_layout find_layout(void)
         char **dirs = split_char(path, ':', &n);
         hiera_layout found = HIERA_LAYOUT_AUTO;
         for (size_t i = 0; i < n && found == HIERA_LAYOUT_AUTO; i++) {
+            bool seen = false; /* a folder named twice holds no puppet the first time either */
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = !strcmp(dirs[j], dirs[i]);
+            if (seen)
+                continue;
             char *exe = xjoin(*dirs[i] ? dirs[i] : ".", "/puppet", NULL);
             struct stat st;
             if (stat(exe, &st) == 0 && S_ISREG(st.st_mode) && access(exe, X_OK) == 0) {
