@@ -68,6 +68,7 @@ struct hiera3 {
     size_t nested; /* nested lookups since the top-level lookup began */
     h3_errclass errclass;
     const char *rbclass;
+    struct diskcache *disk; /* parsed YAML and JSON data files kept between runs (BORROWED), or NULL */
 };
 
 /* ---- errors and Ruby helpers (hiera3.c) ---- */
