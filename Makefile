@@ -32,8 +32,10 @@ WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm -lpthread
 # the hiera command loads libcrypto only when eyaml needs it (src/crypto/lazy/libcrypto.c: part of
-# the crypto module, linked into the command only; the library links libcrypto): CLI_LIBS
-# (from $(B)/config.mk) names the other two
+# the crypto module, linked into the command only; the library links libcrypto), and Oniguruma
+# only when a regexp first needs it (src/base/lazy/oniguruma.c, likewise): CLI_LIBS (from
+# $(B)/config.mk) names libyaml, linked statically when its archive is installed (Debian's
+# libyaml-dev ships libyaml.a): a one-shot lookup then loads libc and mimalloc alone
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
 # comparison);
@@ -52,7 +54,7 @@ SERVE_WEB := $(sort $(wildcard src/serve/web/*))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o \
-           $(B)/obj/crypto/lazy/libcrypto.o
+           $(B)/obj/crypto/lazy/libcrypto.o $(B)/obj/base/lazy/oniguruma.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
@@ -77,7 +79,8 @@ $(B)/config.mk: Makefile scripts/deps.sh
 	@{ echo "# made by the Makefile after scripts/deps.sh; delete it to ask pkg-config again"; \
 	  echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
 	  echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
-	  echo "CLI_LIBS := $$(pkg-config --libs yaml-0.1 oniguruma) -lm -ldl -lpthread"; \
+	  echo "CLI_LIBS := $$(if [ -f "$$($(CC) -print-file-name=libyaml.a)" ]; then echo -l:libyaml.a; \
+	    else pkg-config --libs yaml-0.1; fi) -lm -ldl -lpthread"; \
 	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls)"; \
 	  echo "CURL_CFLAGS := $$(pkg-config --cflags libcurl)"; \
 	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \

@@ -89,6 +89,10 @@ bool file_read(const char *path, sbuf *out, const file_read_opts *o, file_read_e
             ok = fail(fe, FILE_READ_TOO_BIG, EFBIG);
             break;
         }
+        /* a regular file read short once its size is in is at its end: no read for EOF (a
+         * system call less per file; /proc's files, whose size says 0, are read to the end) */
+        if (have_st && S_ISREG(st.st_mode) && st.st_size > 0 && got >= (size_t)st.st_size && (size_t)r < room)
+            break;
     }
     out->s[out->len] = 0;
     close(fd);

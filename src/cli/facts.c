@@ -400,7 +400,8 @@ int cli_facts_gather(const cli_facts_request *r, cli_node_facts *out)
     }
     hiera_error err = {0};
     if (r->facts_file) {
-        out->given = hiera_value_load_file(r->facts_file, &err);
+        out->given = r->cache ? hiera_cache_load_value_file(r->cache, r->facts_file, &err)
+                              : hiera_value_load_file(r->facts_file, &err);
         if (!out->given) {
             say("%s%s", err.message ? err.message : "cannot read the facts file", "");
             goto fail;

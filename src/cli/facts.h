@@ -24,6 +24,7 @@ typedef struct {
     const cli_facts_route *route; /* with --node: Puppet's facts terminus and cache (factsrc.h);
                                     NULL: the YAML facts cache */
     const pdb_config *pdb;       /* PuppetDB, when the route asks it */
+    hiera_cache *cache;          /* the --facts file is read through its disk cache; NULL: parsed */
 } cli_facts_request;
 
 typedef struct {

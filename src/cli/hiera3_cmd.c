@@ -9,6 +9,7 @@
 #include "hiera.h"
 
 #include "hiera3/hiera3.h" /* the engine; the public API is in include/hiera.h */
+#include "formats/diskcache.h"
 #include "formats/json.h"
 #include "formats/render.h"
 #include "formats/psych.h"
@@ -480,6 +481,10 @@ static int run(options *o)
     }
     if (!o->verbose)
         h3_set_logger(h, "noop");
+    /* the data files parsed once, kept on disk between runs (HIERA_CACHE_DIR, "off": none) */
+    const char *cache_dir = getenv("HIERA_CACHE_DIR");
+    diskcache *disk = cache_dir && !strcmp(cache_dir, "off") ? NULL : diskcache_open(cache_dir);
+    h3_set_disk(h, disk);
     h3_resolution res = {o->strategy, false, NULL, NULL};
     hv *ans = NULL;
     h3_result r = h3_lookup(h, key, dflt, scope, NULL, &res, &ans, &e);
@@ -498,6 +503,7 @@ static int run(options *o)
         hv_decref(nil);
     }
     h3_free(h);
+    diskcache_close(disk);
     hv_decref(scope);
     hv_decref(dflt);
     return status;

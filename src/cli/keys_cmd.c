@@ -357,7 +357,7 @@ int keys_main(int argc, char **argv)
     }
     if (!gathered) {
         cli_facts_request fr = {a.node, a.facts, fs.vardir, fs.yamldir, fs.certname, fs.environment,
-                                a.node ? NULL : fs.modulepath, a.node ? &route : NULL, &pc.c};
+                                a.node ? NULL : fs.modulepath, a.node ? &route : NULL, &pc.c, NULL};
         gathered = cli_facts_gather(&fr, &nf);
     }
     cli_facts_route_free(&route);

@@ -196,6 +196,7 @@ int lookup_main(int argc, char **argv)
     /* the node's facts: its cache or Facter, the --facts file over them */
     cli_facts_settings fs;
     cli_facts_settings_get(settings, env, &fs);
+    cache = cli_cache(); /* (the --facts file is read through its disk cache too) */
     /* with --node: Puppet's facts terminus (and cache) decide; PuppetDB when Puppet would ask it */
     cli_puppet_settings ps;
     cli_puppet_settings_get(settings, &ps);
@@ -221,7 +222,7 @@ int lookup_main(int argc, char **argv)
     }
     if (!gathered) {
         cli_facts_request fr = {a.node, a.facts, fs.vardir, fs.yamldir, fs.certname, fs.environment,
-                                a.node ? NULL : fs.modulepath, a.node ? &route : NULL, &pc.c};
+                                a.node ? NULL : fs.modulepath, a.node ? &route : NULL, &pc.c, cache};
         gathered = cli_facts_gather(&fr, &nf);
     }
     cli_facts_route_free(&route);
@@ -237,7 +238,6 @@ int lookup_main(int argc, char **argv)
         fail("%s", err.message);
         goto out;
     }
-    cache = cli_cache();
     hiera_options o = {.size = sizeof o, .node = nf.node, .facts = nf.given, .cache = cache,
                        .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
                        .trusted = trusted, .base_facts = nf.base, .settings = settings, .env = env};

@@ -32,7 +32,21 @@ typedef struct centry {
     herr err;
     hv *info;  /* data formats: what each top-level key needs, filled as keys are asked */
     uint32_t kid; /* frozen: the data hash's number in the key index (0: not indexed) */
+    lazy_data *lazy; /* a hash read key by key from the disk cache (value NULL until asked whole) */
 } centry;
+
+/* A data hash whose disk cache entry has an index: its values decoded one key at a time (see
+ * diskcache.c), the whole hash only when someone asks for it. Shared by the cache entry and the
+ * locations that loaded it (a refill of the entry leaves theirs alone). */
+struct lazy_data {
+    unsigned rc;
+    dc_map *map;   /* NULL once the whole hash is known */
+    hv *got;       /* key -> value, the values decoded so far */
+    hv *whole;     /* the whole hash, once asked */
+    herr err;      /* the whole hash could not be had (see lazy_data_whole) */
+    char *path;
+    file_format fmt;
+};
 
 /* A key in this many files or more keeps them as a bitmap too, of at most KIX_BITS_PER_FILE
  * bytes per file holding the key. */
@@ -84,8 +98,39 @@ hiera_cache *cache_new(void)
     return c;
 }
 
+static lazy_data *lazy_new(dc_map *map, const char *path, file_format fmt)
+{
+    lazy_data *ld = xcalloc(1, sizeof *ld);
+    ld->rc = 1;
+    ld->map = map;
+    ld->got = hv_hash();
+    ld->path = xstrdup(path);
+    ld->fmt = fmt;
+    return ld;
+}
+
+lazy_data *lazy_data_retain(lazy_data *ld)
+{
+    if (ld)
+        ld->rc++;
+    return ld;
+}
+
+void lazy_data_release(lazy_data *ld)
+{
+    if (!ld || --ld->rc)
+        return;
+    dc_map_free(ld->map);
+    hv_decref(ld->got);
+    hv_decref(ld->whole);
+    herr_clear(&ld->err);
+    free(ld->path);
+    free(ld);
+}
+
 static void entry_free(centry *e)
 {
+    lazy_data_release(e->lazy);
     free(e->path);
     hv_decref(e->info);
     hv_decref(e->value);
@@ -407,19 +452,98 @@ static bool data_format(file_format f) { return f == FMT_YAML || f == FMT_JSON |
  * already reads back faster from the disk cache than libyaml parses it). */
 #define DISK_MIN_SIZE 256
 
-static void fill(hiera_cache *c, centry *e, const struct stat *st)
+/* The file read and parsed as fmt (and prepared as yaml_data does: *flags gets DC_WARN_NOT_HASH
+ * when it warned), or NULL with err. */
+static hv *parse_file(const char *path, file_format fmt, unsigned *flags, herr *err)
+{
+    sbuf text = {0};
+    hv *v = NULL;
+    if (read_all(path, &text, err)) {
+        const char *t = text.s;
+        size_t n = text.len;
+        /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
+        if (fmt == FMT_YAML3 && n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) {
+            t += 3;
+            n -= 3;
+        }
+        v = parse(path, t, n, fmt, err);
+        if (!v)
+            wrap_parse_error(path, fmt, err);
+        else if (fmt == FMT_YAML)
+            v = prepare_yaml_data(path, v, flags);
+    }
+    sb_free(&text);
+    return v;
+}
+
+/* The whole hash of ld (BORROWED), decoded now when it was not yet. A corrupt entry (its source's
+ * identity matched, so this is rare) gives the file parsed again, or NULL with err when that
+ * fails too. */
+static hv *lazy_data_whole(lazy_data *ld, herr *err)
+{
+    if (!ld->whole && !herr_isset(&ld->err)) {
+        ld->whole = dc_map_value(ld->map);
+        if (!ld->whole) {
+            unsigned flags = 0; /* (the warning, if any, was given when the entry was found) */
+            ld->whole = parse_file(ld->path, ld->fmt, &flags, &ld->err);
+        }
+        if (ld->whole) {
+            dc_map_free(ld->map);
+            ld->map = NULL;
+        }
+    }
+    if (!ld->whole && err) {
+        herr_clear(err);
+        *err = (herr){ld->err.kind, xstrdup(ld->err.msg ? ld->err.msg : ""), ld->err.file ? xstrdup(ld->err.file) : NULL,
+                      ld->err.line, ld->err.col};
+    }
+    return ld->whole;
+}
+
+int lazy_data_get(lazy_data *ld, const char *key, size_t len, uint64_t code, hv **out, herr *err)
+{
+    *out = NULL;
+    if (!ld->whole) {
+        hv *v = hv_hash_getsn_code(ld->got, key, len, code);
+        if (v) {
+            *out = v;
+            return 1;
+        }
+        if (ld->map) {
+            int r = dc_map_get(ld->map, key, len, code, &v);
+            if (r == 0)
+                return 0;
+            if (r > 0) {
+                hv_hash_set(ld->got, hv_strn(key, len), v);
+                *out = v;
+                return 1;
+            }
+        }
+    }
+    hv *whole = lazy_data_whole(ld, err);
+    if (!whole)
+        return -1;
+    *out = hv_hash_getsn_code(whole, key, len, code);
+    return *out != NULL;
+}
+
+hv *lazy_data_hash(lazy_data *ld, herr *err) { return lazy_data_whole(ld, err); }
+
+static void fill(hiera_cache *c, centry *e, const struct stat *st, bool lazy)
 {
     unsigned dflags = 0;
+    dc_map *map = NULL;
     hv_decref(e->info);
     e->info = NULL;
     hv_decref(e->value);
     e->value = NULL;
+    lazy_data_release(e->lazy);
+    e->lazy = NULL;
     herr_clear(&e->err);
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     e->size = st->st_size;
     e->mtime = st->st_mtim;
-    sbuf text = {0};
     if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
         /* a FIFO or device would block or never end (a fact can name one in a path) */
         herr_set(&e->err, HERR_LOOKUP, "File '%s' is not a regular file", e->path);
@@ -428,27 +552,19 @@ static void fill(hiera_cache *c, centry *e, const struct stat *st)
         herr_set(&e->err, HERR_LOOKUP, "File '%s' is larger than %lld bytes", e->path, (long long)CACHE_MAX_FILE_SIZE);
         herr_at(&e->err, e->path, 0, 0);
     } else if (c->disk && data_format(e->fmt) && st->st_size >= DISK_MIN_SIZE &&
-               (e->value = diskcache_get(c->disk, e->path, (int)e->fmt, st, &dflags)) != NULL) {
+               ((e->value = lazy ? diskcache_get_lazy(c->disk, e->path, (int)e->fmt, st, &dflags, &map)
+                                 : diskcache_get(c->disk, e->path, (int)e->fmt, st, &dflags)) != NULL ||
+                map)) {
+        if (map)
+            e->lazy = lazy_new(map, e->path, e->fmt);
         if (dflags & DC_WARN_NOT_HASH)
             warn_not_hash(e->path); /* as on every run that parses it */
-    } else if (read_all(e->path, &text, &e->err)) {
-        const char *t = text.s;
-        size_t n = text.len;
-        /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
-        if (e->fmt == FMT_YAML3 && n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) {
-            t += 3;
-            n -= 3;
-        }
-        e->value = parse(e->path, t, n, e->fmt, &e->err);
+    } else {
         unsigned flags = 0;
-        if (!e->value)
-            wrap_parse_error(e->path, e->fmt, &e->err);
-        else if (e->fmt == FMT_YAML)
-            e->value = prepare_yaml_data(e->path, e->value, &flags);
+        e->value = parse_file(e->path, e->fmt, &flags, &e->err);
         if (e->value && c->disk && data_format(e->fmt) && st->st_size >= DISK_MIN_SIZE)
             diskcache_put(c->disk, e->path, (int)e->fmt, st, e->value, flags);
     }
-    sb_free(&text);
 }
 
 static bool same_stat(const centry *e, const struct stat *st)
@@ -468,6 +584,11 @@ static centry *find_entry(hiera_cache *c, const char *path, file_format fmt, uin
 
 static hv *entry_result(centry *e, herr *err)
 {
+    if (!e->value && e->lazy) {
+        /* asked whole after all */
+        hv *whole = lazy_data_whole(e->lazy, &e->err);
+        e->value = hv_incref(whole);
+    }
     if (!e->value) {
         herr_clear(err);
         if (err) {
@@ -482,12 +603,16 @@ static hv *entry_result(centry *e, herr *err)
     return hv_incref(e->value);
 }
 
-hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
+/* The entry of path, loaded or refreshed as cache_load says (lazy: a data hash the disk cache
+ * holds with an index may be left to lazy_data), or NULL with err when the file cannot be
+ * stat()ed (seen: its stat() already made, or NULL). */
+static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, bool lazy, const struct stat *seen,
+                          herr *err)
 {
     if (c->frozen) {
         centry *known = find_entry(c, path, fmt, path_code(path, fmt));
         if (known)
-            return entry_result(known, err);
+            return known;
     }
     const hv *sv = NULL;
     const herr *se = NULL;
@@ -506,14 +631,17 @@ hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
         c->buckets[b] = e;
         if (++c->n > c->nbuckets * 2)
             grow(c);
-        return entry_result(e, err);
+        return e;
     }
     struct stat st;
-    if (stat(path, &st) != 0) {
+    if (seen) {
+        st = *seen;
+    } else if (stat(path, &st) != 0) {
         herr_set(err, HERR_LOOKUP, "Unable to read file '%s': %s", path, ERRNO_TEXT(errno));
         herr_at(err, path, 0, 0);
         return NULL;
     }
+    lazy = lazy && !c->frozen;
     uint64_t code = path_code(path, fmt);
     size_t b = (size_t)(code & (c->nbuckets - 1));
     centry *e = find_entry(c, path, fmt, code);
@@ -522,15 +650,21 @@ hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
         e->path = xstrdup(path);
         e->fmt = fmt;
         e->code = code;
-        fill(c, e, &st);
+        fill(c, e, &st, lazy);
         e->next = c->buckets[b];
         c->buckets[b] = e;
         if (++c->n > c->nbuckets * 2)
             grow(c);
     } else if (!same_stat(e, &st)) {
-        fill(c, e, &st);
+        fill(c, e, &st, lazy);
     }
-    return entry_result(e, err);
+    return e;
+}
+
+hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err)
+{
+    centry *e = load_entry(c, path, fmt, false, NULL, err);
+    return e ? entry_result(e, err) : NULL;
 }
 
 static kix_slot *kix_find(const hiera_cache *c, const char *key, size_t len, uint64_t code)
@@ -613,21 +747,31 @@ static void kix_add_file(hiera_cache *c, centry *e)
     }
 }
 
-hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, herr *err)
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, lazy_data **lazy,
+                    const struct stat *known, herr *err)
 {
-    hv *v = cache_load(c, path, fmt, err);
     *keyflags = NULL;
     *kid = 0;
+    if (lazy)
+        *lazy = NULL;
+    centry *e = load_entry(c, path, fmt, lazy != NULL, known, err);
+    if (!e)
+        return NULL;
+    if (lazy && e->lazy && !e->value) {
+        if (!e->info)
+            e->info = hv_hash();
+        *keyflags = e->info;
+        *lazy = lazy_data_retain(e->lazy);
+        return NULL;
+    }
+    hv *v = entry_result(e, err);
     if (v && hv_is(v, HV_HASH)) {
-        centry *e = find_entry(c, path, fmt, path_code(path, fmt));
-        if (e && e->value == v) {
-            if (!e->info)
-                e->info = hv_hash();
-            *keyflags = e->info;
-            if (c->frozen && !e->kid && c->kix_files < UINT32_MAX)
-                kix_add_file(c, e);
-            *kid = e->kid;
-        }
+        if (!e->info)
+            e->info = hv_hash();
+        *keyflags = e->info;
+        if (c->frozen && !e->kid && c->kix_files < UINT32_MAX)
+            kix_add_file(c, e);
+        *kid = e->kid;
     }
     return v;
 }
@@ -681,6 +825,19 @@ static int path_state(hiera_cache *c, const char *path)
 bool cache_file_exists(hiera_cache *c, const char *path) { return path_state(c, path) != 0; }
 
 bool cache_dir_exists(hiera_cache *c, const char *path) { return path_state(c, path) == 2; }
+
+bool cache_file_exists_stat(hiera_cache *c, const char *path, struct stat **st)
+{
+    *st = NULL;
+    if (c->frozen || c->src_ops)
+        return path_state(c, path) != 0;
+    struct stat s;
+    if (stat(path, &s) != 0)
+        return false;
+    *st = xmalloc(sizeof s);
+    **st = s;
+    return true;
+}
 
 int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)
 {

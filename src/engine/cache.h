@@ -13,6 +13,8 @@
 #include "base/util.h"
 #include "base/value.h"
 
+#include <sys/stat.h>
+
 typedef struct hiera_cache hiera_cache;
 
 typedef enum {
@@ -46,11 +48,25 @@ typedef struct {
  * again; the rest of the cache (configs, key index, remembered work) is the view's own. STEALS the
  * caller's reference on src (released with ops->release when the view is freed). */
 hiera_cache *cache_new_view(const file_source *ops, void *src);
+/* A data hash read from the disk cache one top-level key at a time (cache_load_data). */
+typedef struct lazy_data lazy_data;
 /* cache_load for data files (FMT_YAML after yaml_data's own rules: a non-hash top is an empty
  * hash, symbol keys are strings). *keyflags (BORROWED, NULL unless the value is a hash) is the
  * file's memo for cache_key_flags. *kid: the hash's number in a frozen cache's key index (0 when
- * not indexed). */
-hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, herr *err);
+ * not indexed). With lazy (not NULL) and a cache that is not frozen, a hash whose disk cache
+ * entry has an index is not decoded: NULL (no error) with *lazy set (a new reference; its
+ * *keyflags as for a hash). known (may be NULL): the file's stat() made a moment ago by
+ * cache_file_exists_stat, used instead of asking again. */
+hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, lazy_data **lazy,
+                    const struct stat *known, herr *err);
+/* The value of the top-level string key (code: hv_str_code) in ld: 1 with *out (BORROWED: ld
+ * keeps it), 0 when absent, -1 with err when the hash cannot be had (a corrupt disk cache entry
+ * whose file no longer parses). */
+int lazy_data_get(lazy_data *ld, const char *key, size_t len, uint64_t code, hv **out, herr *err);
+/* The whole hash (BORROWED: ld keeps it), decoded now if it was not; NULL with err as above. */
+hv *lazy_data_hash(lazy_data *ld, herr *err);
+lazy_data *lazy_data_retain(lazy_data *ld);
+void lazy_data_release(lazy_data *ld);
 
 /* The key index of a frozen cache: which indexed data hashes hold a top-level key, and its value
  * in each (BORROWED; the cache keeps the files). flags: cache_key_flags' bits, -1 until known. */
@@ -107,6 +123,9 @@ bool cache_warn_once(hiera_cache *c, const char *id);
 struct eyaml_ctx *cache_eyaml(hiera_cache *c);
 /* Whether path exists (Ruby's File.exist?: directories included). */
 bool cache_file_exists(hiera_cache *c, const char *path);
+/* cache_file_exists that also gives, when it asked stat() (a cache that is not frozen and not a
+ * view), what stat() said: *st a new malloc'ed struct, else NULL. */
+bool cache_file_exists_stat(hiera_cache *c, const char *path, struct stat **st);
 /* Whether path is a directory (remembered when the cache is frozen). */
 bool cache_dir_exists(hiera_cache *c, const char *path);
 /* glob_expand through the cache (remembered when the cache is frozen). out and the result as

@@ -23,9 +23,11 @@ typedef struct {
     char *original; /* as declared (for globs: the whole interpolated pattern) */
     bool exists;
     bool is_uri;
+    struct stat *st; /* what the existence check found (caches that are not frozen), for the load */
     /* the data_hash function's result for this location, loaded once per context */
     bool loaded;
-    hv *data;
+    hv *data;         /* NULL while lazy holds it (one-shot lookups: decoded key by key) */
+    lazy_data *lazy;
     hv *keyflags;     /* BORROWED from the cache: the file's cache_key_flags memo */
     uint32_t kid;     /* the data's number in the frozen cache's key index, 0 when not indexed */
     herr data_err;

@@ -99,7 +99,9 @@ static void location_clear(location *l)
     hv_decref(l->memo);
     free(l->path);
     free(l->original);
+    free(l->st);
     hv_decref(l->data);
+    lazy_data_release(l->lazy);
     herr_clear(&l->data_err);
 }
 
@@ -652,6 +654,15 @@ static void add_location(location **locs, size_t *n, size_t *cap, char *path, ch
     (*locs)[(*n)++] = (location){.path = path, .original = original, .exists = exists, .is_uri = is_uri};
 }
 
+/* A location whose existence is checked now (what stat() said kept for its load). */
+static void add_checked_location(hiera_cache *c, location **locs, size_t *n, size_t *cap, char *path, char *original)
+{
+    struct stat *st;
+    bool exists = cache_file_exists_stat(c, path, &st);
+    add_location(locs, n, cap, path, original, exists, false);
+    (*locs)[*n - 1].st = st;
+}
+
 /* ------------------------------------------------------------------ the facts rule
  *
  * Facts (and other scope variables) are sent by nodes: what they may do to a location.
@@ -809,12 +820,14 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
             }
             char *full = pn_plus(datadir, p);
             free(p);
-            bool exists = cache_file_exists(I->h->cache, full);
+            struct stat *st;
+            bool exists = cache_file_exists_stat(I->h->cache, full, &st);
             if (is_default && !exists) {
                 free(full);
                 continue;
             }
             add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[i]), exists, false);
+            (*locs)[*nlocs - 1].st = st;
         }
         return LR_FOUND;
     case LOC_GLOB:
@@ -888,7 +901,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
                 break;
             char *full = pn_plus(datadir, p);
             free(p);
-            add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[2]), cache_file_exists(I->h->cache, full), false);
+            add_checked_location(I->h->cache, locs, nlocs, &cap, full, xstrdup(lvl->locs[2]));
         }
         hv_decref(list);
         return r;
@@ -1127,8 +1140,17 @@ bool provider_usable(hiera_ctx *h, const layer *l, provider *p, herr *err)
     return known;
 }
 
-/* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
-hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
+/* Copies the error of a location that failed to load. */
+static void location_error(const location *loc, herr *err)
+{
+    herr_clear(err);
+    *err = (herr){loc->data_err.kind, xstrdup(loc->data_err.msg ? loc->data_err.msg : ""),
+                  loc->data_err.file ? xstrdup(loc->data_err.file) : NULL, loc->data_err.line, loc->data_err.col};
+}
+
+/* DataHashFunctionProvider#data_hash, loaded once per location: false with err when it failed.
+ * The hash is then loc->data, or loc->lazy (read key by key: location_value). */
+static bool location_load(hiera_ctx *h, provider *p, location *loc, herr *err)
 {
     if (!loc->loaded) {
         loc->loaded = true;
@@ -1141,8 +1163,14 @@ hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr
         } else {
             herr e = {0};
             hv *info = NULL;
-            hv *v = cache_load_data(h->cache, loc->path, fmt, &info, &loc->kid, &e);
-            if (!v) {
+            /* (explanations and provenance read the whole file: its keys' lines) */
+            bool lazy_ok = !h->ex && !h->prov;
+            hv *v = cache_load_data(h->cache, loc->path, fmt, &info, &loc->kid, lazy_ok ? &loc->lazy : NULL, loc->st, &e);
+            free(loc->st); /* (once loaded, never asked again) */
+            loc->st = NULL;
+            if (loc->lazy) {
+                loc->keyflags = info;
+            } else if (!v) {
                 herr_move(&loc->data_err, &e);
             } else if (!hv_is(v, HV_HASH)) {
                 loc->kid = 0;
@@ -1158,13 +1186,41 @@ hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr
             }
         }
     }
-    if (!loc->data) {
-        herr_clear(err);
-        *err = (herr){loc->data_err.kind, xstrdup(loc->data_err.msg ? loc->data_err.msg : ""),
-                      loc->data_err.file ? xstrdup(loc->data_err.file) : NULL, loc->data_err.line, loc->data_err.col};
-        return NULL;
+    if (!loc->data && !loc->lazy) {
+        location_error(loc, err);
+        return false;
+    }
+    return true;
+}
+
+/* The hash of a loaded location (BORROWED), decoded whole now when it was read key by key;
+ * NULL with err when that fails. */
+static hv *location_hash(location *loc, herr *err)
+{
+    if (!loc->data && loc->lazy) {
+        hv *whole = lazy_data_hash(loc->lazy, err);
+        if (!whole)
+            return NULL;
+        loc->data = hv_incref(whole);
     }
     return loc->data;
+}
+
+/* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
+hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
+{
+    return location_load(h, p, loc, err) ? location_hash(loc, err) : NULL;
+}
+
+/* The value of the top-level key (code: hv_str_code) at a loaded location (BORROWED), NULL when
+ * absent; -1 with err when a lazily read hash cannot be had. */
+static int location_value(location *loc, const char *key, size_t len, uint64_t code, hv **out, herr *err)
+{
+    if (loc->data) {
+        *out = hv_hash_getsn_code(loc->data, key, len, code);
+        return *out != NULL;
+    }
+    return lazy_data_get(loc->lazy, key, len, code, out, err);
 }
 
 /* ------------------------------------------------------------------ strategy lookups */
@@ -1375,16 +1431,15 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
         function_not_found(a->I->h, a->l, a->p, err);
         return LR_ERROR;
     }
-    hv *hash = location_data(h, a->l, a->p, loc, err);
-    if (!hash)
+    if (!location_load(h, a->p, loc, err))
         return LR_ERROR;
     hv *value;
     key_hit *hit = NULL;
     if (loc->kid && a->use_kx) {
         hit = key_index_find(entry_kx(a), loc->kid);
         value = hit ? hit->value : NULL;
-    } else {
-        value = hv_hash_getsn_code(hash, a->root_key, a->root_len, a->root_code);
+    } else if (location_value(loc, a->root_key, a->root_len, a->root_code, &value, err) < 0) {
+        return LR_ERROR;
     }
     if (!value) {
         if (ex)

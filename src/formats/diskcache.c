@@ -6,11 +6,21 @@
  * inode, size, modification and change times (to the nanosecond). Anything unexpected (another
  * owner, a short or corrupt file, a different version) is a miss, and the file is parsed as usual.
  *
- * Form: "HIERAC" 3 (version; 3 since yaml_data converts nested symbol keys) 0, the identity of
- * the source (path, dev, ino, size, mtime, ctime), the format, flags, then the value: one tag
- * byte per node ('n' nil, 't' true, 'f' false, 'i' int64, 'd' double, 's' string, 'b' bigint,
- * 'y' symbol, 'a' array, 'h' hash, 'r' a node already written, for YAML aliases), each followed
- * by its source line and its payload.
+ * Form: "HIERAC" 4 (version; 4 since entries may hold an index) 0, the identity of the source
+ * (path, dev, ino, size, mtime, ctime), the format, flags, the layout ('P' plain, 'I' indexed),
+ * then the value: one tag byte per node ('n' nil, 't' true, 'f' false, 'i' int64, 'd' double,
+ * 's' string, 'b' bigint, 'y' symbol, 'a' array, 'h' hash, 'r' a node already written, for YAML
+ * aliases, by its number in write order), each followed by its source line and its payload.
+ *
+ * The index ('I'): a data file's value is a hash, and a lookup needs one or two of its top-level
+ * keys (a one-shot `hiera lookup` reads a dozen files for one key: decoding them whole was half
+ * of its instructions and most of its page faults). When no top-level entry refers to a node of
+ * another entry, the value is followed by a table of its top-level string keys, sorted by their
+ * hash code (hv_str_code): code (8 bytes), the key's offset, the value's offset and node number,
+ * the key's length (4 bytes each); then the code of "lookup_options" (a changed hash function
+ * makes the index unusable, not wrong), the number of keys and the value's end offset (4 bytes
+ * each), and "HIX1". diskcache_get_lazy maps such an entry and decodes only the values asked for
+ * (dc_map_get). A plain entry is read whole as before.
  *
  * Names: an entry is <16 hex digits>.hc, the FNV-1a hash of the format and the source's path, so
  * a source has one entry, replaced when it changes; it is written as <name>.XXXXXX and renamed
@@ -32,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,21 +72,26 @@ diskcache *diskcache_open(const char *dir)
         else
             return NULL;
     }
-    /* the folder: created private; refused when someone else could write into it */
-    char *parent = xstrdup(d);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-        *slash = 0;
-        mkdir(parent, 0700);
-    }
-    free(parent);
-    if (mkdir(d, 0700) != 0 && errno != EEXIST) {
-        free(d);
-        return NULL;
-    }
+    /* the folder: created private (when it is not there yet: a run with a warm cache makes one
+     * system call here); refused when someone else could write into it */
     struct stat st;
     uid_t uid = geteuid();
-    if (lstat(d, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022)) {
+    int found = lstat(d, &st);
+    if (found != 0 && errno == ENOENT) {
+        char *parent = xstrdup(d);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = 0;
+            mkdir(parent, 0700);
+        }
+        free(parent);
+        if (mkdir(d, 0700) != 0 && errno != EEXIST) {
+            free(d);
+            return NULL;
+        }
+        found = lstat(d, &st);
+    }
+    if (found != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022)) {
         free(d);
         return NULL;
     }
@@ -141,12 +157,24 @@ char *diskcache_entry_path(const diskcache *c, const char *path, int fmt)
 
 /* ------------------------------------------------------------------ writing */
 
+/* one top-level entry of a hash value, for the index */
+typedef struct {
+    uint64_t code;
+    uint32_t key_off, val_off, val_base, key_len;
+} ix_entry;
+
 typedef struct {
     sbuf b;
     const hv **keys; /* shared nodes already written -> index */
     uint64_t *idx;
     size_t cap, n;
     uint64_t count;
+    /* the index of a top-level hash (index: wanted), and where its current entry starts: a
+     * reference to a node before it (cross) makes the entries depend on each other */
+    bool index, cross;
+    uint64_t entry_base;
+    ix_entry *ix;
+    size_t nix;
 } wctx;
 
 static void put_u64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, 8); }
@@ -201,6 +229,8 @@ static bool write_node(wctx *w, const hv *v, int depth)
     if (shareable && w->cap) {
         size_t i = slot(w, v);
         if (w->keys[i]) {
+            if (w->idx[i] < w->entry_base)
+                w->cross = true;
             sb_addc(&w->b, 'r');
             put_var(&w->b, w->idx[i]);
             return true;
@@ -247,6 +277,25 @@ static bool write_node(wctx *w, const hv *v, int depth)
         break;
     case HV_HASH:
         put_var(&w->b, hv_hash_len(v));
+        if (depth == 0 && w->index) {
+            w->ix = xmalloc((hv_hash_len(v) ? hv_hash_len(v) : 1) * sizeof *w->ix);
+            for (size_t i = 0; i < hv_hash_len(v); i++) {
+                const hv *key = hv_hash_key_at(v, i);
+                size_t key_off = w->b.len;
+                w->entry_base = w->count;
+                if (!write_node(w, key, depth + 1))
+                    return false;
+                size_t val_off = w->b.len;
+                uint64_t val_base = w->count;
+                w->entry_base = val_base; /* (a value is read alone: not even its key before it) */
+                if (!write_node(w, hv_hash_val_at(v, i), depth + 1))
+                    return false;
+                if (w->b.s[key_off] == 's' && val_off <= UINT32_MAX && val_base <= UINT32_MAX)
+                    w->ix[w->nix++] = (ix_entry){hv_str_code(hv_str_ptr(key), hv_str_len(key)), (uint32_t)key_off,
+                                                 (uint32_t)val_off, (uint32_t)val_base, (uint32_t)hv_str_len(key)};
+            }
+            break;
+        }
         for (size_t i = 0; i < hv_hash_len(v); i++)
             if (!write_node(w, hv_hash_key_at(v, i), depth + 1) || !write_node(w, hv_hash_val_at(v, i), depth + 1))
                 return false;
@@ -275,15 +324,49 @@ static void put_identity(sbuf *b, const char *path, int fmt, const struct stat *
 
 static void after_write(diskcache *c, size_t bytes);
 
+#define IX_MAGIC "HIX1"
+#define IX_ENTRY_SIZE 24
+#define IX_TAIL_SIZE 20 /* code check (8), count, value end (4 each), IX_MAGIC */
+
+static int ix_cmp(const void *a, const void *b)
+{
+    const ix_entry *x = a, *y = b;
+    if (x->code != y->code)
+        return x->code < y->code ? -1 : 1;
+    return x->key_off < y->key_off ? -1 : x->key_off > y->key_off;
+}
+
+static void put_u32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, 4); }
+
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags)
 {
     if (!c)
         return;
     wctx w = {0};
     put_identity(&w.b, path, fmt, st, flags);
+    size_t layout_at = w.b.len;
+    sb_addc(&w.b, 'P');
+    w.index = hv_is(value, HV_HASH);
     bool ok = write_node(&w, value, 0);
     free(w.keys);
     free(w.idx);
+    if (ok && w.index && !w.cross && w.b.len <= UINT32_MAX && w.nix <= UINT32_MAX) {
+        uint32_t end = (uint32_t)w.b.len;
+        qsort(w.ix, w.nix, sizeof *w.ix, ix_cmp);
+        for (size_t i = 0; i < w.nix; i++) {
+            put_u64(&w.b, w.ix[i].code);
+            put_u32(&w.b, w.ix[i].key_off);
+            put_u32(&w.b, w.ix[i].val_off);
+            put_u32(&w.b, w.ix[i].val_base);
+            put_u32(&w.b, w.ix[i].key_len);
+        }
+        put_u64(&w.b, hv_str_code("lookup_options", 14));
+        put_u32(&w.b, (uint32_t)w.nix);
+        put_u32(&w.b, end);
+        sb_addn(&w.b, IX_MAGIC, 4);
+        w.b.s[layout_at] = 'I';
+    }
+    free(w.ix);
     if (!ok) {
         sb_free(&w.b);
         return;
@@ -326,8 +409,9 @@ void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *s
 
 typedef struct {
     const unsigned char *p, *end;
-    hv **nodes; /* every node in order, for 'r' */
+    hv **nodes; /* every node in order, for 'r' (nodes[i] is node number base + i) */
     size_t n, cap;
+    uint64_t base;
 } rctx;
 
 static bool get_u64(rctx *r, uint64_t *v)
@@ -371,9 +455,9 @@ static hv *read_node(rctx *r, int depth)
     unsigned char tag = *r->p++;
     uint64_t line, len, u;
     if (tag == 'r') {
-        if (!get_var(r, &u) || u >= r->n || !r->nodes[u])
+        if (!get_var(r, &u) || u < r->base || u - r->base >= r->n || !r->nodes[u - r->base])
             return NULL;
-        return hv_incref(r->nodes[u]);
+        return hv_incref(r->nodes[u - r->base]);
     }
     if (!get_var(r, &line))
         return NULL;
@@ -443,56 +527,185 @@ static hv *read_node(rctx *r, int depth)
     return v;
 }
 
-hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags)
+/* An entry mapped: its identity checked, the value from body to end, and the index when it has
+ * one (nix entries at ix). */
+struct dc_map {
+    unsigned char *map;
+    size_t size, body, end;
+    const unsigned char *ix;
+    uint32_t nix;
+};
+
+static uint32_t u32_at(const unsigned char *p)
 {
-    if (!c)
-        return NULL;
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t u64_at(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* The index of m, checked once: the tail in place, every key and value inside the value, codes in
+ * order. 1: usable; 0: well formed but made with another hash function (the value is read whole,
+ * up to m->end); -1: corrupt (a miss). */
+static int index_check(dc_map *m)
+{
+    const unsigned char *tail = m->map + m->size - IX_TAIL_SIZE;
+    if (m->size - m->body < IX_TAIL_SIZE || memcmp(tail + 16, IX_MAGIC, 4) != 0)
+        return -1;
+    uint64_t nix = u32_at(tail + 8), end = u32_at(tail + 12);
+    if (end < m->body || end + nix * IX_ENTRY_SIZE + IX_TAIL_SIZE != m->size)
+        return -1;
+    m->end = (size_t)end;
+    if (u64_at(tail) != hv_str_code("lookup_options", 14))
+        return 0;
+    const unsigned char *ix = m->map + end;
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i < nix; i++) {
+        const unsigned char *e = ix + i * IX_ENTRY_SIZE;
+        uint64_t code = u64_at(e);
+        uint32_t key_off = u32_at(e + 8), val_off = u32_at(e + 12);
+        if (code < prev || key_off < m->body || key_off >= val_off || val_off >= end)
+            return -1;
+        prev = code;
+    }
+    m->ix = ix;
+    m->nix = (uint32_t)nix;
+    return 1;
+}
+
+/* Maps the entry of path when it is exactly this source's, of this version and owned by us;
+ * *flags gets its flags. populate: the whole entry will be read (the pages are mapped at once). */
+static bool map_entry(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags, bool populate,
+                      dc_map *m)
+{
     char *file = diskcache_entry_path(c, path, fmt);
     int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     free(file);
     if (fd < 0)
-        return NULL;
+        return false;
     struct stat cst;
-    hv *value = NULL;
+    void *map = MAP_FAILED;
     if (fstat(fd, &cst) == 0 && S_ISREG(cst.st_mode) && cst.st_uid == c->uid && cst.st_size > 0 &&
-        cst.st_size < (off_t)1 << 31) {
-        size_t n = (size_t)cst.st_size;
-        unsigned char *buf = xmalloc(n);
-        size_t got = 0;
-        while (got < n) {
-            ssize_t k = read(fd, buf + got, n - got);
-            if (k <= 0) {
-                if (k < 0 && errno == EINTR)
-                    continue;
-                break;
-            }
-            got += (size_t)k;
-        }
-        if (got == n) {
-            /* the identity must be exactly the one this file would be written with */
-            sbuf id = {0};
-            put_identity(&id, path, fmt, st, 0);
-            size_t idlen = id.len - 1; /* without the flags varint (one byte for small values) */
-            if (n > idlen + 1 && memcmp(buf, id.s, idlen) == 0) {
-                rctx r = {buf + idlen, buf + n, NULL, 0, 0};
-                uint64_t fl;
-                if (get_var(&r, &fl)) {
-                    value = read_node(&r, 0);
-                    if (value && r.p != r.end) {
-                        hv_decref(value);
-                        value = NULL;
-                    }
-                    if (value)
-                        *flags = (unsigned)fl;
-                }
-                free(r.nodes);
-            }
-            sb_free(&id);
-        }
-        free(buf);
-    }
+        cst.st_size < (off_t)1 << 31)
+        map = mmap(NULL, (size_t)cst.st_size, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
     close(fd);
+    if (map == MAP_FAILED)
+        return false;
+    /* (entries are written whole and renamed into place, never changed: the mapping cannot shrink
+     * under the reader unless someone truncates a file of our private folder) */
+    *m = (dc_map){map, (size_t)cst.st_size, 0, (size_t)cst.st_size, NULL, 0};
+    /* the identity must be exactly the one this file would be written with */
+    sbuf id = {0};
+    put_identity(&id, path, fmt, st, 0);
+    size_t idlen = id.len - 1; /* without the flags varint (one byte for small values) */
+    bool ok = m->size > idlen + 2 && memcmp(m->map, id.s, idlen) == 0;
+    sb_free(&id);
+    if (ok) {
+        rctx r = {m->map + idlen, m->map + m->size, NULL, 0, 0, 0};
+        uint64_t fl;
+        ok = get_var(&r, &fl) && r.p < r.end && (*r.p == 'P' || *r.p == 'I');
+        if (ok) {
+            *flags = (unsigned)fl;
+            bool indexed = *r.p++ == 'I';
+            m->body = (size_t)(r.p - m->map);
+            if (indexed)
+                ok = index_check(m) >= 0;
+        }
+    }
+    if (!ok)
+        munmap(m->map, m->size);
+    return ok;
+}
+
+/* The whole value of a mapped entry (a new reference), or NULL when it is corrupt. */
+static hv *read_whole(const dc_map *m)
+{
+    rctx r = {m->map + m->body, m->map + m->end, NULL, 0, 0, 0};
+    hv *value = read_node(&r, 0);
+    if (value && r.p != r.end) {
+        hv_decref(value);
+        value = NULL;
+    }
+    free(r.nodes);
     return value;
+}
+
+hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags)
+{
+    dc_map m;
+    unsigned fl = 0;
+    if (!c || !map_entry(c, path, fmt, st, &fl, true, &m))
+        return NULL;
+    hv *value = read_whole(&m);
+    munmap(m.map, m.size);
+    if (value)
+        *flags = fl;
+    return value;
+}
+
+hv *diskcache_get_lazy(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags, dc_map **map)
+{
+    *map = NULL;
+    dc_map m;
+    unsigned fl = 0;
+    if (!c || !map_entry(c, path, fmt, st, &fl, false, &m))
+        return NULL;
+    *flags = fl;
+    if (m.ix) {
+        *map = xmalloc(sizeof m);
+        **map = m;
+        return NULL;
+    }
+    hv *value = read_whole(&m);
+    munmap(m.map, m.size);
+    return value;
+}
+
+int dc_map_get(const dc_map *m, const char *key, size_t len, uint64_t code, hv **out)
+{
+    *out = NULL;
+    size_t lo = 0, hi = m->nix;
+    while (lo < hi) { /* the first entry whose code is not below code */
+        size_t mid = lo + (hi - lo) / 2;
+        if (u64_at(m->ix + mid * IX_ENTRY_SIZE) < code)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < m->nix && u64_at(m->ix + lo * IX_ENTRY_SIZE) == code; lo++) {
+        const unsigned char *e = m->ix + lo * IX_ENTRY_SIZE;
+        if (u32_at(e + 20) != len)
+            continue;
+        /* the key node: 's', its line, its length, its bytes */
+        rctx k = {m->map + u32_at(e + 8), m->map + m->end, NULL, 0, 0, 0};
+        uint64_t line, klen;
+        if (*k.p++ != 's' || !get_var(&k, &line) || !get_var(&k, &klen) || klen != len ||
+            (uint64_t)(k.end - k.p) < klen)
+            return -1;
+        if (memcmp(k.p, key, len) != 0)
+            continue;
+        rctx r = {m->map + u32_at(e + 12), m->map + m->end, NULL, 0, 0, u32_at(e + 16)};
+        *out = read_node(&r, 1);
+        free(r.nodes);
+        return *out ? 1 : -1;
+    }
+    return 0;
+}
+
+hv *dc_map_value(const dc_map *m) { return read_whole(m); }
+
+void dc_map_free(dc_map *m)
+{
+    if (!m)
+        return;
+    munmap(m->map, m->size);
+    free(m);
 }
 
 /* ------------------------------------------------------------------ sweeping
@@ -597,7 +810,7 @@ static bool entry_useless(int dfd, const char *name)
     bool whole = (size_t)n < sizeof buf; /* the entry ends within buf */
     if (n < 8 || memcmp(buf, MAGIC, 8) != 0)
         return true;
-    rctx r = {buf + 8, buf + n, NULL, 0, 0};
+    rctx r = {buf + 8, buf + n, NULL, 0, 0, 0};
     uint64_t len, id[7];
     if (!get_var(&r, &len) || len == 0 || len >= PATH_MAX || len > (uint64_t)(r.end - r.p))
         return whole;

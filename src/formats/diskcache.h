@@ -12,7 +12,7 @@ typedef struct diskcache diskcache;
 
 /* The first 8 bytes of an entry: "HIERAC", the format's version, 0 (diskcache.c describes the
  * form; the fuzz harness builds entries with it) */
-#define DISKCACHE_MAGIC "HIERAC\3\0"
+#define DISKCACHE_MAGIC "HIERAC\4\0"
 
 /* The bound of the entries' total size when HIERA_CACHE_MAX_SIZE does not give one. */
 #define DISKCACHE_DEFAULT_MAX_SIZE ((uint64_t)256 << 20)
@@ -32,6 +32,19 @@ const char *diskcache_dir(const diskcache *c);
 /* The value parsed from path (format fmt) when the cache holds it for exactly this stat identity;
  * a new reference, or NULL. *flags gets the flags it was stored with. */
 hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags);
+/* An entry mapped for reading parts of it (diskcache_get_lazy). */
+typedef struct dc_map dc_map;
+/* diskcache_get for a value that may be read in parts: when the entry holds a hash with an index
+ * of its top-level keys, NULL with *map set (the entry mapped, nothing decoded yet; dc_map_free
+ * it), else what diskcache_get gives, with *map NULL. */
+hv *diskcache_get_lazy(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags, dc_map **map);
+/* The value of the top-level string key (code: hv_str_code) of a mapped hash: 1 with *out (a new
+ * reference), 0 when the hash has no such key, -1 when the entry turns out to be corrupt. */
+int dc_map_get(const dc_map *m, const char *key, size_t len, uint64_t code, hv **out);
+/* The whole value of a mapped entry (a new reference), NULL when it is corrupt. */
+hv *dc_map_value(const dc_map *m);
+void dc_map_free(dc_map *m);
+
 /* Stores the value parsed from path; failures are silent (the cache is only an optimisation).
  * Starts a sweep when one is due (see diskcache_sweep). */
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags);

@@ -8,6 +8,7 @@
  * (Unicode letters, marks, digits and connector punctuation), classified with Oniguruma's
  * tables; blanks are Ruby's \s (space, \t, \r, \n, \f, \v). */
 #include "formats/ini.h"
+#include "base/rregex.h"
 
 #include <oniguruma.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ static size_t word_char(const char *s, size_t i, size_t n)
     size_t len = utf8_decode((const unsigned char *)s + i, &cp);
     if (i + len > n)
         return 0;
+    rregex_init(); /* Oniguruma's tables (the hiera command loads it on first use) */
     return ONIGENC_IS_CODE_WORD(ONIG_ENCODING_UTF8, cp) ? len : 0;
 }
 

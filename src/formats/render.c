@@ -132,6 +132,7 @@ static bool code_printable(uint32_t c)
         return c >= 0x20 && c < 0x7F;
     if (unassigned_in_ruby(c))
         return false;
+    rregex_init(); /* Oniguruma's tables (the hiera command loads it on first use) */
     return ONIGENC_IS_CODE_PRINT(ONIG_ENCODING_UTF8, (OnigCodePoint)c) != 0;
 }
 

@@ -60,6 +60,10 @@ typedef void (*h3_log_fn)(h3_log_level level, const char *msg, void *userdata);
  * Puppet (console is used, with Hiera's warning); any other name warns "Failed to load <name>
  * logger: ..." and uses the console. */
 void h3_set_logger(h3 *h, const char *name);
+/* Parsed YAML and JSON data files are kept in (and taken from) this disk cache (formats/
+ * diskcache.h; BORROWED: it must outlive h), or not at all (NULL, the default). */
+struct diskcache;
+void h3_set_disk(h3 *h, struct diskcache *d);
 /* A caller-supplied logger (fn NULL: noop). */
 void h3_set_log_callback(h3 *h, h3_log_fn fn, void *userdata);
 void h3_debug(h3 *h, const char *fmt, ...) HIERA_PRINTF(2, 3);

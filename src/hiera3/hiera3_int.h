@@ -81,6 +81,7 @@ struct hiera3 {
      * h3_backend_lookup, given when the object is made, so that the interpolation does not call
      * up into the file that calls it */
     h3_lookup_fn nested_lookup;
+    struct diskcache *disk; /* parsed YAML and JSON data files kept between runs (BORROWED), or NULL */
 };
 
 /* ---- errors and Ruby helpers (hiera3.c) ---- */

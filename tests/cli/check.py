@@ -22,6 +22,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -221,6 +222,39 @@ def check_versions_and_help(hiera):
     check("hiera -- version is a Hiera 3 lookup", "0.2" not in p.stdout or p.returncode != 0, p.stdout)
 
 
+def check_hiera3_disk_cache(hiera, root):
+    """Hiera 3's command keeps parsed YAML and JSON data files in the disk cache (the yaml backend
+    comes first: its values lead the array): the second run answers from it as the first did, a changed file is read again, a broken one is an error as
+    without the cache, and HIERA_CACHE_DIR=off writes nothing."""
+    data = os.path.join(root, "data")
+    pad = "".join("pad_%d: %d\n" % (i, i) for i in range(40))  # (small files are not cached)
+    write(os.path.join(data, "common.yaml"), "greeting: hello\nlist: [a, b]\n" + pad)
+    write(os.path.join(data, "extra.json"), json.dumps({"list": ["c"], "pad": "x" * 300}))
+    cfg = os.path.join(root, "hiera.yaml")
+    write(cfg, ":backends:\n  - yaml\n  - json\n:yaml:\n  :datadir: %s\n:json:\n  :datadir: %s\n"
+               ":hierarchy:\n  - extra\n  - common\n" % (data, data))
+    cache = os.path.join(root, "cache")
+    env = {"HIERA_CACHE_DIR": cache}
+    first = run([hiera, "-c", cfg, "-a", "list"], env=env)
+    again = run([hiera, "-c", cfg, "-a", "list"], env=env)
+    entries = [n for n in os.listdir(cache) if n.endswith(".hc")] if os.path.isdir(cache) else []
+    check("hiera3 disk cache: entries written", len(entries) == 2, str(entries))
+    check("hiera3 disk cache: same answer from the cache", first.returncode == 0 and first.stdout == again.stdout
+          and '["a", "b", "c"]' in first.stdout, first.stdout + first.stderr + again.stdout)
+    time.sleep(0.01)
+    write(os.path.join(data, "common.yaml"), "greeting: hi\nlist: [z]\n" + pad)
+    changed = run([hiera, "-c", cfg, "-a", "list"], env=env)
+    check("hiera3 disk cache: a changed file is read again", '["z", "c"]' in changed.stdout, changed.stdout + changed.stderr)
+    write(os.path.join(data, "common.yaml"), "greeting: [\n" + pad)
+    broken = run([hiera, "-c", cfg, "greeting"], env=env)
+    plain = run([hiera, "-c", cfg, "greeting"])
+    check("hiera3 disk cache: a broken file fails as without the cache",
+          broken.returncode == plain.returncode != 0 and broken.stderr == plain.stderr, broken.stderr + plain.stderr)
+    off = os.path.join(root, "off")
+    run([hiera, "-c", cfg, "-a", "list"], env={"HIERA_CACHE_DIR": "off", "HOME": off, "XDG_CACHE_HOME": ""})
+    check("hiera3 disk cache: off writes nothing", not os.path.exists(off))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -233,6 +267,7 @@ def main():
         check_layout_guess(hiera, os.path.join(scratch, "guess"))
         check_batch(hiera, os.path.join(scratch, "batch"))
         check_versions_and_help(hiera)
+        check_hiera3_disk_cache(hiera, os.path.join(scratch, "hiera3-cache"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"cli: {passed} passed, {failed} failed")

@@ -90,6 +90,127 @@ static void test_round_trip(void **state)
     free(cdir);
 }
 
+/* An entry whose top-level values stand alone has an index: each key's value read alone is the
+ * one the whole value holds (lines and aliases inside a value kept); keys it lacks (or holds
+ * only as numbers) are absent; an entry whose values share a node across keys has none. */
+static void test_lazy_entries(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/cache-lazy", dir);
+    diskcache *c = diskcache_open(cdir);
+    assert_non_null(c);
+    sbuf doc = {0};
+    sb_adds(&doc, "a: 1\nb: [x, y]\nc: {p: &q [1, 2], r: *q}\n2: two\n'': empty\nlookup_options: {x: {merge: deep}}\n");
+    for (int i = 0; i < 300; i++)
+        sb_addf(&doc, "key%d: {v: %d, s: \"text %d\"}\n", i, i, i);
+    char *src = write_src("lazy.yaml", sb_str(&doc));
+    struct stat st;
+    assert_int_equal(stat(src, &st), 0);
+    herr e = {0};
+    hv *v = yaml_parse(doc.s, doc.len, src, YAML_PUPPET, &e);
+    assert_non_null(v);
+    diskcache_put(c, src, 0, &st, v, 1);
+    dc_map *m = NULL;
+    unsigned flags = 0;
+    assert_null(diskcache_get_lazy(c, src, 0, &st, &flags, &m));
+    assert_non_null(m);
+    assert_int_equal(flags, 1);
+    for (size_t i = 0; i < hv_hash_len(v); i++) {
+        const hv *k = hv_hash_key_at(v, i);
+        if (!hv_is(k, HV_STRING))
+            continue;
+        hv *got = NULL;
+        assert_int_equal(dc_map_get(m, hv_str_ptr(k), hv_str_len(k), hv_str_code(hv_str_ptr(k), hv_str_len(k)), &got), 1);
+        assert_true(hv_eql(got, hv_hash_val_at(v, i)));
+        assert_int_equal(hv_line(got), hv_line(hv_hash_val_at(v, i)));
+        if (!strcmp(hv_str_ptr(k), "c"))
+            assert_ptr_equal(hv_hash_gets(got, "p"), hv_hash_gets(got, "r")); /* one node, as written */
+        hv_decref(got);
+    }
+    hv *got = NULL;
+    assert_int_equal(dc_map_get(m, "nope", 4, hv_str_code("nope", 4), &got), 0);
+    assert_int_equal(dc_map_get(m, "2", 1, hv_str_code("2", 1), &got), 0); /* the key is the number 2 */
+    assert_null(got);
+    hv *whole = dc_map_value(m);
+    assert_true(hv_eql(whole, v));
+    hv_decref(whole);
+    dc_map_free(m);
+    /* the plain reader reads an indexed entry whole */
+    hv *back = diskcache_get(c, src, 0, &st, &flags);
+    assert_true(hv_eql(back, v));
+    hv_decref(back);
+    /* DOC's "use" is "base"'s node: no index, the value whole */
+    char *src2 = write_src("shared.yaml", DOC);
+    assert_int_equal(stat(src2, &st), 0);
+    hv *v2 = yaml_parse(DOC, strlen(DOC), src2, YAML_PUPPET, &e);
+    diskcache_put(c, src2, 0, &st, v2, 0);
+    back = diskcache_get_lazy(c, src2, 0, &st, &flags, &m);
+    assert_null(m);
+    assert_non_null(back);
+    assert_true(hv_eql(back, v2));
+    hv_decref(back);
+    hv_decref(v2);
+    hv_decref(v);
+    sb_free(&doc);
+    diskcache_close(c);
+    free(src);
+    free(src2);
+    free(cdir);
+}
+
+/* A damaged indexed entry (cut anywhere, any byte changed) is a miss or reads some value: never
+ * a crash, whatever is asked of it. */
+static void test_lazy_corrupt(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/cache-lazy2", dir);
+    diskcache *c = diskcache_open(cdir);
+    static const char text[] = "a: 1\nb: [x, {y: z}]\nlong_key_name: text\n";
+    char *src = write_src("lz.yaml", text);
+    struct stat st;
+    assert_int_equal(stat(src, &st), 0);
+    herr e = {0};
+    hv *v = yaml_parse(text, strlen(text), src, YAML_PUPPET, &e);
+    diskcache_put(c, src, 0, &st, v, 0);
+    char *entry = diskcache_entry_path(c, src, 0);
+    FILE *f = fopen(entry, "rb");
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    static const char *keys[] = {"a", "b", "long_key_name", "zz"};
+    unsigned flags;
+    for (size_t variant = 0; variant < 2 * n; variant++) {
+        char copy[4096];
+        memcpy(copy, buf, n);
+        size_t len = n;
+        if (variant < n)
+            len = variant; /* cut */
+        else
+            copy[variant - n] ^= (char)0x5a; /* a byte changed */
+        f = fopen(entry, "wb");
+        fwrite(copy, 1, len, f);
+        fclose(f);
+        dc_map *m = NULL;
+        hv *r = diskcache_get_lazy(c, src, 0, &st, &flags, &m);
+        if (variant < n)
+            assert_true(!r && !m); /* a cut entry is a miss */
+        hv_decref(r);
+        for (size_t k = 0; m && k < 4; k++) {
+            hv *got = NULL;
+            dc_map_get(m, keys[k], strlen(keys[k]), hv_str_code(keys[k], strlen(keys[k])), &got);
+            hv_decref(got);
+        }
+        if (m)
+            hv_decref(dc_map_value(m));
+        dc_map_free(m);
+    }
+    hv_decref(v);
+    free(entry);
+    diskcache_close(c);
+    free(src);
+    free(cdir);
+}
+
 static void test_corrupt_entries(void **state)
 {
     (void)state;
@@ -542,6 +663,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_corrupt_entries),
+        cmocka_unit_test(test_lazy_entries),
+        cmocka_unit_test(test_lazy_corrupt),
         cmocka_unit_test(test_value_file),
         cmocka_unit_test(test_sweep_stale),
         cmocka_unit_test(test_sweep_size_limit),

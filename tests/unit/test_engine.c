@@ -271,13 +271,132 @@ static void test_config_quick_check(void **state)
     ptype_free(t);
 }
 
+/* Merge options: what ms_from_value accepts (it skips the type for options that plainly match)
+ * is what the strategy's type (merge_strategy.rb's options_t) accepts. */
+static void test_merge_options_quick_check(void **state)
+{
+    (void)state;
+    herr e = {0};
+    ptype *deep = ptype_parse("Struct[{strategy=>Optional[Pattern[deep]],knockout_prefix=>Optional[String],"
+                              "merge_debug=>Optional[Boolean],merge_hash_arrays=>Optional[Boolean],"
+                              "sort_merged_arrays=>Optional[Boolean],}]",
+                              &e);
+    ptype *free_form = ptype_parse("Hash[String[1],Any]", &e);
+    assert_non_null(deep);
+    assert_non_null(free_form);
+    static const char *names[] = {"strategy", "knockout_prefix", "merge_debug", "merge_hash_arrays", "sort_merged_arrays",
+                                  "preserve_unmergeables", "", "strategy\0x", "Strategy"};
+    static const char *strategies[] = {"deep", "reverse_deep", "unconstrained_deep"};
+    int accepted = 0;
+    for (int i = 0; i < 20000; i++) {
+        const char *strategy = strategies[rnd(3)];
+        hv *merge = hv_hash();
+        hv_hash_sets(merge, "strategy", rnd(10) ? hv_str(strategy) : rnd(2) ? hv_symbol(strategy, strlen(strategy)) : hv_str("deepish"));
+        for (unsigned j = 1 + rnd(3); j > 0; j--) {
+            size_t n = rnd(sizeof names / sizeof *names);
+            hv *key = rnd(12) == 0 ? hv_symbol("merge_debug", 11) : hv_strn(names[n], n == 7 ? 10 : strlen(names[n]));
+            hv *value = rnd(3) == 0 ? random_scalar() : rnd(2) ? hv_bool(rnd(2)) : hv_str("--");
+            hv_hash_set(merge, key, value);
+        }
+        const hv *name = hv_hash_gets(merge, "strategy");
+        bool known = false;
+        for (size_t k = 0; k < 3 && hv_is(name, HV_STRING); k++)
+            known |= strcmp(hv_str_ptr(name), strategies[k]) == 0;
+        if (!known || hv_hash_len(merge) < 2) {
+            hv_decref(merge);
+            continue;
+        }
+        bool want = ptype_match(strcmp(hv_str_ptr(name), "deep") == 0 ? deep : free_form, merge);
+        herr me = {0};
+        merge_strategy *ms = ms_from_value(merge, &me);
+        if ((ms != NULL) != want) {
+            char *j = hjson_debug(merge);
+            print_error("ms_from_value %s what the type %s: %s (%s)\n", ms ? "accepted" : "refused", want ? "accepts" : "refuses", j,
+                        me.msg ? me.msg : "");
+            free(j);
+            fail();
+        }
+        accepted += ms != NULL;
+        ms_free(ms);
+        herr_clear(&me);
+        hv_decref(merge);
+    }
+    assert_true(accepted > 100);
+    ptype_free(deep);
+    ptype_free(free_form);
+}
+
+/* Literal patterns (matched without Oniguruma on ASCII strings without a newline) answer as the
+ * same pattern compiled by Oniguruma: random literal patterns (groups of alternatives included)
+ * against random strings, each also compiled as "(?:PATTERN){1}" (the same regexp, never
+ * literal), for =~ and gsub. */
+static void test_rregex_plain(void **state)
+{
+    (void)state;
+    static const char *starts[] = {"", "", "^", "\\A"}, *ends[] = {"", "", "$", "\\z", "\\Z"};
+    static const char *pieces[] = {"a", "b", ":", "::", "_", "-", "\\-", "\\.", "\\:", "/", " ", "#", "\\$", "\\^", "\\\\", "\\*", "x"};
+    static const char *means[] = {"a", "b", ":", "::", "_", "-", "-", ".", ":", "/", " ", "#", "$", "^", "\\", "*", "x"};
+    static const char *groups[] = {"(a|b)", "(?:ab|b)", "(::|_)", "(x|xa|a)", "(a)", "(\\-|\\.)"};
+    static const char *group_means[] = {"b", "ab", "_", "xa", "a", "."};
+    static const char *subj[] = {"a", "b", ":", "_", "-", ".", "/", " ", "#", "$", "^", "\\", "*", "x", "\n", "\xc3\xa9", "ab"};
+    int plain_hits = 0;
+    for (int i = 0; i < 20000; i++) {
+        sbuf pat = {0}, wrapped = {0}, s = {0}, lit = {0};
+        sb_adds(&pat, starts[rnd(4)]);
+        for (unsigned j = 1 + rnd(3); j > 0; j--) {
+            if (rnd(4) == 0) {
+                unsigned k = rnd(sizeof groups / sizeof *groups);
+                sb_adds(&pat, groups[k]);
+                sb_adds(&lit, group_means[k]);
+                continue;
+            }
+            unsigned k = rnd(sizeof pieces / sizeof *pieces);
+            sb_adds(&pat, pieces[k]);
+            sb_adds(&lit, means[k]);
+        }
+        sb_adds(&pat, ends[rnd(5)]);
+        sb_adds(&wrapped, "(?:");
+        sb_addn(&wrapped, pat.s, pat.len);
+        sb_adds(&wrapped, "){1}");
+        for (unsigned j = rnd(4); j > 0; j--)
+            sb_adds(&s, subj[rnd(sizeof subj / sizeof *subj)]);
+        if (rnd(2))
+            sb_addn(&s, lit.s, lit.len);
+        for (unsigned j = rnd(4); j > 0; j--)
+            sb_adds(&s, rnd(2) ? means[rnd(sizeof means / sizeof *means)] : subj[rnd(sizeof subj / sizeof *subj)]);
+        herr e = {0};
+        rregex *a = rregex_new(pat.s, pat.len, &e), *b = rregex_new(wrapped.s, wrapped.len, &e);
+        assert_non_null(a);
+        assert_non_null(b);
+        bool ma = rregex_search(a, s.s ? s.s : "", s.len), mb = rregex_search(b, s.s ? s.s : "", s.len);
+        if (ma != mb)
+            fail_msg("/%s/ =~ \"%s\": %d, as Oniguruma: %d", pat.s, s.s ? s.s : "", ma, mb);
+        plain_hits += ma;
+        size_t na = 0, nb = 0;
+        char *ga = rregex_gsub_empty(a, s.s ? s.s : "", s.len, &na), *gb = rregex_gsub_empty(b, s.s ? s.s : "", s.len, &nb);
+        if ((ga == NULL) != (gb == NULL) || (ga && (na != nb || memcmp(ga, gb, na) != 0)))
+            fail_msg("\"%s\".gsub(/%s/, \"\") differs: \"%s\" / Oniguruma: \"%s\"", s.s ? s.s : "", pat.s, ga ? ga : "(none)",
+                     gb ? gb : "(none)");
+        free(ga);
+        free(gb);
+        rregex_free(a);
+        rregex_free(b);
+        sb_free(&pat);
+        sb_free(&wrapped);
+        sb_free(&s);
+        sb_free(&lit);
+    }
+    assert_true(plain_hits > 2000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pathname_plus), cmocka_unit_test(test_split_key),
         cmocka_unit_test(test_deep_merge),    cmocka_unit_test(test_deep_merge_errors),
         cmocka_unit_test(test_strategies),    cmocka_unit_test(test_rregex_gsub),
-        cmocka_unit_test(test_config_quick_check),
+        cmocka_unit_test(test_config_quick_check), cmocka_unit_test(test_merge_options_quick_check),
+        cmocka_unit_test(test_rregex_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,16 +132,16 @@ static void test_key_index(void **state)
     uint32_t kid_a, kid_b;
     herr e = {0};
     /* not frozen: nothing indexed */
-    hv *va = cache_load_data(c, a, FMT_JSON, &flags, &kid_a, &e);
+    hv *va = cache_load_data(c, a, FMT_JSON, &flags, &kid_a, NULL, NULL, &e);
     assert_non_null(va);
     assert_int_equal(kid_a, 0);
     assert_int_equal(cache_key_index_gen(c), 0);
     hv_decref(va);
     cache_freeze(c);
-    va = cache_load_data(c, a, FMT_JSON, &flags, &kid_a, &e);
+    va = cache_load_data(c, a, FMT_JSON, &flags, &kid_a, NULL, NULL, &e);
     assert_true(kid_a > 0);
     uint32_t gen = cache_key_index_gen(c);
-    hv *vb = cache_load_data(c, b, FMT_JSON, &flags, &kid_b, &e);
+    hv *vb = cache_load_data(c, b, FMT_JSON, &flags, &kid_b, NULL, NULL, &e);
     assert_true(kid_b > kid_a);
     assert_true(cache_key_index_gen(c) != gen); /* a file was added: entries may have moved */
     uint64_t code = hv_str_code("k", 1);
@@ -159,7 +159,7 @@ static void test_key_index(void **state)
     assert_null(key_index_find(NULL, kid_a));
     /* loading a file again does not index it twice */
     uint32_t again;
-    hv *va2 = cache_load_data(c, a, FMT_JSON, &flags, &again, &e);
+    hv *va2 = cache_load_data(c, a, FMT_JSON, &flags, &again, NULL, NULL, &e);
     assert_int_equal(again, kid_a);
     x = cache_key_index(c, "k", 1, code);
     assert_non_null(key_index_find(x, kid_a));
@@ -194,7 +194,7 @@ static void test_key_index_has(void **state)
                  i == 0 || i == FILES - 1 ? ", \"ends\": 1" : "");
         paths[i] = testutil_write_under(dir, name, text);
         hv *flags;
-        hv *v = cache_load_data(c, paths[i], FMT_JSON, &flags, &kids[i], &e);
+        hv *v = cache_load_data(c, paths[i], FMT_JSON, &flags, &kids[i], NULL, NULL, &e);
         assert_non_null(v);
         assert_true(kids[i] > 0);
         hv_decref(v);
