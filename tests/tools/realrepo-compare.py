@@ -204,13 +204,13 @@ def module_name(src):
     return base
 
 
-def install(root, control, modules):
+def install(root, control, modules, conf=()):
     """One Puppet installation under root; returns [(env, envdir)]."""
     etc = os.path.join(root, "etc")
     code = os.path.join(root, "code")
     os.makedirs(etc, exist_ok=True)
     with open(os.path.join(etc, "puppet.conf"), "w") as f:
-        f.write("[main]\ncodedir = $confdir/../code\n")
+        f.write("[main]\ncodedir = $confdir/../code\n" + "".join(l + "\n" for l in conf))
     with open(os.path.join(etc, "hiera.yaml"), "w") as f:
         f.write(GLOBAL_HIERA)
     parts = control.split("::")
@@ -463,7 +463,7 @@ def make_facts(i, prof, names, assigned, with_trusted, env):
         "virtual": "kvm", "is_virtual": True, "processors": {"count": 2, "physicalcount": 1},
         "memory": {"system": {"total": "3.84 GiB", "total_bytes": 4123456789}}, "timezone": "UTC",
         "path": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "uptime_days": i,
-        "puppetversion": "7.23.0", "facterversion": "4.5.2", "role": "base", "env": env,
+        "puppetversion": "7.23.0", "facterversion": "4.5.2",
     }
     if codename:
         facts["lsbdistcodename"] = codename
@@ -647,6 +647,12 @@ def agree(p, h):
     return kind(p) != "value" or same(p["value"], h["value"])
 
 
+def merge_flags(m, default):
+    if m == "default":
+        return ["--default", default]
+    return ["--merge", m] if m else []
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hiera", required=True)
@@ -654,6 +660,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=12, help="most nodes per environment")
     ap.add_argument("--merge-sample", type=int, default=120, help="keys asked with unique/hash/deep per environment")
     ap.add_argument("--keep")
+    ap.add_argument("--default", help="also ask the merge-sample keys with this --default (a string)")
+    ap.add_argument("--conf", action="append", default=[], help="a line for puppet.conf (after [main] codedir)")
     ap.add_argument("--plan", action="store_true", help="only print the environments, nodes and keys")
     ap.add_argument("--messages", action="store_true", help="print error-message differences too")
     ap.add_argument("--only", help="installations whose CONTROL matches this regex")
@@ -694,7 +702,7 @@ def main():
         if a.only and not re.search(a.only, control):
             continue
         root = tempfile.mkdtemp(prefix="hiera-rr-")
-        envs = install(root, control, modules)
+        envs = install(root, control, modules, a.conf)
         first = control.split("::")[1].split("=", 1)[1] if control.startswith("empty::") else control.split("::")[0]
         fsrc, fref = split_src(first)
         label = os.path.basename(re.sub(r"/repo$", "", fsrc.rstrip("/"))) + "@" + (fref or "HEAD")
@@ -715,25 +723,27 @@ def main():
                 c_total += len(nodes) * (len(keys) + 3 * len(sample))
                 continue
             flags = ["--confdir", os.path.join(root, "etc"), "--environment", env]
-            runs = [(None, keys)] + [(m, sample) for m in ("unique", "hash", "deep")]
+            others = ("unique", "hash", "deep") + (("default",) if a.default is not None else ())
+            runs = [(None, keys)] + [(m, sample) for m in others]
             docs = {}
             for merge, ks in runs:
                 kf = os.path.join(root, "keys-%s-%s.txt" % (env, merge))
                 with open(kf, "w") as f:
                     f.write("".join(k + "\n" for k in ks))
                 b = subprocess.run([hiera, "batch"] + flags + ["--facts-dir", fdir, "--keys-file", kf, "--jobs", "1"]
-                                   + (["--merge", merge] if merge else []), capture_output=True, text=True, env=ENV)
+                                   + merge_flags(merge, a.default), capture_output=True, text=True, env=ENV)
                 try:
                     docs[merge] = json.loads(b.stdout)
                 except ValueError:
                     docs[merge] = {".errors": {n: "hiera batch failed: " + b.stderr.strip()[-300:] for n in nodes}}
             for node in nodes:
                 ffile = os.path.join(fdir, node + ".json")
-                for group in ([(None, keys)], [(m, sample) for m in ("unique", "hash", "deep")]):
+                for group in ([(None, keys)], [(m, sample) for m in others]):
                     qs = [(m, k) for m, ks in group for k in ks]
                     qfile = os.path.join(root, "queries.json")
                     with open(qfile, "w") as f:
-                        json.dump([{"key": k, "merge": m} for m, k in qs], f)
+                        json.dump([dict({"key": k, "merge": None if m == "default" else m},
+                                        **({"default": a.default} if m == "default" else {})) for m, k in qs], f)
                     p = subprocess.run(["ruby", a.bulk, qfile] + flags + ["--node", node, "--facts", ffile],
                                        capture_output=True, text=True, cwd=root)
                     lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
@@ -754,7 +764,7 @@ def main():
                                         label, env, node, k, m or "first", pa.get("message", "")[:400], ha.get("message", "")[:400]))
                             continue
                         q = subprocess.run(["puppet", "lookup"] + flags + ["--node", node, "--facts", ffile, "--render-as", "json"]
-                                           + (["--merge", m] if m else []) + [k], capture_output=True, text=True, cwd=root)
+                                           + merge_flags(m, a.default) + [k], capture_output=True, text=True, cwd=root)
                         if q.returncode == 0:
                             try:
                                 pa = {"value": json.loads(q.stdout)}
