@@ -564,7 +564,36 @@ def plan_nodes(levels, files_of, nodes_max, envname):
     return nodes
 
 
-def env_questions(root, env, envdir, merge_sample):
+CLASS = re.compile(r"^\s*class\s+([a-z][a-z0-9_:]*)\s*\(", re.M)
+
+
+def class_params(md, limit):
+    """Automatic parameter lookup keys (CLASS::PARAM) of a module's manifests, at most limit."""
+    out = []
+    for dp, dn, fn in sorted(os.walk(os.path.join(md, "manifests"))):
+        dn.sort()
+        for f in sorted(fn):
+            if not f.endswith(".pp"):
+                continue
+            try:
+                with open(os.path.join(dp, f), errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            for m in CLASS.finditer(text):
+                depth, i = 1, m.end()
+                while i < len(text) and depth:
+                    depth += {"(": 1, ")": -1}.get(text[i], 0)
+                    i += 1
+                for p in re.findall(r"(?:^|[,(\]>A-Za-z0-9_])\s*\$([a-z_][a-z0-9_]*)\s*(?:=|,|\)|$)",
+                                   text[m.end() - 1:i], re.M):
+                    out.append(m.group(1) + "::" + p)
+                    if len(out) >= limit:
+                        return out
+    return out
+
+
+def env_questions(root, env, envdir, merge_sample, param_keys=0):
     code = os.path.join(root, "code")
     levels = read_levels(os.path.join(root, "etc", "hiera.yaml"), "global")
     levels += read_levels(os.path.join(envdir, "hiera.yaml"), "env")
@@ -603,7 +632,15 @@ def env_questions(root, env, envdir, merge_sample):
                 sub.append(k + "." + s)
         elif isinstance(v, list) and v:
             sub.append(k + ".0")
-    allkeys = keys + sub[:max(20, len(keys) // 4)] + ["realrepo_compare::absent", "absent_top_level_key"]
+    params = []
+    if param_keys:
+        # the class parameters Puppet looks up for modules: their own data, the environment's or none
+        per = [class_params(md, param_keys) for m, md in mods]
+        while len(params) < param_keys and any(per):
+            for lst in per:
+                if lst:
+                    params.append(lst.pop(0))
+    allkeys = keys + sub[:max(20, len(keys) // 4)] + params[:param_keys] + ["realrepo_compare::absent", "absent_top_level_key"]
     seen = set()
     allkeys = [k for k in allkeys if not (k in seen or seen.add(k))]
     coll = [k for k in keys if isinstance(values[k], (dict, list))]
@@ -660,6 +697,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=12, help="most nodes per environment")
     ap.add_argument("--merge-sample", type=int, default=120, help="keys asked with unique/hash/deep per environment")
     ap.add_argument("--keep")
+    ap.add_argument("--param-keys", type=int, default=150,
+                    help="also ask this many class parameters (CLASS::PARAM) of the modules' manifests per environment")
     ap.add_argument("--default", help="also ask the merge-sample keys with this --default (a string)")
     ap.add_argument("--conf", action="append", default=[], help="a line for puppet.conf (after [main] codedir)")
     ap.add_argument("--plan", action="store_true", help="only print the environments, nodes and keys")
@@ -708,7 +747,7 @@ def main():
         label = os.path.basename(re.sub(r"/repo$", "", fsrc.rstrip("/"))) + "@" + (fref or "HEAD")
         c_total = c_failed = 0
         for env, envdir in envs:
-            levels, files_of, keys, sample = env_questions(root, env, envdir, a.merge_sample)
+            levels, files_of, keys, sample = env_questions(root, env, envdir, a.merge_sample, a.param_keys)
             nodes = plan_nodes(levels, files_of, a.nodes, env)
             fdir = os.path.join(root, "facts", env)
             os.makedirs(fdir, exist_ok=True)
