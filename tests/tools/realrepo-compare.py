@@ -697,6 +697,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=12, help="most nodes per environment")
     ap.add_argument("--merge-sample", type=int, default=120, help="keys asked with unique/hash/deep per environment")
     ap.add_argument("--keep")
+    ap.add_argument("--rechecks", type=int, default=40, help="most differences per node asked again of puppet lookup")
     ap.add_argument("--param-keys", type=int, default=150,
                     help="also ask this many class parameters (CLASS::PARAM) of the modules' manifests per environment")
     ap.add_argument("--default", help="also ask the merge-sample keys with this --default (a string)")
@@ -776,6 +777,7 @@ def main():
                 except ValueError:
                     docs[merge] = {".errors": {n: "hiera batch failed: " + b.stderr.strip()[-300:] for n in nodes}}
             for node in nodes:
+                rechecks = 0
                 ffile = os.path.join(fdir, node + ".json")
                 for group in ([(None, keys)], [(m, sample) for m in others]):
                     qs = [(m, k) for m, ks in group for k in ks]
@@ -801,6 +803,13 @@ def main():
                                 if a.messages:
                                     print("MESSAGE %s env %s node %s key %s merge %s:\n  puppet: %s\n  hiera:  %s" % (
                                         label, env, node, k, m or "first", pa.get("message", "")[:400], ha.get("message", "")[:400]))
+                            continue
+                        rechecks += 1
+                        if rechecks > a.rechecks:
+                            failed += 1
+                            c_failed += 1
+                            print("DIFF %s env %s node %s key %s merge %s (not asked again): puppet %s, hiera %s" % (
+                                label, env, node, k, m or "first", json.dumps(pa)[:300], json.dumps(ha)[:300]), flush=True)
                             continue
                         q = subprocess.run(["puppet", "lookup"] + flags + ["--node", node, "--facts", ffile, "--render-as", "json"]
                                            + merge_flags(m, a.default) + [k], capture_output=True, text=True, cwd=root)
