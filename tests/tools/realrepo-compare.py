@@ -17,7 +17,9 @@ profiles (os.family/name/release, kernel, the legacy facts) chosen to hit the mo
 certnames from nodes/ files, roles, zones, teams, trusted.extensions from the file names,
 hostname/domain/fqdn/clientcert/networking set together, a `trusted` fact on some nodes. Every
 top-level key of every data file a level can reach is asked (module keys only when namespaced
-with the module's name), some dotted sub-keys and two absent keys, for every node: with the
+with the module's name), some dotted sub-keys, class parameters of the modules' manifests
+(CLASS::PARAM, what Puppet looks up for a module that ships no data) and two absent keys, for
+every node: with the
 default merge, and for a sample of keys with unique, hash and deep merges. One side is `hiera
 batch` (one run per environment and merge), the other Puppet's own lookup in one process per
 node and merge setting (../shared/tools/puppet-bulk-lookup or --bulk). An answer that differs is
@@ -25,7 +27,8 @@ asked again of `puppet lookup --render-as json`, which decides. Value, not-found
 compared (for errors, that both fail; differing messages are counted, and printed with --messages).
 
 usage: tests/tools/realrepo-compare.py --hiera build/hiera [--bulk PATH] [--nodes 12]
-         [--merge-sample 120] [--keep DIR] [--messages] [--only REGEX]
+         [--merge-sample 120] [--param-keys 150] [--default V] [--conf LINE]... [--rechecks 40]
+         [--keep DIR] [--messages] [--only REGEX] [--plan]
          (--mirrors DIR | CONTROL... [--module SRC[@REF]]...)
   CONTROL: (SRC|empty)[@REF[,REF...]][::RELDIR=SRC[@REF]]...   SRC: a checkout or a bare git dir
   --mirrors DIR: the real repositories mirrored under DIR (OWNER+NAME/repo): every control repo
