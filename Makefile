@@ -58,7 +58,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb
+.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -83,19 +83,27 @@ $(B)/config.mk: Makefile scripts/deps.sh
 	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \
 	} > $@.tmp && mv $@.tmp $@
 
-$(B)/obj/%.o: src/%.c $(LIB_HDR)
+# what this build folder is compiled with: objects and programs are made again when it changes
+# (`make check LTO=` and then `make` give an LTO build, not the first build's objects)
+BUILD_FLAGS = $(CC) $(ALL_CFLAGS) $(LTO) $(MIMALLOC)
+$(B)/flags: FORCE
+	@mkdir -p $(B)
+	@printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - $@ || printf '%s\n' '$(BUILD_FLAGS)' > $@
+FORCE:
+
+$(B)/obj/%.o: src/%.c $(LIB_HDR) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -c $< -o $@
 
-$(B)/pic/%.o: src/%.c $(LIB_HDR)
+$(B)/pic/%.o: src/%.c $(LIB_HDR) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -fPIC -fvisibility=hidden -DHIERA_BUILD_SHARED -c $< -o $@
 
-$(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h)
+$(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) $(LTO) -c $< -o $@
 
-$(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h)
+$(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) $(LTO) -c $< -o $@
 
@@ -120,7 +128,7 @@ $(B)/libhiera.a: $(LIB_OBJ)
 $(B)/libhiera.so: $(PIC_OBJ)
 	$(CC) $(CFLAGS) $(LTO) -shared -Wl,-soname,libhiera.so.$(SOVER) -o $@ $^ $(LIBS)
 
-$(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a
+$(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a $(B)/flags
 	$(CC) $(CFLAGS) $(LTO) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(MIMALLOC) $(CLI_LIBS)
 
 $(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h | test-deps
@@ -140,6 +148,7 @@ check: all test-deps
 	@python3 tests/batch/check.py --hiera $(B)/hiera
 	@python3 tests/facts/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
+	@python3 tests/keys/check.py --hiera $(B)/hiera
 	@python3 tests/cli/check.py --hiera $(B)/hiera
 	@python3 tests/check/run.py --hiera $(B)/hiera
 	@python3 tests/diff/check.py --hiera $(B)/hiera

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/serve.py - `hiera serve` under load, against nginx, with faults (see bench/README.md).
 
-    make && python3 bench/serve.py [--duration 10] [--soak 600] [--connections 64]
+    make && python3 bench/serve.py [--duration 10] [--soak 600] [--connections 16]
 
 On the benchmark tree (bench/gen-repo.py, 2000 nodes x 2000 keys), in one run:
   1. throughput: wrk (keep-alive) on one single-key lookup URL of `hiera serve`, and on nginx
@@ -153,7 +153,7 @@ def main():
     ap.add_argument("--hiera", default=os.path.join(TOP, "build", "hiera"))
     ap.add_argument("--repo", default=os.path.join(tempfile.gettempdir(), f"hiera-bench-{os.getuid()}"))
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--soak", type=int, default=0)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -184,6 +184,7 @@ def main():
         wrk(url, 2, args.connections)  # warm-up
         results["nginx"] = wrk(f"http://127.0.0.1:{nport}/answer.json", args.duration, args.connections)
         rss0 = rss_kb(s.p.pid)
+        results["serve_quiet"] = wrk(url, args.duration, args.connections)
         with Churn(churn_file) as ch:
             results["serve"] = wrk(url, args.duration, args.connections)
             results["reloads_during_load"] = ch.n
@@ -191,9 +192,19 @@ def main():
         ng.terminate()
         ng.wait()
         if args.soak:
+            samples = []
+            done = threading.Event()
+            def sampler():
+                while not done.wait(10):
+                    samples.append(rss_kb(s.p.pid))
+            st = threading.Thread(target=sampler, daemon=True)
+            st.start()
             with Churn(churn_file) as ch:
                 results["soak"] = wrk(url, args.soak, args.connections)
                 results["soak"]["reloads"] = ch.n
+            done.set()
+            st.join()
+            results["soak"]["rss_kb_every_10s"] = samples
         results["rss_start_kb"], results["rss_end_kb"] = rss0, rss_kb(s.p.pid)
         healthz = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz").read())
         results["generation"] = healthz["generation"]
@@ -285,12 +296,19 @@ def main():
     print(f"{'requests/s (keep-alive)':34} {sv['rps']:>14.0f} {nginx_rps:>16.0f}   {ratio:.0%} of nginx: {ok(ratio >= 0.7)}")
     print(f"{'p50 / p99 latency (ms)':34} {sv['p50_ms']:>6.2f} / {sv['p99_ms']:<6.2f} {n['p50_ms']:>7.2f} / {n['p99_ms']:<6.2f}"
           f"  p99 < 5 ms: {ok(sv['p99_ms'] < 5)}")
+    q = results["serve_quiet"]
+    print(f"{'  without reloads: req/s, p50/p99':34} {q['rps']:>14.0f}   {q['p50_ms']:.2f} / {q['p99_ms']:.2f} ms")
     print(f"{'errors (non-2xx, socket)':34} {sv['non_2xx']:>7} / {sv['socket_errors']:<6}  "
           f"reloads during the run: {results['reloads_during_load']}  {ok(sv['non_2xx'] == 0 and sv['socket_errors'] == 0)}")
     if "soak" in results:
         so = results["soak"]
         print(f"{'soak':34} {so['rps']:>14.0f} req/s for {args.soak} s, {so['reloads']} reloads, "
               f"{so['non_2xx']} non-2xx, p99 {so['p99_ms']:.2f} ms")
+        smp = so["rss_kb_every_10s"]
+        if len(smp) >= 12:
+            first, last = smp[:6], smp[-6:]
+            print(f"{'soak RSS, first / last minute (MiB)':34} {max(first) / 1024:>6.1f} / {max(last) / 1024:.1f}"
+                  f"  (max {max(smp) / 1024:.1f}; sampled every 10 s)")
     print(f"{'RSS start / end (MiB)':34} {results['rss_start_kb'] / 1024:>6.1f} / {results['rss_end_kb'] / 1024:.1f}")
     fb = results["fault_broken_file"]
     print(f"{'broken file under load':34} {fb['requests']} requests, {fb['non_2xx']} non-2xx, {fb['socket_errors']} socket "

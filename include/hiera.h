@@ -580,10 +580,25 @@ HIERA_API hiera_value *hiera_hierarchy(hiera *h);
  * module's data only within the module's namespace; lookup_options left out), as
  *   {"keys": {key: [{"layer", "module", "level", "default_hierarchy" (true when from a module's
  *                     default_hierarchy), "file", "line"}...]},
+ *    "lookup_options": [{"layer", "module", "level", "default_hierarchy", "file", "line"}...]
+ *                      (where lookup_options is defined: not a key, a lookup never finds it),
  *    "errors": [{"layer", "module", "level", "message", "file", "line"}...]}
  * with each key's definitions in lookup order (the first is what a first-found lookup answers
- * from) and keys in the order first met. */
+ * from) and keys in the order first met. Keys are as written in the data: look one up with the
+ * key hiera_key_lookup_form gives. */
 HIERA_API hiera_value *hiera_keys(hiera *h);
+
+/* The keys of hiera_keys without their definitions, cheaper (what `hiera batch` without keys
+ * asks of each node): {"keys": [key...] (as written, in the order first met), "errors": [...]}.
+ * A new reference. */
+HIERA_API hiera_value *hiera_key_names(hiera *h);
+
+/* The key a lookup must be given to find the top-level data key `data_key` (as hiera_keys lists
+ * it): the key itself, or, when it holds a dot or a quote (which a lookup reads as a path into
+ * the value, "a.b" being b inside a), the key quoted whole ("\"a.b\"" or "'say \"hi\"'"). A new
+ * string (release with free), or NULL when no lookup can reach that key (it holds both quotes
+ * and a dot or quote needs quoting; Puppet cannot look it up either). Any thread may call it. */
+HIERA_API char *hiera_key_lookup_form(const char *data_key);
 
 /* ------------------------------------------------------------------ comparing (hiera diff)
  *

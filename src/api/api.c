@@ -575,6 +575,17 @@ hiera_value *hiera_keys(hiera *h)
     return v;
 }
 
+hiera_value *hiera_key_names(hiera *h)
+{
+    diag_sink saved;
+    diag_enter(sink_of(h), &saved);
+    hv *v = enum_key_names(h);
+    diag_leave(&saved);
+    return v;
+}
+
+char *hiera_key_lookup_form(const char *data_key) { return data_key ? enum_lookup_form(data_key) : NULL; }
+
 /* ------------------------------------------------------------------ comparing */
 
 bool hiera_value_same(const hiera_value *a, const hiera_value *b) { return dv_same(a, b); }

@@ -4,7 +4,9 @@
  * Code, environment and merge flags are those of `hiera lookup` (puppet lookup's); the nodes
  * come from --facts-dir DIR (one facts file per node: NAME.yaml, NAME.yml or NAME.json) or
  * --facts FILE (one node, named by --node or by the file name), the keys from --keys-file FILE
- * (one key per line, blank lines and # comments ignored; "-" reads stdin) and/or the arguments.
+ * (one key per line, blank lines and # comments ignored; "-" reads stdin) and/or the arguments;
+ * with neither, each node's own keys: every key it can see (hiera_key_names, as `hiera keys` lists
+ * them), sorted, each in the form a lookup takes (hiera_key_lookup_form).
  * Every (node, key) is an independent lookup with exactly the request `hiera lookup KEY` would
  * make, so each value is the one `hiera lookup --render-as json` prints for that node and key,
  * byte for byte (it is rendered by the same hiera_render).
@@ -23,12 +25,15 @@
  *     }
  *   }
  *
- * Nodes appear in byte order of their names, keys in the given order (duplicates dropped); a key
+ * Nodes appear in byte order of their names, keys in the given order (duplicates dropped; a
+ * node's own keys in byte order); a key
  * not found (what makes `hiera lookup` exit 1 silently) is left out. ".errors" is present only
  * when something failed; it cannot clash with a node, since hidden files (names starting with
  * '.') in the facts folder are skipped and --node refuses such names. A node whose facts cannot
  * be used appears only under ".errors" (as a string); a failed lookup leaves its key out of the
- * node and adds it under ".errors" (as {key: message}). Exit status: see batch_cmd.h.
+ * node and adds it under ".errors" (as {key: message}); what kept a node's own keys from being all
+ * listed is its entry ".keys" there (no real key starts with a dot). Exit status: see
+ * batch_cmd.h.
  *
  * A facts file is either a hash of facts (as `hiera lookup --facts` reads it) or a node's file of
  * Puppet's YAML facts cache (a !ruby/object:Puppet::Node::Facts document), so that
@@ -69,6 +74,9 @@
 
 #define RUN_HELP "Run 'hiera batch --help' for more details"
 #define ERRORS_KEY ".errors"
+/* under ".errors", a node's entry for what kept its keys from being all listed (no key starts
+ * with '.': Puppet refuses such a key, "Syntax error in key") */
+#define LISTING_KEY ".keys"
 
 static const char *BATCH_USAGE =
     "usage: hiera batch [--help] [--version] (--facts-dir <DIR> | --facts <FILE> [--node <NODE-NAME>])\n"
@@ -88,6 +96,10 @@ static const char *BATCH_USAGE =
     "listed under \".errors\":\n"
     "{node: message} when a node could not be looked up, {node: {key: message}} per lookup.\n"
     "--keys-file: one key per line, blank lines and lines starting with # ignored (- is stdin).\n"
+    "No keys at all (no <keys>, no --keys-file): each node's own keys, every key it can see (as\n"
+    "`hiera keys` lists them: its data files' top-level keys, a module's in its namespace, in the\n"
+    "form a lookup takes, sorted); what keeps a node's keys from being all listed (a hiera.yaml\n"
+    "or data file that does not parse) is its \".keys\" entry under \".errors\".\n"
     "--jobs: processes that share the nodes (default: one per CPU; JSON output only).\n"
     "$trusted: the node's `trusted` fact when it is a hash with authenticated, certname and\n"
     "extensions, else built from its clientcert fact; --trusted-dir DIR: DIR/NAME.yaml|yml|json\n"
@@ -180,6 +192,8 @@ typedef struct {
     char **keys_json;
     size_t *keys_json_len;
     size_t nkeys;
+    bool all_keys; /* no keys given: each node's own, every key it can see (hiera_key_names) */
+    hiera_value *key_forms; /* all_keys: key as written -> [lookup form, its JSON] | why none */
     /* output */
     size_t nodes_printed;
     hiera_value *doc;    /* YAML: the whole document, built as we go */
@@ -1072,6 +1086,11 @@ typedef struct {
     hiera *h;       /* NULL: the node failed as a whole (msg) */
     char *msg;      /* why (malloc'ed), or NULL */
     answer *answers; /* one per key */
+    /* its keys: the batch's, or with all_keys its own (owned, with answers) */
+    char **keys, **keys_json;
+    size_t *keys_json_len;
+    size_t nkeys;
+    char *listing_msg; /* all_keys: what kept keys from being listed (malloc'ed), or NULL */
 } node_run;
 
 /* The contexts' diagnostics: each distinct message once per run (every node meets the same
@@ -1087,11 +1106,110 @@ static void print_diagnostic_once(const hiera_diagnostic *d, void *userdata)
     cli_print_diagnostic(d, userdata);
 }
 
+/* a node's key: its lookup form and the form's JSON (borrowed from batch.key_forms) */
+typedef struct {
+    const char *form;
+    const hiera_value *json;
+} key_form;
+
+static int cmp_form(const void *a, const void *b) { return strcmp(((const key_form *)a)->form, ((const key_form *)b)->form); }
+
+/* The node's own keys (all_keys): every key it can see, each in the form a lookup takes
+ * (hiera_key_lookup_form), sorted by their bytes; what could not be listed goes to
+ * r->listing_msg, one problem a line. The forms of a key and their JSON are made once per run
+ * (b->key_forms: key as written -> [form, form's JSON], or a message when it has none), and the
+ * node's keys borrow them. */
+static void node_list_keys(batch *b, node_run *r)
+{
+    hiera_value *all = hiera_key_names(r->h);
+    const hiera_value *keys = hiera_value_hash_get(all, "keys"), *errors = hiera_value_hash_get(all, "errors");
+    size_t n = hiera_value_array_size(keys), m = 0;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *problems = open_memstream(&text, &len);
+    if (!problems) {
+        fputs("hiera batch: out of memory\n", stderr);
+        exit(1);
+    }
+    const char *env = hiera_environment_name(b->a->env);
+    for (size_t i = 0; i < hiera_value_array_size(errors); i++) {
+        char *line = cli_listing_problem(hiera_value_array_get(errors, i), env);
+        fprintf(problems, "%s%s", ftell(problems) ? "\n" : "", line);
+        free(line);
+    }
+    if (!b->key_forms)
+        b->key_forms = hiera_value_new_hash();
+    key_form *forms = xalloc((n ? n : 1) * sizeof *forms);
+    for (size_t i = 0; i < n; i++) {
+        const char *key = hiera_value_string(hiera_value_array_get(keys, i));
+        hiera_value *f = hiera_value_hash_get(b->key_forms, key);
+        if (!f) {
+            char *lf = hiera_key_lookup_form(key), *lj = lf ? json_string(lf) : NULL;
+            if (lj) {
+                f = hiera_value_new_array();
+                hiera_value_array_push(f, hiera_value_new_string(lf));
+                hiera_value_array_push(f, hiera_value_new_string(lj));
+            } else {
+                f = hiera_value_new_string(lf ? "a key is not valid UTF-8: it cannot be written as JSON"
+                                              : "holds both quotes and a dot or quote: no lookup can reach it");
+            }
+            free(lf);
+            free(lj);
+            hiera_value_hash_set(b->key_forms, key, f); /* (f stays borrowed from b->key_forms) */
+        }
+        if (hiera_value_kind(f) == HIERA_STRING) {
+            fprintf(problems, "%sthe key '%s' %s", ftell(problems) ? "\n" : "", key, hiera_value_string(f));
+            continue;
+        }
+        forms[m++] = (key_form){hiera_value_string(hiera_value_array_get(f, 0)), hiera_value_array_get(f, 1)};
+    }
+    hiera_value_decref(all);
+    qsort(forms, m, sizeof *forms, cmp_form);
+    r->keys = xalloc((m ? m : 1) * sizeof *r->keys);
+    r->keys_json = xalloc((m ? m : 1) * sizeof *r->keys_json);
+    r->keys_json_len = xalloc((m ? m : 1) * sizeof *r->keys_json_len);
+    for (size_t i = 0; i < m; i++) {
+        r->keys[i] = (char *)forms[i].form;
+        r->keys_json[i] = (char *)hiera_value_string(forms[i].json);
+        r->keys_json_len[i] = hiera_value_string_length(forms[i].json);
+    }
+    free(forms);
+    r->nkeys = m;
+    fclose(problems);
+    if (len)
+        r->listing_msg = text;
+    else
+        free(text);
+    r->answers = xalloc((m ? m : 1) * sizeof *r->answers);
+}
+
+/* (the strings are b->key_forms') */
+static void node_keys_free(node_run *r)
+{
+    free(r->keys);
+    free(r->keys_json);
+    free(r->keys_json_len);
+    free(r->answers);
+    free(r->listing_msg);
+}
+
 /* Opens node n's context (in: released here). */
 static void node_open(batch *b, const node_src *n, node_input *in, node_run *r)
 {
     const batch_args *a = b->a;
     r->h = NULL;
+    r->listing_msg = NULL;
+    if (b->all_keys) {
+        r->keys = r->keys_json = NULL;
+        r->keys_json_len = NULL;
+        r->nkeys = 0;
+        r->answers = NULL;
+    } else {
+        r->keys = b->keys;
+        r->keys_json = b->keys_json;
+        r->keys_json_len = b->keys_json_len;
+        r->nkeys = b->nkeys;
+    }
     r->msg = in->msg;
     in->msg = NULL;
     if (r->msg) {
@@ -1108,12 +1226,14 @@ static void node_open(batch *b, const node_src *n, node_input *in, node_run *r)
     if (!r->h)
         r->msg = dupstr(err.message ? err.message : "");
     hiera_error_clear(&err);
+    if (r->h && b->all_keys)
+        node_list_keys(b, r);
 }
 
 static void node_lookup(batch *b, node_run *r, size_t k)
 {
     answer *an = &r->answers[k];
-    const char *key = b->keys[k];
+    const char *key = r->keys[k];
     b->req.keys = &key;
     an->v = NULL;
     an->err = (hiera_error){0};
@@ -1131,15 +1251,17 @@ static void node_emit(batch *b, const node_src *n, const char *name_json, node_r
         free(r->msg);
         return;
     }
+    if (r->listing_msg)
+        add_error(b, n->name, LISTING_KEY, r->listing_msg);
     hiera_value *node_hash = NULL;
     if (b->rf == HIERA_RENDER_JSON)
         json_begin_node(b, name_json);
     else
         node_hash = hiera_value_new_hash();
     size_t printed = 0;
-    for (size_t k = 0; k < b->nkeys; k++) {
+    for (size_t k = 0; k < r->nkeys; k++) {
         answer *an = &r->answers[k];
-        const char *key = b->keys[k];
+        const char *key = r->keys[k];
         if (an->st == HIERA_OK) {
             if (node_hash) {
                 hiera_value_hash_set(node_hash, key, an->v); /* steals the value */
@@ -1149,7 +1271,7 @@ static void node_emit(batch *b, const node_src *n, const char *name_json, node_r
             const char *text = render_json_memo(an->v, &len, &an->err);
             hiera_value_decref(an->v);
             if (text) {
-                json_node_value(printed++, b->keys_json[k], b->keys_json_len[k], text, len);
+                json_node_value(printed++, r->keys_json[k], r->keys_json_len[k], text, len);
                 continue;
             }
         }
@@ -1162,6 +1284,8 @@ static void node_emit(batch *b, const node_src *n, const char *name_json, node_r
     else
         json_end_node(printed);
     hiera_free(r->h);
+    if (b->all_keys)
+        node_keys_free(r);
 }
 
 /* ------------------------------------------------------------------ the summary on stderr */
@@ -1188,7 +1312,7 @@ static void errors_from_entries(batch *b, const char *entries, size_t len)
 
 typedef struct {
     const char *msg;
-    size_t nodes, lookups;
+    size_t nodes, lookups, listings;
     const char *node, *key; /* where it came first */
 } distinct;
 
@@ -1215,7 +1339,7 @@ static void print_summary(const batch *b)
     if (!nerr)
         return;
     distinct *d = NULL;
-    size_t nd = 0, cap = 0, failed_nodes = 0, failed_lookups = 0;
+    size_t nd = 0, cap = 0, failed_nodes = 0, failed_lookups = 0, failed_listings = 0;
     for (size_t i = 0; i < nerr; i++) {
         const char *node = hiera_value_string(hiera_value_hash_key(errors, i));
         const hiera_value *e = hiera_value_hash_value(errors, i);
@@ -1226,8 +1350,11 @@ static void print_summary(const batch *b)
             const char *msg = hiera_value_string(whole ? e : hiera_value_hash_value(e, k));
             if (!msg)
                 continue;
+            bool listing = key && !strcmp(key, LISTING_KEY); /* (no key but the node's listing) */
             if (whole)
                 failed_nodes++;
+            else if (listing)
+                failed_listings++;
             else
                 failed_lookups++;
             size_t j = 0;
@@ -1243,10 +1370,12 @@ static void print_summary(const batch *b)
                     }
                     d = nd2;
                 }
-                d[nd++] = (distinct){msg, 0, 0, node, key};
+                d[nd++] = (distinct){msg, 0, 0, 0, node, listing ? NULL : key};
             }
             if (whole)
                 d[j].nodes++;
+            else if (listing)
+                d[j].listings++;
             else
                 d[j].lookups++;
         }
@@ -1254,7 +1383,10 @@ static void print_summary(const batch *b)
     fprintf(stderr, "hiera batch: ");
     if (failed_nodes)
         fprintf(stderr, "%zu of %zu node%s could not be looked up", failed_nodes, b->nnodes, b->nnodes == 1 ? "" : "s");
-    if (failed_nodes && failed_lookups)
+    if (failed_listings)
+        fprintf(stderr, "%s%zu of %zu node%s could not list all their keys", failed_nodes ? "; " : "", failed_listings,
+                b->nnodes, b->nnodes == 1 ? "" : "s");
+    if ((failed_nodes || failed_listings) && failed_lookups)
         fputs("; ", stderr);
     if (failed_lookups)
         fprintf(stderr, "%zu of %zu lookup%s failed", failed_lookups, b->lookups, b->lookups == 1 ? "" : "s");
@@ -1264,7 +1396,9 @@ static void print_summary(const batch *b)
         fputs("  ", stderr);
         if (d[j].nodes)
             fprintf(stderr, "%zu node%s", d[j].nodes, d[j].nodes == 1 ? "" : "s");
-        if (d[j].nodes && d[j].lookups)
+        if (d[j].listings)
+            fprintf(stderr, "%s%zu key listing%s", d[j].nodes ? ", " : "", d[j].listings, d[j].listings == 1 ? "" : "s");
+        if ((d[j].nodes || d[j].listings) && d[j].lookups)
             fputs(", ", stderr);
         if (d[j].lookups)
             fprintf(stderr, "%zu lookup%s", d[j].lookups, d[j].lookups == 1 ? "" : "s");
@@ -1296,18 +1430,25 @@ static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, s
     prefetch pf;
     prefetch_start(&pf, b->cache, b->a, b->src, nodes + lo, hi - lo);
     node_run runs[NODE_BLOCK];
-    answer *answers = xalloc(NODE_BLOCK * (b->nkeys ? b->nkeys : 1) * sizeof *answers);
+    /* (with all_keys each node has its own keys and answers) */
+    answer *answers = b->all_keys ? NULL : xalloc(NODE_BLOCK * (b->nkeys ? b->nkeys : 1) * sizeof *answers);
     for (size_t i0 = lo; i0 < hi; i0 += NODE_BLOCK) {
         size_t n = hi - i0 < NODE_BLOCK ? hi - i0 : NODE_BLOCK;
         for (size_t j = 0; j < n; j++) {
             node_input in;
             prefetch_take(&pf, i0 + j - lo, &in);
             node_open(b, &nodes[i0 + j], &in, &runs[j]);
-            runs[j].answers = answers + j * b->nkeys;
+            if (!b->all_keys)
+                runs[j].answers = answers + j * b->nkeys;
         }
-        for (size_t k = 0; k < b->nkeys; k++)
+        /* (a node's own keys are sorted: the nodes of a block mostly meet the same key at once) */
+        size_t nkeys = b->nkeys;
+        for (size_t j = 0; j < n; j++)
+            if (runs[j].h && runs[j].nkeys > nkeys)
+                nkeys = runs[j].nkeys;
+        for (size_t k = 0; k < nkeys; k++)
             for (size_t j = 0; j < n; j++)
-                if (runs[j].h)
+                if (runs[j].h && k < runs[j].nkeys)
                     node_lookup(b, &runs[j], k);
         for (size_t j = 0; j < n; j++) {
             node_emit(b, &nodes[i0 + j], names_json[i0 + j], &runs[j]);
@@ -1663,7 +1804,9 @@ int batch_main(int argc, char **argv)
     for (size_t i = 0; i < p.nargs; i++)
         sv_push(&keys, dupstr(p.args[i]));
     dedupe_keys(&keys);
-    if (keys.n == 0) {
+    /* no keys at all: each node's own, every key it can see */
+    b.all_keys = !a.keys_file && p.nargs == 0;
+    if (keys.n == 0 && !b.all_keys) {
         fail("%s", "No keys were given to lookup.");
         goto out;
     }
@@ -1736,6 +1879,7 @@ out:
     render_memo_clear();
     hiera_value_decref(b.doc);
     hiera_value_decref(b.errors);
+    hiera_value_decref(b.key_forms);
 #if FREE_ON_EXIT
     hiera_cache_free(b.cache);
 #else

@@ -53,6 +53,42 @@ void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata)
     fprintf(stderr, "%s: %s\n", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", d->message);
 }
 
+static const char *str_at(const hiera_value *h, const char *key)
+{
+    const hiera_value *v = h ? hiera_value_hash_get(h, key) : NULL;
+    return v && hiera_value_kind(v) == HIERA_STRING ? hiera_value_string(v) : NULL;
+}
+
+char *cli_listing_problem(const hiera_value *e, const char *env)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    const char *layer = str_at(e, "layer"), *module = str_at(e, "module"), *level = str_at(e, "level");
+    const char *msg = str_at(e, "message"), *file = str_at(e, "file");
+    fputs(layer ? layer : "?", f);
+    if (module)
+        fprintf(f, " %s", module);
+    else if (layer && !strcmp(layer, "environment") && env)
+        fprintf(f, " %s", env);
+    if (level)
+        fprintf(f, ", level \"%s\"", level);
+    fprintf(f, ": %s", msg && *msg ? msg : "unknown error");
+    const hiera_value *line = hiera_value_hash_get(e, "line");
+    if (file && (!msg || !strstr(msg, file))) {
+        fprintf(f, " (file: %s", file);
+        if (line && hiera_value_kind(line) == HIERA_INTEGER && hiera_value_int(line))
+            fprintf(f, ", line: %lld", (long long)hiera_value_int(line));
+        fputc(')', f);
+    }
+    fclose(f);
+    return text;
+}
+
 /* ------------------------------------------------------------------ puppet lookup's command line */
 
 #include <ctype.h>

@@ -15,6 +15,11 @@ void cli_cache_release(hiera_cache *c);
  * as Puppet prints its warnings. */
 void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata);
 
+/* One problem of a key listing (hiera_keys' "errors"), on one line: "module ntp, level \"Common\":
+ * <message> (file: F, line: L)" (the file when the message does not name it already). A new
+ * string (free). env names the environment layer. */
+char *cli_listing_problem(const hiera_value *e, const char *env);
+
 #endif
 
 /* ------------------------------------------------------------------ puppet lookup's command line

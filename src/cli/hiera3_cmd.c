@@ -29,6 +29,8 @@ static const char SUBCOMMANDS[] =
     "    lookup    look up keys as `puppet lookup` (Puppet 7.23) does: Puppet's settings,\n"
     "              environments and modules (hiera lookup --help)\n"
     "    batch     look up many keys for many nodes in one run (hiera batch --help)\n"
+    "    keys      list the keys a node can see, with the file and line of each, or its\n"
+    "              hierarchy's layers, levels and files (hiera keys --help)\n"
     "    eyaml     hiera-eyaml 3.3's commands: createkeys, encrypt, decrypt, version\n"
     "              (hiera eyaml --help)\n"
     "    version   print this hiera's version (" HIERA_VERSION "); hiera --version prints Hiera 3's\n"

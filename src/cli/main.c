@@ -1,4 +1,5 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`, `hiera batch` many lookups,
+ * `hiera keys` the keys a node can see,
  * `hiera eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3
  * command line (`hiera -- version` looks up the key "version"). */
 #include "cli/batch_cmd.h"
@@ -6,6 +7,7 @@
 #include "cli/diff_cmd.h"
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
+#include "cli/keys_cmd.h"
 #include "cli/lookup_cmd.h"
 #include "cli/serve_cmd.h"
 
@@ -21,6 +23,8 @@ int main(int argc, char **argv)
         return lookup_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
         return batch_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "keys") == 0)
+        return keys_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "check") == 0)
         return check_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "diff") == 0)

@@ -227,6 +227,8 @@ char **module_roots(hiera_ctx *h);
 void module_roots_free(char **roots);
 /* A layer's hierarchy (or default_hierarchy) interpolated for the context's node. */
 lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err);
+/* Whether a lookup can run the provider's function (else false with the lookup's error). */
+bool provider_usable(hiera_ctx *h, const layer *l, provider *p, herr *err);
 /* A location's data hash (loaded once), BORROWED; NULL with err. */
 hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err);
 

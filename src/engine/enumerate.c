@@ -188,8 +188,10 @@ hv *enum_hierarchy(hiera_ctx *h)
 /* ------------------------------------------------------------------ the keys */
 
 typedef struct {
-    hv *keys;   /* key -> array of definitions */
-    hv *errors; /* array of {"layer", "module"?, "level"?, "file"?, "message", "line"?} */
+    hv *keys;           /* key -> array of definitions */
+    hv *lookup_options; /* array of definitions of lookup_options */
+    hv *errors;         /* array of {"layer", "module"?, "level"?, "file"?, "message", "line"?} */
+    bool names_only;    /* keys: key -> true, no definitions (and no lookup_options) */
 } key_walk;
 
 static void add_error(key_walk *w, layer_kind kind, const char *module, const char *level, const herr *e)
@@ -216,6 +218,16 @@ static void keys_of_levels(hiera_ctx *h, layer *l, layer_kind kind, const char *
     size_t mlen = module ? strlen(module) : 0;
     for (size_t i = 0; i < n; i++) {
         provider *p = &provs[i];
+        /* a function this engine does not have: a lookup reaching the level (a location that
+         * exists, or none declared) fails, and so is the level reported, its files unread */
+        bool reached = p->nil_location;
+        for (size_t j = 0; j < p->nlocs && !reached; j++)
+            reached = p->locs[j].exists;
+        if (reached && !provider_usable(h, l, p, &e)) {
+            add_error(w, kind, module, p->lvl->name, &e);
+            herr_clear(&e);
+            continue;
+        }
         for (size_t j = 0; j < p->nlocs; j++) {
             location *loc = &p->locs[j];
             if (!loc->exists || loc->is_uri)
@@ -228,11 +240,20 @@ static void keys_of_levels(hiera_ctx *h, layer *l, layer_kind kind, const char *
             }
             for (size_t k = 0; k < hv_hash_len(data); k++) {
                 hv *key = hv_hash_key_at(data, k);
-                if (!hv_is(key, HV_STRING) || strcmp(hv_str_ptr(key), "lookup_options") == 0)
+                if (!hv_is(key, HV_STRING))
                     continue;
-                /* a module's data answers only for the keys of its own namespace */
-                if (module && (strncmp(hv_str_ptr(key), module, mlen) != 0 || strncmp(hv_str_ptr(key) + mlen, "::", 2) != 0))
+                /* lookup_options is no key (a lookup of it finds nothing): listed apart */
+                bool options = strcmp(hv_str_ptr(key), "lookup_options") == 0;
+                /* a module's data answers only for the keys of its own namespace: Puppet asks
+                 * module M's data for a key whose root key starts with "M::" and no other */
+                if (!options && module &&
+                    (strncmp(hv_str_ptr(key), module, mlen) != 0 || strncmp(hv_str_ptr(key) + mlen, "::", 2) != 0))
                     continue;
+                if (w->names_only) {
+                    if (!options && !hv_hash_get(w->keys, key))
+                        hv_hash_set(w->keys, hv_incref(key), hv_true());
+                    continue;
+                }
                 hv *def = hv_hash();
                 hv_hash_sets(def, "layer", hv_str(layer_kind_name(kind)));
                 if (module)
@@ -245,6 +266,10 @@ static void keys_of_levels(hiera_ctx *h, layer *l, layer_kind kind, const char *
                 if (!line)
                     line = hv_line(hv_hash_val_at(data, k));
                 hv_hash_sets(def, "line", hv_int(line));
+                if (options) {
+                    hv_array_push(w->lookup_options, def);
+                    continue;
+                }
                 hv *list = hv_hash_get(w->keys, key);
                 if (!list) {
                     list = hv_array();
@@ -270,10 +295,39 @@ static void keys_of_layer(hiera_ctx *h, layer *l, layer_kind kind, const char *m
 
 hv *enum_keys(hiera_ctx *h)
 {
-    key_walk w = {hv_hash(), hv_array()};
+    key_walk w = {hv_hash(), hv_array(), hv_array(), false};
     each_layer(h, keys_of_layer, &w);
     hv *out = hv_hash();
     hv_hash_sets(out, "keys", w.keys);
+    hv_hash_sets(out, "lookup_options", w.lookup_options);
     hv_hash_sets(out, "errors", w.errors);
     return out;
+}
+
+hv *enum_key_names(hiera_ctx *h)
+{
+    key_walk w = {hv_hash(), NULL, hv_array(), true};
+    each_layer(h, keys_of_layer, &w);
+    hv *names = hv_array_sized(hv_hash_len(w.keys));
+    for (size_t i = 0; i < hv_hash_len(w.keys); i++)
+        hv_array_push(names, hv_incref(hv_hash_key_at(w.keys, i)));
+    hv_decref(w.keys);
+    hv *out = hv_hash();
+    hv_hash_sets(out, "keys", names);
+    hv_hash_sets(out, "errors", w.errors);
+    return out;
+}
+
+/* LookupKey#split_key (sub_lookup.rb): a key with none of . ' " is its own root key; any other is
+ * split on dots, each segment quoted with " or ' (non-empty, without its own quote inside) or
+ * bare. So a data key with one of them is reached by quoting it whole, with a quote it does not
+ * hold. */
+char *enum_lookup_form(const char *key)
+{
+    if (!strpbrk(key, ".'\""))
+        return xstrdup(key);
+    const char *q = !strchr(key, '"') ? "\"" : !strchr(key, '\'') ? "'" : NULL;
+    if (!q)
+        return NULL;
+    return xjoin(q, key, q, NULL);
 }

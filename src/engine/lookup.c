@@ -1112,6 +1112,23 @@ static void function_not_found(hiera_ctx *h, const layer *l, const provider *p, 
     herr_at(err, l->cfg->path, 0, 0);
 }
 
+/* Whether a lookup can run the provider's function here (a data_hash this engine reads, or a
+ * lookup_key it has); false with the error a lookup reaching the level fails with. */
+bool provider_usable(hiera_ctx *h, const layer *l, provider *p, herr *err)
+{
+    bool known;
+    if (p->lvl->fkind == FN_LOOKUP_KEY) {
+        const provider_def *pd = provider_find(p->lvl->fname);
+        known = pd && pd->key_value;
+    } else {
+        provider_format(p, &known);
+        known = known && p->lvl->fkind == FN_DATA_HASH;
+    }
+    if (!known)
+        function_not_found(h, l, p, err);
+    return known;
+}
+
 /* DataHashFunctionProvider#data_hash: the validated hash of one location (loaded once). */
 hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr *err)
 {

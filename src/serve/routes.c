@@ -530,8 +530,12 @@ static void do_keys(const request *rq, const params *p, generation *g, response 
         hiera_value *kv = hiera_value_new_hash();
         for (size_t i = 0; i < hiera_value_hash_size(keys); i++) {
             const char *key = hiera_value_string(hiera_value_hash_key(keys, i));
+            /* a key holding a dot or a quote is looked up quoted ("a.b" is b inside a) */
+            char *form = hiera_key_lookup_form(key);
+            const char *asked = form ? form : key;
             int status;
-            hiera_value *a = lookup_answer(h, &key, 1, NULL, NULL, NULL, false, false, secrets, &status);
+            hiera_value *a = lookup_answer(h, &asked, 1, NULL, NULL, NULL, false, false, secrets, &status);
+            free(form);
             hiera_value_hash_set(a, "definitions", hiera_value_incref(hiera_value_hash_value(keys, i)));
             hiera_value_hash_set(kv, key, a);
         }

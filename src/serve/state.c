@@ -10,10 +10,13 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +41,7 @@ typedef struct facts_set {
     int refs; /* atomic */
     hv *facts, *nodes, *errors, *stored;
     hv_nodes immortal;
+    uint64_t stamp; /* the facts folder as it was listed (dir_stamp), 0 when not known */
 } facts_set;
 
 static void facts_set_release(facts_set *fs)
@@ -108,6 +112,48 @@ static char *node_of_file(const char *name)
             return xstrndup(name, n - e);
     }
     return NULL;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* What the facts folder holds, as one number: each facts file's name, inode, size, modification
+ * and change times (in ns), summed over the entries (readdir's order does not matter). A file
+ * written, replaced, added or removed changes it; 0 when the folder cannot be read. */
+static uint64_t dir_stamp(const char *dir)
+{
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return 0;
+    uint64_t sum = 0x9e3779b97f4a7c15ULL, count = 0;
+    struct dirent *de;
+    int fd = dirfd(d);
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        struct stat st;
+        if (fstatat(fd, de->d_name, &st, 0) != 0)
+            continue;
+        uint64_t h = 0xcbf29ce484222325ULL;
+        for (const unsigned char *c = (const unsigned char *)de->d_name; *c; c++)
+            h = (h ^ *c) * 0x100000001b3ULL;
+        h = mix64(h ^ (uint64_t)st.st_ino);
+        h = mix64(h ^ (uint64_t)st.st_size);
+        h = mix64(h ^ ((uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec));
+        h = mix64(h ^ ((uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec));
+        h = mix64(h ^ (uint64_t)st.st_mode);
+        sum += h;
+        count++;
+    }
+    closedir(d);
+    uint64_t stamp = mix64(sum ^ mix64(count));
+    return stamp ? stamp : 1;
 }
 
 /* The nodes and their facts from the command's source (PuppetDB); a node whose facts could not
@@ -237,12 +283,19 @@ static generation *build(serve_state *st, const generation *prev, bool fetch)
         ho.environmentpath = o->environmentpath;
         ho.hiera_config = o->hiera_config;
     }
+    /* the facts folder is read again only when it changed (a reload for a data file keeps the
+     * 2000 nodes' facts of the benchmark tree: they took most of the reload's time) */
+    uint64_t stamp = !o->puppetdb && o->facts_dir ? dir_stamp(o->facts_dir) : 0;
     if (prev && o->puppetdb && !fetch) {
+        g->fs = prev->fs;
+    } else if (prev && stamp && prev->fs->stamp == stamp) {
         g->fs = prev->fs;
     } else {
         char *why = NULL;
         double f0 = now_seconds();
         g->fs = load_facts(o, &why);
+        if (g->fs)
+            g->fs->stamp = stamp;
         if (!g->fs) {
             fprintf(stderr, "hiera serve: cannot fetch the nodes from %s: %s%s\n", o->puppetdb->what, why,
                     prev ? " (the facts fetched before are kept)" : "");
@@ -388,6 +441,8 @@ static void watch_tree(int fd, const char *dir, int depth)
     while (d && (de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, ".git"))
             continue;
+        if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+            continue; /* a file: its folder's watch covers it (no stat for each of a large tree's files) */
         char *p = xjoin(dir, "/", de->d_name, NULL);
         struct stat s;
         if (stat(p, &s) == 0 && S_ISDIR(s.st_mode))
@@ -436,6 +491,10 @@ static void drain(int fd)
 static void *watch_main(void *arg)
 {
     serve_state *st = arg;
+    /* Rebuilding a snapshot is background work: this thread (Linux: a thread's own nice value)
+     * yields the cores to the threads answering requests, so that a reload under load does not
+     * stretch their latency; it still gets its share when the server is busy. */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
     unsigned refresh = st->o->puppetdb ? st->o->puppetdb_refresh : 0;
     double next_fetch = now_seconds() + refresh;
     for (;;) {

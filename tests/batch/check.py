@@ -477,7 +477,9 @@ def main():
         c.check(p.returncode == 1 and p.stdout == b"", "a node name starting with '.' is refused")
 
         # usage errors print nothing on stdout and exit 1
-        for bad in (["--facts-dir", facts_dir], ["--facts-dir", facts_dir, "--facts", facts, "k"],
+        # (no keys at all looks up every key each node sees: tests/keys/check.py; an empty keys
+        # file is still no keys)
+        for bad in (["--facts-dir", facts_dir, "--keys-file", os.devnull], ["--facts-dir", facts_dir, "--facts", facts, "k"],
                     [keys[0]], ["--facts-dir", "/nonexistent", "k"], ["--facts-dir", facts_dir, "--render-as", "s", "k"],
                     ["--facts-dir", facts_dir, "--merge", "bogus", "k"], ["--facts-dir", facts_dir, "--keys-file", "/nonexistent"],
                     ["--facts-dir", facts_dir, "--sort-merged-arrays", "k"], ["--facts-dir", facts_dir, "--explain", "k"],

@@ -413,6 +413,16 @@ def check_reload(root, s):
     os.unlink(os.path.join(root, "facts/node4.example.com.yaml"))
     C.check(wait_for(lambda: s.get("/v1/lookup" + q(node="node4.example.com", key="profile::port"))[0] == 404),
             "a removed facts file is still served")
+    # a node's facts file rewritten in place (the facts are read again only when the folder changed)
+    n2 = os.path.join(root, "facts/node2.example.com.yaml")
+    old = open(n2).read()
+    C.check(port() == 80, f"node2 (role db) before the change: {port()}")
+    with open(n2, "w") as f:
+        f.write(old.replace('"db"', '"web"'))
+    C.check(wait_for(lambda: port() == 8080), "a facts file rewritten in place is not served")
+    with open(n2, "w") as f:
+        f.write(old)
+    C.check(wait_for(lambda: port() == 80), "a facts file written back is not served")
     gen = s.get("/healthz")[1]["generation"]
     s.p.send_signal(signal.SIGHUP)
     C.check(wait_for(lambda: s.get("/healthz")[1]["generation"] > gen), "SIGHUP did not reload")

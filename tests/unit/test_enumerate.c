@@ -165,9 +165,52 @@ static void test_keys(void **state)
     }
     assert_true(broken);
     assert_true(bad);
+
+    /* where lookup_options is defined, apart from the keys: the environment's common.yaml, line 1 */
+    const hiera_value *lo = hiera_value_hash_get(all, "lookup_options");
+    assert_int_equal(hiera_value_array_size(lo), 1);
+    const hiera_value *lo0 = hiera_value_array_get(lo, 0);
+    assert_string_equal(hiera_value_string(hiera_value_hash_get(lo0, "level")), "Common");
+    assert_int_equal(hiera_value_int(hiera_value_hash_get(lo0, "line")), 1);
+    assert_non_null(strstr(hiera_value_string(hiera_value_hash_get(lo0, "file")), "/data/common.yaml"));
+
+    /* the names alone: the same keys in the same order, the same problems */
+    hiera_value *names = hiera_key_names(h);
+    const hiera_value *nk = hiera_value_hash_get(names, "keys");
+    assert_int_equal(hiera_value_array_size(nk), hiera_value_hash_size(keys));
+    for (size_t i = 0; i < hiera_value_hash_size(keys); i++)
+        assert_string_equal(hiera_value_string(hiera_value_array_get(nk, i)), hiera_value_string(hiera_value_hash_key(keys, i)));
+    assert_int_equal(hiera_value_array_size(hiera_value_hash_get(names, "errors")), hiera_value_array_size(errors));
+    assert_null(hiera_value_hash_get(names, "lookup_options"));
+    hiera_value_decref(names);
     hiera_value_decref(all);
     hiera_free(h);
     hiera_value_decref(facts);
+}
+
+/* the key a lookup takes for a data key (Puppet's split_key: a key with . ' or " is a path whose
+ * segments may be quoted whole) */
+static void test_lookup_form(void **state)
+{
+    (void)state;
+    static const char *cases[][2] = {
+        {"ntp::servers", "ntp::servers"},
+        {"a.b", "\"a.b\""},
+        {"it's", "\"it's\""},
+        {"say \"hi\"", "'say \"hi\"'"},
+        {"x.\"y", "'x.\"y'"},
+        {" spaced ", " spaced "},
+        {" a.b ", "\" a.b \""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *f = hiera_key_lookup_form(cases[i][0]);
+        assert_non_null(f);
+        assert_string_equal(f, cases[i][1]);
+        free(f);
+    }
+    /* both quotes and a reason to quote: no lookup reaches it */
+    assert_null(hiera_key_lookup_form("it's \"x\""));
+    assert_null(hiera_key_lookup_form(NULL));
 }
 
 int main(void)
@@ -175,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hierarchy),
         cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_lookup_form),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
