@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from puppetbulk import default_bulk
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FOLDERS = ["site", "site-modules", "modules", "dist", "vendor/mods"]
 
@@ -119,10 +121,7 @@ def main():
     ap.add_argument("--bulk", help="puppet-bulk-lookup (default: shared/tools/ next to the checkout or above it)")
     a = ap.parse_args()
     if not a.bulk:
-        d = os.path.dirname(os.path.dirname(HERE))
-        while d != "/" and not os.path.exists(os.path.join(d, "shared", "tools", "puppet-bulk-lookup")):
-            d = os.path.dirname(d)
-        a.bulk = os.path.join(d, "shared", "tools", "puppet-bulk-lookup")
+        a.bulk = default_bulk(HERE)
     hiera = os.path.abspath(a.hiera)
     passed = failed = 0
     for rnd in range(a.rounds):

@@ -48,6 +48,8 @@ import tempfile
 
 import yaml
 
+from puppetbulk import default_bulk
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENV = dict(os.environ, HIERA_CACHE_DIR="off", HIERA_PUPPET_LAYOUT="debian")
 
@@ -716,10 +718,7 @@ def main():
     ap.add_argument("control", nargs="*")
     a = ap.parse_args()
     if not a.bulk:
-        d = os.path.dirname(os.path.dirname(HERE))
-        while d != "/" and not os.path.exists(os.path.join(d, "shared", "tools", "puppet-bulk-lookup")):
-            d = os.path.dirname(d)
-        a.bulk = os.path.join(d, "shared", "tools", "puppet-bulk-lookup")
+        a.bulk = default_bulk(HERE)
     controls, modules = list(a.control), list(a.module)
     if a.mirrors:
         M = lambda n: os.path.join(a.mirrors, n, "repo")
