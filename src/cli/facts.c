@@ -13,6 +13,8 @@
  *  - the file's facts go over those, and no facts at all is "No facts available for target
  *    node: NODE". */
 #include "cli/facts.h"
+#include "cli/common.h"
+#include "base/fileio.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -54,12 +56,6 @@ static char *cat3(const char *a, const char *b, const char *c)
     memcpy(s + la, b, lb);
     memcpy(s + la + lb, c, lc + 1);
     return s;
-}
-
-static bool is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 char *cli_default_vardir(void)
@@ -153,7 +149,7 @@ static void custom_dirs_of(const char *moddir, void *arg)
         glob_t g;
         if (glob(pattern, GLOB_ONLYDIR, NULL, &g) == 0) {
             for (size_t i = 0; i < g.gl_pathc; i++)
-                if (is_dir(g.gl_pathv[i]))
+                if (path_is_dir(g.gl_pathv[i]))
                     push(out, cat3(g.gl_pathv[i], "", ""));
             globfree(&g);
         }
@@ -163,7 +159,7 @@ static void custom_dirs_of(const char *moddir, void *arg)
 
 static void add_if_dir(const char *dir, void *arg)
 {
-    if (is_dir(dir))
+    if (path_is_dir(dir))
         push(arg, cat3(dir, "", ""));
 }
 
@@ -199,7 +195,7 @@ static void external_dirs_of(const char *moddir, void *arg)
         if (!module_name_ok(de->d_name))
             continue;
         char *p = cat3(moddir, "/", de->d_name);
-        if (is_dir(p))
+        if (path_is_dir(p))
             push(&names, cat3(de->d_name, "", ""));
         free(p);
     }
@@ -213,7 +209,7 @@ static void external_dirs_of(const char *moddir, void *arg)
         char *fd = cat3(moddir, "/", names.v[i]);
         char *facts_d = cat3(fd, "/facts.d", "");
         free(fd);
-        if (is_dir(facts_d))
+        if (path_is_dir(facts_d))
             push(w->out, facts_d);
         else
             free(facts_d);
@@ -474,4 +470,39 @@ hiera_value *cli_load_trusted(const char *path)
         say("%s%s", err.message ? err.message : "cannot read the trusted data file", "");
     hiera_error_clear(&err);
     return t;
+}
+
+int cli_node_facts_get(const hiera_settings *settings, const hiera_environment *env, const char *node,
+                       const char *facts_file, const cli_pdb_args *pdb_args, hiera_cache *cache, cli_node_facts *out)
+{
+    cli_facts_settings fs;
+    cli_facts_settings_get(settings, env, &fs);
+    cli_puppet_settings ps;
+    cli_puppet_settings_get(settings, &ps);
+    cli_facts_route route = {0};
+    cli_pdb_config pc = {0};
+    int failed = 0;
+    if (!node && cli_pdb_wanted(pdb_args)) {
+        say("%s%s", "--puppetdb and --from-puppetdb go with --node (the node whose facts PuppetDB gives)", "");
+        failed = 1;
+    } else if (node && cli_pdb_wanted(pdb_args)) {
+        /* --puppetdb, --from-puppetdb: PuppetDB is the facts terminus */
+        route.terminus = strdup("puppetdb");
+        failed = route.terminus && cli_pdb_config_get(pdb_args, &ps, &pc) ? 0 : 1;
+    } else if (node) {
+        failed = cli_facts_route_get(&ps, &route) &&
+                         (!cli_facts_route_uses_puppetdb(&route) || cli_pdb_config_get(pdb_args, &ps, &pc))
+                     ? 0
+                     : 1;
+    }
+    if (!failed) {
+        cli_facts_request fr = {node, facts_file, fs.vardir, fs.yamldir, fs.certname, fs.environment,
+                                node ? NULL : fs.modulepath, node ? &route : NULL, &pc.c, cache};
+        failed = cli_facts_gather(&fr, out);
+    }
+    cli_facts_route_free(&route);
+    cli_pdb_config_free(&pc);
+    cli_puppet_settings_free(&ps);
+    cli_facts_settings_free(&fs);
+    return failed;
 }

@@ -42,6 +42,14 @@ typedef struct {
 int cli_facts_gather(const cli_facts_request *r, cli_node_facts *out);
 void cli_node_facts_free(cli_node_facts *f);
 
+/* The node's facts as `puppet lookup` (hiera lookup, hiera keys) takes them: settings and env
+ * give the vardir, yamldir, certname and facts route; with node, Puppet's facts terminus and its
+ * cache (PuppetDB when pdb_args asks for it or routes.yaml/facts_terminus say so), else Facter; the
+ * facts_file (or NULL) over them. cache (or NULL) reads the --facts file through the disk cache.
+ * Returns 0, or 1 after printing "Error: Could not run: ..." (pdb_args without node too). */
+int cli_node_facts_get(const hiera_settings *settings, const hiera_environment *env, const char *node,
+                       const char *facts_file, const cli_pdb_args *pdb_args, hiera_cache *cache, cli_node_facts *out);
+
 /* Puppet's vardir on this machine: /var/cache/puppet as root (the Debian package's layout),
  * else ~/.puppet/cache. malloc'ed. */
 char *cli_default_vardir(void);

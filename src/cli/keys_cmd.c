@@ -336,34 +336,7 @@ int keys_main(int argc, char **argv)
         goto out;
     }
     /* the node's facts, exactly as hiera lookup gathers them */
-    cli_facts_settings fs;
-    cli_facts_settings_get(settings, env, &fs);
-    cli_puppet_settings ps;
-    cli_puppet_settings_get(settings, &ps);
-    cli_facts_route route = {0};
-    cli_pdb_config pc = {0};
-    int gathered = 0;
-    if (!a.node && cli_pdb_wanted(&a.pdb)) {
-        fail("%s", "--puppetdb and --from-puppetdb go with --node (the node whose facts PuppetDB gives)");
-        gathered = 1;
-    } else if (a.node && cli_pdb_wanted(&a.pdb)) {
-        route.terminus = strdup("puppetdb");
-        gathered = route.terminus && cli_pdb_config_get(&a.pdb, &ps, &pc) ? 0 : 1;
-    } else if (a.node) {
-        gathered = cli_facts_route_get(&ps, &route) &&
-                           (!cli_facts_route_uses_puppetdb(&route) || cli_pdb_config_get(&a.pdb, &ps, &pc))
-                       ? 0
-                       : 1;
-    }
-    if (!gathered) {
-        cli_facts_request fr = {a.node, a.facts, fs.vardir, fs.yamldir, fs.certname, fs.environment,
-                                a.node ? NULL : fs.modulepath, a.node ? &route : NULL, &pc.c, NULL};
-        gathered = cli_facts_gather(&fr, &nf);
-    }
-    cli_facts_route_free(&route);
-    cli_pdb_config_free(&pc);
-    cli_puppet_settings_free(&ps);
-    cli_facts_settings_free(&fs);
+    int gathered = cli_node_facts_get(settings, env, a.node, a.facts, &a.pdb, NULL, &nf);
     if (gathered)
         goto out;
     if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))

@@ -193,42 +193,17 @@ int lookup_main(int argc, char **argv)
         fail("Unknown rendering format '%s'", format);
         goto out;
     }
-    /* the node's facts: its cache or Facter, the --facts file over them */
-    cli_facts_settings fs;
-    cli_facts_settings_get(settings, env, &fs);
+    /* the node's facts: its cache or Facter, the --facts file over them; with --node, Puppet's
+     * facts terminus (and cache) decide, PuppetDB when Puppet would ask it */
     cache = cli_cache(); /* (the --facts file is read through its disk cache too) */
-    /* with --node: Puppet's facts terminus (and cache) decide; PuppetDB when Puppet would ask it */
-    cli_puppet_settings ps;
-    cli_puppet_settings_get(settings, &ps);
-    cli_facts_route route = {0};
-    cli_pdb_config pc = {0};
-    int gathered = 0;
+    int gathered;
     if (a.pdb.nodes_query || a.pdb.include_inactive) {
         fail("%s", "--nodes-query and --include-inactive choose the nodes of hiera batch and hiera serve; "
                    "hiera lookup looks up --node");
         gathered = 1;
-    } else if (!a.node && cli_pdb_wanted(&a.pdb)) {
-        fail("%s", "--puppetdb and --from-puppetdb go with --node (the node whose facts PuppetDB gives)");
-        gathered = 1;
-    } else if (a.node && cli_pdb_wanted(&a.pdb)) {
-        /* --puppetdb, --from-puppetdb: PuppetDB is the facts terminus */
-        route.terminus = strdup("puppetdb");
-        gathered = route.terminus && cli_pdb_config_get(&a.pdb, &ps, &pc) ? 0 : 1;
-    } else if (a.node) {
-        gathered = cli_facts_route_get(&ps, &route) &&
-                           (!cli_facts_route_uses_puppetdb(&route) || cli_pdb_config_get(&a.pdb, &ps, &pc))
-                       ? 0
-                       : 1;
+    } else {
+        gathered = cli_node_facts_get(settings, env, a.node, a.facts, &a.pdb, cache, &nf);
     }
-    if (!gathered) {
-        cli_facts_request fr = {a.node, a.facts, fs.vardir, fs.yamldir, fs.certname, fs.environment,
-                                a.node ? NULL : fs.modulepath, a.node ? &route : NULL, &pc.c, cache};
-        gathered = cli_facts_gather(&fr, &nf);
-    }
-    cli_facts_route_free(&route);
-    cli_pdb_config_free(&pc);
-    cli_puppet_settings_free(&ps);
-    cli_facts_settings_free(&fs);
     if (gathered)
         goto out;
     if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))

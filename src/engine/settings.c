@@ -452,18 +452,6 @@ static char *inspect_str(const hv *v)
 
 /* ------------------------------------------------------------------ layout and host */
 
-static bool file_exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
-static bool dir_exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 #define DEBIAN_LIBRARY "/usr/lib/ruby/vendor_ruby/puppet/util/run_mode.rb"
 
 static hiera_layout find_layout(void)
@@ -491,7 +479,7 @@ static hiera_layout find_layout(void)
                 const char *r = real ? real : exe;
                 if (!strncmp(r, "/opt/puppetlabs/", 16))
                     found = HIERA_LAYOUT_PUPPETLABS;
-                else if (!strcmp(r, "/usr/bin/puppet") && file_exists(DEBIAN_LIBRARY))
+                else if (!strcmp(r, "/usr/bin/puppet") && path_exists(DEBIAN_LIBRARY))
                     found = HIERA_LAYOUT_DEBIAN;
                 else
                     found = HIERA_LAYOUT_PUPPETLABS; /* a gem: Puppet's own code */
@@ -503,7 +491,7 @@ static hiera_layout find_layout(void)
         if (found != HIERA_LAYOUT_AUTO)
             return found;
     }
-    if (file_exists("/opt/puppetlabs/bin/puppet"))
+    if (path_exists("/opt/puppetlabs/bin/puppet"))
         return HIERA_LAYOUT_PUPPETLABS;
     return HIERA_LAYOUT_DEBIAN;
 }
@@ -727,7 +715,7 @@ static int computed_default(chain *ch, const char *name, rawval *out, serr *err)
             return -1;
         char *p = xjoin(codedir, "/hiera.yaml", NULL);
         free(codedir);
-        if (file_exists(p)) {
+        if (path_exists(p)) {
             *out = rv_str(p);
             return 0;
         }
@@ -1339,7 +1327,7 @@ static int env_conf_value(chain *ch, const char *name, rawval *out, serr *err)
         if (!strcmp(name, "modulepath")) {
             sbuf b = {0};
             for (size_t i = 0; i < env->nmodulepath; i++)
-                if (dir_exists(env->modulepath[i])) {
+                if (path_is_dir(env->modulepath[i])) {
                     if (b.len)
                         sb_addc(&b, ':');
                     sb_adds(&b, env->modulepath[i]);
@@ -1607,7 +1595,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
             free(owned);
         }
         s->conf_path = path;
-        if (file_exists(path)) {
+        if (path_exists(path)) {
             char *text = NULL;
             size_t len = 0;
             if (read_file_text(path, &text, &len, &e.e)) {
@@ -1830,7 +1818,7 @@ static char *env_dir_of(const hiera_settings *s, const char *envdir, const char 
         }
     }
     hv_decref(versioned);
-    bool ok = dir_exists(candidate) && valid_env_name(base);
+    bool ok = path_is_dir(candidate) && valid_env_name(base);
     free(base);
     (void)s;
     if (!ok) {
@@ -2200,7 +2188,7 @@ char *settings_module_dir(const hiera_environment *cenv, const char *name)
     } else {
         for (size_t i = 0; i < env->nmodulepath && !r; i++) {
             char *d = xjoin(env->modulepath[i], "/", name, NULL);
-            if (dir_exists(d))
+            if (path_is_dir(d))
                 r = d;
             else
                 free(d);
