@@ -175,9 +175,17 @@ static bool may_list(const request *rq, response *out)
 /* A context for node in env from the generation (facts from the facts folder, or the request's
  * own for a caller who may see the node's secrets... or any caller: facts only feed the lookup). */
 static hiera *context_for(const request *rq, generation *g, const char *env, const char *node, const hiera_value *facts,
-                          bool redact, response *out)
+                          bool redact, bool fresh, response *out)
 {
-    bool stored = false;
+    /* the generation's facts for the node: a context kept from the thread's last request may
+     * serve, but not an explanation or provenance (a context explains its hierarchy's expansion
+     * only when it first makes it) */
+    bool stored = false, own = !facts && !fresh;
+    if (own) {
+        hiera *kept = state_thread_context(g, env, node, redact);
+        if (kept)
+            return kept;
+    }
     if (!facts) {
         facts = hiera_value_hash_get(g->facts, node);
         stored = facts && hiera_value_hash_get(g->facts_stored, node);
@@ -215,6 +223,8 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
     hiera *h = hiera_new(&o, &err);
     if (!h)
         reply_error(out, 422, "%s", err.message ? err.message : "cannot look up for this node");
+    else if (own)
+        state_thread_context_keep(g, h, env, node, redact);
     hiera_error_clear(&err);
     return h;
 }
@@ -245,7 +255,8 @@ static hiera *open_node(const request *rq, const params *p, generation *g, respo
     *secrets = access == 2;
     *env_out = env;
     *node_out = node;
-    return context_for(rq, g, env, node, param_value(p, "facts"), !*secrets, out);
+    return context_for(rq, g, env, node, param_value(p, "facts"), !*secrets,
+                       param_flag(p, "explain") || param_flag(p, "provenance"), out);
 }
 
 static hiera_value *error_value(const hiera_error *err)
@@ -348,14 +359,14 @@ static void do_lookup(const request *rq, const params *p, generation *g, respons
     hiera_value *merge = merge_param(p, out, &bad);
     if (bad) {
         free(keys);
-        hiera_free(h);
+        state_thread_context_done(h);
         return;
     }
     if (!nkeys) {
         reply_error(out, 400, "\"key\" (or \"keys\", a list of names tried in order) is required");
         free(keys);
         hiera_value_decref(merge);
-        hiera_free(h);
+        state_thread_context_done(h);
         return;
     }
     hiera_value *dflt = NULL;
@@ -379,7 +390,7 @@ static void do_lookup(const request *rq, const params *p, generation *g, respons
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
     free(keys);
-    hiera_free(h);
+    state_thread_context_done(h);
 }
 
 static double mono_now(void)
@@ -456,7 +467,7 @@ static void do_batch(const request *rq, const params *p, generation *g, response
             goto done;
         }
         response sub = {0};
-        hiera *h = context_for(rq, g, env, node, NULL, access != 2, &sub);
+        hiera *h = context_for(rq, g, env, node, NULL, access != 2, false, &sub);
         if (!h) {
             hiera_value *m = hiera_value_from_json(sub.body, NULL);
             hiera_value_hash_set(errors, node, hiera_value_incref(hiera_value_hash_get(m, "error")));
@@ -495,7 +506,7 @@ static void do_batch(const request *rq, const params *p, generation *g, response
         hiera_value_hash_set(results, node, row);
         if (row_err)
             hiera_value_hash_set(errors, node, row_err);
-        hiera_free(h);
+        state_thread_context_done(h);
     }
     {
         hiera_value *all = hiera_value_new_hash();
@@ -547,7 +558,7 @@ static void do_keys(const request *rq, const params *p, generation *g, response 
     reply_value(out, 200, res);
     hiera_value_decref(res);
     hiera_value_decref(all);
-    hiera_free(h);
+    state_thread_context_done(h);
 }
 
 static void do_hierarchy(const request *rq, const params *p, generation *g, response *out)
@@ -563,7 +574,7 @@ static void do_hierarchy(const request *rq, const params *p, generation *g, resp
     hiera_value_hash_set(res, "layers", hiera_hierarchy(h));
     reply_value(out, 200, res);
     hiera_value_decref(res);
-    hiera_free(h);
+    state_thread_context_done(h);
 }
 
 static void do_facts(const request *rq, const params *p, generation *g, response *out)

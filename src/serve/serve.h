@@ -126,6 +126,13 @@ void state_free(serve_state *st);
 /* The calling thread's cache over generation g (made when g is new to the thread, dropped with
  * the thread). BORROWED. */
 hiera_cache *state_thread_cache(generation *g);
+/* The calling thread's kept context for node in env (facts from g, redaction as given), or NULL;
+ * a context returned or kept is the thread's until state_thread_context_done. _keep makes h (a
+ * context made with state_thread_cache(g)) the kept one when the thread holds none in use; _done
+ * ends the use of a context: the kept one stays for the next request, any other is freed. */
+hiera *state_thread_context(generation *g, const char *env, const char *node, bool redact);
+void state_thread_context_keep(generation *g, hiera *h, const char *env, const char *node, bool redact);
+void state_thread_context_done(hiera *h);
 
 /* ------------------------------------------------------------------ http.c / routes.c */
 

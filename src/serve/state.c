@@ -589,7 +589,23 @@ void state_free(serve_state *st)
 typedef struct {
     generation *g;
     hiera_cache *cache;
+    /* the last context made for a node from the generation's own facts, kept for the thread's
+     * next request for the same node, environment and redaction: its hierarchy is expanded once,
+     * as hiera batch expands it once per node (it uses cache: freed before it) */
+    hiera *ctx;
+    char *ctx_env, *ctx_node;
+    bool ctx_redact, ctx_busy;
 } thread_cache;
+
+static void drop_context(thread_cache *tc)
+{
+    hiera_free(tc->ctx);
+    free(tc->ctx_env);
+    free(tc->ctx_node);
+    tc->ctx = NULL;
+    tc->ctx_env = tc->ctx_node = NULL;
+    tc->ctx_busy = false;
+}
 
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
@@ -597,6 +613,7 @@ static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 static void thread_cache_free(void *p)
 {
     thread_cache *tc = p;
+    drop_context(tc);
     hiera_cache_free(tc->cache);
     generation_release(tc->g);
     free(tc);
@@ -613,6 +630,7 @@ hiera_cache *state_thread_cache(generation *g)
         pthread_setspecific(cache_key, tc);
     }
     if (tc->g != g) {
+        drop_context(tc);
         hiera_cache_free(tc->cache);
         generation_release(tc->g);
         __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
@@ -620,4 +638,36 @@ hiera_cache *state_thread_cache(generation *g)
         tc->cache = hiera_cache_new_from_snapshot(g->snap);
     }
     return tc->cache;
+}
+
+hiera *state_thread_context(generation *g, const char *env, const char *node, bool redact)
+{
+    thread_cache *tc = pthread_getspecific(cache_key);
+    if (!tc || tc->g != g || !tc->ctx || tc->ctx_busy || tc->ctx_redact != redact || strcmp(tc->ctx_env, env) ||
+        strcmp(tc->ctx_node, node))
+        return NULL;
+    tc->ctx_busy = true;
+    return tc->ctx;
+}
+
+void state_thread_context_keep(generation *g, hiera *h, const char *env, const char *node, bool redact)
+{
+    thread_cache *tc = pthread_getspecific(cache_key);
+    if (!tc || tc->g != g || tc->ctx_busy)
+        return; /* (another kept context is in use: h stays the caller's) */
+    drop_context(tc);
+    tc->ctx = h;
+    tc->ctx_env = xstrdup(env);
+    tc->ctx_node = xstrdup(node);
+    tc->ctx_redact = redact;
+    tc->ctx_busy = true;
+}
+
+void state_thread_context_done(hiera *h)
+{
+    thread_cache *tc = h ? pthread_getspecific(cache_key) : NULL;
+    if (tc && tc->ctx == h)
+        tc->ctx_busy = false;
+    else
+        hiera_free(h);
 }
