@@ -640,9 +640,16 @@ hiera_cache *state_thread_cache(generation *g)
     return tc->cache;
 }
 
+/* the thread's caches, NULL when it has none yet (the key is made once for the process first) */
+static thread_cache *thread_caches(void)
+{
+    pthread_once(&cache_key_once, make_key);
+    return pthread_getspecific(cache_key);
+}
+
 hiera *state_thread_context(generation *g, const char *env, const char *node, bool redact)
 {
-    thread_cache *tc = pthread_getspecific(cache_key);
+    thread_cache *tc = thread_caches();
     if (!tc || tc->g != g || !tc->ctx || tc->ctx_busy || tc->ctx_redact != redact || strcmp(tc->ctx_env, env) ||
         strcmp(tc->ctx_node, node))
         return NULL;
@@ -652,7 +659,7 @@ hiera *state_thread_context(generation *g, const char *env, const char *node, bo
 
 void state_thread_context_keep(generation *g, hiera *h, const char *env, const char *node, bool redact)
 {
-    thread_cache *tc = pthread_getspecific(cache_key);
+    thread_cache *tc = thread_caches();
     if (!tc || tc->g != g || tc->ctx_busy)
         return; /* (another kept context is in use: h stays the caller's) */
     drop_context(tc);
@@ -665,7 +672,7 @@ void state_thread_context_keep(generation *g, hiera *h, const char *env, const c
 
 void state_thread_context_done(hiera *h)
 {
-    thread_cache *tc = h ? pthread_getspecific(cache_key) : NULL;
+    thread_cache *tc = h ? thread_caches() : NULL;
     if (tc && tc->ctx == h)
         tc->ctx_busy = false;
     else
