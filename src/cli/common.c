@@ -167,6 +167,64 @@ static bool completes(const char *key, const char *name, bool icase)
     return true;
 }
 
+/* key == optparse_name(name, prefix), without making the name */
+typedef struct {
+    const char *name;
+    bool boolean;
+    char short_opt;
+} setting_info;
+
+static bool is_switch_name(const char *key, const char *prefix, const char *name)
+{
+    if (prefix) {
+        size_t pl = strlen(prefix);
+        if (strncmp(key, prefix, pl))
+            return false;
+        key += pl;
+    }
+    for (; *name; name++, key++)
+        if (*key != (*name == '_' ? '-' : (char)tolower((unsigned char)*name)))
+            return false;
+    return !*key;
+}
+
+/* The switch named exactly key, as complete() finds it first (the command's options, then each
+ * setting and its "no-" form), made without the table: nearly every option is given whole, and
+ * the table of every setting's switches costs more than the rest of a lookup's parsing. */
+static bool exact_switch(const char *key, const cli_option *opts, size_t nopts, const setting_info *si, size_t nsi,
+                         sw_t *out)
+{
+    for (size_t i = 0; i < nopts; i++)
+        if (is_switch_name(key, NULL, opts[i].name)) {
+            *out = (sw_t){NULL, (int)i, -1, false, opts[i].kind == CLI_VALUE};
+            return true;
+        }
+    for (size_t i = 0; i < nsi; i++) {
+        if (is_switch_name(key, NULL, si[i].name)) {
+            *out = (sw_t){NULL, -1, (int)i, false, !si[i].boolean};
+            return true;
+        }
+        if (si[i].boolean && is_switch_name(key, "no-", si[i].name)) {
+            *out = (sw_t){NULL, -1, (int)i, true, false};
+            return true;
+        }
+    }
+    return false;
+}
+
+static void switch_table(sw_list *longs, const cli_option *opts, size_t nopts, const setting_info *si, size_t nsi)
+{
+    if (longs->n)
+        return;
+    for (size_t i = 0; i < nopts; i++)
+        sw_add(longs, optparse_name(opts[i].name, NULL), (int)i, -1, false, opts[i].kind == CLI_VALUE);
+    for (size_t i = 0; i < nsi; i++) {
+        sw_add(longs, optparse_name(si[i].name, NULL), -1, (int)i, false, !si[i].boolean);
+        if (si[i].boolean)
+            sw_add(longs, optparse_name(si[i].name, "no-"), -1, (int)i, true, false);
+    }
+}
+
 static bool same_switch(const sw_t *a, const sw_t *b)
 {
     return a->opt == b->opt && a->setting == b->setting && a->negated == b->negated;
@@ -204,12 +262,6 @@ static int parse_fail(const char *what, const char *arg)
     fprintf(stderr, "Error: Could not parse application options: %s: %s\n", what, arg);
     return 1;
 }
-
-typedef struct {
-    const char *name;
-    bool boolean;
-    char short_opt;
-} setting_info;
 
 static setting_info *all_settings(size_t *n)
 {
@@ -397,16 +449,10 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
     size_t nsi;
     setting_info *si = all_settings(&nsi);
     int rc = settings_pass(argc, argv, si, nsi, out, used);
-    sw_list longs = {0};
+    sw_list longs = {0}; /* every switch, made when an abbreviation is to be completed */
+    sw_t found;           /* a switch found without the table */
     if (rc)
         goto done;
-    for (size_t i = 0; i < nopts; i++)
-        sw_add(&longs, optparse_name(opts[i].name, NULL), (int)i, -1, false, opts[i].kind == CLI_VALUE);
-    for (size_t i = 0; i < nsi; i++) {
-        sw_add(&longs, optparse_name(si[i].name, NULL), -1, (int)i, false, !si[i].boolean);
-        if (si[i].boolean)
-            sw_add(&longs, optparse_name(si[i].name, "no-"), -1, (int)i, true, false);
-    }
     bool posix = getenv("POSIXLY_CORRECT") != NULL;
     /* arguments are read in turn; a bundle of one-letter options puts its rest back in front */
     char *pending = NULL;
@@ -429,8 +475,13 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
             for (char *p = key; *p; p++)
                 if (*p == '_')
                     *p = '-';
-            bool amb;
-            sw = complete(&longs, key, true, &amb);
+            bool amb = false;
+            if (exact_switch(key, opts, nopts, si, nsi, &found)) {
+                sw = &found;
+            } else {
+                switch_table(&longs, opts, nopts, si, nsi);
+                sw = complete(&longs, key, true, &amb);
+            }
             free(key);
             if (!sw) {
                 rc = parse_fail(amb ? "ambiguous option" : "invalid option", a);
@@ -455,19 +506,20 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
             const char *rest = a[2] ? a + 2 : NULL;
             bool eq = rest && rest[0] == '=';
             for (size_t k = 0; k < nopts && !sw; k++)
-                if (opts[k].short_opt == c)
-                    for (size_t s = 0; s < longs.n; s++)
-                        if (longs.v[s].opt == (int)k)
-                            sw = &longs.v[s];
+                if (opts[k].short_opt == c) {
+                    found = (sw_t){NULL, (int)k, -1, false, opts[k].kind == CLI_VALUE};
+                    sw = &found;
+                }
             for (size_t k = 0; k < nsi && !sw; k++)
-                if (si[k].short_opt == c)
-                    for (size_t s = 0; s < longs.n && !sw; s++)
-                        if (longs.v[s].setting == (int)k && !longs.v[s].negated)
-                            sw = &longs.v[s];
+                if (si[k].short_opt == c) {
+                    found = (sw_t){NULL, -1, (int)k, false, !si[k].boolean};
+                    sw = &found;
+                }
             if (!sw) {
                 /* no such letter: a long option it alone begins */
                 char key[2] = {c, 0};
                 bool amb;
+                switch_table(&longs, opts, nopts, si, nsi);
                 sw = complete(&longs, key, false, &amb);
                 if (!sw) {
                     rc = parse_fail(amb ? "ambiguous option" : "invalid option", a);
