@@ -2057,8 +2057,71 @@ int settings_strict(const hiera_environment *env)
 
 /* ------------------------------------------------------------------ every setting */
 
+/* The setting's value in this chain is its default as Puppet's table writes it, a constant without
+ * "$name" (no source gives it, nothing computes it): converting it cannot fail, and depends on
+ * nothing else (munge is a function of the table's entry: settings_constant_defaults_convert,
+ * asked by the unit tests). */
+static bool constant_default(const chain *ch, int idx)
+{
+    const hiera_settings *s = ch->s;
+    const sdef *d = &DEFS[idx];
+    if (s->cli[idx].set || (def_flags(idx) & (DEF_ENV_CONF | DEF_APP_DEFAULT)) || d->kind == ST_ALIAS ||
+        !strcmp(d->name, "code"))
+        return false;
+    if (s->have_conf) {
+        static const char *const sections[] = {"server", "master", "main"};
+        for (size_t i = 0; i < 3; i++)
+            if (ini_setting_get(ini_section_get(&s->conf, sections[i]), d->name))
+                return false;
+    }
+    switch (d->dk) {
+    case DEF_NIL:
+    case DEF_TRUE:
+    case DEF_FALSE:
+    case DEF_INTEGER:
+    case DEF_EMPTY_ARRAY: return true;
+    case DEF_STRING:
+    case DEF_SYMBOL: return !strchr(d->dv, '$');
+    case DEF_COMPUTED: return false;
+    }
+    return false;
+}
+
+bool settings_constant_defaults_convert(const char **failed)
+{
+    *failed = NULL;
+    pthread_once(&by_name_once, by_name_init);
+    for (size_t i = 0; i < NDEFS; i++) {
+        const sdef *d = &DEFS[i];
+        if ((DEF_FLAGS[i] & (DEF_ENV_CONF | DEF_APP_DEFAULT)) || d->kind == ST_ALIAS || !strcmp(d->name, "code") ||
+            d->dk == DEF_COMPUTED || ((d->dk == DEF_STRING || d->dk == DEF_SYMBOL) && strchr(d->dv, '$')))
+            continue;
+        rawval r = {RV_NIL, NULL, 0, NULL};
+        switch (d->dk) {
+        case DEF_STRING:
+        case DEF_SYMBOL: r = rv_str(xstrdup(d->dv)); break;
+        case DEF_TRUE: r.kind = RV_TRUE; break;
+        case DEF_FALSE: r.kind = RV_FALSE; break;
+        case DEF_INTEGER: r.kind = RV_INTEGER, r.i = strtoll(d->dv, NULL, 10); break;
+        case DEF_EMPTY_ARRAY: r.kind = RV_EMPTY_ARRAY; break;
+        default: break;
+        }
+        serr e = {0};
+        hv *v = munge(d, d->kind, &r, &e);
+        rv_free(&r);
+        herr_clear(&e.e);
+        if (!v) {
+            *failed = d->name;
+            return false;
+        }
+        hv_decref(v);
+    }
+    return true;
+}
+
 /* Scope#merge_settings: every setting but "name", in Puppet's order, as the settings class's
- * variables; the first that fails stops the compilation. */
+ * variables; the first that fails stops the compilation. A check (checking: only whether each
+ * converts) passes over the settings whose value is a constant default. */
 static hv *all_settings(const hiera_environment *env, bool checking, hv *seen, herr *err)
 {
     hv *memo[NDEFS] = {0};
@@ -2066,7 +2129,7 @@ static hv *all_settings(const hiera_environment *env, bool checking, hv *seen, h
     chain ch = {env->s, env, env->name, 0, checking, seen, memo, height, 0};
     hv *all = checking ? NULL : hv_hash(); /* (a check only needs to know that each converts) */
     for (size_t i = 0; i < NDEFS; i++) {
-        if (!strcmp(DEFS[i].name, "name"))
+        if (!strcmp(DEFS[i].name, "name") || (checking && constant_default(&ch, (int)i)))
             continue;
         serr e = {0};
         hv *v = chain_interpolate(&ch, (int)i, &e);

@@ -29,6 +29,11 @@ hv *settings_scope_vars(const hiera_environment *env, herr *err);
  * environment. */
 char *settings_module_dir(const hiera_environment *env, const char *name);
 
+/* Whether every setting whose default is a constant (no "$name", not computed) converts as its
+ * type does; false with *failed naming the first that does not (a setting of Puppet's table the
+ * environment check passes over: asked by the unit tests). */
+bool settings_constant_defaults_convert(const char **failed);
+
 /* The settings an environment was loaded with (BORROWED). */
 const hiera_settings *settings_of(const hiera_environment *env);
 

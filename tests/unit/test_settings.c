@@ -8,6 +8,7 @@
 
 #include "testutil.h"
 
+#include "engine/settings.h"
 #include "formats/ini.h"
 #include "hiera.h"
 
@@ -325,9 +326,21 @@ static void test_environments(void **state)
     free(cv);
 }
 
+/* The environment check passes over settings whose value is a constant default: each must convert
+ * (were one not to, every puppet lookup would fail, and the check would have to ask it). */
+static void test_constant_defaults(void **state)
+{
+    (void)state;
+    const char *failed = NULL;
+    bool ok = settings_constant_defaults_convert(&failed);
+    if (!ok)
+        fail_msg("the constant default of %s does not convert", failed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_constant_defaults),
         cmocka_unit_test(test_ini_sections),
         cmocka_unit_test(test_ini_lines),
         cmocka_unit_test(test_ini_values),
