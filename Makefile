@@ -12,7 +12,7 @@ CFLAGS ?= -O2 -g
 # cc) links against libhiera.a as before. `make LTO=` builds without it.
 LTO ?= -flto=auto -ffat-lto-objects
 # What pkg-config says of the libraries (PKG_CFLAGS, PKG_LIBS, CLI_LIBS, SERVE_CFLAGS, CURL_CFLAGS) and
-# whether mimalloc links (MIMALLOC_FOUND) is asked once per build folder, into $(B)/config.mk, by
+# where mimalloc is (MIMALLOC_SO) is asked once per build folder, into $(B)/config.mk, by
 # the rule below, after scripts/deps.sh has installed what is missing. GNU make makes an included makefile
 # before anything else and then reads everything again, so whatever the first command on a fresh
 # machine (make, make -j2 check, make install, make demo, make check-asan), the compiler and the
@@ -22,11 +22,14 @@ LTO ?= -flto=auto -ffat-lto-objects
 ifneq ($(filter-out clean uninstall deps,$(or $(MAKECMDGOALS),all)),)
 include $(B)/config.mk
 endif
-# The command's allocator: mimalloc (libmimalloc-dev) when it is installed. hiera batch makes
-# and frees millions of small values, where glibc's malloc took 15% of the CPU (mimalloc: about
-# 15% less CPU per lookup; the one-shot lookup is unchanged). The library leaves the allocator
-# to the program that embeds it. `make MIMALLOC=` links the command without it.
-MIMALLOC ?= $(if $(MIMALLOC_FOUND),-Wl$(comma)--push-state$(comma)--no-as-needed -lmimalloc -Wl$(comma)--pop-state)
+# The allocator of the long runs: mimalloc (libmimalloc-dev) when it is installed. hiera batch
+# makes and frees millions of small values, where mimalloc spends about 7% less CPU than glibc's
+# malloc; but loading it and its pages per size class cost a one-shot lookup a quarter of a
+# millisecond (a seventh of it). So the command is linked without it, and hiera batch, serve,
+# check and diff start again at once with it preloaded (src/cli/main.c: LD_PRELOAD, put back as
+# it was for the commands they run), when MIMALLOC_SO (from $(B)/config.mk) names the library.
+# The library leaves the allocator to the program that embeds it. `make MIMALLOC=` builds without.
+MIMALLOC ?= $(if $(MIMALLOC_SO),-DHIERA_MIMALLOC_SO='"$(MIMALLOC_SO)"')
 comma = ,
 WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
@@ -35,7 +38,7 @@ LIBS = $(PKG_LIBS) -lm -lpthread
 # the crypto module, linked into the command only; the library links libcrypto), and Oniguruma
 # only when a regexp first needs it (src/base/lazy/oniguruma.c, likewise): CLI_LIBS (from
 # $(B)/config.mk) names libyaml, linked statically when its archive is installed (Debian's
-# libyaml-dev ships libyaml.a): a one-shot lookup then loads libc and mimalloc alone
+# libyaml-dev ships libyaml.a): a one-shot lookup then loads libc alone
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
 # comparison);
@@ -83,7 +86,7 @@ $(B)/config.mk: Makefile scripts/deps.sh
 	    else pkg-config --libs yaml-0.1; fi) -lm -ldl -lpthread"; \
 	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls)"; \
 	  echo "CURL_CFLAGS := $$(pkg-config --cflags libcurl)"; \
-	  echo "MIMALLOC_FOUND := $$(printf 'int main(void) { return 0; }\n' | $(CC) -x c - -o /dev/null -lmimalloc 2>/dev/null && echo yes)"; \
+	  echo "MIMALLOC_SO := $$(p=$$($(CC) -print-file-name=libmimalloc.so.2); [ -f "$$p" ] && echo "$$(cd "$$(dirname "$$p")" && pwd -P)/libmimalloc.so.2")"; \
 	} > $@.tmp && mv $@.tmp $@
 
 # what this build folder is compiled with: objects and programs are made again when it changes
@@ -102,6 +105,7 @@ $(B)/pic/%.o: src/%.c $(LIB_HDR) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -fPIC -fvisibility=hidden -DHIERA_BUILD_SHARED -c $< -o $@
 
+$(B)/obj/cli/main.o: ALL_CFLAGS += $(MIMALLOC)
 $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) $(LTO) -c $< -o $@
@@ -132,7 +136,7 @@ $(B)/libhiera.so: $(PIC_OBJ)
 	$(CC) $(CFLAGS) $(LTO) -shared -Wl,-soname,libhiera.so.$(SOVER) -o $@ $^ $(LIBS)
 
 $(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a $(B)/flags
-	$(CC) $(CFLAGS) $(LTO) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(MIMALLOC) $(CLI_LIBS)
+	$(CC) $(CFLAGS) $(LTO) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(CLI_LIBS)
 
 $(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h | test-deps
 	@mkdir -p $(dir $@)

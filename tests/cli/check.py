@@ -164,6 +164,11 @@ def batch_tree(root):
     failing = os.path.join(root, "code", "environments", "failing")
     write(os.path.join(failing, "environment.conf"), "config_version = bin/version.sh\n")
     write(os.path.join(failing, "bin", "version.sh"), "#!/bin/sh\necho broken checkout\nexit 3\n", 0o755)
+    probe = os.path.join(root, "code", "environments", "probe")
+    write(os.path.join(probe, "environment.conf"), f"config_version = bin/probe.sh {os.path.join(root, 'probe.out')}\n")
+    write(os.path.join(probe, "bin", "probe.sh"),
+          "#!/bin/sh\necho \"preload=${LD_PRELOAD-unset} saved=${HIERA_PRELOAD_SAVED-unset}\" > \"$1\"\n"
+          "echo \"mimalloc=$(grep -c libmimalloc /proc/$PPID/maps)\" >> \"$1\"\n", 0o755)
     counting = os.path.join(root, "code", "environments", "counting")
     write(os.path.join(counting, "environment.conf"), f"config_version = bin/count.sh {os.path.join(root, 'count')}\n")
     write(os.path.join(counting, "bin", "count.sh"), "#!/bin/sh\necho run >> \"$1\"\n", 0o755)
@@ -190,6 +195,31 @@ def check_batch(hiera, root):
     with open(os.path.join(root, "count")) if os.path.exists(os.path.join(root, "count")) else open(os.devnull) as f:
         runs = f.read().count("run")
     check("batch: config_version runs once", p.returncode == 0 and runs == 1, f"{runs} runs; {p.stderr}")
+    # the long runs start again with mimalloc preloaded (when the build names it); what they run
+    # gets the environment the user gave
+    flags = os.path.join(os.path.dirname(hiera), "flags")
+    with_mi = open(flags).read().count("HIERA_MIMALLOC_SO") > 0 if os.path.exists(flags) else None
+    out = os.path.join(root, "probe.out")
+    for name, env, preload, mi in (("no LD_PRELOAD", {}, "unset", with_mi),
+                                   ("an empty LD_PRELOAD", {"LD_PRELOAD": ""}, "", with_mi),
+                                   ("HIERA_NO_MIMALLOC", {"HIERA_NO_MIMALLOC": "1"}, "unset", False)):
+        if os.path.exists(out):
+            os.unlink(out)
+        e = dict(env)
+        if "LD_PRELOAD" not in e:
+            e["LD_PRELOAD"] = None
+        full = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        full.update({k: v for k, v in e.items() if v is not None})
+        full["HIERA_CACHE_DIR"] = "off"
+        p = subprocess.run([hiera, "batch"] + confdir + ["--environment", "probe", "--facts-dir", os.path.join(root, "facts"),
+                                                         "--jobs", "1", "who"], capture_output=True, text=True, env=full,
+                           timeout=60)
+        got = open(out).read() if os.path.exists(out) else ""
+        check(f"batch with {name}: its commands get LD_PRELOAD as given", p.returncode == 0 and
+              f"preload={preload} saved=unset\n" in got, got + p.stderr)
+        if mi is not None:
+            check(f"batch with {name}: mimalloc {'loaded' if mi else 'not loaded'}",
+                  ("mimalloc=0" not in got) == mi and "mimalloc=" in got, got)
     for flag in ("--explain", "--compile", "--debug"):
         p = run([hiera, "batch"] + confdir + ["--facts-dir", os.path.join(root, "facts"), flag, "who"])
         check(f"batch refuses {flag}", p.returncode == 1 and "not supported" in p.stderr, p.stderr)
