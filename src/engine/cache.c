@@ -448,9 +448,11 @@ int cache_key_flags(hv *keyflags, const char *key, size_t len, uint64_t code, co
 
 static bool data_format(file_format f) { return f == FMT_YAML || f == FMT_JSON || f == FMT_HOCON || f == FMT_CONFIG; }
 
-/* Files smaller than this parse faster than a cache file is opened (measured: a 1 KB YAML file
- * already reads back faster from the disk cache than libyaml parses it). */
-#define DISK_MIN_SIZE 256
+/* Files smaller than this are parsed, not kept. Every file that is not empty is kept: reading a
+ * 200-byte entry back (open, fstat, read, close) costs less than starting libyaml's parser, whose
+ * buffers alone are 16 fresh pages (a one-shot lookup whose global hiera.yaml and node file are
+ * that small: 130K fewer instructions, 9 fewer page faults, about 0.15 ms less). */
+#define DISK_MIN_SIZE 1
 
 /* The file read and parsed as fmt (and prepared as yaml_data does: *flags gets DC_WARN_NOT_HASH
  * when it warned), or NULL with err. */

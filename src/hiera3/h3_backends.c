@@ -206,9 +206,10 @@ static hv *parse_yaml3(const char *text, size_t len, const char *path, herr *err
 static hv *parse_json3(const char *text, size_t len, const char *path, herr *err);
 
 /* The disk cache's format number for what parse gives (numbers of their own: the engine's
- * readers of the same files convert differently), 0 when it is not cached. Files smaller than
- * H3_DISK_MIN_SIZE parse faster than an entry is opened (as the engine's cache.c measured). */
-#define H3_DISK_MIN_SIZE 256
+ * readers of the same files convert differently), 0 when it is not cached. Empty files are
+ * parsed; every other file is kept (reading an entry back costs less than starting libyaml's
+ * parser, as the engine's cache.c measured). */
+#define H3_DISK_MIN_SIZE 1
 static int disk_format(h3_parse_fn parse) { return parse == parse_yaml3 ? 0x301 : parse == parse_json3 ? 0x302 : 0; }
 
 hv *h3_filecache_read(h3 *h, h3_filecache *c, const char *path, h3_parse_fn parse, herr *err)
