@@ -113,13 +113,11 @@ void herr_file_read(herr *e, herr_kind kind, const char *path, const file_read_e
     herr_at(e, path, 0, 0);
 }
 
-/* Fills buf[0, size) from fd as far as the file goes (read(2) may return less than asked): the
- * bytes read, or -1 on an error. */
-static ssize_t read_block(int fd, char *buf, size_t size)
+ssize_t fd_read_full(int fd, void *buf, size_t size)
 {
     size_t n = 0;
     while (n < size) {
-        ssize_t r = read(fd, buf + n, size - n);
+        ssize_t r = read(fd, (char *)buf + n, size - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -139,7 +137,7 @@ bool file_same_bytes(const char *a, const char *b)
     bool same = fa >= 0 && fb >= 0;
     char ba[1 << 14], bb[1 << 14];
     while (same) {
-        ssize_t na = read_block(fa, ba, sizeof ba), nb = na < 0 ? -1 : read_block(fb, bb, sizeof bb);
+        ssize_t na = fd_read_full(fa, ba, sizeof ba), nb = na < 0 ? -1 : fd_read_full(fb, bb, sizeof bb);
         if (na < 0 || nb < 0 || na != nb || memcmp(ba, bb, (size_t)na) != 0)
             same = false;
         else if ((size_t)na < sizeof ba)

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "base/util.h"
 
@@ -44,6 +45,11 @@ bool file_read(const char *path, sbuf *out, const file_read_opts *o, file_read_e
 char *file_read_ruby_message(const char *path, const file_read_error *fe);
 /* The same message set on e with the given kind, located at path (line 0). */
 void herr_file_read(herr *e, herr_kind kind, const char *path, const file_read_error *fe);
+
+/* Fills buf[0, size) from fd as far as the file goes (read(2) may return less than asked, and is
+ * asked again after EINTR): the bytes read (fewer than size at the end of the file), or -1 on an
+ * error. */
+ssize_t fd_read_full(int fd, void *buf, size_t size);
 
 /* Whether two files hold the same bytes (true for the same path; false when either cannot be
  * read to its end). */

@@ -32,6 +32,8 @@
  * or when an eighth of the limit has been written since. A lookup that only reads never sweeps. */
 #include "formats/diskcache.h"
 
+#include "base/fileio.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -545,22 +547,13 @@ static void dc_unmap(dc_map *m)
         munmap(m->map, m->size);
 }
 
-/* The size bytes of fd read into a new buffer, or NULL. */
+/* The size bytes of fd read into a new buffer, or NULL (also when the file is shorter). */
 static unsigned char *read_all(int fd, size_t size)
 {
     unsigned char *buf = malloc(size);
-    if (!buf)
-        return NULL;
-    size_t got = 0;
-    while (got < size) {
-        ssize_t n = read(fd, buf + got, size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            free(buf);
-            return NULL;
-        }
-        got += (size_t)n;
+    if (buf && fd_read_full(fd, buf, size) != (ssize_t)size) {
+        free(buf);
+        buf = NULL;
     }
     return buf;
 }
