@@ -755,6 +755,23 @@ static int computed_default(chain *ch, const char *name, rawval *out, serr *err)
 
 static int env_conf_value(chain *ch, const char *name, rawval *out, serr *err);
 
+/* The default Puppet's table writes for d (not a computed one). */
+static rawval table_default(const sdef *d)
+{
+    rawval r = {RV_NIL, NULL, 0, NULL};
+    switch (d->dk) {
+    case DEF_STRING:
+    case DEF_SYMBOL: r = rv_str(xstrdup(d->dv)); break;
+    case DEF_TRUE: r.kind = RV_TRUE; break;
+    case DEF_FALSE: r.kind = RV_FALSE; break;
+    case DEF_INTEGER: r.kind = RV_INTEGER, r.i = strtoll(d->dv, NULL, 10); break;
+    case DEF_EMPTY_ARRAY: r.kind = RV_EMPTY_ARRAY; break;
+    case DEF_NIL:
+    case DEF_COMPUTED: break;
+    }
+    return r;
+}
+
 /* ChainedValues#lookup: the first source that has the setting; nil there falls to the default. */
 static int lookup_raw(chain *ch, int idx, rawval *out, serr *err)
 {
@@ -801,16 +818,9 @@ static int lookup_raw(chain *ch, int idx, rawval *out, serr *err)
                 return 0;
         }
     }
-    switch (d->dk) {
-    case DEF_NIL: break;
-    case DEF_STRING:
-    case DEF_SYMBOL: *out = rv_str(xstrdup(d->dv)); break;
-    case DEF_TRUE: out->kind = RV_TRUE; break;
-    case DEF_FALSE: out->kind = RV_FALSE; break;
-    case DEF_INTEGER: out->kind = RV_INTEGER, out->i = strtoll(d->dv, NULL, 10); break;
-    case DEF_EMPTY_ARRAY: out->kind = RV_EMPTY_ARRAY; break;
-    case DEF_COMPUTED: return computed_default(ch, d->name, out, err);
-    }
+    if (d->dk == DEF_COMPUTED)
+        return computed_default(ch, d->name, out, err);
+    *out = table_default(d);
     return 0;
 }
 
@@ -2057,23 +2067,15 @@ int settings_strict(const hiera_environment *env)
 
 /* ------------------------------------------------------------------ every setting */
 
-/* The setting's value in this chain is its default as Puppet's table writes it, a constant without
- * "$name" (no source gives it, nothing computes it): converting it cannot fail, and depends on
- * nothing else (munge is a function of the table's entry: settings_constant_defaults_convert,
- * asked by the unit tests). */
-static bool constant_default(const chain *ch, int idx)
+/* Whether setting idx, when no source gives it, has a constant default: the table's, without
+ * "$name", not computed, not the application's, not an alias, not "code" (which is not
+ * converted). Converting such a value cannot fail and depends on nothing else (munge is a
+ * function of the table's entry: settings_constant_defaults_convert, asked by the unit tests). */
+static bool default_is_constant(int idx)
 {
-    const hiera_settings *s = ch->s;
     const sdef *d = &DEFS[idx];
-    if (s->cli[idx].set || (def_flags(idx) & (DEF_ENV_CONF | DEF_APP_DEFAULT)) || d->kind == ST_ALIAS ||
-        !strcmp(d->name, "code"))
+    if ((def_flags(idx) & (DEF_ENV_CONF | DEF_APP_DEFAULT)) || d->kind == ST_ALIAS || !strcmp(d->name, "code"))
         return false;
-    if (s->have_conf) {
-        static const char *const sections[] = {"server", "master", "main"};
-        for (size_t i = 0; i < 3; i++)
-            if (ini_setting_get(ini_section_get(&s->conf, sections[i]), d->name))
-                return false;
-    }
     switch (d->dk) {
     case DEF_NIL:
     case DEF_TRUE:
@@ -2087,25 +2089,30 @@ static bool constant_default(const chain *ch, int idx)
     return false;
 }
 
+/* The setting's value in this chain is a constant default: no source gives it (the command line,
+ * puppet.conf; environment.conf's settings are never constant) and its default is constant. */
+static bool constant_default(const chain *ch, int idx)
+{
+    const hiera_settings *s = ch->s;
+    if (s->cli[idx].set || !default_is_constant(idx))
+        return false;
+    if (s->have_conf) {
+        static const char *const sections[] = {"server", "master", "main"};
+        for (size_t i = 0; i < 3; i++)
+            if (ini_setting_get(ini_section_get(&s->conf, sections[i]), DEFS[idx].name))
+                return false;
+    }
+    return true;
+}
+
 bool settings_constant_defaults_convert(const char **failed)
 {
     *failed = NULL;
-    pthread_once(&by_name_once, by_name_init);
     for (size_t i = 0; i < NDEFS; i++) {
-        const sdef *d = &DEFS[i];
-        if ((DEF_FLAGS[i] & (DEF_ENV_CONF | DEF_APP_DEFAULT)) || d->kind == ST_ALIAS || !strcmp(d->name, "code") ||
-            d->dk == DEF_COMPUTED || ((d->dk == DEF_STRING || d->dk == DEF_SYMBOL) && strchr(d->dv, '$')))
+        if (!default_is_constant((int)i))
             continue;
-        rawval r = {RV_NIL, NULL, 0, NULL};
-        switch (d->dk) {
-        case DEF_STRING:
-        case DEF_SYMBOL: r = rv_str(xstrdup(d->dv)); break;
-        case DEF_TRUE: r.kind = RV_TRUE; break;
-        case DEF_FALSE: r.kind = RV_FALSE; break;
-        case DEF_INTEGER: r.kind = RV_INTEGER, r.i = strtoll(d->dv, NULL, 10); break;
-        case DEF_EMPTY_ARRAY: r.kind = RV_EMPTY_ARRAY; break;
-        default: break;
-        }
+        const sdef *d = &DEFS[i];
+        rawval r = table_default(d);
         serr e = {0};
         hv *v = munge(d, d->kind, &r, &e);
         rv_free(&r);
