@@ -133,7 +133,7 @@ static char *optparse_name(const char *s, const char *prefix)
     return r;
 }
 
-static void sw_add(sw_list *l, char *name, int opt, int setting, bool negated, bool takes_value)
+static void sw_add(sw_list *l, char *name, sw_t sw)
 {
     sw_t *v = realloc(l->v, (l->n + 1) * sizeof *v);
     if (!v) {
@@ -141,7 +141,8 @@ static void sw_add(sw_list *l, char *name, int opt, int setting, bool negated, b
         exit(1);
     }
     l->v = v;
-    l->v[l->n++] = (sw_t){name, opt, setting, negated, takes_value};
+    sw.name = name;
+    l->v[l->n++] = sw;
 }
 
 static bool rb_word(char c) { return isalnum((unsigned char)c) || c == '_'; }
@@ -167,13 +168,25 @@ static bool completes(const char *key, const char *name, bool icase)
     return true;
 }
 
-/* key == optparse_name(name, prefix), without making the name */
 typedef struct {
     const char *name;
     bool boolean;
     char short_opt;
 } setting_info;
 
+/* The switch of the command's option i, and of setting i (its "no-" form when negated); the
+ * table's entries carry their names, these do not. */
+static sw_t option_switch(const cli_option *opts, size_t i)
+{
+    return (sw_t){NULL, (int)i, -1, false, opts[i].kind == CLI_VALUE};
+}
+
+static sw_t setting_switch(const setting_info *si, size_t i, bool negated)
+{
+    return (sw_t){NULL, -1, (int)i, negated, !negated && !si[i].boolean};
+}
+
+/* key == optparse_name(name, prefix), without making the name */
 static bool is_switch_name(const char *key, const char *prefix, const char *name)
 {
     if (prefix) {
@@ -196,16 +209,16 @@ static bool exact_switch(const char *key, const cli_option *opts, size_t nopts, 
 {
     for (size_t i = 0; i < nopts; i++)
         if (is_switch_name(key, NULL, opts[i].name)) {
-            *out = (sw_t){NULL, (int)i, -1, false, opts[i].kind == CLI_VALUE};
+            *out = option_switch(opts, i);
             return true;
         }
     for (size_t i = 0; i < nsi; i++) {
         if (is_switch_name(key, NULL, si[i].name)) {
-            *out = (sw_t){NULL, -1, (int)i, false, !si[i].boolean};
+            *out = setting_switch(si, i, false);
             return true;
         }
         if (si[i].boolean && is_switch_name(key, "no-", si[i].name)) {
-            *out = (sw_t){NULL, -1, (int)i, true, false};
+            *out = setting_switch(si, i, true);
             return true;
         }
     }
@@ -217,11 +230,11 @@ static void switch_table(sw_list *longs, const cli_option *opts, size_t nopts, c
     if (longs->n)
         return;
     for (size_t i = 0; i < nopts; i++)
-        sw_add(longs, optparse_name(opts[i].name, NULL), (int)i, -1, false, opts[i].kind == CLI_VALUE);
+        sw_add(longs, optparse_name(opts[i].name, NULL), option_switch(opts, i));
     for (size_t i = 0; i < nsi; i++) {
-        sw_add(longs, optparse_name(si[i].name, NULL), -1, (int)i, false, !si[i].boolean);
+        sw_add(longs, optparse_name(si[i].name, NULL), setting_switch(si, i, false));
         if (si[i].boolean)
-            sw_add(longs, optparse_name(si[i].name, "no-"), -1, (int)i, true, false);
+            sw_add(longs, optparse_name(si[i].name, "no-"), setting_switch(si, i, true));
     }
 }
 
@@ -507,12 +520,12 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
             bool eq = rest && rest[0] == '=';
             for (size_t k = 0; k < nopts && !sw; k++)
                 if (opts[k].short_opt == c) {
-                    found = (sw_t){NULL, (int)k, -1, false, opts[k].kind == CLI_VALUE};
+                    found = option_switch(opts, k);
                     sw = &found;
                 }
             for (size_t k = 0; k < nsi && !sw; k++)
                 if (si[k].short_opt == c) {
-                    found = (sw_t){NULL, -1, (int)k, false, !si[k].boolean};
+                    found = setting_switch(si, k, false);
                     sw = &found;
                 }
             if (!sw) {

@@ -65,8 +65,6 @@ int main(int argc, char **argv)
     if (argc >= 2 && (!strcmp(argv[1], "batch") || !strcmp(argv[1], "serve") || !strcmp(argv[1], "check") ||
                       !strcmp(argv[1], "diff")))
         long_run_allocator(argv);
-    else if (getenv("HIERA_PRELOAD_SAVED"))
-        long_run_allocator(argv); /* (only puts LD_PRELOAD back) */
     if (argc >= 2 && strcmp(argv[1], "lookup") == 0)
         return lookup_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
