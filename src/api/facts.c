@@ -8,6 +8,7 @@
  * lib/puppet/node.rb (sanitize: the trusted data), lib/puppet/context/trusted_information.rb. */
 #include "hiera.h"
 #include "base/error.h"
+#include "base/fsjournal.h"
 
 #include "api/facts.h"
 #include "base/fileio.h"
@@ -34,7 +35,7 @@ static bool ends_with(const char *s, const char *suffix)
 static hv *read_text(const char *path, herr *err)
 {
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (fs_stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         herr_set(err, HERR_PUPPET, "%s is not a regular file", path);
         herr_at(err, path, 0, 0);
         return NULL;
@@ -215,7 +216,7 @@ hiera_value *hiera_facts_load(hiera_cache *c, const char *path, const char *node
         formats = HIERA_FACTS_FILE;
     diskcache *d = c ? cache_disk(c) : NULL;
     struct stat st;
-    bool cacheable = d && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    bool cacheable = d && fs_stat(path, &st) == 0 && S_ISREG(st.st_mode);
     int fmt = DISK_FMT_FACTS_BASE + formats;
     if (cacheable) {
         unsigned flags;
@@ -277,7 +278,7 @@ hiera_status hiera_facts_cached(const char *yamldir, const char *node, hiera_val
     char *path = xjoin(yamldir, "/facts/", node, ".yaml", NULL);
     struct stat st;
     /* Puppet::FileSystem.exist? follows links; anything that exists is read */
-    if (stat(path, &st) != 0) {
+    if (fs_stat(path, &st) != 0) {
         free(path);
         return HIERA_NOT_FOUND;
     }

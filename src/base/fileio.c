@@ -1,6 +1,8 @@
 /* fileio.c - see fileio.h */
 #include "base/fileio.h"
 
+#include "base/fsjournal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -45,10 +47,14 @@ bool file_read(const char *path, sbuf *out, const file_read_opts *o, file_read_e
         fe = &ignored;
     *fe = (file_read_error){FILE_READ_OK, 0};
     int fd = open(path, O_RDONLY | O_CLOEXEC | (o->regular_only ? O_NONBLOCK : 0));
-    if (fd < 0)
-        return fail(fe, FILE_READ_OPEN, errno);
+    if (fd < 0) {
+        int e = errno;
+        fsj_note_open(path, NULL, e);
+        return fail(fe, FILE_READ_OPEN, e);
+    }
     struct stat st;
     bool have_st = fstat(fd, &st) == 0;
+    fsj_note_open(path, have_st ? &st : NULL, EIO);
     if (o->st) {
         if (have_st)
             *o->st = st;
@@ -153,17 +159,17 @@ bool file_same_bytes(const char *a, const char *b)
 bool path_exists(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0;
+    return fs_stat(path, &st) == 0;
 }
 
 bool path_is_dir(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    return fs_stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 bool path_is_file(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return fs_stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fsjournal.h"
 #include "base/util.h"
 
 #define GLOB_MAX_DEPTH 256        /* nested glob_helper calls (directory levels + brace steps) */
@@ -265,7 +266,7 @@ static int emit(gstate *g, const char *path)
     struct stat st;
     if (!spend(g, COST_SYSCALL))
         return 1;
-    if (!g->with_dirs && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    if (!g->with_dirs && fs_stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return 0;
     if (g->limit && g->out->n >= g->limit) {
         g->stopped = true;
@@ -520,13 +521,13 @@ static ptype mode_type(mode_t m)
 static ptype lstat_type(const char *path)
 {
     struct stat st;
-    return lstat(path, &st) == 0 ? mode_type(st.st_mode) : PT_NOENT;
+    return fs_lstat(path, &st) == 0 ? mode_type(st.st_mode) : PT_NOENT;
 }
 
 static ptype stat_type(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 ? mode_type(st.st_mode) : PT_NOENT;
+    return fs_stat(path, &st) == 0 ? mode_type(st.st_mode) : PT_NOENT;
 }
 
 static ptype dtype_type(unsigned char d)
@@ -592,7 +593,7 @@ static gent *read_sorted(gstate *g, const char *path, size_t *count)
 {
     if (!spend(g, COST_SYSCALL))
         return NULL;
-    DIR *d = opendir(*path ? path : ".");
+    DIR *d = fs_opendir(*path ? path : ".");
     if (!d)
         return NULL;
     gent *ents = NULL;

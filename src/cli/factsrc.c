@@ -1,5 +1,6 @@
 /* factsrc.c - the node set and the facts of nodes, from a folder or from PuppetDB (factsrc.h). */
 #include "cli/factsrc.h"
+#include "base/fsjournal.h"
 
 #include "base/util.h"
 #include "base/value.h"
@@ -220,7 +221,7 @@ int cli_pdb_parse_arg(cli_pdb_args *a, int argc, char **argv, int *i)
     return 0;
 }
 
-static bool readable(const char *path) { return path && access(path, R_OK) == 0; }
+static bool readable(const char *path) { return path && fs_access(path, R_OK) == 0; }
 
 bool cli_pdb_config_get(const cli_pdb_args *a, cli_puppet_settings *s, cli_pdb_config *out)
 {
@@ -284,9 +285,9 @@ struct factsrc {
 factsrc *factsrc_open_dir(const char *dir)
 {
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (fs_stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "Error: Could not run: cannot read the facts folder %s: %s\n", dir,
-                stat(dir, &st) != 0 ? ERRNO_TEXT(errno) : "not a folder");
+                fs_stat(dir, &st) != 0 ? ERRNO_TEXT(errno) : "not a folder");
         return NULL;
     }
     factsrc *s = xcalloc(1, sizeof *s);
@@ -393,7 +394,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 static bool list_dir(const char *dir, char ***names, size_t *n, char **err)
 {
-    DIR *d = opendir(dir);
+    DIR *d = fs_opendir(dir);
     if (!d) {
         *err = xasprintf("cannot read the facts folder %s: %s", dir, ERRNO_TEXT(errno));
         return false;
@@ -407,7 +408,7 @@ static bool list_dir(const char *dir, char ***names, size_t *n, char **err)
             continue;
         char *path = xjoin(dir, "/", de->d_name, NULL);
         struct stat st;
-        bool file = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        bool file = fs_stat(path, &st) == 0 && S_ISREG(st.st_mode);
         free(path);
         if (!file)
             continue;
@@ -457,7 +458,7 @@ static void get_from_dir(factsrc *s, const char *name, hiera_cache *c, factsrc_n
     for (size_t i = 0; i < 3; i++) {
         char *p = xjoin(s->dir, "/", name, FACT_EXTS[i], NULL);
         struct stat st;
-        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (fs_stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
             if (found) {
                 out->msg = xasprintf("more than one facts file for this node: %s and %s", found, p);
                 free(p);
@@ -755,7 +756,7 @@ bool cli_facts_route_get(const cli_puppet_settings *s, cli_facts_route *out)
     if (s->storeconfigs)
         out->cache = xstrdup("store_configs");
     struct stat st;
-    if (s->route_file && stat(s->route_file, &st) == 0) {
+    if (s->route_file && fs_stat(s->route_file, &st) == 0) {
         /* Puppet::ApplicationSupport.configure_indirector_routes("lookup") */
         herr e = {0};
         hv *routes = yaml_load_file(s->route_file, YAML_PUPPET, &e);

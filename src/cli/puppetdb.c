@@ -1,6 +1,7 @@
 /* puppetdb.c - PuppetDB's query API over libcurl, as Puppet's puppetdb terminus asks it
  * (puppetdb.h). */
 #include "cli/puppetdb.h"
+#include "base/fsjournal.h"
 
 #include "base/util.h"
 #include "base/value.h"
@@ -430,6 +431,7 @@ static bool conf_bool(const char *v, bool dflt, const char *path, bool *out, cha
 
 pdb *pdb_open(const pdb_config *c, char **err)
 {
+    fsj_taint("PuppetDB was asked");
     *err = NULL;
     pdb *db = xcalloc(1, sizeof *db);
     db->warn = c->warn;
@@ -924,6 +926,7 @@ out:
  * 404). */
 static pdb_status request(pdb *db, const char *path, const char *post, transfer *t, char **err)
 {
+    fsj_taint("PuppetDB was asked");
     *err = NULL;
     size_t first = db->sticky ? db->last_good % db->nservers : 0;
     bool any_response = false, notfound = false;

@@ -15,6 +15,7 @@
 #include "crypto/eyaml.h"
 #include "base/fileio.h"
 #include "formats/render.h"
+#include "base/fsjournal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -568,7 +569,7 @@ static keyslot *slot_from_file(eyaml_ctx *e, bool cert, const char *path, herr *
 {
     struct stat st;
     keyslot *k = slot_find(e, cert, false, path);
-    if (k && (e->frozen || (stat(path, &st) == 0 && same_file(k, &st))))
+    if (k && (e->frozen || (fs_stat(path, &st) == 0 && same_file(k, &st))))
         return k;
     char *text;
     size_t len;
@@ -765,6 +766,7 @@ static int recipient_key_fits(PKCS7 *p7, EVP_PKEY *pkey, X509 *cert)
  * "decrypt error"...). */
 static char *pkcs7_decrypt(eyaml_ctx *e, PKCS7 *p7, keyslot *priv, keyslot *cert, size_t *outlen, herr *err)
 {
+    fsj_taint("a value was decrypted (a secret is not written to disk)");
     if (!priv->is_private) {
         fail(e, err, EYAML_ERR_STANDARD, "private key is needed");
         return NULL;

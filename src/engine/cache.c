@@ -12,6 +12,7 @@
 #include "formats/json.h"
 #include "engine/memo.h"
 #include "formats/psych.h"
+#include "base/fsjournal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -638,7 +639,7 @@ static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, boo
     struct stat st;
     if (seen) {
         st = *seen;
-    } else if (stat(path, &st) != 0) {
+    } else if (fs_stat(path, &st) != 0) {
         herr_set(err, HERR_LOOKUP, "Unable to read file '%s': %s", path, ERRNO_TEXT(errno));
         herr_at(err, path, 0, 0);
         return NULL;
@@ -816,7 +817,7 @@ static int path_state(hiera_cache *c, const char *path)
     int state = c->src_ops ? c->src_ops->path_state(c->src, path) : -1;
     if (state < 0) {
         struct stat st;
-        state = stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
+        state = fs_stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
     }
     if (c->frozen)
         hv_hash_sets(c->exists, path, hv_int(state));
@@ -834,7 +835,7 @@ bool cache_file_exists_stat(hiera_cache *c, const char *path, struct stat **st)
     if (c->frozen || c->src_ops)
         return path_state(c, path) != 0;
     struct stat s;
-    if (stat(path, &s) != 0)
+    if (fs_stat(path, &s) != 0)
         return false;
     *st = xmalloc(sizeof s);
     **st = s;

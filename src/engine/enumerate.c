@@ -4,6 +4,7 @@
  * file and line that defines it. The listing walks the same layers and providers a lookup walks
  * (lookup.c), so it names exactly the files a lookup would read. */
 #include "engine/enumerate.h"
+#include "base/fsjournal.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -45,7 +46,7 @@ static hv *module_names(hiera_ctx *h)
     for (size_t r = 0; roots[r]; r++) {
         if (!cache_dir_exists(h->cache, roots[r]))
             continue;
-        DIR *d = opendir(roots[r]);
+        DIR *d = fs_opendir(roots[r]);
         if (!d)
             continue;
         hv *here = hv_array();

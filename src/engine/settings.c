@@ -10,6 +10,7 @@
  * [main] sections, the application's defaults (the run mode's directories), Puppet's default. */
 #include "engine/settings.h"
 #include "base/error.h"
+#include "base/fsjournal.h"
 
 #include "base/diag.h"
 #include "base/fileio.h"
@@ -474,8 +475,8 @@ static hiera_layout find_layout(void)
                 continue;
             char *exe = xjoin(*dirs[i] ? dirs[i] : ".", "/puppet", NULL);
             struct stat st;
-            if (stat(exe, &st) == 0 && S_ISREG(st.st_mode) && access(exe, X_OK) == 0) {
-                char *real = realpath(exe, NULL);
+            if (fs_stat(exe, &st) == 0 && S_ISREG(st.st_mode) && fs_access(exe, X_OK) == 0) {
+                char *real = fs_realpath(exe);
                 const char *r = real ? real : exe;
                 if (!strncmp(r, "/opt/puppetlabs/", 16))
                     found = HIERA_LAYOUT_PUPPETLABS;
@@ -524,6 +525,7 @@ static hiera_layout detect_layout(void)
  * the canonical name's, else /etc/resolv.conf's "domain" or first "search" entry. */
 static void find_host(hiera_settings *s)
 {
+    fsj_taint("the host's name was asked");
     pthread_mutex_lock(&s->host_lock);
     if (!s->host_done) {
         char host[HOST_NAME_MAX + 1] = "";
@@ -732,10 +734,10 @@ static int computed_default(chain *ch, const char *name, rawval *out, serr *err)
         char *old = xjoin(ssldir, "/ca", NULL);
         free(ssldir);
         struct stat st;
-        if (lstat(old, &st) == 0) {
+        if (fs_lstat(old, &st) == 0) {
             if (S_ISLNK(st.st_mode)) {
                 char buf[PATH_MAX];
-                ssize_t n = readlink(old, buf, sizeof buf - 1);
+                ssize_t n = fs_readlink(old, buf, sizeof buf);
                 if (n >= 0) {
                     buf[n] = 0;
                     free(old);
@@ -1561,7 +1563,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
     s->root = getuid() == 0;
     if (s->layout == HIERA_LAYOUT_DEBIAN && !s->root) {
         struct stat st;
-        s->ssl_owned = stat("/var/lib/puppet/ssl", &st) == 0 && st.st_uid == geteuid();
+        s->ssl_owned = fs_stat("/var/lib/puppet/ssl", &st) == 0 && st.st_uid == geteuid();
     }
     serr e = {0};
     for (size_t i = 0; i < o->ncli; i++) {
@@ -1813,9 +1815,9 @@ static char *env_dir_of(const hiera_settings *s, const char *envdir, const char 
         return NULL;
     }
     struct stat st;
-    if (hv_truthy(versioned) && lstat(candidate, &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (hv_truthy(versioned) && fs_lstat(candidate, &st) == 0 && S_ISLNK(st.st_mode)) {
         char buf[PATH_MAX];
-        ssize_t n = readlink(candidate, buf, sizeof buf - 1);
+        ssize_t n = fs_readlink(candidate, buf, sizeof buf);
         if (n >= 0) {
             buf[n] = 0;
             herr ignore = {0};
@@ -1843,7 +1845,7 @@ static int load_env_conf(hiera_environment *env, hv *seen, serr *err)
     char *path = xjoin(env->dir, "/environment.conf", NULL);
     struct stat st;
     int rc = 0;
-    if (stat(path, &st) == 0) {
+    if (fs_stat(path, &st) == 0) {
         char *text = NULL;
         size_t len = 0;
         if (read_file_text(path, &text, &len, &err->e)) {
@@ -2310,7 +2312,7 @@ static bool needs_shell(const char *cmd)
 static bool executable_file(const char *p)
 {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+    return fs_stat(p, &st) == 0 && S_ISREG(st.st_mode) && fs_access(p, X_OK) == 0;
 }
 
 /* Ruby's PATH search for a program without a "/" */
@@ -2389,6 +2391,7 @@ static int run_command(const char *cmd, const char *path, char **output, int *st
     }
     argv[argc] = NULL;
     prog = shell ? xstrdup("/bin/sh") : find_program(argv[0], path ? path : getenv("PATH"));
+    fsj_taint("a command was run");
     char **envp = child_environ(path);
     int fds[2];
     sbuf out = {0};

@@ -32,6 +32,7 @@
  * Decryption goes through eyaml.c, whose cache decrypts each block once per backend object.
  */
 #include "hiera3/hiera3.h"
+#include "base/fsjournal.h"
 
 #include "crypto/eyaml.h"
 #include "formats/render.h"
@@ -394,7 +395,7 @@ static int ey_source(h3 *h, const char *source, void *arg, herr *err)
     free(ext);
     free(datadir);
     struct stat sb;
-    if (stat(path, &sb) != 0) {
+    if (fs_stat(path, &sb) != 0) {
         h3_debug(h, "Cannot find datafile %s, skipping", path);
         free(path);
         return 0;

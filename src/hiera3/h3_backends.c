@@ -7,6 +7,7 @@
 #include "formats/json.h"
 #include "formats/psych.h"
 #include "formats/render.h"
+#include "base/fsjournal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -215,7 +216,7 @@ static int disk_format(h3_parse_fn parse) { return parse == parse_yaml3 ? 0x301 
 hv *h3_filecache_read(h3 *h, h3_filecache *c, const char *path, h3_parse_fn parse, herr *err)
 {
     struct stat st;
-    if (stat(path, &st) != 0) {
+    if (fs_stat(path, &st) != 0) {
         int e = errno;
         h3_raise(h, err, H3E_LOOKUP, errno_class(e), "%s @ rb_file_s_stat - %s", ERRNO_TEXT(e), path);
         return NULL;
@@ -364,7 +365,7 @@ static int file_source(h3 *h, const char *source, void *arg, herr *err)
     if (datadir != w->datadir)
         free(datadir);
     struct stat st;
-    if (stat(path, &st) != 0) {
+    if (fs_stat(path, &st) != 0) {
         h3_debug(h, "Cannot find datafile %s, skipping", path);
         free(path);
         return 0;

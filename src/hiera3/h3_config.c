@@ -4,6 +4,7 @@
 #include "hiera3/hiera3_int.h"
 #include "formats/psych.h"
 #include "formats/render.h"
+#include "base/fsjournal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +91,7 @@ static int load_config_file(h3 *h, const char *path, hv **out, herr *err)
 {
     *out = NULL;
     struct stat st;
-    if (stat(path, &st) != 0) {
+    if (fs_stat(path, &st) != 0) {
         h3_raise(h, err, H3E_CONFIG, "RuntimeError", "Config file %s not found", path);
         return -1;
     }

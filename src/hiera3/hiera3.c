@@ -19,6 +19,7 @@
 #include "hiera3/hiera3_int.h"
 #include "engine/merge.h"
 #include "formats/render.h"
+#include "base/fsjournal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,7 @@ static void console_line(h3 *h, const char *level, const char *msg)
 {
     /* Console_logger: STDERR.puts("WARN: %s: %s" % [Time.now.to_s, msg]) */
     char stamp[64];
+    fsj_taint("a message with the time was written");
     time_t now = time(NULL);
     struct tm tm;
     localtime_r(&now, &tm);

@@ -1,0 +1,425 @@
+/* fsjournal.c - see fsjournal.h
+ *
+ * An observation is (what was asked, of which path, what came back). Asked: 'S' stat, 'L' lstat,
+ * 'D' opendir, 'O' open for reading, 'A' access with a mode, 'K' readlink, 'R' realpath. What
+ * came back: an errno value, or for success of S/L/D/O the identity of what was found (mode,
+ * device, inode, size, modification and change times to the nanosecond: what the disk cache
+ * trusts as "unchanged"), for K/R the text. A D or O is checked again by stat() when it succeeded
+ * (a folder's times change with its entries, a file's with its bytes) and by the same call when
+ * it failed.
+ *
+ * Serialised form (native byte order; the result cache that keeps it names its own version):
+ * u32 count, then per observation u8 op, i32 arg, i32 err, u32 length, the path, then the
+ * identity (8 x u64) or the text (u32 length, bytes) when the call succeeded. */
+#include "base/fsjournal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    char op;
+    int arg;
+    int err;
+    char *path;
+    uint64_t id[8]; /* mode, dev, ino, size, mtime s, ns, ctime s, ns */
+    char *text;
+} obs;
+
+static atomic_bool active;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static obs *list;
+static size_t n, cap;
+static size_t *slots; /* open addressing over list indexes + 1; 0 is empty */
+static size_t nslots;
+static const char *tainted;
+
+static bool has_identity(char op) { return op == 'S' || op == 'L' || op == 'D' || op == 'O'; }
+static bool has_text(char op) { return op == 'K' || op == 'R'; }
+
+static void identity(uint64_t id[8], const struct stat *st)
+{
+    id[0] = (uint64_t)st->st_mode;
+    id[1] = (uint64_t)st->st_dev;
+    id[2] = (uint64_t)st->st_ino;
+    id[3] = (uint64_t)st->st_size;
+    id[4] = (uint64_t)st->st_mtim.tv_sec;
+    id[5] = (uint64_t)st->st_mtim.tv_nsec;
+    id[6] = (uint64_t)st->st_ctim.tv_sec;
+    id[7] = (uint64_t)st->st_ctim.tv_nsec;
+}
+
+static uint64_t obs_hash(char op, int arg, const char *path)
+{
+    uint64_t h = 1469598103934665603ULL;
+    h = (h ^ (unsigned char)op) * 1099511628211ULL;
+    h = (h ^ (unsigned)arg) * 1099511628211ULL;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+static void rehash(void)
+{
+    free(slots);
+    nslots = nslots ? nslots * 2 : 64;
+    slots = xcalloc(nslots, sizeof *slots);
+    for (size_t i = 0; i < n; i++) {
+        size_t s = (size_t)obs_hash(list[i].op, list[i].arg, list[i].path) & (nslots - 1);
+        while (slots[s])
+            s = (s + 1) & (nslots - 1);
+        slots[s] = i + 1;
+    }
+}
+
+/* Records the first observation of (op, arg, path); a later one of the same is the same call
+ * made again in the same run (the first is what the result was computed from). */
+static void note(char op, int arg, const char *path, int err, const struct stat *st, const char *text)
+{
+    if (!atomic_load_explicit(&active, memory_order_relaxed) || !path)
+        return;
+    pthread_mutex_lock(&lock);
+    if (atomic_load_explicit(&active, memory_order_relaxed)) {
+        if ((n + 1) * 2 > nslots)
+            rehash();
+        size_t s = (size_t)obs_hash(op, arg, path) & (nslots - 1);
+        bool seen = false;
+        for (; slots[s]; s = (s + 1) & (nslots - 1)) {
+            const obs *o = &list[slots[s] - 1];
+            if (o->op == op && o->arg == arg && !strcmp(o->path, path)) {
+                seen = true;
+                break;
+            }
+        }
+        if (!seen && op == 'O' && !err) {
+            /* opened after a stat() that saw the same file: the stat checks both */
+            size_t t = (size_t)obs_hash('S', 0, path) & (nslots - 1);
+            uint64_t id[8];
+            identity(id, st);
+            for (; slots[t]; t = (t + 1) & (nslots - 1)) {
+                const obs *o = &list[slots[t] - 1];
+                if (o->op == 'S' && !strcmp(o->path, path)) {
+                    seen = !o->err && !memcmp(o->id, id, sizeof id);
+                    break;
+                }
+            }
+        }
+        if (!seen) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                list = xrealloc(list, cap * sizeof *list);
+            }
+            obs *o = &list[n];
+            memset(o, 0, sizeof *o);
+            o->op = op;
+            o->arg = arg;
+            o->err = err;
+            o->path = xstrdup(path);
+            if (!err && st)
+                identity(o->id, st);
+            if (!err && text)
+                o->text = xstrdup(text);
+            slots[s] = ++n;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void fsj_taint(const char *why)
+{
+    if (!atomic_load_explicit(&active, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&lock);
+    if (!tainted)
+        tainted = why;
+    pthread_mutex_unlock(&lock);
+}
+
+void fsj_note_open(const char *path, const struct stat *st, int err)
+{
+    if (!atomic_load_explicit(&active, memory_order_relaxed))
+        return;
+    if (st && !S_ISREG(st->st_mode))
+        fsj_taint("a file that is not a regular file was read");
+    note('O', 0, path, st ? 0 : (err ? err : EIO), st, NULL);
+}
+
+int fs_stat(const char *path, struct stat *st)
+{
+    int rc = stat(path, st);
+    if (atomic_load_explicit(&active, memory_order_relaxed)) {
+        int e = errno;
+        note('S', 0, path, rc ? e : 0, st, NULL);
+        errno = e;
+    }
+    return rc;
+}
+
+int fs_lstat(const char *path, struct stat *st)
+{
+    int rc = lstat(path, st);
+    if (atomic_load_explicit(&active, memory_order_relaxed)) {
+        int e = errno;
+        note('L', 0, path, rc ? e : 0, st, NULL);
+        errno = e;
+    }
+    return rc;
+}
+
+int fs_access(const char *path, int mode)
+{
+    int rc = access(path, mode);
+    if (atomic_load_explicit(&active, memory_order_relaxed)) {
+        int e = errno;
+        note('A', mode, path, rc ? e : 0, NULL, NULL);
+        errno = e;
+    }
+    return rc;
+}
+
+ssize_t fs_readlink(const char *path, char *buf, size_t size)
+{
+    if (size == 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    ssize_t r = readlink(path, buf, size);
+    int e = errno;
+    if (r >= 0 && (size_t)r >= size) {
+        r = -1;
+        e = ENAMETOOLONG;
+    }
+    if (r >= 0)
+        buf[r] = 0;
+    if (atomic_load_explicit(&active, memory_order_relaxed))
+        note('K', 0, path, r < 0 ? e : 0, NULL, r < 0 ? NULL : buf);
+    errno = e;
+    return r;
+}
+
+char *fs_realpath(const char *path)
+{
+    char *r = realpath(path, NULL);
+    int e = errno;
+    if (atomic_load_explicit(&active, memory_order_relaxed))
+        note('R', 0, path, r ? 0 : e, NULL, r);
+    errno = e;
+    return r;
+}
+
+DIR *fs_opendir(const char *path)
+{
+    DIR *d = opendir(path);
+    int e = errno;
+    if (atomic_load_explicit(&active, memory_order_relaxed)) {
+        struct stat st;
+        bool known = d && fstat(dirfd(d), &st) == 0;
+        note('D', 0, path, d ? (known ? 0 : EIO) : e, known ? &st : NULL, NULL);
+    }
+    errno = e;
+    return d;
+}
+
+static void forget(void)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(list[i].path);
+        free(list[i].text);
+    }
+    free(list);
+    free(slots);
+    list = NULL;
+    slots = NULL;
+    n = cap = nslots = 0;
+    tainted = NULL;
+}
+
+void fsj_begin(void)
+{
+    pthread_mutex_lock(&lock);
+    forget();
+    atomic_store(&active, true);
+    pthread_mutex_unlock(&lock);
+}
+
+bool fsj_active(void) { return atomic_load_explicit(&active, memory_order_relaxed); }
+
+const char *fsj_end(void)
+{
+    atomic_store(&active, false);
+    return tainted;
+}
+
+/* ------------------------------------------------------------------ serialised form */
+
+static void put32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, 4); }
+static void put64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, 8); }
+
+/* A change made within this many seconds of now could leave a file's times as they were. */
+#define RACY_SECONDS 1
+
+static bool racy(const obs *o, time_t now)
+{
+    return (int64_t)o->id[4] > (int64_t)now - RACY_SECONDS - 1 || (int64_t)o->id[6] > (int64_t)now - RACY_SECONDS - 1;
+}
+
+bool fsj_serialise(sbuf *out, const char **why)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    pthread_mutex_lock(&lock);
+    bool ok = n <= UINT32_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        if (has_identity(list[i].op) && !list[i].err && racy(&list[i], ts.tv_sec)) {
+            *why = "a file it read changed less than a second ago";
+            ok = false;
+        }
+    if (ok) {
+        put32(out, (uint32_t)n);
+        for (size_t i = 0; i < n; i++) {
+            const obs *o = &list[i];
+            sb_addc(out, o->op);
+            put32(out, (uint32_t)o->arg);
+            put32(out, (uint32_t)o->err);
+            size_t len = strlen(o->path);
+            put32(out, (uint32_t)len);
+            sb_addn(out, o->path, len);
+            if (o->err)
+                continue;
+            if (has_identity(o->op)) {
+                for (int k = 0; k < 8; k++)
+                    put64(out, o->id[k]);
+            } else if (has_text(o->op)) {
+                size_t tl = o->text ? strlen(o->text) : 0;
+                put32(out, (uint32_t)tl);
+                sb_addn(out, o->text ? o->text : "", tl);
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
+typedef struct {
+    const unsigned char *p, *end;
+} rd;
+
+static bool get32(rd *r, uint32_t *v)
+{
+    if (r->end - r->p < 4)
+        return false;
+    memcpy(v, r->p, 4);
+    r->p += 4;
+    return true;
+}
+
+static bool get64(rd *r, uint64_t *v)
+{
+    if (r->end - r->p < 8)
+        return false;
+    memcpy(v, r->p, 8);
+    r->p += 8;
+    return true;
+}
+
+/* The same call made again: does it see what was recorded? */
+static bool holds(char op, int arg, int err, const char *path, const uint64_t id[8], const char *text, size_t tlen)
+{
+    struct stat st;
+    uint64_t now[8];
+    int rc, e;
+    switch (op) {
+    case 'S':
+    case 'L':
+        rc = op == 'S' ? stat(path, &st) : lstat(path, &st);
+        break;
+    case 'D':
+    case 'O':
+        if (!err) {
+            rc = stat(path, &st);
+            break;
+        }
+        if (op == 'D') {
+            DIR *d = opendir(path);
+            e = d ? 0 : errno;
+            if (d)
+                closedir(d);
+        } else {
+            int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+            e = fd >= 0 ? 0 : errno;
+            if (fd >= 0)
+                close(fd);
+        }
+        return e == err;
+    case 'A':
+        rc = access(path, arg);
+        return (rc ? errno : 0) == err;
+    case 'K': {
+        char buf[PATH_MAX];
+        ssize_t r = readlink(path, buf, sizeof buf);
+        if (r < 0 || (size_t)r >= sizeof buf)
+            return r < 0 && errno == err;
+        return !err && (size_t)r == tlen && memcmp(buf, text, tlen) == 0;
+    }
+    case 'R': {
+        char *r = realpath(path, NULL);
+        if (!r)
+            return errno == err;
+        bool same = !err && strlen(r) == tlen && memcmp(r, text, tlen) == 0;
+        free(r);
+        return same;
+    }
+    default:
+        return false;
+    }
+    if (rc)
+        return errno == err;
+    if (err)
+        return false;
+    identity(now, &st);
+    return memcmp(now, id, sizeof now) == 0;
+}
+
+bool fsj_check(const unsigned char *data, size_t len, size_t *used)
+{
+    rd r = {data, data + len};
+    uint32_t count;
+    if (!get32(&r, &count))
+        return false;
+    char path[PATH_MAX];
+    for (uint32_t i = 0; i < count; i++) {
+        if (r.p >= r.end)
+            return false;
+        char op = (char)*r.p++;
+        uint32_t arg, err, plen;
+        if (!get32(&r, &arg) || !get32(&r, &err) || !get32(&r, &plen) || plen >= sizeof path ||
+            (size_t)(r.end - r.p) < plen)
+            return false;
+        memcpy(path, r.p, plen);
+        path[plen] = 0;
+        r.p += plen;
+        uint64_t id[8] = {0};
+        const char *text = NULL;
+        uint32_t tlen = 0;
+        if (!err && has_identity(op)) {
+            for (int k = 0; k < 8; k++)
+                if (!get64(&r, &id[k]))
+                    return false;
+        } else if (!err && has_text(op)) {
+            if (!get32(&r, &tlen) || (size_t)(r.end - r.p) < tlen)
+                return false;
+            text = (const char *)r.p;
+            r.p += tlen;
+        }
+        if (!holds(op, (int)arg, (int)err, path, id, text, tlen))
+            return false;
+    }
+    *used = (size_t)(r.p - data);
+    return true;
+}
