@@ -60,20 +60,25 @@ struct diskcache {
     atomic_bool stamp_checked; /* this process has looked at the time of the last sweep */
 };
 
+char *diskcache_folder(const char *dir)
+{
+    if (dir && *dir)
+        return xstrdup(dir);
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg == '/')
+        return xasprintf("%s/hiera", xdg);
+    if (home && *home == '/')
+        return xasprintf("%s/.cache/hiera", home);
+    return NULL;
+}
+
+bool diskcache_folder_safe(const struct stat *st) { return S_ISDIR(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 022); }
+
 diskcache *diskcache_open(const char *dir)
 {
-    char *d;
-    if (dir && *dir) {
-        d = xstrdup(dir);
-    } else {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg == '/')
-            d = xasprintf("%s/hiera", xdg);
-        else if (home && *home == '/')
-            d = xasprintf("%s/.cache/hiera", home);
-        else
-            return NULL;
-    }
+    char *d = diskcache_folder(dir);
+    if (!d)
+        return NULL;
     /* the folder: created private (when it is not there yet: a run with a warm cache makes one
      * system call here); refused when someone else could write into it */
     struct stat st;
@@ -93,7 +98,7 @@ diskcache *diskcache_open(const char *dir)
         }
         found = lstat(d, &st);
     }
-    if (found != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022)) {
+    if (found != 0 || !diskcache_folder_safe(&st)) {
         free(d);
         return NULL;
     }
@@ -326,6 +331,36 @@ static void put_identity(sbuf *b, const char *path, int fmt, const struct stat *
 
 static void after_write(diskcache *c, size_t bytes);
 
+/* Writes an entry whole as final: into final.XXXXXX, renamed into place, so that a reader sees
+ * all of it or none. The bytes written, or 0 when it failed (nothing left behind). */
+static size_t write_whole(const char *final, const void *data, size_t len)
+{
+    char *tmp = xasprintf("%s.XXXXXX", final);
+    int fd = mkstemp(tmp);
+    size_t written = 0;
+    if (fd >= 0) {
+        const char *p = data;
+        size_t left = len;
+        bool good = true;
+        while (left && good) {
+            ssize_t n = write(fd, p, left);
+            if (n <= 0) {
+                good = errno == EINTR && n < 0;
+                continue;
+            }
+            p += n;
+            left -= (size_t)n;
+        }
+        good = close(fd) == 0 && good;
+        if (!good || rename(tmp, final) != 0)
+            unlink(tmp);
+        else
+            written = len;
+    }
+    free(tmp);
+    return written;
+}
+
 #define IX_MAGIC "HIX1"
 #define IX_ENTRY_SIZE 24
 #define IX_TAIL_SIZE 20 /* code check (8), count, value end (4 each), IX_MAGIC */
@@ -379,31 +414,23 @@ void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *s
         return;
     }
     char *final = diskcache_entry_path(c, path, fmt);
-    char *tmp = xasprintf("%s.XXXXXX", final);
-    int fd = mkstemp(tmp);
-    size_t written = 0;
-    if (fd >= 0) {
-        const char *p = sb_str(&w.b);
-        size_t left = w.b.len;
-        bool good = true;
-        while (left && good) {
-            ssize_t n = write(fd, p, left);
-            if (n <= 0) {
-                good = errno == EINTR && n < 0;
-                continue;
-            }
-            p += n;
-            left -= (size_t)n;
-        }
-        good = close(fd) == 0 && good;
-        if (!good || rename(tmp, final) != 0)
-            unlink(tmp);
-        else
-            written = w.b.len;
-    }
-    free(tmp);
+    size_t written = write_whole(final, w.b.s, w.b.len);
     free(final);
     sb_free(&w.b);
+    after_write(c, written);
+}
+
+void diskcache_put_named(diskcache *c, const char *name, const void *data, size_t len)
+{
+    if (!c)
+        return;
+    if (len > c->max_size) {
+        after_write(c, 0);
+        return;
+    }
+    char *final = xjoin(c->dir, "/", name, NULL);
+    size_t written = write_whole(final, data, len);
+    free(final);
     after_write(c, written);
 }
 
@@ -765,7 +792,7 @@ void dc_map_free(dc_map *m)
 #define SWEEP_UNIT 4096           /* bytes of entries per byte of `written` */
 #define SWEEP_INTERVAL 86400      /* seconds: at least one sweep a day when entries are written */
 #define SWEEP_TMP_AGE 3600        /* seconds: a temporary file older than this was abandoned */
-#define ENTRY_NAME_LEN 19         /* 16 hex digits and ".hc" */
+#define ENTRY_NAME_LEN 19         /* 16 hex digits and ".hc" (a parsed file) or ".hr" (a result) */
 
 static void ignore_result(long r) { (void)r; }
 
@@ -865,6 +892,22 @@ static bool entry_useless(int dfd, const char *name)
            id[5] != (uint64_t)st.st_ctim.tv_sec || id[6] != (uint64_t)st.st_ctim.tv_nsec;
 }
 
+/* Whether the result entry `name` is of another version (what it depends on is checked when it
+ * is used: a sweep keeps it until it is the least recently used). */
+static bool result_useless(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char magic[8];
+    ssize_t n;
+    do
+        n = pread(fd, magic, sizeof magic, 0);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    return n >= 0 && (n < 8 || memcmp(magic, DISKCACHE_RESULT_MAGIC, 8) != 0);
+}
+
 typedef struct {
     char name[ENTRY_NAME_LEN + 1];
     uint64_t size;
@@ -901,8 +944,10 @@ static int sweep_locked(diskcache *c)
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
-        bool entry = len == ENTRY_NAME_LEN && is_hex16(de->d_name) && strcmp(de->d_name + 16, ".hc") == 0;
-        bool tmp = len == ENTRY_NAME_LEN + 7 && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hc.", 4) == 0;
+        bool hc = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hc", 3) == 0;
+        bool hr = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hr", 3) == 0;
+        bool entry = (hc || hr) && len == ENTRY_NAME_LEN;
+        bool tmp = (hc || hr) && len == ENTRY_NAME_LEN + 7 && de->d_name[ENTRY_NAME_LEN] == '.';
         if (!entry && !tmp)
             continue; /* last-sweep, written, and whatever else someone put here */
         struct stat st;
@@ -913,7 +958,7 @@ static int sweep_locked(diskcache *c)
                 removed++;
             continue;
         }
-        if (entry_useless(dfd, de->d_name)) {
+        if (hc ? entry_useless(dfd, de->d_name) : result_useless(dfd, de->d_name)) {
             if (unlinkat(dfd, de->d_name, 0) == 0)
                 removed++;
             continue;

@@ -14,6 +14,10 @@ typedef struct diskcache diskcache;
  * form; the fuzz harness builds entries with it) */
 #define DISKCACHE_MAGIC "HIERAC\4\0"
 
+/* The first 8 bytes of a result entry (kept by the command's result cache, cli/result_cache.c):
+ * "HIERAR", its version, 0. */
+#define DISKCACHE_RESULT_MAGIC "HIERAR\1\0"
+
 /* The bound of the entries' total size when HIERA_CACHE_MAX_SIZE does not give one. */
 #define DISKCACHE_DEFAULT_MAX_SIZE ((uint64_t)256 << 20)
 
@@ -21,6 +25,11 @@ typedef struct diskcache diskcache;
  * $XDG_CACHE_HOME/hiera or $HOME/.cache/hiera. NULL when no safe folder is available. Its size
  * limit is HIERA_CACHE_MAX_SIZE when that is a size (diskcache_parse_size), else the default. */
 diskcache *diskcache_open(const char *dir);
+/* The folder diskcache_open(dir) would use (malloc'ed), or NULL; nothing is looked at or made. */
+char *diskcache_folder(const char *dir);
+/* Whether a folder that lstat() says *st of may hold entries: a folder of this process's
+ * effective user that no one else can write into. */
+bool diskcache_folder_safe(const struct stat *st);
 void diskcache_close(diskcache *c);
 /* Sets the size limit (bytes) of c's sweeps; an entry larger than it is not written. */
 void diskcache_set_max_size(diskcache *c, uint64_t bytes);
@@ -48,6 +57,11 @@ void dc_map_free(dc_map *m);
 /* Stores the value parsed from path; failures are silent (the cache is only an optimisation).
  * Starts a sweep when one is due (see diskcache_sweep). */
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags);
+
+/* Stores data[0, len) whole as the entry file `name` of the folder (<16 hex digits>.hr: the
+ * sweep keeps such files by their use alone, and removes those not starting with
+ * DISKCACHE_RESULT_MAGIC); silent on failure, like diskcache_put. */
+void diskcache_put_named(diskcache *c, const char *name, const void *data, size_t len);
 
 /* Removes the entries that can never be used again (their source is gone or has changed, or
  * they are of another version), temporary files abandoned an hour ago, and then, while the

@@ -5,6 +5,7 @@
  * sweeping one folder at the same time only ever read whole, right values. */
 #include "testutil.h"
 
+#include "base/fileio.h"
 #include "formats/diskcache.h"
 #include "hiera.h"
 #include "formats/psych.h"
@@ -438,6 +439,49 @@ static void test_sweep_stale(void **state)
     free(cdir);
 }
 
+/* Result entries (<hex>.hr, cli/result_cache.c): written whole by diskcache_put_named; a sweep
+ * keeps those of this version (what they depend on is checked when used) and removes those of
+ * another version and abandoned temporary files. */
+static void test_sweep_results(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/sweep-results", dir);
+    diskcache *c = diskcache_open(cdir);
+    assert_non_null(c);
+    static const char good[] = DISKCACHE_RESULT_MAGIC "the rest of an entry";
+    diskcache_put_named(c, "00112233445566aa.hr", good, sizeof good - 1);
+    char *kept = xasprintf("%s/00112233445566aa.hr", cdir);
+    char *other = xasprintf("%s/00112233445566bb.hr", cdir), *tmp = xasprintf("%s/00112233445566cc.hr.AbC123", cdir);
+    sbuf got = {0};
+    assert_true(file_read(kept, &got, NULL, NULL));
+    assert_int_equal(got.len, sizeof good - 1);
+    assert_memory_equal(got.s, good, sizeof good - 1);
+    sb_free(&got);
+    const char *files[] = {other, tmp};
+    for (size_t i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "w");
+        assert_non_null(f);
+        fputs("HIERAR\7\0 another version", f);
+        fclose(f);
+    }
+    age(tmp, 7200, 7200);
+    assert_int_equal(diskcache_sweep(c, true), 2);
+    assert_int_equal(access(kept, F_OK), 0);
+    assert_int_equal(access(other, F_OK), -1);
+    assert_int_equal(access(tmp, F_OK), -1);
+    /* an entry larger than the bound is not written */
+    diskcache_set_max_size(c, 8);
+    diskcache_put_named(c, "00112233445566dd.hr", good, sizeof good - 1);
+    char *big = xasprintf("%s/00112233445566dd.hr", cdir);
+    assert_int_equal(access(big, F_OK), -1);
+    diskcache_close(c);
+    free(big);
+    free(kept);
+    free(other);
+    free(tmp);
+    free(cdir);
+}
+
 /* Beyond the limit, the least recently used go first: the later of access and modification */
 static void test_sweep_size_limit(void **state)
 {
@@ -667,6 +711,7 @@ int main(void)
         cmocka_unit_test(test_lazy_corrupt),
         cmocka_unit_test(test_value_file),
         cmocka_unit_test(test_sweep_stale),
+        cmocka_unit_test(test_sweep_results),
         cmocka_unit_test(test_sweep_size_limit),
         cmocka_unit_test(test_sweep_when_due),
         cmocka_unit_test(test_sweep_lock),
