@@ -31,6 +31,8 @@ if [ "${1:-}" = "--test" ]; then
     # tests/install/check.sh renders the installed man page
     command -v groff >/dev/null 2>&1 || need="$need groff-base"
     command -v git >/dev/null 2>&1 || need="$need git" # hiera diff's tests compare git revisions
+    # tests/cli/result-cache.py checks the result cache's record against the system calls made
+    command -v strace >/dev/null 2>&1 || need="$need strace"
 fi
 # the hiera command's allocator: optional (the command links without it where it is missing)
 optional=""

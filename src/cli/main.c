@@ -9,6 +9,7 @@
 #include "cli/hiera3_cmd.h"
 #include "cli/keys_cmd.h"
 #include "cli/lookup_cmd.h"
+#include "cli/result_cache.h"
 #include "cli/serve_cmd.h"
 
 #include "hiera.h"
@@ -66,7 +67,7 @@ int main(int argc, char **argv)
                       !strcmp(argv[1], "diff")))
         long_run_allocator(argv);
     if (argc >= 2 && strcmp(argv[1], "lookup") == 0)
-        return lookup_main(argc - 2, argv + 2);
+        return result_cache_run(argc, argv, 2, lookup_main);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
         return batch_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "keys") == 0)
@@ -84,5 +85,5 @@ int main(int argc, char **argv)
         return 0;
     }
     /* everything else is the Hiera 3 command line (`hiera -- lookup` looks up a key "lookup") */
-    return hiera3_main(argc, argv);
+    return result_cache_run(argc, argv, 0, hiera3_main);
 }

@@ -1,0 +1,328 @@
+/* result_cache.c - a one-shot command's answer kept between runs.
+ *
+ * A script that calls `hiera lookup` or `hiera KEY` once per key (Ansible's hiera lookup plugin
+ * does, run after run) asks the same questions of files that rarely change. Even with every
+ * data file's parse in the disk cache, an answer costs reading those entries, the settings,
+ * the hierarchy, the merge: about twice what starting a bare process costs. The answer itself
+ * is a function of the call (arguments, environment, working folder, user, this hiera binary)
+ * and of what the files it looked at were, which fsjournal records: so the bytes the command
+ * wrote to standard output and error, in the order and pieces it wrote them, and its exit
+ * status, are kept in an entry of the disk cache folder named by a hash of the call. A later
+ * identical call reads the entry, makes every recorded file system call again (stat of each file,
+ * folder listings by their folder's times, links, the search of PATH), and when each sees what
+ * it saw, writes the same bytes and exits with the same status without looking at anything
+ * else.
+ *
+ * Not kept: a run that used what cannot be checked this way (the clock in a message, the host's
+ * name, facter or another command, PuppetDB, standard input, a decrypted eyaml value, which is
+ * never written to disk), a run whose files changed less than a second before (a change in the
+ * same clock tick would not show in their times), a run that could not write its output. Not
+ * used at all when standard output is a terminal (a person is reading: the time saved is
+ * nothing), when the disk cache is off (HIERA_CACHE_DIR=off) or HIERA_RESULT_CACHE=off.
+ * HIERA_RESULT_CACHE_TRACE (set to anything) writes one line to standard error saying whether
+ * the call was answered from the cache, or why its answer was not kept.
+ *
+ * Entry: DISKCACHE_RESULT_MAGIC, the call (u32 length, bytes; compared whole, so a collision of
+ * the entry names is a miss; the environment in it is two 64-bit hashes, not its text), the
+ * journal (fsj_serialise), the exit status (i32), the pieces written (u32 count; per piece u8
+ * file descriptor, u32 length, bytes). Native byte order: the folder is
+ * one user's on one machine. */
+#include "cli/result_cache.h"
+
+#include "base/fileio.h"
+#include "base/fsjournal.h"
+#include "base/util.h"
+#include "formats/diskcache.h"
+#include "hiera.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* An entry larger than this is not read (nor written). */
+#define MAX_ENTRY ((size_t)64 << 20)
+
+static void put32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, 4); }
+static void put64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, 8); }
+
+/* The call: what the answer may depend on besides the files it looks at. False when it cannot
+ * be told (no working folder, no binary to stat). */
+static bool call_key(int argc, char **argv, sbuf *key)
+{
+    struct stat st;
+    char cwd[PATH_MAX];
+    if (stat("/proc/self/exe", &st) != 0 || !getcwd(cwd, sizeof cwd))
+        return false;
+    sb_adds(key, "hiera ");
+    sb_adds(key, HIERA_VERSION);
+    sb_addc(key, 0);
+    put64(key, (uint64_t)st.st_dev);
+    put64(key, (uint64_t)st.st_ino);
+    put64(key, (uint64_t)st.st_size);
+    put64(key, (uint64_t)st.st_mtim.tv_sec);
+    put64(key, (uint64_t)st.st_mtim.tv_nsec);
+    put64(key, (uint64_t)st.st_ctim.tv_sec);
+    put64(key, (uint64_t)st.st_ctim.tv_nsec);
+    sb_addn(key, cwd, strlen(cwd) + 1);
+    put32(key, (uint32_t)geteuid());
+    put32(key, (uint32_t)getegid());
+    put32(key, (uint32_t)argc);
+    for (int i = 0; i < argc; i++)
+        sb_addn(key, argv[i], strlen(argv[i]) + 1);
+    /* the environment by two independent 64-bit hashes, not as it is: it may hold secrets,
+     * which have no business in a cache folder; the shell's "_" (the last command) is never
+     * read, and strace or env would change it */
+    uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "_=", 2) == 0)
+            continue;
+        for (const unsigned char *p = (const unsigned char *)*e;; p++) {
+            a = (a ^ *p) * 1099511628211ULL;
+            b = (b ^ *p) * 0xff51afd7ed558ccdULL;
+            b ^= b >> 29;
+            if (!*p)
+                break;
+        }
+    }
+    put64(key, a);
+    put64(key, b);
+    return true;
+}
+
+static void entry_name(const sbuf *key, char name[20])
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < key->len; i++)
+        h = (h ^ (unsigned char)key->s[i]) * 1099511628211ULL;
+    for (int i = 0; i < 16; i++)
+        name[i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    memcpy(name + 16, ".hr", 4);
+}
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static void trace(const char *what, const char *why)
+{
+    if (!getenv("HIERA_RESULT_CACHE_TRACE"))
+        return;
+    sbuf b = {0};
+    sb_addf(&b, "hiera: result cache: %s%s%s\n", what, why ? ": " : "", why ? why : "");
+    if (write(STDERR_FILENO, b.s, b.len) < 0) {
+        /* a trace that cannot be written is not one */
+    }
+    sb_free(&b);
+}
+
+typedef struct {
+    const unsigned char *p, *end;
+} rd;
+
+static bool get32(rd *r, uint32_t *v)
+{
+    if (r->end - r->p < 4)
+        return false;
+    memcpy(v, r->p, 4);
+    r->p += 4;
+    return true;
+}
+
+/* The kept answer of the call named `name` in folder, given again: true with *status when it
+ * was (every observation held and its pieces were written). */
+static bool replay(const char *folder, const char *name, const sbuf *key, int *status)
+{
+    struct stat st;
+    if (lstat(folder, &st) != 0 || !diskcache_folder_safe(&st))
+        return false;
+    char *path = xjoin(folder, "/", name, NULL);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    free(path);
+    if (fd < 0)
+        return false;
+    unsigned char *data = NULL;
+    ssize_t got = -1;
+    st.st_size = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 8 &&
+        (size_t)st.st_size <= MAX_ENTRY) {
+        data = xmalloc((size_t)st.st_size);
+        got = fd_read_full(fd, data, (size_t)st.st_size);
+    }
+    close(fd);
+    bool ok = got == st.st_size && got > 8 && memcmp(data, DISKCACHE_RESULT_MAGIC, 8) == 0;
+    rd r = {data + 8, data + (got > 0 ? got : 0)};
+    uint32_t klen, rc, count;
+    ok = ok && get32(&r, &klen) && klen == key->len && (size_t)(r.end - r.p) >= klen && memcmp(r.p, key->s, klen) == 0;
+    size_t used = 0;
+    if (ok) {
+        r.p += klen;
+        ok = fsj_check(r.p, (size_t)(r.end - r.p), &used);
+    }
+    if (ok) {
+        r.p += used;
+        ok = get32(&r, &rc) && get32(&r, &count);
+    }
+    /* the pieces are all there before any is written */
+    const unsigned char *pieces = r.p;
+    for (uint32_t i = 0; ok && i < count; i++) {
+        uint32_t len;
+        ok = r.p < r.end && (*r.p == 1 || *r.p == 2) && (r.p++, get32(&r, &len)) && (size_t)(r.end - r.p) >= len;
+        if (ok)
+            r.p += len;
+    }
+    ok = ok && r.p == r.end;
+    if (ok) {
+        trace("hit", NULL);
+        *status = (int)rc;
+        r.p = pieces;
+        for (uint32_t i = 0; i < count; i++) {
+            int to = *r.p++;
+            uint32_t len = 0;
+            get32(&r, &len);
+            if (!write_all(to, (const char *)r.p, len) && *status == 0)
+                *status = 1;
+            r.p += len;
+        }
+    }
+    free(data);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ capture */
+
+/* The run's standard output and error are streams whose writes go straight to file descriptors
+ * 1 and 2, as stdio would make them (same buffering), and are also noted as pieces. */
+typedef struct {
+    int fd;
+    sbuf *log;
+    uint32_t *count;
+    bool *failed;
+} tee_stream;
+
+static ssize_t tee_write(void *cookie, const char *buf, size_t size)
+{
+    tee_stream *t = cookie;
+    if (!write_all(t->fd, buf, size)) {
+        *t->failed = true;
+        return -1;
+    }
+    if (size) {
+        sb_addc(t->log, (char)t->fd);
+        put32(t->log, (uint32_t)size);
+        sb_addn(t->log, buf, size);
+        ++*t->count;
+    }
+    return (ssize_t)size;
+}
+
+static FILE *tee_open(tee_stream *t)
+{
+    cookie_io_functions_t io = {.write = tee_write};
+    FILE *f = fopencookie(t, "w", io);
+    if (!f)
+        return NULL;
+    struct stat st;
+    if (t->fd == STDERR_FILENO)
+        setvbuf(f, NULL, _IONBF, 0);
+    else if (fstat(t->fd, &st) == 0 && st.st_blksize > 0)
+        setvbuf(f, NULL, _IOFBF, (size_t)st.st_blksize);
+    return f;
+}
+
+int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
+{
+    const char *dir = getenv("HIERA_CACHE_DIR"), *onoff = getenv("HIERA_RESULT_CACHE");
+    if ((dir && !strcmp(dir, "off")) || (onoff && !strcmp(onoff, "off")) || isatty(STDOUT_FILENO))
+        return cmd(argc - skip, argv + skip);
+    char *folder = diskcache_folder(dir);
+    sbuf key = {0};
+    if (!folder || !call_key(argc, argv, &key)) {
+        free(folder);
+        sb_free(&key);
+        return cmd(argc - skip, argv + skip);
+    }
+    char name[20];
+    entry_name(&key, name);
+    int status;
+    if (replay(folder, name, &key, &status)) {
+        free(folder);
+        sb_free(&key);
+        return status;
+    }
+
+    sbuf log = {0};
+    uint32_t count = 0;
+    bool failed = false;
+    tee_stream to_out = {STDOUT_FILENO, &log, &count, &failed}, to_err = {STDERR_FILENO, &log, &count, &failed};
+    FILE *real_out = stdout, *real_err = stderr;
+    fflush(real_out);
+    FILE *out = tee_open(&to_out), *err = out ? tee_open(&to_err) : NULL;
+    if (!err) {
+        if (out)
+            fclose(out);
+        free(folder);
+        sb_free(&key);
+        return cmd(argc - skip, argv + skip);
+    }
+    stdout = out;
+    stderr = err;
+    fsj_begin();
+    status = cmd(argc - skip, argv + skip);
+    const char *why = fsj_end();
+    fflush(out);
+    stdout = real_out;
+    stderr = real_err;
+    fclose(out);
+    fclose(err);
+
+    sbuf entry = {0};
+    if (!why && failed)
+        why = "its output could not be written";
+    if (!why) {
+        sb_addn(&entry, DISKCACHE_RESULT_MAGIC, 8);
+        put32(&entry, (uint32_t)key.len);
+        sb_addn(&entry, key.s, key.len);
+        if (!fsj_serialise(&entry, &why))
+            sb_free(&entry);
+    }
+    if (!why) {
+        put32(&entry, (uint32_t)status);
+        put32(&entry, count);
+        sb_addn(&entry, log.s ? log.s : "", log.len);
+        if (entry.len > MAX_ENTRY) {
+            why = "its answer is too large";
+        } else {
+            diskcache *dc = diskcache_open(folder);
+            if (dc) {
+                diskcache_put_named(dc, name, entry.s, entry.len);
+                diskcache_close(dc);
+            } else {
+                why = "the cache folder cannot be used";
+            }
+        }
+    }
+    trace(why ? "not kept" : "kept", why);
+    sb_free(&entry);
+    sb_free(&log);
+    sb_free(&key);
+    free(folder);
+    return status;
+}
