@@ -158,6 +158,7 @@ check: all test-deps
 	@python3 tests/keys/check.py --hiera $(B)/hiera
 	@python3 tests/cli/check.py --hiera $(B)/hiera
 	@python3 tests/cli/result-cache.py --hiera $(B)/hiera
+	@python3 tests/cli/result-cache-random.py --hiera $(B)/hiera
 	@python3 tests/check/run.py --hiera $(B)/hiera
 	@python3 tests/diff/check.py --hiera $(B)/hiera
 	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 25
