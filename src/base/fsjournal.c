@@ -1,10 +1,12 @@
 /* fsjournal.c - see fsjournal.h
  *
  * An observation is (what was asked, of which path, what came back). Asked: 'S' stat, 'L' lstat,
- * 'D' opendir, 'O' open for reading, 'A' access with a mode, 'K' readlink, 'R' realpath. What
- * came back: an errno value, or for success of S/L/D/O the identity of what was found (mode,
- * device, inode, size, modification and change times to the nanosecond: what the disk cache
- * trusts as "unchanged"), for K/R the text. A D or O is checked again by stat() when it succeeded
+ * 'D' opendir, 'O' open for reading, 'A' access with a mode, 'K' readlink, 'R' realpath, 'V' an
+ * environment variable (the path is its name), 'W' the whole environment (path ""). What came
+ * back: an errno value (ENOENT for a variable that is not set), or for success of S/L/D/O the
+ * identity of what was found (mode, device, inode, size, modification and change times to the
+ * nanosecond: what the disk cache trusts as "unchanged"), for K/R the text, for V two 64-bit
+ * hashes of the value (never its text: it may be a secret), for W the same of every variable. A D or O is checked again by stat() when it succeeded
  * (a folder's times change with its entries, a file's with its bytes) and by the same call when
  * it failed.
  *
@@ -41,7 +43,7 @@ static size_t nslots;
 static const char *tainted;
 
 static bool has_identity(char op) { return op == 'S' || op == 'L' || op == 'D' || op == 'O'; }
-static bool has_text(char op) { return op == 'K' || op == 'R'; }
+static bool has_text(char op) { return op == 'K' || op == 'R' || op == 'V' || op == 'W'; }
 
 static void identity(uint64_t id[8], const struct stat *st)
 {
@@ -226,6 +228,58 @@ DIR *fs_opendir(const char *path)
     return d;
 }
 
+extern char **environ;
+
+/* Two independent 64-bit hashes of the strings given (each with its NUL), as 32 hex digits: a
+ * variable's value is recorded as this, never as its text (it may be a secret). */
+static void digest_of(char *const *strings, size_t count, char out[33])
+{
+    uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < count && strings[i]; i++)
+        for (const unsigned char *p = (const unsigned char *)strings[i];; p++) {
+            a = (a ^ *p) * 1099511628211ULL;
+            b = (b ^ *p) * 0xff51afd7ed558ccdULL;
+            b ^= b >> 29;
+            if (!*p)
+                break;
+        }
+    for (int i = 0; i < 16; i++) {
+        out[i] = "0123456789abcdef"[(a >> (60 - 4 * i)) & 15];
+        out[16 + i] = "0123456789abcdef"[(b >> (60 - 4 * i)) & 15];
+    }
+    out[32] = 0;
+}
+
+static void environ_digest(char out[33]) { digest_of(environ, environ ? SIZE_MAX : 0, out); }
+
+static void value_digest(const char *v, char out[33])
+{
+    char *one[1] = {(char *)v};
+    digest_of(one, 1, out);
+}
+
+const char *fs_getenv(const char *name)
+{
+    const char *v = getenv(name);
+    if (v && atomic_load_explicit(&active, memory_order_relaxed)) {
+        char digest[33];
+        value_digest(v, digest);
+        note('V', 0, name, 0, NULL, digest);
+    } else if (atomic_load_explicit(&active, memory_order_relaxed)) {
+        note('V', 0, name, ENOENT, NULL, NULL);
+    }
+    return v;
+}
+
+void fsj_note_environ(void)
+{
+    if (!atomic_load_explicit(&active, memory_order_relaxed))
+        return;
+    char digest[33];
+    environ_digest(digest);
+    note('W', 0, "", 0, NULL, digest);
+}
+
 static void forget(void)
 {
     for (size_t i = 0; i < n; i++) {
@@ -366,6 +420,19 @@ static bool holds(char op, int arg, int err, const char *path, const uint64_t id
         if (r < 0 || (size_t)r >= sizeof buf)
             return r < 0 && errno == err;
         return !err && (size_t)r == tlen && memcmp(buf, text, tlen) == 0;
+    }
+    case 'V': {
+        const char *v = getenv(path);
+        if (!v)
+            return err == ENOENT;
+        char digest[33];
+        value_digest(v, digest);
+        return !err && tlen == 32 && memcmp(digest, text, 32) == 0;
+    }
+    case 'W': {
+        char digest[33];
+        environ_digest(digest);
+        return !err && tlen == 32 && memcmp(digest, text, 32) == 0;
     }
     case 'R': {
         char *r = realpath(path, NULL);

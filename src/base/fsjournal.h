@@ -37,6 +37,11 @@ ssize_t fs_readlink(const char *path, char *buf, size_t size);
 char *fs_realpath(const char *path);
 DIR *fs_opendir(const char *path);
 
+/* getenv(3), recording the value (or its absence): the environment is checked like the files. */
+const char *fs_getenv(const char *name);
+/* Records the whole environment (a reader that scans it, as HOCON's ${?NAME} lists do). */
+void fsj_note_environ(void);
+
 /* Records that the file at path was opened for reading and fstat(2) said *st of it (st NULL:
  * the open failed with err). A file that is not a regular file (a FIFO, a device, standard
  * input) taints the journal. */

@@ -1,5 +1,6 @@
 /* common.c - what the subcommands share: the file cache they use (kept on disk between runs). */
 #include "cli/common.h"
+#include "base/fsjournal.h"
 
 #include "formats/diskcache.h"
 
@@ -10,10 +11,10 @@
 hiera_cache *cli_cache(void)
 {
     hiera_cache *c = hiera_cache_new();
-    const char *dir = getenv("HIERA_CACHE_DIR");
+    const char *dir = fs_getenv("HIERA_CACHE_DIR");
     if (!dir || strcmp(dir, "off") != 0) {
         /* the library reads the bound itself and takes the default for what is not a size: say so */
-        const char *max = getenv("HIERA_CACHE_MAX_SIZE");
+        const char *max = fs_getenv("HIERA_CACHE_MAX_SIZE");
         uint64_t bytes;
         if (max && *max && !diskcache_parse_size(max, &bytes))
             fprintf(stderr, "Warning: HIERA_CACHE_MAX_SIZE=%s is not a size (bytes, or a number followed by K, M or "
@@ -466,7 +467,7 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
     sw_t found;           /* a switch found without the table */
     if (rc)
         goto done;
-    bool posix = getenv("POSIXLY_CORRECT") != NULL;
+    bool posix = fs_getenv("POSIXLY_CORRECT") != NULL;
     /* arguments are read in turn; a bundle of one-letter options puts its rest back in front */
     char *pending = NULL;
     int i = 0, pending_at = -1;

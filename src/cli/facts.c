@@ -64,7 +64,7 @@ char *cli_default_vardir(void)
     /* lib/puppet/util/run_mode.rb (UnixRunMode#var_dir, as Debian ships it) */
     if (geteuid() == 0)
         return cat3("/var/cache/puppet", "", "");
-    const char *home = getenv("HOME");
+    const char *home = fs_getenv("HOME");
     return cat3(home ? home : "", "/.puppet/cache", "");
 }
 

@@ -5,6 +5,7 @@
  * then the scope files, KEY [DEFAULT] [VAR=VALUE...], the lookup, and output_answer. Where
  * Ruby would die with a stack trace we print one line "hiera: <message>" and exit 1. */
 #include "cli/hiera3_cmd.h"
+#include "base/fsjournal.h"
 
 #include "hiera.h"
 
@@ -274,7 +275,7 @@ static int short_options(options *o, int argc, char **argv, int *i)
 /* OptionParser#parse!: returns -1 when the command goes on, else the exit status. */
 static int parse_options(options *o, int argc, char **argv)
 {
-    bool in_order = getenv("POSIXLY_CORRECT") != NULL;
+    bool in_order = fs_getenv("POSIXLY_CORRECT") != NULL;
     o->pos = calloc((size_t)argc + 1, sizeof *o->pos);
     if (!o->pos)
         abort();
@@ -482,7 +483,7 @@ static int run(options *o)
     if (!o->verbose)
         h3_set_logger(h, "noop");
     /* the data files parsed once, kept on disk between runs (HIERA_CACHE_DIR, "off": none) */
-    const char *cache_dir = getenv("HIERA_CACHE_DIR");
+    const char *cache_dir = fs_getenv("HIERA_CACHE_DIR");
     diskcache *disk = cache_dir && !strcmp(cache_dir, "off") ? NULL : diskcache_open(cache_dir);
     h3_set_disk(h, disk);
     h3_resolution res = {o->strategy, false, NULL, NULL};

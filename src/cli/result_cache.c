@@ -4,8 +4,9 @@
  * does, run after run) asks the same questions of files that rarely change. Even with every
  * data file's parse in the disk cache, an answer costs reading those entries, the settings,
  * the hierarchy, the merge: about twice what starting a bare process costs. The answer itself
- * is a function of the call (arguments, environment, working folder, user, this hiera binary)
- * and of what the files it looked at were, which fsjournal records: so the bytes the command
+ * is a function of the call (arguments, working folder, user, this hiera binary) and of the
+ * environment variables it read and the files it looked at, which fsjournal records (only the
+ * variables read: hyperfine, for one, sets a variable of random length on every run): so the bytes the command
  * wrote to standard output and error, in the order and pieces it wrote them, and its exit
  * status, are kept in an entry of the disk cache folder named by a hash of the call. A later
  * identical call reads the entry, makes every recorded file system call again (stat of each file,
@@ -23,8 +24,7 @@
  * the call was answered from the cache, or why its answer was not kept.
  *
  * Entry: DISKCACHE_RESULT_MAGIC, the call (u32 length, bytes; compared whole, so a collision of
- * the entry names is a miss; the environment in it is two 64-bit hashes, not its text), the
- * journal (fsj_serialise), the exit status (i32), the pieces written (u32 count; per piece u8
+ * the entry names is a miss), the journal (fsj_serialise), the exit status (i32), the pieces written (u32 count; per piece u8
  * file descriptor, u32 length, bytes). Native byte order: the folder is
  * one user's on one machine. */
 #include "cli/result_cache.h"
@@ -44,8 +44,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* An entry larger than this is not read (nor written). */
 #define MAX_ENTRY ((size_t)64 << 20)
@@ -72,28 +70,12 @@ static bool call_key(int argc, char **argv, sbuf *key)
     put64(key, (uint64_t)st.st_ctim.tv_sec);
     put64(key, (uint64_t)st.st_ctim.tv_nsec);
     sb_addn(key, cwd, strlen(cwd) + 1);
+    put32(key, (uint32_t)getuid());
     put32(key, (uint32_t)geteuid());
     put32(key, (uint32_t)getegid());
     put32(key, (uint32_t)argc);
     for (int i = 0; i < argc; i++)
         sb_addn(key, argv[i], strlen(argv[i]) + 1);
-    /* the environment by two independent 64-bit hashes, not as it is: it may hold secrets,
-     * which have no business in a cache folder; the shell's "_" (the last command) is never
-     * read, and strace or env would change it */
-    uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
-    for (char **e = environ; *e; e++) {
-        if (strncmp(*e, "_=", 2) == 0)
-            continue;
-        for (const unsigned char *p = (const unsigned char *)*e;; p++) {
-            a = (a ^ *p) * 1099511628211ULL;
-            b = (b ^ *p) * 0xff51afd7ed558ccdULL;
-            b ^= b >> 29;
-            if (!*p)
-                break;
-        }
-    }
-    put64(key, a);
-    put64(key, b);
     return true;
 }
 

@@ -609,7 +609,7 @@ static keyslot *load_key(eyaml_ctx *e, const hv *options, const char *base, bool
             fail(e, err, EYAML_ERR_STANDARD, "bad environment variable name: contains null byte");
             return NULL;
         }
-        const char *text = getenv(hv_str_ptr(var));
+        const char *text = fs_getenv(hv_str_ptr(var));
         if (text)
             return slot_from_env(e, cert, hv_str_ptr(var), text, err);
     }

@@ -2,6 +2,7 @@
  * keys (addresses and small numbers) to values. */
 #include "engine/memo.h"
 #include "base/util.h"
+#include "base/fsjournal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,7 +45,7 @@ memo *memo_new(void)
     memo *m = xcalloc(1, sizeof(memo));
     m->max_entries = MEMO_MAX_ENTRIES;
     /* tests fill the table early to see that a full one changes no answer */
-    const char *limit = getenv("HIERA_MEMO_MAX_ENTRIES");
+    const char *limit = fs_getenv("HIERA_MEMO_MAX_ENTRIES");
     if (limit && *limit) {
         char *end;
         unsigned long long n = strtoull(limit, &end, 10);

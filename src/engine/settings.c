@@ -224,7 +224,7 @@ static char *cwd_path(void)
 /* Ruby's default home: $HOME, else the user's passwd entry. */
 static char *home_dir(herr *err)
 {
-    const char *h = getenv("HOME");
+    const char *h = fs_getenv("HOME");
     if (h && *h) {
         if (h[0] != '/') {
             herr_set(err, HERR_PUPPET, "non-absolute home");
@@ -234,6 +234,7 @@ static char *home_dir(herr *err)
     }
     char buf[4096];
     struct passwd pwbuf, *pw = NULL;
+    fsj_taint("the user database was read");
     if (getpwuid_r(getuid(), &pwbuf, buf, sizeof buf, &pw) == 0 && pw && pw->pw_dir)
         return xstrdup(pw->pw_dir);
     herr_set(err, HERR_PUPPET, "couldn't find login name -- expanding `~'");
@@ -278,6 +279,7 @@ static char *expand_path(const char *path, const char *dir, herr *err)
             char *user = xstrndup(path + 1, ulen);
             char buf[4096];
             struct passwd pwbuf, *pw = NULL;
+            fsj_taint("the user database was read");
             if (getpwnam_r(user, &pwbuf, buf, sizeof buf, &pw) != 0)
                 pw = NULL;
             if (pw && pw->pw_dir)
@@ -457,12 +459,12 @@ static char *inspect_str(const hv *v)
 
 static hiera_layout find_layout(void)
 {
-    const char *forced = getenv("HIERA_PUPPET_LAYOUT");
+    const char *forced = fs_getenv("HIERA_PUPPET_LAYOUT");
     if (forced && !strcmp(forced, "debian"))
         return HIERA_LAYOUT_DEBIAN;
     if (forced && !strcmp(forced, "puppetlabs"))
         return HIERA_LAYOUT_PUPPETLABS;
-    const char *path = getenv("PATH");
+    const char *path = fs_getenv("PATH");
     if (path) {
         size_t n;
         char **dirs = split_char(path, ':', &n);
@@ -505,7 +507,7 @@ static hiera_layout detect_layout(void)
     static char *last_forced, *last_path;
     static bool known;
     static hiera_layout last;
-    const char *forced = getenv("HIERA_PUPPET_LAYOUT"), *path = getenv("PATH");
+    const char *forced = fs_getenv("HIERA_PUPPET_LAYOUT"), *path = fs_getenv("PATH");
     pthread_mutex_lock(&lock);
     bool same = known && !strcmp(forced ? forced : "\n", last_forced) && !strcmp(path ? path : "\n", last_path);
     hiera_layout l = same ? last : find_layout();
@@ -1895,7 +1897,7 @@ static int load_env_conf(hiera_environment *env, hv *seen, serr *err)
 static int set_modulepath(hiera_environment *env, const char *joined, serr *err)
 {
     size_t nl = 0, n = 0;
-    const char *lib = getenv("PUPPETLIB");
+    const char *lib = fs_getenv("PUPPETLIB");
     char **libs = lib ? split_char(lib, ':', &nl) : NULL;
     char **parts = split_char(joined, ':', &n);
     env->modulepath = xcalloc(nl + n + 1, sizeof *env->modulepath);
@@ -2390,7 +2392,7 @@ static int run_command(const char *cmd, const char *path, char **output, int *st
             argv[argc++] = xstrdup(cmd);
     }
     argv[argc] = NULL;
-    prog = shell ? xstrdup("/bin/sh") : find_program(argv[0], path ? path : getenv("PATH"));
+    prog = shell ? xstrdup("/bin/sh") : find_program(argv[0], path ? path : fs_getenv("PATH"));
     fsj_taint("a command was run");
     char **envp = child_environ(path);
     int fds[2];

@@ -3,6 +3,8 @@
  * cycles detected by markers, and the environment as the last fallback. */
 #include "formats/hocon_int.h"
 
+#include "base/fsjournal.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -367,6 +369,7 @@ static node *env_lookup(hv *name)
     size_t nlen = hv_str_len(name);
     if (memchr(nm, 0, nlen) || !environ)
         return NULL;
+    fsj_note_environ();
     const char *plain = NULL;
     long *idx = NULL;
     const char **vals = NULL;

@@ -2,6 +2,7 @@
  * taken from the terminal) and json 2.6's JSON.dump. */
 #include "hiera3/hiera3_int.h"
 #include "formats/render.h"
+#include "base/fsjournal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -364,7 +365,7 @@ long h3_pp_width(int fd)
     struct winsize ws;
     if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0)
         return (long)ws.ws_col - 1;
-    const char *c = getenv("COLUMNS");
+    const char *c = fs_getenv("COLUMNS");
     if (c) {
         while (is_strip((unsigned char)*c) && *c)
             c++;
