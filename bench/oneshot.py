@@ -4,7 +4,9 @@
 Times `hiera lookup` of the benchmark's merged key (warm disk cache) and the same lookup through
 Hiera 3's command line (`hiera -c CONFIG -y FACTS -h KEY`) against /bin/true with hyperfine,
 alternately: each round runs one hyperfine over /bin/true and both hiera commands for each binary
-given (--hiera, and --before for a comparison), so load that comes and goes is shared by all.
+given (--hiera, and --before for a comparison), so load that comes and goes is shared by all;
+then the same with HIERA_RESULT_CACHE=off (the "-nrc" rows: every call looked up again from the
+data files' disk cache entries, as the first call of a key is), alternately too.
 The CPU columns are hyperfine's user + system time (the median over the rounds of each round's
 mean). Then counts system calls (strace), the shared objects loaded, peak RSS (GNU time) and, with
 --batch, `hiera batch --jobs 1` over the whole fleet (CPU per lookup, peak RSS, and whether every
@@ -18,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -90,6 +93,9 @@ def main():
     work = tempfile.mkdtemp(prefix="hiera-oneshot-")
     try:
         h3 = hiera3_config(repo, work)
+        # files changed in the last second or two are not trusted by the result cache: the
+        # configuration just written would keep the first runs from being kept
+        time.sleep(2.1)
         bins = [os.path.abspath(args.hiera)] + [os.path.abspath(b) for b in args.before]
         names = ["hiera"] + ["before%d" % (i + 1) if len(args.before) > 1 else "before"
                              for i in range(len(args.before))]
@@ -114,44 +120,49 @@ def main():
         for what, by in outputs.items():
             if len(set(by.values())) > 1:
                 print("note: the binaries answer %s differently" % what)
-        times = {name: {"true": [], "lookup": [], "hiera3": []} for name in names}
-        cpu = {name: {"true": [], "lookup": [], "hiera3": []} for name in names}  # (user + system) per round
+        rows = ["true", "lookup", "hiera3", "lookup-nrc", "hiera3-nrc"]
+        times = {name: {r: [] for r in rows} for name in names}
+        cpu = {name: {r: [] for r in rows} for name in names}  # (user + system) per round
         for rnd in range(args.rounds):
-            for name, b in zip(names, bins):
-                c = cmds(b)
-                out = os.path.join(work, "hf.json")
-                subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(args.runs), "--export-json", out,
-                                "-n", "true", "/bin/true", "-n", "lookup", " ".join(c["lookup"]),
-                                "-n", "hiera3", " ".join(c["hiera3"])],
-                               env=envs[name], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                with open(out) as fh:
-                    for res in json.load(fh)["results"]:
-                        times[name][res["command"]] += res["times"]
-                        cpu[name][res["command"]].append(res["user"] + res["system"])
+            for suffix, extra in (("", {}), ("-nrc", {"HIERA_RESULT_CACHE": "off"})):
+                for name, b in zip(names, bins):
+                    c = cmds(b)
+                    out = os.path.join(work, "hf.json")
+                    subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(args.runs), "--export-json",
+                                    out, "-n", "true", "/bin/true", "-n", "lookup" + suffix, " ".join(c["lookup"]),
+                                    "-n", "hiera3" + suffix, " ".join(c["hiera3"])],
+                                   env=dict(envs[name], **extra), check=True, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+                    with open(out) as fh:
+                        for res in json.load(fh)["results"]:
+                            times[name][res["command"]] += res["times"]
+                            cpu[name][res["command"]].append(res["user"] + res["system"])
             print("round %d/%d done" % (rnd + 1, args.rounds), file=sys.stderr)
         report = {"repo": repo, "key": meta["merged_key"], "rounds": args.rounds, "runs": args.runs,
                   "load": os.getloadavg(), "binaries": {}}
         print("load average %.2f %.2f %.2f; %d rounds x %d runs each, alternately" %
               (os.getloadavg() + (args.rounds, args.runs)))
-        print("%-8s %-8s %10s %10s %8s %9s %8s %9s %8s %s" % ("binary", "command", "median", "mean", "x true",
+        print("%-8s %-10s %10s %10s %8s %9s %8s %9s %8s %s" % ("binary", "command", "median", "mean", "x true",
                                                               "CPU", "x true", "syscalls", "peak KB", "shared objects"))
         for name, b in zip(names, bins):
             t = times[name]
             true_med = statistics.median(t["true"])
             true_cpu = statistics.median(cpu[name]["true"])
             entry = {"path": b, "true_median_s": true_med, "true_cpu_s": true_cpu}
-            print("%-8s %-8s %8.2f ms %8.2f ms %8s %6.2f ms %8s" % (name, "true", true_med * 1e3,
+            print("%-8s %-10s %8.2f ms %8.2f ms %8s %6.2f ms %8s" % (name, "true", true_med * 1e3,
                                                                   statistics.mean(t["true"]) * 1e3, "1.00",
                                                                   true_cpu * 1e3, "1.00"))
-            for what, cmd in cmds(b).items():
+            for what in rows[1:]:
+                cmd = cmds(b)[what.replace("-nrc", "")]
+                env = dict(envs[name], **({"HIERA_RESULT_CACHE": "off"} if what.endswith("-nrc") else {}))
                 med = statistics.median(t[what])
                 c = statistics.median(cpu[name][what])
-                calls, sos, top = strace_count(cmd, envs[name], work)
-                rss = peak_rss_kb(cmd, envs[name])
+                calls, sos, top = strace_count(cmd, env, work)
+                rss = peak_rss_kb(cmd, env)
                 entry[what] = {"median_s": med, "mean_s": statistics.mean(t[what]), "ratio": med / true_med,
                                "cpu_s": c, "cpu_ratio": c / true_cpu, "syscalls": calls, "shared_objects": sos,
                                "top_syscalls": top, "peak_rss_kb": rss}
-                print("%-8s %-8s %8.2f ms %8.2f ms %8.2f %6.2f ms %8.2f %9d %8d %s" % (
+                print("%-8s %-10s %8.2f ms %8.2f ms %8.2f %6.2f ms %8.2f %9d %8d %s" % (
                     name, what, med * 1e3, statistics.mean(t[what]) * 1e3, med / true_med, c * 1e3, c / true_cpu,
                     calls, rss, " ".join(sos)))
             report["binaries"][name] = entry
