@@ -352,6 +352,14 @@ hierarchy:
         off = run(lookup_cmd(hiera, root, "list"), "off")
         check("HIERA_CACHE_DIR=off: no trace", off.trace == "", off.trace)
 
+        # a terminal on standard output: not used (a person is reading)
+        if shutil.which("script"):
+            cmd = " ".join("'%s'" % a for a in lookup_cmd(hiera, root, "netonly"))
+            p = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, HIERA_CACHE_DIR=cache, HIERA_RESULT_CACHE_TRACE="1"))
+            check("a terminal: not used", TRACE not in p.stdout and TRACE not in p.stderr and "n1" in p.stdout,
+                  repr(p.stdout[-200:]))
+
         # the record holds every file the command looked at
         works = shutil.which("strace") and subprocess.run(["strace", "-o", "/dev/null", "true"],
                                                           capture_output=True).returncode == 0
