@@ -6,9 +6,10 @@
  * back: an errno value (ENOENT for a variable that is not set), or for success of S/L/D/O the
  * identity of what was found (mode, device, inode, size, modification and change times to the
  * nanosecond: what the disk cache trusts as "unchanged"), for K/R the text, for V two 64-bit
- * hashes of the value (never its text: it may be a secret), for W the same of every variable. A D or O is checked again by stat() when it succeeded
- * (a folder's times change with its entries, a file's with its bytes) and by the same call when
- * it failed.
+ * hashes of the value (never its text: it may be a secret), for W the same of every variable.
+ * A D or O is checked again by stat() when it succeeded (a folder's times change with its
+ * entries, a file's with its bytes) and by the same call when it failed; an O that found what an
+ * earlier S of the same path found is not recorded again.
  *
  * Serialised form (native byte order; the result cache that keeps it names its own version):
  * u32 count, then per observation u8 op, i32 arg, i32 err, u32 length, the path, then the
@@ -261,12 +262,11 @@ static void value_digest(const char *v, char out[33])
 const char *fs_getenv(const char *name)
 {
     const char *v = getenv(name);
-    if (v && atomic_load_explicit(&active, memory_order_relaxed)) {
+    if (atomic_load_explicit(&active, memory_order_relaxed)) {
         char digest[33];
-        value_digest(v, digest);
-        note('V', 0, name, 0, NULL, digest);
-    } else if (atomic_load_explicit(&active, memory_order_relaxed)) {
-        note('V', 0, name, ENOENT, NULL, NULL);
+        if (v)
+            value_digest(v, digest);
+        note('V', 0, name, v ? 0 : ENOENT, NULL, v ? digest : NULL);
     }
     return v;
 }
