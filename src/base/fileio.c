@@ -135,6 +135,21 @@ ssize_t fd_read_full(int fd, void *buf, size_t size)
     return (ssize_t)n;
 }
 
+bool fd_write_full(int fd, const void *buf, size_t size)
+{
+    const char *p = buf;
+    while (size) {
+        ssize_t w = write(fd, p, size);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        size -= (size_t)w;
+    }
+    return true;
+}
+
 bool file_same_bytes(const char *a, const char *b)
 {
     if (strcmp(a, b) == 0)

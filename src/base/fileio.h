@@ -50,6 +50,9 @@ void herr_file_read(herr *e, herr_kind kind, const char *path, const file_read_e
  * asked again after EINTR): the bytes read (fewer than size at the end of the file), or -1 on an
  * error. */
 ssize_t fd_read_full(int fd, void *buf, size_t size);
+/* Writes buf[0, size) whole to fd (write(2) may take less than given, and is asked again after
+ * EINTR); false when a write fails (errno from it) or takes nothing. */
+bool fd_write_full(int fd, const void *buf, size_t size);
 
 /* Whether two files hold the same bytes (true for the same path; false when either cannot be
  * read to its end). */

@@ -153,38 +153,22 @@ void fsj_note_open(const char *path, const struct stat *st, int err)
     note('O', 0, path, st ? 0 : (err ? err : EIO), st, NULL);
 }
 
-int fs_stat(const char *path, struct stat *st)
+/* What a call that returned rc (0 or -1 with errno) saw, noted; errno kept for the caller. */
+static int noted(char op, int arg, const char *path, int rc, const struct stat *st)
 {
-    int rc = stat(path, st);
     if (atomic_load_explicit(&active, memory_order_relaxed)) {
         int e = errno;
-        note('S', 0, path, rc ? e : 0, st, NULL);
+        note(op, arg, path, rc ? e : 0, st, NULL);
         errno = e;
     }
     return rc;
 }
 
-int fs_lstat(const char *path, struct stat *st)
-{
-    int rc = lstat(path, st);
-    if (atomic_load_explicit(&active, memory_order_relaxed)) {
-        int e = errno;
-        note('L', 0, path, rc ? e : 0, st, NULL);
-        errno = e;
-    }
-    return rc;
-}
+int fs_stat(const char *path, struct stat *st) { return noted('S', 0, path, stat(path, st), st); }
 
-int fs_access(const char *path, int mode)
-{
-    int rc = access(path, mode);
-    if (atomic_load_explicit(&active, memory_order_relaxed)) {
-        int e = errno;
-        note('A', mode, path, rc ? e : 0, NULL, NULL);
-        errno = e;
-    }
-    return rc;
-}
+int fs_lstat(const char *path, struct stat *st) { return noted('L', 0, path, lstat(path, st), st); }
+
+int fs_access(const char *path, int mode) { return noted('A', mode, path, access(path, mode), NULL); }
 
 ssize_t fs_readlink(const char *path, char *buf, size_t size)
 {
@@ -312,9 +296,6 @@ const char *fsj_end(void)
 
 /* ------------------------------------------------------------------ serialised form */
 
-static void put32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, 4); }
-static void put64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, 8); }
-
 /* A change made within this many seconds of now could leave a file's times as they were. */
 #define RACY_SECONDS 1
 
@@ -335,51 +316,29 @@ bool fsj_serialise(sbuf *out, const char **why)
             ok = false;
         }
     if (ok) {
-        put32(out, (uint32_t)n);
+        sb_add_u32(out, (uint32_t)n);
         for (size_t i = 0; i < n; i++) {
             const obs *o = &list[i];
             sb_addc(out, o->op);
-            put32(out, (uint32_t)o->arg);
-            put32(out, (uint32_t)o->err);
+            sb_add_u32(out, (uint32_t)o->arg);
+            sb_add_u32(out, (uint32_t)o->err);
             size_t len = strlen(o->path);
-            put32(out, (uint32_t)len);
+            sb_add_u32(out, (uint32_t)len);
             sb_addn(out, o->path, len);
             if (o->err)
                 continue;
             if (has_identity(o->op)) {
                 for (int k = 0; k < 8; k++)
-                    put64(out, o->id[k]);
+                    sb_add_u64(out, o->id[k]);
             } else if (has_text(o->op)) {
                 size_t tl = o->text ? strlen(o->text) : 0;
-                put32(out, (uint32_t)tl);
+                sb_add_u32(out, (uint32_t)tl);
                 sb_addn(out, o->text ? o->text : "", tl);
             }
         }
     }
     pthread_mutex_unlock(&lock);
     return ok;
-}
-
-typedef struct {
-    const unsigned char *p, *end;
-} rd;
-
-static bool get32(rd *r, uint32_t *v)
-{
-    if (r->end - r->p < 4)
-        return false;
-    memcpy(v, r->p, 4);
-    r->p += 4;
-    return true;
-}
-
-static bool get64(rd *r, uint64_t *v)
-{
-    if (r->end - r->p < 8)
-        return false;
-    memcpy(v, r->p, 8);
-    r->p += 8;
-    return true;
 }
 
 /* The same call made again: does it see what was recorded? */
@@ -453,40 +412,31 @@ static bool holds(char op, int arg, int err, const char *path, const uint64_t id
     return memcmp(now, id, sizeof now) == 0;
 }
 
-bool fsj_check(const unsigned char *data, size_t len, size_t *used)
+bool fsj_check(byte_reader *r)
 {
-    rd r = {data, data + len};
     uint32_t count;
-    if (!get32(&r, &count))
+    if (!br_u32(r, &count))
         return false;
     char path[PATH_MAX];
     for (uint32_t i = 0; i < count; i++) {
-        if (r.p >= r.end)
+        const unsigned char *op, *p, *text = NULL;
+        uint32_t arg, err, plen, tlen = 0;
+        if (!br_bytes(r, 1, &op) || !br_u32(r, &arg) || !br_u32(r, &err) || !br_u32(r, &plen) ||
+            plen >= sizeof path || !br_bytes(r, plen, &p))
             return false;
-        char op = (char)*r.p++;
-        uint32_t arg, err, plen;
-        if (!get32(&r, &arg) || !get32(&r, &err) || !get32(&r, &plen) || plen >= sizeof path ||
-            (size_t)(r.end - r.p) < plen)
-            return false;
-        memcpy(path, r.p, plen);
+        memcpy(path, p, plen);
         path[plen] = 0;
-        r.p += plen;
         uint64_t id[8] = {0};
-        const char *text = NULL;
-        uint32_t tlen = 0;
-        if (!err && has_identity(op)) {
+        if (!err && has_identity((char)*op)) {
             for (int k = 0; k < 8; k++)
-                if (!get64(&r, &id[k]))
+                if (!br_u64(r, &id[k]))
                     return false;
-        } else if (!err && has_text(op)) {
-            if (!get32(&r, &tlen) || (size_t)(r.end - r.p) < tlen)
+        } else if (!err && has_text((char)*op)) {
+            if (!br_u32(r, &tlen) || !br_bytes(r, tlen, &text))
                 return false;
-            text = (const char *)r.p;
-            r.p += tlen;
         }
-        if (!holds(op, (int)arg, (int)err, path, id, text, tlen))
+        if (!holds((char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen))
             return false;
     }
-    *used = (size_t)(r.p - data);
     return true;
 }

@@ -60,9 +60,9 @@ const char *fsj_end(void);
  * folder changed less than a second before now (a change in the same clock tick would leave its
  * times as they are), with *why saying so. */
 bool fsj_serialise(sbuf *out, const char **why);
-/* Whether every observation serialised at data[0, len) still holds (each call made again);
- * *used is set to the bytes the record took. False on the first that does not, or when the
+/* Whether every observation of the record r is at (fsj_serialise's bytes) still holds (each
+ * call made again); r is left after the record. False on the first that does not, or when the
  * record is malformed. */
-bool fsj_check(const unsigned char *data, size_t len, size_t *used);
+bool fsj_check(byte_reader *r);
 
 #endif

@@ -141,6 +141,36 @@ void sb_free(sbuf *b)
     b->len = b->cap = 0;
 }
 
+void sb_add_u32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, sizeof v); }
+void sb_add_u64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, sizeof v); }
+
+bool br_bytes(byte_reader *r, size_t n, const unsigned char **out)
+{
+    if ((size_t)(r->end - r->p) < n)
+        return false;
+    *out = r->p;
+    r->p += n;
+    return true;
+}
+
+bool br_u32(byte_reader *r, uint32_t *v)
+{
+    const unsigned char *at;
+    if (!br_bytes(r, sizeof *v, &at))
+        return false;
+    memcpy(v, at, sizeof *v);
+    return true;
+}
+
+bool br_u64(byte_reader *r, uint64_t *v)
+{
+    const unsigned char *at;
+    if (!br_bytes(r, sizeof *v, &at))
+        return false;
+    memcpy(v, at, sizeof *v);
+    return true;
+}
+
 const char *sb_str(const sbuf *b) { return b->s ? b->s : ""; }
 
 void herr_setv(herr *e, herr_kind kind, const char *fmt, va_list ap)

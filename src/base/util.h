@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #if defined(__GNUC__)
 #define HIERA_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -35,6 +36,19 @@ void sb_addf(sbuf *b, const char *fmt, ...) HIERA_PRINTF(2, 3);
 void sb_vaddf(sbuf *b, const char *fmt, va_list ap);
 char *sb_take(sbuf *b); /* returns the malloc'ed string ("" when empty) and resets b */
 void sb_free(sbuf *b);
+/* A number appended in the machine's byte order (files of one machine: the disk cache's). */
+void sb_add_u32(sbuf *b, uint32_t v);
+void sb_add_u64(sbuf *b, uint64_t v);
+
+/* Bytes read back front to back (what sb_add_u32/sb_add_u64 and sb_addn wrote): each take
+ * fails, taking nothing, when fewer bytes are left than it needs. */
+typedef struct {
+    const unsigned char *p, *end;
+} byte_reader;
+bool br_u32(byte_reader *r, uint32_t *v);
+bool br_u64(byte_reader *r, uint64_t *v);
+/* n bytes: *out points at them (BORROWED from the buffer read). */
+bool br_bytes(byte_reader *r, size_t n, const unsigned char **out);
 const char *sb_str(const sbuf *b); /* "" when empty; BORROWED */
 
 /* Error kinds, after the Ruby exception classes Puppet's lookup raises, because they decide

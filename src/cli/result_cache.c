@@ -48,9 +48,6 @@
 /* An entry larger than this is not read (nor written). */
 #define MAX_ENTRY ((size_t)64 << 20)
 
-static void put32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, 4); }
-static void put64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, 8); }
-
 /* The call: what the answer may depend on besides the files it looks at. False when it cannot
  * be told (no working folder, no binary to stat). */
 static bool call_key(int argc, char **argv, sbuf *key)
@@ -62,18 +59,18 @@ static bool call_key(int argc, char **argv, sbuf *key)
     sb_adds(key, "hiera ");
     sb_adds(key, HIERA_VERSION);
     sb_addc(key, 0);
-    put64(key, (uint64_t)st.st_dev);
-    put64(key, (uint64_t)st.st_ino);
-    put64(key, (uint64_t)st.st_size);
-    put64(key, (uint64_t)st.st_mtim.tv_sec);
-    put64(key, (uint64_t)st.st_mtim.tv_nsec);
-    put64(key, (uint64_t)st.st_ctim.tv_sec);
-    put64(key, (uint64_t)st.st_ctim.tv_nsec);
+    sb_add_u64(key, (uint64_t)st.st_dev);
+    sb_add_u64(key, (uint64_t)st.st_ino);
+    sb_add_u64(key, (uint64_t)st.st_size);
+    sb_add_u64(key, (uint64_t)st.st_mtim.tv_sec);
+    sb_add_u64(key, (uint64_t)st.st_mtim.tv_nsec);
+    sb_add_u64(key, (uint64_t)st.st_ctim.tv_sec);
+    sb_add_u64(key, (uint64_t)st.st_ctim.tv_nsec);
     sb_addn(key, cwd, strlen(cwd) + 1);
-    put32(key, (uint32_t)getuid());
-    put32(key, (uint32_t)geteuid());
-    put32(key, (uint32_t)getegid());
-    put32(key, (uint32_t)argc);
+    sb_add_u32(key, (uint32_t)getuid());
+    sb_add_u32(key, (uint32_t)geteuid());
+    sb_add_u32(key, (uint32_t)getegid());
+    sb_add_u32(key, (uint32_t)argc);
     for (int i = 0; i < argc; i++)
         sb_addn(key, argv[i], strlen(argv[i]) + 1);
     return true;
@@ -89,20 +86,6 @@ static void entry_name(const sbuf *key, char name[20])
     memcpy(name + 16, ".hr", 4);
 }
 
-static bool write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 static void trace(const char *what, const char *why)
 {
     if (!getenv("HIERA_RESULT_CACHE_TRACE"))
@@ -113,19 +96,6 @@ static void trace(const char *what, const char *why)
         /* a trace that cannot be written is not one */
     }
     sb_free(&b);
-}
-
-typedef struct {
-    const unsigned char *p, *end;
-} rd;
-
-static bool get32(rd *r, uint32_t *v)
-{
-    if (r->end - r->p < 4)
-        return false;
-    memcpy(v, r->p, 4);
-    r->p += 4;
-    return true;
 }
 
 /* The kept answer of the call named `name` in folder, given again: true with *status when it
@@ -149,26 +119,18 @@ static bool replay(const char *folder, const char *name, const sbuf *key, int *s
         got = fd_read_full(fd, data, (size_t)st.st_size);
     }
     close(fd);
-    bool ok = got == st.st_size && got > 8 && memcmp(data, DISKCACHE_RESULT_MAGIC, 8) == 0;
-    rd r = {data + 8, data + (got > 0 ? got : 0)};
+    byte_reader r = {data, data + (got > 0 ? got : 0)};
+    const unsigned char *magic, *call, *pieces;
     uint32_t klen, rc, count;
-    ok = ok && get32(&r, &klen) && klen == key->len && (size_t)(r.end - r.p) >= klen && memcmp(r.p, key->s, klen) == 0;
-    size_t used = 0;
-    if (ok) {
-        r.p += klen;
-        ok = fsj_check(r.p, (size_t)(r.end - r.p), &used);
-    }
-    if (ok) {
-        r.p += used;
-        ok = get32(&r, &rc) && get32(&r, &count);
-    }
+    bool ok = got == st.st_size && br_bytes(&r, 8, &magic) && memcmp(magic, DISKCACHE_RESULT_MAGIC, 8) == 0 &&
+              br_u32(&r, &klen) && klen == key->len && br_bytes(&r, klen, &call) && memcmp(call, key->s, klen) == 0 &&
+              fsj_check(&r) && br_u32(&r, &rc) && br_u32(&r, &count);
     /* the pieces are all there before any is written */
-    const unsigned char *pieces = r.p;
+    pieces = r.p;
     for (uint32_t i = 0; ok && i < count; i++) {
+        const unsigned char *to, *bytes;
         uint32_t len;
-        ok = r.p < r.end && (*r.p == 1 || *r.p == 2) && (r.p++, get32(&r, &len)) && (size_t)(r.end - r.p) >= len;
-        if (ok)
-            r.p += len;
+        ok = br_bytes(&r, 1, &to) && (*to == 1 || *to == 2) && br_u32(&r, &len) && br_bytes(&r, len, &bytes);
     }
     ok = ok && r.p == r.end;
     if (ok) {
@@ -176,12 +138,13 @@ static bool replay(const char *folder, const char *name, const sbuf *key, int *s
         *status = (int)rc;
         r.p = pieces;
         for (uint32_t i = 0; i < count; i++) {
-            int to = *r.p++;
-            uint32_t len = 0;
-            get32(&r, &len);
-            if (!write_all(to, (const char *)r.p, len) && *status == 0)
+            const unsigned char *to, *bytes;
+            uint32_t len;
+            br_bytes(&r, 1, &to);
+            br_u32(&r, &len);
+            br_bytes(&r, len, &bytes);
+            if (!fd_write_full(*to, (const char *)bytes, len) && *status == 0)
                 *status = 1;
-            r.p += len;
         }
     }
     free(data);
@@ -193,24 +156,28 @@ static bool replay(const char *folder, const char *name, const sbuf *key, int *s
 /* The run's standard output and error are streams whose writes go straight to file descriptors
  * 1 and 2, as stdio would make them (same buffering), and are also noted as pieces. */
 typedef struct {
+    sbuf log;      /* the pieces, as the entry keeps them */
+    uint32_t count;
+    bool failed;   /* a write failed: the answer is not kept */
+} capture;
+
+typedef struct {
     int fd;
-    sbuf *log;
-    uint32_t *count;
-    bool *failed;
+    capture *c;
 } tee_stream;
 
 static ssize_t tee_write(void *cookie, const char *buf, size_t size)
 {
     tee_stream *t = cookie;
-    if (!write_all(t->fd, buf, size)) {
-        *t->failed = true;
+    if (!fd_write_full(t->fd, buf, size)) {
+        t->c->failed = true;
         return -1;
     }
     if (size) {
-        sb_addc(t->log, (char)t->fd);
-        put32(t->log, (uint32_t)size);
-        sb_addn(t->log, buf, size);
-        ++*t->count;
+        sb_addc(&t->c->log, (char)t->fd);
+        sb_add_u32(&t->c->log, (uint32_t)size);
+        sb_addn(&t->c->log, buf, size);
+        t->c->count++;
     }
     return (ssize_t)size;
 }
@@ -250,10 +217,8 @@ int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
         return status;
     }
 
-    sbuf log = {0};
-    uint32_t count = 0;
-    bool failed = false;
-    tee_stream to_out = {STDOUT_FILENO, &log, &count, &failed}, to_err = {STDERR_FILENO, &log, &count, &failed};
+    capture cap = {{0}, 0, false};
+    tee_stream to_out = {STDOUT_FILENO, &cap}, to_err = {STDERR_FILENO, &cap};
     FILE *real_out = stdout, *real_err = stderr;
     fflush(real_out);
     FILE *out = tee_open(&to_out), *err = out ? tee_open(&to_err) : NULL;
@@ -276,19 +241,19 @@ int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
     fclose(err);
 
     sbuf entry = {0};
-    if (!why && failed)
+    if (!why && cap.failed)
         why = "its output could not be written";
     if (!why) {
         sb_addn(&entry, DISKCACHE_RESULT_MAGIC, 8);
-        put32(&entry, (uint32_t)key.len);
+        sb_add_u32(&entry, (uint32_t)key.len);
         sb_addn(&entry, key.s, key.len);
         if (!fsj_serialise(&entry, &why))
             sb_free(&entry);
     }
     if (!why) {
-        put32(&entry, (uint32_t)status);
-        put32(&entry, count);
-        sb_addn(&entry, log.s ? log.s : "", log.len);
+        sb_add_u32(&entry, (uint32_t)status);
+        sb_add_u32(&entry, cap.count);
+        sb_addn(&entry, cap.log.s ? cap.log.s : "", cap.log.len);
         if (entry.len > MAX_ENTRY) {
             why = "its answer is too large";
         } else {
@@ -303,7 +268,7 @@ int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
     }
     trace(why ? "not kept" : "kept", why);
     sb_free(&entry);
-    sb_free(&log);
+    sb_free(&cap.log);
     sb_free(&key);
     free(folder);
     return status;

@@ -1097,17 +1097,10 @@ static bool write_pem_file(const char *path, BIO *mem, int mode, herr *err)
         herr_set(err, HERR_ERROR, "%s @ rb_sysopen - %s", ERRNO_TEXT(errno), path);
         return false;
     }
-    size_t off = 0;
-    while (n > 0 && off < (size_t)n) {
-        ssize_t w = write(fd, data + off, (size_t)n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            herr_set(err, HERR_ERROR, "%s @ io_write - %s", ERRNO_TEXT(errno), path);
-            close(fd);
-            return false;
-        }
-        off += (size_t)w;
+    if (n > 0 && !fd_write_full(fd, data, (size_t)n)) {
+        herr_set(err, HERR_ERROR, "%s @ io_write - %s", ERRNO_TEXT(errno), path);
+        close(fd);
+        return false;
     }
     if (mode >= 0 && fchmod(fd, (mode_t)mode) != 0) {
         herr_set(err, HERR_ERROR, "%s @ apply2files - %s", ERRNO_TEXT(errno), path);

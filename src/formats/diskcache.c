@@ -184,7 +184,6 @@ typedef struct {
     size_t nix;
 } wctx;
 
-static void put_u64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, 8); }
 
 static void put_var(sbuf *b, uint64_t v)
 {
@@ -262,14 +261,14 @@ static bool write_node(wctx *w, const hv *v, int depth)
     switch (k) {
     case HV_INT: {
         int64_t i = hv_int_val(v);
-        put_u64(&w->b, (uint64_t)i);
+        sb_add_u64(&w->b, (uint64_t)i);
         break;
     }
     case HV_FLOAT: {
         double d = hv_float_val(v);
         uint64_t bits;
         memcpy(&bits, &d, 8);
-        put_u64(&w->b, bits);
+        sb_add_u64(&w->b, bits);
         break;
     }
     case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
@@ -318,13 +317,13 @@ static void put_identity(sbuf *b, const char *path, int fmt, const struct stat *
     sb_addn(b, MAGIC, 8);
     put_var(b, strlen(path));
     sb_adds(b, path);
-    put_u64(b, (uint64_t)st->st_dev);
-    put_u64(b, (uint64_t)st->st_ino);
-    put_u64(b, (uint64_t)st->st_size);
-    put_u64(b, (uint64_t)st->st_mtim.tv_sec);
-    put_u64(b, (uint64_t)st->st_mtim.tv_nsec);
-    put_u64(b, (uint64_t)st->st_ctim.tv_sec);
-    put_u64(b, (uint64_t)st->st_ctim.tv_nsec);
+    sb_add_u64(b, (uint64_t)st->st_dev);
+    sb_add_u64(b, (uint64_t)st->st_ino);
+    sb_add_u64(b, (uint64_t)st->st_size);
+    sb_add_u64(b, (uint64_t)st->st_mtim.tv_sec);
+    sb_add_u64(b, (uint64_t)st->st_mtim.tv_nsec);
+    sb_add_u64(b, (uint64_t)st->st_ctim.tv_sec);
+    sb_add_u64(b, (uint64_t)st->st_ctim.tv_nsec);
     put_var(b, (uint64_t)fmt);
     put_var(b, flags);
 }
@@ -339,18 +338,7 @@ static size_t write_whole(const char *final, const void *data, size_t len)
     int fd = mkstemp(tmp);
     size_t written = 0;
     if (fd >= 0) {
-        const char *p = data;
-        size_t left = len;
-        bool good = true;
-        while (left && good) {
-            ssize_t n = write(fd, p, left);
-            if (n <= 0) {
-                good = errno == EINTR && n < 0;
-                continue;
-            }
-            p += n;
-            left -= (size_t)n;
-        }
+        bool good = fd_write_full(fd, data, len);
         good = close(fd) == 0 && good;
         if (!good || rename(tmp, final) != 0)
             unlink(tmp);
@@ -373,7 +361,6 @@ static int ix_cmp(const void *a, const void *b)
     return x->key_off < y->key_off ? -1 : x->key_off > y->key_off;
 }
 
-static void put_u32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, 4); }
 
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags)
 {
@@ -391,15 +378,15 @@ void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *s
         uint32_t end = (uint32_t)w.b.len;
         qsort(w.ix, w.nix, sizeof *w.ix, ix_cmp);
         for (size_t i = 0; i < w.nix; i++) {
-            put_u64(&w.b, w.ix[i].code);
-            put_u32(&w.b, w.ix[i].key_off);
-            put_u32(&w.b, w.ix[i].val_off);
-            put_u32(&w.b, w.ix[i].val_base);
-            put_u32(&w.b, w.ix[i].key_len);
+            sb_add_u64(&w.b, w.ix[i].code);
+            sb_add_u32(&w.b, w.ix[i].key_off);
+            sb_add_u32(&w.b, w.ix[i].val_off);
+            sb_add_u32(&w.b, w.ix[i].val_base);
+            sb_add_u32(&w.b, w.ix[i].key_len);
         }
-        put_u64(&w.b, hv_str_code("lookup_options", 14));
-        put_u32(&w.b, (uint32_t)w.nix);
-        put_u32(&w.b, end);
+        sb_add_u64(&w.b, hv_str_code("lookup_options", 14));
+        sb_add_u32(&w.b, (uint32_t)w.nix);
+        sb_add_u32(&w.b, end);
         sb_addn(&w.b, IX_MAGIC, 4);
         w.b.s[layout_at] = 'I';
     }

@@ -41,10 +41,10 @@ static char *record(size_t *len, const char **why)
 
 static bool holds(const char *rec, size_t len)
 {
-    size_t used = 0;
-    bool ok = fsj_check((const unsigned char *)rec, len, &used);
+    byte_reader r = {(const unsigned char *)rec, (const unsigned char *)rec + len};
+    bool ok = fsj_check(&r);
     if (ok)
-        assert_int_equal(used, len);
+        assert_ptr_equal(r.p, r.end); /* the whole record read */
     return ok;
 }
 
@@ -174,8 +174,8 @@ static void test_malformed(void **state)
     for (size_t cut = 0; cut < len; cut++) {
         char *part = xmalloc(cut ? cut : 1);
         memcpy(part, rec, cut);
-        size_t used;
-        assert_false(fsj_check((const unsigned char *)part, cut, &used));
+        byte_reader r = {(const unsigned char *)part, (const unsigned char *)part + cut};
+        assert_false(fsj_check(&r));
         free(part);
     }
     rec[4] = 'Z'; /* an operation that does not exist */
