@@ -106,4 +106,32 @@ static inline bool fz_has_nan(const hv *v)
     return false;
 }
 
+/* Whether a string of v (or a key) has json 2.6's isLegalUTF8 quirk (render.c json_legal_utf8):
+ * after an ED or F4 lead the second byte only has an upper bound, so the generator copies, say,
+ * F4 09 9E 99 raw -- a raw tab its own parser then refuses. Ruby's to_json prints such JSON too:
+ * no round trip is owed for it. */
+static inline bool fz_has_json_quirk(const hv *v)
+{
+    if (hv_is(v, HV_STRING)) {
+        const unsigned char *p = (const unsigned char *)hv_str_ptr(v);
+        size_t n = hv_str_len(v);
+        for (size_t i = 0; i + 1 < n; i++)
+            if ((p[i] == 0xED || p[i] == 0xF4) && p[i + 1] < 0x80)
+                return true;
+        return false;
+    }
+    if (hv_is(v, HV_SENSITIVE))
+        return fz_has_json_quirk(hv_sensitive_inner(v));
+    if (hv_is(v, HV_ARRAY)) {
+        for (size_t i = 0; i < hv_array_len(v); i++)
+            if (fz_has_json_quirk(hv_array_get(v, i)))
+                return true;
+    } else if (hv_is(v, HV_HASH)) {
+        for (size_t i = 0; i < hv_hash_len(v); i++)
+            if (fz_has_json_quirk(hv_hash_key_at(v, i)) || fz_has_json_quirk(hv_hash_val_at(v, i)))
+                return true;
+    }
+    return false;
+}
+
 #endif

@@ -15,9 +15,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sbuf b = {0};
         int rc = render_json(&b, v, &e);
         herr_clear(&e);
-        /* what render_json printed must load again as an equal value */
+        /* what render_json printed must load again as an equal value (but where json 2.6's
+         * generator itself prints what its parser refuses) */
         hv *back = rc == 0 ? hjson_parse(b.s, b.len, "back.json", &e) : NULL;
-        if (rc == 0 && (!back || (!fz_has_nan(v) && !hv_equal(v, back))))
+        if (rc == 0 && !fz_has_json_quirk(v) && (!back || (!fz_has_nan(v) && !hv_equal(v, back))))
             abort();
         hv_decref(back);
         herr_clear(&e);
