@@ -13,7 +13,8 @@
  * of different kinds never meet.
  *
  * Values given to the table must never change afterwards (value.h: shared values are immutable).
- * Entries are never dropped; past 4M entries or about 256 MiB nothing more is remembered (the
+ * A key is kept the second time it is put: most of a fleet's work is done once. Entries are
+ * never dropped; past 4M entries or about 256 MiB nothing more is remembered (the
  * environment variable HIERA_MEMO_MAX_ENTRIES lowers the first bound, for tests). */
 #ifndef HIERA_MEMO_H
 #define HIERA_MEMO_H
@@ -30,7 +31,8 @@ void memo_free(memo *m);
 /* The value remembered under key (len bytes), BORROWED, or NULL. */
 hv *memo_get(memo *m, const void *key, size_t len);
 /* Remembers value (BORROWED: the table takes its own reference) under key and marks it stable.
- * false when the table is full (value is then not stable) or the key is known already. */
+ * false, value then not stable, when the table is full, the key is known already, or this is
+ * the first time the key is put (memo.c: only keys put twice are kept). */
 bool memo_put(memo *m, const void *key, size_t len, hv *value);
 
 /* fresh, an interpolation of the stable value src, as a stable value: the one remembered for

@@ -64,7 +64,17 @@ static void test_table(void **state)
     (void)state;
     memo *m = memo_new();
     char key[64];
-    /* more entries than the first table holds: it grows and keeps them all */
+    /* a key put for the first time is not kept (most work is done once): the second time it is */
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(key, sizeof key, "key-%d", i);
+        hv *v = hv_int(i);
+        assert_false(memo_put(m, key, (size_t)n, v));
+        assert_false(hv_is_stable(v));
+        assert_null(memo_get(m, key, (size_t)n));
+        hv_decref(v);
+    }
+    /* more entries than the first table holds: it grows and keeps them all (and the marks of
+     * the keys put once outgrow their first array: none is lost on the way) */
     for (int i = 0; i < 5000; i++) {
         int n = snprintf(key, sizeof key, "key-%d", i);
         hv *v = hv_int(i);
@@ -80,6 +90,14 @@ static void test_table(void **state)
     }
     assert_null(memo_get(m, "key-5000", 8));
     assert_null(memo_get(m, "key-1", 4)); /* a prefix is another key */
+    /* past the bound of the set of keys put once, it is emptied: admissions go on */
+    for (int i = 0; i < 300000; i++) {
+        int n = snprintf(key, sizeof key, "once-%d", i);
+        assert_false(memo_put(m, key, (size_t)n, hv_true()));
+    }
+    assert_false(memo_put(m, "late", 4, hv_true()));
+    assert_true(memo_put(m, "late", 4, hv_true()));
+    assert_true(memo_get(m, "late", 4) == hv_true());
     hv *other = hv_int(-1);
     assert_false(memo_put(m, "key-7", 5, other)); /* the first value keeps its place */
     assert_int_equal(hv_int_val(memo_get(m, "key-7", 5)), 7);
@@ -93,17 +111,25 @@ static void test_intern(void **state)
     memo *m = memo_new();
     hv *src = hv_str("%{facts.role}-x"); /* a data value, as the cache holds it */
     hv_set_stable_deep(src);
+    /* a content met once comes back as it is; from the second time, one stable value */
+    hv *once = memo_intern(m, src, hv_str("web-x"));
+    assert_false(hv_is_stable(once));
     hv *first = memo_intern(m, src, hv_str("web-x"));
     hv *again = memo_intern(m, src, hv_str("web-x"));
     assert_true(first == again); /* one value for one content */
+    assert_true(first != once);
     assert_true(hv_is_stable(first));
+    hv_decref(memo_intern(m, src, hv_str("db-x")));
     hv *other = memo_intern(m, src, hv_str("db-x"));
     assert_true(other != first);
+    assert_true(hv_is_stable(other));
     assert_string_equal(hv_str_ptr(other), "db-x");
     /* another source with the same content keeps its own value */
     hv *src2 = hv_str("%{facts.role}-x ");
     hv_set_stable_deep(src2);
+    hv_decref(memo_intern(m, src2, hv_str("web-x")));
     hv *third = memo_intern(m, src2, hv_str("web-x"));
+    assert_true(hv_is_stable(third));
     assert_true(third != first);
     /* what cannot be interned comes back as it is */
     hv *sens = hv_sensitive_new(hv_str("web-x"));
@@ -111,6 +137,7 @@ static void test_intern(void **state)
     assert_true(back == sens);
     assert_false(hv_is_stable(back));
     hv_decref(back);
+    hv_decref(once);
     hv_decref(first);
     hv_decref(again);
     hv_decref(other);
