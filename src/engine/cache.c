@@ -70,6 +70,10 @@ struct hiera_cache {
     bool frozen;
     diskcache *disk; /* parsed files kept between runs, or NULL */
     hv *exists; /* path -> path_state: nothing, not a directory, a directory */
+    /* frozen: the last file path_state found by stat(), with what it said, for the load that
+     * usually follows (a node's own file is asked once: one stat instead of two) */
+    char *last_path;
+    struct stat last_st;
     hv *globs;  /* pattern -> array of paths */
     hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
     hv *warned; /* the warnings given once (cache_warn_once) */
@@ -157,6 +161,7 @@ void cache_free(hiera_cache *c)
     diskcache_close(c->disk);
     eyaml_free(c->eyaml);
     hv_decref(c->exists);
+    free(c->last_path);
     hv_decref(c->globs);
     hv_decref(c->memo);
     memo_free(c->work);
@@ -637,6 +642,8 @@ static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, boo
         return e;
     }
     struct stat st;
+    if (!seen && c->frozen && c->last_path && strcmp(c->last_path, path) == 0)
+        seen = &c->last_st; /* (path_state's stat of a moment ago: the file is not stat()ed twice) */
     if (seen) {
         st = *seen;
     } else if (fs_stat(path, &st) != 0) {
@@ -818,6 +825,11 @@ static int path_state(hiera_cache *c, const char *path)
     if (state < 0) {
         struct stat st;
         state = fs_stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
+        if (c->frozen && state == 1) {
+            free(c->last_path);
+            c->last_path = xstrdup(path);
+            c->last_st = st;
+        }
     }
     if (c->frozen)
         hv_hash_sets(c->exists, path, hv_int(state));
