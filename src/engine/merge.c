@@ -234,23 +234,44 @@ static void flatten_into(hv *out, const hv *v)
     }
 }
 
-/* Appends the elements of src not yet seen (Ruby's eql?/hash identity), tracking them in seen. */
-static void union_into(hv *out, hv *seen, const hv *src)
+/* Up to this many elements, whether an element is in a union is asked of the elements one by
+ * one (hv_eql: what a hash lookup ends with too); past it, of a hash of them, made then. Most
+ * merged arrays are short: the hash cost more than the comparisons. */
+#define UNION_LINEAR 16
+
+/* Appends to *out the elements of src it does not hold yet (Ruby's eql?/hash identity: Array#|
+ * and #uniq). *out holds each element once; *index, NULL at first, is the hash of its elements
+ * once it grew long (the caller frees it). */
+static void union_into(hv *out, hv **index, const hv *src)
 {
     for (size_t i = 0; i < hv_array_len(src); i++) {
         hv *e = hv_array_get(src, i);
-        if (hv_hash_get(seen, e))
-            continue;
-        hv_hash_set(seen, hv_incref(e), hv_true());
+        size_t n = hv_array_len(out);
+        if (!*index && n >= UNION_LINEAR) {
+            *index = hv_hash_sized(2 * n);
+            for (size_t j = 0; j < n; j++)
+                hv_hash_set(*index, hv_incref(hv_array_get(out, j)), hv_true());
+        }
+        if (*index) {
+            if (hv_hash_get(*index, e))
+                continue;
+            hv_hash_set(*index, hv_incref(e), hv_true());
+        } else {
+            size_t j = 0;
+            while (j < n && !hv_eql(hv_array_get(out, j), e))
+                j++;
+            if (j < n)
+                continue;
+        }
         hv_array_push(out, hv_incref(e));
     }
 }
 
 static hv *array_uniq(const hv *a)
 {
-    hv *out = hv_array_sized(hv_array_len(a)), *seen = hv_hash();
-    union_into(out, seen, a);
-    hv_decref(seen);
+    hv *out = hv_array_sized(hv_array_len(a)), *index = NULL;
+    union_into(out, &index, a);
+    hv_decref(index);
     return out;
 }
 
@@ -695,10 +716,10 @@ static hv *merge_arrays(dm_state *s, hv *source, hv *dest)
             hv_array_push(result, hv_incref(hv_array_get(source, i)));
     } else {
         result = hv_array_sized(hv_array_len(dest) + hv_array_len(source));
-        hv *seen = hv_hash();
-        union_into(result, seen, dest);
-        union_into(result, seen, source);
-        hv_decref(seen);
+        hv *index = NULL;
+        union_into(result, &index, dest);
+        union_into(result, &index, source);
+        hv_decref(index);
     }
     hv_decref(source);
     hv_decref(dest);
@@ -922,10 +943,10 @@ hv *ms_merge(const merge_strategy *ms, hv *e1, hv *e2, bool inplace, herr *err)
             !check_type(T_UNIQUE_OPERAND, e2, "The second element of the merge", err))
             return NULL;
         hv *a = unique_convert(e1), *b = unique_convert(e2);
-        hv *out = hv_array_sized(hv_array_len(a) + hv_array_len(b)), *seen = hv_hash();
-        union_into(out, seen, a);
-        union_into(out, seen, b);
-        hv_decref(seen);
+        hv *out = hv_array_sized(hv_array_len(a) + hv_array_len(b)), *index = NULL;
+        union_into(out, &index, a);
+        union_into(out, &index, b);
+        hv_decref(index);
         hv_decref(a);
         hv_decref(b);
         return out;
