@@ -321,14 +321,27 @@ static uint64_t mix(uint64_t h)
     return h;
 }
 
+/* Eight bytes at a time, each word mixed in (FNV-1a, a byte at a time, cost 2% of a batch run's
+ * instructions: every path and key asked of a hash by its text is hashed again). Codes are kept in
+ * disk cache indexes, which check the code of "lookup_options" before they are used (diskcache.c):
+ * entries written with another function are read again from their files. */
 static uint64_t bytes_hash(const char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
     }
-    return mix(h ^ n);
+    if (i < n) {
+        w = 0;
+        for (size_t j = 0; i + j < n; j++)
+            w |= (uint64_t)(unsigned char)p[i + j] << (8 * j);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    return mix(h);
 }
 
 /* hv_hash_code (identity false), or hv_identity_code's code (identity: floats bit for bit,
