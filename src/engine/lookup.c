@@ -2418,6 +2418,16 @@ static merge_strategy *merge_strategy_for(hiera_ctx *h, const hv *merge, bool *o
     return m->ms;
 }
 
+/* Whether the lookup_options value of a location interpolate: asked of its file's key flags,
+ * computed once per file (lo_signature runs for every node). */
+static bool lo_interpolates(location *loc, const hv *lo)
+{
+    size_t len = sizeof LOOKUP_OPTIONS - 1;
+    if (!loc->keyflags)
+        return hv_has_interpolation(lo, 0);
+    return cache_key_flags(loc->keyflags, LOOKUP_OPTIONS, len, hv_str_code(LOOKUP_OPTIONS, len), lo) & KEY_INTERP;
+}
+
 /* What the lookup_options of a context depend on: the lookup_options values of the data files
  * each layer consults, in order. Contexts with the same signature (nodes whose files hold the
  * same options) get the same compiled options, computed once per cache. NULL when sharing is not safe:
@@ -2476,7 +2486,7 @@ static char *lo_signature(hiera_ctx *h, const char *module)
                 }
                 hv *data = location_data(h, l, p, loc, &e);
                 const hv *lo = data ? hv_hash_gets(data, LOOKUP_OPTIONS) : NULL;
-                if (!data || hv_has_interpolation(lo, 0))
+                if (!data || (lo && lo_interpolates(loc, lo)))
                     ok = false;
                 else if (lo)
                     /* the options themselves: a frozen cache keeps each file's value, so the
@@ -2734,12 +2744,19 @@ static lr dig(inv *I, const lookup_key *k, hv *value, hv **out, herr *err)
 static bool lo_option(hiera_ctx *h, const hv *lo, lo_name which, const hv **out, herr *err)
 {
     static const char *const names[] = {"merge", "convert_to"};
+    static const size_t lens[] = {5, 10};
+    static uint64_t codes[2]; /* (hv_str_code of each name, computed once: every lookup asks) */
     const char *name = names[which];
     *out = NULL;
     if (!lo || hv_is(lo, HV_UNDEF))
         return true;
     if (hv_is(lo, HV_HASH)) {
-        *out = hv_hash_gets(lo, name);
+        uint64_t code = __atomic_load_n(&codes[which], __ATOMIC_RELAXED);
+        if (!code) {
+            code = hv_str_code(name, lens[which]);
+            __atomic_store_n(&codes[which], code, __ATOMIC_RELAXED);
+        }
+        *out = hv_hash_getsn_code(lo, name, lens[which], code);
         return true;
     }
     if (hv_is(lo, HV_STRING)) {
