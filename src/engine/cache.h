@@ -148,15 +148,22 @@ void *cache_shared_get(hiera_cache *c, const char *signature, bool *found);
  * parse in the work table. A batch looks one key up for several nodes in a row: comparing texts
  * costs less than finding the parse again. An array of RECENT_KEYS (BORROWED). */
 #define RECENT_KEYS 4
+/* The key's lookup_options as extracted from the compiled options lo_c (shared by the cache),
+ * with their merge and convert_to (BORROWED from lo_c); lo_c NULL: an empty place. */
+typedef struct {
+    const void *lo_c;
+    const hv *lo, *merge, *conv;
+    void *ms; /* the merge strategy made for merge (the cache's), or NULL */
+} recent_options;
+/* Options kept per key: nodes of different roles whose files hold different lookup_options
+ * come in turns (a block of nodes asks a key one node after the other). */
+#define RECENT_OPTIONS 4
 typedef struct {
     char *text;
     size_t len;
     const hv *entry;
-    /* the key's lookup_options as extracted from the compiled options lo_c (shared by the
-     * cache), with their merge and convert_to (BORROWED from lo_c); lo_c NULL: not yet */
-    const void *lo_c;
-    const hv *lo, *merge, *conv;
-    void *ms; /* the merge strategy made for merge (the cache's), or NULL */
+    recent_options opts[RECENT_OPTIONS];
+    unsigned next_opt; /* the place taken next */
 } recent_key;
 recent_key *cache_recent_keys(hiera_cache *c);
 void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));

@@ -50,7 +50,8 @@ static void inv_root(inv *I)
 
 /* ------------------------------------------------------------------ recursion guard */
 
-static bool check_enter(inv *I, const char *name, herr *err)
+/* check_enter's failures, out of its line: what the hot path leaves to them */
+static __attribute__((noinline, cold)) bool check_refuse(inv *I, const char *name, herr *err)
 {
     hiera_ctx *h = I->h;
     for (size_t i = 0; i < h->nstack; i++) {
@@ -66,15 +67,23 @@ static bool check_enter(inv *I, const char *name, herr *err)
             return false;
         }
     }
-    if (++h->nested_lookups > MAX_NESTED_LOOKUPS) {
+    if (h->nested_lookups > MAX_NESTED_LOOKUPS) {
         herr_set(err, HERR_ERROR, "Lookup of '%s' needs more than %d nested lookups (interpolations that multiply)",
                  h->top_name ? h->top_name : name, MAX_NESTED_LOOKUPS);
         return false;
     }
-    if (h->nstack >= MAX_STACK) {
-        herr_set(err, HERR_LOOKUP, "Lookups nested deeper than %d levels (at '%s')", MAX_STACK, name);
-        return false;
-    }
+    herr_set(err, HERR_LOOKUP, "Lookups nested deeper than %d levels (at '%s')", MAX_STACK, name);
+    return false;
+}
+
+static inline bool check_enter(inv *I, const char *name, herr *err)
+{
+    hiera_ctx *h = I->h;
+    for (size_t i = 0; i < h->nstack; i++)
+        if (strcmp(h->stack[i], name) == 0)
+            return check_refuse(I, name, err);
+    if (++h->nested_lookups > MAX_NESTED_LOOKUPS || h->nstack >= MAX_STACK)
+        return check_refuse(I, name, err);
     if (h->nstack == h->capstack) {
         h->capstack = h->capstack ? h->capstack * 2 : 16;
         h->stack = xrealloc(h->stack, h->capstack * sizeof *h->stack);
@@ -2618,7 +2627,7 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
                 /* the oldest gives way */
                 free(recent[RECENT_KEYS - 1].text);
                 memmove(recent + 1, recent, (RECENT_KEYS - 1) * sizeof *recent);
-                recent[0] = (recent_key){xstrndup(key, len), len, e, NULL, NULL, NULL, NULL, NULL};
+                recent[0] = (recent_key){.text = xstrndup(key, len), .len = len, .entry = e};
                 *rk = &recent[0];
             }
         }
@@ -2773,11 +2782,13 @@ static bool lo_option(hiera_ctx *h, const hv *lo, lo_name which, const hv **out,
     return false;
 }
 
-/* LookupAdapter#convert_result */
-static lr convert_result(inv *I, const char *key, const hv *lo, hv *value, hv **out, herr *err)
+/* LookupAdapter#convert_result (*known: lo's convert_to when the caller has it, else NULL) */
+static lr convert_result(inv *I, const char *key, const hv *lo, const hv *const *known, hv *value, hv **out, herr *err)
 {
     const hv *convert_to = NULL;
-    if (!lo_option(I->h, lo, LO_CONVERT_TO, &convert_to, err))
+    if (known)
+        convert_to = *known;
+    else if (!lo_option(I->h, lo, LO_CONVERT_TO, &convert_to, err))
         return LR_ERROR;
     if (!convert_to || hv_is(convert_to, HV_UNDEF)) {
         *out = hv_incref(value);
@@ -2870,21 +2881,30 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
      * with the key's recent entry */
     const hv *lo, *opt_merge = NULL, *conv = NULL;
     herr merge_err = {0};
-    bool kept = rk && lc && lc->shared && rk->lo_c == lc;
+    recent_options *ro = NULL;
+    for (size_t i = 0; rk && lc && lc->shared && i < RECENT_OPTIONS && !ro; i++)
+        if (rk->opts[i].lo_c == lc)
+            ro = &rk->opts[i];
+    bool kept = ro != NULL;
+    bool options_ok = true; /* (lo_option fails for both names alike: for lo of a wrong kind) */
     if (kept) {
-        lo = rk->lo;
-        opt_merge = rk->merge;
-        conv = rk->conv;
+        lo = ro->lo;
+        opt_merge = ro->merge;
+        conv = ro->conv;
     } else {
         lo = extract_lookup_options(lc, k.root, k.root_len, k.root_code);
         bool merge_ok = lo_option(h, lo, LO_MERGE, &opt_merge, &merge_err);
+        options_ok = merge_ok;
         herr ignore = {0};
         lo_option(h, lo, LO_CONVERT_TO, &conv, &ignore);
         herr_clear(&ignore);
         /* (what a string's String#[] gives belongs to the context) */
         kept = rk && lc && lc->shared && merge_ok && !hv_is(lo, HV_STRING);
-        if (kept)
-            *rk = (recent_key){rk->text, rk->len, rk->entry, lc, lo, opt_merge, conv, NULL};
+        if (kept) {
+            ro = &rk->opts[rk->next_opt];
+            rk->next_opt = (rk->next_opt + 1) % RECENT_OPTIONS;
+            *ro = (recent_options){lc, lo, opt_merge, conv, NULL};
+        }
     }
     const hv *m = merge;
     if (!m) {
@@ -2910,12 +2930,12 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         ex_push(ex, EX_TOP, k.text, NULL);
     bool ms_owned = false;
     merge_strategy *ms;
-    if (kept && m == rk->merge && rk->ms) {
-        ms = rk->ms; /* (kept by the cache) */
+    if (kept && m == ro->merge && ro->ms) {
+        ms = ro->ms; /* (kept by the cache) */
     } else {
         ms = merge_strategy_for(h, m, &ms_owned, err);
-        if (ms && !ms_owned && kept && m == rk->merge)
-            rk->ms = ms;
+        if (ms && !ms_owned && kept && m == ro->merge)
+            ro->ms = ms;
     }
     if (!ms) {
         r = LR_ERROR;
@@ -2941,7 +2961,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         ex_pop(ex);
     if (r == LR_FOUND) {
         hv *converted = NULL;
-        r = convert_result(&I, k.text, lo, found, &converted, err);
+        r = convert_result(&I, k.text, lo, options_ok ? &conv : NULL, found, &converted, err);
         hv_decref(found);
         if (r == LR_FOUND)
             *out = converted;
