@@ -358,8 +358,11 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
 {
     herr e = {0};
     hiera_request rq;
-    COPY_OPTIONS(rq, given);
     const hiera_request *r = &rq;
+    if (given && given->size == sizeof rq)
+        r = given; /* (this version's request: read in place, not copied for each lookup) */
+    else
+        COPY_OPTIONS(rq, given);
     *value = NULL;
     if (res && (r->explain & (HIERA_EXPLAIN_DATA | HIERA_EXPLAIN_OPTIONS)))
         h->ex = ex_new((r->explain & HIERA_EXPLAIN_OPTIONS) != 0,
