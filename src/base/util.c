@@ -87,7 +87,7 @@ static void sb_grow(sbuf *b, size_t extra)
     b->cap = cap;
 }
 
-void sb_addn(sbuf *b, const char *s, size_t n)
+void sb_addn_grow(sbuf *b, const char *s, size_t n)
 {
     sb_grow(b, n);
     if (n)
@@ -98,7 +98,7 @@ void sb_addn(sbuf *b, const char *s, size_t n)
 
 void sb_adds(sbuf *b, const char *s) { sb_addn(b, s, strlen(s)); }
 
-void sb_addc(sbuf *b, char c)
+void sb_addc_grow(sbuf *b, char c)
 {
     sb_grow(b, 1);
     b->s[b->len++] = c;

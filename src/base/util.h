@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__GNUC__)
 #define HIERA_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -29,9 +30,31 @@ typedef struct {
     char *s;
     size_t len, cap;
 } sbuf;
-void sb_addn(sbuf *b, const char *s, size_t n);
+/* (sb_addn and sb_addc are inline where the buffer has room: the renderers and the key
+ * builders of every lookup call them for each piece; the _grow forms make room first) */
+void sb_addn_grow(sbuf *b, const char *s, size_t n);
+void sb_addc_grow(sbuf *b, char c);
+static inline void sb_addn(sbuf *b, const char *s, size_t n)
+{
+    if (n >= b->cap - b->len) { /* (room for n bytes and the NUL: n < cap - len) */
+        sb_addn_grow(b, s, n);
+        return;
+    }
+    if (n)
+        memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+static inline void sb_addc(sbuf *b, char c)
+{
+    if (b->cap - b->len < 2) {
+        sb_addc_grow(b, c);
+        return;
+    }
+    b->s[b->len++] = c;
+    b->s[b->len] = 0;
+}
 void sb_adds(sbuf *b, const char *s);
-void sb_addc(sbuf *b, char c);
 void sb_addf(sbuf *b, const char *fmt, ...) HIERA_PRINTF(2, 3);
 void sb_vaddf(sbuf *b, const char *fmt, va_list ap);
 char *sb_take(sbuf *b); /* returns the malloc'ed string ("" when empty) and resets b */
