@@ -54,6 +54,21 @@ static inline void sb_addc(sbuf *b, char c)
     b->s[b->len++] = c;
     b->s[b->len] = 0;
 }
+/* The first "%{" in s[0..n), or NULL: memmem's search for a two-byte needle, by memchr for the
+ * '%' (every interpolation check of every value asks it). */
+static inline const char *find_interp_open(const char *s, size_t n)
+{
+    const char *end = s + n;
+    while (s < end) {
+        const char *p = memchr(s, '%', (size_t)(end - s));
+        if (!p || p + 1 >= end)
+            return NULL;
+        if (p[1] == '{')
+            return p;
+        s = p + 1;
+    }
+    return NULL;
+}
 void sb_adds(sbuf *b, const char *s);
 void sb_addf(sbuf *b, const char *fmt, ...) HIERA_PRINTF(2, 3);
 void sb_vaddf(sbuf *b, const char *fmt, va_list ap);

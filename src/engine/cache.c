@@ -411,7 +411,7 @@ bool hv_has_interpolation(const hv *v, int depth)
     if (depth > 10000)
         return true;
     if (hv_is(v, HV_STRING))
-        return memmem(hv_str_ptr(v), hv_str_len(v), "%{", 2) != NULL;
+        return find_interp_open(hv_str_ptr(v), hv_str_len(v)) != NULL;
     for (size_t i = 0; i < hv_array_len(v); i++)
         if (hv_has_interpolation(hv_array_get(v, i), depth + 1))
             return true;

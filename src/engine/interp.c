@@ -483,7 +483,7 @@ int interp_next_expr(const char *s, size_t len, size_t *pos, size_t *obeg, const
 {
     if (*pos >= len)
         return 0;
-    const char *open = memmem(s + *pos, len - *pos, "%{", 2);
+    const char *open = find_interp_open(s + *pos, len - *pos);
     if (!open)
         return 0;
     size_t ob = (size_t)(open - s);
@@ -672,7 +672,7 @@ lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err)
     bool fresh = I->h->ex != NULL || I->h->prov != NULL;
     switch (hv_kind_of(value)) {
     case HV_STRING:
-        if (!memmem(hv_str_ptr(value), hv_str_len(value), "%{", 2)) {
+        if (!find_interp_open(hv_str_ptr(value), hv_str_len(value))) {
             *out = hv_incref(value);
             return LR_FOUND;
         }
@@ -810,7 +810,7 @@ static bool key_value(sbuf *k, const hv *v)
     }
     case HV_STRING: case HV_BIGINT: case HV_SYMBOL: {
         size_t n = hv_str_len(v);
-        if (kind == HV_STRING && memmem(hv_str_ptr(v), n, "%{", 2))
+        if (kind == HV_STRING && find_interp_open(hv_str_ptr(v), n))
             return false; /* interpolated again: more than its text */
         sb_addn(k, &tag, 1);
         sb_addn(k, (const char *)&n, sizeof n);
