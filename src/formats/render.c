@@ -716,6 +716,18 @@ static const bool json_plain[256] = {
 #undef T
 #undef F
 
+/* Whether the eight bytes at p are all json_plain: ASCII, none below 0x20, no '"' or '\\' (the
+ * classic tests for a byte below n and for a zero byte, on the word and its xors). */
+static inline bool json_plain_word(const unsigned char *p)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    uint64_t bad = w | ((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash);
+    return (bad & highs) == 0;
+}
+
 /* json's convert_UTF8_to_JSON: escapes '"', '\\' and control characters (\b \f \n \r \t by name,
  * others as lowercase \u00xx); "/", DEL and all non-ASCII are copied; broken UTF-8 raises. */
 static int json_string(sbuf *out, const char *s, size_t n, herr *err)
@@ -739,8 +751,11 @@ static int json_string(sbuf *out, const char *s, size_t n, herr *err)
             sb_addc(out, (char)c);
             i++;
         } else if (json_plain[c]) {
-            /* a run of plain bytes is copied at once (the whole of the usual string) */
+            /* a run of plain bytes is copied at once (the whole of the usual string), found
+             * eight bytes at a time while they are all plain */
             size_t j = i + 1;
+            while (j + 8 <= n && json_plain_word(p + j))
+                j += 8;
             while (j < n && json_plain[p[j]])
                 j++;
             sb_addn(out, s + i, j - i);
