@@ -80,7 +80,7 @@ static void sb_grow(sbuf *b, size_t extra)
 {
     if (b->len + extra + 1 <= b->cap)
         return;
-    size_t cap = b->cap ? b->cap : 32;
+    size_t cap = b->cap ? b->cap : 128;
     while (cap < b->len + extra + 1)
         cap *= 2;
     b->s = xrealloc(b->s, cap);
