@@ -2427,7 +2427,7 @@ static merge_strategy *merge_strategy_for(hiera_ctx *h, const hv *merge, bool *o
     return m->ms;
 }
 
-/* Whether the lookup_options value of a location interpolate: asked of its file's key flags,
+/* Whether the lookup_options value of a location interpolates: asked of its file's key flags,
  * computed once per file (lo_signature runs for every node). */
 static bool lo_interpolates(location *loc, const hv *lo)
 {
