@@ -142,6 +142,31 @@ void sb_free(sbuf *b)
 }
 
 void sb_add_u32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, sizeof v); }
+uint64_t hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    if (i < n) {
+        w = 0;
+        for (size_t j = 0; i + j < n; j++)
+            w |= (uint64_t)b[i + j] << (8 * j);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
 void sb_add_u64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, sizeof v); }
 
 bool br_bytes(byte_reader *r, size_t n, const unsigned char **out)
@@ -153,23 +178,19 @@ bool br_bytes(byte_reader *r, size_t n, const unsigned char **out)
     return true;
 }
 
-bool br_u32(byte_reader *r, uint32_t *v)
+/* The next n bytes copied into out (a number in the machine's byte order). */
+static bool br_copy(byte_reader *r, void *out, size_t n)
 {
     const unsigned char *at;
-    if (!br_bytes(r, sizeof *v, &at))
+    if (!br_bytes(r, n, &at))
         return false;
-    memcpy(v, at, sizeof *v);
+    memcpy(out, at, n);
     return true;
 }
 
-bool br_u64(byte_reader *r, uint64_t *v)
-{
-    const unsigned char *at;
-    if (!br_bytes(r, sizeof *v, &at))
-        return false;
-    memcpy(v, at, sizeof *v);
-    return true;
-}
+bool br_u32(byte_reader *r, uint32_t *v) { return br_copy(r, v, sizeof *v); }
+
+bool br_u64(byte_reader *r, uint64_t *v) { return br_copy(r, v, sizeof *v); }
 
 const char *sb_str(const sbuf *b) { return b->s ? b->s : ""; }
 

@@ -25,6 +25,12 @@ char *xasprintf(const char *fmt, ...) HIERA_PRINTF(1, 2);
  * paths and names made for every node. */
 char *xjoin(const char *first, ...) __attribute__((sentinel));
 
+/* A hash of n bytes, eight at a time, each word mixed in, then finished (murmur's fmix64): the
+ * hash of hv strings (value.c) and of the work table's keys (memo.c). Codes of one build and
+ * machine: never compare them across builds without a check (the disk cache's indexes check
+ * the code of "lookup_options" before they use theirs). */
+uint64_t hash_bytes(const void *p, size_t n);
+
 /* A growable NUL-terminated byte buffer. Zero-initialise (sbuf b = {0}) to start. */
 typedef struct {
     char *s;

@@ -321,29 +321,6 @@ static uint64_t mix(uint64_t h)
     return h;
 }
 
-/* Eight bytes at a time, each word mixed in (FNV-1a, a byte at a time, cost 2% of a batch run's
- * instructions: every path and key asked of a hash by its text is hashed again). Codes are kept in
- * disk cache indexes, which check the code of "lookup_options" before they are used (diskcache.c):
- * entries written with another function are read again from their files. */
-static uint64_t bytes_hash(const char *p, size_t n)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, w;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 31;
-    }
-    if (i < n) {
-        w = 0;
-        for (size_t j = 0; i + j < n; j++)
-            w |= (uint64_t)(unsigned char)p[i + j] << (8 * j);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 31;
-    }
-    return mix(h);
-}
-
 /* hv_hash_code (identity false), or hv_identity_code's code (identity: floats bit for bit,
  * hash entries in order; *ok false for a Sensitive). */
 static uint64_t code_impl(const hv *v, bool identity, bool *ok)
@@ -370,7 +347,7 @@ static uint64_t code_impl(const hv *v, bool identity, bool *ok)
         hv_string *s = (hv_string *)v;
         uint64_t code = __atomic_load_n(&s->hash, __ATOMIC_RELAXED);
         if (!code) {
-            code = (bytes_hash(s->s, s->len) + v->kind) | 1;
+            code = (hash_bytes(s->s, s->len) + v->kind) | 1;
             __atomic_store_n(&s->hash, code, __ATOMIC_RELAXED);
         }
         return code;
@@ -529,7 +506,7 @@ hv *hv_hash_get(const hv *h, const hv *key)
     return i < 0 ? NULL : ((const hv_hashv *)h)->items[i].val;
 }
 
-uint64_t hv_str_code(const char *key, size_t len) { return (bytes_hash(key, len) + HV_STRING) | 1; }
+uint64_t hv_str_code(const char *key, size_t len) { return (hash_bytes(key, len) + HV_STRING) | 1; }
 
 hv *hv_hash_getsn(const hv *h, const char *key, size_t len)
 {

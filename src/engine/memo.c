@@ -81,27 +81,8 @@ void memo_free(memo *m)
     free(m);
 }
 
-static uint64_t key_code(const void *key, size_t len)
-{
-    /* keys are mostly addresses: eight bytes at a time, each word mixed in; never 0 */
-    const unsigned char *p = key;
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 31;
-    }
-    if (i < len) {
-        w = 0;
-        memcpy(&w, p + i, len - i);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-    }
-    h ^= h >> 29;
-    h *= 0x94d049bb133111ebULL;
-    h ^= h >> 32;
-    return h | 1;
-}
+/* (keys are mostly addresses; a code is never 0: 0 marks an empty slot) */
+static uint64_t key_code(const void *key, size_t len) { return hash_bytes(key, len) | 1; }
 
 static memo_slot *find(const memo *m, const void *key, size_t len, uint64_t code)
 {
