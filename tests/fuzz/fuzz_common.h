@@ -87,51 +87,48 @@ static inline size_t fz_split(const uint8_t *data, size_t size, const char *sep,
     return n + 1;
 }
 
-/* Whether v holds a NaN anywhere (NaN is not equal to itself, so equality checks skip it). */
-static inline bool fz_has_nan(const hv *v)
+/* Whether leaf says yes of a scalar (or key) anywhere in v, Sensitive values included. */
+static inline bool fz_any_leaf(const hv *v, bool (*leaf)(const hv *))
 {
-    if (hv_is(v, HV_FLOAT))
-        return hv_float_val(v) != hv_float_val(v);
     if (hv_is(v, HV_SENSITIVE))
-        return fz_has_nan(hv_sensitive_inner(v));
+        return fz_any_leaf(hv_sensitive_inner(v), leaf);
     if (hv_is(v, HV_ARRAY)) {
         for (size_t i = 0; i < hv_array_len(v); i++)
-            if (fz_has_nan(hv_array_get(v, i)))
-                return true;
-    } else if (hv_is(v, HV_HASH)) {
-        for (size_t i = 0; i < hv_hash_len(v); i++)
-            if (fz_has_nan(hv_hash_key_at(v, i)) || fz_has_nan(hv_hash_val_at(v, i)))
-                return true;
-    }
-    return false;
-}
-
-/* Whether a string of v (or a key) has json 2.6's isLegalUTF8 quirk (render.c json_legal_utf8):
- * after an ED or F4 lead the second byte only has an upper bound, so the generator copies, say,
- * F4 09 9E 99 raw -- a raw tab its own parser then refuses. Ruby's to_json prints such JSON too:
- * no round trip is owed for it. */
-static inline bool fz_has_json_quirk(const hv *v)
-{
-    if (hv_is(v, HV_STRING)) {
-        const unsigned char *p = (const unsigned char *)hv_str_ptr(v);
-        size_t n = hv_str_len(v);
-        for (size_t i = 0; i + 1 < n; i++)
-            if ((p[i] == 0xED || p[i] == 0xF4) && p[i + 1] < 0x80)
+            if (fz_any_leaf(hv_array_get(v, i), leaf))
                 return true;
         return false;
     }
-    if (hv_is(v, HV_SENSITIVE))
-        return fz_has_json_quirk(hv_sensitive_inner(v));
-    if (hv_is(v, HV_ARRAY)) {
-        for (size_t i = 0; i < hv_array_len(v); i++)
-            if (fz_has_json_quirk(hv_array_get(v, i)))
-                return true;
-    } else if (hv_is(v, HV_HASH)) {
+    if (hv_is(v, HV_HASH)) {
         for (size_t i = 0; i < hv_hash_len(v); i++)
-            if (fz_has_json_quirk(hv_hash_key_at(v, i)) || fz_has_json_quirk(hv_hash_val_at(v, i)))
+            if (fz_any_leaf(hv_hash_key_at(v, i), leaf) || fz_any_leaf(hv_hash_val_at(v, i), leaf))
                 return true;
+        return false;
     }
+    return leaf(v);
+}
+
+static inline bool fz_is_nan(const hv *v) { return hv_is(v, HV_FLOAT) && hv_float_val(v) != hv_float_val(v); }
+
+/* Whether v holds a NaN anywhere (NaN is not equal to itself, so equality checks skip it). */
+static inline bool fz_has_nan(const hv *v) { return fz_any_leaf(v, fz_is_nan); }
+
+/* json 2.6's isLegalUTF8 quirk in one string (render.c json_legal_utf8): after an ED or F4 lead
+ * the second byte only has an upper bound, so the generator copies, say, F4 09 9E 99 raw -- a
+ * raw tab its own parser then refuses. Ruby's to_json prints such JSON too: no round trip is
+ * owed for it. */
+static inline bool fz_is_json_quirk(const hv *v)
+{
+    if (!hv_is(v, HV_STRING))
+        return false;
+    const unsigned char *p = (const unsigned char *)hv_str_ptr(v);
+    size_t n = hv_str_len(v);
+    for (size_t i = 0; i + 1 < n; i++)
+        if ((p[i] == 0xED || p[i] == 0xF4) && p[i + 1] < 0x80)
+            return true;
     return false;
 }
+
+/* Whether a string of v (or a key) has the quirk above. */
+static inline bool fz_has_json_quirk(const hv *v) { return fz_any_leaf(v, fz_is_json_quirk); }
 
 #endif
