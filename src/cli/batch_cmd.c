@@ -600,36 +600,60 @@ static void progress(batch *b, bool final)
 
 /* ------------------------------------------------------------------ output */
 
-/* JSON is streamed node by node, every value on its own line as hiera lookup prints it. */
+/* JSON is streamed node by node, every value on its own line as hiera lookup prints it. The
+ * pieces of a node go through a buffer of their own (one thread writes stdout): a call of
+ * fwrite per piece cost a hundred instructions each, a value and its key a copy of a few words. */
+static struct {
+    size_t len;
+    char buf[1 << 16];
+} json_out;
+
+/* Hands what json_out holds to stdout (before anything else is written there). */
+static void json_out_flush(void)
+{
+    if (json_out.len)
+        fwrite(json_out.buf, 1, json_out.len, stdout);
+    json_out.len = 0;
+}
+
+static void json_put_slow(const char *s, size_t n)
+{
+    json_out_flush();
+    if (n >= sizeof json_out.buf) {
+        fwrite(s, 1, n, stdout);
+        return;
+    }
+    memcpy(json_out.buf, s, n);
+    json_out.len = n;
+}
+
+static inline void json_put(const char *s, size_t n)
+{
+    if (n > sizeof json_out.buf - json_out.len) {
+        json_put_slow(s, n);
+        return;
+    }
+    memcpy(json_out.buf + json_out.len, s, n);
+    json_out.len += n;
+}
+
 static void json_begin_node(batch *b, const char *name_json)
 {
-    fputs(b->nodes_printed ? ",\n  " : "{\n  ", stdout);
-    fputs(name_json, stdout);
-    fputs(": {", stdout);
+    json_put(b->nodes_printed ? ",\n  " : "{\n  ", 4);
+    json_put(name_json, strlen(name_json));
+    json_put(": {", 3);
     b->nodes_printed++;
 }
 
 static void json_node_value(size_t nth, const char *key_json, size_t key_len, const char *value_json, size_t value_len)
 {
-    /* (one thread writes stdout: no locking per call; the separator and key are put together
-     * and written at once, then the value, which is copied only once) */
-    const char *sep = nth ? ",\n    " : "\n    ";
-    size_t sep_len = nth ? 6 : 5;
-    char line[256];
-    if (sep_len + key_len + 2 <= sizeof line) {
-        memcpy(line, sep, sep_len);
-        memcpy(line + sep_len, key_json, key_len);
-        memcpy(line + sep_len + key_len, ": ", 2);
-        fwrite_unlocked(line, 1, sep_len + key_len + 2, stdout);
-    } else {
-        fwrite_unlocked(sep, 1, sep_len, stdout);
-        fwrite_unlocked(key_json, 1, key_len, stdout);
-        fwrite_unlocked(": ", 1, 2, stdout);
-    }
-    fwrite_unlocked(value_json, 1, value_len, stdout);
+    json_put(nth ? ",\n    " : "\n    ", nth ? 6 : 5);
+    json_put(key_json, key_len);
+    json_put(": ", 2);
+    json_put(value_json, value_len);
 }
 
-static void json_end_node(size_t nvalues) { fputs(nvalues ? "\n  }" : "}", stdout); }
+static void json_end_node(size_t nvalues) { json_put(nvalues ? "\n  }" : "}", nvalues ? 4 : 1); }
 
 /* The entries of ".errors", each written as ",\n    NODE: MESSAGE-OR-HASH" (the first comma is
  * dropped when printed), so that the entries of several worker processes simply concatenate. */
@@ -669,8 +693,9 @@ static void json_print_error_entries(batch *b, const char *entries, size_t len)
     if (len < 1)
         return;
     json_begin_node(b, "\"" ERRORS_KEY "\"");
-    fwrite(entries + 1, 1, len - 1, stdout);
-    fputs("\n  }", stdout);
+    json_put(entries + 1, len - 1);
+    json_put("\n  }", 4);
+    json_out_flush();
 }
 
 static void json_print_errors(batch *b)
@@ -1492,6 +1517,7 @@ static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, s
             progress(b, false);
         }
     }
+    json_out_flush();
     free(answers);
     prefetch_stop(&pf);
 }
