@@ -150,20 +150,25 @@ typedef struct {
     hv *small[64];
 } dead_stack;
 
-static void dead_push(dead_stack *st, hv *c)
+static void dead_grow(dead_stack *st)
+{
+    size_t ncap = st->cap * 2;
+    if (st->items == st->small) {
+        st->items = xmalloc(ncap * sizeof *st->items);
+        memcpy(st->items, st->small, st->n * sizeof *st->items);
+    } else {
+        st->items = xrealloc(st->items, ncap * sizeof *st->items);
+    }
+    st->cap = ncap;
+}
+
+/* (inline: it is called for every child of every node freed; most children live on) */
+static inline void dead_push(dead_stack *st, hv *c)
 {
     if (!c || !c->rc || --c->rc != 0)
         return;
-    if (st->n == st->cap) {
-        size_t ncap = st->cap * 2;
-        if (st->items == st->small) {
-            st->items = xmalloc(ncap * sizeof *st->items);
-            memcpy(st->items, st->small, st->n * sizeof *st->items);
-        } else {
-            st->items = xrealloc(st->items, ncap * sizeof *st->items);
-        }
-        st->cap = ncap;
-    }
+    if (st->n == st->cap)
+        dead_grow(st);
     st->items[st->n++] = c;
 }
 
