@@ -153,9 +153,26 @@ uint64_t hash_bytes(const void *p, size_t n)
         h ^= h >> 31;
     }
     if (i < n) {
+        /* the r last bytes as a little-endian word; on a little-endian machine by loads that
+         * overlap what was read (a loop over the bytes cost as much as the rest of the hash) */
+        size_t r = n - i;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (n >= 8) {
+            memcpy(&w, b + n - 8, 8);
+            w >>= 8 * (8 - r);
+        } else if (r >= 4) {
+            uint32_t lo, hi;
+            memcpy(&lo, b, 4);
+            memcpy(&hi, b + r - 4, 4);
+            w = lo | (uint64_t)hi << (8 * (r - 4));
+        } else {
+            w = b[0] | (uint64_t)b[r / 2] << (8 * (r / 2)) | (uint64_t)b[r - 1] << (8 * (r - 1));
+        }
+#else
         w = 0;
-        for (size_t j = 0; i + j < n; j++)
+        for (size_t j = 0; j < r; j++)
             w |= (uint64_t)b[i + j] << (8 * j);
+#endif
         h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
         h ^= h >> 31;
     }

@@ -278,12 +278,7 @@ eyaml_ctx *cache_eyaml(hiera_cache *c)
 
 static uint64_t path_code(const char *p, file_format fmt)
 {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)fmt;
-    for (; *p; p++) {
-        h ^= (unsigned char)*p;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return hash_bytes(p, strlen(p)) ^ (uint64_t)fmt * 0x9e3779b97f4a7c15ULL;
 }
 
 static void grow(hiera_cache *c)

@@ -9,6 +9,56 @@
 #include "engine/engine.h"
 #include "engine/memo.h"
 
+/* hash_bytes against the definition it keeps: words of eight bytes, then the rest as a
+ * little-endian word (read byte by byte here), for every length up to 64 at every alignment */
+static uint64_t hash_reference(const unsigned char *b, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        w = 0;
+        for (size_t j = 0; j < 8; j++)
+            w |= (uint64_t)b[i + j] << (8 * j);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    if (i < n) {
+        w = 0;
+        for (size_t j = 0; i + j < n; j++)
+            w |= (uint64_t)b[i + j] << (8 * j);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static void test_hash_bytes(void **state)
+{
+    (void)state;
+    unsigned char buf[96];
+    uint64_t x = 88172645463325252ULL;
+    for (int round = 0; round < 50; round++) {
+        for (size_t i = 0; i < sizeof buf; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            buf[i] = (unsigned char)x;
+        }
+        for (size_t off = 0; off < 8; off++)
+            for (size_t n = 0; n <= 64; n++)
+                assert_true(hash_bytes(buf + off, n) == hash_reference(buf + off, n));
+    }
+    /* a byte past the end never counts */
+    memcpy(buf, "abcdefghij", 10);
+    uint64_t a = hash_bytes(buf + 1, 3);
+    buf[4] = 'X';
+    assert_true(hash_bytes(buf + 1, 3) == a);
+    assert_true(hash_bytes("ab", 2) != hash_bytes("ba", 2));
+}
+
 static void test_identical(void **state)
 {
     (void)state;
@@ -247,6 +297,7 @@ static void test_key_index_has(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hash_bytes),
         cmocka_unit_test(test_identical),
         cmocka_unit_test(test_stable_marks),
         cmocka_unit_test(test_table),
