@@ -392,6 +392,15 @@ hv *facts_sanitize(const hv *facts, herr *err)
             return NULL;
         }
     }
+    size_t first = 0; /* the first value to sanitize */
+    while (first < n && !needs_sanitize(hv_hash_val_at(facts, first)))
+        first++;
+    if (first == n) {
+        /* (the usual case: a copy of the hash, its index with it, rather than a rebuilt one) */
+        hv *out = hv_copy(facts);
+        hv_set_line(out, 0);
+        return out;
+    }
     hv *out = hv_hash_sized(n);
     for (size_t i = 0; i < n; i++) {
         const hv *val = hv_hash_val_at(facts, i);
