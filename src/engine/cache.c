@@ -86,7 +86,8 @@ struct hiera_cache {
     void **shared;
     void (**shared_free)(void *);
     size_t nshared;
-    recent_key recent[RECENT_KEYS];
+    recent_key *recent; /* RECENT_KEYS slots, made on first use */
+    size_t nrecent;
     /* a view over files already read (a snapshot): they are taken from there */
     const file_source *src_ops;
     void *src;
@@ -156,8 +157,9 @@ void cache_free(hiera_cache *c)
         }
     }
     free(c->buckets);
-    for (size_t i = 0; i < RECENT_KEYS; i++)
+    for (size_t i = 0; c->recent && i < RECENT_KEYS; i++)
         free(c->recent[i].text);
+    free(c->recent);
     diskcache_close(c->disk);
     eyaml_free(c->eyaml);
     hv_decref(c->exists);
@@ -253,7 +255,36 @@ bool cache_use_disk(hiera_cache *c, const char *dir)
     return c->disk != NULL;
 }
 
-recent_key *cache_recent_keys(hiera_cache *c) { return c->recent; }
+recent_key *cache_recent_find(hiera_cache *c, const char *key, size_t len, uint64_t code)
+{
+    if (!c->recent)
+        return NULL;
+    for (size_t i = (size_t)code & (RECENT_KEYS - 1);; i = (i + 1) & (RECENT_KEYS - 1)) {
+        recent_key *r = &c->recent[i];
+        if (!r->text)
+            return NULL;
+        if (r->code == code && r->len == len && memcmp(r->text, key, len) == 0)
+            return r;
+    }
+}
+
+recent_key *cache_recent_add(hiera_cache *c, const char *key, size_t len, uint64_t code, const hv *entry)
+{
+    if (!c->recent)
+        c->recent = xcalloc(RECENT_KEYS, sizeof *c->recent);
+    if (4 * (c->nrecent + 1) > 3 * RECENT_KEYS) {
+        for (size_t i = 0; i < RECENT_KEYS; i++)
+            free(c->recent[i].text);
+        memset(c->recent, 0, RECENT_KEYS * sizeof *c->recent);
+        c->nrecent = 0;
+    }
+    size_t i = (size_t)code & (RECENT_KEYS - 1);
+    while (c->recent[i].text)
+        i = (i + 1) & (RECENT_KEYS - 1);
+    c->recent[i] = (recent_key){.text = xstrndup(key, len), .len = len, .code = code, .entry = entry};
+    c->nrecent++;
+    return &c->recent[i];
+}
 
 void cache_freeze(hiera_cache *c)
 {

@@ -144,10 +144,12 @@ struct memo *cache_work_memo(hiera_cache *c);
  * BORROWED (*found tells whether the signature is known); put: the cache owns obj and calls
  * free_fn on it when freed. */
 void *cache_shared_get(hiera_cache *c, const char *signature, bool *found);
-/* The keys parsed last (lookup.c): a copy of each text (owned by the cache, or NULL) with its
- * parse in the work table. A batch looks one key up for several nodes in a row: comparing texts
- * costs less than finding the parse again. An array of RECENT_KEYS (BORROWED). */
-#define RECENT_KEYS 4
+/* The keys parsed (lookup.c): a copy of each text (owned by the cache) with its parse in the work
+ * table, and the options kept for it. A batch looks every key up for node after node: comparing
+ * texts costs less than finding the parse again, and a key's options stay known from one block
+ * of nodes to the next. An open-addressing table of RECENT_KEYS slots by the text's hash,
+ * emptied when three quarters full. */
+#define RECENT_KEYS 1024
 /* The key's lookup_options as extracted from the compiled options lo_c (shared by the cache),
  * with their merge and convert_to (BORROWED from lo_c); lo_c NULL: an empty place. */
 typedef struct {
@@ -159,13 +161,18 @@ typedef struct {
  * come in turns (a block of nodes asks a key one node after the other). */
 #define RECENT_OPTIONS 4
 typedef struct {
-    char *text;
+    char *text; /* NULL: an empty slot */
     size_t len;
+    uint64_t code;
     const hv *entry;
     recent_options opts[RECENT_OPTIONS];
     unsigned next_opt; /* the place taken next */
 } recent_key;
-recent_key *cache_recent_keys(hiera_cache *c);
+/* The slot of key (len bytes, code its hash_bytes) or NULL (BORROWED; valid until the next
+ * cache_recent_add). */
+recent_key *cache_recent_find(hiera_cache *c, const char *key, size_t len, uint64_t code);
+/* A slot for key, which is not in the table, with its parse entry (BORROWED, as find). */
+recent_key *cache_recent_add(hiera_cache *c, const char *key, size_t len, uint64_t code, const hv *entry);
 void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));
 
 #endif

@@ -2611,25 +2611,17 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
     char stack_key[128];
     char *mk = len + 1 + sizeof len <= sizeof stack_key ? stack_key : NULL;
     if (m && mk) {
-        recent_key *recent = cache_recent_keys(h->cache);
-        const hv *e = NULL;
-        for (size_t i = 0; i < RECENT_KEYS && !e; i++)
-            if (recent[i].len == len && recent[i].text && memcmp(recent[i].text, key, len) == 0) {
-                e = recent[i].entry;
-                *rk = &recent[i];
-            }
+        uint64_t code = hash_bytes(key, len);
+        recent_key *r = cache_recent_find(h->cache, key, len, code);
+        const hv *e = r ? r->entry : NULL;
+        *rk = r;
         if (!e) {
             mk[0] = 'k';
             memcpy(mk + 1, &len, sizeof len);
             memcpy(mk + 1 + sizeof len, key, len);
             e = memo_get(m, mk, 1 + sizeof len + len);
-            if (e) {
-                /* the oldest gives way */
-                free(recent[RECENT_KEYS - 1].text);
-                memmove(recent + 1, recent, (RECENT_KEYS - 1) * sizeof *recent);
-                recent[0] = (recent_key){.text = xstrndup(key, len), .len = len, .entry = e};
-                *rk = &recent[0];
-            }
+            if (e)
+                *rk = cache_recent_add(h->cache, key, len, code, e);
         }
         if (e) {
             const hv *module = hv_array_get(e, 1), *segs = hv_array_get(e, 2);
