@@ -2600,6 +2600,22 @@ static bool lkey_parse(const char *key, lookup_key *k, herr *err)
     return true;
 }
 
+/* Where a key's text is looked for among the keys parsed: its first and last eight bytes and
+ * its length mixed (the text is compared anyway; hashing all of it cost 40 instructions a
+ * lookup). */
+static inline uint64_t recent_code(const char *key, size_t len)
+{
+    uint64_t a = 0, b = 0;
+    if (len >= 8) {
+        memcpy(&a, key, 8);
+        memcpy(&b, key + len - 8, 8);
+    } else {
+        memcpy(&a, key, len);
+    }
+    uint64_t h = (a ^ (b << 29 | b >> 35) ^ len) * 0x9e3779b97f4a7c15ULL;
+    return h ^ h >> 32;
+}
+
 /* lkey_parse, remembered by a frozen cache: a batch asks the same keys for every node. The
  * entry [root, module or undef, segments or false, root hash] lives in the cache's table; the
  * key's text is the caller's. */
@@ -2611,7 +2627,7 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
     char stack_key[128];
     char *mk = len + 1 + sizeof len <= sizeof stack_key ? stack_key : NULL;
     if (m && mk) {
-        uint64_t code = hash_bytes(key, len);
+        uint64_t code = recent_code(key, len);
         recent_key *r = cache_recent_find(h->cache, key, len, code);
         const hv *e = r ? r->entry : NULL;
         *rk = r;
