@@ -61,13 +61,10 @@ typedef struct {
 } kix_slot;
 
 struct hiera_cache {
+    cache_head head; /* (first: cache.h reads it inline) */
     centry **buckets;
     size_t nbuckets, n;
     eyaml_ctx *eyaml; /* keys and decrypted blocks, shared like the files */
-    /* frozen: the caller promised that files do not change while the cache lives, so a file
-     * loaded once is not stat()ed again, and existence checks and glob expansions are
-     * remembered (hiera batch: thousands of nodes over the same tree) */
-    bool frozen;
     diskcache *disk; /* parsed files kept between runs, or NULL */
     hv *exists; /* path -> path_state: nothing, not a directory, a directory */
     /* frozen: the last file path_state found by stat(), with what it said, for the load that
@@ -77,7 +74,6 @@ struct hiera_cache {
     hv *globs;  /* pattern -> array of paths */
     hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
     hv *warned; /* the warnings given once (cache_warn_once) */
-    memo *work; /* merges and interpolations remembered (frozen only; memo.h) */
     kix_slot *kix;        /* the key index (frozen only) */
     size_t kix_cap, kix_n;
     uint32_t kix_files;   /* data hashes indexed */
@@ -166,7 +162,7 @@ void cache_free(hiera_cache *c)
     free(c->last_path);
     hv_decref(c->globs);
     hv_decref(c->memo);
-    memo_free(c->work);
+    memo_free(c->head.work);
     for (size_t i = 0; i < c->kix_cap; i++) {
         for (uint32_t j = 0; j < c->kix[i].entry.n; j++)
             hv_decref(c->kix[i].entry.hits[j].deps);
@@ -237,15 +233,14 @@ hv *cache_memo(hiera_cache *c)
     return c->memo;
 }
 
-bool cache_is_frozen(const hiera_cache *c) { return c->frozen; }
 
-memo *cache_work_memo(hiera_cache *c)
+memo *cache_work_memo_make(hiera_cache *c)
 {
-    if (!c->frozen)
+    if (!c->head.frozen)
         return NULL;
-    if (!c->work)
-        c->work = memo_new();
-    return c->work;
+    if (!c->head.work)
+        c->head.work = memo_new();
+    return c->head.work;
 }
 
 bool cache_use_disk(hiera_cache *c, const char *dir)
@@ -288,7 +283,7 @@ recent_key *cache_recent_add(hiera_cache *c, const char *key, size_t len, uint64
 
 void cache_freeze(hiera_cache *c)
 {
-    c->frozen = true;
+    c->head.frozen = true;
     if (c->eyaml)
         eyaml_freeze(c->eyaml);
     if (!c->exists)
@@ -301,7 +296,7 @@ eyaml_ctx *cache_eyaml(hiera_cache *c)
 {
     if (!c->eyaml) {
         c->eyaml = eyaml_new();
-        if (c->frozen)
+        if (c->head.frozen)
             eyaml_freeze(c->eyaml);
     }
     return c->eyaml;
@@ -643,7 +638,7 @@ static hv *entry_result(centry *e, herr *err)
 static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, bool lazy, const struct stat *seen,
                           herr *err)
 {
-    if (c->frozen) {
+    if (c->head.frozen) {
         centry *known = find_entry(c, path, fmt, path_code(path, fmt));
         if (known)
             return known;
@@ -668,7 +663,7 @@ static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, boo
         return e;
     }
     struct stat st;
-    if (!seen && c->frozen && c->last_path && strcmp(c->last_path, path) == 0)
+    if (!seen && c->head.frozen && c->last_path && strcmp(c->last_path, path) == 0)
         seen = &c->last_st; /* (path_state's stat of a moment ago: the file is not stat()ed twice) */
     if (seen) {
         st = *seen;
@@ -677,7 +672,7 @@ static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, boo
         herr_at(err, path, 0, 0);
         return NULL;
     }
-    lazy = lazy && !c->frozen;
+    lazy = lazy && !c->head.frozen;
     uint64_t code = path_code(path, fmt);
     size_t b = (size_t)(code & (c->nbuckets - 1));
     centry *e = find_entry(c, path, fmt, code);
@@ -805,7 +800,7 @@ hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyf
         if (!e->info)
             e->info = hv_hash();
         *keyflags = e->info;
-        if (c->frozen && !e->kid && c->kix_files < UINT32_MAX)
+        if (c->head.frozen && !e->kid && c->kix_files < UINT32_MAX)
             kix_add_file(c, e);
         *kid = e->kid;
     }
@@ -842,7 +837,7 @@ key_hit *key_index_find(const key_index *x, uint32_t kid)
  * (remembered when the cache is frozen). */
 static int path_state(hiera_cache *c, const char *path)
 {
-    if (c->frozen) {
+    if (c->head.frozen) {
         hv *known = hv_hash_gets(c->exists, path);
         if (known)
             return (int)hv_int_val(known);
@@ -851,13 +846,13 @@ static int path_state(hiera_cache *c, const char *path)
     if (state < 0) {
         struct stat st;
         state = fs_stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
-        if (c->frozen && state == 1) {
+        if (c->head.frozen && state == 1) {
             free(c->last_path);
             c->last_path = xstrdup(path);
             c->last_st = st;
         }
     }
-    if (c->frozen)
+    if (c->head.frozen)
         hv_hash_sets(c->exists, path, hv_int(state));
     return state;
 }
@@ -870,7 +865,7 @@ bool cache_dir_exists(hiera_cache *c, const char *path) { return path_state(c, p
 bool cache_file_exists_stat(hiera_cache *c, const char *path, struct stat **st)
 {
     *st = NULL;
-    if (c->frozen || c->src_ops)
+    if (c->head.frozen || c->src_ops)
         return path_state(c, path) != 0;
     struct stat s;
     if (fs_stat(path, &s) != 0)
@@ -882,11 +877,11 @@ bool cache_file_exists_stat(hiera_cache *c, const char *path, struct stat **st)
 
 int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *out)
 {
-    hv *known = c->frozen ? hv_hash_gets(c->globs, pattern) : NULL;
+    hv *known = c->head.frozen ? hv_hash_gets(c->globs, pattern) : NULL;
     if (!known) {
         glob_result g = {0};
         int rc = glob_expand(pattern, &g, limit);
-        if (!c->frozen || rc < 0) {
+        if (!c->head.frozen || rc < 0) {
             *out = g;
             return rc;
         }
