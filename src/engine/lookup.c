@@ -988,8 +988,9 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
     return LR_FOUND;
 }
 
-/* HieraConfig#configured_data_providers, once per context (the scope does not change). */
-lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
+/* layer_providers the first time, or with the configuration's error. */
+static __attribute__((noinline)) lr layer_providers_first(hiera_ctx *h, layer *l, bool use_default, provider **out,
+                                                         size_t *n, herr *err)
 {
     if (herr_isset(&l->cfg->lazy_err)) {
         herr_clear(err);
@@ -1015,6 +1016,18 @@ lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, siz
     *out = use_default ? l->dprovs : l->provs;
     *n = use_default ? l->ndprovs : l->nprovs;
     return LR_FOUND;
+}
+
+/* HieraConfig#configured_data_providers, once per context (the scope does not change). The
+ * providers made, inline (every layer of every lookup asks). */
+lr layer_providers(hiera_ctx *h, layer *l, bool use_default, provider **out, size_t *n, herr *err)
+{
+    if (__builtin_expect(l->expanded && !herr_isset(&l->cfg->lazy_err), 1)) {
+        *out = use_default ? l->dprovs : l->provs;
+        *n = use_default ? l->ndprovs : l->nprovs;
+        return LR_FOUND;
+    }
+    return layer_providers_first(h, l, use_default, out, n, err);
 }
 
 /* ------------------------------------------------------------------ data hash functions */
