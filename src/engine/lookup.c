@@ -300,7 +300,7 @@ static char *env_conf_setting(hiera_ctx *h, const char *conf_path, const char *n
  * or as environment.conf's deprecated environment_data_provider says: 'hiera' (the hiera.yaml,
  * else Puppet's default version 5 hierarchy: <env>/data/common.yaml), 'none', or 'function' (the
  * legacy function environment::data); a version 5 hiera.yaml makes the setting ignored. */
-layer *env_layer(hiera_ctx *h, herr *err)
+static __attribute__((noinline)) layer *env_layer_first(hiera_ctx *h, herr *err)
 {
     if (!h->env_init && !h->env_dir) {
         h->env_init = true; /* Puppet's default production environment has no folder */
@@ -374,6 +374,15 @@ layer *env_layer(hiera_ctx *h, herr *err)
         return NULL;
     }
     return h->env;
+}
+
+/* The environment's layer (made on first use), or NULL (with err when it failed). Inline once
+ * made: every lookup asks. */
+layer *env_layer(hiera_ctx *h, herr *err)
+{
+    if (__builtin_expect(h->env_init && !herr_isset(&h->env_provider_err), 1))
+        return h->env;
+    return env_layer_first(h, err);
 }
 
 /* The folders of the environment's modulepath, in order (settings.c: environment.conf's
@@ -620,13 +629,8 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
 }
 
 /* LookupAdapter#module_provider: created once per module name. */
-layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+static __attribute__((noinline)) layer *module_layer_known(hiera_ctx *h, const char *name, mod_state *state, herr *err)
 {
-    const recent_name *known = recent_get(h->mod_recent, name);
-    if (known) {
-        *state = (mod_state)known->st;
-        return known->obj;
-    }
     hv *idx = hv_hash_gets(h->modules, name);
     if (!idx) {
         herr e = {0};
@@ -650,6 +654,17 @@ layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
     layer *l = h->mod_layers[hv_int_val(hv_array_get(idx, 0))];
     recent_put(h->mod_recent, name, l, (int)*state);
     return l;
+}
+
+/* (the names asked last, inline: every lookup of a module's key asks) */
+layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+{
+    const recent_name *known = recent_get(h->mod_recent, name);
+    if (known) {
+        *state = (mod_state)known->st;
+        return known->obj;
+    }
+    return module_layer_known(h, name, state, err);
 }
 
 /* ------------------------------------------------------------------ locations */
@@ -1619,7 +1634,7 @@ typedef struct {
     defer_item items[DEFER_MAX];
 } deferral;
 
-static void defer_start(deferral *d, hiera_ctx *h, const merge_strategy *ms, size_t n, char tag)
+static inline void defer_start(deferral *d, hiera_ctx *h, const merge_strategy *ms, size_t n, char tag)
 {
     d->m = !ms_is_first(ms) && ms->stable && !h->ex && !h->prov ? cache_work_memo(h->cache) : NULL;
     d->ms = ms;
