@@ -1974,6 +1974,24 @@ static inline __attribute__((always_inline)) lr unchecked_layer_lookup(inv *I, l
     return r;
 }
 
+/* GlobalDataProvider with a version 3 config: lookups made from inside (interpolation) only see
+ * the global layer unless the environment has a version 5 provider. */
+static __attribute__((noinline)) void global_v3_scope(hiera_ctx *h)
+{
+    herr e = {0};
+    layer *env = env_layer(h, &e);
+    herr_clear(&e);
+    if (!env || env->cfg->version < 5)
+        h->global_only = true;
+}
+
+/* (out of line: the explaining path kept apart from the lookups of a batch) */
+static __attribute__((noinline)) lr explained_layer_lookup(inv *I, layer *l, const char *key, const char *root_key,
+                                                          const merge_strategy *ms, hv **out, herr *err)
+{
+    return unchecked_layer_lookup(I, l, key, root_key, ms, false, out, err);
+}
+
 /* (layer_key_lookup, unchecked_layer_lookup and entry_args are inlined where they are called:
  * every lookup passes through them for each layer; calls between them cost about 4% of a batch
  * run's instructions) */
@@ -1988,16 +2006,20 @@ static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *
         check_leave(I, err);
         return LR_ERROR;
     }
-    if (l->kind == LAYER_GLOBAL && l->cfg->version == 3 && !h->global_only) {
-        /* GlobalDataProvider with a version 3 config: lookups made from inside (interpolation)
-         * only see the global layer unless the environment has a version 5 provider */
-        herr e = {0};
-        layer *env = env_layer(h, &e);
-        herr_clear(&e);
-        if (!env || env->cfg->version < 5)
-            h->global_only = true;
+    if (l->kind == LAYER_GLOBAL && l->cfg->version == 3 && !h->global_only)
+        global_v3_scope(h);
+    lr r;
+    if (h->ex) {
+        r = explained_layer_lookup(I, l, key, root_key, ms, out, err);
+    } else {
+        /* unchecked_layer_lookup without an explanation (the global layer's configuration is
+         * there: read above) */
+        provider *provs = NULL;
+        size_t n = 0;
+        r = layer_providers(h, l, false, &provs, &n, err);
+        if (r == LR_FOUND)
+            r = n ? layer_walk(I, l, provs, n, root_key, ms, out, err) : LR_NOT_FOUND;
     }
-    lr r = unchecked_layer_lookup(I, l, key, root_key, ms, false, out, err);
     h->global_only = save_global_only;
     check_leave(I, err);
     return r;
