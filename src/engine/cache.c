@@ -76,7 +76,6 @@ struct hiera_cache {
     hv *warned; /* the warnings given once (cache_warn_once) */
     kix_slot *kix;        /* the key index (frozen only) */
     size_t kix_cap, kix_n;
-    uint32_t kix_files;   /* data hashes indexed */
     /* objects the engine shares between contexts (compiled lookup_options), by signature */
     hv *shared_index;
     void **shared;
@@ -747,7 +746,7 @@ static void kix_set_bit(key_index *x, uint32_t kid)
 /* Numbers a frozen cache's data hash and adds its string keys to the key index. */
 static void kix_add_file(hiera_cache *c, centry *e)
 {
-    e->kid = ++c->kix_files;
+    e->kid = ++c->head.kix_files;
     hv_set_stable_deep(e->value); /* kept, unchanged, to the end: merges of its values are remembered */
     const hv *v = e->value;
     for (size_t i = 0; i < hv_hash_len(v); i++) {
@@ -800,14 +799,13 @@ hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyf
         if (!e->info)
             e->info = hv_hash();
         *keyflags = e->info;
-        if (c->head.frozen && !e->kid && c->kix_files < UINT32_MAX)
+        if (c->head.frozen && !e->kid && c->head.kix_files < UINT32_MAX)
             kix_add_file(c, e);
         *kid = e->kid;
     }
     return v;
 }
 
-uint32_t cache_key_index_gen(const hiera_cache *c) { return c->kix_files; }
 
 const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code)
 {

@@ -90,8 +90,9 @@ typedef struct key_index {
 } key_index;
 /* The hashes holding key (code: hv_str_code), or NULL when none of the indexed ones does. */
 const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code);
-/* Changes whenever a hash is added to the index (entries fetched before may have moved). */
-uint32_t cache_key_index_gen(const hiera_cache *c);
+/* cache_key_index_gen (below, inline) changes whenever a hash is added to the index (entries
+ * fetched before may have moved). */
+
 /* The key's entry for the hash numbered kid, or NULL (x may be NULL). */
 key_hit *key_index_find(const key_index *x, uint32_t kid);
 /* Whether the hash numbered kid holds the key (x may be NULL): key_index_find != NULL, faster
@@ -142,8 +143,10 @@ typedef struct {
      * (hiera batch: thousands of nodes over the same tree) */
     bool frozen;
     struct memo *work; /* merges and interpolations remembered (frozen only; memo.h), made on first use */
+    uint32_t kix_files; /* data hashes in the key index (frozen only) */
 } cache_head;
 static inline bool cache_is_frozen(const hiera_cache *c) { return ((const cache_head *)(const void *)c)->frozen; }
+static inline uint32_t cache_key_index_gen(const hiera_cache *c) { return ((const cache_head *)(const void *)c)->kix_files; }
 /* A hash kept with the cache for parse results that only depend on text (BORROWED). */
 hv *cache_memo(hiera_cache *c);
 /* The table of remembered merges and interpolations (memo.h, BORROWED), made on first use; NULL
@@ -181,6 +184,9 @@ typedef struct {
     const hv *entry;
     recent_options opts[RECENT_OPTIONS];
     unsigned next_opt; /* the place taken next */
+    /* the key's entry in the key index and the generation it was found at (inv.kx, .kx_gen) */
+    uint32_t kx_gen;
+    const key_index *kx;
 } recent_key;
 /* The slot of key (len bytes, code its hash_bytes) or NULL (BORROWED; valid until the next
  * cache_recent_add). */

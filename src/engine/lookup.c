@@ -2926,6 +2926,13 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     if (!lkey_parse_remembered(h, key, &k, &rk, err))
         return LR_ERROR;
     inv I = {h, k.module, k.text, NULL, NULL, k.root, k.root_len, k.root_code, 0, NULL};
+    /* the key's entry in the key index, as the key's last lookup left it (valid while the
+     * index has not grown since: entry_kx checks the generation) */
+    const hv *rk_entry = rk ? rk->entry : NULL;
+    if (rk) {
+        I.kx_gen = rk->kx_gen;
+        I.kx = rk->kx;
+    }
     lr r;
     if (ex && ex_only_options(ex)) {
         merge_strategy *hash = ms_new(MS_HASH);
@@ -3010,6 +3017,11 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     } else {
         hv *v = NULL;
         r = provider_stack(&I, k.text, k.root, ms, &v, err);
+        if (rk && rk->entry == rk_entry) {
+            /* (the slot may have been given to another key by the nested lookups: then not) */
+            rk->kx_gen = I.kx_gen;
+            rk->kx = I.kx;
+        }
         if (r == LR_FOUND) {
             r = dig(&I, &k, v, &found, err);
             hv_decref(v);
