@@ -498,6 +498,16 @@ def main():
         p = run([hiera, "batch"] + base + ["--facts", facts, "--keys-file", "-"], input=("# c\n\n%s\n" % keys[0]).encode())
         one = json.loads(p.stdout)
         c.check(list(one[node]) == [k for k in keys[:1] if k in doc[node]], "--keys-file - reads stdin")
+        # an output that cannot be written (a full device): an error naming why, exit 1, with one
+        # process and with workers (each writes its part itself)
+        if os.path.exists("/dev/full"):
+            for jobs in ("1", "3"):
+                with open("/dev/full", "wb") as full:
+                    p = subprocess.run([hiera, "batch"] + base + ["--facts-dir", facts_dir, "--keys-file",
+                                       os.path.join(repo, "keys-batch.txt"), "--jobs", jobs],
+                                       stdout=full, stderr=subprocess.PIPE, timeout=600)
+                c.check(p.returncode == 1 and b"cannot write the output: No space left on device" in p.stderr,
+                        "--jobs %s into /dev/full: rc=%d stderr=%r" % (jobs, p.returncode, p.stderr[-200:]))
         # nothing found anywhere: an empty node, a valid document
         p = run([hiera, "batch"] + base + ["--facts", facts, "no::such::key"])
         c.check(p.returncode == 0 and json.loads(p.stdout) == {node: {}}, "a node with nothing found is {}")
