@@ -3175,11 +3175,8 @@ lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptyp
         *out = hv_incref((hv *)dflt);
         return LR_FOUND;
     }
-    if (!h->ex) {
-        /* nobody reads the message of a plain not-found: do not build it */
-        herr_set_text(err, HERR_LOOKUP, "not found");
-        return LR_NOT_FOUND;
-    }
+    if (!h->ex)
+        return LR_NOT_FOUND; /* nobody reads the message of a plain not-found: none is made */
     sbuf b = {0};
     if (nnames == 1) {
         sb_addf(&b, "Function lookup() did not find a value for the name '%s'", names[0]);
