@@ -191,6 +191,14 @@ typedef struct hiera_ctx hiera;
 typedef struct hiera_cache hiera_cache;
 HIERA_API hiera_cache *hiera_cache_new(void); /* release with hiera_cache_free */
 HIERA_API void hiera_cache_free(hiera_cache *c); /* after every context using it is freed */
+/* hiera_render, for values that lookups through contexts using c returned: with
+ * HIERA_RENDER_JSON, the text of their parts that c keeps unchanged (a frozen cache's data and the
+ * merges it remembers, which many nodes' answers share) is remembered in c and written again from
+ * there (at most 32 MiB of it); other formats are hiera_render's. The text is hiera_render's,
+ * byte for byte. The same thread-safety as c; v must not hold parts of another cache's values.
+ * Returns a new string (free), or NULL with err. */
+HIERA_API char *hiera_cache_render(hiera_cache *c, const hiera_value *v, hiera_render_format format,
+                                   hiera_error *err);
 /* Promises that the files will not change while the cache lives (a batch run): a file read once
  * is not checked again, and existence checks and glob expansions are remembered. Without it,
  * every use re-checks the file with stat() and re-reads it when it changed. */

@@ -102,6 +102,22 @@ char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error
     return sb_take(&b);
 }
 
+char *hiera_cache_render(hiera_cache *c, const hiera_value *v, hiera_render_format format, hiera_error *err)
+{
+    if (!c || format != HIERA_RENDER_JSON)
+        return hiera_render(v, format, err);
+    sbuf b = {0};
+    herr e = {0};
+    if (render_json_memo(&b, v, cache_json_memo(c), &e) != 0) {
+        sb_free(&b);
+        if (!herr_isset(&e))
+            herr_set(&e, HERR_ERROR, "cannot render the value");
+        herr_to_public(err, &e);
+        return NULL;
+    }
+    return sb_take(&b);
+}
+
 /* ------------------------------------------------------------------ contexts */
 
 struct hiera_cache;

@@ -1134,7 +1134,7 @@ typedef struct {
 } render_slot;
 static render_slot render_memo[1u << RENDER_MEMO_BITS];
 
-static const char *render_json_memo(hiera_value *v, size_t *len, hiera_error *err)
+static const char *render_json_memo(hiera_cache *c, hiera_value *v, size_t *len, hiera_error *err)
 {
     size_t i = (size_t)(((uint64_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull >> (64 - RENDER_MEMO_BITS));
     render_slot *s = &render_memo[i];
@@ -1142,7 +1142,7 @@ static const char *render_json_memo(hiera_value *v, size_t *len, hiera_error *er
         *len = s->len;
         return s->text;
     }
-    char *text = hiera_render(v, HIERA_RENDER_JSON, err);
+    char *text = hiera_cache_render(c, v, HIERA_RENDER_JSON, err); /* (parts shared by nodes: written once) */
     if (!text)
         return NULL;
     hiera_value_decref(s->v);
@@ -1362,7 +1362,7 @@ static void node_emit(batch *b, const node_src *n, const char *name_json, node_r
                 continue;
             }
             size_t len;
-            const char *text = render_json_memo(an->v, &len, &an->err);
+            const char *text = render_json_memo(b->cache, an->v, &len, &an->err);
             hiera_value_decref(an->v);
             if (text) {
                 json_node_value(printed++, r->keys_json[k], r->keys_json_len[k], text, len);

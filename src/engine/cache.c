@@ -12,6 +12,7 @@
 #include "formats/json.h"
 #include "engine/memo.h"
 #include "formats/psych.h"
+#include "formats/render.h"
 #include "base/fsjournal.h"
 
 #include <errno.h>
@@ -82,6 +83,7 @@ struct hiera_cache {
     void (**shared_free)(void *);
     size_t nshared;
     recent_key *recent; /* RECENT_KEYS slots, made on first use */
+    json_memo *json; /* the JSON text of stable containers (cache_json_memo), made on first use */
     size_t nrecent;
     /* a view over files already read (a snapshot): they are taken from there */
     const file_source *src_ops;
@@ -143,6 +145,7 @@ void cache_free(hiera_cache *c)
 {
     if (!c)
         return;
+    json_memo_free(c->json); /* (first: it holds references on values the rest keeps) */
     for (size_t i = 0; i < c->nbuckets; i++) {
         centry *e = c->buckets[i];
         while (e) {
@@ -232,6 +235,13 @@ hv *cache_memo(hiera_cache *c)
     return c->memo;
 }
 
+
+json_memo *cache_json_memo(hiera_cache *c)
+{
+    if (!c->json)
+        c->json = json_memo_new();
+    return c->json;
+}
 
 memo *cache_work_memo_make(hiera_cache *c)
 {

@@ -152,6 +152,9 @@ hv *cache_memo(hiera_cache *c);
 /* The table of remembered merges and interpolations (memo.h, BORROWED), made on first use; NULL
  * when the cache is not frozen (files may change: nothing can be remembered). */
 struct memo *cache_work_memo_make(hiera_cache *c);
+/* The JSON texts of stable containers rendered through the cache (render.h json_memo; BORROWED),
+ * made on first use. */
+struct json_memo *cache_json_memo(hiera_cache *c);
 static inline struct memo *cache_work_memo(hiera_cache *c)
 {
     struct memo *m = ((cache_head *)(void *)c)->work;

@@ -778,7 +778,94 @@ static int json_string(sbuf *out, const char *s, size_t n, herr *err)
     return 0;
 }
 
-static int json_rec(sbuf *out, const hv *v, int depth, herr *err)
+/* ---- the JSON text of stable containers, remembered (render.h json_memo) ---- */
+
+static int json_container(sbuf *out, const hv *v, int depth, json_memo *jm, herr *err);
+
+typedef struct {
+    hv *v;       /* a reference: the address stays this value's while the entry lives */
+    char *text;
+    size_t len;
+    int depth;   /* the depth it was rendered at: deeper, the nesting limit may be met */
+} jm_slot;
+
+struct json_memo {
+    jm_slot *slots;
+    size_t cap, n, bytes;
+};
+
+#define JM_MAX_BYTES ((size_t)32 << 20)
+
+json_memo *json_memo_new(void) { return xcalloc(1, sizeof(json_memo)); }
+
+void json_memo_free(json_memo *jm)
+{
+    if (!jm)
+        return;
+    for (size_t i = 0; i < jm->cap; i++) {
+        hv_decref(jm->slots[i].v);
+        free(jm->slots[i].text);
+    }
+    free(jm->slots);
+    free(jm);
+}
+
+static size_t jm_index(const json_memo *jm, const hv *v)
+{
+    return (size_t)(((uint64_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (jm->cap - 1);
+}
+
+static jm_slot *jm_find(const json_memo *jm, const hv *v)
+{
+    if (!jm->cap)
+        return NULL;
+    for (size_t i = jm_index(jm, v);; i = (i + 1) & (jm->cap - 1)) {
+        jm_slot *s = &jm->slots[i];
+        if (!s->v || s->v == v)
+            return s;
+    }
+}
+
+static void jm_put(json_memo *jm, const hv *v, const char *text, size_t len, int depth)
+{
+    if (jm->bytes + len > JM_MAX_BYTES)
+        return; /* (full: rendered each time from then on) */
+    if (2 * (jm->n + 1) > jm->cap) {
+        size_t ncap = jm->cap ? 2 * jm->cap : 1024;
+        jm_slot *old = jm->slots;
+        size_t ocap = jm->cap;
+        jm->slots = xcalloc(ncap, sizeof *jm->slots);
+        jm->cap = ncap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].v)
+                *jm_find(jm, old[i].v) = old[i];
+        free(old);
+    }
+    jm_slot *s = jm_find(jm, v);
+    char *copy = xmalloc(len + 1);
+    memcpy(copy, text, len);
+    copy[len] = 0;
+    *s = (jm_slot){hv_incref((hv *)v), copy, len, depth};
+    jm->n++;
+    jm->bytes += len;
+}
+
+/* A stable container's text: remembered, or rendered and remembered. */
+static int json_remembered(sbuf *out, const hv *v, int depth, json_memo *jm, herr *err)
+{
+    jm_slot *s = jm_find(jm, v);
+    if (s && s->v == v && depth <= s->depth) {
+        sb_addn(out, s->text, s->len);
+        return 0;
+    }
+    size_t at = out->len;
+    int r = json_container(out, v, depth, jm, err);
+    if (r == 0 && !(s && s->v == v))
+        jm_put(jm, v, out->s + at, out->len - at, depth);
+    return r;
+}
+
+static int json_rec(sbuf *out, const hv *v, int depth, json_memo *jm, herr *err)
 {
     switch (hv_kind_of(v)) {
     case HV_UNDEF: sb_adds(out, "null"); return 0;
@@ -813,12 +900,19 @@ static int json_rec(sbuf *out, const hv *v, int depth, herr *err)
         herr_set(err, HERR_ERROR, "nesting of %d is too deep", depth);
         return -1;
     }
+    if (jm && hv_is_stable(v))
+        return json_remembered(out, v, depth, jm, err);
+    return json_container(out, v, depth, jm, err);
+}
+
+static int json_container(sbuf *out, const hv *v, int depth, json_memo *jm, herr *err)
+{
     if (hv_kind_of(v) == HV_ARRAY) {
         sb_addc(out, '[');
         for (size_t i = 0; i < hv_array_len(v); i++) {
             if (i)
                 sb_addc(out, ',');
-            if (json_rec(out, hv_array_get(v, i), depth + 1, err))
+            if (json_rec(out, hv_array_get(v, i), depth + 1, jm, err))
                 return -1;
         }
         sb_addc(out, ']');
@@ -842,18 +936,20 @@ static int json_rec(sbuf *out, const hv *v, int depth, herr *err)
         if (r)
             return -1;
         sb_addc(out, ':');
-        if (json_rec(out, hv_hash_val_at(v, i), depth + 1, err))
+        if (json_rec(out, hv_hash_val_at(v, i), depth + 1, jm, err))
             return -1;
     }
     sb_addc(out, '}');
     return 0;
 }
 
-int render_json(sbuf *out, const hv *v, herr *err)
+int render_json(sbuf *out, const hv *v, herr *err) { return render_json_memo(out, v, NULL, err); }
+
+int render_json_memo(sbuf *out, const hv *v, json_memo *jm, herr *err)
 {
     /* written in place; on an error, out is cut back to what it held */
     size_t at = out->len;
-    int r = v ? json_rec(out, v, 0, err) : (sb_adds(out, "null"), 0);
+    int r = v ? json_rec(out, v, 0, jm, err) : (sb_adds(out, "null"), 0);
     if (r != 0 && out->s) {
         out->len = at;
         out->s[at] = 0;

@@ -9,6 +9,14 @@
 /* `puppet lookup --render-as json` output for v, without the trailing newline puppet adds.
  * Returns 0, or -1 with err set (HERR_ERROR, e.g. "1000: Infinity not allowed in JSON"). */
 int render_json(sbuf *out, const hv *v, herr *err);
+/* render_json remembering, in jm, the text of every stable container (value.h) it renders and
+ * writing it again from there: merged results share their stable parts between nodes. jm holds
+ * a reference on each container it remembers (so that its address stays its own) and belongs to
+ * one thread, as the values do. At most 32 MiB of text is kept. */
+typedef struct json_memo json_memo;
+json_memo *json_memo_new(void);
+void json_memo_free(json_memo *jm);
+int render_json_memo(sbuf *out, const hv *v, json_memo *jm, herr *err);
 /* `--render-as yaml` (puppet's default) output for v, including the "---" header and the final
  * newline exactly as puppet prints it. */
 int render_yaml(sbuf *out, const hv *v, herr *err);

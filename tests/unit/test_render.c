@@ -8574,6 +8574,70 @@ static hv *nest(int depth, bool hash)
 }
 
 /* Ruby's JSON generator: 100 levels are fine, the 101st raises (with "100" in the message). */
+/* render_json_memo gives render_json's text, byte for byte: stable containers met again (at the
+ * same depth, shallower, deeper) are written from the memo, and one met deeper than it was
+ * rendered still meets the nesting limit as render_json does. */
+static char *json_memo_str(const hv *v, json_memo *jm)
+{
+    sbuf b = {0};
+    herr e = {0};
+    if (render_json_memo(&b, v, jm, &e) != 0) {
+        sb_free(&b);
+        char *m = xasprintf("!ERR %s", e.msg);
+        herr_clear(&e);
+        return m;
+    }
+    return sb_take(&b);
+}
+
+static void test_json_memo(void **state)
+{
+    (void)state;
+    json_memo *jm = json_memo_new();
+    hv *shared = hv_hash();
+    hv_hash_sets(shared, "a", hv_int(1));
+    hv *list = hv_array();
+    hv_array_push(list, hv_str("x\n\"y\""));
+    hv_array_push(list, hv_float(1.5));
+    hv_hash_sets(shared, "l", list);
+    hv_set_stable_deep(shared);
+    hv *outer = hv_hash(); /* not stable: rendered each time */
+    hv_hash_sets(outer, "one", hv_incref(shared));
+    hv *inner = hv_hash();
+    hv_hash_sets(inner, "two", hv_incref(shared));
+    hv_hash_sets(outer, "deeper", inner);
+    hv *values[] = {outer, shared, inner, outer};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
+        char *want = render_str(render_json, values[i]);
+        char *got = json_memo_str(values[i], jm);
+        assert_string_equal(got, want);
+        free(want);
+        free(got);
+    }
+    /* a stable chain rendered at depth 0, then met 99 levels down: the limit as without a memo */
+    hv *chain = nest(60, false);
+    hv_set_stable_deep(chain);
+    char *first = json_memo_str(chain, jm);
+    hv *deep = hv_incref(chain);
+    for (int i = 0; i < 60; i++) {
+        hv *a = hv_array();
+        hv_array_push(a, deep);
+        deep = a;
+    }
+    char *want = render_str(render_json, deep);
+    char *got = json_memo_str(deep, jm);
+    assert_string_equal(got, want);
+    assert_string_equal(got, "!ERR nesting of 100 is too deep");
+    free(first);
+    free(want);
+    free(got);
+    hv_decref(deep);
+    hv_decref(chain);
+    hv_decref(outer);
+    hv_decref(shared);
+    json_memo_free(jm);
+}
+
 static void test_json_nesting_limit(void **state)
 {
     (void)state;
@@ -8611,6 +8675,7 @@ int main(void)
         cmocka_unit_test(test_to_s),
         cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_json_nesting_limit),
+        cmocka_unit_test(test_json_memo),
         cmocka_unit_test(test_yaml_string_table),
         cmocka_unit_test(test_value_table),
         cmocka_unit_test(test_explain_conformance),
