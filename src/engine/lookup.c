@@ -1850,13 +1850,29 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
 {
     if (pl) {
         const key_index *kx = entry_kx(a); /* (moves only when data_value loads files) */
-        for (size_t count = pl->nprobes; w->k < count; w->k++)
-            if (key_index_has(kx, pl->probes[w->k].kid)) {
-                *pi = pl->probes[w->k].prov;
-                *pj = pl->probes[w->k++].loc;
-                return true;
+        const struct probe *probes = pl->probes;
+        size_t k = w->k, count = pl->nprobes;
+        if (kx && kx->bits) {
+            /* key_index_has with the bitmap in registers (the walk's hottest loop) */
+            const uint64_t *bits = kx->bits;
+            uint32_t nwords = kx->nwords;
+            for (; k < count; k++) {
+                uint32_t kid = probes[k].kid;
+                if (kid / 64 < nwords && (bits[kid / 64] >> (kid % 64) & 1))
+                    goto hit;
             }
+        } else {
+            for (; k < count; k++)
+                if (key_index_has(kx, probes[k].kid))
+                    goto hit;
+        }
+        w->k = k;
         return false;
+    hit:
+        *pi = probes[k].prov;
+        *pj = probes[k].loc;
+        w->k = k + 1;
+        return true;
     }
     for (; w->i < n; w->i++, w->j = 0) {
         provider *p = &provs[w->i];
