@@ -187,6 +187,7 @@ typedef struct {
     const hv *entry;
     recent_options opts[RECENT_OPTIONS];
     unsigned next_opt; /* the place taken next */
+    unsigned last_opt; /* the place found last */
     /* the key's entry in the key index and the generation it was found at (inv.kx, .kx_gen) */
     uint32_t kx_gen;
     const key_index *kx;

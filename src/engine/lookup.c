@@ -2973,9 +2973,18 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     const hv *lo, *opt_merge = NULL, *conv = NULL;
     herr merge_err = {0};
     recent_options *ro = NULL;
-    for (size_t i = 0; rk && lc && lc->shared && i < RECENT_OPTIONS && !ro; i++)
-        if (rk->opts[i].lo_c == lc)
-            ro = &rk->opts[i];
+    if (rk && lc && lc->shared) {
+        /* (the place found last first: the nodes of a block mostly share their options) */
+        if (rk->opts[rk->last_opt].lo_c == lc) {
+            ro = &rk->opts[rk->last_opt];
+        } else {
+            for (unsigned i = 0; i < RECENT_OPTIONS && !ro; i++)
+                if (rk->opts[i].lo_c == lc) {
+                    ro = &rk->opts[i];
+                    rk->last_opt = i;
+                }
+        }
+    }
     bool kept = ro != NULL;
     bool options_ok = true; /* (lo_option fails for both names alike: for lo of a wrong kind) */
     if (kept) {
@@ -2992,6 +3001,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         /* (what a string's String#[] gives belongs to the context) */
         kept = rk && lc && lc->shared && merge_ok && !hv_is(lo, HV_STRING);
         if (kept) {
+            rk->last_opt = rk->next_opt;
             ro = &rk->opts[rk->next_opt];
             rk->next_opt = (rk->next_opt + 1) % RECENT_OPTIONS;
             *ro = (recent_options){lc, lo, opt_merge, conv, NULL};
