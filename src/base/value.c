@@ -56,11 +56,12 @@ static hv_scalar s_undef = {{0, HV_UNDEF, {0}, 0}, {0}};
 static hv_scalar s_true = {{0, HV_BOOL, {0}, 0}, {.b = true}};
 static hv_scalar s_false = {{0, HV_BOOL, {0}, 0}, {.b = false}};
 
+/* A node with its header set; each constructor sets the rest (no zeroing of the whole: most
+ * values are short strings, made by the hundred thousand in a batch run). */
 static void *alloc_node(size_t size, hv_kind kind)
 {
-    hv *v = xcalloc(1, size);
-    v->rc = 1;
-    v->kind = (uint8_t)kind;
+    hv *v = xmalloc(size);
+    *v = (hv){.rc = 1, .kind = (uint8_t)kind};
     return v;
 }
 
@@ -87,6 +88,7 @@ static hv *new_string(const char *p, size_t len, hv_kind kind)
 {
     hv_string *s = alloc_node(sizeof *s + len + 1, kind);
     s->len = len;
+    s->hash = 0;
     if (len)
         memcpy(s->s, p, len);
     s->s[len] = 0;
@@ -108,10 +110,9 @@ hv *hv_str_take(char *s, size_t len)
 hv *hv_array_sized(size_t cap)
 {
     hv_arr *a = alloc_node(sizeof *a, HV_ARRAY);
-    if (cap) {
-        a->items = xmalloc(cap * sizeof *a->items);
-        a->cap = cap;
-    }
+    a->n = 0;
+    a->cap = cap;
+    a->items = cap ? xmalloc(cap * sizeof *a->items) : NULL;
     return &a->h;
 }
 hv *hv_array(void) { return hv_array_sized(0); }
@@ -119,10 +120,11 @@ hv *hv_array(void) { return hv_array_sized(0); }
 hv *hv_hash_sized(size_t cap)
 {
     hv_hashv *h = alloc_node(sizeof *h, HV_HASH);
-    if (cap) {
-        h->items = xmalloc(cap * sizeof *h->items);
-        h->cap = cap;
-    }
+    h->n = 0;
+    h->cap = cap;
+    h->items = cap ? xmalloc(cap * sizeof *h->items) : NULL;
+    h->idx = NULL;
+    h->idxcap = 0;
     return &h->h;
 }
 hv *hv_hash(void) { return hv_hash_sized(0); }
@@ -751,9 +753,11 @@ hv *hv_clone_scalar(const hv *v)
     switch (hv_kind_of(v)) {
     case HV_UNDEF:
         c = alloc_node(sizeof(hv_scalar), HV_UNDEF);
+        ((hv_scalar *)c)->u.i = 0;
         break;
     case HV_BOOL:
         c = alloc_node(sizeof(hv_scalar), HV_BOOL);
+        ((hv_scalar *)c)->u.i = 0;
         ((hv_scalar *)c)->u.b = hv_bool_val(v);
         break;
     case HV_INT:
