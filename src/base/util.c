@@ -30,6 +30,8 @@ void *xcalloc(size_t n, size_t size)
 
 void *xrealloc(void *p, size_t n)
 {
+    if (!p)
+        return xmalloc(n); /* (a first block: the allocator's realloc path is the longer one) */
     p = realloc(p, n ? n : 1);
     if (!p)
         oom();
