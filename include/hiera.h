@@ -203,6 +203,11 @@ HIERA_API char *hiera_cache_render(hiera_cache *c, const hiera_value *v, hiera_r
  * is not checked again, and existence checks and glob expansions are remembered. Without it,
  * every use re-checks the file with stat() and re-reads it when it changed. */
 HIERA_API void hiera_cache_freeze(hiera_cache *c);
+/* From now on, facts that hiera_facts_load reads back from c's disk cache share the strings they
+ * have in common (keys and common values, at the same line of the file): each is made once and
+ * lives, unchangeable, as long as c. Facts so read must then be released before c, and facts
+ * loads through c must come from one thread at a time (hiera batch: a fleet's facts). */
+HIERA_API void hiera_cache_share_facts_strings(hiera_cache *c);
 /* Keeps parsed data files on disk between runs, in dir (NULL: $XDG_CACHE_HOME/hiera or
  * ~/.cache/hiera, created private), so that the next process reads them back instead of parsing
  * them. An entry is used only for a file with the same path, device, inode, size and

@@ -124,6 +124,7 @@ struct hiera_cache;
 hiera_cache *hiera_cache_new(void) { return cache_new(); }
 void hiera_cache_free(hiera_cache *c) { cache_free(c); }
 void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
+void hiera_cache_share_facts_strings(hiera_cache *c) { cache_share_facts_strings(c); }
 bool hiera_cache_use_disk(hiera_cache *c, const char *dir) { return cache_use_disk(c, dir); }
 
 /* facts: sanitized; trusted: the $trusted hash */

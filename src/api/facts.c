@@ -220,7 +220,7 @@ hiera_value *hiera_facts_load(hiera_cache *c, const char *path, const char *node
     int fmt = DISK_FMT_FACTS_BASE + formats;
     if (cacheable) {
         unsigned flags;
-        hv *v = diskcache_get(d, path, fmt, &st, &flags);
+        hv *v = diskcache_get_shared(d, path, fmt, &st, &flags, cache_facts_strings(c));
         if (v) {
             if (format_read)
                 *format_read = flags == HIERA_FACTS_CACHE ? HIERA_FACTS_CACHE : HIERA_FACTS_FILE;

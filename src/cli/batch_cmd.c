@@ -1955,6 +1955,7 @@ int batch_main(int argc, char **argv)
     b.a = &a;
     b.cache = cli_cache();
     hiera_cache_freeze(b.cache); /* one run over one tree: files are read and listed once */
+    hiera_cache_share_facts_strings(b.cache); /* (facts are read by one thread at a time) */
     b.keys = keys.v;
     b.keys_json = keys_json.v;
     b.keys_json_len = xalloc(keys_json.n * sizeof *b.keys_json_len);

@@ -84,6 +84,7 @@ struct hiera_cache {
     size_t nshared;
     recent_key *recent; /* RECENT_KEYS slots, made on first use */
     json_memo *json; /* the JSON text of stable containers (cache_json_memo), made on first use */
+    dc_strings *facts_strings; /* strings shared between facts read back (cache_share_facts_strings) */
     size_t nrecent;
     /* a view over files already read (a snapshot): they are taken from there */
     const file_source *src_ops;
@@ -182,6 +183,7 @@ void cache_free(hiera_cache *c)
     hv_decref(c->warned);
     if (c->src_ops)
         c->src_ops->release(c->src);
+    dc_strings_free(c->facts_strings); /* (last: values anywhere may hold its strings) */
     free(c);
 }
 
@@ -235,6 +237,14 @@ hv *cache_memo(hiera_cache *c)
     return c->memo;
 }
 
+
+void cache_share_facts_strings(hiera_cache *c)
+{
+    if (!c->facts_strings)
+        c->facts_strings = dc_strings_new();
+}
+
+dc_strings *cache_facts_strings(hiera_cache *c) { return c->facts_strings; }
 
 json_memo *cache_json_memo(hiera_cache *c)
 {

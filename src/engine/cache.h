@@ -155,6 +155,10 @@ struct memo *cache_work_memo_make(hiera_cache *c);
 /* The JSON texts of stable containers rendered through the cache (render.h json_memo; BORROWED),
  * made on first use. */
 struct json_memo *cache_json_memo(hiera_cache *c);
+/* Facts read back from the disk cache share their repeated strings from now on
+ * (hiera_cache_share_facts_strings); the table (diskcache.h dc_strings, BORROWED) or NULL. */
+void cache_share_facts_strings(hiera_cache *c);
+struct dc_strings *cache_facts_strings(hiera_cache *c);
 static inline struct memo *cache_work_memo(hiera_cache *c)
 {
     struct memo *m = ((cache_head *)(void *)c)->work;

@@ -428,7 +428,89 @@ typedef struct {
     hv **nodes; /* every node in order, for 'r' (nodes[i] is node number base + i) */
     size_t n, cap;
     uint64_t base;
+    dc_strings *strings; /* strings shared between the values read (diskcache_get_shared), or NULL */
 } rctx;
+
+/* ---- strings shared between entries (dc_strings) ----
+ * A string (its bytes and its line) met in a second entry becomes immortal and is handed out
+ * again from then on: the keys and common values of a fleet's facts are made, and freed, once.
+ * What was met once is remembered by its code in a bounded set (emptied when half full); the
+ * table stops growing at DC_STRINGS_MAX. */
+#define DC_STRINGS_MAX (1u << 16)
+
+struct dc_strings {
+    struct {
+        uint64_t code;
+        hv *v;
+    } slots[2 * DC_STRINGS_MAX];
+    size_t n;
+    uint64_t *seen;
+    size_t nseen;
+    hv_nodes nodes; /* what hv_free_immortal frees */
+};
+
+#define DC_SEEN_CAP (1u << 15)
+
+dc_strings *dc_strings_new(void)
+{
+    dc_strings *t = xcalloc(1, sizeof *t);
+    t->seen = xcalloc(DC_SEEN_CAP, sizeof *t->seen);
+    return t;
+}
+
+void dc_strings_free(dc_strings *t)
+{
+    if (!t)
+        return;
+    hv_free_immortal(&t->nodes);
+    free(t->seen);
+    free(t);
+}
+
+/* Whether code was met before; remembers it when not. */
+static bool seen_before(dc_strings *t, uint64_t code)
+{
+    size_t mask = DC_SEEN_CAP - 1;
+    for (size_t i = (size_t)code & mask;; i = (i + 1) & mask) {
+        if (t->seen[i] == code)
+            return true;
+        if (!t->seen[i])
+            break;
+    }
+    if (2 * (t->nseen + 1) > DC_SEEN_CAP) {
+        memset(t->seen, 0, DC_SEEN_CAP * sizeof *t->seen);
+        t->nseen = 0;
+    }
+    size_t i = (size_t)code & mask;
+    while (t->seen[i])
+        i = (i + 1) & mask;
+    t->seen[i] = code;
+    t->nseen++;
+    return false;
+}
+
+/* The string of len bytes at p with this line: the shared one, or a new one (shared from now on
+ * when it was met before). A new reference (immortal ones need none). */
+static hv *shared_string(dc_strings *t, const char *p, size_t len, uint32_t line)
+{
+    uint64_t code = (hash_bytes(p, len) ^ ((uint64_t)line * 0x9e3779b97f4a7c15ULL)) | 1;
+    size_t mask = 2 * DC_STRINGS_MAX - 1;
+    size_t i = (size_t)code & mask;
+    for (; t->slots[i].v; i = (i + 1) & mask) {
+        hv *v = t->slots[i].v;
+        if (t->slots[i].code == code && hv_str_len(v) == len && hv_line(v) == line && memcmp(hv_str_ptr(v), p, len) == 0)
+            return v;
+    }
+    hv *v = hv_strn(p, len);
+    hv_set_line(v, line);
+    if (t->n < DC_STRINGS_MAX && seen_before(t, code)) {
+        hv_make_immortal(v, &t->nodes);
+        t->slots[i].code = code;
+        t->slots[i].v = v;
+        t->n++;
+    }
+    return v;
+}
 
 static bool get_u64(rctx *r, uint64_t *v)
 {
@@ -500,6 +582,12 @@ static hv *read_node(rctx *r, int depth)
     case 's': case 'b': case 'y':
         if (!get_var(r, &len) || len > (uint64_t)(r->end - r->p))
             return NULL;
+        if (tag == 's' && r->strings && line <= UINT32_MAX) {
+            v = shared_string(r->strings, (const char *)r->p, len, (uint32_t)line);
+            r->p += len;
+            r->nodes[slot_index] = v;
+            return v; /* (its line is part of it) */
+        }
         v = tag == 's' ? hv_strn((const char *)r->p, len)
             : tag == 'b' ? hv_bigint((const char *)r->p, len) : hv_symbol((const char *)r->p, len);
         r->p += len;
@@ -653,7 +741,7 @@ static bool map_entry(diskcache *c, const char *path, int fmt, const struct stat
     bool ok = m->size > idlen + 2 && memcmp(m->map, id.s, idlen) == 0;
     sb_free(&id);
     if (ok) {
-        rctx r = {m->map + idlen, m->map + m->size, NULL, 0, 0, 0};
+        rctx r = {m->map + idlen, m->map + m->size, NULL, 0, 0, 0, NULL};
         uint64_t fl;
         ok = get_var(&r, &fl) && r.p < r.end && (*r.p == 'P' || *r.p == 'I');
         if (ok) {
@@ -670,9 +758,9 @@ static bool map_entry(diskcache *c, const char *path, int fmt, const struct stat
 }
 
 /* The whole value of a mapped entry (a new reference), or NULL when it is corrupt. */
-static hv *read_whole(const dc_map *m)
+static hv *read_whole(const dc_map *m, dc_strings *strings)
 {
-    rctx r = {m->map + m->body, m->map + m->end, NULL, 0, 0, 0};
+    rctx r = {m->map + m->body, m->map + m->end, NULL, 0, 0, 0, strings};
     hv *value = read_node(&r, 0);
     if (value && r.p != r.end) {
         hv_decref(value);
@@ -688,7 +776,21 @@ hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st
     unsigned fl = 0;
     if (!c || !map_entry(c, path, fmt, st, &fl, true, &m))
         return NULL;
-    hv *value = read_whole(&m);
+    hv *value = read_whole(&m, NULL);
+    dc_unmap(&m);
+    if (value)
+        *flags = fl;
+    return value;
+}
+
+hv *diskcache_get_shared(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags,
+                         dc_strings *strings)
+{
+    dc_map m;
+    unsigned fl = 0;
+    if (!c || !map_entry(c, path, fmt, st, &fl, true, &m))
+        return NULL;
+    hv *value = read_whole(&m, strings);
     dc_unmap(&m);
     if (value)
         *flags = fl;
@@ -708,7 +810,7 @@ hv *diskcache_get_lazy(diskcache *c, const char *path, int fmt, const struct sta
         **map = m;
         return NULL;
     }
-    hv *value = read_whole(&m);
+    hv *value = read_whole(&m, NULL);
     dc_unmap(&m);
     return value;
 }
@@ -729,14 +831,14 @@ int dc_map_get(const dc_map *m, const char *key, size_t len, uint64_t code, hv *
         if (u32_at(e + 20) != len)
             continue;
         /* the key node: 's', its line, its length, its bytes */
-        rctx k = {m->map + u32_at(e + 8), m->map + m->end, NULL, 0, 0, 0};
+        rctx k = {m->map + u32_at(e + 8), m->map + m->end, NULL, 0, 0, 0, NULL};
         uint64_t line, klen;
         if (*k.p++ != 's' || !get_var(&k, &line) || !get_var(&k, &klen) || klen != len ||
             (uint64_t)(k.end - k.p) < klen)
             return -1;
         if (memcmp(k.p, key, len) != 0)
             continue;
-        rctx r = {m->map + u32_at(e + 12), m->map + m->end, NULL, 0, 0, u32_at(e + 16)};
+        rctx r = {m->map + u32_at(e + 12), m->map + m->end, NULL, 0, 0, u32_at(e + 16), NULL};
         *out = read_node(&r, 1);
         free(r.nodes);
         return *out ? 1 : -1;
@@ -744,7 +846,7 @@ int dc_map_get(const dc_map *m, const char *key, size_t len, uint64_t code, hv *
     return 0;
 }
 
-hv *dc_map_value(const dc_map *m) { return read_whole(m); }
+hv *dc_map_value(const dc_map *m) { return read_whole(m, NULL); }
 
 void dc_map_free(dc_map *m)
 {
@@ -856,7 +958,7 @@ static bool entry_useless(int dfd, const char *name)
     bool whole = (size_t)n < sizeof buf; /* the entry ends within buf */
     if (n < 8 || memcmp(buf, MAGIC, 8) != 0)
         return true;
-    rctx r = {buf + 8, buf + n, NULL, 0, 0, 0};
+    rctx r = {buf + 8, buf + n, NULL, 0, 0, 0, NULL};
     uint64_t len, id[7];
     if (!get_var(&r, &len) || len == 0 || len >= PATH_MAX || len > (uint64_t)(r.end - r.p))
         return whole;

@@ -41,6 +41,16 @@ const char *diskcache_dir(const diskcache *c);
 /* The value parsed from path (format fmt) when the cache holds it for exactly this stat identity;
  * a new reference, or NULL. *flags gets the flags it was stored with. */
 hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags);
+/* Strings shared between the values of several entries (diskcache.c): each string met in a
+ * second entry becomes immortal (value.h) and is given to every later entry that holds it (same
+ * bytes, same line). Values read with a table hold its strings: release them before the table.
+ * A table serves one thread at a time. */
+typedef struct dc_strings dc_strings;
+dc_strings *dc_strings_new(void);
+void dc_strings_free(dc_strings *t);
+/* diskcache_get, the strings of the value shared through strings (may be NULL: none shared). */
+hv *diskcache_get_shared(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags,
+                         dc_strings *strings);
 /* An entry mapped for reading parts of it (diskcache_get_lazy). */
 typedef struct dc_map dc_map;
 /* diskcache_get for a value that may be read in parts: when the entry holds a hash with an index

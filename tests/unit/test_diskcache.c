@@ -91,6 +91,67 @@ static void test_round_trip(void **state)
     free(cdir);
 }
 
+/* Entries read with a string table: the same values as without one (lines, aliases, kinds); a
+ * string met in a second entry (same bytes, same line) is one immortal node from then on, in
+ * every entry read later; other strings stay each entry's own. */
+static void test_shared_strings(void **state)
+{
+    (void)state;
+    char *cdir = xasprintf("%s/cache-shared", dir);
+    diskcache *c = diskcache_open(cdir);
+    assert_non_null(c);
+    const char *docs[] = {"host: one\nos: {family: RedHat, name: CentOS}\nlist: [x, RedHat]\nalias: &a {k: v}\nagain: *a\n",
+                          "host: two\nos: {family: RedHat, name: CentOS}\nlist: [x, RedHat]\nalias: &a {k: v}\nagain: *a\n",
+                          "host: three\nos: {family: RedHat, name: CentOS}\nlist: [x, RedHat]\nalias: &a {k: v}\nagain: *a\n",
+                          "\nhost: four\nos: {family: RedHat}\n"};
+    dc_strings *t = dc_strings_new();
+    hv *back[4];
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d.yaml", i);
+        char *src = write_src(name, docs[i]);
+        struct stat st;
+        assert_int_equal(stat(src, &st), 0);
+        herr e = {0};
+        hv *v = yaml_parse(docs[i], strlen(docs[i]), src, YAML_PUPPET, &e);
+        assert_non_null(v);
+        diskcache_put(c, src, 0, &st, v, 0);
+        unsigned flags = 0;
+        hv *plain = diskcache_get(c, src, 0, &st, &flags);
+        back[i] = diskcache_get_shared(c, src, 0, &st, &flags, t);
+        assert_non_null(plain);
+        assert_non_null(back[i]);
+        assert_true(hv_identical(plain, back[i]));
+        assert_true(hv_eql(v, back[i]));
+        assert_int_equal(hv_line(hv_hash_gets(back[i], "os")), hv_line(hv_hash_gets(v, "os")));
+        assert_int_equal(hv_line(hv_hash_key_at(back[i], 1)), hv_line(hv_hash_key_at(v, 1)));
+        if (i < 3)
+            assert_ptr_equal(hv_hash_gets(back[i], "alias"), hv_hash_gets(back[i], "again"));
+        hv_decref(plain);
+        hv_decref(v);
+        free(src);
+    }
+    /* "os" (line 2) met in entries 0 and 1: shared by entry 2; unique values stay unique */
+    const hv *k1 = hv_hash_key_at(back[1], 1), *k2 = hv_hash_key_at(back[2], 1);
+    assert_string_equal(hv_str_ptr(k2), "os");
+    assert_ptr_equal(k1, k2);
+    assert_true(hv_is_stable(k2) && hv_is_shared(k2)); /* (immortal: no count kept) */
+    const hv *fam1 = hv_hash_gets(hv_hash_gets(back[1], "os"), "family");
+    const hv *fam2 = hv_hash_gets(hv_hash_gets(back[2], "os"), "family");
+    assert_ptr_equal(fam1, fam2);
+    assert_ptr_not_equal(hv_hash_gets(back[1], "host"), hv_hash_gets(back[2], "host"));
+    /* entry 3 has "os" on line 3: another string, not the one of line 2 */
+    const hv *k3 = hv_hash_key_at(back[3], 1);
+    assert_string_equal(hv_str_ptr(k3), "os");
+    assert_ptr_not_equal(k3, k2);
+    assert_int_equal(hv_line(k3), 3);
+    for (int i = 0; i < 4; i++)
+        hv_decref(back[i]);
+    dc_strings_free(t);
+    diskcache_close(c);
+    free(cdir);
+}
+
 /* An entry whose top-level values stand alone has an index: each key's value read alone is the
  * one the whole value holds (lines and aliases inside a value kept); keys it lacks (or holds
  * only as numbers) are absent; an entry whose values share a node across keys has none. */
@@ -706,6 +767,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_shared_strings),
         cmocka_unit_test(test_corrupt_entries),
         cmocka_unit_test(test_lazy_entries),
         cmocka_unit_test(test_lazy_corrupt),
