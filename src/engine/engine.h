@@ -253,6 +253,9 @@ hv *location_data(hiera_ctx *h, const layer *l, provider *p, location *loc, herr
 struct interp_hooks {
     bool (*enter)(inv *I, const char *name, herr *err);
     void (*leave)(inv *I, herr *err);
+    /* enter and leave at once, as a remembered interpolation stands for them: false (nothing
+     * reported, nothing counted) when enter would fail */
+    bool (*pass)(inv *I, const char *name);
     lr (*lookup)(inv *I, const char *key, hv **out, herr *err);
 };
 

@@ -879,7 +879,6 @@ void interp_ctx_free(hiera_ctx *h)
  * error would come (the caller interpolates then, which reports it). */
 static bool deps_key(inv *I, const hv *deps, sbuf *k)
 {
-    herr ignore = {0};
     bool usable = true;
     for (size_t i = 0; i < hv_array_len(deps) && usable; i++) {
         const hv *x = hv_array_get(deps, i);
@@ -889,12 +888,8 @@ static bool deps_key(inv *I, const hv *deps, sbuf *k)
             break;
         }
         sb_addn(k, r->bytes, (size_t)r->len);
-        if (I->h->hooks->enter(I, hv_str_ptr(hv_array_get(x, 3)), &ignore))
-            I->h->hooks->leave(I, &ignore);
-        else
-            usable = false;
+        usable = I->h->hooks->pass(I, hv_str_ptr(hv_array_get(x, 3)));
     }
-    herr_clear(&ignore);
     return usable;
 }
 

@@ -92,6 +92,20 @@ static inline bool check_enter(inv *I, const char *name, herr *err)
     return true;
 }
 
+/* check_enter then check_leave, for a guard that is only passed through (interp.c deps_key):
+ * false, with nothing counted, when check_enter would refuse. */
+static bool check_pass(inv *I, const char *name)
+{
+    hiera_ctx *h = I->h;
+    for (size_t i = 0; i < h->nstack; i++)
+        if (strcmp(h->stack[i], name) == 0)
+            return false;
+    if (h->nested_lookups + 1 > MAX_NESTED_LOOKUPS || h->nstack >= MAX_STACK)
+        return false;
+    h->nested_lookups++;
+    return true;
+}
+
 static void check_leave(inv *I, herr *err)
 {
     hiera_ctx *h = I->h;
@@ -3111,7 +3125,7 @@ hiera_ctx *hctx_new(const char *codedir, const char *env_dir, const char *env_na
         h->own_cache = true;
     }
     h->modules = hv_hash();
-    static const struct interp_hooks hooks = {check_enter, check_leave, interp_global_lookup};
+    static const struct interp_hooks hooks = {check_enter, check_leave, check_pass, interp_global_lookup};
     h->hooks = &hooks;
     return h;
 }
