@@ -221,7 +221,8 @@ HIERA_API bool hiera_cache_use_disk(hiera_cache *c, const char *dir);
 /* hiera_value_load_file through c's disk cache (hiera_cache_use_disk; without one it is simply
  * hiera_value_load_file): a facts file read before and unchanged since is read back instead of
  * parsed. Keeps nothing in memory and touches only the cache's disk setting, so it may run on
- * another thread than the contexts that use c (hiera batch reads facts ahead on one). New
+ * another thread than the contexts that use c (hiera batch reads facts ahead on one); after
+ * hiera_cache_share_facts_strings, it keeps the shared strings, from one thread at a time. New
  * reference, or NULL with err. */
 HIERA_API hiera_value *hiera_cache_load_value_file(hiera_cache *c, const char *path, hiera_error *err);
 
