@@ -854,13 +854,15 @@ static void jm_put(json_memo *jm, const hv *v, const char *text, size_t len, int
 static int json_remembered(sbuf *out, const hv *v, int depth, json_memo *jm, herr *err)
 {
     jm_slot *s = jm_find(jm, v);
-    if (s && s->v == v && depth <= s->depth) {
+    bool known = s && s->v == v;
+    if (known && depth <= s->depth) {
         sb_addn(out, s->text, s->len);
         return 0;
     }
+    /* (s is not used past this point: the containers inside may grow the table) */
     size_t at = out->len;
     int r = json_container(out, v, depth, jm, err);
-    if (r == 0 && !(s && s->v == v))
+    if (r == 0 && !known)
         jm_put(jm, v, out->s + at, out->len - at, depth);
     return r;
 }

@@ -8635,6 +8635,23 @@ static void test_json_memo(void **state)
     hv_decref(chain);
     hv_decref(outer);
     hv_decref(shared);
+    /* a container whose parts fill the table past its growth (the slot of the container found
+     * before them moves): the same bytes, then the same again from the memo */
+    hv *many = hv_array();
+    for (int i = 0; i < 3000; i++) {
+        hv *h = hv_hash();
+        hv_hash_sets(h, "i", hv_int(i));
+        hv_array_push(many, h);
+    }
+    hv_set_stable_deep(many);
+    want = render_str(render_json, many);
+    for (int round = 0; round < 2; round++) {
+        got = json_memo_str(many, jm);
+        assert_string_equal(got, want);
+        free(got);
+    }
+    free(want);
+    hv_decref(many);
     json_memo_free(jm);
 }
 
