@@ -437,23 +437,26 @@ typedef struct {
  * What was met once is remembered by its code in a bounded set (emptied when half full); the
  * table stops growing at DC_STRINGS_MAX. */
 #define DC_STRINGS_MAX (1u << 16)
+#define DC_SEEN_CAP (1u << 13)
+
+typedef struct {
+    uint64_t code;
+    hv *v;
+} dc_slot;
 
 struct dc_strings {
-    struct {
-        uint64_t code;
-        hv *v;
-    } slots[2 * DC_STRINGS_MAX];
-    size_t n;
+    dc_slot *slots; /* open addressing, at most half full; grows with the strings kept */
+    size_t cap, n;
     uint64_t *seen;
     size_t nseen;
     hv_nodes nodes; /* what hv_free_immortal frees */
 };
 
-#define DC_SEEN_CAP (1u << 15)
-
 dc_strings *dc_strings_new(void)
 {
     dc_strings *t = xcalloc(1, sizeof *t);
+    t->cap = 1024;
+    t->slots = xcalloc(t->cap, sizeof *t->slots);
     t->seen = xcalloc(DC_SEEN_CAP, sizeof *t->seen);
     return t;
 }
@@ -463,8 +466,26 @@ void dc_strings_free(dc_strings *t)
     if (!t)
         return;
     hv_free_immortal(&t->nodes);
+    free(t->slots);
     free(t->seen);
     free(t);
+}
+
+static void strings_grow(dc_strings *t)
+{
+    size_t ncap = 2 * t->cap, mask = ncap - 1;
+    dc_slot *slots = xcalloc(ncap, sizeof *slots);
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i].v)
+            continue;
+        size_t j = (size_t)t->slots[i].code & mask;
+        while (slots[j].v)
+            j = (j + 1) & mask;
+        slots[j] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = ncap;
 }
 
 /* Whether code was met before; remembers it when not. */
@@ -494,9 +515,8 @@ static bool seen_before(dc_strings *t, uint64_t code)
 static hv *shared_string(dc_strings *t, const char *p, size_t len, uint32_t line)
 {
     uint64_t code = (hash_bytes(p, len) ^ ((uint64_t)line * 0x9e3779b97f4a7c15ULL)) | 1;
-    size_t mask = 2 * DC_STRINGS_MAX - 1;
-    size_t i = (size_t)code & mask;
-    for (; t->slots[i].v; i = (i + 1) & mask) {
+    size_t mask = t->cap - 1;
+    for (size_t i = (size_t)code & mask; t->slots[i].v; i = (i + 1) & mask) {
         hv *v = t->slots[i].v;
         if (t->slots[i].code == code && hv_str_len(v) == len && hv_line(v) == line && memcmp(hv_str_ptr(v), p, len) == 0)
             return v;
@@ -505,8 +525,13 @@ static hv *shared_string(dc_strings *t, const char *p, size_t len, uint32_t line
     hv_set_line(v, line);
     if (t->n < DC_STRINGS_MAX && seen_before(t, code)) {
         hv_make_immortal(v, &t->nodes);
-        t->slots[i].code = code;
-        t->slots[i].v = v;
+        if (2 * (t->n + 1) > t->cap)
+            strings_grow(t);
+        mask = t->cap - 1;
+        size_t i = (size_t)code & mask;
+        while (t->slots[i].v)
+            i = (i + 1) & mask;
+        t->slots[i] = (dc_slot){code, v};
         t->n++;
     }
     return v;

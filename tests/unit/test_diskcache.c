@@ -147,6 +147,35 @@ static void test_shared_strings(void **state)
     assert_int_equal(hv_line(k3), 3);
     for (int i = 0; i < 4; i++)
         hv_decref(back[i]);
+    /* 3000 strings shared: the table grows past its first size and keeps finding them */
+    sbuf doc = {0};
+    for (int i = 0; i < 1500; i++)
+        sb_addf(&doc, "key%d: value%d\n", i, i);
+    hv *reads[3];
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "big%d.yaml", i);
+        char *src = write_src(name, doc.s);
+        struct stat st;
+        assert_int_equal(stat(src, &st), 0);
+        herr e = {0};
+        hv *v = yaml_parse(doc.s, doc.len, src, YAML_PUPPET, &e);
+        assert_non_null(v);
+        diskcache_put(c, src, 0, &st, v, 0);
+        unsigned flags = 0;
+        reads[i] = diskcache_get_shared(c, src, 0, &st, &flags, t);
+        assert_non_null(reads[i]);
+        assert_true(hv_eql(v, reads[i]));
+        hv_decref(v);
+        free(src);
+    }
+    for (size_t k = 0; k < 1500; k += 7) {
+        assert_ptr_equal(hv_hash_key_at(reads[1], k), hv_hash_key_at(reads[2], k));
+        assert_ptr_equal(hv_hash_val_at(reads[1], k), hv_hash_val_at(reads[2], k));
+    }
+    for (int i = 0; i < 3; i++)
+        hv_decref(reads[i]);
+    sb_free(&doc);
     dc_strings_free(t);
     diskcache_close(c);
     free(cdir);
