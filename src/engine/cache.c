@@ -83,9 +83,9 @@ struct hiera_cache {
     void (**shared_free)(void *);
     size_t nshared;
     recent_key *recent; /* RECENT_KEYS slots, made on first use */
+    size_t nrecent;
     json_memo *json; /* the JSON text of stable containers (cache_json_memo), made on first use */
     dc_strings *facts_strings; /* strings shared between facts read back (cache_share_facts_strings) */
-    size_t nrecent;
     /* a view over files already read (a snapshot): they are taken from there */
     const file_source *src_ops;
     void *src;
@@ -236,7 +236,6 @@ hv *cache_memo(hiera_cache *c)
         c->memo = hv_hash();
     return c->memo;
 }
-
 
 void cache_share_facts_strings(hiera_cache *c)
 {
