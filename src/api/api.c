@@ -84,11 +84,12 @@ hiera_value *hiera_value_from_json(const char *text, hiera_error *err)
     return v;
 }
 
-char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error *err)
+/* hiera_render, JSON's stable containers remembered in jm when it is given. */
+static char *render_with(const hv *v, hiera_render_format format, json_memo *jm, hiera_error *err)
 {
     sbuf b = {0};
     herr e = {0};
-    int rc = format == HIERA_RENDER_JSON          ? render_json(&b, v, &e)
+    int rc = format == HIERA_RENDER_JSON          ? render_json_memo(&b, v, jm, &e)
              : format == HIERA_RENDER_YAML        ? render_yaml(&b, v, &e)
              : format == HIERA_RENDER_YAML_SHARED ? render_yaml_shared(&b, v, &e)
                                                   : render_s(&b, v, &e);
@@ -102,20 +103,14 @@ char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error
     return sb_take(&b);
 }
 
+char *hiera_render(const hiera_value *v, hiera_render_format format, hiera_error *err)
+{
+    return render_with(v, format, NULL, err);
+}
+
 char *hiera_cache_render(hiera_cache *c, const hiera_value *v, hiera_render_format format, hiera_error *err)
 {
-    if (!c || format != HIERA_RENDER_JSON)
-        return hiera_render(v, format, err);
-    sbuf b = {0};
-    herr e = {0};
-    if (render_json_memo(&b, v, cache_json_memo(c), &e) != 0) {
-        sb_free(&b);
-        if (!herr_isset(&e))
-            herr_set(&e, HERR_ERROR, "cannot render the value");
-        herr_to_public(err, &e);
-        return NULL;
-    }
-    return sb_take(&b);
+    return render_with(v, format, c && format == HIERA_RENDER_JSON ? cache_json_memo(c) : NULL, err);
 }
 
 /* ------------------------------------------------------------------ contexts */
