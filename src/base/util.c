@@ -178,12 +178,7 @@ uint64_t hash_bytes(const void *p, size_t n)
         h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
         h ^= h >> 31;
     }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
+    return hash_mix(h);
 }
 
 void sb_add_u64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, sizeof v); }

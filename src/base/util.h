@@ -30,6 +30,17 @@ char *xjoin(const char *first, ...) __attribute__((sentinel));
  * machine: never compare them across builds without a check (the disk cache's indexes check
  * the code of "lookup_options" before they use theirs). */
 uint64_t hash_bytes(const void *p, size_t n);
+/* The finalizer of MurmurHash3 (fmix64): every bit of h moves every bit of the result. hash_bytes
+ * ends with it; value and report codes mix their parts with it. */
+static inline uint64_t hash_mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
 
 /* A growable NUL-terminated byte buffer. Zero-initialise (sbuf b = {0}) to start. */
 typedef struct {

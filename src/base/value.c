@@ -318,16 +318,6 @@ void hv_array_truncate(hv *a, size_t n)
 
 /* ---- hashing and equality ---- */
 
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
 /* hv_hash_code (identity false), or hv_identity_code's code (identity: floats bit for bit,
  * hash entries in order; *ok false for a Sensitive). */
 static uint64_t code_impl(const hv *v, bool identity, bool *ok)
@@ -338,14 +328,14 @@ static uint64_t code_impl(const hv *v, bool identity, bool *ok)
     case HV_BOOL:
         return hv_bool_val(v) ? 0x1234567ULL : 0x7654321ULL;
     case HV_INT:
-        return mix((uint64_t)hv_int_val(v) + 0x51ULL);
+        return hash_mix((uint64_t)hv_int_val(v) + 0x51ULL);
     case HV_FLOAT: {
         double d = hv_float_val(v);
         if (d == 0 && !identity)
             d = 0; /* -0.0 and 0.0 are eql? */
         uint64_t bits;
         memcpy(&bits, &d, sizeof bits);
-        return mix(bits ^ 0xf10a7ULL);
+        return hash_mix(bits ^ 0xf10a7ULL);
     }
     case HV_STRING: case HV_BIGINT: case HV_SYMBOL: {
         /* computed on first use and kept in the value, which may be shared between threads
@@ -362,7 +352,7 @@ static uint64_t code_impl(const hv *v, bool identity, bool *ok)
     case HV_ARRAY: {
         uint64_t h = 0xa77a1ULL;
         for (size_t i = 0; i < hv_array_len(v); i++)
-            h = mix(h * 31 + code_impl(hv_array_get(v, i), identity, ok));
+            h = hash_mix(h * 31 + code_impl(hv_array_get(v, i), identity, ok));
         return h;
     }
     case HV_HASH: {
@@ -370,9 +360,9 @@ static uint64_t code_impl(const hv *v, bool identity, bool *ok)
         for (size_t i = 0; i < hv_hash_len(v); i++) {
             uint64_t k = code_impl(hv_hash_key_at(v, i), identity, ok), e = code_impl(hv_hash_val_at(v, i), identity, ok);
             if (identity)
-                h = mix(mix(h * 31 + k) * 7 + e); /* in order */
+                h = hash_mix(hash_mix(h * 31 + k) * 7 + e); /* in order */
             else
-                h += mix(k * 7 + e); /* order-independent, as Ruby's Hash#hash */
+                h += hash_mix(k * 7 + e); /* order-independent, as Ruby's Hash#hash */
         }
         return h;
     }

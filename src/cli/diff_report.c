@@ -7,6 +7,8 @@
  * under every key it would be said thousands of times. */
 #include "cli/diff_report.h"
 
+#include "base/util.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,16 +70,6 @@ static change_kind kind_of(const outcome *o, const outcome *n)
 
 static bool failure_kind(change_kind k) { return k == CH_NOW_FAILING || k == CH_FIXED || k == CH_FAILURE_CHANGED; }
 
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
 static uint64_t str_code(const char *s)
 {
     uint64_t h = 1469598103934665603ULL;
@@ -85,7 +77,7 @@ static uint64_t str_code(const char *s)
         h ^= (unsigned char)*s;
         h *= 1099511628211ULL;
     }
-    return mix(h);
+    return hash_mix(h);
 }
 
 static uint64_t outcome_code(const outcome *o)
@@ -96,11 +88,11 @@ static uint64_t outcome_code(const outcome *o)
 /* What identifies a change: for the failure kinds only the messages. */
 static uint64_t change_sig(uint32_t key, change_kind kind, const outcome *o, const outcome *n)
 {
-    uint64_t h = mix(((uint64_t)key << 8) + (uint64_t)kind + 1);
+    uint64_t h = hash_mix(((uint64_t)key << 8) + (uint64_t)kind + 1);
     switch (kind) {
-    case CH_NOW_FAILING: return mix(h ^ outcome_code(n));
-    case CH_FIXED: return mix(h ^ outcome_code(o));
-    default: return mix(h ^ outcome_code(o) * 31 ^ outcome_code(n));
+    case CH_NOW_FAILING: return hash_mix(h ^ outcome_code(n));
+    case CH_FIXED: return hash_mix(h ^ outcome_code(o));
+    default: return hash_mix(h ^ outcome_code(o) * 31 ^ outcome_code(n));
     }
 }
 
@@ -269,7 +261,7 @@ typedef struct {
 
 static uint64_t failure_code(const dgroup *g)
 {
-    return mix(str_code(g->old.msg) * 31 + str_code(g->new_.msg) + (uint64_t)g->kind);
+    return hash_mix(str_code(g->old.msg) * 31 + str_code(g->new_.msg) + (uint64_t)g->kind);
 }
 
 static bool same_failure(const dgroup *a, const dgroup *b)

@@ -53,16 +53,6 @@ bool dv_same(const hv *a, const hv *b)
     return false;
 }
 
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
 uint64_t dv_code(const hv *v)
 {
     switch (hv_kind_of(v)) {
@@ -71,7 +61,7 @@ uint64_t dv_code(const hv *v)
     case HV_BOOL:
         return hv_bool_val(v) ? 0x1234567ULL : 0x7654321ULL;
     case HV_INT:
-        return mix((uint64_t)hv_int_val(v) + 0x51ULL);
+        return hash_mix((uint64_t)hv_int_val(v) + 0x51ULL);
     case HV_FLOAT: {
         double d = hv_float_val(v);
         if (isnan(d))
@@ -80,24 +70,24 @@ uint64_t dv_code(const hv *v)
             d = 0; /* -0.0 is the same as 0.0 */
         uint64_t bits;
         memcpy(&bits, &d, sizeof bits);
-        return mix(bits ^ 0xf10a7ULL);
+        return hash_mix(bits ^ 0xf10a7ULL);
     }
     case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
         return hv_hash_code(v); /* the bytes and the kind */
     case HV_ARRAY: {
         uint64_t h = 0xa77a1ULL;
         for (size_t i = 0; i < hv_array_len(v); i++)
-            h = mix(h * 31 + dv_code(hv_array_get(v, i)));
+            h = hash_mix(h * 31 + dv_code(hv_array_get(v, i)));
         return h;
     }
     case HV_HASH: {
         uint64_t h = 0x4a54ULL;
         for (size_t i = 0; i < hv_hash_len(v); i++)
-            h += mix(hv_hash_code(hv_hash_key_at(v, i)) * 7 + dv_code(hv_hash_val_at(v, i))); /* any order */
+            h += hash_mix(hv_hash_code(hv_hash_key_at(v, i)) * 7 + dv_code(hv_hash_val_at(v, i))); /* any order */
         return h;
     }
     case HV_SENSITIVE:
-        return mix(dv_code(hv_sensitive_inner(v)) ^ 0x5e45ULL);
+        return hash_mix(dv_code(hv_sensitive_inner(v)) ^ 0x5e45ULL);
     }
     return 0;
 }
