@@ -91,6 +91,19 @@ static void test_round_trip(void **state)
     free(cdir);
 }
 
+/* A source file of text written and stored in c under its stat identity: its path (free it), with
+ * *st and *parsed (a reference) as stored. */
+static char *cached_source(diskcache *c, const char *name, const char *text, struct stat *st, hv **parsed)
+{
+    char *src = write_src(name, text);
+    assert_int_equal(stat(src, st), 0);
+    herr e = {0};
+    *parsed = yaml_parse(text, strlen(text), src, YAML_PUPPET, &e);
+    assert_non_null(*parsed);
+    diskcache_put(c, src, 0, st, *parsed, 0);
+    return src;
+}
+
 /* Entries read with a string table: the same values as without one (lines, aliases, kinds); a
  * string met in a second entry (same bytes, same line) is one immortal node from then on, in
  * every entry read later; other strings stay each entry's own. */
@@ -109,13 +122,9 @@ static void test_shared_strings(void **state)
     for (int i = 0; i < 4; i++) {
         char name[16];
         snprintf(name, sizeof name, "n%d.yaml", i);
-        char *src = write_src(name, docs[i]);
         struct stat st;
-        assert_int_equal(stat(src, &st), 0);
-        herr e = {0};
-        hv *v = yaml_parse(docs[i], strlen(docs[i]), src, YAML_PUPPET, &e);
-        assert_non_null(v);
-        diskcache_put(c, src, 0, &st, v, 0);
+        hv *v;
+        char *src = cached_source(c, name, docs[i], &st, &v);
         unsigned flags = 0;
         hv *plain = diskcache_get(c, src, 0, &st, &flags);
         back[i] = diskcache_get_shared(c, src, 0, &st, &flags, t);
@@ -155,13 +164,9 @@ static void test_shared_strings(void **state)
     for (int i = 0; i < 3; i++) {
         char name[16];
         snprintf(name, sizeof name, "big%d.yaml", i);
-        char *src = write_src(name, doc.s);
         struct stat st;
-        assert_int_equal(stat(src, &st), 0);
-        herr e = {0};
-        hv *v = yaml_parse(doc.s, doc.len, src, YAML_PUPPET, &e);
-        assert_non_null(v);
-        diskcache_put(c, src, 0, &st, v, 0);
+        hv *v;
+        char *src = cached_source(c, name, doc.s, &st, &v);
         unsigned flags = 0;
         reads[i] = diskcache_get_shared(c, src, 0, &st, &flags, t);
         assert_non_null(reads[i]);
