@@ -181,6 +181,47 @@ uint64_t hash_bytes(const void *p, size_t n)
     return hash_mix(h);
 }
 
+bool code_set_seen(code_set *s, uint64_t code)
+{
+    size_t cap = s->codes ? (size_t)1 << s->bits : 0;
+    if (s->n * 2 >= cap) {
+        if (s->codes && s->bits >= s->max_bits) {
+            memset(s->codes, 0, cap * sizeof *s->codes);
+            s->n = 0;
+        } else {
+            unsigned bits = s->codes ? s->bits + 1 : s->min_bits;
+            uint64_t *codes = xcalloc((size_t)1 << bits, sizeof *codes);
+            for (size_t i = 0; i < cap; i++) {
+                if (!s->codes[i])
+                    continue;
+                size_t j = (size_t)(s->codes[i] >> (64 - bits));
+                while (codes[j])
+                    j = (j + 1) & (((size_t)1 << bits) - 1);
+                codes[j] = s->codes[i];
+            }
+            free(s->codes);
+            s->codes = codes;
+            s->bits = bits;
+        }
+        cap = (size_t)1 << s->bits;
+    }
+    for (size_t i = (size_t)(code >> (64 - s->bits));; i = (i + 1) & (cap - 1)) {
+        if (s->codes[i] == code)
+            return true;
+        if (!s->codes[i]) {
+            s->codes[i] = code;
+            s->n++;
+            return false;
+        }
+    }
+}
+
+void code_set_free(code_set *s)
+{
+    free(s->codes);
+    *s = (code_set){NULL, 0, s->min_bits, s->max_bits, 0};
+}
+
 void sb_add_u64(sbuf *b, uint64_t v) { sb_addn(b, (const char *)&v, sizeof v); }
 
 bool br_bytes(byte_reader *r, size_t n, const unsigned char **out)

@@ -30,6 +30,18 @@ char *xjoin(const char *first, ...) __attribute__((sentinel));
  * machine: never compare them across builds without a check (the disk cache's indexes check
  * the code of "lookup_options" before they use theirs). */
 uint64_t hash_bytes(const void *p, size_t n);
+/* A set of non-zero 64-bit codes met once (what a table admits on the second meeting): open
+ * addressing, at most half full, growing from 1 << min_bits to 1 << max_bits places, and emptied
+ * when full there (a mark lost then only delays an admission). Zero-initialise it with the two
+ * bounds set. */
+typedef struct {
+    uint64_t *codes;
+    unsigned bits, min_bits, max_bits;
+    size_t n;
+} code_set;
+/* Whether code was met before; marks it when not. */
+bool code_set_seen(code_set *s, uint64_t code);
+void code_set_free(code_set *s);
 /* The finalizer of MurmurHash3 (fmix64): every bit of h moves every bit of the result. hash_bytes
  * ends with it; value and report codes mix their parts with it. */
 static inline uint64_t hash_mix(uint64_t h)

@@ -35,9 +35,7 @@ struct memo {
     size_t cap, n; /* cap: a power of two */
     size_t bytes;  /* keys, slots and (roughly) values held */
     size_t max_entries;
-    uint64_t *seen; /* the set of codes of keys put once (0: an empty place), 1 << seen_bits places */
-    unsigned seen_bits;
-    size_t nseen;   /* codes in it */
+    code_set seen; /* the codes of keys put once */
 };
 
 /* A value's size, roughly: its node and its first level of elements. */
@@ -56,6 +54,7 @@ memo *memo_new(void)
 {
     memo *m = xcalloc(1, sizeof(memo));
     m->max_entries = MEMO_MAX_ENTRIES;
+    m->seen = (code_set){.min_bits = SEEN_MIN_BITS, .max_bits = SEEN_MAX_BITS};
     /* tests fill the table early to see that a full one changes no answer */
     const char *limit = fs_getenv("HIERA_MEMO_MAX_ENTRIES");
     if (limit && *limit) {
@@ -77,7 +76,7 @@ void memo_free(memo *m)
             hv_decref(m->slots[i].value);
         }
     free(m->slots);
-    free(m->seen);
+    code_set_free(&m->seen);
     free(m);
 }
 
@@ -111,49 +110,13 @@ static void grow(memo *m)
     m->cap = ncap;
 }
 
-/* Whether code was marked as put once before; marks it when not. */
-static bool seen_before(memo *m, uint64_t code)
-{
-    size_t cap = m->seen ? (size_t)1 << m->seen_bits : 0;
-    if (m->nseen * 2 >= cap) {
-        if (m->seen_bits == SEEN_MAX_BITS) {
-            memset(m->seen, 0, cap * sizeof *m->seen);
-            m->nseen = 0;
-        } else {
-            unsigned bits = m->seen ? m->seen_bits + 1 : SEEN_MIN_BITS;
-            uint64_t *seen = xcalloc((size_t)1 << bits, sizeof *seen);
-            for (size_t i = 0; i < cap; i++) {
-                if (!m->seen[i])
-                    continue;
-                size_t j = (size_t)(m->seen[i] >> (64 - bits));
-                while (seen[j])
-                    j = (j + 1) & (((size_t)1 << bits) - 1);
-                seen[j] = m->seen[i];
-            }
-            free(m->seen);
-            m->seen = seen;
-            m->seen_bits = bits;
-        }
-        cap = (size_t)1 << m->seen_bits;
-    }
-    for (size_t i = (size_t)(code >> (64 - m->seen_bits));; i = (i + 1) & (cap - 1)) {
-        if (m->seen[i] == code)
-            return true;
-        if (!m->seen[i]) {
-            m->seen[i] = code;
-            m->nseen++;
-            return false;
-        }
-    }
-}
-
 bool memo_put(memo *m, const void *key, size_t len, hv *value)
 {
     size_t cost = len + 2 * sizeof(memo_slot) + value_bytes(value);
     if (m->n >= m->max_entries || len > UINT32_MAX || m->bytes + cost > MEMO_MAX_BYTES)
         return false;
     uint64_t code = key_code(key, len);
-    if (!seen_before(m, code))
+    if (!code_set_seen(&m->seen, code))
         return false;
     if ((m->n + 1) * 4 > m->cap * 3)
         grow(m);

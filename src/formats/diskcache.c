@@ -437,7 +437,7 @@ typedef struct {
  * What was met once is remembered by its code in a bounded set (emptied when half full); the
  * table stops growing at DC_STRINGS_MAX. */
 #define DC_STRINGS_MAX (1u << 16)
-#define DC_SEEN_CAP (1u << 13)
+#define DC_SEEN_BITS 13
 
 typedef struct {
     uint64_t code;
@@ -447,8 +447,7 @@ typedef struct {
 struct dc_strings {
     dc_slot *slots; /* open addressing, at most half full; grows with the strings kept */
     size_t cap, n;
-    uint64_t *seen;
-    size_t nseen;
+    code_set seen; /* the codes of strings met once */
     hv_nodes nodes; /* what hv_free_immortal frees */
 };
 
@@ -457,7 +456,7 @@ dc_strings *dc_strings_new(void)
     dc_strings *t = xcalloc(1, sizeof *t);
     t->cap = 1024;
     t->slots = xcalloc(t->cap, sizeof *t->slots);
-    t->seen = xcalloc(DC_SEEN_CAP, sizeof *t->seen);
+    t->seen = (code_set){.min_bits = DC_SEEN_BITS, .max_bits = DC_SEEN_BITS};
     return t;
 }
 
@@ -467,7 +466,7 @@ void dc_strings_free(dc_strings *t)
         return;
     hv_free_immortal(&t->nodes);
     free(t->slots);
-    free(t->seen);
+    code_set_free(&t->seen);
     free(t);
 }
 
@@ -488,28 +487,6 @@ static void strings_grow(dc_strings *t)
     t->cap = ncap;
 }
 
-/* Whether code was met before; remembers it when not. */
-static bool seen_before(dc_strings *t, uint64_t code)
-{
-    size_t mask = DC_SEEN_CAP - 1;
-    for (size_t i = (size_t)code & mask;; i = (i + 1) & mask) {
-        if (t->seen[i] == code)
-            return true;
-        if (!t->seen[i])
-            break;
-    }
-    if (2 * (t->nseen + 1) > DC_SEEN_CAP) {
-        memset(t->seen, 0, DC_SEEN_CAP * sizeof *t->seen);
-        t->nseen = 0;
-    }
-    size_t i = (size_t)code & mask;
-    while (t->seen[i])
-        i = (i + 1) & mask;
-    t->seen[i] = code;
-    t->nseen++;
-    return false;
-}
-
 /* The string of len bytes at p with this line: the shared one, or a new one (shared from now on
  * when it was met before). A new reference (immortal ones need none). */
 static hv *shared_string(dc_strings *t, const char *p, size_t len, uint32_t line)
@@ -523,7 +500,7 @@ static hv *shared_string(dc_strings *t, const char *p, size_t len, uint32_t line
     }
     hv *v = hv_strn(p, len);
     hv_set_line(v, line);
-    if (t->n < DC_STRINGS_MAX && seen_before(t, code)) {
+    if (t->n < DC_STRINGS_MAX && code_set_seen(&t->seen, code)) {
         hv_make_immortal(v, &t->nodes);
         if (2 * (t->n + 1) > t->cap)
             strings_grow(t);
