@@ -77,6 +77,8 @@ struct hiera_cache {
     hv *warned; /* the warnings given once (cache_warn_once) */
     kix_slot *kix;        /* the key index (frozen only) */
     size_t kix_cap, kix_n;
+    centry **kid_entries; /* the key index's files, by number - 1 */
+    size_t kid_cap;
     /* objects the engine shares between contexts (compiled lookup_options), by signature */
     hv *shared_index;
     void **shared;
@@ -174,6 +176,7 @@ void cache_free(hiera_cache *c)
         free(c->kix[i].entry.bits);
     }
     free(c->kix);
+    free(c->kid_entries);
     for (size_t i = 0; i < c->nshared; i++)
         if (c->shared_free[i])
             c->shared_free[i](c->shared[i]);
@@ -766,6 +769,11 @@ static void kix_set_bit(key_index *x, uint32_t kid)
 static void kix_add_file(hiera_cache *c, centry *e)
 {
     e->kid = ++c->head.kix_files;
+    if (e->kid > c->kid_cap) {
+        c->kid_cap = c->kid_cap ? 2 * c->kid_cap : 256;
+        c->kid_entries = xrealloc(c->kid_entries, c->kid_cap * sizeof *c->kid_entries);
+    }
+    c->kid_entries[e->kid - 1] = e;
     hv_set_stable_deep(e->value); /* kept, unchanged, to the end: merges of its values are remembered */
     const hv *v = e->value;
     for (size_t i = 0; i < hv_hash_len(v); i++) {
@@ -825,6 +833,23 @@ hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyf
     return v;
 }
 
+
+uint32_t cache_loaded_kid(hiera_cache *c, const char *path, file_format fmt)
+{
+    if (!c->head.frozen)
+        return 0;
+    centry *e = find_entry(c, path, fmt, path_code(path, fmt));
+    return e ? e->kid : 0;
+}
+
+hv *cache_kid_data(hiera_cache *c, uint32_t kid, hv **keyflags)
+{
+    if (!c->head.frozen || !kid || kid > c->head.kix_files)
+        return NULL;
+    centry *e = c->kid_entries[kid - 1];
+    *keyflags = e->info;
+    return e->value;
+}
 
 const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code)
 {

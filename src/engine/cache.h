@@ -59,6 +59,12 @@ typedef struct lazy_data lazy_data;
  * cache_file_exists_stat, used instead of asking again. */
 hv *cache_load_data(hiera_cache *c, const char *path, file_format fmt, hv **keyflags, uint32_t *kid, lazy_data **lazy,
                     const struct stat *known, herr *err);
+/* A frozen cache's number for the data hash of path already loaded in the key index (as *kid of
+ * cache_load_data), or 0. */
+uint32_t cache_loaded_kid(hiera_cache *c, const char *path, file_format fmt);
+/* What cache_load_data gives for the data hash numbered kid (from cache_loaded_kid): the hash
+ * (BORROWED) and *keyflags, or NULL when no hash has that number. */
+hv *cache_kid_data(hiera_cache *c, uint32_t kid, hv **keyflags);
 /* The value of the top-level string key (code: hv_str_code) in ld: 1 with *out (BORROWED: ld
  * keeps it), 0 when absent, -1 with err when the hash cannot be had (a corrupt disk cache entry
  * whose file no longer parses). */

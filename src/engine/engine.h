@@ -200,6 +200,13 @@ void interp_ctx_free(hiera_ctx *h);
  * for the same values of the variables it reads: the malloc'ed text, or NULL; then, when key->len
  * is set, the caller's text (once checked) is to be remembered under key (memo_put). */
 char *location_remembered(inv *I, struct memo *m, const char *s, bool glob, bool uri, sbuf *key);
+/* What the expressions of the hierarchy templates t[0..n) read (no method syntax), in order, as
+ * a new list for templates_key, or false when one of them cannot stand in a key. */
+hv *templates_deps(inv *I, const char *const *t, size_t n);
+/* Appends to k what each expression of deps (from templates_deps) reads now, as the values a
+ * remembered expansion of the templates is kept under; false when they cannot stand for it (an
+ * unusable list, a variable that is not a plain scalar, an explanation or a local scope). */
+bool templates_key(inv *I, const hv *deps, sbuf *k);
 /* The 'scope' interpolation method: a variable with an optional dotted path; *out is undef when
  * it is not defined. subject is the string being interpolated (for syntax errors). */
 lr scope_lookup(inv *I, const char *key, const char *subject, hv **out, herr *err);

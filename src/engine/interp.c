@@ -955,6 +955,32 @@ char *location_remembered(inv *I, memo *m, const char *s, bool glob, bool uri, s
     return NULL;
 }
 
+hv *templates_deps(inv *I, const char *const *t, size_t n)
+{
+    hv *deps = hv_array();
+    for (size_t i = 0; i < n; i++) {
+        hv *tmpl = hv_str(t[i]);
+        bool ok = collect_deps(I, tmpl, deps, true);
+        hv_decref(tmpl);
+        if (!ok) {
+            hv_decref(deps);
+            return hv_false();
+        }
+    }
+    return deps;
+}
+
+bool templates_key(inv *I, const hv *deps, sbuf *k)
+{
+    hiera_ctx *h = I->h;
+    size_t counted = h->nested_lookups;
+    if (!hv_is(deps, HV_ARRAY) || h->ex || I->local_scope || !deps_key(I, deps, k)) {
+        h->nested_lookups = counted;
+        return false;
+    }
+    return true;
+}
+
 lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, hv **out, herr *err)
 {
     hiera_ctx *h = I->h;

@@ -950,17 +950,113 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
     return LR_FOUND;
 }
 
+/* ---- remembered levels
+ *
+ * With a frozen cache, where a version 5 level's paths or globs lead is a function of the level
+ * and of what its templates (datadir and locations) read: its locations are remembered under
+ * 'E', the level's address (its configuration lives as long as the cache) and those values, as
+ * [path, original, exists] triples. Every node of a fleet expands every level; most levels give
+ * the same few results (a role, a datacenter), and a remembered one is copied instead of being
+ * interpolated, joined to its datadir and checked for existence again. */
+
+typedef struct {
+    char tag;
+    const hlevel *lvl;
+} level_id;
+
+/* The key of lvl's remembered locations, in k; false when it cannot have one (k is then empty). */
+static bool level_key(inv *I, memo *m, const hlevel *lvl, sbuf *k)
+{
+    k->len = 0;
+    if (!m || I->h->ex || lvl->v3_datadir_abs || I->config->version != 5 ||
+        (lvl->lkind != LOC_PATH && lvl->lkind != LOC_PATHS && lvl->lkind != LOC_GLOB && lvl->lkind != LOC_GLOBS))
+        return false;
+    level_id id;
+    memset(&id, 0, sizeof id);
+    id.tag = 'e';
+    id.lvl = lvl;
+    hv *deps = hv_incref(memo_get(m, &id, sizeof id));
+    if (!deps) {
+        /* what the templates read, listed once per level */
+        const char **t = xmalloc((lvl->nlocs + 1) * sizeof *t);
+        char *joined = pn_plus(I->config->root, lvl->datadir);
+        t[0] = joined;
+        for (size_t i = 0; i < lvl->nlocs; i++)
+            t[i + 1] = lvl->locs[i];
+        deps = templates_deps(I, t, lvl->nlocs + 1);
+        free(joined);
+        free(t);
+        memo_put(m, &id, sizeof id, deps);
+    }
+    id.tag = 'E';
+    sb_addn(k, (const char *)&id, sizeof id);
+    sb_addc(k, I->h->strict_paths ? 's' : '-');
+    bool usable = templates_key(I, deps, k);
+    hv_decref(deps);
+    if (!usable)
+        k->len = 0;
+    return usable;
+}
+
+/* The provider's locations from a remembered level. */
+static void level_recall(provider *p, const hv *known)
+{
+    size_t n = hv_array_len(known) / 4;
+    p->locs = n ? xmalloc(n * sizeof *p->locs) : NULL;
+    p->nlocs = n;
+    for (size_t j = 0; j < n; j++) {
+        const hv *path = hv_array_get(known, 4 * j), *orig = hv_array_get(known, 4 * j + 1);
+        p->locs[j] = (location){.path = xstrndup(hv_str_ptr(path), hv_str_len(path)),
+                                .original = xstrndup(hv_str_ptr(orig), hv_str_len(orig)),
+                                .exists = hv_bool_val(hv_array_get(known, 4 * j + 2)),
+                                .kid = (uint32_t)hv_int_val(hv_array_get(known, 4 * j + 3))};
+    }
+}
+
+static inline file_format provider_format(provider *p, bool *known);
+
+/* Remembers the provider's locations under key (its level's, from level_key), each with the
+ * number of its data hash when the cache has loaded it already (location_load then finds it by
+ * that number instead of by its path). */
+static void level_remember(hiera_cache *c, memo *m, const sbuf *key, provider *p)
+{
+    bool known = false;
+    file_format fmt = provider_format(p, &known);
+    hv *rec = hv_array_sized(4 * p->nlocs);
+    for (size_t j = 0; j < p->nlocs; j++) {
+        const location *loc = &p->locs[j];
+        hv_array_push(rec, hv_str(loc->path));
+        hv_array_push(rec, hv_str(loc->original));
+        hv_array_push(rec, hv_bool(loc->exists));
+        uint32_t kid = known && p->lvl->fkind == FN_DATA_HASH && loc->exists ? cache_loaded_kid(c, loc->path, fmt) : 0;
+        hv_array_push(rec, hv_int(kid));
+    }
+    memo_put(m, key->s, key->len, rec);
+    hv_decref(rec);
+}
+
 static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
 {
     const hcfg *cfg = l->cfg;
     inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0, 0, NULL};
     provider *provs = xcalloc(n ? n : 1, sizeof *provs);
     size_t np = 0;
+    memo *m = cache_work_memo(h->cache);
+    sbuf key = {0};
     for (size_t i = 0; i < n; i++) {
         const hlevel *lvl = &levels[i];
         provider *p = &provs[np];
         memset(p, 0, sizeof *p);
         p->lvl = lvl;
+        size_t counted = h->nested_lookups;
+        if (level_key(&I, m, lvl, &key)) {
+            const hv *known = memo_get(m, key.s, key.len);
+            if (known) {
+                level_recall(p, known);
+                goto resolved;
+            }
+            h->nested_lookups = counted; /* (the expansion counts its own) */
+        }
         char *datadir;
         if (lvl->v3_datadir_abs) {
             /* Hiera 3 backends: the backend's :datadir: (interpolated), else the default */
@@ -971,6 +1067,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             lr r = interp_location(&I, lvl, dd, false, false, &datadir, err);
             free(def);
             if (r != LR_FOUND) {
+                sb_free(&key);
                 providers_free(provs, np);
                 return LR_ERROR;
             }
@@ -979,6 +1076,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             lr r = cfg->version == 4 ? (datadir = xstrdup(joined), LR_FOUND) : interp_location(&I, lvl, joined, false, false, &datadir, err);
             free(joined);
             if (r != LR_FOUND) {
+                sb_free(&key);
                 providers_free(provs, np);
                 return LR_ERROR;
             }
@@ -987,10 +1085,14 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             p->nil_location = true;
         } else if (resolve_locations(&I, cfg, lvl, datadir, &p->locs, &p->nlocs, err) != LR_FOUND) {
             free(datadir);
+            sb_free(&key);
             providers_free(provs, np + 1);
             return LR_ERROR;
         }
         free(datadir);
+        if (key.len)
+            level_remember(h->cache, m, &key, p);
+    resolved:
         if (!cfg->path && !p->nil_location && p->nlocs == 0) {
             free(p->locs);
             continue; /* default config and no existing paths */
@@ -998,6 +1100,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
         if (lvl->options && cfg->version == 5) {
             hv *opts = NULL;
             if (interpolate(&I, lvl->options, false, &opts, err) != LR_FOUND) {
+                sb_free(&key);
                 providers_free(provs, np + 1);
                 return LR_ERROR;
             }
@@ -1005,6 +1108,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
         } else if (lvl->options) {
             hv *opts = NULL;
             if (interpolate(&I, lvl->options, false, &opts, err) != LR_FOUND) {
+                sb_free(&key);
                 providers_free(provs, np + 1);
                 return LR_ERROR;
             }
@@ -1012,6 +1116,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
         }
         np++;
     }
+    sb_free(&key);
     *out = provs;
     *nout = np;
     return LR_FOUND;
@@ -1207,10 +1312,15 @@ static bool location_load(hiera_ctx *h, provider *p, location *loc, herr *err)
         loc->loaded = true;
         bool known;
         file_format fmt = provider_format(p, &known);
+        hv *known_data = NULL, *flags = NULL;
         if (p->nil_location || !loc->path || loc->is_uri) {
             herr_set(&loc->data_err, HERR_ERROR,
                      "'%s' one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this data_hash function",
                      p->lvl->fname);
+        } else if (loc->kid && (known_data = cache_kid_data(h->cache, loc->kid, &flags))) {
+            /* a remembered level's location (level_recall): its hash found by its number */
+            loc->data = hv_incref(known_data);
+            loc->keyflags = flags;
         } else {
             herr e = {0};
             hv *info = NULL;

@@ -351,6 +351,72 @@ def check_facts_sources(c, hiera, root):
             "one broken data file: one message with its count (%r)" % lines)
 
 
+
+LEVELS_HIERA = """version: 5
+defaults:
+  data_hash: yaml_data
+  datadir: "data-%{facts.site}"
+hierarchy:
+  - name: two facts and a datadir from a fact
+    path: "%{facts.a}/%{facts.b}.yaml"
+  - name: a glob
+    glob: "g/%{facts.a}-*.yaml"
+  - name: plain
+    path: common.yaml
+"""
+
+
+def check_remembered_levels(c, hiera, root):
+    """Where a level leads is remembered for the values its templates read (lookup.c level_key):
+    nodes that share some of those values but not all, a datadir read from a fact, a glob, and a
+    fact that takes a location out of its datadir (an error for each such node, never
+    remembered as an answer) must each get what hiera lookup gives them alone."""
+    repo = os.path.join(root, "levels")
+    os.makedirs(os.path.join(repo, "facts"))
+    files = {"hiera.yaml": LEVELS_HIERA, "data-s1/x/p.yaml": "k: s1-x-p\n", "data-s1/x/q.yaml": "k: s1-x-q\n",
+             "data-s1/y/p.yaml": "k: s1-y-p\n", "data-s2/x/p.yaml": "k: s2-x-p\n",
+             "data-s1/g/x-1.yaml": "g: x1\n", "data-s1/g/x-2.yaml": "g: x2\n", "data-s1/g/y-1.yaml": "g: y1\n",
+             "data-s2/g/x-1.yaml": "g: s2x1\n", "data-s1/common.yaml": "k: s1-common\ng: s1-g\n",
+             "data-s2/common.yaml": "k: s2-common\ng: s2-g\n"}
+    for rel, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(repo, rel)), exist_ok=True)
+        with open(os.path.join(repo, rel), "w") as fh:
+            fh.write(text)
+    combos = [("s1", "x", "p"), ("s1", "x", "q"), ("s1", "y", "p"), ("s2", "x", "p"), ("s1", "x", "p"), ("s1", "x", "q"),
+              ("s2", "x", "q"), ("s1", "y", "q"), ("s1", "..", "p"), ("s1", "..", "p"), ("s1", "x", "p")]
+    nodes = []
+    for i, (site, a, b) in enumerate(combos):
+        name = "n%02d" % i
+        path = os.path.join(repo, "facts", name + ".json")
+        with open(path, "w") as fh:
+            json.dump({"site": site, "a": a, "b": b}, fh)
+        nodes.append((name, path))
+    base = ["--codedir", repo, "--environmentpath", os.path.join(repo, "environments"),
+            "--hiera_config", os.path.join(repo, "hiera.yaml")]
+    p = run([hiera, "batch"] + base + ["--facts-dir", os.path.join(repo, "facts"), "--jobs", "1", "k", "g"])
+    doc = json.loads(p.stdout)
+    lines, _ = parse_batch_lines(p.stdout.decode())
+    errors = doc.get(".errors", {})
+    for name, facts in nodes:
+        for key in ("k", "g"):
+            rc, out, err = hiera_lookup(hiera, base, name, facts, key, [])
+            what = "remembered levels: node %s key %s" % (name, key)
+            if rc == 0:
+                c.check(lines.get(name, {}).get(key) == out.rstrip("\n"),
+                        "%s: batch %r, lookup %r" % (what, lines.get(name, {}).get(key), out))
+            else:
+                msg = err.strip()
+                for prefix in ("Error: Could not run: ", "Error: "):
+                    if msg.startswith(prefix):
+                        msg = msg[len(prefix):]
+                        break
+                c.check((errors.get(name) or {}).get(key) == msg,
+                        "%s: lookup failed with %r, batch error %r" % (what, msg, (errors.get(name) or {}).get(key)))
+    c.check(doc.get("n04", {}).get("k") == "s1-x-p" and doc.get("n06", {}).get("k") == "s2-common" and
+            doc.get("n03", {}).get("g") == "s2x1" and "n09" in errors,
+            "remembered levels: the expected values (%r)" % doc)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -513,6 +579,7 @@ def main():
         c.check(p.returncode == 0 and json.loads(p.stdout) == {node: {}}, "a node with nothing found is {}")
 
         check_facts_sources(c, hiera, repo)
+        check_remembered_levels(c, hiera, repo)
     finally:
         if not args.keep:
             shutil.rmtree(repo, ignore_errors=True)
