@@ -798,7 +798,7 @@ static void kix_add_file(hiera_cache *c, centry *e)
             x->kids = xrealloc(x->kids, x->cap * sizeof *x->kids);
         }
         x->kids[x->n] = e->kid;
-        x->hits[x->n++] = (key_hit){-1, hv_hash_val_at(v, i), NULL};
+        x->hits[x->n++] = (key_hit){.flags = -1, .value = hv_hash_val_at(v, i)};
         if (x->n >= KIX_BITS_FROM && !x->no_bits)
             kix_set_bit(x, e->kid);
     }

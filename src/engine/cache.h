@@ -76,8 +76,14 @@ void lazy_data_release(lazy_data *ld);
 
 /* The key index of a frozen cache: which indexed data hashes hold a top-level key, and its value
  * in each (BORROWED; the cache keeps the files). flags: cache_key_flags' bits, -1 until known. */
+/* How often remembering a value's interpolation was tried, and found (interp.c gives it up for a
+ * value whose results are almost never found again: one that reads a node's own name). */
+typedef struct {
+    uint16_t tried, found;
+} interp_odds;
 typedef struct {
     int32_t flags;
+    interp_odds odds;
     hv *value;
     hv *deps; /* what interpolating value reads (interp.c), once known; the entry holds it */
 } key_hit;

@@ -191,9 +191,11 @@ typedef struct inv {
 lr interpolate(inv *I, hv *value, bool allow_methods, hv **out, herr *err);
 /* interpolate(I, value, true, ...) for a stable data value: remembered in m (a frozen cache's
  * table, or NULL for the plain interpolation) and given as a stable value (interp.c). deps_slot,
- * when not NULL, keeps (a reference to) what the value reads, found the first time. */
+ * when not NULL, keeps (a reference to) what the value reads, found the first time; odds, when
+ * not NULL, counts the value's tries: once many found almost nothing, the value is interpolated
+ * plainly (its results then are not stable values). */
 struct memo;
-lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **deps_slot, hv **out, herr *err);
+lr interpolate_remembered(inv *I, struct memo *m, hv *value, hv **deps_slot, interp_odds *odds, hv **out, herr *err);
 /* Frees what interpolate_remembered and location_remembered kept in the context. */
 void interp_ctx_free(hiera_ctx *h);
 /* A hierarchy location template s (one that holds "%{"; no method syntax) interpolated as before

@@ -981,10 +981,16 @@ bool templates_key(inv *I, const hv *deps, sbuf *k)
     return true;
 }
 
-lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, hv **out, herr *err)
+/* A value whose remembered interpolations are given up: tried this often, found in fewer than one
+ * try in ODDS_GIVE_UP (a key, memo_get, a copy, memo_put and memo_intern each time, for nothing). */
+#define ODDS_TRIES 64
+#define ODDS_GIVE_UP 8
+
+lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, interp_odds *odds, hv **out, herr *err)
 {
     hiera_ctx *h = I->h;
-    if (!m || h->ex || h->prov || I->local_scope)
+    if (!m || h->ex || h->prov || I->local_scope ||
+        (odds && odds->tried >= ODDS_TRIES && odds->found * ODDS_GIVE_UP < odds->tried))
         return interpolate(I, value, true, out, err);
     struct {
         char tag;
@@ -1028,6 +1034,10 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, hv **out, 
     sb_addn(k, (const char *)&dkey, sizeof dkey);
     bool usable = deps_key(I, deps, k);
     hv *known = usable ? memo_get(m, k->s, k->len) : NULL;
+    if (odds && odds->tried < ODDS_TRIES) {
+        odds->tried++;
+        odds->found += known != NULL;
+    }
     if (known) {
         *out = hv_incref(known);
         return LR_FOUND;

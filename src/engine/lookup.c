@@ -1637,7 +1637,7 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
         res = hv_incref(value); /* nothing to interpolate: the value as it is (stable when its
                                  * file is in a frozen cache's key index) */
     } else {
-        lr r = m ? interpolate_remembered(a->I, m, value, hit ? &hit->deps : NULL, &res, err)
+        lr r = m ? interpolate_remembered(a->I, m, value, hit ? &hit->deps : NULL, hit ? &hit->odds : NULL, &res, err)
                  : interpolate(a->I, value, true, &res, err);
         if (r != LR_FOUND)
             return r;

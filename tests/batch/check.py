@@ -417,6 +417,74 @@ def check_remembered_levels(c, hiera, root):
             "remembered levels: the expected values (%r)" % doc)
 
 
+
+GIVEUP_HIERA = """version: 5
+defaults:
+  data_hash: yaml_data
+  datadir: data
+hierarchy:
+  - name: role
+    path: "role/%{facts.role}.yaml"
+  - name: common
+    path: common.yaml
+"""
+GIVEUP_COMMON = """lookup_options:
+  deep:
+    merge: deep
+own: "%{trusted.certname}-own"
+shared: "%{facts.role}-shared"
+mixed: "%{facts.half}-%{facts.role}"
+deep:
+  a:
+    who: "%{trusted.certname}"
+    role: "%{facts.role}"
+  list: ["%{facts.hostname}", "common"]
+"""
+GIVEUP_ROLE = """deep:
+  a:
+    extra: "%{facts.role}-%{trusted.certname}"
+  b: "%{facts.half}"
+own: "%{facts.hostname}.%{facts.role}"
+"""
+
+
+def check_given_up_interpolations(c, hiera, root):
+    """A value whose remembered interpolations are almost never found again (one that reads the
+    node's name) is interpolated plainly after a while (interp.c ODDS_TRIES): a fleet larger than
+    that, whose values read the node's name, its role or both, inside merged hashes too, prints
+    for every node what a run with that node alone prints."""
+    repo = os.path.join(root, "give-up")
+    facts_dir = os.path.join(repo, "facts")
+    os.makedirs(facts_dir)
+    os.makedirs(os.path.join(repo, "data", "role"))
+    with open(os.path.join(repo, "hiera.yaml"), "w") as fh:
+        fh.write(GIVEUP_HIERA)
+    with open(os.path.join(repo, "data", "common.yaml"), "w") as fh:
+        fh.write(GIVEUP_COMMON)
+    for role in ("web", "db"):
+        with open(os.path.join(repo, "data", "role", role + ".yaml"), "w") as fh:
+            fh.write(GIVEUP_ROLE)
+    for i in range(150):
+        name = "h%03d.example.com" % i
+        with open(os.path.join(facts_dir, name + ".json"), "w") as fh:
+            json.dump({"hostname": "h%03d" % i, "domain": "example.com", "fqdn": name, "clientcert": name,
+                       "role": ("web", "db", "none")[i % 3], "half": "x" if i < 75 else "y"}, fh)
+    base = ["--codedir", repo, "--environmentpath", os.path.join(repo, "environments"),
+            "--hiera_config", os.path.join(repo, "hiera.yaml")]
+    keys = ["own", "shared", "mixed", "deep"]
+    p = run([hiera, "batch"] + base + ["--facts-dir", facts_dir, "--jobs", "1"] + keys)
+    fleet = json.loads(p.stdout)
+    c.check(p.returncode == 0 and len(fleet) == 150, "give-up fleet: rc=%d, %d nodes" % (p.returncode, len(fleet)))
+    for name in sorted(fleet):
+        one = run([hiera, "batch"] + base + ["--facts", os.path.join(facts_dir, name + ".json")] + keys)
+        c.check(json.loads(one.stdout) == {name: fleet[name]},
+                "give-up fleet: node %s alone %r, in the fleet %r" % (name, one.stdout[:300], fleet[name]))
+    last, web = fleet.get("h149.example.com", {}), fleet.get("h147.example.com", {})
+    c.check(last.get("own") == "h149.example.com-own" and last.get("deep", {}).get("a", {}).get("who") == "h149.example.com"
+            and web.get("own") == "h147.web" and web.get("deep", {}).get("a", {}).get("extra") == "web-h147.example.com",
+            "give-up fleet: the last nodes' own values (%r, %r)" % (last, web))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -580,6 +648,7 @@ def main():
 
         check_facts_sources(c, hiera, repo)
         check_remembered_levels(c, hiera, repo)
+        check_given_up_interpolations(c, hiera, repo)
     finally:
         if not args.keep:
             shutil.rmtree(repo, ignore_errors=True)
