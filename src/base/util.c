@@ -291,8 +291,10 @@ void herr_clear(herr *e)
 {
     if (!e)
         return;
-    free(e->msg);
-    free(e->file);
+    if (e->msg || e->file) { /* (most are clear: no call to free for nothing, twice a lookup) */
+        free(e->msg);
+        free(e->file);
+    }
     e->msg = e->file = NULL;
     e->kind = HERR_NONE;
     e->line = e->col = 0;

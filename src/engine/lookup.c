@@ -122,7 +122,8 @@ static void location_clear(location *l)
     hv_decref(l->memo);
     free(l->path);
     free(l->original);
-    free(l->st);
+    if (l->st)
+        free(l->st);
     hv_decref(l->data);
     lazy_data_release(l->lazy);
     herr_clear(&l->data_err);
