@@ -87,11 +87,14 @@ typedef struct {
     bool shared;     /* owned by the cache (shared by the contexts with the same data) */
 } lo_compiled;
 
-/* A name (copied; "" for no module) and what was found for it. */
+/* A name (copied; "" for no module) and what was found for it; stable: where the name was last
+ * asked, when that text lives as long as the cache (a frozen cache's parsed key), for a search
+ * by address. */
 typedef struct {
     char *name;
     void *obj;
     int st;
+    const char *stable;
 } recent_name;
 
 struct interp_hooks;
@@ -182,6 +185,8 @@ typedef struct inv {
     /* frozen cache: root_key's entry in the key index, as of kx_gen indexed files (lookup.c) */
     uint32_t kx_gen;
     const struct key_index *kx;
+    /* module_name lives as long as the cache (adapter_lookup: a frozen cache's parsed key) */
+    bool module_stable;
 } inv;
 
 /* ---- interp.c ---- */

@@ -427,21 +427,29 @@ static char *module_dir(hiera_ctx *h, const char *name)
 }
 
 
-/* The entry of r (two names, the last asked first) for name, or NULL. */
-static const recent_name *recent_get(const recent_name *r, const char *name)
+/* The entry of r (two names, the last asked first) for name, or NULL; stable: name's address
+ * when it lives as long as the cache (else NULL), found by address when it was asked before. */
+static inline const recent_name *recent_get(recent_name *r, const char *name, const char *stable)
 {
+    if (stable)
+        for (size_t i = 0; i < 2; i++)
+            if (r[i].stable == stable)
+                return &r[i];
     for (size_t i = 0; i < 2; i++)
-        if (r[i].name && strcmp(r[i].name, name) == 0)
+        if (r[i].name && strcmp(r[i].name, name) == 0) {
+            if (stable)
+                r[i].stable = stable;
             return &r[i];
+        }
     return NULL;
 }
 
 /* Remembers obj and st for name in r; the older of the two gives way. */
-static void recent_put(recent_name *r, const char *name, void *obj, int st)
+static void recent_put(recent_name *r, const char *name, void *obj, int st, const char *stable)
 {
     free(r[1].name);
     r[1] = r[0];
-    r[0] = (recent_name){xstrdup(name), obj, st};
+    r[0] = (recent_name){xstrdup(name), obj, st, stable};
 }
 
 /* Ruby's obj[key] on what a metadata.json may hold: Hash#[] (NULL: nil), String#[] (the key
@@ -644,7 +652,8 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
 }
 
 /* LookupAdapter#module_provider: created once per module name. */
-static __attribute__((noinline)) layer *module_layer_known(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+static __attribute__((noinline)) layer *module_layer_known(hiera_ctx *h, const char *name, const char *stable,
+                                                          mod_state *state, herr *err)
 {
     hv *idx = hv_hash_gets(h->modules, name);
     if (!idx) {
@@ -667,19 +676,30 @@ static __attribute__((noinline)) layer *module_layer_known(hiera_ctx *h, const c
     }
     *state = (mod_state)hv_int_val(hv_array_get(idx, 1));
     layer *l = h->mod_layers[hv_int_val(hv_array_get(idx, 0))];
-    recent_put(h->mod_recent, name, l, (int)*state);
+    recent_put(h->mod_recent, name, l, (int)*state, stable);
     return l;
 }
 
 /* (the names asked last, inline: every lookup of a module's key asks) */
-layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+static inline layer *module_layer_of(hiera_ctx *h, const char *name, const char *stable, mod_state *state, herr *err)
 {
-    const recent_name *known = recent_get(h->mod_recent, name);
+    const recent_name *known = recent_get(h->mod_recent, name, stable);
     if (known) {
         *state = (mod_state)known->st;
         return known->obj;
     }
-    return module_layer_known(h, name, state, err);
+    return module_layer_known(h, name, stable, state, err);
+}
+
+layer *module_layer(hiera_ctx *h, const char *name, mod_state *state, herr *err)
+{
+    return module_layer_of(h, name, NULL, state, err);
+}
+
+/* module_layer for the module of I's key */
+static inline layer *inv_module_layer(inv *I, mod_state *state, herr *err)
+{
+    return module_layer_of(I->h, I->module_name, I->module_stable ? I->module_name : NULL, state, err);
 }
 
 /* ------------------------------------------------------------------ locations */
@@ -1039,7 +1059,7 @@ static void level_remember(hiera_cache *c, memo *m, const sbuf *key, provider *p
 static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
 {
     const hcfg *cfg = l->cfg;
-    inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0, 0, NULL};
+    inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0, 0, NULL, false};
     provider *provs = xcalloc(n ? n : 1, sizeof *provs);
     size_t np = 0;
     memo *m = cache_work_memo(h->cache);
@@ -2202,7 +2222,7 @@ static lr lookup_in_module(inv *I, const char *key, const char *root_key, const 
     if (!I->module_name)
         return LR_NOT_FOUND;
     mod_state st;
-    layer *l = module_layer(I->h, I->module_name, &st, err);
+    layer *l = inv_module_layer(I, &st, err);
     if (!l) {
         if (herr_isset(err))
             return LR_ERROR;
@@ -2429,16 +2449,16 @@ static lo_compiled *lo_cache_get(hv *index, lo_compiled **cache, const char *mod
 }
 
 /* lo_cache_get of the context's options, the last two modules remembered */
-static lo_compiled *lo_cache_recent(hiera_ctx *h, const char *module, bool *present)
+static lo_compiled *lo_cache_recent(hiera_ctx *h, const char *module, const char *stable, bool *present)
 {
-    const recent_name *known = recent_get(h->lo_recent, module ? module : "");
+    const recent_name *known = recent_get(h->lo_recent, module ? module : "", stable);
     if (known) {
         *present = true;
         return known->obj;
     }
     lo_compiled *c = lo_cache_get(h->lo_index, h->lo_cache, module, present);
     if (*present)
-        recent_put(h->lo_recent, module ? module : "", c, 0);
+        recent_put(h->lo_recent, module ? module : "", c, 0, stable);
     return c;
 }
 
@@ -2475,7 +2495,7 @@ static lr lo_merge_variant(void *arg, size_t i, hv **out, herr *err)
 static bool retrieve_lookup_options(inv *I, const char *module, lo_compiled **out, herr *err)
 {
     hiera_ctx *h = I->h;
-    inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0, 0, NULL};
+    inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0, 0, NULL, I->module_stable};
     inv_root(&meta);
     explainer *ex = h->ex;
     if (ex)
@@ -2721,7 +2741,7 @@ static bool lookup_lookup_options(inv *I, const char *module, lo_compiled **comp
 {
     hiera_ctx *h = I->h;
     bool present;
-    lo_compiled *c = lo_cache_recent(h, module, &present);
+    lo_compiled *c = lo_cache_recent(h, module, I->module_stable && module == I->module_name ? module : NULL, &present);
     if (!present) {
         char *sig = lo_signature(h, module);
         bool found = false;
@@ -2820,6 +2840,24 @@ static inline uint64_t recent_code(const char *key, size_t len)
 /* lkey_parse, remembered by a frozen cache: a batch asks the same keys for every node. The
  * entry [root, module or undef, segments or false, root hash] lives in the cache's table; the
  * key's text is the caller's. */
+/* The module name as one string for every key of the module (a new reference): the keys' entries
+ * share it, and the module's layer and options are then found by its address (recent_get). */
+static __attribute__((noinline)) hv *module_name_of(memo *m, const char *module)
+{
+    size_t len = strlen(module);
+    char buf[128];
+    if (len + 1 > sizeof buf)
+        return hv_strn(module, len);
+    buf[0] = 'M';
+    memcpy(buf + 1, module, len);
+    hv *known = memo_get(m, buf, len + 1);
+    if (known)
+        return hv_incref(known);
+    hv *name = hv_strn(module, len);
+    memo_put(m, buf, len + 1, name);
+    return name;
+}
+
 static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, recent_key **rk, herr *err)
 {
     *rk = NULL;
@@ -2861,7 +2899,7 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
     if (m && mk) {
         hv *e = hv_array_sized(4);
         hv_array_push(e, hv_strn(k->root, k->root_len));
-        hv_array_push(e, k->module ? hv_str(k->module) : hv_undef());
+        hv_array_push(e, k->module ? module_name_of(m, k->module) : hv_undef());
         hv_array_push(e, k->segments ? hv_incref(k->segments) : hv_false());
         hv_array_push(e, hv_int((int64_t)k->root_code));
         memo_put(m, mk, 1 + sizeof len + len, e);
@@ -2877,7 +2915,7 @@ static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *
     if (!I->module_name)
         return LR_NOT_FOUND;
     mod_state st;
-    layer *l = module_layer(h, I->module_name, &st, err);
+    layer *l = inv_module_layer(I, &st, err);
     if (!l)
         return herr_isset(err) ? LR_ERROR : LR_NOT_FOUND;
     if (!l->cfg->has_default_hierarchy)
@@ -2891,7 +2929,7 @@ static lr lookup_default_in_module(inv *I, const lookup_key *k, hv **out, herr *
     bool present;
     lo_compiled *c = lo_cache_get(h->dlo_index, h->dlo_cache, I->module_name, &present);
     if (!present) {
-        inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0, 0, NULL};
+        inv meta = {h, I->module_name, LOOKUP_OPTIONS, NULL, NULL, LOOKUP_OPTIONS, 0, 0, 0, NULL, I->module_stable};
         inv_root(&meta);
         if (ex)
             ex_push(ex, EX_SCOPE, "Searching for \"lookup_options\"", NULL);
@@ -3066,7 +3104,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
     recent_key *rk;
     if (!lkey_parse_remembered(h, key, &k, &rk, err))
         return LR_ERROR;
-    inv I = {h, k.module, k.text, NULL, NULL, k.root, k.root_len, k.root_code, 0, NULL};
+    inv I = {h, k.module, k.text, NULL, NULL, k.root, k.root_len, k.root_code, 0, NULL, k.borrowed};
     /* the key's entry in the key index, as the key's last lookup left it (valid while the
      * index has not grown since: entry_kx checks the generation) */
     const hv *rk_entry = rk ? rk->entry : NULL;
@@ -3295,7 +3333,7 @@ void hctx_free(hiera_ctx *h)
 lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptype *type, const hv *dflt,
                const hv *merge, hv **out, herr *err)
 {
-    inv top = {h, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL};
+    inv top = {h, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, false};
     for (size_t i = 0; i < nnames; i++) {
         hv *v = NULL;
         h->nested_lookups = 0;
