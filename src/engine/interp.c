@@ -981,6 +981,22 @@ bool templates_key(inv *I, const hv *deps, sbuf *k)
     return true;
 }
 
+/* For a string that is one alias expression and nothing else ("%{alias('k')}", what
+ * interpolate_string accepts as an alias), the key k as a new string; else NULL. */
+static hv *alias_only(inv *I, const hv *value)
+{
+    if (!hv_is(value, HV_STRING))
+        return NULL;
+    const char *s = hv_str_ptr(value), *e;
+    size_t len = hv_str_len(value), pos = 0, obeg, en;
+    if (interp_next_expr(s, len, &pos, &obeg, &e, &en) <= 0 || obeg != 0 || pos != len)
+        return NULL;
+    const hv *x = parse_expr(I, e, en);
+    if (hv_int_val(hv_array_get(x, 0)) != X_ALIAS)
+        return NULL;
+    return hv_incref(hv_array_get(x, 1));
+}
+
 /* A value whose remembered interpolations are given up: tried this often, found in fewer than one
  * try in ODDS_GIVE_UP (a key, memo_get, a copy, memo_put and memo_intern each time, for nothing). */
 #define ODDS_TRIES 64
@@ -1003,10 +1019,13 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, interp_odd
     if (!deps)
         deps = memo_get(m, &dkey, sizeof dkey);
     if (!deps) {
-        deps = hv_array();
-        if (!collect_deps(I, value, deps, false)) {
-            hv_decref(deps);
-            deps = hv_false();
+        deps = alias_only(I, value);
+        if (!deps) {
+            deps = hv_array();
+            if (!collect_deps(I, value, deps, false)) {
+                hv_decref(deps);
+                deps = hv_false();
+            }
         }
         bool kept = memo_put(m, &dkey, sizeof dkey, deps);
         if (deps_slot) {
@@ -1021,7 +1040,9 @@ lr interpolate_remembered(inv *I, memo *m, hv *value, hv **deps_slot, interp_odd
     }
     if (!hv_is(deps, HV_ARRAY)) {
         hv *res = NULL;
-        lr r = interpolate(I, value, true, &res, err);
+        /* "%{alias('k')}": k's value, as interpolate_string finds it (without reading the text
+         * again); anything else that reads more than variables: interpolated */
+        lr r = hv_is(deps, HV_STRING) ? h->hooks->lookup(I, hv_str_ptr(deps), &res, err) : interpolate(I, value, true, &res, err);
         if (r == LR_FOUND)
             *out = memo_intern(m, value, res);
         return r;

@@ -439,6 +439,12 @@ deep:
     who: "%{trusted.certname}"
     role: "%{facts.role}"
   list: ["%{facts.hostname}", "common"]
+al_hash: "%{alias('deep')}"
+al_own: "%{alias('own')}"
+al_missing: "%{alias('nope')}"
+al_self: "%{alias('al_self')}"
+al_bad: "x %{alias('own')}"
+al_space: '%{ alias("shared") }'
 """
 GIVEUP_ROLE = """deep:
   a:
@@ -471,14 +477,17 @@ def check_given_up_interpolations(c, hiera, root):
                        "role": ("web", "db", "none")[i % 3], "half": "x" if i < 75 else "y"}, fh)
     base = ["--codedir", repo, "--environmentpath", os.path.join(repo, "environments"),
             "--hiera_config", os.path.join(repo, "hiera.yaml")]
-    keys = ["own", "shared", "mixed", "deep"]
+    keys = ["own", "shared", "mixed", "deep", "al_hash", "al_own", "al_missing", "al_self", "al_bad", "al_space"]
     p = run([hiera, "batch"] + base + ["--facts-dir", facts_dir, "--jobs", "1"] + keys)
     fleet = json.loads(p.stdout)
-    c.check(p.returncode == 0 and len(fleet) == 150, "give-up fleet: rc=%d, %d nodes" % (p.returncode, len(fleet)))
+    errors = fleet.pop(".errors", {})
+    c.check(p.returncode == 2 and len(fleet) == 150 and len(errors) == 150,
+            "give-up fleet: rc=%d, %d nodes, %d with errors (al_self, al_bad)" % (p.returncode, len(fleet), len(errors)))
     for name in sorted(fleet):
         one = run([hiera, "batch"] + base + ["--facts", os.path.join(facts_dir, name + ".json")] + keys)
-        c.check(json.loads(one.stdout) == {name: fleet[name]},
-                "give-up fleet: node %s alone %r, in the fleet %r" % (name, one.stdout[:300], fleet[name]))
+        alone = json.loads(one.stdout)
+        c.check(alone == {name: fleet[name], ".errors": {name: errors.get(name)}},
+                "give-up fleet: node %s alone %r, in the fleet %r %r" % (name, one.stdout[:300], fleet[name], errors.get(name)))
     last, web = fleet.get("h149.example.com", {}), fleet.get("h147.example.com", {})
     c.check(last.get("own") == "h149.example.com-own" and last.get("deep", {}).get("a", {}).get("who") == "h149.example.com"
             and web.get("own") == "h147.web" and web.get("deep", {}).get("a", {}).get("extra") == "web-h147.example.com",
