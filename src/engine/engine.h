@@ -59,6 +59,13 @@ typedef struct {
         uint32_t prov;       /* its provider's index */
         uint32_t loc;        /* its index in its provider */
     } *probes;
+    /* the same file numbers as bitmap words (word, bits), by word: a key whose bitmap has none
+     * of them is in none of the layer's files, told without a walk over the probes */
+    size_t nwords;
+    struct plan_word {
+        uint32_t word;
+        uint64_t bits;
+    } *words;
 } probe_plan;
 
 /* A data provider of one layer (ConfiguredDataProvider). */

@@ -144,6 +144,7 @@ static void providers_free(provider *p, size_t n)
 static void plan_clear(probe_plan *pl)
 {
     free(pl->probes);
+    free(pl->words);
     *pl = (probe_plan){0};
 }
 
@@ -1974,6 +1975,18 @@ static const probe_plan *layer_plan(layer *l, const provider *provs, size_t n)
         for (size_t j = 0; j < provs[i].nlocs; j++)
             if (provs[i].locs[j].exists)
                 pl->probes[count++] = (struct probe){provs[i].locs[j].kid, (uint32_t)i, (uint32_t)j};
+    /* the words: one per distinct kid / 64 (a few: files are numbered as they load) */
+    pl->words = xmalloc((count ? count : 1) * sizeof *pl->words);
+    pl->nwords = 0;
+    for (size_t k = 0; k < count; k++) {
+        uint32_t word = pl->probes[k].kid / 64;
+        size_t w = 0;
+        while (w < pl->nwords && pl->words[w].word != word)
+            w++;
+        if (w == pl->nwords)
+            pl->words[pl->nwords++] = (struct plan_word){word, 0};
+        pl->words[w].bits |= 1ull << (pl->probes[k].kid % 64);
+    }
     pl->provs = provs;
     pl->nprovs = n;
     pl->state = 1;
@@ -2001,6 +2014,18 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
             /* key_index_has with the bitmap in registers (the walk's hottest loop) */
             const uint64_t *bits = kx->bits;
             uint32_t nwords = kx->nwords;
+            if (k == 0) {
+                /* none of the layer's files holds the key: no walk (a module's key, walked
+                 * through the environment's layer first) */
+                size_t i = 0;
+                for (; i < pl->nwords; i++)
+                    if (pl->words[i].word < nwords && (bits[pl->words[i].word] & pl->words[i].bits))
+                        break;
+                if (i == pl->nwords) {
+                    w->k = count;
+                    return false;
+                }
+            }
             for (; k < count; k++) {
                 uint32_t kid = probes[k].kid;
                 if (kid / 64 < nwords && (bits[kid / 64] >> (kid % 64) & 1))
