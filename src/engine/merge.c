@@ -329,6 +329,43 @@ static hv *shallow_dup(hv *v)
     return hv_incref(v);
 }
 
+static bool is_ko_string(dm_state *s, const hv *v);
+
+/* Whether deep_merge!(v, v.dup) gives v again (an equal value, keys in the same order): v holds
+ * only hashes, scalars that are not knock-out strings, and short arrays of such scalars without
+ * two equal ones (the merge of an array with itself is its union: the same elements), and the
+ * options neither sort nor unpack arrays. Hashes and scalars go through the merge unchanged. */
+static bool self_merge_plain(dm_state *s, const hv *v, int depth)
+{
+    if (depth > 32)
+        return false;
+    switch (hv_kind_of(v)) {
+    case HV_HASH:
+        for (size_t i = 0; i < hv_hash_len(v); i++)
+            if (!self_merge_plain(s, hv_hash_val_at(v, i), depth + 1))
+                return false;
+        return true;
+    case HV_ARRAY: {
+        size_t n = hv_array_len(v);
+        if (n > 8 || s->o->sort_merged_arrays || s->o->unpack_arrays)
+            return false;
+        for (size_t i = 0; i < n; i++) {
+            const hv *e = hv_array_get(v, i);
+            if (hv_is(e, HV_ARRAY) || hv_is(e, HV_HASH) || is_ko_string(s, e))
+                return false;
+            for (size_t j = 0; j < i; j++)
+                if (hv_equal(hv_array_get(v, j), e))
+                    return false;
+        }
+        return true;
+    }
+    case HV_STRING:
+        return !is_ko_string(s, v);
+    default:
+        return true;
+    }
+}
+
 /* deep_merge!(v, v.dup): what a key of source that dest lacks becomes. Inside, a value met on
  * both sides at one address is one Ruby object (alias_ctx). For a stable v the result depends on
  * v and the options only: a frozen cache remembers it (every merge into a lower level that lacks
@@ -340,6 +377,8 @@ static hv *self_merge_of(dm_state *s, hv *v)
         const void *options;
         const hv *value;
     } key;
+    if (s->cow && self_merge_plain(s, v, 0))
+        return hv_incref(v); /* (copy on write: whoever changes it copies it first) */
     memo *m = s->cow && s->o->memo && hv_is_stable(v) ? s->o->memo : NULL;
     if (m) {
         memset(&key, 0, sizeof key);
@@ -916,6 +955,11 @@ hv *deep_merge_bang(hv *source, hv *dest, const dm_options *o, herr *err)
     return deep_merge_impl(source, dest, o, false, err);
 }
 
+hv *deep_merge_cow(hv *source, hv *dest, const dm_options *o, herr *err)
+{
+    return deep_merge_impl(source, dest, o, true, err);
+}
+
 /* ------------------------------------------------------------------ merge(e1, e2) */
 
 static hv *hash_merge(hv *e1, hv *e2)
@@ -966,7 +1010,7 @@ hv *ms_merge(const merge_strategy *ms, hv *e1, hv *e2, bool inplace, herr *err)
          * knock-out edits need private copies; otherwise copy on write keeps shared data intact */
         if (inplace)
             return deep_merge_impl(hv_incref(src), hv_deep_copy(dst), &o, false, err);
-        return deep_merge_impl(hv_incref(src), hv_incref(dst), &o, true, err);
+        return deep_merge_cow(hv_incref(src), hv_incref(dst), &o, err);
     }
     }
     return NULL;

@@ -64,5 +64,8 @@ typedef struct {
     const void *memo_id;
 } dm_options;
 hv *deep_merge_bang(hv *source, hv *dest, const dm_options *o, herr *err);
+/* deep_merge_bang as lookups merge (ms_merge without an explanation): source and dest may be
+ * shared and are left unchanged (copy on write); the result is the same value. */
+hv *deep_merge_cow(hv *source, hv *dest, const dm_options *o, herr *err);
 
 #endif

@@ -105,6 +105,75 @@ static void test_deep_merge(void **state)
     }
 }
 
+/* The merge as lookups make it (copy on write, shared inputs left as they were, a value merged
+ * with its own copy given back as it is when that changes nothing) against deep_merge!'s
+ * recorded answers, and against the in-place merge on values whose copy merges do change
+ * something (knock-outs, repeated array elements, nils, nested arrays) or not. */
+static const char *const self_merge_sources[] = {
+    "{\"n\":{\"h\":{\"x\":1,\"l\":[\"a\",\"b\"]},\"f\":false,\"u\":null}}",
+    "{\"n\":[\"a\",\"a\"]}",
+    "{\"n\":[1,1.0]}",
+    "{\"n\":{\"s\":\"--x\",\"t\":\"a\\n--b\"}}",
+    "{\"n\":[\"--a\",\"b\"]}",
+    "{\"n\":[\"--\",\"b\"]}",
+    "{\"n\":[[1],[1]]}",
+    "{\"n\":[{\"a\":1},{\"a\":1}]}",
+    "{\"n\":[\"b\",\"a\",3]}",
+    "{\"n\":[\"a,b\",\"c\"]}",
+    "{\"n\":{\"--k\":null,\"k\":{\"--\":1}}}",
+};
+
+static void test_deep_merge_cow(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof dm_rows / sizeof *dm_rows; i++) {
+        const dm_row *r = &dm_rows[i];
+        dm_options o = {r->ko, r->preserve, r->sort, r->hash_arrays, r->unpack, NULL, NULL};
+        herr e = {0};
+        hv *src = testutil_json(r->source), *dst = testutil_json(r->dest);
+        char *src_before = hjson_debug(src), *dst_before = hjson_debug(dst);
+        hv *res = deep_merge_cow(hv_incref(src), hv_incref(dst), &o, &e);
+        if (r->error) {
+            assert_null(res);
+            herr_clear(&e);
+        } else {
+            assert_non_null(res);
+            assert_value_json(res, r->result);
+        }
+        char *src_after = hjson_debug(src), *dst_after = hjson_debug(dst);
+        assert_string_equal(src_after, src_before); /* (inputs shared: left unchanged) */
+        assert_string_equal(dst_after, dst_before);
+        free(src_before), free(dst_before), free(src_after), free(dst_after);
+        hv_decref(res), hv_decref(src), hv_decref(dst);
+    }
+    const char *kos[] = {NULL, "--"};
+    for (size_t i = 0; i < sizeof self_merge_sources / sizeof *self_merge_sources; i++)
+        for (int opt = 0; opt < 16; opt++) {
+            const char *ko = kos[opt & 1];
+            bool sort = opt & 2, hash_arrays = opt & 4, preserve = (opt & 8) && !ko;
+            dm_options o = {ko, preserve, sort, hash_arrays, (opt & 8) && ko ? "," : NULL, NULL, NULL};
+            const char *dests[] = {"{}", "{\"n\":{\"z\":1}}", "{\"m\":2}"};
+            for (size_t d = 0; d < 3; d++) {
+                herr e1 = {0}, e2 = {0};
+                hv *in_place = deep_merge_bang(testutil_json(self_merge_sources[i]), testutil_json(dests[d]), &o, &e1);
+                hv *cow = deep_merge_cow(testutil_json(self_merge_sources[i]), testutil_json(dests[d]), &o, &e2);
+                if (!in_place) {
+                    assert_null(cow);
+                    assert_string_equal(e1.msg, e2.msg);
+                } else {
+                    char *a = hjson_debug(in_place), *b = hjson_debug(cow);
+                    if (strcmp(a, b) != 0)
+                        print_error("source %s dest %s options %d: in place %s, copy on write %s\n",
+                                    self_merge_sources[i], dests[d], opt, a, b);
+                    assert_string_equal(a, b);
+                    free(a), free(b);
+                }
+                herr_clear(&e1), herr_clear(&e2);
+                hv_decref(in_place), hv_decref(cow);
+            }
+        }
+}
+
 static void test_deep_merge_errors(void **state)
 {
     (void)state;
@@ -393,7 +462,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pathname_plus), cmocka_unit_test(test_split_key),
-        cmocka_unit_test(test_deep_merge),    cmocka_unit_test(test_deep_merge_errors),
+        cmocka_unit_test(test_deep_merge),    cmocka_unit_test(test_deep_merge_cow),
+        cmocka_unit_test(test_deep_merge_errors),
         cmocka_unit_test(test_strategies),    cmocka_unit_test(test_rregex_gsub),
         cmocka_unit_test(test_config_quick_check), cmocka_unit_test(test_merge_options_quick_check),
         cmocka_unit_test(test_rregex_plain),
