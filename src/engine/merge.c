@@ -335,15 +335,34 @@ static bool is_ko_string(dm_state *s, const hv *v);
  * only hashes, scalars that are not knock-out strings, and short arrays of such scalars without
  * two equal ones (the merge of an array with itself is its union: the same elements), and the
  * options neither sort nor unpack arrays. Hashes and scalars go through the merge unchanged. */
+static inline bool plain_string(dm_state *s, const hv *v)
+{
+    if (!s->ko_lit && !s->ko_re)
+        return true;
+    if (s->ko_lit) {
+        /* (is_ko_string's test, inline: most strings start otherwise and have no newline) */
+        const char *p = hv_str_ptr(v);
+        size_t n = hv_str_len(v);
+        if (n >= s->ko_len && p[0] == s->ko_lit[0] && memcmp(p, s->ko_lit, s->ko_len) == 0)
+            return false;
+        if (!memchr(p, '\n', n))
+            return true;
+    }
+    return !is_ko_string(s, v);
+}
+
 static bool self_merge_plain(dm_state *s, const hv *v, int depth)
 {
     if (depth > 32)
         return false;
     switch (hv_kind_of(v)) {
     case HV_HASH:
-        for (size_t i = 0; i < hv_hash_len(v); i++)
-            if (!self_merge_plain(s, hv_hash_val_at(v, i), depth + 1))
+        for (size_t i = 0; i < hv_hash_len(v); i++) {
+            const hv *e = hv_hash_val_at(v, i);
+            hv_kind k = hv_kind_of(e);
+            if (k == HV_STRING ? !plain_string(s, e) : (k == HV_HASH || k == HV_ARRAY) && !self_merge_plain(s, e, depth + 1))
                 return false;
+        }
         return true;
     case HV_ARRAY: {
         size_t n = hv_array_len(v);
@@ -351,7 +370,7 @@ static bool self_merge_plain(dm_state *s, const hv *v, int depth)
             return false;
         for (size_t i = 0; i < n; i++) {
             const hv *e = hv_array_get(v, i);
-            if (hv_is(e, HV_ARRAY) || hv_is(e, HV_HASH) || is_ko_string(s, e))
+            if (hv_is(e, HV_ARRAY) || hv_is(e, HV_HASH) || (hv_is(e, HV_STRING) && !plain_string(s, e)))
                 return false;
             for (size_t j = 0; j < i; j++)
                 if (hv_equal(hv_array_get(v, j), e))
@@ -360,7 +379,7 @@ static bool self_merge_plain(dm_state *s, const hv *v, int depth)
         return true;
     }
     case HV_STRING:
-        return !is_ko_string(s, v);
+        return plain_string(s, v);
     default:
         return true;
     }
