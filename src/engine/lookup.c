@@ -977,9 +977,9 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
  * With a frozen cache, where a version 5 level's paths or globs lead is a function of the level
  * and of what its templates (datadir and locations) read: its locations are remembered under
  * 'E', the level's address (its configuration lives as long as the cache) and those values, as
- * [path, original, exists] triples. Every node of a fleet expands every level; most levels give
- * the same few results (a role, a datacenter), and a remembered one is copied instead of being
- * interpolated, joined to its datadir and checked for existence again. */
+ * [path, original, exists, file number] for each location. Every node of a fleet expands every
+ * level; most levels give the same few results (a role, a datacenter), and a remembered one is
+ * copied instead of being interpolated, joined to its datadir and checked for existence again. */
 
 typedef struct {
     char tag;
@@ -2862,9 +2862,6 @@ static inline uint64_t recent_code(const char *key, size_t len)
     return h ^ h >> 32;
 }
 
-/* lkey_parse, remembered by a frozen cache: a batch asks the same keys for every node. The
- * entry [root, module or undef, segments or false, root hash] lives in the cache's table; the
- * key's text is the caller's. */
 /* The module name as one string for every key of the module (a new reference): the keys' entries
  * share it, and the module's layer and options are then found by its address (recent_get). */
 static __attribute__((noinline)) hv *module_name_of(memo *m, const char *module)
@@ -2883,6 +2880,9 @@ static __attribute__((noinline)) hv *module_name_of(memo *m, const char *module)
     return name;
 }
 
+/* lkey_parse, remembered by a frozen cache: a batch asks the same keys for every node. The
+ * entry [root, module or undef, segments or false, root hash] lives in the cache's table; the
+ * key's text is the caller's. */
 static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, recent_key **rk, herr *err)
 {
     *rk = NULL;

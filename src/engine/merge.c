@@ -331,10 +331,7 @@ static hv *shallow_dup(hv *v)
 
 static bool is_ko_string(dm_state *s, const hv *v);
 
-/* Whether deep_merge!(v, v.dup) gives v again (an equal value, keys in the same order): v holds
- * only hashes, scalars that are not knock-out strings, and short arrays of such scalars without
- * two equal ones (the merge of an array with itself is its union: the same elements), and the
- * options neither sort nor unpack arrays. Hashes and scalars go through the merge unchanged. */
+/* Whether the string v is not a knock-out (no line of it starts with the prefix). */
 static inline bool plain_string(dm_state *s, const hv *v)
 {
     if (!s->ko_lit && !s->ko_re)
@@ -351,6 +348,10 @@ static inline bool plain_string(dm_state *s, const hv *v)
     return !is_ko_string(s, v);
 }
 
+/* Whether deep_merge!(v, v.dup) gives v again (an equal value, keys in the same order): v holds
+ * only hashes, scalars that are not knock-out strings, and short arrays of such scalars without
+ * two equal ones (the merge of an array with itself is its union: the same elements), and the
+ * options neither sort nor unpack arrays. Hashes and scalars go through the merge unchanged. */
 static bool self_merge_plain(dm_state *s, const hv *v, int depth)
 {
     if (depth > 32)
