@@ -207,6 +207,12 @@ typedef struct {
     /* the key's entry in the key index and the generation it was found at (inv.kx, .kx_gen) */
     uint32_t kx_gen;
     const key_index *kx;
+    /* the parse entry's parts, read from it once (lookup.c; BORROWED from the entry) */
+    bool parts;
+    const char *root, *module;
+    const hv *segments;
+    size_t root_len;
+    uint64_t root_code;
 } recent_key;
 /* The slot of key (len bytes, code its hash_bytes) or NULL (BORROWED; valid until the next
  * cache_recent_add). */

@@ -2904,16 +2904,25 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
                 *rk = cache_recent_add(h->cache, key, len, code, e);
         }
         if (e) {
-            const hv *module = hv_array_get(e, 1), *segs = hv_array_get(e, 2);
-            memset(k, 0, sizeof *k);
-            k->text = (char *)key;
-            k->root = (char *)hv_str_ptr(hv_array_get(e, 0));
-            k->module = hv_is(module, HV_STRING) ? (char *)hv_str_ptr(module) : NULL;
-            k->segments = hv_is(segs, HV_ARRAY) ? (hv *)segs : NULL;
-            k->plain = k->segments == NULL;
-            k->borrowed = true;
-            k->root_len = hv_str_len(hv_array_get(e, 0));
-            k->root_code = (uint64_t)hv_int_val(hv_array_get(e, 3));
+            recent_key *slot = *rk, parts;
+            if (!slot || !slot->parts) {
+                const hv *module = hv_array_get(e, 1), *segs = hv_array_get(e, 2);
+                parts = (recent_key){.parts = true,
+                                     .root = hv_str_ptr(hv_array_get(e, 0)),
+                                     .module = hv_is(module, HV_STRING) ? hv_str_ptr(module) : NULL,
+                                     .segments = hv_is(segs, HV_ARRAY) ? segs : NULL,
+                                     .root_len = hv_str_len(hv_array_get(e, 0)),
+                                     .root_code = (uint64_t)hv_int_val(hv_array_get(e, 3))};
+                if (!slot)
+                    slot = &parts;
+                slot->parts = true;
+                slot->root = parts.root, slot->module = parts.module, slot->segments = parts.segments;
+                slot->root_len = parts.root_len, slot->root_code = parts.root_code;
+            }
+            /* (the parts kept in the key's slot: no reading of the entry a lookup) */
+            *k = (lookup_key){.text = (char *)key, .root = (char *)slot->root, .module = (char *)slot->module,
+                              .segments = (hv *)slot->segments, .plain = slot->segments == NULL, .borrowed = true,
+                              .root_len = slot->root_len, .root_code = slot->root_code};
             return true;
         }
     }
