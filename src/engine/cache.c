@@ -86,6 +86,7 @@ struct hiera_cache {
     size_t nshared;
     recent_key *recent; /* RECENT_KEYS slots, made on first use */
     size_t nrecent;
+    recent_key *recent_at[RECENT_BY_ADDRESS]; /* the slot last found for a key text's address */
     json_memo *json; /* the JSON text of stable containers (cache_json_memo), made on first use */
     dc_strings *facts_strings; /* strings shared between facts read back (cache_share_facts_strings) */
     /* a view over files already read (a snapshot): they are taken from there */
@@ -271,6 +272,11 @@ bool cache_use_disk(hiera_cache *c, const char *dir)
     return c->disk != NULL;
 }
 
+static inline size_t recent_at_index(const char *key)
+{
+    return (size_t)(((uintptr_t)key >> 3) * 0x9e3779b97f4a7c15ull >> 32) & (RECENT_BY_ADDRESS - 1);
+}
+
 recent_key *cache_recent_find(hiera_cache *c, const char *key, size_t len, uint64_t code)
 {
     if (!c->recent)
@@ -279,9 +285,17 @@ recent_key *cache_recent_find(hiera_cache *c, const char *key, size_t len, uint6
         recent_key *r = &c->recent[i];
         if (!r->text)
             return NULL;
-        if (r->code == code && r->len == len && memcmp(r->text, key, len) == 0)
+        if (r->code == code && r->len == len && memcmp(r->text, key, len) == 0) {
+            c->recent_at[recent_at_index(key)] = r;
             return r;
+        }
     }
+}
+
+recent_key *cache_recent_at(hiera_cache *c, const char *key)
+{
+    recent_key *r = c->recent_at[recent_at_index(key)];
+    return r && r->text && strcmp(r->text, key) == 0 ? r : NULL;
 }
 
 recent_key *cache_recent_add(hiera_cache *c, const char *key, size_t len, uint64_t code, const hv *entry)
@@ -292,6 +306,7 @@ recent_key *cache_recent_add(hiera_cache *c, const char *key, size_t len, uint64
         for (size_t i = 0; i < RECENT_KEYS; i++)
             free(c->recent[i].text);
         memset(c->recent, 0, RECENT_KEYS * sizeof *c->recent);
+        memset(c->recent_at, 0, sizeof c->recent_at);
         c->nrecent = 0;
     }
     size_t i = (size_t)code & (RECENT_KEYS - 1);

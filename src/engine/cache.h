@@ -217,6 +217,10 @@ typedef struct {
 /* The slot of key (len bytes, code its hash_bytes) or NULL (BORROWED; valid until the next
  * cache_recent_add). */
 recent_key *cache_recent_find(hiera_cache *c, const char *key, size_t len, uint64_t code);
+/* The slot cache_recent_find found last for a key text at key's address, when its text is still
+ * key's (a caller asks the same texts again: no length, code or search), else NULL. */
+#define RECENT_BY_ADDRESS 256
+recent_key *cache_recent_at(hiera_cache *c, const char *key);
 /* A slot for key, which is not in the table, with its parse entry (BORROWED, as find). */
 recent_key *cache_recent_add(hiera_cache *c, const char *key, size_t len, uint64_t code, const hv *entry);
 void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*free_fn)(void *));

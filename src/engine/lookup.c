@@ -2887,12 +2887,14 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
 {
     *rk = NULL;
     memo *m = cache_work_memo(h->cache);
-    size_t len = strlen(key);
+    recent_key *r = m ? cache_recent_at(h->cache, key) : NULL; /* (the same text as last time) */
+    size_t len = r ? r->len : strlen(key);
     char stack_key[128];
     char *mk = len + 1 + sizeof len <= sizeof stack_key ? stack_key : NULL;
     if (m && mk) {
-        uint64_t code = recent_code(key, len);
-        recent_key *r = cache_recent_find(h->cache, key, len, code);
+        uint64_t code = r ? r->code : recent_code(key, len);
+        if (!r)
+            r = cache_recent_find(h->cache, key, len, code);
         const hv *e = r ? r->entry : NULL;
         *rk = r;
         if (!e) {
