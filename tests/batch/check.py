@@ -68,6 +68,15 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, timeout=600, **kw)
 
 
+def write_files(root, files):
+    """Writes {relative path: text} under root, making the folders."""
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(text)
+
+
 def parse_batch_lines(text):
     """{node: {key: value text}} from the JSON document's layout (a node per line at indentation
     2, a value per line at indentation 4), and the nodes in the order printed."""
@@ -261,17 +270,9 @@ def check_facts_sources(c, hiera, root):
     cache = os.path.join(vardir, "yaml", "facts")
     os.makedirs(cache)
     os.makedirs(os.path.join(repo, "environments", "production"))
-    os.makedirs(os.path.join(repo, "data", "roles"))
-    for name, text in FACTS_CACHE.items():
-        with open(os.path.join(cache, name + ".yaml"), "w") as fh:
-            fh.write(text)
-    with open(os.path.join(repo, "hiera.yaml"), "w") as fh:
-        fh.write(FACTS_HIERA)
-    with open(os.path.join(repo, "data", "common.yaml"), "w") as fh:
-        fh.write(FACTS_COMMON)
-    for role in ("web", "db"):
-        with open(os.path.join(repo, "data", "roles", role + ".yaml"), "w") as fh:
-            fh.write("role::data: %s data\n" % role)
+    write_files(cache, {name + ".yaml": text for name, text in FACTS_CACHE.items()})
+    write_files(repo, {"hiera.yaml": FACTS_HIERA, "data/common.yaml": FACTS_COMMON,
+                       "data/roles/web.yaml": "role::data: web data\n", "data/roles/db.yaml": "role::data: db data\n"})
     trusted_dir = os.path.join(repo, "trusted")
     os.makedirs(trusted_dir)
     for name in FACTS_CACHE:
@@ -378,10 +379,7 @@ def check_remembered_levels(c, hiera, root):
              "data-s1/g/x-1.yaml": "g: x1\n", "data-s1/g/x-2.yaml": "g: x2\n", "data-s1/g/y-1.yaml": "g: y1\n",
              "data-s2/g/x-1.yaml": "g: s2x1\n", "data-s1/common.yaml": "k: s1-common\ng: s1-g\n",
              "data-s2/common.yaml": "k: s2-common\ng: s2-g\n"}
-    for rel, text in files.items():
-        os.makedirs(os.path.dirname(os.path.join(repo, rel)), exist_ok=True)
-        with open(os.path.join(repo, rel), "w") as fh:
-            fh.write(text)
+    write_files(repo, files)
     combos = [("s1", "x", "p"), ("s1", "x", "q"), ("s1", "y", "p"), ("s2", "x", "p"), ("s1", "x", "p"), ("s1", "x", "q"),
               ("s2", "x", "q"), ("s1", "y", "q"), ("s1", "..", "p"), ("s1", "..", "p"), ("s1", "x", "p")]
     nodes = []
@@ -462,14 +460,8 @@ def check_given_up_interpolations(c, hiera, root):
     repo = os.path.join(root, "give-up")
     facts_dir = os.path.join(repo, "facts")
     os.makedirs(facts_dir)
-    os.makedirs(os.path.join(repo, "data", "role"))
-    with open(os.path.join(repo, "hiera.yaml"), "w") as fh:
-        fh.write(GIVEUP_HIERA)
-    with open(os.path.join(repo, "data", "common.yaml"), "w") as fh:
-        fh.write(GIVEUP_COMMON)
-    for role in ("web", "db"):
-        with open(os.path.join(repo, "data", "role", role + ".yaml"), "w") as fh:
-            fh.write(GIVEUP_ROLE)
+    write_files(repo, {"hiera.yaml": GIVEUP_HIERA, "data/common.yaml": GIVEUP_COMMON,
+                       "data/role/web.yaml": GIVEUP_ROLE, "data/role/db.yaml": GIVEUP_ROLE})
     for i in range(150):
         name = "h%03d.example.com" % i
         with open(os.path.join(facts_dir, name + ".json"), "w") as fh:
