@@ -329,23 +329,30 @@ static hv *shallow_dup(hv *v)
     return hv_incref(v);
 }
 
-static bool is_ko_string(dm_state *s, const hv *v);
-
-/* Whether the string v is not a knock-out (no line of it starts with the prefix). */
-static inline bool plain_string(dm_state *s, const hv *v)
+/* A literal prefix matched at the start of any line (Ruby's ^): the regexp without Oniguruma. */
+static inline bool lit_at(const dm_state *s, const char *p, const char *end)
 {
-    if (!s->ko_lit && !s->ko_re)
-        return true;
-    if (s->ko_lit) {
-        /* (is_ko_string's test, inline: most strings start otherwise and have no newline) */
-        const char *p = hv_str_ptr(v);
-        size_t n = hv_str_len(v);
-        if (n >= s->ko_len && p[0] == s->ko_lit[0] && memcmp(p, s->ko_lit, s->ko_len) == 0)
-            return false;
-        if (!memchr(p, '\n', n))
+    return (size_t)(end - p) >= s->ko_len && p[0] == s->ko_lit[0] && memcmp(p, s->ko_lit, s->ko_len) == 0;
+}
+
+static inline bool is_ko_string(dm_state *s, const hv *v)
+{
+    if (!hv_is(v, HV_STRING))
+        return false;
+    if (s->ko_re)
+        return rregex_search(s->ko_re, hv_str_ptr(v), hv_str_len(v));
+    if (!s->ko_lit)
+        return false;
+    const char *p = hv_str_ptr(v), *end = p + hv_str_len(v);
+    for (const char *line = p; line <= end;) {
+        if (lit_at(s, line, end))
             return true;
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        if (!nl)
+            break;
+        line = nl + 1;
     }
-    return !is_ko_string(s, v);
+    return false;
 }
 
 /* Whether deep_merge!(v, v.dup) gives v again (an equal value, keys in the same order): v holds
@@ -361,7 +368,7 @@ static bool self_merge_plain(dm_state *s, const hv *v, int depth)
         for (size_t i = 0; i < hv_hash_len(v); i++) {
             const hv *e = hv_hash_val_at(v, i);
             hv_kind k = hv_kind_of(e);
-            if (k == HV_STRING ? !plain_string(s, e) : (k == HV_HASH || k == HV_ARRAY) && !self_merge_plain(s, e, depth + 1))
+            if (k == HV_STRING ? is_ko_string(s, e) : (k == HV_HASH || k == HV_ARRAY) && !self_merge_plain(s, e, depth + 1))
                 return false;
         }
         return true;
@@ -371,7 +378,7 @@ static bool self_merge_plain(dm_state *s, const hv *v, int depth)
             return false;
         for (size_t i = 0; i < n; i++) {
             const hv *e = hv_array_get(v, i);
-            if (hv_is(e, HV_ARRAY) || hv_is(e, HV_HASH) || (hv_is(e, HV_STRING) && !plain_string(s, e)))
+            if (hv_is(e, HV_ARRAY) || hv_is(e, HV_HASH) || is_ko_string(s, e))
                 return false;
             for (size_t j = 0; j < i; j++)
                 if (hv_equal(hv_array_get(v, j), e))
@@ -380,7 +387,7 @@ static bool self_merge_plain(dm_state *s, const hv *v, int depth)
         return true;
     }
     case HV_STRING:
-        return plain_string(s, v);
+        return !is_ko_string(s, v);
     default:
         return true;
     }
@@ -425,32 +432,6 @@ static void own(dm_state *s, hv **v)
         hv_decref(*v);
         *v = c;
     }
-}
-
-/* A literal prefix matched at the start of any line (Ruby's ^): the regexp without Oniguruma. */
-static bool lit_at(const dm_state *s, const char *p, const char *end)
-{
-    return (size_t)(end - p) >= s->ko_len && memcmp(p, s->ko_lit, s->ko_len) == 0;
-}
-
-static bool is_ko_string(dm_state *s, const hv *v)
-{
-    if (!hv_is(v, HV_STRING))
-        return false;
-    if (s->ko_re)
-        return rregex_search(s->ko_re, hv_str_ptr(v), hv_str_len(v));
-    if (!s->ko_lit)
-        return false;
-    const char *p = hv_str_ptr(v), *end = p + hv_str_len(v);
-    for (const char *line = p; line <= end;) {
-        if (lit_at(s, line, end))
-            return true;
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        if (!nl)
-            break;
-        line = nl + 1;
-    }
-    return false;
 }
 
 /* ko_item.gsub(/^prefix/, ""): a new string, or NULL when nothing matched */
