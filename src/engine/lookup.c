@@ -1089,27 +1089,21 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             lr r = interp_location(&I, lvl, dd, false, false, &datadir, err);
             free(def);
             if (r != LR_FOUND) {
-                sb_free(&key);
-                providers_free(provs, np);
-                return LR_ERROR;
+                goto fail;
             }
         } else {
             char *joined = pn_plus(cfg->root, lvl->datadir);
             lr r = cfg->version == 4 ? (datadir = xstrdup(joined), LR_FOUND) : interp_location(&I, lvl, joined, false, false, &datadir, err);
             free(joined);
             if (r != LR_FOUND) {
-                sb_free(&key);
-                providers_free(provs, np);
-                return LR_ERROR;
+                goto fail;
             }
         }
         if (lvl->lkind == LOC_NONE) {
             p->nil_location = true;
         } else if (resolve_locations(&I, cfg, lvl, datadir, &p->locs, &p->nlocs, err) != LR_FOUND) {
             free(datadir);
-            sb_free(&key);
-            providers_free(provs, np + 1);
-            return LR_ERROR;
+            goto fail;
         }
         free(datadir);
         if (key.len)
@@ -1122,17 +1116,13 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
         if (lvl->options && cfg->version == 5) {
             hv *opts = NULL;
             if (interpolate(&I, lvl->options, false, &opts, err) != LR_FOUND) {
-                sb_free(&key);
-                providers_free(provs, np + 1);
-                return LR_ERROR;
+                goto fail;
             }
             p->options = opts;
         } else if (lvl->options) {
             hv *opts = NULL;
             if (interpolate(&I, lvl->options, false, &opts, err) != LR_FOUND) {
-                sb_free(&key);
-                providers_free(provs, np + 1);
-                return LR_ERROR;
+                goto fail;
             }
             p->options = opts;
         }
@@ -1142,6 +1132,11 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
     *out = provs;
     *nout = np;
     return LR_FOUND;
+fail:
+    /* (provs[np], the provider being made, is zeroed or partly made: freed with the others) */
+    sb_free(&key);
+    providers_free(provs, np + 1);
+    return LR_ERROR;
 }
 
 /* layer_providers the first time, or with the configuration's error. */
@@ -2906,20 +2901,15 @@ static bool lkey_parse_remembered(hiera_ctx *h, const char *key, lookup_key *k, 
                 *rk = cache_recent_add(h->cache, key, len, code, e);
         }
         if (e) {
-            recent_key *slot = *rk, parts;
-            if (!slot || !slot->parts) {
+            recent_key local, *slot = *rk ? *rk : &local; /* (no slot: read into a local one) */
+            if (slot == &local || !slot->parts) {
                 const hv *module = hv_array_get(e, 1), *segs = hv_array_get(e, 2);
-                parts = (recent_key){.parts = true,
-                                     .root = hv_str_ptr(hv_array_get(e, 0)),
-                                     .module = hv_is(module, HV_STRING) ? hv_str_ptr(module) : NULL,
-                                     .segments = hv_is(segs, HV_ARRAY) ? segs : NULL,
-                                     .root_len = hv_str_len(hv_array_get(e, 0)),
-                                     .root_code = (uint64_t)hv_int_val(hv_array_get(e, 3))};
-                if (!slot)
-                    slot = &parts;
                 slot->parts = true;
-                slot->root = parts.root, slot->module = parts.module, slot->segments = parts.segments;
-                slot->root_len = parts.root_len, slot->root_code = parts.root_code;
+                slot->root = hv_str_ptr(hv_array_get(e, 0));
+                slot->module = hv_is(module, HV_STRING) ? hv_str_ptr(module) : NULL;
+                slot->segments = hv_is(segs, HV_ARRAY) ? segs : NULL;
+                slot->root_len = hv_str_len(hv_array_get(e, 0));
+                slot->root_code = (uint64_t)hv_int_val(hv_array_get(e, 3));
             }
             /* (the parts kept in the key's slot: no reading of the entry a lookup) */
             *k = (lookup_key){.text = (char *)key, .root = (char *)slot->root, .module = (char *)slot->module,
