@@ -107,22 +107,54 @@ hv *hv_str_take(char *s, size_t len)
     return v;
 }
 
+/* A container made with its size known keeps its first items in the node's own block (one
+ * allocation, and one free, instead of two: a batch run makes hundreds of thousands of them, and
+ * on a large heap each allocation is a cache miss); HV_FLAG_INLINE says so until it grows. */
+#define HV_FLAG_INLINE 2
+#define ITEMS_INLINE(v) (((const hv *)(v))->pad[0] & HV_FLAG_INLINE)
+
+/* base bytes and cap items of size bytes (SIZE_MAX when that overflows: the allocation fails) */
+static size_t with_items(size_t base, size_t cap, size_t size)
+{
+    return cap > (SIZE_MAX - base) / size ? SIZE_MAX : base + cap * size;
+}
+
+/* A full container's items with room for twice as many, out of the node's block from now on. */
+static void *grow_items(hv *v, void *items, size_t *cap, size_t size)
+{
+    size_t ncap = *cap ? *cap * 2 : 4;
+    void *p;
+    if (ITEMS_INLINE(v)) {
+        p = xmalloc(with_items(0, ncap, size));
+        memcpy(p, items, *cap * size);
+        v->pad[0] &= (uint8_t)~HV_FLAG_INLINE;
+    } else {
+        p = xrealloc(items, with_items(0, ncap, size));
+    }
+    *cap = ncap;
+    return p;
+}
+
 hv *hv_array_sized(size_t cap)
 {
-    hv_arr *a = alloc_node(sizeof *a, HV_ARRAY);
+    hv_arr *a = alloc_node(with_items(sizeof *a, cap, sizeof *a->items), HV_ARRAY);
+    if (cap)
+        a->h.pad[0] = HV_FLAG_INLINE;
     a->n = 0;
     a->cap = cap;
-    a->items = cap ? xmalloc(cap * sizeof *a->items) : NULL;
+    a->items = cap ? (hv **)(a + 1) : NULL;
     return &a->h;
 }
 hv *hv_array(void) { return hv_array_sized(0); }
 
 hv *hv_hash_sized(size_t cap)
 {
-    hv_hashv *h = alloc_node(sizeof *h, HV_HASH);
+    hv_hashv *h = alloc_node(with_items(sizeof *h, cap, sizeof *h->items), HV_HASH);
+    if (cap)
+        h->h.pad[0] = HV_FLAG_INLINE;
     h->n = 0;
     h->cap = cap;
-    h->items = cap ? xmalloc(cap * sizeof *h->items) : NULL;
+    h->items = cap ? (hv_entry *)(h + 1) : NULL;
     h->idx = NULL;
     h->idxcap = 0;
     return &h->h;
@@ -181,7 +213,8 @@ static void free_node(dead_stack *st, hv *v)
         hv_arr *a = (hv_arr *)v;
         for (size_t i = 0; i < a->n; i++)
             dead_push(st, a->items[i]);
-        free(a->items);
+        if (!ITEMS_INLINE(v))
+            free(a->items);
         break;
     }
     case HV_HASH: {
@@ -190,7 +223,8 @@ static void free_node(dead_stack *st, hv *v)
             dead_push(st, h->items[i].key);
             dead_push(st, h->items[i].val);
         }
-        free(h->items);
+        if (!ITEMS_INLINE(v))
+            free(h->items);
         free(h->idx);
         break;
     }
@@ -295,10 +329,8 @@ hv *hv_array_get(const hv *a, size_t i)
 void hv_array_push(hv *a, hv *v)
 {
     hv_arr *arr = (hv_arr *)a;
-    if (arr->n == arr->cap) {
-        arr->cap = arr->cap ? arr->cap * 2 : 4;
-        arr->items = xrealloc(arr->items, arr->cap * sizeof *arr->items);
-    }
+    if (arr->n == arr->cap)
+        arr->items = grow_items(a, arr->items, &arr->cap, sizeof *arr->items);
     arr->items[arr->n++] = v;
 }
 
@@ -578,10 +610,8 @@ void hv_hash_put_at(hv *hh, long at, hv *key, hv *val)
 
 static void append_entry(hv_hashv *h, hv *key, hv *val, uint64_t code)
 {
-    if (h->n == h->cap) {
-        h->cap = h->cap ? h->cap * 2 : 4;
-        h->items = xrealloc(h->items, h->cap * sizeof *h->items);
-    }
+    if (h->n == h->cap)
+        h->items = grow_items(&h->h, h->items, &h->cap, sizeof *h->items);
     h->items[h->n] = (hv_entry){key, val, code};
     h->n++;
     if (h->n >= HASH_INDEX_MIN) {
@@ -719,9 +749,11 @@ void hv_free_immortal(hv_nodes *nodes)
     for (size_t i = 0; i < nodes->n; i++) {
         hv *v = nodes->items[i];
         if (v->kind == HV_ARRAY) {
-            free(((hv_arr *)v)->items);
+            if (!ITEMS_INLINE(v))
+                free(((hv_arr *)v)->items);
         } else if (v->kind == HV_HASH) {
-            free(((hv_hashv *)v)->items);
+            if (!ITEMS_INLINE(v))
+                free(((hv_hashv *)v)->items);
             free(((hv_hashv *)v)->idx);
         }
         free(v);

@@ -254,6 +254,51 @@ static void test_symkeys_to_string(void **state)
     hv_decref(untouched);
 }
 
+/* Containers made with their size known keep their first items in their own block
+ * (value.c): filled to that size, grown past it (the items move out), copied, made immortal
+ * and freed, each keeps its items (ASan tells a block freed twice or never). */
+static void test_sized_containers(void **state)
+{
+    (void)state;
+    char key[32];
+    for (size_t cap = 0; cap <= 20; cap += 5) {
+        for (size_t n = 0; n <= 2 * cap + 12; n += 3) {
+            hv *a = hv_array_sized(cap);
+            hv *h = hv_hash_sized(cap);
+            for (size_t i = 0; i < n; i++) {
+                hv_array_push(a, hv_int((int64_t)i));
+                snprintf(key, sizeof key, "k%zu", i);
+                assert_true(hv_hash_add(h, hv_str(key), hv_int((int64_t)i)));
+            }
+            assert_int_equal(hv_array_len(a), n);
+            assert_int_equal(hv_hash_len(h), n);
+            for (size_t i = 0; i < n; i++) {
+                assert_int_equal(hv_int_val(hv_array_get(a, i)), (int64_t)i);
+                snprintf(key, sizeof key, "k%zu", i);
+                assert_int_equal(hv_int_val(hv_hash_gets(h, key)), (int64_t)i);
+            }
+            hv *ca = hv_copy(a), *ch = hv_copy(h);
+            hv_array_push(ca, hv_str("more"));
+            hv_hash_sets(ch, "more", hv_int(-1));
+            assert_int_equal(hv_array_len(a), n);
+            assert_int_equal(hv_hash_len(h), n);
+            assert_string_equal(hv_str_ptr(hv_array_get(ca, n)), "more");
+            assert_int_equal(hv_int_val(hv_hash_gets(ch, "more")), -1);
+            /* (the copies share the items: the originals go before the copies become immortal) */
+            hv_decref(a);
+            hv_decref(h);
+            hv *top = hv_array_sized(2);
+            hv_array_push(top, ca);
+            hv_array_push(top, ch);
+            hv_nodes nodes = {0};
+            hv_make_immortal(top, &nodes);
+            assert_true(hv_is_immortal(ca));
+            assert_int_equal(hv_hash_len(ch), n + 1);
+            hv_free_immortal(&nodes);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_deep_copy_independent),
         cmocka_unit_test(test_json_big_numbers_and_nul_strings),
         cmocka_unit_test(test_symkeys_to_string),
+        cmocka_unit_test(test_sized_containers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
