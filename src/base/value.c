@@ -408,6 +408,13 @@ static uint64_t code_impl(const hv *v, bool identity, bool *ok)
 
 uint64_t hv_hash_code(const hv *v)
 {
+    /* a string's code known already, without the call (the hash functions below ask for their
+     * key's code each time; most keys are strings asked before) */
+    if (v && v->kind == HV_STRING) {
+        uint64_t code = __atomic_load_n(&((const hv_string *)v)->hash, __ATOMIC_RELAXED);
+        if (code)
+            return code;
+    }
     bool ok = true;
     return code_impl(v, false, &ok);
 }
