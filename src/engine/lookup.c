@@ -2166,6 +2166,34 @@ static __attribute__((noinline)) void global_v3_scope(hiera_ctx *h)
         h->global_only = true;
 }
 
+/* Whether the layer's probe plan tells at once that none of its files holds the lookup's own
+ * key: what layer_walk finds first when the plan is ready (layer_plan) for a frozen cache
+ * without explanation or provenance, told here without the walk's set-up. Most layers asked
+ * hold nothing for the key (the global layer's few files, a module's key asked of the
+ * environment). false: the walk decides. */
+static inline bool layer_lacks_key(inv *I, const layer *l, const provider *provs, size_t n, const char *root_key)
+{
+    hiera_ctx *h = I->h;
+    const probe_plan *pl = &l->plan;
+    if (I->root_key != root_key || pl->state <= 0 || pl->provs != provs || pl->nprovs != n || h->prov ||
+        !cache_is_frozen(h->cache))
+        return false;
+    uint32_t gen = cache_key_index_gen(h->cache);
+    if (gen != I->kx_gen) { /* (entry_kx's fetch, kept in the invocation as it keeps it) */
+        I->kx = cache_key_index(h->cache, I->root_key, I->root_len, I->root_code);
+        I->kx_gen = gen;
+    }
+    const key_index *kx = I->kx;
+    if (!kx)
+        return true;
+    if (!kx->bits)
+        return false;
+    for (size_t i = 0; i < pl->nwords; i++)
+        if (pl->words[i].word < kx->nwords && (kx->bits[pl->words[i].word] & pl->words[i].bits))
+            return false;
+    return true;
+}
+
 /* (out of line: the explaining path kept apart from the lookups of a batch) */
 static __attribute__((noinline)) lr explained_layer_lookup(inv *I, layer *l, const char *key, const char *root_key,
                                                           const merge_strategy *ms, hv **out, herr *err)
@@ -2199,7 +2227,8 @@ static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *
         size_t n = 0;
         r = layer_providers(h, l, false, &provs, &n, err);
         if (r == LR_FOUND)
-            r = n ? layer_walk(I, l, provs, n, root_key, ms, out, err) : LR_NOT_FOUND;
+            r = n && !layer_lacks_key(I, l, provs, n, root_key) ? layer_walk(I, l, provs, n, root_key, ms, out, err)
+                                                                 : LR_NOT_FOUND;
     }
     h->global_only = save_global_only;
     check_leave(I, err);
