@@ -65,7 +65,11 @@ typedef struct {
     struct plan_word {
         uint32_t word;
         uint64_t bits;
+        uint8_t at[64]; /* when direct: the probe of each bit's file */
     } *words;
+    /* each file in one probe only, and fewer than 255 probes: the probes holding a key are
+     * found from the key's bits in the words (at) instead of a look at every probe */
+    bool direct;
 } probe_plan;
 
 /* A data provider of one layer (ConfiguredDataProvider). */

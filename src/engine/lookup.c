@@ -1973,14 +1973,18 @@ static const probe_plan *layer_plan(layer *l, const provider *provs, size_t n)
     /* the words: one per distinct kid / 64 (a few: files are numbered as they load) */
     pl->words = xmalloc((count ? count : 1) * sizeof *pl->words);
     pl->nwords = 0;
+    pl->direct = count < UINT8_MAX;
     for (size_t k = 0; k < count; k++) {
-        uint32_t word = pl->probes[k].kid / 64;
+        uint32_t word = pl->probes[k].kid / 64, bit = pl->probes[k].kid % 64;
         size_t w = 0;
         while (w < pl->nwords && pl->words[w].word != word)
             w++;
         if (w == pl->nwords)
-            pl->words[pl->nwords++] = (struct plan_word){word, 0};
-        pl->words[w].bits |= 1ull << (pl->probes[k].kid % 64);
+            pl->words[pl->nwords++] = (struct plan_word){word, 0, {0}};
+        if (pl->words[w].bits >> bit & 1)
+            pl->direct = false; /* (a file two levels lead to) */
+        pl->words[w].bits |= 1ull << bit;
+        pl->words[w].at[bit] = (uint8_t)k;
     }
     pl->provs = provs;
     pl->nprovs = n;
@@ -1988,10 +1992,42 @@ static const probe_plan *layer_plan(layer *l, const provider *provs, size_t n)
     return pl;
 }
 
-/* Where a walk is: provider i, location j, or probe k of a plan. */
+/* Where a walk is: provider i, location j, or probe k of a plan; or, with a direct plan, the
+ * next of the nhits probes holding the key (hits, in order), once listed. */
+#define WALK_HITS 32
 typedef struct {
     size_t i, j, k;
+    bool listed;
+    uint8_t nhits, next;
+    uint8_t hits[WALK_HITS];
 } walk_pos;
+
+/* The probes of a direct plan whose files the key's bitmap holds, in the walk's order, into w
+ * (false: more than WALK_HITS, to be walked probe by probe). */
+static inline bool list_hits(const probe_plan *pl, const uint64_t *bits, uint32_t nwords, walk_pos *w)
+{
+    unsigned nh = 0;
+    for (size_t i = 0; i < pl->nwords; i++) {
+        const struct plan_word *pw = &pl->words[i];
+        if (pw->word >= nwords)
+            continue;
+        for (uint64_t m = bits[pw->word] & pw->bits; m; m &= m - 1) {
+            if (nh == WALK_HITS)
+                return false;
+            uint8_t k = pw->at[__builtin_ctzll(m)];
+            unsigned at = nh++;
+            while (at && w->hits[at - 1] > k) { /* (a few: sorted as they come) */
+                w->hits[at] = w->hits[at - 1];
+                at--;
+            }
+            w->hits[at] = k;
+        }
+    }
+    w->nhits = (uint8_t)nh;
+    w->next = 0;
+    w->listed = true;
+    return true;
+}
 
 /* The next location of the walk that may hold the key (*pi provider, *pj location; a provider
  * without locations gives j 0 once). Most locations do not hold the key: with the key index, a
@@ -2009,7 +2045,7 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
             /* key_index_has with the bitmap in registers (the walk's hottest loop) */
             const uint64_t *bits = kx->bits;
             uint32_t nwords = kx->nwords;
-            if (k == 0) {
+            if (k == 0 && !w->listed && !(pl->direct && list_hits(pl, bits, nwords, w))) {
                 /* none of the layer's files holds the key: no walk (a module's key, walked
                  * through the environment's layer first) */
                 size_t i = 0;
@@ -2020,6 +2056,15 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
                     w->k = count;
                     return false;
                 }
+            }
+            if (w->listed) {
+                /* (the files' bits stay as they are while the walk loads others: the list holds) */
+                if (w->next == w->nhits) {
+                    w->k = count;
+                    return false;
+                }
+                k = w->hits[w->next++];
+                goto hit;
             }
             for (; k < count; k++) {
                 uint32_t kid = probes[k].kid;
@@ -2078,7 +2123,10 @@ static lr layer_walk(inv *I, layer *l, provider *provs, size_t n, const char *ro
     fold outer = {ms, n, NULL};
     fold inner = {ms, 0, NULL}; /* the fold of provider `live` */
     size_t live = SIZE_MAX, i, j;
-    walk_pos w = {0, 0, 0};
+    walk_pos w; /* (hits: written before they are read) */
+    w.i = w.j = w.k = 0;
+    w.listed = false;
+    w.nhits = w.next = 0;
     while (walk_next(&a, provs, n, pl, &w, &i, &j)) {
         if (i != live) {
             /* a provider's fold joins the layer's before the next provider is asked */

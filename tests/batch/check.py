@@ -416,6 +416,68 @@ def check_remembered_levels(c, hiera, root):
 
 
 
+HITS_HIERA = """version: 5
+defaults:
+  data_hash: yaml_data
+  datadir: data
+hierarchy:
+  - name: role
+    path: "role/%%{facts.role}.yaml"
+%s  - name: many files
+    glob: "g/%%{facts.a}-*.yaml"
+  - name: common
+    path: common.yaml
+"""
+
+
+def check_walk_hits(c, hiera, root):
+    """A layer's walk finds the levels holding a key from the key's bits (lookup.c list_hits):
+    a key in more files than the list holds (40 of a glob's files, merged), keys in a few, keys
+    first found; and the same hierarchy with a file two levels lead to (the walk goes probe by
+    probe there, and the file's first level counts). Every node prints what hiera lookup gives
+    it alone."""
+    for variant, extra in (("direct", ""), ("twice", "  - name: common again\n    path: common.yaml\n")):
+        repo = os.path.join(root, "hits-" + variant)
+        os.makedirs(os.path.join(repo, "facts"))
+        files = {"hiera.yaml": HITS_HIERA % extra,
+                 "data/common.yaml": "lookup_options:\n  many: {merge: unique}\n  few: {merge: deep}\n"
+                                     "many: [common]\nfew: {c: common}\nfirst: common\n",
+                 "data/role/web.yaml": "few: {r: web}\nmany: [web]\n"}
+        for i in range(40):
+            files["data/g/x-%02d.yaml" % i] = "many: [x%02d, shared]\n%s%s" % (
+                i, "few: {g%02d: x}\n" % i if i % 13 == 5 else "", "first: x%02d\n" % i if i == 20 else "")
+        files["data/g/y-01.yaml"] = "many: [y01]\nfirst: y01\n"
+        write_files(repo, files)
+        nodes = []
+        for i, (role, a) in enumerate((("web", "x"), ("db", "x"), ("web", "y"), ("db", "z"))):
+            name = "n%d" % i
+            path = os.path.join(repo, "facts", name + ".json")
+            with open(path, "w") as fh:
+                json.dump({"role": role, "a": a}, fh)
+            nodes.append((name, path))
+        base = ["--codedir", repo, "--environmentpath", os.path.join(repo, "environments"),
+                "--hiera_config", os.path.join(repo, "hiera.yaml")]
+        keys = ["many", "few", "first"]
+        p = run([hiera, "batch"] + base + ["--facts-dir", os.path.join(repo, "facts"), "--jobs", "1"] + keys)
+        lines, _ = parse_batch_lines(p.stdout.decode())
+        for name, facts in nodes:
+            for key in keys:
+                rc, out, err = hiera_lookup(hiera, base, name, facts, key, [])
+                c.check(rc == 0 and lines.get(name, {}).get(key) == out.rstrip("\n"),
+                        "walk hits (%s): node %s key %s: batch %r, lookup %r %r" % (
+                            variant, name, key, lines.get(name, {}).get(key), out, err))
+        doc = json.loads(p.stdout)
+        # (twice: common.yaml is also the level before the glob's: found there first)
+        twice = variant == "twice"
+        many = ["web"] + ["common"] * twice + ["x00", "shared"] + ["x%02d" % i for i in range(1, 40)] + ["common"] * (not twice)
+        c.check(doc.get("n0", {}).get("many") == many and
+                doc.get("n0", {}).get("few") == {"r": "web", "g05": "x", "g18": "x", "g31": "x", "c": "common"} and
+                doc.get("n1", {}).get("first") == ("common" if twice else "x20") and
+                doc.get("n2", {}).get("first") == ("common" if twice else "y01") and
+                doc.get("n3", {}).get("many") == ["common"],
+                "walk hits (%s): the expected values (%r)" % (variant, doc))
+
+
 GIVEUP_HIERA = """version: 5
 defaults:
   data_hash: yaml_data
@@ -650,6 +712,7 @@ def main():
         check_facts_sources(c, hiera, repo)
         check_remembered_levels(c, hiera, repo)
         check_given_up_interpolations(c, hiera, repo)
+        check_walk_hits(c, hiera, repo)
     finally:
         if not args.keep:
             shutil.rmtree(repo, ignore_errors=True)
