@@ -1578,17 +1578,24 @@ static hv *trace(entry_arg *a, const location *loc, hv *value)
 
 /* The key's entry in the frozen cache's key index (fetched again after files were added: it may
  * move). */
-static inline const key_index *entry_kx(entry_arg *a)
+/* root_key's entry in c's key index, kept in *kx as of *kx_gen and fetched again when the index
+ * has grown since. */
+static inline const key_index *kx_current(hiera_cache *c, const char *root_key, size_t len, uint64_t code,
+                                          uint32_t *kx_gen, const key_index **kx)
 {
-    hiera_cache *c = a->I->h->cache;
     uint32_t gen = cache_key_index_gen(c);
-    uint32_t *kx_gen = a->kx_in_inv ? &a->I->kx_gen : &a->kx_gen;
-    const key_index **kx = a->kx_in_inv ? &a->I->kx : &a->kx;
     if (gen != *kx_gen) {
-        *kx = cache_key_index(c, a->root_key, a->root_len, a->root_code);
+        *kx = cache_key_index(c, root_key, len, code);
         *kx_gen = gen;
     }
     return *kx;
+}
+
+static inline const key_index *entry_kx(entry_arg *a)
+{
+    uint32_t *kx_gen = a->kx_in_inv ? &a->I->kx_gen : &a->kx_gen;
+    const key_index **kx = a->kx_in_inv ? &a->I->kx : &a->kx;
+    return kx_current(a->I->h->cache, a->root_key, a->root_len, a->root_code, kx_gen, kx);
 }
 
 static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
@@ -2002,6 +2009,16 @@ typedef struct {
     uint8_t hits[WALK_HITS];
 } walk_pos;
 
+/* Whether any of the plan's files is among bits (a key's bitmap of nwords words): when none is,
+ * the layer holds nothing for the key. */
+static inline bool plan_meets(const probe_plan *pl, const uint64_t *bits, uint32_t nwords)
+{
+    for (size_t i = 0; i < pl->nwords; i++)
+        if (pl->words[i].word < nwords && (bits[pl->words[i].word] & pl->words[i].bits))
+            return true;
+    return false;
+}
+
 /* The probes of a direct plan whose files the key's bitmap holds, in the walk's order, into w
  * (false: more than WALK_HITS, to be walked probe by probe). */
 static inline bool list_hits(const probe_plan *pl, const uint64_t *bits, uint32_t nwords, walk_pos *w)
@@ -2045,17 +2062,12 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
             /* key_index_has with the bitmap in registers (the walk's hottest loop) */
             const uint64_t *bits = kx->bits;
             uint32_t nwords = kx->nwords;
-            if (k == 0 && !w->listed && !(pl->direct && list_hits(pl, bits, nwords, w))) {
+            if (k == 0 && !w->listed && !(pl->direct && list_hits(pl, bits, nwords, w)) &&
+                !plan_meets(pl, bits, nwords)) {
                 /* none of the layer's files holds the key: no walk (a module's key, walked
                  * through the environment's layer first) */
-                size_t i = 0;
-                for (; i < pl->nwords; i++)
-                    if (pl->words[i].word < nwords && (bits[pl->words[i].word] & pl->words[i].bits))
-                        break;
-                if (i == pl->nwords) {
-                    w->k = count;
-                    return false;
-                }
+                w->k = count;
+                return false;
             }
             if (w->listed) {
                 /* (the files' bits stay as they are while the walk loads others: the list holds) */
@@ -2222,24 +2234,12 @@ static __attribute__((noinline)) void global_v3_scope(hiera_ctx *h)
 static inline bool layer_lacks_key(inv *I, const layer *l, const provider *provs, size_t n, const char *root_key)
 {
     hiera_ctx *h = I->h;
-    const probe_plan *pl = &l->plan;
+    const probe_plan *pl = &l->plan; /* (as layer_plan gives it once made for provs) */
     if (I->root_key != root_key || pl->state <= 0 || pl->provs != provs || pl->nprovs != n || h->prov ||
         !cache_is_frozen(h->cache))
         return false;
-    uint32_t gen = cache_key_index_gen(h->cache);
-    if (gen != I->kx_gen) { /* (entry_kx's fetch, kept in the invocation as it keeps it) */
-        I->kx = cache_key_index(h->cache, I->root_key, I->root_len, I->root_code);
-        I->kx_gen = gen;
-    }
-    const key_index *kx = I->kx;
-    if (!kx)
-        return true;
-    if (!kx->bits)
-        return false;
-    for (size_t i = 0; i < pl->nwords; i++)
-        if (pl->words[i].word < kx->nwords && (kx->bits[pl->words[i].word] & pl->words[i].bits))
-            return false;
-    return true;
+    const key_index *kx = kx_current(h->cache, I->root_key, I->root_len, I->root_code, &I->kx_gen, &I->kx);
+    return !kx || (kx->bits && !plan_meets(pl, kx->bits, kx->nwords));
 }
 
 /* (out of line: the explaining path kept apart from the lookups of a batch) */
