@@ -350,6 +350,20 @@ void hv_array_truncate(hv *a, size_t n)
 
 /* ---- hashing and equality ---- */
 
+/* The code of a string, big integer or symbol: computed on first use and kept in the value,
+ * which may be shared between threads (an immortal value of a snapshot): a relaxed atomic load
+ * and store, since every thread that computes it stores the same code. */
+static inline uint64_t string_code(const hv *v)
+{
+    hv_string *s = (hv_string *)v;
+    uint64_t code = __atomic_load_n(&s->hash, __ATOMIC_RELAXED);
+    if (!code) {
+        code = (hash_bytes(s->s, s->len) + v->kind) | 1;
+        __atomic_store_n(&s->hash, code, __ATOMIC_RELAXED);
+    }
+    return code;
+}
+
 /* hv_hash_code (identity false), or hv_identity_code's code (identity: floats bit for bit,
  * hash entries in order; *ok false for a Sensitive). */
 static uint64_t code_impl(const hv *v, bool identity, bool *ok)
@@ -369,18 +383,8 @@ static uint64_t code_impl(const hv *v, bool identity, bool *ok)
         memcpy(&bits, &d, sizeof bits);
         return hash_mix(bits ^ 0xf10a7ULL);
     }
-    case HV_STRING: case HV_BIGINT: case HV_SYMBOL: {
-        /* computed on first use and kept in the value, which may be shared between threads
-         * (an immortal value of a snapshot): a relaxed atomic load and store, since every thread
-         * that computes it stores the same code */
-        hv_string *s = (hv_string *)v;
-        uint64_t code = __atomic_load_n(&s->hash, __ATOMIC_RELAXED);
-        if (!code) {
-            code = (hash_bytes(s->s, s->len) + v->kind) | 1;
-            __atomic_store_n(&s->hash, code, __ATOMIC_RELAXED);
-        }
-        return code;
-    }
+    case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
+        return string_code(v);
     case HV_ARRAY: {
         uint64_t h = 0xa77a1ULL;
         for (size_t i = 0; i < hv_array_len(v); i++)
@@ -408,13 +412,10 @@ static uint64_t code_impl(const hv *v, bool identity, bool *ok)
 
 uint64_t hv_hash_code(const hv *v)
 {
-    /* a string's code known already, without the call (the hash functions below ask for their
-     * key's code each time; most keys are strings asked before) */
-    if (v && v->kind == HV_STRING) {
-        uint64_t code = __atomic_load_n(&((const hv_string *)v)->hash, __ATOMIC_RELAXED);
-        if (code)
-            return code;
-    }
+    /* a string without the call (the hash functions below ask for their key's code each time;
+     * most keys are strings) */
+    if (v && v->kind == HV_STRING)
+        return string_code(v);
     bool ok = true;
     return code_impl(v, false, &ok);
 }
