@@ -133,6 +133,11 @@ typedef enum {
  * released with hiera_value_decref. */
 HIERA_API hiera_value *hiera_value_incref(hiera_value *v);
 HIERA_API void hiera_value_decref(hiera_value *v);
+/* Whether a reference other than the caller's holds v (another caller's, the library's
+ * remembered answers, an immortal value's). A value that is not shared is freed with the
+ * caller's reference, so no later lookup can return it again. Reads v only; call it from the
+ * thread that owns v (any thread for immortal values). */
+HIERA_API bool hiera_value_is_shared(const hiera_value *v);
 
 HIERA_API hiera_kind hiera_value_kind(const hiera_value *v);
 HIERA_API bool hiera_value_bool(const hiera_value *v);

@@ -39,6 +39,7 @@ lr hctx_lookup(hiera_ctx *h, const char *const *names, size_t nnames, const ptyp
 
 hiera_value *hiera_value_incref(hiera_value *v) { return hv_incref(v); }
 void hiera_value_decref(hiera_value *v) { hv_decref(v); }
+bool hiera_value_is_shared(const hiera_value *v) { return hv_is_shared(v); }
 hiera_kind hiera_value_kind(const hiera_value *v) { return (hiera_kind)hv_kind_of(v); }
 bool hiera_value_bool(const hiera_value *v) { return hv_bool_val(v); }
 int64_t hiera_value_int(const hiera_value *v) { return hv_is(v, HV_INT) ? hv_int_val(v) : 0; }

@@ -1125,7 +1125,10 @@ static hiera_cache *exit_cache;
 
 /* Many nodes get the very same value object (a value found as it is in a data file, or the
  * same merge): its JSON text is remembered by address in a small table, which holds a reference
- * so that the address cannot be reused by another value while the entry lives. */
+ * so that the address cannot be reused by another value while the entry lives. A value no one
+ * else holds (a node's own merge or interpolation) cannot come back from another lookup: its
+ * text is not kept, nor is the value held past its node (keeping them grew the run's heap by
+ * 5 MiB on the benchmark fleet, and its CPU time by a tenth, from the cache misses). */
 #define RENDER_MEMO_BITS 14
 typedef struct {
     hiera_value *v;
@@ -1134,8 +1137,10 @@ typedef struct {
 } render_slot;
 static render_slot render_memo[1u << RENDER_MEMO_BITS];
 
-static const char *render_json_memo(hiera_cache *c, hiera_value *v, size_t *len, hiera_error *err)
+/* v's JSON text; *once: the caller frees it (not remembered) */
+static const char *render_json_memo(hiera_cache *c, hiera_value *v, size_t *len, bool *once, hiera_error *err)
 {
+    *once = false;
     size_t i = (size_t)(((uint64_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull >> (64 - RENDER_MEMO_BITS));
     render_slot *s = &render_memo[i];
     if (s->v == v) {
@@ -1145,11 +1150,16 @@ static const char *render_json_memo(hiera_cache *c, hiera_value *v, size_t *len,
     char *text = hiera_cache_render(c, v, HIERA_RENDER_JSON, err); /* (parts shared by nodes: written once) */
     if (!text)
         return NULL;
+    *len = strlen(text);
+    if (!hiera_value_is_shared(v)) {
+        *once = true;
+        return text;
+    }
     hiera_value_decref(s->v);
     free(s->text);
     s->v = hiera_value_incref(v);
     s->text = text;
-    s->len = *len = strlen(text);
+    s->len = *len;
     return text;
 }
 
@@ -1170,16 +1180,20 @@ static void render_memo_clear(void)
  * benchmark fleet); 64 saved 0.8% more but held 2 MiB more memory in contexts alive at once. */
 #define NODE_BLOCK 32
 
+/* A lookup's answer, kept until its node is written: a block's answers are written by every
+ * lookup and read back after the block's lookups, so they are kept small (as hiera_status and
+ * hiera_error they took 48 bytes a key, a tenth of the run's cache misses on the benchmark
+ * fleet). */
 typedef struct {
-    hiera_status st;
-    hiera_value *v;
-    hiera_error err;
+    hiera_value *v; /* HIERA_OK: the value (a reference), else NULL */
+    char *msg;      /* HIERA_ERROR: the message (malloc'ed, maybe ""), else NULL; both NULL: not found */
 } answer;
 
 typedef struct {
     hiera *h;       /* NULL: the node failed as a whole (msg) */
     char *msg;      /* why (malloc'ed), or NULL */
-    answer *answers; /* one per key */
+    answer *answers; /* one per key, key k's at answers[k * stride] */
+    size_t stride;
     /* its keys: the batch's, or with all_keys its own (owned, with answers) */
     char **keys, **keys_json;
     size_t *keys_json_len;
@@ -1275,6 +1289,7 @@ static void node_list_keys(batch *b, node_run *r)
     else
         free(text);
     r->answers = xalloc((m ? m : 1) * sizeof *r->answers);
+    r->stride = 1;
 }
 
 /* (the strings are b->key_forms') */
@@ -1326,12 +1341,17 @@ static void node_open(batch *b, const node_src *n, node_input *in, node_run *r)
 
 static void node_lookup(batch *b, node_run *r, size_t k)
 {
-    answer *an = &r->answers[k];
+    answer *an = &r->answers[k * r->stride];
     const char *key = r->keys[k];
     b->req.keys = &key;
+    hiera_error err = {0};
     an->v = NULL;
-    an->err = (hiera_error){0};
-    an->st = hiera_lookup(r->h, &b->req, &an->v, &an->err);
+    an->msg = NULL;
+    if (hiera_lookup(r->h, &b->req, &an->v, &err) == HIERA_ERROR) {
+        an->msg = err.message ? err.message : dupstr("");
+        err.message = NULL;
+    }
+    hiera_error_clear(&err);
     b->lookups++;
     if (b->share)
         __atomic_store_n(&b->share->lookups, b->lookups, __ATOMIC_RELAXED);
@@ -1354,24 +1374,30 @@ static void node_emit(batch *b, const node_src *n, const char *name_json, node_r
         node_hash = hiera_value_new_hash();
     size_t printed = 0;
     for (size_t k = 0; k < r->nkeys; k++) {
-        answer *an = &r->answers[k];
+        answer *an = &r->answers[k * r->stride];
         const char *key = r->keys[k];
-        if (an->st == HIERA_OK) {
+        if (an->v) {
             if (node_hash) {
                 hiera_value_hash_set(node_hash, key, an->v); /* steals the value */
                 continue;
             }
             size_t len;
-            const char *text = render_json_memo(b->cache, an->v, &len, &an->err);
+            bool once;
+            hiera_error err = {0};
+            const char *text = render_json_memo(b->cache, an->v, &len, &once, &err);
             hiera_value_decref(an->v);
             if (text) {
                 json_node_value(printed++, r->keys_json[k], r->keys_json_len[k], text, len);
+                if (once)
+                    free((char *)text);
                 continue;
             }
+            add_error(b, n->name, key, err.message);
+            hiera_error_clear(&err);
+        } else if (an->msg) {
+            add_error(b, n->name, key, an->msg);
+            free(an->msg);
         }
-        if (an->st != HIERA_NOT_FOUND)
-            add_error(b, n->name, key, an->err.message);
-        hiera_error_clear(&an->err);
     }
     if (node_hash)
         hiera_value_hash_set(b->doc, n->name, node_hash);
@@ -1532,8 +1558,11 @@ static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, s
             node_input in;
             prefetch_take(&pf, i0 + j - lo, &in);
             node_open(b, &nodes[i0 + j], &in, &runs[j]);
-            if (!b->all_keys)
-                runs[j].answers = answers + j * b->nkeys;
+            if (!b->all_keys) {
+                /* (key by key, as they are looked up) */
+                runs[j].answers = answers + j;
+                runs[j].stride = n;
+            }
         }
         /* (a node's own keys are sorted: the nodes of a block mostly meet the same key at once) */
         size_t nkeys = b->nkeys;

@@ -220,6 +220,35 @@ static void test_lookup_and_errors(void **state)
     hiera_free(h);
 }
 
+/* A value is shared while a reference other than the caller's holds it: the caller's own new
+ * value is not; a value the library keeps (one found as it is in a data file) is. */
+static void test_value_is_shared(void **state)
+{
+    (void)state;
+    hiera_value *s = hiera_value_new_string("x");
+    assert_false(hiera_value_is_shared(s));
+    hiera_value_incref(s);
+    assert_true(hiera_value_is_shared(s));
+    hiera_value_decref(s);
+    assert_false(hiera_value_is_shared(s));
+    hiera_value *h = hiera_value_new_hash();
+    hiera_value_hash_set(h, "k", s); /* (steals it) */
+    assert_false(hiera_value_is_shared(hiera_value_hash_get(h, "k")));
+    hiera_value *held = hiera_value_incref(hiera_value_hash_get(h, "k"));
+    assert_true(hiera_value_is_shared(held));
+    hiera_value_decref(h);
+    assert_false(hiera_value_is_shared(held));
+    hiera_value_decref(held);
+
+    hiera *ctx = open_ctx();
+    hiera_error err = {0};
+    hiera_value *v = NULL;
+    assert_int_equal(hiera_lookup_key(ctx, "block", &v, &err), HIERA_OK);
+    assert_true(hiera_value_is_shared(v)); /* the data file's value, which the cache keeps */
+    hiera_value_decref(v);
+    hiera_free(ctx);
+}
+
 static void test_explanation(void **state)
 {
     (void)state;
@@ -385,6 +414,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup_and_errors),
         cmocka_unit_test(test_explanation),
+        cmocka_unit_test(test_value_is_shared),
         cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_sensitive_redacted),
         cmocka_unit_test(test_legacy_module_providers),
