@@ -1576,10 +1576,8 @@ static hv *trace(entry_arg *a, const location *loc, hv *value)
     return res;
 }
 
-/* The key's entry in the frozen cache's key index (fetched again after files were added: it may
- * move). */
 /* root_key's entry in c's key index, kept in *kx as of *kx_gen and fetched again when the index
- * has grown since. */
+ * has grown since (files were added: the entry may move). */
 static inline const key_index *kx_current(hiera_cache *c, const char *root_key, size_t len, uint64_t code,
                                           uint32_t *kx_gen, const key_index **kx)
 {
@@ -1591,6 +1589,7 @@ static inline const key_index *kx_current(hiera_cache *c, const char *root_key, 
     return *kx;
 }
 
+/* The lookup's key's entry in the frozen cache's key index, kept where the entry argument says. */
 static inline const key_index *entry_kx(entry_arg *a)
 {
     uint32_t *kx_gen = a->kx_in_inv ? &a->I->kx_gen : &a->kx_gen;
