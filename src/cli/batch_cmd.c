@@ -602,11 +602,14 @@ static void progress(batch *b, bool final)
 
 /* JSON is streamed node by node, every value on its own line as hiera lookup prints it. The
  * pieces of a node go through a buffer of their own (one thread writes stdout): a call of
- * fwrite per piece cost a hundred instructions each, a value and its key a copy of a few words. */
+ * fwrite per piece cost a hundred instructions each, a value and its key a copy of a few words.
+ * The buffer is written out a megabyte at a time: each write to a file costs the kernel more
+ * than its bytes (the file's times updated, its pages reserved), and with 64 KiB the 400 writes
+ * of a fleet run (26 MB) took a fifth of its system time, 4% of its CPU time. */
 static struct {
     size_t len;
     int err; /* errno of a failed write, 0 */
-    char buf[1 << 16];
+    char buf[1 << 20];
 } json_out;
 
 /* Writes n bytes to standard output itself, after what stdio holds (a block through fwrite
@@ -1603,14 +1606,16 @@ static int scratch_fd(void)
     return fd;
 }
 
-/* Copies fd from its start to stdout, without its first `skip` bytes; false on a read error. */
+/* Copies fd from its start to stdout, without its first `skip` bytes, through json_out's buffer
+ * (a megabyte a write, as a single process writes; a failed write is json_out.err, which out_ok
+ * reports); false on a read error. */
 static bool copy_out(int fd, size_t skip)
 {
     if (lseek(fd, 0, SEEK_SET) != 0)
         return false;
-    char buf[1 << 16];
+    json_out_flush();
     for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
+        ssize_t n = read(fd, json_out.buf, sizeof json_out.buf);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -1619,7 +1624,7 @@ static bool copy_out(int fd, size_t skip)
             return true;
         size_t off = skip < (size_t)n ? skip : (size_t)n;
         skip -= off;
-        fwrite(buf + off, 1, (size_t)n - off, stdout);
+        out_write(json_out.buf + off, (size_t)n - off);
     }
 }
 
