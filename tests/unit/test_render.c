@@ -8491,11 +8491,32 @@ static void test_float_to_s(void **state)
         {123456789.123456789, "123456789.12345679"}, {INFINITY, "Infinity"}, {-INFINITY, "-Infinity"},
         {NAN, "NaN"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    /* twice: the second time from the digits remembered */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            sbuf b = {0};
+            ruby_float_to_s(&b, cases[i].d);
+            assert_string_equal(sb_str(&b), cases[i].s);
+            sb_free(&b);
+        }
+    }
+    /* many values over the few slots of the table (each evicting others): the same text again
+     * in the other order, and each reads back as its value */
+    enum { N = 1000 };
+    char *first[N];
+    for (int i = 0; i < N; i++) {
         sbuf b = {0};
-        ruby_float_to_s(&b, cases[i].d);
-        assert_string_equal(sb_str(&b), cases[i].s);
+        double d = (i + 1) / 7.0 * (i % 2 ? 1e-3 : 1e3);
+        ruby_float_to_s(&b, d);
+        assert_true(strtod(sb_str(&b), NULL) == d);
+        first[i] = sb_take(&b);
+    }
+    for (int i = N - 1; i >= 0; i--) {
+        sbuf b = {0};
+        ruby_float_to_s(&b, (i + 1) / 7.0 * (i % 2 ? 1e-3 : 1e3));
+        assert_string_equal(sb_str(&b), first[i]);
         sb_free(&b);
+        free(first[i]);
     }
 }
 
