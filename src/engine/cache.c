@@ -751,6 +751,7 @@ static void kix_grow(hiera_cache *c)
     size_t ncap = c->kix_cap ? c->kix_cap * 2 : 4096;
     c->kix = oa_regrow(c->kix, c->kix_cap, ncap, sizeof *c->kix);
     c->kix_cap = ncap;
+    c->head.kix_gen++; /* (the entries moved) */
 }
 
 /* Adds kid to x's bitmap (made from kids the first time), or gives the bitmap up when it
@@ -805,6 +806,7 @@ static void kix_add_file(hiera_cache *c, centry *e)
             s->code = code;
             s->key = k;
             c->kix_n++;
+            c->head.kix_gen++; /* (lookups of this key found no entry) */
         }
         key_index *x = &s->entry;
         if (x->n == x->cap) {

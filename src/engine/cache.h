@@ -102,8 +102,8 @@ typedef struct key_index {
 } key_index;
 /* The hashes holding key (code: hv_str_code), or NULL when none of the indexed ones does. */
 const key_index *cache_key_index(const hiera_cache *c, const char *key, size_t len, uint64_t code);
-/* cache_key_index_gen (below, inline) changes whenever a hash is added to the index (entries
- * fetched before may have moved). */
+/* cache_key_index_gen (below, inline) changes whenever an entry fetched before may have moved or
+ * a key without one may have one (cache_head.kix_gen); an entry kept meanwhile is up to date. */
 
 /* The key's entry for the hash numbered kid, or NULL (x may be NULL). */
 key_hit *key_index_find(const key_index *x, uint32_t kid);
@@ -156,9 +156,13 @@ typedef struct {
     bool frozen;
     struct memo *work; /* merges and interpolations remembered (frozen only; memo.h), made on first use */
     uint32_t kix_files; /* data hashes in the key index (frozen only) */
+    /* counts the changes that make entries fetched from the key index stale: a key added (an
+     * entry where a lookup found none) or the table grown (entries moved). A file whose keys are
+     * all indexed already only adds to their entries, in place: most nodes' own files. */
+    uint32_t kix_gen;
 } cache_head;
 static inline bool cache_is_frozen(const hiera_cache *c) { return ((const cache_head *)(const void *)c)->frozen; }
-static inline uint32_t cache_key_index_gen(const hiera_cache *c) { return ((const cache_head *)(const void *)c)->kix_files; }
+static inline uint32_t cache_key_index_gen(const hiera_cache *c) { return ((const cache_head *)(const void *)c)->kix_gen; }
 /* A hash kept with the cache for parse results that only depend on text (BORROWED). */
 hv *cache_memo(hiera_cache *c);
 /* The table of remembered merges and interpolations (memo.h, BORROWED), made on first use; NULL
