@@ -581,6 +581,7 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
         if (kind == X_EMPTY)
             continue;
         hv *value = NULL;
+        bool plain = false; /* value needs no interpolation again */
         if (is_method && !allow_methods) {
             fail_issue(I, err, "Interpolation using method syntax is not allowed in this context");
             r = LR_ERROR;
@@ -609,15 +610,19 @@ static lr interpolate_string(inv *I, hv *subject, bool allow_methods, hv **out, 
                 /* a frozen cache's context reads each variable once (var_read) */
                 const struct var_read *known =
                     !ex && !I->local_scope && cache_is_frozen(I->h->cache) ? var_read(I, x) : NULL;
-                if (known && known->value)
+                if (known && known->value) {
                     value = hv_incref(known->value);
-                else
+                    /* a plain scalar (key_value took it: a string without %{) comes back from
+                     * interpolating it again as it is; the guard is only passed through */
+                    plain = known->len >= 0 && I->h->hooks->pass(I, hv_str_ptr(hv_array_get(x, 3)));
+                } else {
                     r = scope_lookup_segs(I, arg, segs, &value, err);
+                }
             }
         }
         if (r == LR_FOUND && alias_value)
             break;
-        if (r == LR_FOUND && value) {
+        if (r == LR_FOUND && value && !plain) {
             /* the value found is interpolated again, under the recursion guard */
             const char *guard = hv_str_ptr(hv_array_get(x, 3));
             if (I->h->hooks->enter(I, guard, err)) {

@@ -40,9 +40,17 @@ bad::syntax: "%{lookup('x'}"
 extra::dotted:
   inner:
     value: 42
+extra::facts_again: "<%{facts.again}|%{facts.hostname}|%{facts.again}>"
+extra::facts_self: "%{facts.selfref}"
 """
 EXTRA_KEYS = ["bad::recursive", "bad::infinity", "bad::syntax", "extra::dotted.inner.value", "extra::dotted.nope",
-              "no::such::key"]
+              "no::such::key", "extra::facts_again", "extra::facts_self"]
+# facts whose values are interpolated again when data reads them (added to copies of a node's
+# facts): one reading another fact, one reading itself (a recursion error)
+EXTRA_FACTS = """
+again: "x-%{facts.hostname}-y"
+selfref: "<%{facts.selfref}>"
+"""
 
 
 class Checker:
@@ -558,6 +566,14 @@ def main():
             fh.write("{}\n")
         with open(os.path.join(facts_dir, "list.yaml"), "w") as fh:
             fh.write("- not\n- a hash\n")
+        # nodes with facts interpolated again (after the generated ones: their answers are
+        # remembered by then)
+        gen_node = sorted(f for f in os.listdir(facts_dir) if f.startswith("node") and f.endswith(".yaml"))[0]
+        with open(os.path.join(facts_dir, gen_node)) as fh:
+            gen_facts = fh.read()
+        for name in ("zz-again-1", "zz-again-2"):
+            with open(os.path.join(facts_dir, name + ".yaml"), "w") as fh:
+                fh.write(gen_facts.rstrip("\n") + "\n" + EXTRA_FACTS.lstrip("\n"))
         # files that are not nodes
         with open(os.path.join(facts_dir, ".hidden.yaml"), "w") as fh:
             fh.write("hostname: hidden\n")
