@@ -215,14 +215,21 @@ static void test_key_index(void **state)
     assert_int_equal(cache_key_index_gen(c), 0);
     hv_decref(va);
     cache_freeze(c);
+    assert_null(cache_key_index(c, "k", 1, hv_str_code("k", 1)));
     va = cache_load_data(c, a, FMT_JSON, &flags, &kid_a, NULL, NULL, &e);
     assert_true(kid_a > 0);
     uint32_t gen = cache_key_index_gen(c);
+    assert_int_not_equal(gen, 0); /* keys were added: a lookup that found none must ask again */
+    uint64_t code = hv_str_code("k", 1);
+    const key_index *before = cache_key_index(c, "k", 1, code);
+    assert_non_null(before);
     hv *vb = cache_load_data(c, b, FMT_JSON, &flags, &kid_b, NULL, NULL, &e);
     assert_true(kid_b > kid_a);
-    assert_true(cache_key_index_gen(c) != gen); /* a file was added: entries may have moved */
-    uint64_t code = hv_str_code("k", 1);
+    /* b's only key was indexed already: its entry grew in place, and an entry fetched before
+     * (kept by a lookup while the generation holds) sees b too */
+    assert_int_equal(cache_key_index_gen(c), gen);
     const key_index *x = cache_key_index(c, "k", 1, code);
+    assert_ptr_equal(x, before);
     key_hit *ha = key_index_find(x, kid_a), *hb = key_index_find(x, kid_b);
     assert_non_null(ha);
     assert_non_null(hb);
@@ -240,15 +247,47 @@ static void test_key_index(void **state)
     assert_int_equal(again, kid_a);
     x = cache_key_index(c, "k", 1, code);
     assert_non_null(key_index_find(x, kid_a));
+    assert_int_equal(cache_key_index_gen(c), gen);
+    /* a file with a key the index lacked: the generation changes (a lookup of that key kept
+     * "none"); thousands of new keys grow the table (entries move), and the entries fetched
+     * again hold every file */
+    char *d = testutil_write_under(dir, "d.json", "{\"k\": 4, \"new_in_d\": 4}");
+    uint32_t kid_d;
+    hv *vd = cache_load_data(c, d, FMT_JSON, &flags, &kid_d, NULL, NULL, &e);
+    assert_true(kid_d > kid_b);
+    assert_int_not_equal(cache_key_index_gen(c), gen);
+    assert_non_null(key_index_find(cache_key_index(c, "new_in_d", 8, hv_str_code("new_in_d", 8)), kid_d));
+    gen = cache_key_index_gen(c);
+    sbuf big = {0};
+    sb_adds(&big, "{\"k\": 5");
+    for (int i = 0; i < 5000; i++)
+        sb_addf(&big, ", \"many_%d\": %d", i, i);
+    sb_adds(&big, "}");
+    char *m = testutil_write_under(dir, "many.json", big.s);
+    sb_free(&big);
+    uint32_t kid_m;
+    hv *vm = cache_load_data(c, m, FMT_JSON, &flags, &kid_m, NULL, NULL, &e);
+    assert_non_null(vm);
+    assert_int_not_equal(cache_key_index_gen(c), gen);
+    x = cache_key_index(c, "k", 1, code);
+    assert_non_null(key_index_find(x, kid_a));
+    assert_non_null(key_index_find(x, kid_m));
+    assert_non_null(key_index_find(cache_key_index(c, "many_4999", 9, hv_str_code("many_4999", 9)), kid_m));
     hv_decref(va2);
     hv_decref(va);
     hv_decref(vb);
+    hv_decref(vd);
+    hv_decref(vm);
     cache_free(c);
     unlink(a);
     unlink(b);
+    unlink(d);
+    unlink(m);
     rmdir(dir);
     free(a);
     free(b);
+    free(d);
+    free(m);
 }
 
 /* key_index_has answers as key_index_find does, whether the key's files are kept as a bitmap
