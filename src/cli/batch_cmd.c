@@ -1143,10 +1143,12 @@ static render_slot render_memo[1u << RENDER_MEMO_BITS];
 /* v's JSON text; *once: the caller frees it (not remembered) */
 static const char *render_json_memo(hiera_cache *c, hiera_value *v, size_t *len, bool *once, hiera_error *err)
 {
-    *once = false;
+    /* a value no one else holds is in no slot (a slot holds a reference): its slot, far from
+     * what the node's rendering reads, is not read */
+    *once = !hiera_value_is_shared(v);
     size_t i = (size_t)(((uint64_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull >> (64 - RENDER_MEMO_BITS));
     render_slot *s = &render_memo[i];
-    if (s->v == v) {
+    if (!*once && s->v == v) {
         *len = s->len;
         return s->text;
     }
@@ -1154,10 +1156,8 @@ static const char *render_json_memo(hiera_cache *c, hiera_value *v, size_t *len,
     if (!text)
         return NULL;
     *len = strlen(text);
-    if (!hiera_value_is_shared(v)) {
-        *once = true;
+    if (*once)
         return text;
-    }
     hiera_value_decref(s->v);
     free(s->text);
     s->v = hiera_value_incref(v);
