@@ -1775,11 +1775,21 @@ typedef struct {
     size_t count;
     struct {
         char tag; /* 'l' layer, 's' strategy (memo keys start with their kind's letter) */
+        char pad[3];
+        uint32_t n;
         const merge_strategy *ms;
-        uint64_t n;
     } head;
     defer_item items[DEFER_MAX];
 } deferral;
+
+/* A deferred value in the memo key: where it was found and its address (16 bytes; the key of a
+ * merge of three values fits a cache line). Of the variant's number of sub-variants the fold
+ * only tells one from more (a fold of one is merge_single): the top bit of inner. */
+typedef struct {
+    uint32_t outer, inner;
+    const hv *value;
+} defer_key_item;
+#define DEFER_SINGLE 0x80000000u
 
 static inline void defer_start(deferral *d, hiera_ctx *h, const merge_strategy *ms, size_t n, char tag)
 {
@@ -1789,7 +1799,7 @@ static inline void defer_start(deferral *d, hiera_ctx *h, const merge_strategy *
     d->count = 0;
     memset(&d->head, 0, sizeof d->head);
     d->head.ms = ms;
-    d->head.n = n;
+    d->head.n = (uint32_t)n;
     d->head.tag = tag;
 }
 
@@ -1879,12 +1889,18 @@ static lr defer_finish(deferral *d, fold *outer, fold *inner, hv **out, herr *er
         *out = (hv *)d->items[0].value;
         return LR_FOUND;
     }
-    char key[sizeof d->head + sizeof d->items];
-    size_t klen = sizeof d->head + d->count * sizeof(defer_item);
+    char key[sizeof d->head + DEFER_MAX * sizeof(defer_key_item)];
+    size_t klen = sizeof d->head + d->count * sizeof(defer_key_item);
     memcpy(key, &d->head, sizeof d->head);
-    memcpy(key + sizeof d->head, d->items, d->count * sizeof(defer_item));
-    memo *m = d->m;
-    hv *known = memo_get(m, key, klen);
+    bool keyed = true;
+    for (size_t k = 0; k < d->count; k++) {
+        const defer_item *it = &d->items[k];
+        defer_key_item ki = {it->outer, it->inner | (it->inner_n == 1 ? DEFER_SINGLE : 0), it->value};
+        keyed = keyed && it->inner < DEFER_SINGLE;
+        memcpy(key + sizeof d->head + k * sizeof ki, &ki, sizeof ki);
+    }
+    memo *m = keyed ? d->m : NULL;
+    hv *known = m ? memo_get(m, key, klen) : NULL;
     if (known) {
         defer_drop(d, 0);
         *out = hv_incref(known);
@@ -1896,7 +1912,8 @@ static lr defer_finish(deferral *d, fold *outer, fold *inner, hv **out, herr *er
     }
     if (!outer->memo)
         return LR_NOT_FOUND;
-    memo_put(m, key, klen, outer->memo);
+    if (m)
+        memo_put(m, key, klen, outer->memo);
     *out = outer->memo;
     return LR_FOUND;
 }
