@@ -4,7 +4,7 @@
  * of multiplications that touches no memory (the CPU's own speed). On a shared virtual machine
  * the 4 MiB walk moves from the third level's latency to main memory's when other tenants use
  * the cache, while the multiplications do not move: hiera batch's time follows the walk (see
- * bench/README.md, "the night's second session").
+ * bench/README.md, "the late session").
  *   cc -O2 -o /tmp/memprobe bench/memprobe.c && /tmp/memprobe [rounds] */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>

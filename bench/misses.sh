@@ -3,7 +3,7 @@
 # cachegrind: instructions, and data misses in a simulated first level (32 KiB) and second level
 # (1 MiB, 8-way: this machine's L2). Unlike CPU time, these do not move with the machine's load,
 # so two builds can be told apart in one run each; what they do not show is the cost of a miss,
-# which is what moves (see bench/README.md, "the night's second session").
+# which is what moves (see bench/README.md, "the late session").
 # Run after `make` and one bench/run.sh (which makes the repository):
 #   bench/misses.sh [--hiera build/hiera] [--repo /tmp/hiera-bench-UID] [--l2 BYTES] [--keep FILE]
 # Prints the three counts; --keep keeps cachegrind's file (cg_annotate FILE shows where).
