@@ -30,10 +30,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hiera-misses-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 out=${keep:-$work/cachegrind.out}
 # hiera batch starts itself again with mimalloc preloaded; valgrind follows the first process
-# only, so the allocator is preloaded here (as the run that run.sh times has it)
-mi=$(strings "$hiera" | grep -m1 '/libmimalloc\.so' || true)
+# only, so the allocator is preloaded here (as the run that run.sh times has it). Without it
+# (a build without mimalloc, or its library gone) the process is kept from starting again,
+# else valgrind would count the first process's few instructions only.
+mi=$(grep -ao -m1 '/[^[:space:][:cntrl:]]*/libmimalloc\.so[.0-9]*' "$hiera" | head -n 1 || true)
 pre=
-[ -n "$mi" ] && [ -r "$mi" ] && pre=$mi
+if [ -n "$mi" ] && [ -r "$mi" ]; then
+    pre=$mi
+else
+    export HIERA_NO_MIMALLOC=1
+    echo "bench/misses.sh: no mimalloc for $hiera: counting with the C library's allocator" >&2
+fi
 # a disk cache of its own, warmed first as run.sh's runs find it
 export HIERA_CACHE_DIR="$work/cache"
 mkdir -m 700 "$HIERA_CACHE_DIR"
