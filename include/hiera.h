@@ -289,7 +289,7 @@ typedef enum { HIERA_DIAG_WARNING = 1, HIERA_DIAG_ERROR = 2 } hiera_severity;
 typedef struct {
     hiera_severity severity;
     const char *code;    /* stable: "data-not-hash", "config-not-hash", "config-deprecated",
-                            "config-v3-ignored", "regexp-gave-up" */
+                            "config-v3-ignored", "regexp-gave-up", "location-refused" */
     const char *file;    /* the file it is about, or NULL */
     int line, column;    /* 1-based, 0 when unknown */
     const char *message; /* as Puppet words it (what follows its "Warning: ") */
@@ -439,8 +439,10 @@ typedef struct {
     hiera_cache *cache;          /* shared cache, BORROWED; NULL: the context keeps its own */
     /* Facts are untrusted: a hierarchy location (path, paths, glob, globs, mapped_paths,
      * datadir) whose interpolation adds a ".." segment, makes a relative location absolute, or
-     * adds glob characters to a glob fails the lookup, and so does a NUL byte (as in Puppet).
-     * true: resolve such locations as Puppet does (it follows them). */
+     * adds glob characters to a glob is treated as missing (never read; a glob matches nothing;
+     * the other levels still answer), with a "location-refused" warning once per text; a NUL
+     * byte fails the lookup (as in Puppet). true: resolve such locations as Puppet does (it
+     * follows them). */
     bool unsafe_fact_paths;
     /* Where the context's warnings go (see hiera_diagnostic); NULL drops them. */
     hiera_diagnostic_fn diagnostics;

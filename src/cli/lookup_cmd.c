@@ -103,7 +103,8 @@ static const char *LOOKUP_USAGE =
     "--provenance prints the value with the layer, level, file and line each part came from\n"
     "(after the explanation when --explain is given too; as data with --render-as json|yaml).\n"
     "A location in hiera.yaml whose interpolation of facts adds a '..' segment, makes it absolute\n"
-    "or adds glob characters to a glob is refused; --unsafe-fact-paths follows it as Puppet does.\n";
+    "or adds glob characters to a glob is refused (treated as missing, with a warning);\n"
+    "--unsafe-fact-paths follows it as Puppet does.\n";
 
 static int fail(const char *fmt, const char *arg)
 {

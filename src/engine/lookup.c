@@ -731,10 +731,15 @@ static void add_checked_location(hiera_cache *c, location **locs, size_t *n, siz
  *    InvalidURIError). A C string would silently end at the NUL and drop the rest of the path.
  *  - Unless the caller opts out (hiera_options.unsafe_fact_paths, `--unsafe-fact-paths`): the
  *    interpolation may not add a ".." segment, may not make a relative location absolute, and
- *    in a glob may not add glob metacharacters; such a location fails the lookup. Puppet has no
- *    such rule (it follows "..", absolute values and glob characters that facts bring), so the
- *    opt-out gives Puppet's answers for such facts; data whose hiera.yaml itself writes ".." or
- *    globs is not affected, only what interpolation adds. */
+ *    in a glob may not add glob metacharacters. Such a location is refused: it is kept with the
+ *    path Puppet computes (so --explain shows it as Puppet does) but treated as a file that does
+ *    not exist, never read or matched (a glob matches nothing; a refused datadir refuses every
+ *    location under it), and a warning says so once per text. The other levels still answer, as
+ *    in Puppet whenever the file the facts point at does not exist: a fact that is missing where
+ *    a location begins with it ("%{facts.dc}/common.yaml" gives "/common.yaml") is the common
+ *    case. Puppet has no such rule (it follows "..", absolute values and glob characters that
+ *    facts bring), so the opt-out gives Puppet's answers for such facts; data whose hiera.yaml
+ *    itself writes ".." or globs is not affected, only what interpolation adds. */
 
 /* The number of ".." segments of s; with strip_expressions, a segment holding a "%{...}"
  * expression never counts (it is the template of an interpolation). */
@@ -778,10 +783,12 @@ static size_t glob_chars(const char *s, size_t len, bool strip_expressions)
 }
 
 /* Checks the interpolated location res of template tmpl (a location relative to the datadir,
- * or the datadir itself) under the facts rule. */
+ * or the datadir itself) under the facts rule: false with err for a NUL byte; true otherwise,
+ * with *refused set when the rule refuses the location (and a warning given once). */
 static bool location_allowed(inv *I, const hlevel *lvl, const char *tmpl, const char *res, size_t reslen, bool glob,
-                             bool uri, herr *err)
+                             bool uri, bool *refused, herr *err)
 {
+    *refused = false;
     if (memchr(res, 0, reslen)) {
         if (uri) {
             sbuf b = {0};
@@ -806,17 +813,26 @@ static bool location_allowed(inv *I, const hlevel *lvl, const char *tmpl, const 
         why = "adds glob characters";
     if (!why)
         return true;
-    herr_set(err, HERR_ERROR,
-             "Interpolation of '%s' in hierarchy entry '%s' gave '%s', which %s: facts and variables may "
-             "not lead a location out of its datadir (--unsafe-fact-paths allows it, as Puppet does)",
-             tmpl, lvl ? lvl->name : "", res, why);
-    return false;
+    *refused = true;
+    char *id = xasprintf("location-refused-%s-%s-%s", lvl ? lvl->name : "", tmpl, res);
+    char *msg = xasprintf("Interpolation of '%s' in hierarchy entry '%s' gave '%s', which %s: facts and variables "
+                          "may not lead a location out of its datadir, so it is treated as missing "
+                          "(--unsafe-fact-paths follows it, as Puppet does)",
+                          tmpl, lvl ? lvl->name : "", res, why);
+    if (cache_warn_once(I->h->cache, id))
+        diag_warn("location-refused", NULL, 0, 0, "%s", msg);
+    free(msg);
+    free(id);
+    return true;
 }
 
 /* Interpolates a location (or datadir) string: the result is checked with its length, so that
- * a NUL is seen, then returned as a C string. */
-static lr interp_location(inv *I, const hlevel *lvl, const char *s, bool glob, bool uri, char **out, herr *err)
+ * a NUL is seen, then returned as a C string; *refused tells whether the facts rule refuses it
+ * (then it is never remembered: the warning comes from the check). */
+static lr interp_location(inv *I, const hlevel *lvl, const char *s, bool glob, bool uri, char **out, bool *refused,
+                          herr *err)
 {
+    *refused = false;
     if (!strstr(s, "%{")) {
         /* nothing to interpolate: the text itself, which the facts rule always allows */
         *out = xstrdup(s);
@@ -840,12 +856,12 @@ static lr interp_location(inv *I, const hlevel *lvl, const char *s, bool glob, b
     sbuf b = {0};
     ruby_to_s(&b, res);
     hv_decref(res);
-    if (!location_allowed(I, lvl, s, sb_str(&b), b.len, glob, uri, err)) {
+    if (!location_allowed(I, lvl, s, sb_str(&b), b.len, glob, uri, refused, err)) {
         sb_free(&key);
         sb_free(&b);
         return LR_ERROR;
     }
-    if (key.len) {
+    if (key.len && !*refused) {
         hv *text = hv_strn(b.s ? b.s : "", b.len);
         memo_put(m, key.s, key.len, text);
         hv_decref(text);
@@ -855,10 +871,12 @@ static lr interp_location(inv *I, const hlevel *lvl, const char *s, bool glob, b
     return LR_FOUND;
 }
 
-/* LocationResolver#resolve_paths, #expand_globs, #expand_uris, #expand_mapped_paths */
-static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const char *datadir,
+/* LocationResolver#resolve_paths, #expand_globs, #expand_uris, #expand_mapped_paths; with
+ * dd_refused (the facts rule refused the datadir), every path and glob under it is refused. */
+static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const char *datadir, bool dd_refused,
                             location **locs, size_t *nlocs, herr *err)
 {
+    bool refused;
     size_t cap = 0;
     *locs = NULL;
     *nlocs = 0;
@@ -868,7 +886,7 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
     case LOC_PATHS:
         for (size_t i = 0; i < lvl->nlocs; i++) {
             char *p;
-            if (interp_location(I, lvl, lvl->locs[i], false, false, &p, err) != LR_FOUND)
+            if (interp_location(I, lvl, lvl->locs[i], false, false, &p, &refused, err) != LR_FOUND)
                 return LR_ERROR;
             if (lvl->extension) {
                 size_t pl = strlen(p), el = strlen(lvl->extension);
@@ -880,8 +898,8 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
             }
             char *full = pn_plus(datadir, p);
             free(p);
-            struct stat *st;
-            bool exists = cache_file_exists_stat(I->h->cache, full, &st);
+            struct stat *st = NULL;
+            bool exists = !refused && !dd_refused && cache_file_exists_stat(I->h->cache, full, &st);
             if (is_default && !exists) {
                 free(full);
                 continue;
@@ -894,10 +912,14 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
     case LOC_GLOBS:
         for (size_t i = 0; i < lvl->nlocs; i++) {
             char *p;
-            if (interp_location(I, lvl, lvl->locs[i], true, false, &p, err) != LR_FOUND)
+            if (interp_location(I, lvl, lvl->locs[i], true, false, &p, &refused, err) != LR_FOUND)
                 return LR_ERROR;
             char *pattern = pn_plus(datadir, p);
             free(p);
+            if (refused || dd_refused) {
+                free(pattern); /* (a refused glob matches nothing) */
+                continue;
+            }
             glob_result g = {0};
             if (cache_glob(I->h->cache, pattern, GLOB_LIMIT, &g) < 0) {
                 glob_free(&g);
@@ -918,8 +940,8 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
     case LOC_URIS:
         for (size_t i = 0; i < lvl->nlocs; i++) {
             char *p;
-            if (interp_location(I, lvl, lvl->locs[i], false, true, &p, err) != LR_FOUND)
-                return LR_ERROR;
+            if (interp_location(I, lvl, lvl->locs[i], false, true, &p, &refused, err) != LR_FOUND)
+                return LR_ERROR; /* (the rule leaves URIs alone: never refused) */
             add_location(locs, nlocs, &cap, p, xstrdup(lvl->locs[i]), true, true);
         }
         return LR_FOUND;
@@ -954,14 +976,17 @@ static lr resolve_locations(inv *I, const hcfg *cfg, const hlevel *lvl, const ch
             const hv *save = I->local_scope;
             I->local_scope = local;
             char *p = NULL;
-            r = interp_location(I, lvl, lvl->locs[2], false, false, &p, err);
+            r = interp_location(I, lvl, lvl->locs[2], false, false, &p, &refused, err);
             I->local_scope = save;
             hv_decref(local);
             if (r != LR_FOUND)
                 break;
             char *full = pn_plus(datadir, p);
             free(p);
-            add_checked_location(I->h->cache, locs, nlocs, &cap, full, xstrdup(lvl->locs[2]));
+            if (refused || dd_refused)
+                add_location(locs, nlocs, &cap, full, xstrdup(lvl->locs[2]), false, false);
+            else
+                add_checked_location(I->h->cache, locs, nlocs, &cap, full, xstrdup(lvl->locs[2]));
         }
         hv_decref(list);
         return r;
@@ -1080,20 +1105,22 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             h->nested_lookups = counted; /* (the expansion counts its own) */
         }
         char *datadir;
+        bool dd_refused = false;
         if (lvl->v3_datadir_abs) {
             /* Hiera 3 backends: the backend's :datadir: (interpolated), else the default */
             const char *dd = lvl->datadir;
             char *def = NULL;
             if (!dd)
                 dd = def = xasprintf("%s/environments/%%{::environment}/hieradata", h->codedir);
-            lr r = interp_location(&I, lvl, dd, false, false, &datadir, err);
+            lr r = interp_location(&I, lvl, dd, false, false, &datadir, &dd_refused, err);
             free(def);
             if (r != LR_FOUND) {
                 goto fail;
             }
         } else {
             char *joined = pn_plus(cfg->root, lvl->datadir);
-            lr r = cfg->version == 4 ? (datadir = xstrdup(joined), LR_FOUND) : interp_location(&I, lvl, joined, false, false, &datadir, err);
+            lr r = cfg->version == 4 ? (datadir = xstrdup(joined), LR_FOUND)
+                                     : interp_location(&I, lvl, joined, false, false, &datadir, &dd_refused, err);
             free(joined);
             if (r != LR_FOUND) {
                 goto fail;
@@ -1101,7 +1128,7 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
         }
         if (lvl->lkind == LOC_NONE) {
             p->nil_location = true;
-        } else if (resolve_locations(&I, cfg, lvl, datadir, &p->locs, &p->nlocs, err) != LR_FOUND) {
+        } else if (resolve_locations(&I, cfg, lvl, datadir, dd_refused, &p->locs, &p->nlocs, err) != LR_FOUND) {
             free(datadir);
             goto fail;
         }
