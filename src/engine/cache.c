@@ -222,13 +222,15 @@ void cache_shared_put(hiera_cache *c, const char *signature, void *obj, void (*f
 
 struct diskcache *cache_disk(hiera_cache *c) { return c->disk; }
 
+#define WARN_ONCE_MAX 4096
+
 bool cache_warn_once(hiera_cache *c, const char *id)
 {
     if (!c)
         return true;
     if (!c->warned)
         c->warned = hv_hash();
-    if (hv_hash_gets(c->warned, id))
+    if (hv_hash_gets(c->warned, id) || hv_hash_len(c->warned) >= WARN_ONCE_MAX)
         return false;
     hv_hash_sets(c->warned, id, hv_true());
     return true;

@@ -130,7 +130,9 @@ bool hv_is_rich_data(const hv *v, int depth);
 bool hv_has_interpolation(const hv *v, int depth);
 void cache_free(hiera_cache *c);
 /* Puppet.warn_once: true the first time id is asked of this cache (the caller then warns), false
- * after (true without a cache). */
+ * after (true without a cache). A cache remembers at most 4096 ids (cache.c): past that, false for
+ * any new one (ids can hold what facts bring, and a long-lived cache must not grow with them or
+ * flood its log). */
 bool cache_warn_once(hiera_cache *c, const char *id);
 /* The eyaml decryption context kept with the cache (created on first use; BORROWED). */
 struct eyaml_ctx *cache_eyaml(hiera_cache *c);

@@ -269,6 +269,25 @@ static void test_file_size(void **state)
     free(path);
 }
 
+/* the warnings given once: each id once, and at most 4096 ids a cache (they can hold what facts
+ * bring: a long-lived cache must not grow with them) */
+static void test_warn_once_bound(void **state)
+{
+    (void)state;
+    hiera_cache *c = cache_new();
+    assert_true(cache_warn_once(c, "first"));
+    assert_false(cache_warn_once(c, "first"));
+    for (int i = 1; i < 4096; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "id-%d", i);
+        assert_true(cache_warn_once(c, id));
+    }
+    assert_false(cache_warn_once(c, "one too many"));
+    assert_false(cache_warn_once(c, "one too many"));
+    assert_false(cache_warn_once(c, "id-7"));
+    cache_free(c);
+}
+
 /* a FIFO named as a data file would block and a device never end: refused without reading; a
  * facts file is read at most 64 MB */
 static void test_special_files(void **state)
@@ -555,7 +574,8 @@ int main(void)
         cmocka_unit_test(test_yaml_alias_bomb),    cmocka_unit_test(test_yaml_nesting),
         cmocka_unit_test(test_deep_value_free),
         cmocka_unit_test(test_json_nesting),       cmocka_unit_test(test_hocon_nesting),
-        cmocka_unit_test(test_file_size),          cmocka_unit_test(test_special_files),          cmocka_unit_test(test_interpolation_depth),
+        cmocka_unit_test(test_file_size),          cmocka_unit_test(test_warn_once_bound),
+        cmocka_unit_test(test_special_files),          cmocka_unit_test(test_interpolation_depth),
         cmocka_unit_test(test_multiplying_lookups),
         cmocka_unit_test(test_regex_effort),       cmocka_unit_test(test_glob_limits),
     };
