@@ -830,6 +830,10 @@ def main():
                                 pass
                         elif kind(pa) == "value" and q.returncode == 1:
                             pa = {"not_found_or_error": True, "message": q.stderr.strip()[-300:]}
+                        elif kind(pa) == "error" and q.returncode == 1 and "Error:" not in q.stderr:
+                            # the bulk process failed, but puppet lookup found nothing, without an
+                            # error: not found (its own verdict)
+                            pa = {"not_found": True}
                         ok = agree(pa, ha) if "not_found_or_error" not in pa else kind(ha) != "value"
                         if ok:
                             bulk_wrong += 1
