@@ -815,13 +815,12 @@ static bool location_allowed(inv *I, const hlevel *lvl, const char *tmpl, const 
         return true;
     *refused = true;
     char *id = xasprintf("location-refused-%s-%s-%s", lvl ? lvl->name : "", tmpl, res);
-    char *msg = xasprintf("Interpolation of '%s' in hierarchy entry '%s' gave '%s', which %s: facts and variables "
-                          "may not lead a location out of its datadir, so it is treated as missing "
-                          "(--unsafe-fact-paths follows it, as Puppet does)",
-                          tmpl, lvl ? lvl->name : "", res, why);
     if (cache_warn_once(I->h->cache, id))
-        diag_warn("location-refused", NULL, 0, 0, "%s", msg);
-    free(msg);
+        diag_warn("location-refused", NULL, 0, 0,
+                  "Interpolation of '%s' in hierarchy entry '%s' gave '%s', which %s: facts and variables may not "
+                  "lead a location out of its datadir, so it is treated as missing (--unsafe-fact-paths follows "
+                  "it, as Puppet does)",
+                  tmpl, lvl ? lvl->name : "", res, why);
     free(id);
     return true;
 }
