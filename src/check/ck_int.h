@@ -15,6 +15,7 @@
 #include "engine/config.h"
 #include "engine/snapshot.h"
 #include "puppet/manifest.h"
+#include "puppet/program.h"
 #include "types/ptype.h"
 
 /* ------------------------------------------------------------------ the model */
@@ -34,7 +35,8 @@ typedef struct {
     char **tmpls;       /* absolute location templates (datadir joined with each path/glob) */
     size_t ntmpls;
     bool glob;
-    char *datadir;      /* absolute, not interpolated */
+    char *datadir;      /* absolute, the environment's name put in, not interpolated otherwise */
+    bool outside;       /* its data folder is outside what is checked (an absolute path elsewhere) */
 } ck_level;
 
 typedef struct {
@@ -150,6 +152,8 @@ typedef struct {
     struct rregex **lo_regexps; /* lo_entries' patterns compiled (NULL: literal, or invalid), made on first use */
     size_t nlo_regexps;
     pp_index *pp;
+    pp_program *prog;    /* the main manifest's top scope and node definitions */
+    hv *functions;       /* function name -> pp_fn_kind (int): the modules' Ruby and Puppet functions */
     ptype_aliases *aliases;
     hv *modules_present; /* module name -> true */
     /* a level whose data we cannot read (a function of its own: vault, a database...): keys may

@@ -414,6 +414,11 @@ static void load_levels(builder *b, const hcfg *cfg, const hlevel *levels, size_
             free(datadir);
             datadir = abs;
         }
+        char *mapped = envpath_remap(datadir, b->spec->remap_envpath, NULL);
+        if (mapped) {
+            free(datadir);
+            datadir = mapped;
+        }
         bool glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
         for (size_t j = 0; j < lvl->nlocs; j++) {
             const char *loc;

@@ -18,19 +18,9 @@
 
 #include "base/fileio.h"
 #include "base/util.h"
+#include "puppet/lex.h"
 
 /* ------------------------------------------------------------------ tokens */
-
-typedef enum { TK_EOF, TK_NAME, TK_CLASSREF, TK_VAR, TK_STR, TK_DQ, TK_HEREDOC, TK_NUM, TK_REGEX, TK_PUNCT } tkind;
-
-typedef struct {
-    tkind k;
-    uint32_t s, e;       /* source bytes [s, e) */
-    uint32_t line, col;  /* 1-based */
-    bool nl_before;      /* a line break since the previous token */
-    bool interp;         /* TK_DQ: holds an interpolation (val is the text before it) */
-    char *val;           /* names (lower case kept as written), variables (no $), string values, punctuation */
-} tok;
 
 typedef struct {
     const char *path;
@@ -55,6 +45,8 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
 
 static void problem(pp_index *x, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
 {
+    if (!x)
+        return;
     if (x->nproblems == x->capproblems) {
         x->capproblems = x->capproblems ? x->capproblems * 2 : 8;
         x->problems = xrealloc(x->problems, x->capproblems * sizeof *x->problems);
@@ -148,7 +140,7 @@ static void skip_heredoc_bodies(lexer *L)
             if (end) {
                 found = true;
                 /* lookups in the body's interpolations */
-                if (memmem(L->src + body, L->pos - body, "lookup", 6) || memmem(L->src + body, L->pos - body, "hiera", 5))
+                if (L->x && (memmem(L->src + body, L->pos - body, "lookup", 6) || memmem(L->src + body, L->pos - body, "hiera", 5)))
                     scan_text_lookups(L->x, L->path, L->src + body, L->pos - body, start_line);
                 break;
             }
@@ -391,7 +383,7 @@ static void lex(lexer *L)
             tok *t = push_tok(L, TK_DQ, start, L->pos, line, col);
             t->val = sb_take(&v);
             t->interp = interp;
-            if (interp && (memmem(s + start, L->pos - start, "lookup", 6) || memmem(s + start, L->pos - start, "hiera", 5)))
+            if (L->x && interp && (memmem(s + start, L->pos - start, "lookup", 6) || memmem(s + start, L->pos - start, "hiera", 5)))
                 scan_text_lookups(L->x, L->path, s + start + 1, L->pos - start - 1, line);
             continue;
         }
@@ -626,7 +618,7 @@ static char *lower_name(const char *s)
 
 /* ------------------------------------------------------------------ the parser */
 
-typedef enum { SC_OTHER, SC_CLASS, SC_DEFINE, SC_NODE, SC_FUNCTION } scope_kind;
+typedef enum { SC_OTHER, SC_CLASS, SC_DEFINE, SC_NODE, SC_FUNCTION, SC_COND } scope_kind;
 
 typedef struct {
     scope_kind kind;
@@ -643,6 +635,7 @@ typedef struct {
     scope *stack;
     size_t depth, cap;
     scope_kind next_kind; /* what the next '{' opens */
+    bool cond_pending;    /* an if/unless/elsif/else/case was read: the next '{' opens its body */
     char *next_name;
     int next_node;
 } parser;
@@ -723,6 +716,19 @@ static bool in_define_or_function(const parser *P)
     for (size_t i = 0; i < P->depth; i++)
         if (P->stack[i].kind == SC_DEFINE || P->stack[i].kind == SC_FUNCTION)
             return true;
+    return false;
+}
+
+/* Whether the code at this point runs only under a condition (if, unless, case, a selector or a
+ * lambda) within its class, node or define. */
+static bool in_conditional(const parser *P)
+{
+    for (size_t i = P->depth; i-- > 0;) {
+        if (P->stack[i].kind == SC_COND)
+            return true;
+        if (P->stack[i].kind != SC_OTHER)
+            return false;
+    }
     return false;
 }
 
@@ -841,7 +847,8 @@ static void add_decl(parser *P, const char *cls, bool resource_like, const tok *
     GROW(x->decls, x->ndecls, x->capdecls);
     const char *sc = enclosing_class(P);
     x->decls[x->ndecls++] = (pp_decl){lower_name(cls), resource_like, params, nparams, xstrdup(P->path), at->line,
-                                      at->col, sc ? xstrdup(sc) : NULL, enclosing_node(P), in_define_or_function(P)};
+                                      at->col, sc ? xstrdup(sc) : NULL, enclosing_node(P), in_define_or_function(P),
+                                      in_conditional(P)};
 }
 
 /* class { 'name': attr => value, ...; 'other': ... }  (i at 'class', i+1 at '{') */
@@ -932,7 +939,8 @@ static void add_lookup(parser *P, const tok *k, bool merged, bool classes)
     bool prefix = k->k == TK_DQ && k->interp;
     char *suffix = prefix ? dq_suffix(P->L->src + k->s + 1, k->e - k->s - 2) : xstrdup("");
     x->lookups[x->nlookups++] = (pp_lookup){xstrdup(k->val), prefix, suffix, merged, xstrdup(P->path), k->line,
-                                            k->col, classes, sc ? xstrdup(sc) : NULL, enclosing_node(P)};
+                                            k->col, classes, sc ? xstrdup(sc) : NULL, enclosing_node(P),
+                                            in_conditional(P)};
 }
 
 bool pp_lookup_matches(const pp_lookup *l, const char *key)
@@ -1096,6 +1104,11 @@ static void parse(parser *P)
         const tok *nx = i + 1 < P->n ? &P->t[i + 1] : NULL;
         if (t->k == TK_PUNCT) {
             if (is_p(t, "{")) {
+                /* the body of a condition, a selector or a lambda: what it declares may not be */
+                if (P->next_kind == SC_OTHER &&
+                    (P->cond_pending || (i > 0 && (is_p(&P->t[i - 1], "|") || is_p(&P->t[i - 1], "?")))))
+                    P->next_kind = SC_COND;
+                P->cond_pending = false;
                 GROW(P->stack, P->depth, P->cap);
                 P->stack[P->depth++] = (scope){P->next_kind, P->next_name, P->next_node};
                 P->next_kind = SC_OTHER;
@@ -1117,6 +1130,10 @@ static void parse(parser *P)
         if (t->k != TK_NAME || (nx && is_p(nx, "=>")))
             continue;
         /* a name used as a hash key or attribute (name =>) is not a keyword */
+        if (is_n(t, "if") || is_n(t, "unless") || is_n(t, "elsif") || is_n(t, "else") || is_n(t, "case")) {
+            P->cond_pending = true;
+            continue;
+        }
         if (is_n(t, "class") && nx) {
             if (is_p(nx, "{"))
                 class_resource(P, i);
@@ -1180,6 +1197,24 @@ static void parse(parser *P)
         free(P->stack[--P->depth].name);
     free(P->stack);
     free(P->next_name);
+}
+
+bool pp_lex(pp_index *x, const char *path, const char *text, size_t len, tok **toks, size_t *n)
+{
+    lexer L = {.path = path, .src = text, .len = len, .line = 1, .x = x};
+    lex(&L);
+    for (size_t h = 0; h < L.npending; h++) /* heredocs still open when the lexer stopped early */
+        free(L.pending[h]);
+    *toks = L.toks;
+    *n = L.ntoks;
+    return !L.failed;
+}
+
+void pp_toks_free(tok *toks, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(toks[i].val);
+    free(toks);
 }
 
 void pp_index_add_text(pp_index *x, const char *path, const char *text, size_t len)
@@ -1268,7 +1303,7 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
             }
             GROW(x->lookups, x->nlookups, x->caplookups);
             x->lookups[x->nlookups++] = (pp_lookup){key, prefix, suffix, k >= 2, xstrdup(path), line,
-                                                    (uint32_t)(i - line_start + 1), false, NULL, -1};
+                                                    (uint32_t)(i - line_start + 1), false, NULL, -1, false};
         }
     }
 }

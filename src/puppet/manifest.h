@@ -51,6 +51,7 @@ typedef struct {
     bool classes;      /* its value names classes that are included (hiera_include, .include, include(lookup())...) */
     char *scope_class; /* the class whose body holds it, or NULL */
     int scope_node;    /* the node definition whose body holds it (index in nodes), or -1 */
+    bool conditional;  /* under an if, unless, case, selector or lambda of that body: it may not run */
 } pp_lookup;
 
 /* include/contain/require of a class by name, or a resource-like class { 'name': ... } */
@@ -64,6 +65,7 @@ typedef struct {
     char *scope_class; /* the class whose body declares it, or NULL (top scope, a node, a define...) */
     int scope_node;    /* the node definition whose body declares it (index in nodes), or -1 */
     bool in_define;    /* declared by a defined type or a function (not known to be evaluated) */
+    bool conditional;  /* under an if, unless, case, selector or lambda of its body: it may not be */
 } pp_decl;
 
 /* node 'a', 'b', /re/, default { ... } */
