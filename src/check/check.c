@@ -212,12 +212,27 @@ static void module_roots_of(ck_env *e)
 }
 
 /* The modules a Puppetfile names (mod 'author/name' or 'author-name' or 'name'). */
+static void read_puppetfile_at(ck_env *e, const char *path);
+
+/* The modules the Puppetfile names, and those of Puppetfile.* beside it (Puppetfile.vendor and
+ * the like: modules vendored by another tool, in the same format). */
 static void read_puppetfile(ck_env *e, const char *dir)
 {
-    char *path = xjoin(dir, "/Puppetfile", NULL);
+    char **names = list_names(dir);
+    for (size_t i = 0; names && names[i]; i++)
+        if (!strcmp(names[i], "Puppetfile") || !strncmp(names[i], "Puppetfile.", 11)) {
+            char *path = xjoin(dir, "/", names[i], NULL);
+            if (strcmp(names[i] + strlen(names[i]) - 5, ".lock") != 0)
+                read_puppetfile_at(e, path);
+            free(path);
+        }
+    free_names(names);
+}
+
+static void read_puppetfile_at(ck_env *e, const char *path)
+{
     size_t len;
     char *text = read_text(path, &len);
-    free(path);
     if (!text)
         return;
     e->has_puppetfile = true;
@@ -303,6 +318,7 @@ static void env_free(ck_env *e)
     pp_index_free(e->pp);
     pp_program_free(e->prog);
     hv_decref(e->functions);
+    hv_decref(e->dyn_lookups);
     ptype_aliases_free(e->aliases);
     hv_decref(e->modules_present);
     if (e->cache)
@@ -435,6 +451,7 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         raw = abs;
     }
     char *datadir = with_environment(raw, e->name);
+    L->by_env = strcmp(datadir, raw) != 0;
     const char *from = NULL;
     char *mapped = envpath_remap(datadir, e->envpath, &from);
     if (mapped) {
@@ -482,6 +499,8 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
             continue;
         }
         char *t = with_environment(loc, e->name);
+        if (strcmp(t, loc) != 0)
+            L->by_env = true;
         L->tmpls = xrealloc(L->tmpls, (L->ntmpls + 1) * sizeof *L->tmpls);
         L->tmpls[L->ntmpls++] = pn_plus(datadir, t);
         free(t);
@@ -1060,6 +1079,7 @@ static void check_env(ck_ctx *c)
     }
     for (size_t i = 0; i < e->nfiles; i++)
         ck_data_file(c, (uint32_t)i);
+    ck_resolve_lookups(c);
     ck_classes(c);
     ck_data_cross(c);
 }
@@ -1085,6 +1105,8 @@ static int severity_word(const hv *v)
         return CHECK_OFF;
     if (!strcmp(s, "warning") || !strcmp(s, "warn"))
         return CHECK_WARNING;
+    if (!strcmp(s, "note") || !strcmp(s, "info"))
+        return CHECK_NOTE;
     if (!strcmp(s, "error"))
         return CHECK_ERROR;
     return -2;
@@ -1125,7 +1147,7 @@ static bool read_conf(ck_conf *conf, const char *path, bool required, char **err
                     break;
                 }
                 if (sev == -2) {
-                    *error = xasprintf("%s: rule '%s': expected off, warning or error", path, rn);
+                    *error = xasprintf("%s: rule '%s': expected off, note, warning or error", path, rn);
                     ok = false;
                     break;
                 }
@@ -1655,7 +1677,7 @@ int check_run(const check_options *o, check_report *report, char **error)
         hv_decref(word);
         if (!check_rule_find(name) || sev < 0) {
             *error = !check_rule_find(name) ? xasprintf("unknown rule '%s' (hiera check --list-rules lists them)", name)
-                                            : xasprintf("--rule %s: expected NAME=off|warning|error", s);
+                                            : xasprintf("--rule %s: expected NAME=off|note|warning|error", s);
             free(name);
             hv_decref(overrides);
             return -1;
@@ -1688,6 +1710,10 @@ int check_run(const check_options *o, check_report *report, char **error)
     if (ok && !envs.n) {
         *error = xstrdup("no environment to check");
         ok = false;
+    }
+    if (ok) {
+        const char *given = o->npaths ? o->paths[0] : o->codedir ? o->codedir : ".";
+        report->root = real_path(given);
     }
     /* the repository's configuration: --config, else .hiera-check.yaml where the first environment is */
     ck_conf conf = {.rules = hv_hash(), .exclude = hv_array()};
@@ -1768,5 +1794,6 @@ void check_report_free(check_report *r)
     for (size_t i = 0; i < r->nnotes; i++)
         free(r->notes[i]);
     free(r->notes);
+    free(r->root);
     memset(r, 0, sizeof *r);
 }

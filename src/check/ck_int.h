@@ -37,6 +37,7 @@ typedef struct {
     bool glob;
     char *datadir;      /* absolute, the environment's name put in, not interpolated otherwise */
     bool outside;       /* its data folder is outside what is checked (an absolute path elsewhere) */
+    bool by_env;        /* its locations name the environment (%{environment}): a file per environment */
 } ck_level;
 
 typedef struct {
@@ -154,6 +155,7 @@ typedef struct {
     pp_index *pp;
     pp_program *prog;    /* the main manifest's top scope and node definitions */
     hv *functions;       /* function name -> pp_fn_kind (int): the modules' Ruby and Puppet functions */
+    hv *dyn_lookups;     /* module -> "file:line" of a lookup($var) whose keys cannot be known */
     ptype_aliases *aliases;
     hv *modules_present; /* module name -> true */
     /* a level whose data we cannot read (a function of its own: vault, a database...): keys may
@@ -215,6 +217,9 @@ void ck_data_cross(ck_ctx *c);
 void ck_config_interpolations(ck_ctx *c, int ci);
 /* classes.c: manifests, aliases, class parameters per data file */
 void ck_classes(ck_ctx *c);
+/* classes.c: the keys lookup($var) may read (the variable's values in the code and the data),
+ * added to the manifests' lookups as literal keys; those that cannot be known noted */
+void ck_resolve_lookups(ck_ctx *c);
 /* nodes.c: --facts-dir */
 int ck_nodes(ck_ctx *c, char **error);
 

@@ -542,6 +542,36 @@ static void walk_map(fctx *x, const ysnode *m, int depth)
     }
 }
 
+/* When key is a class parameter whose type takes the value a plain scalar reads as and not its
+ * text: "parameter 'p' of Class[X] (Type)" (malloc'ed), else NULL. */
+static char *trap_as_meant(ck_env *e, const char *key, const char *text, size_t len)
+{
+    const pp_class *cls = NULL;
+    const pp_param *p = ck_class_param(e, key, &cls);
+    if (!p || !p->type || !e->aliases)
+        return NULL;
+    herr err = {0};
+    ptype *t = ptype_parse_with(p->type, e->aliases, &err);
+    herr_clear(&err);
+    char *unresolved = t ? ptype_unresolved(t) : NULL;
+    char *r = NULL;
+    if (t && !unresolved) {
+        hv *read = yaml_plain_scalar(text, len, &err);
+        herr_clear(&err);
+        hv *str = hv_strn(text, len);
+        if (read && ptype_match(t, read) && !ptype_match(t, str)) {
+            char *ref = ck_class_ref(cls->name);
+            r = xasprintf("parameter '%s' of %s (%s)", p->name, ref, p->type);
+            free(ref);
+        }
+        hv_decref(read);
+        hv_decref(str);
+    }
+    free(unresolved);
+    ptype_free(t);
+    return r;
+}
+
 static void walk(fctx *x, const ysnode *n, int depth, bool is_key, bool in_seq)
 {
     if (!n || depth > 200)
@@ -571,7 +601,18 @@ static void walk(fctx *x, const ysnode *n, int depth, bool is_key, bool in_seq)
             if (rule) {
                 const char *advice = !strcmp(rule, "yaml-boolean") ? "quote it if the word was meant, or write true/false"
                                                                    : "quote it if the text was meant";
-                ck_add(x->c, rule, 0, x->f->path, n->line, n->col, "%s%s: %s", msg, is_key ? " (a hash key)" : "", advice);
+                /* the whole value of a class parameter whose type takes what YAML reads and not the
+                 * text: the value is as meant, only written in a surprising way (a note) */
+                char *as = !is_key && depth == 1 && x->top_key && !x->in_lookup_options
+                               ? trap_as_meant(x->e, x->top_key, n->text, n->len)
+                               : NULL;
+                if (as)
+                    ck_add(x->c, rule, CHECK_NOTE, x->f->path, n->line, n->col, "%s, as %s takes it: %s", msg, as,
+                           !strcmp(rule, "yaml-boolean") ? "write true/false to say so" : "a plain number says so more clearly");
+                else
+                    ck_add(x->c, rule, 0, x->f->path, n->line, n->col, "%s%s: %s", msg, is_key ? " (a hash key)" : "",
+                           advice);
+                free(as);
             }
         }
     }
@@ -1375,12 +1416,24 @@ void ck_data_cross(ck_ctx *c)
     ck_env *e = c->env;
     for (size_t i = 0; e->pp && i < e->pp->nlookups; i++) {
         const pp_lookup *l = &e->pp->lookups[i];
-        ck_key *k = l->prefix ? NULL : ck_key_get(e, l->key);
-        if (k) {
-            k->referenced = true;
-            if (l->merged && !k->merge)
-                k->merge = 2;
+        if (l->var)
+            continue;
+        if (!l->prefix) {
+            ck_key *k = ck_key_get(e, l->key);
+            if (k) {
+                k->referenced = true;
+                if (l->merged && !k->merge)
+                    k->merge = 2; /* a merge reads every level: none shadows another */
+            }
+            continue;
         }
+        /* "profile::${x}": every key it may ask for */
+        for (size_t j = 0; j < e->nkeys; j++)
+            if (pp_lookup_matches(l, e->keys[j].name)) {
+                e->keys[j].referenced = true;
+                if (l->merged && !e->keys[j].merge)
+                    e->keys[j].merge = 2;
+            }
     }
     unknown_refs(c);
     loops(c);

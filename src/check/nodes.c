@@ -1552,9 +1552,10 @@ int ck_nodes(ck_ctx *c, char **error)
             for (size_t x = 0; x < kk->ndefs; x++)
                 if (kk->defs[x].file == w0->over[flat])
                     od = &kk->defs[x];
+            bool by_env = of->nreach && e->configs[of->reach[0].cfg].levels[of->reach[0].level].by_env;
             ck_add(c, "shadowed-key", 0, e->files[def->file].path, def->line, def->col,
-                   "'%s' is never used: every node that reads this file finds it first at a higher level (%s:%u)",
-                   kk->name, rel(e, of->path), od ? od->line : 0);
+                   "'%s' is never used%s%s: every node that reads this file finds it first at a higher level (%s:%u)",
+                   kk->name, by_env ? " in environment " : "", by_env ? e->name : "", rel(e, of->path), od ? od->line : 0);
         }
     }
     for (size_t t = 0; t < nthreads; t++) {

@@ -293,7 +293,11 @@ static bool value_end(const lexer *L)
         return false;
     const tok *t = &L->toks[L->ntoks - 1];
     switch (t->k) {
-    case TK_NAME: case TK_CLASSREF: case TK_NUM: case TK_STR: case TK_DQ: case TK_HEREDOC: case TK_REGEX: case TK_VAR:
+    case TK_NAME:
+        /* a keyword after which a regexp may come: node /^web/, ... and /x/ */
+        return strcmp(t->val, "node") && strcmp(t->val, "and") && strcmp(t->val, "or") && strcmp(t->val, "in") &&
+               strcmp(t->val, "if") && strcmp(t->val, "elsif") && strcmp(t->val, "unless") && strcmp(t->val, "case");
+    case TK_CLASSREF: case TK_NUM: case TK_STR: case TK_DQ: case TK_HEREDOC: case TK_REGEX: case TK_VAR:
         return true;
     case TK_PUNCT:
         return !strcmp(t->val, ")") || !strcmp(t->val, "]") || !strcmp(t->val, "|>") || !strcmp(t->val, "|>>");
@@ -541,6 +545,7 @@ void pp_index_free(pp_index *x)
         for (size_t j = 0; j < c->nparams; j++) {
             free(c->params[j].name);
             free(c->params[j].type);
+            free(c->params[j].default_str);
         }
         free(c->params);
     }
@@ -556,8 +561,16 @@ void pp_index_free(pp_index *x)
         free(x->lookups[i].suffix);
         free(x->lookups[i].file);
         free(x->lookups[i].scope_class);
+        free(x->lookups[i].var);
+        free(x->lookups[i].owner);
     }
     free(x->lookups);
+    for (size_t i = 0; i < x->nassigns; i++) {
+        free(x->assigns[i].owner);
+        free(x->assigns[i].var);
+        free(x->assigns[i].value);
+    }
+    free(x->assigns);
     for (size_t i = 0; i < x->nnodes; i++) {
         for (size_t j = 0; j < x->nodes[i].nnames; j++)
             free(x->nodes[i].names[j]);
@@ -571,9 +584,13 @@ void pp_index_free(pp_index *x)
         free(x->decls[i].cls);
         free(x->decls[i].file);
         free(x->decls[i].scope_class);
-        for (size_t j = 0; j < x->decls[i].nparams; j++)
+        for (size_t j = 0; j < x->decls[i].nparams; j++) {
             free(x->decls[i].params[j]);
+            if (x->decls[i].values)
+                free(x->decls[i].values[j]);
+        }
         free(x->decls[i].params);
+        free(x->decls[i].values);
     }
     free(x->decls);
     for (size_t i = 0; i < x->nproblems; i++) {
@@ -636,6 +653,7 @@ typedef struct {
     size_t depth, cap;
     scope_kind next_kind; /* what the next '{' opens */
     bool cond_pending;    /* an if/unless/elsif/else/case was read: the next '{' opens its body */
+    const char *params_owner; /* while a parameter list is read: its class or defined type */
     char *next_name;
     int next_node;
 } parser;
@@ -732,12 +750,30 @@ static bool in_conditional(const parser *P)
     return false;
 }
 
+/* A token that is a plain string: 'x', "x" without interpolation, a bare word */
+static bool plain_string(const tok *t)
+{
+    return t->k == TK_STR || (t->k == TK_DQ && !t->interp) ||
+           (t->k == TK_NAME && strcmp(t->val, "undef") && strcmp(t->val, "true") && strcmp(t->val, "false"));
+}
+
+static const char *enclosing_owner(const parser *P);
+
 static const char *enclosing_class(const parser *P)
 {
     for (size_t i = P->depth; i-- > 0;)
         if (P->stack[i].kind == SC_CLASS)
             return P->stack[i].name;
     return NULL;
+}
+
+/* The class or defined type whose body holds this point (lower case), or NULL. */
+static const char *enclosing_owner(const parser *P)
+{
+    for (size_t i = P->depth; i-- > 0;)
+        if (P->stack[i].kind == SC_CLASS || P->stack[i].kind == SC_DEFINE)
+            return P->stack[i].name;
+    return P->params_owner;
 }
 
 static size_t lookup_call(parser *P, size_t i);
@@ -780,7 +816,9 @@ static size_t class_definition(parser *P, size_t i)
             c->header_ok = false;
             return P->n;
         }
+        P->params_owner = name;
         scan_params(P, j, close);
+        P->params_owner = NULL;
         size_t k = j + 1;
         while (k < close) {
             /* [Type] $name [= default] */
@@ -813,6 +851,9 @@ static size_t class_definition(parser *P, size_t i)
             size_t after = var + 1;
             if (after < close && is_p(&P->t[after], "=")) {
                 p->has_default = true;
+                const tok *dv = after + 2 < P->n ? &P->t[after + 1] : NULL;
+                if (dv && plain_string(dv) && (is_p(&P->t[after + 2], ",") || after + 2 == close))
+                    p->default_str = xstrdup(dv->val);
                 after = expr_end(P, after + 1);
                 if (after > close)
                     after = close;
@@ -841,12 +882,13 @@ static size_t class_definition(parser *P, size_t i)
     return j;
 }
 
-static void add_decl(parser *P, const char *cls, bool resource_like, const tok *at, char **params, size_t nparams)
+static void add_decl(parser *P, const char *cls, bool resource_like, const tok *at, char **params, char **values,
+                     size_t nparams)
 {
     pp_index *x = P->x;
     GROW(x->decls, x->ndecls, x->capdecls);
     const char *sc = enclosing_class(P);
-    x->decls[x->ndecls++] = (pp_decl){lower_name(cls), resource_like, params, nparams, xstrdup(P->path), at->line,
+    x->decls[x->ndecls++] = (pp_decl){lower_name(cls), resource_like, params, values, nparams, xstrdup(P->path), at->line,
                                       at->col, sc ? xstrdup(sc) : NULL, enclosing_node(P), in_define_or_function(P),
                                       in_conditional(P)};
 }
@@ -863,12 +905,18 @@ static void class_resource(parser *P, size_t i)
             colon++;
         if (colon >= close)
             return;
-        char **params = NULL;
-        size_t np = 0, cap = 0;
+        char **params = NULL, **values = NULL;
+        size_t np = 0, cap = 0, capv = 0;
         size_t k = colon + 1;
         while (k < close && !is_p(&P->t[k], ";")) {
             if ((P->t[k].k == TK_NAME) && k + 1 < close && is_p(&P->t[k + 1], "=>")) {
+                size_t nv = np;
                 GROW(params, np, cap);
+                GROW(values, nv, capv);
+                const tok *v = k + 2 < close ? &P->t[k + 2] : NULL;
+                bool plain = v && plain_string(v) &&
+                             (k + 3 >= close || is_p(&P->t[k + 3], ",") || is_p(&P->t[k + 3], ";"));
+                values[np] = plain ? xstrdup(v->val) : NULL;
                 params[np++] = xstrdup(P->t[k].val);
             }
             size_t e = expr_end(P, k + 1 < close ? k + 1 : k);
@@ -881,18 +929,24 @@ static void class_resource(parser *P, size_t i)
         for (size_t t = j; t < colon; t++) {
             const tok *tt = &P->t[t];
             if ((tt->k == TK_STR || (tt->k == TK_DQ && !tt->interp) || tt->k == TK_NAME) && tt->val[0]) {
-                char **copy = NULL;
+                char **copy = NULL, **vcopy = NULL;
                 if (np) {
                     copy = xmalloc(np * sizeof *copy);
-                    for (size_t q = 0; q < np; q++)
+                    vcopy = xmalloc(np * sizeof *vcopy);
+                    for (size_t q = 0; q < np; q++) {
                         copy[q] = xstrdup(params[q]);
+                        vcopy[q] = values[q] ? xstrdup(values[q]) : NULL;
+                    }
                 }
-                add_decl(P, tt->val, true, tt, copy, np);
+                add_decl(P, tt->val, true, tt, copy, vcopy, np);
             }
         }
-        for (size_t q = 0; q < np; q++)
+        for (size_t q = 0; q < np; q++) {
             free(params[q]);
+            free(values[q]);
+        }
         free(params);
+        free(values);
         j = k + 1;
     }
 }
@@ -935,12 +989,15 @@ static void add_lookup(parser *P, const tok *k, bool merged, bool classes)
 {
     pp_index *x = P->x;
     GROW(x->lookups, x->nlookups, x->caplookups);
-    const char *sc = enclosing_class(P);
+    const char *sc = enclosing_class(P), *owner = enclosing_owner(P);
+    bool var = k->k == TK_VAR;
     bool prefix = k->k == TK_DQ && k->interp;
     char *suffix = prefix ? dq_suffix(P->L->src + k->s + 1, k->e - k->s - 2) : xstrdup("");
-    x->lookups[x->nlookups++] = (pp_lookup){xstrdup(k->val), prefix, suffix, merged, xstrdup(P->path), k->line,
+    const char *key = var ? "" : k->val[0] == ':' && k->val[1] == ':' && k->k == TK_NAME ? k->val + 2 : k->val;
+    x->lookups[x->nlookups++] = (pp_lookup){xstrdup(key), prefix, suffix, merged, xstrdup(P->path), k->line,
                                             k->col, classes, sc ? xstrdup(sc) : NULL, enclosing_node(P),
-                                            in_conditional(P)};
+                                            in_conditional(P), var ? xstrdup(k->val) : NULL,
+                                            owner ? xstrdup(owner) : NULL};
 }
 
 bool pp_lookup_matches(const pp_lookup *l, const char *key)
@@ -1004,7 +1061,10 @@ static size_t lookup_call(parser *P, size_t i)
     }
     if (nargs) {
         const tok *k = &P->t[args[0]];
-        if (k->k == TK_STR || k->k == TK_DQ) {
+        /* a single token argument: a bare word (lookup(ntp::servers)) or a variable */
+        size_t a_end = args[0] + 1;
+        bool alone = a_end < P->n && (is_p(&P->t[a_end], ",") || is_p(&P->t[a_end], ")"));
+        if (k->k == TK_STR || k->k == TK_DQ || (alone && (k->k == TK_VAR || (k->k == TK_NAME && plain_string(k))))) {
             add_lookup(P, k, merged, classes);
         } else if (is_p(k, "[")) {
             size_t e = matching(P, args[0]);
@@ -1043,10 +1103,10 @@ static void include_call(parser *P, size_t i)
             size_t close = matching(P, j);
             for (size_t q = j + 1; q < close && q < end; q++)
                 if (class_name_tok(&P->t[q]) && !(q + 1 < P->n && is_p(&P->t[q + 1], "(")))
-                    add_decl(P, P->t[q].val, false, &P->t[q], NULL, 0);
+                    add_decl(P, P->t[q].val, false, &P->t[q], NULL, NULL, 0);
             j = close + 1;
         } else if (class_name_tok(t) && !(j + 1 < P->n && is_p(&P->t[j + 1], "("))) {
-            add_decl(P, t->val, false, t, NULL, 0);
+            add_decl(P, t->val, false, t, NULL, NULL, 0);
             j++;
         } else {
             break;
@@ -1125,6 +1185,13 @@ static void parse(parser *P)
         if (t->k == TK_VAR) {
             if (nx && is_p(nx, "=") && !in_code_scope(P))
                 add_topvar(P, t->val);
+            else if (nx && is_p(nx, "=") && enclosing_owner(P) && i + 2 < P->n && plain_string(&P->t[i + 2]) &&
+                     (i + 3 >= P->n || P->t[i + 3].nl_before || is_p(&P->t[i + 3], ";") || is_p(&P->t[i + 3], "}"))) {
+                pp_index *x = P->x;
+                GROW(x->assigns, x->nassigns, x->capassigns);
+                x->assigns[x->nassigns++] =
+                    (pp_assign){xstrdup(enclosing_owner(P)), xstrdup(t->val), xstrdup(P->t[i + 2].val)};
+            }
             continue;
         }
         if (t->k != TK_NAME || (nx && is_p(nx, "=>")))
@@ -1142,17 +1209,24 @@ static void parse(parser *P)
         } else if ((is_n(t, "define") || is_n(t, "function") || is_n(t, "plan")) && nx &&
                    (nx->k == TK_NAME || nx->k == TK_CLASSREF)) {
             P->next_kind = is_n(t, "define") ? SC_DEFINE : SC_FUNCTION;
+            char *dname = NULL;
             if (is_n(t, "define") && nx->k == TK_NAME) {
                 GROW(P->x->defines, P->x->ndefines, P->x->capdefines);
                 P->x->defines[P->x->ndefines++] = lower_name(nx->val);
+                dname = lower_name(nx->val);
+                free(P->next_name);
+                P->next_name = xstrdup(dname);
             }
             /* parameters: their defaults are not code of the body (lookups there count) */
             if (i + 2 < P->n && is_p(&P->t[i + 2], "(")) {
                 size_t close = matching(P, i + 2);
+                P->params_owner = dname;
                 if (close < P->n)
                     scan_params(P, i + 2, close);
+                P->params_owner = NULL;
                 i = close < P->n ? close : P->n;
             }
+            free(dname);
         } else if (is_n(t, "node") && nx && !is_p(nx, "(") && !is_p(nx, ".")) {
             P->next_kind = SC_NODE;
             pp_index *x = P->x;
@@ -1303,7 +1377,7 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
             }
             GROW(x->lookups, x->nlookups, x->caplookups);
             x->lookups[x->nlookups++] = (pp_lookup){key, prefix, suffix, k >= 2, xstrdup(path), line,
-                                                    (uint32_t)(i - line_start + 1), false, NULL, -1, false};
+                                                    (uint32_t)(i - line_start + 1), false, NULL, -1, false, NULL, NULL};
         }
     }
 }
