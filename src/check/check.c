@@ -451,7 +451,6 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         raw = abs;
     }
     char *datadir = with_environment(raw, e->name);
-    L->by_env = strcmp(datadir, raw) != 0;
     const char *from = NULL;
     char *mapped = envpath_remap(datadir, e->envpath, &from);
     if (mapped) {

@@ -220,6 +220,7 @@ typedef struct {
         uint32_t cfg, level;
         const char *tmpl; /* BORROWED from the level */
         bool glob;
+        const char *mapped; /* mapped_paths: the name each element gets (not a variable of the scope) */
         char **exprs;     /* the variable expressions ("role", "facts.os.family"; no leading ::) */
         size_t nexprs, base;
     } *tvars;
@@ -544,7 +545,8 @@ static const hv *scope_dig(const hv *scope, const char *expr)
 
 static bool usable_value(const hv *v)
 {
-    return v && ((hv_is(v, HV_STRING) && hv_str_len(v)) || hv_is(v, HV_INT) || hv_is(v, HV_FLOAT) || hv_is(v, HV_BOOL));
+    return v && ((hv_is(v, HV_STRING) && hv_str_len(v)) || hv_is(v, HV_INT) || hv_is(v, HV_FLOAT) || hv_is(v, HV_BOOL) ||
+                 (hv_is(v, HV_ARRAY) && hv_array_len(v)) || (hv_is(v, HV_HASH) && hv_hash_len(v)));
 }
 
 static char *root_of(const char *expr)
@@ -557,6 +559,7 @@ static char *root_of(const char *expr)
 typedef struct {
     const hv *scope;
     const hv *unknown; /* roots */
+    const char *mapped; /* mapped_paths: the element's name, left as any text */
     bool any;
     sbuf out;
     size_t last;
@@ -575,7 +578,8 @@ static void partial_item(const ix_item *it, void *data)
         return;
     }
     char *root = root_of(it->arg);
-    bool unknown = hv_hash_gets(x->unknown, root) || (x->any && !hv_hash_gets(x->scope, root));
+    bool unknown = hv_hash_gets(x->unknown, root) || (x->any && !hv_hash_gets(x->scope, root)) ||
+                   (x->mapped && !strcmp(root, x->mapped));
     free(root);
     if (unknown) {
         sb_addn(&x->out, orig, olen);
@@ -614,7 +618,7 @@ static void node_templates(worker *w, const hv *scope, const pp_eval_result *res
         }
         if (!unk)
             continue;
-        partial_ctx x = {scope, res->unknown, res->any, {0}, 0, T->tmpl};
+        partial_ctx x = {scope, res->unknown, T->mapped, res->any, {0}, 0, T->tmpl};
         ck_scan_interpolations(T->tmpl, strlen(T->tmpl), partial_item, &x);
         sb_adds(&x.out, T->tmpl + x.last);
         size_t fl = p->lvl_base[T->cfg] + T->level;
@@ -1001,6 +1005,8 @@ static void tvar_item(const ix_item *it, void *data)
     if (it->kind != IX_SCOPE || !it->arg)
         return;
     const char *a = it->arg[0] == ':' && it->arg[1] == ':' ? it->arg + 2 : it->arg;
+    if (T->mapped && (!strcmp(a, T->mapped) || (!strncmp(a, T->mapped, strlen(T->mapped)) && a[strlen(T->mapped)] == '.')))
+        return; /* the element's name */
     T->exprs = xrealloc(T->exprs, (T->nexprs + 1) * sizeof *T->exprs);
     T->exprs[T->nexprs++] = xstrdup(a);
 }
@@ -1135,8 +1141,17 @@ static void make_plan(plan *p)
             for (size_t t = 0; t < L->ntmpls; t++) {
                 if (!strstr(L->tmpls[t], "%{"))
                     continue;
-                struct tvar T = {(uint32_t)ci, (uint32_t)li, L->tmpls[t], L->glob, NULL, 0, p->nexprs};
+                bool mapped = L->lvl->lkind == LOC_MAPPED_PATHS && L->lvl->nlocs == 3;
+                struct tvar T = {(uint32_t)ci, (uint32_t)li, L->tmpls[t], L->glob, mapped ? L->lvl->locs[1] : NULL,
+                                 NULL, 0, p->nexprs};
                 ck_scan_interpolations(L->tmpls[t], strlen(L->tmpls[t]), tvar_item, &T);
+                if (mapped) {
+                    /* the variable that holds the elements is what a node must have */
+                    const char *src = L->lvl->locs[0][0] == ':' && L->lvl->locs[0][1] == ':' ? L->lvl->locs[0] + 2
+                                                                                               : L->lvl->locs[0];
+                    T.exprs = xrealloc(T.exprs, (T.nexprs + 1) * sizeof *T.exprs);
+                    T.exprs[T.nexprs++] = xstrdup(src);
+                }
                 if (!T.nexprs) {
                     free(T.exprs);
                     continue;
@@ -1465,6 +1480,11 @@ int ck_nodes(ck_ctx *c, char **error)
             hv_hash_set(w0->errors, hv_incref(hv_hash_key_at(w->errors, i)), hv_incref(hv_hash_val_at(w->errors, i)));
     }
     emit(c, w0->agg);
+    if (e->opaque_level)
+        ck_note(c, xasprintf("%s, which hiera check cannot read: what a node's lookup finds there is not known, so no "
+                             "lookup-error, parameter-type or parameter-missing is claimed for the nodes whose lookups "
+                             "it may answer",
+                             e->opaque_level));
     check_variables(c, w0->facts);
     for (size_t i = 0; i < hv_hash_len(w0->errors); i++)
         ck_note(c, xasprintf("node %s is not checked: %s", hv_str_ptr(hv_hash_key_at(w0->errors, i)),
