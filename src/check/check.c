@@ -271,9 +271,12 @@ static void env_free(ck_env *e)
         if (cf->cfg)
             config_free(cf->cfg);
         for (size_t j = 0; j < cf->nlevels; j++) {
-            for (size_t k = 0; k < cf->levels[j].ntmpls; k++)
+            for (size_t k = 0; k < cf->levels[j].ntmpls; k++) {
                 free(cf->levels[j].tmpls[k]);
+                free(cf->levels[j].env_tmpls ? cf->levels[j].env_tmpls[k] : NULL);
+            }
             free(cf->levels[j].tmpls);
+            free(cf->levels[j].env_tmpls);
             free(cf->levels[j].datadir);
         }
         free(cf->levels);
@@ -501,6 +504,8 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         if (strcmp(t, loc) != 0)
             L->by_env = true;
         L->tmpls = xrealloc(L->tmpls, (L->ntmpls + 1) * sizeof *L->tmpls);
+        L->env_tmpls = xrealloc(L->env_tmpls, (L->ntmpls + 1) * sizeof *L->env_tmpls);
+        L->env_tmpls[L->ntmpls] = strcmp(t, loc) != 0 ? pn_plus(datadir, loc) : NULL;
         L->tmpls[L->ntmpls++] = pn_plus(datadir, t);
         free(t);
         free(owned);
@@ -753,6 +758,47 @@ static void misnamed_file(ck_ctx *c, const ck_config *cf, const char *path)
     }
 }
 
+/* Whether a level of the configuration with a data function hiera check cannot run reads data
+ * under dir (it may read any file there: none is an orphan). */
+static bool opaque_reads(ck_ctx *c, const ck_config *cf, const char *dir)
+{
+    for (size_t li = 0; li < cf->nlevels; li++) {
+        const ck_level *L = &cf->levels[li];
+        if (L->known || !L->function[0] || !cf->cfg)
+            continue;
+        char *raw = pn_plus(cf->cfg->root, L->lvl->datadir ? L->lvl->datadir : "data");
+        char *dd = with_environment(raw, c->env->name);
+        bool hit = under(dd, dir) || under(dir, dd);
+        free(raw);
+        free(dd);
+        if (hit)
+            return true;
+    }
+    return false;
+}
+
+static size_t slashes(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '/';
+    return n;
+}
+
+/* Whether a level reads path in another environment than the one checked (data/development.yaml
+ * for "%{environment}.yaml"): an environment's name is one folder name, so the file must have as
+ * many folders as the level's location with a name put in. */
+static bool other_environment(const ck_config *cf, const char *path)
+{
+    for (size_t li = 0; li < cf->nlevels; li++) {
+        const ck_level *L = &cf->levels[li];
+        for (size_t t = 0; L->env_tmpls && t < L->ntmpls; t++)
+            if (L->env_tmpls[t] && slashes(path) == slashes(L->tmpls[t]) && tmpl_match(L->env_tmpls[t], path, L->glob))
+                return true;
+    }
+    return false;
+}
+
 /* Every file each level can read, and the orphans of each data folder. */
 static void find_files(ck_ctx *c)
 {
@@ -792,7 +838,8 @@ static void find_files(ck_ctx *c)
             continue;
         for (size_t li = 0; li < cf->nlevels; li++) {
             ck_level *L = &cf->levels[li];
-            if (!L->datadir || L->outside || strstr(L->datadir, "%{") || !strcmp(L->datadir, cf->cfg->root))
+            if (!L->datadir || L->outside || strstr(L->datadir, "%{") || !strcmp(L->datadir, cf->cfg->root) ||
+                opaque_reads(c, cf, L->datadir))
                 continue;
             size_t rl = strlen(cf->cfg->root);
             if (strncmp(L->datadir, cf->cfg->root, rl) != 0 || L->datadir[rl] != '/')
@@ -810,7 +857,7 @@ static void find_files(ck_ctx *c)
                     misnamed_file(c, cf, p);
                     continue;
                 }
-                if (hv_hash_gets(e->file_index, p))
+                if (hv_hash_gets(e->file_index, p) || other_environment(cf, p))
                     continue;
                 uint32_t fi = add_file(e, p, !strcmp(extension_of(p), ".json") ? FMT_JSON : FMT_YAML);
                 e->files[fi].orphan = true;

@@ -34,6 +34,8 @@ typedef struct {
     int index;          /* its position (hierarchy, then default_hierarchy) */
     char **tmpls;       /* absolute location templates (datadir joined with each path/glob) */
     size_t ntmpls;
+    char **env_tmpls;   /* by_env: the same with the environment's name left a variable (another
+                         * environment's file), parallel to tmpls (NULL otherwise) */
     bool glob;
     char *datadir;      /* absolute, the environment's name put in, not interpolated otherwise */
     bool outside;       /* its data folder is outside what is checked (an absolute path elsewhere) */

@@ -89,7 +89,9 @@ static void check_value(ck_ctx *c, type_cache *tc, const ck_key *k, const ck_def
         v = cv;
     }
     char *msg = ptype_describe_param(t, v, p->name);
-    if (msg && merge && partial_ok(msg)) {
+    /* a merge may make a partial value whole: lookup_options say so, or may say so where the
+     * check cannot read (a level whose data it cannot see) */
+    if (msg && (merge || e->opaque_level) && partial_ok(msg)) {
         free(msg);
         msg = NULL;
     }

@@ -309,6 +309,21 @@ static bool value_end(const lexer *L)
 static bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_word(char c) { return isalnum((unsigned char)c) || c == '_'; }
 
+/* The length of the Unicode blank (Zs: no-break space, the U+2000 spaces...) UTF-8 starts at s with,
+ * or 0. */
+static size_t unicode_space(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (n >= 2 && u[0] == 0xC2 && u[1] == 0xA0)
+        return 2;
+    if (n >= 3 && u[0] == 0xE2 && u[1] == 0x80 && (u[2] <= 0x8A || u[2] == 0xAF))
+        return 3;
+    if (n >= 3 && ((u[0] == 0xE2 && u[1] == 0x81 && u[2] == 0x9F) || (u[0] == 0xE3 && u[1] == 0x80 && u[2] == 0x80) ||
+                   (u[0] == 0xE1 && u[1] == 0x9A && u[2] == 0x80)))
+        return 3;
+    return 0;
+}
+
 static void lex(lexer *L)
 {
     static const char *const puncts[] = {"<<|", "|>>", "=>", "+>", "->", "~>", "<-", "<~", "==", "!=", "=~", "!~",
@@ -322,6 +337,11 @@ static void lex(lexer *L)
         }
         if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
             L->pos++;
+            continue;
+        }
+        size_t usp = unicode_space(s + L->pos, L->len - L->pos);
+        if (usp) {
+            L->pos += usp; /* Puppet's lexer: [[:blank:]] is Unicode's (a no-break space...) */
             continue;
         }
         if (c == '#') {

@@ -210,7 +210,8 @@ hierarchy:
 }
 
 # jenkins-infra: the global hiera.yaml of a code directory names environments/%{environment}/
-# hieradata: the files of that data folder no level reads (rspec/, vagrant/) are orphans.
+# hieradata: the files of that data folder no level reads (rspec/, vagrant/) are orphans; another
+# environment's file (env/staging.yaml) is not.
 CASES["templated-datadir"] = {
     "codedir": True,
     "files": {
@@ -228,6 +229,8 @@ hierarchy:
 """,
         "environments/production/hieradata/common.yaml": "x::y: 1\nx::z: 1\n",
         "environments/production/hieradata/env/production.yaml": "x::y: 2\n",
+        # another environment's file (mergwyn's development.yaml): read when that one is checked
+        "environments/production/hieradata/env/staging.yaml": "x::y: 9\n",
         "environments/production/hieradata/clients/a.example.com.yaml": "x::z: 3\n",
         "environments/production/hieradata/rspec/spec.yaml": "x::y: 4\n",
         "environments/production/hieradata/vagrant/box.yaml": "x::y: 5\n",
