@@ -818,6 +818,10 @@ static void find_files(ck_ctx *c)
                     continue;
                 }
                 char *base = tmpl_base_dir(tmpl, L->glob);
+                if (!base[0] || !strcmp(base, "/") || L->outside) {
+                    free(base); /* (files anywhere on the machine, or outside what is checked: not listed) */
+                    continue;
+                }
                 const hv *files = files_under(walks, base);
                 for (size_t i = 0; i < hv_array_len(files); i++) {
                     const char *p = hv_str_ptr(hv_array_get(files, i));

@@ -195,6 +195,9 @@ hierarchy:
   - name: public
     datadir: "/etc/puppetlabs/code/environments/%{environment}/hieradata"
     paths: ["node/%{facts.networking.fqdn}.yaml", "common.yaml"]
+  - name: anywhere
+    datadir: "/%{facts.site}/hieradata"
+    path: "common.yaml"
 """,
         "manifests/site.pp": "node default {\n  include profile::ldap\n}\n",
         "modules/profile/manifests/ldap.pp": "class profile::ldap (String $bind_user, String $bind_pass) {\n}\n",
@@ -204,7 +207,8 @@ hierarchy:
         "spec/fixtures/hieradata/node/fixture.example.com.yaml": "profile::ldap::bind_user: 1\n",
     },
     "facts": {"web1.example.com": facts("web1.example.com")},
-    "expected": ["orphan-file hieradata/nodes/web2.example.com.yaml:1", "shadowed-key hieradata/common.yaml:1"],
+    "expected": ["orphan-file hieradata/nodes/web2.example.com.yaml:1", "shadowed-key hieradata/common.yaml:1",
+                 "interpolation-variable hiera.yaml:11"],
     "notes": ["in Puppet's environmentpath /etc/puppetlabs/code/environments",
               "reads data outside what is checked (/etc/puppetlabs/code/hieradata/private/production)"],
 }

@@ -37,6 +37,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAIRS = os.path.join(HERE, "realpairs")
 RECORD_RB = os.path.join(HERE, "..", "tools", "puppet-record.rb")
+# Puppet's own lookup asked many keys in one scope (../shared/tools, used when there: every key of
+# a node in a second rather than a fresh compiler per key)
+BULK = os.path.join(HERE, "..", "..", "..", "shared", "tools", "puppet-bulk-lookup")
 failures = []
 passed = 0
 
@@ -130,16 +133,17 @@ def data_keys(tree):
     return sorted(keys)
 
 
-def ask_puppet(code, node, facts_file, keys, deploy):
-    fd, qfile = tempfile.mkstemp(suffix=".json")
+def ask_puppet(code, node, facts_file, keys, deploy, work):
+    fd, qfile = tempfile.mkstemp(suffix=".json", dir=work)
     with os.fdopen(fd, "w") as f:
         json.dump([{"key": k} for k in keys], f)
     envp = code + "/environments"
-    args = ["ruby", RECORD_RB, qfile, "--codedir", code, "--environmentpath", envp, "--environment", "production",
-            "--node", node, "--facts", facts_file, "--vardir", tempfile.mkdtemp(prefix="realpairs-vardir-")]
+    tool = ["ruby", BULK] if os.path.exists(BULK) else ["ruby", RECORD_RB]
+    args = tool + [qfile, "--codedir", code, "--environmentpath", envp, "--environment", "production",
+            "--node", node, "--facts", facts_file, "--vardir", tempfile.mkdtemp(prefix="vardir-", dir=work)]
     if deploy:
         # the code deployed at /etc/puppetlabs/code in a private mount namespace (an overlay over /etc)
-        ov = tempfile.mkdtemp(prefix="realpairs-ov-")
+        ov = tempfile.mkdtemp(prefix="overlay-", dir=work)
         os.makedirs(ov + "/up")
         os.makedirs(ov + "/work")
         script = ("mount -t overlay overlay -o lowerdir=/etc,upperdir=%s/up,workdir=%s/work /etc && "
@@ -153,6 +157,8 @@ def ask_puppet(code, node, facts_file, keys, deploy):
     out = {}
     for k, a in zip(keys, json.loads(lines[-1])):
         out[k] = {"value": a["value"]} if "value" in a else {"not_found": True} if a.get("not_found") else {"error": True}
+    if len(out) != len(keys):
+        raise RuntimeError("Puppet answered %d of %d keys for %s" % (len(out), len(keys), node))
     return out
 
 
@@ -191,7 +197,7 @@ def record(hiera, pair_name, mirror):
         answers = {"old": {}, "new": {}}
         deploy = pair["layout"] == "environment"
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
-            jobs = [(s, n, ex.submit(ask_puppet, codes[s], n, os.path.join(fdir, n + ".json"), keys, deploy))
+            jobs = [(s, n, ex.submit(ask_puppet, codes[s], n, os.path.join(fdir, n + ".json"), keys, deploy, work))
                     for s in ("old", "new") for n in nodes]
             for s, n, fut in jobs:
                 answers[s][n] = fut.result()
