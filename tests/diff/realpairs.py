@@ -244,6 +244,9 @@ def replay(hiera, pair_name, mirror):
     if not gd:
         print("realpairs: %s skipped (no %s in %s)" % (pair_name, pair["repo"], mirror))
         return False
+    if "puppet" not in pair:
+        print("realpairs: %s skipped (Puppet's answers not recorded: --record %s)" % (pair_name, pair_name))
+        return False
     rec = pair["puppet"]
     work = tempfile.mkdtemp(prefix="realpairs-")
     try:
@@ -284,8 +287,11 @@ def replay(hiera, pair_name, mirror):
         for nk in sorted(got):
             check(nk in want or nk[0] not in rec["nodes"],
                   "%s: hiera diff reports a change Puppet does not: %s %s" % (pair_name, nk[0], nk[1]))
-        for kind in pair.get("says", []):
-            check(kind in p.stdout or kind in p.stderr, "%s: hiera diff does not say %r" % (pair_name, kind))
+        kinds = {d["kind"] for d in doc.get("datadirs", [])}
+        for kind in pair.get("datadirs", []):
+            check(kind in kinds, "%s: no %s datadir in the JSON (%s)" % (pair_name, kind, doc.get("datadirs")))
+        check(("outside" in kinds) == ("is outside both trees" in p.stderr),
+              "%s: a datadir outside both trees is warned about" % pair_name)
         check(p.returncode == (1 if want else 0), "%s: exit status %d" % (pair_name, p.returncode))
         return True
     finally:
