@@ -52,11 +52,14 @@ CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # headers are needed to build (SERVE_CFLAGS: from $(B)/config.mk)
 SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
+# `hiera lsp` (src/lsp/): the language server, part of the command only
+LSP_SRC := $(sort $(wildcard src/lsp/*.c))
 # PuppetDB's client (src/cli/puppetdb.c): libcurl is opened on the first request
 # (src/cli/curl_lib.c), so only its header is needed to build (CURL_CFLAGS: from $(B)/config.mk)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o \
+           $(LSP_SRC:src/lsp/%.c=$(B)/obj/lsp/%.o) \
            $(B)/obj/crypto/lazy/libcrypto.o $(B)/obj/base/lazy/oniguruma.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -113,6 +116,10 @@ $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h) $(B)/flags
 $(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) $(LTO) -c $< -o $@
+
+$(B)/obj/lsp/%.o: src/lsp/%.c $(LIB_HDR) $(wildcard src/lsp/*.h) $(B)/flags
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) $(LTO) -c $< -o $@
 
 # the page's files as byte arrays (scripts/embed.c, built for the build machine)
 $(B)/embed: scripts/embed.c
