@@ -66,7 +66,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb
+.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -177,6 +177,7 @@ check: all test-deps
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
+	@python3 tests/lsp/check.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
 # hiera diff at length (CI): the fast path against full comparisons on many random edits, and the
@@ -217,6 +218,13 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
+
+# hiera lsp in a real editor: Neovim's LSP client, headless, on a real control repository (a
+# mirror of puppetlabs-seteam/control-repo when this machine has one, else a generated tree);
+# installs neovim when missing
+check-lsp: all
+	@sh scripts/deps.sh --lsp
+	@python3 tests/lsp/nvim/run.py --hiera $(B)/hiera
 
 # the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
 # missing; screenshots in build/web-artifacts)

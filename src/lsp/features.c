@@ -126,9 +126,13 @@ static void line_col(const char *text, size_t off, uint32_t *line, uint32_t *col
 
 static bool before(uint32_t l1, uint32_t c1, uint32_t l2, uint32_t c2) { return l1 < l2 || (l1 == l2 && c1 < c2); }
 
+/* whether (l, c) is in n: from its start to its end, the end itself for a scalar (a cursor just
+ * after it) but not for a block collection (whose end is where the next entry starts) */
 static bool node_has(const ysnode *n, uint32_t l, uint32_t c)
 {
-    return n && !before(l, c, n->line, n->col) && (before(l, c, n->eline, n->ecol) || (l == n->eline && c == n->ecol));
+    if (!n || before(l, c, n->line, n->col))
+        return false;
+    return before(l, c, n->eline, n->ecol) || (n->kind == YS_SCALAR && l == n->eline && c == n->ecol);
 }
 
 static const ysnode *top_map(ysdoc *ys) { return ys && ys->ndocs && ys->docs[0] && ys->docs[0]->kind == YS_MAP ? ys->docs[0] : NULL; }
@@ -143,7 +147,8 @@ static const char *top_key_at(ysdoc *ys, uint32_t l, uint32_t c, const ysnode **
     for (uint32_t i = 0; i + 1 < m->n; i += 2) {
         const ysnode *k = m->kids[i], *v = m->kids[i + 1];
         bool in_key = node_has(k, l, c);
-        bool in_val = v && (node_has(v, l, c) || (l >= k->line && l <= v->eline && before(k->line, k->col, l, c)));
+        /* the value, or between the key and the value (on the key's line) */
+        bool in_val = v && (node_has(v, l, c) || (l == k->line && !before(l, c, k->eline, k->ecol) && before(l, c, v->line, v->col)));
         if ((in_key || in_val) && k->kind == YS_SCALAR) {
             if (keynode)
                 *keynode = k;
@@ -1194,7 +1199,7 @@ hv *feat_completion(lreq *r)
             complete_variable(r, expr, items);
     } else if (is_data(p) && (strstr(line, "merge:") || strstr(line, "strategy:"))) {
         complete_merge(items);
-    } else if (is_data(p) && !strchr(line, ':') && line[0] != ' ' && line[0] != '\t' && line[0] != '-' && line[0] != '#') {
+    } else if (is_data(p) && !strstr(line, ": ") && line[0] != ' ' && line[0] != '\t' && line[0] != '-' && line[0] != '#') {
         complete_keys(r, line, items, true);
     } else if (is_pp(p)) {
         const char *q = strstr(line, "lookup(");

@@ -29,6 +29,9 @@
 #include "base/fileio.h"
 #include "formats/json.h"
 
+/* unsaved texts larger than this get their syntax checked, not hiera check's rules */
+#define LSP_CHECK_MAX (4 << 20)
+
 /* ------------------------------------------------------------------ states */
 
 lstate *lstate_retain(lstate *s)
@@ -350,6 +353,19 @@ static void diagnose(server *sv, lstate *s)
         if (syntax) {
             hv_array_push(diags[i], syntax); /* its syntax error, nothing else */
             syntax_only[i] = true;
+        } else if (s->docs[i].len > LSP_CHECK_MAX) {
+            /* hiera check's rules are not run on so large an unsaved text (it parsed: fine) */
+            hv *d = hv_hash();
+            ltext t = {s->docs[i].text, s->docs[i].len, s->utf8};
+            jset(d, "range", lsp_range_of(&t, 0, 0));
+            jset(d, "severity", hv_int(3));
+            jset(d, "source", hv_str("hiera lsp"));
+            char *m = xasprintf("%zu bytes: hiera check's rules run on files up to %d MiB in the editor; run hiera check",
+                                s->docs[i].len, LSP_CHECK_MAX >> 20);
+            jset(d, "message", hv_str(m));
+            free(m);
+            hv_array_push(diags[i], d);
+            syntax_only[i] = true;
         } else if (s->docs[i].path) {
             any_check = true;
         }
@@ -358,7 +374,7 @@ static void diagnose(server *sv, lstate *s)
         check_text *texts = xcalloc(n + 1, sizeof *texts);
         size_t nt = 0;
         for (size_t i = 0; i < n; i++)
-            if (s->docs[i].path)
+            if (s->docs[i].path && !syntax_only[i])
                 texts[nt++] = (check_text){s->docs[i].path, s->docs[i].text, s->docs[i].len};
         check_options o = {0};
         const char *paths[1] = {w->check_path};
@@ -788,9 +804,20 @@ int lsp_run(int in_fd, int out_fd, const lsp_options *o)
     pthread_cond_broadcast(&sv.wake);
     pthread_cond_broadcast(&sv.bg_wake);
     pthread_mutex_unlock(&sv.lock);
+    /* the request threads finish what they run; the background thread may be in a long hiera
+     * check (a large repository): it is given a few seconds, and otherwise left to the process's
+     * exit, now (the client is gone or said exit: nothing waits for it; the server's state lives
+     * on this stack, which the thread still reads, so the process ends here) */
     for (int i = 0; i < sv.nthreads; i++)
         pthread_join(threads[i], NULL);
-    pthread_join(bg, NULL);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 3;
+    if (pthread_timedjoin_np(bg, NULL, &until) != 0) {
+        if (sv.out.log)
+            fflush(sv.out.log);
+        _exit(sv.shut_down ? 0 : 1);
+    }
     while (sv.head) {
         job *j = sv.head;
         sv.head = j->next;

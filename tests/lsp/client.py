@@ -56,6 +56,14 @@ class Client:
             self.err_lines.append(line.decode(errors="replace"))
 
     def _read(self):
+        try:
+            self._read_messages()
+        except (ValueError, OSError):  # the test closed the pipe
+            with self.cond:
+                self.eof = True
+                self.cond.notify_all()
+
+    def _read_messages(self):
         f = self.proc.stdout
         while True:
             length = None
