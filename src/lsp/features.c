@@ -590,11 +590,16 @@ static void class_param_text(lreq *r, const char *key, const hv *const *values, 
     free(real);
     if (!p->type)
         return;
+    /* the workspace's type aliases resolve on first use: one thread at a time */
+    static pthread_mutex_t types_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&types_lock);
     herr err = {0};
     ptype *t = ptype_parse_with(p->type, r->s->w->aliases, &err);
     herr_clear(&err);
-    if (!t)
+    if (!t) {
+        pthread_mutex_unlock(&types_lock);
         return;
+    }
     for (size_t i = 0; i < nvalues; i++) {
         if (!values[i])
             continue;
@@ -608,6 +613,7 @@ static void class_param_text(lreq *r, const char *key, const hv *const *values, 
         }
     }
     ptype_free(t);
+    pthread_mutex_unlock(&types_lock);
 }
 
 static hv *hover_key(lreq *r, const char *key, const ltext *t, size_t s, size_t e)
