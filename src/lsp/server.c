@@ -30,7 +30,7 @@
 #include "formats/json.h"
 
 /* unsaved texts larger than this get their syntax checked, not hiera check's rules */
-#define LSP_CHECK_MAX (4 << 20)
+#define LSP_CHECK_MAX (1 << 20)
 
 /* ------------------------------------------------------------------ states */
 

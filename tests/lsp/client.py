@@ -24,8 +24,12 @@ class Timeout(Exception):
     pass
 
 
+ALL = []  # every client made: their servers' stderr is checked for sanitizer reports
+
+
 class Client:
     def __init__(self, argv, cwd=None, env=None):
+        ALL.append(self)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, cwd=cwd, env=env)
         self.next_id = 1
@@ -174,6 +178,11 @@ class Client:
             return self.proc.wait(timeout)
         finally:
             self.close()
+
+    def sanitizer_reports(self):
+        """What AddressSanitizer, UBSan or LeakSanitizer printed on the server's stderr."""
+        text = "".join(self.err_lines)
+        return [l for l in text.split("\n") if "Sanitizer" in l or "runtime error:" in l]
 
     def close(self):
         for f in (self.proc.stdin,):
