@@ -183,6 +183,7 @@ typedef struct {
     const char *file;
     const char *top_key;
     uint32_t fi;        /* the data file's number, or UINT32_MAX */
+    const char *mapped; /* in a mapped_paths template: the element's name (no variable), or NULL */
 } ictx;
 
 static void item_pos(ictx *ic, const ix_item *it, uint32_t *line, uint32_t *col)
@@ -289,7 +290,11 @@ static void on_interpolation(const ix_item *it, void *data)
             hv_decref(segs);
             break;
         }
-        add_var(e, expr, segs, ic->fi, ic->cfg, line, col);
+        const char *rn = hv_is(root, HV_STRING) ? hv_str_ptr(root) : "";
+        if (ic->mapped && !strcmp(rn[0] == ':' && rn[1] == ':' ? rn + 2 : rn, ic->mapped))
+            hv_decref(segs); /* the mapped_paths element, not a variable */
+        else
+            add_var(e, expr, segs, ic->fi, ic->cfg, line, col);
         break;
     }
     }
@@ -479,7 +484,7 @@ static bool scalar_string(const ysnode *n, bool json)
 static void string_value(fctx *x, const ysnode *n, uint32_t line, uint32_t col, const char *s, size_t len)
 {
     if (memmem(s, len, "%{", 2)) {
-        ictx ic = {x->c, x, n, line, col, s, len, 0, false, -1, x->f->path, x->top_key, x->fi};
+        ictx ic = {x->c, x, n, line, col, s, len, 0, false, -1, x->f->path, x->top_key, x->fi, NULL};
         ck_scan_interpolations(s, len, on_interpolation, &ic);
     }
     if (memmem(s, len, "ENC[", 4))
@@ -964,19 +969,30 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
 
 /* ------------------------------------------------------------------ hiera.yaml */
 
-static void config_walk(ck_ctx *c, int ci, const ysnode *n, int depth, bool v5)
+static void config_walk(ck_ctx *c, int ci, const ysnode *n, int depth, bool v5, const char *mapped)
 {
     if (!n || depth > 100)
         return;
-    if (n->kind == YS_MAP || n->kind == YS_SEQ) {
+    if (n->kind == YS_MAP) {
+        for (uint32_t i = 0; i + 1 < n->n; i += 2) {
+            const ysnode *k = n->kids[i], *v = n->kids[i + 1];
+            /* mapped_paths: [source, name, template]: %{name} in the template is each element */
+            bool mp = k && k->kind == YS_SCALAR && !strcmp(k->text, "mapped_paths") && v && v->kind == YS_SEQ &&
+                      v->n == 3 && v->kids[1] && v->kids[1]->kind == YS_SCALAR;
+            config_walk(c, ci, k, depth + 1, v5, NULL);
+            config_walk(c, ci, v, depth + 1, v5, mp ? v->kids[1]->text : NULL);
+        }
+        return;
+    }
+    if (n->kind == YS_SEQ) {
         for (uint32_t i = 0; i < n->n; i++)
-            config_walk(c, ci, n->kids[i], depth + 1, v5);
+            config_walk(c, ci, n->kids[i], depth + 1, v5, mapped && i == 2 ? mapped : NULL);
         return;
     }
     if (n->kind != YS_SCALAR || !memmem(n->text, n->len, "%{", 2))
         return;
     const ck_config *cf = &c->env->configs[ci];
-    ictx ic = {c, NULL, n, n->line, n->col, n->text, n->len, 0, v5, ci, cf->path, NULL, UINT32_MAX};
+    ictx ic = {c, NULL, n, n->line, n->col, n->text, n->len, 0, v5, ci, cf->path, NULL, UINT32_MAX, mapped};
     ck_scan_interpolations(n->text, n->len, on_interpolation, &ic);
 }
 
@@ -986,7 +1002,7 @@ void ck_config_interpolations(ck_ctx *c, int ci)
     if (!cf->ys || cf->ys->failed || !cf->ys->ndocs || !cf->ys->docs[0])
         return;
     bool v5 = !cf->cfg || cf->cfg->version >= 4;
-    config_walk(c, ci, cf->ys->docs[0], 0, v5);
+    config_walk(c, ci, cf->ys->docs[0], 0, v5, NULL);
 }
 
 /* ------------------------------------------------------------------ across files */

@@ -411,6 +411,25 @@ CASES["node-scope"] = {
     "expected": ["unreached-file data/tier/middle.yaml:1"],
 }
 
+# tvories/control-repo: mapped_paths [teams, team, "role/%{team}/%{role}.yaml"]: %{team} is each
+# element of the fact 'teams', not a variable a node must have; a file no element names is unreached.
+CASES["mapped-paths-name"] = {
+    "files": {
+        "hiera.yaml": HIERA_STD % """  - name: team data
+    mapped_paths: [teams, team, "team/%{team}.yaml"]
+  - name: team roles
+    mapped_paths: [teams, "::team", "role/%{::team}/%{facts.role}.yaml"]""",
+        "data/common.yaml": "{}\n",
+        "data/team/ops.yaml": "{}\n",
+        "data/team/dev.yaml": "{}\n",
+        "data/team/qa.yaml": "{}\n",
+        "data/role/ops/web.yaml": "{}\n",
+    },
+    "facts": {"a.example.com": facts("a.example.com", teams=["ops", "dev"], role="web"),
+              "b.example.com": facts("b.example.com", teams=["dev"], role="db")},
+    "expected": ["unreached-file data/team/qa.yaml:1"],
+}
+
 # wikimedia: modules a Puppetfile.* lists (vendored by another tool) are reference, not reported.
 CASES["vendored-modules"] = {
     "files": {
