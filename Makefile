@@ -189,10 +189,15 @@ check-diff: all
 	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
 
 # hiera check and hiera diff on real public control repositories (issue 37), when their trees are
-# laid out (tests/check/realrepos/README.md: REALREPOS=DIR, default /tmp/hiera-realrepos): the
-# triaged findings, and hiera diff on real commit pairs against Puppet's recorded answers
+# laid out (tests/check/realrepos/README.md: REALREPOS=DIR, default /tmp/hiera-realrepos; with
+# REALREPOS_MIRROR=M, a folder of the repositories' git dirs, they are laid out from M first when
+# DIR has none): the triaged findings, and hiera diff on real commit pairs against Puppet's
+# recorded answers
 REALREPOS ?= /tmp/hiera-realrepos
+REALREPOS_MIRROR ?=
 check-realrepos: all
+	@if [ -n "$(REALREPOS_MIRROR)" ] && [ ! -d "$(REALREPOS)/trees" ]; then \
+	  bash tests/check/realrepos/build.sh "$(REALREPOS)" "$(REALREPOS_MIRROR)"; fi
 	@python3 tests/check/realrepos.py --hiera $(B)/hiera --trees $(REALREPOS)
 	@python3 tests/diff/realpairs.py --hiera $(B)/hiera --mirror $(REALREPOS)/mirror
 

@@ -2,8 +2,10 @@
 # Lays out the real trees and their facts for `make check-realrepos` (tests/check/realrepos.py
 # --trees OUT, tests/diff/realpairs.py --mirror OUT/mirror):
 #
-#   build.sh OUT     OUT/mirror: the repositories (the fetch tool's layout, <owner>+<name>/repo;
-#                    copied or linked there beforehand: this script never downloads anything),
+#   build.sh OUT [MIRROR]
+#                    OUT/mirror: the repositories (the fetch tool's layout, <owner>+<name>/repo;
+#                    a link to MIRROR when given, else put there beforehand: this script never
+#                    downloads anything),
 #                    OUT/trees/<tree>/code/environments/production at the pinned commits,
 #                    OUT/facts/<facts>/<node>.json
 #
@@ -16,10 +18,18 @@ OUT=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 SHARED=$HERE/../../../../shared/real-repos
 M=$OUT/mirror
+mkdir -p "$OUT"
+if [ $# -ge 2 ]; then
+  rm -f "$M"
+  ln -s "$(cd "$2" && pwd)" "$M"
+fi
 [ -d "$M" ] || { echo "no $M: put the repositories there first (fetch github:<owner>/<name>)" >&2; exit 1; }
 if [ -x "$SHARED/build-trees" ]; then
-  "$SHARED/build-trees" "$M" "$OUT/trees"
-  python3 "$SHARED/gen-facts.py" "$OUT"
+  if "$SHARED/build-trees" "$M" "$OUT/trees"; then
+    python3 "$SHARED/gen-facts.py" "$OUT"
+  else
+    echo "the trees of ../shared/real-repos are not all laid out (a repository missing from $M)" >&2
+  fi
 fi
 grep -v '^#' "$HERE/REVISIONS.txt" | while read -r repo commit _ tree; do
   g=$M/$repo/repo
