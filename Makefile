@@ -48,8 +48,9 @@ LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # `hiera serve` (src/serve/): part of the command, with its page (src/serve/web/) compiled in;
-# libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), so only their
-# headers are needed to build (SERVE_CFLAGS: from $(B)/config.mk)
+# libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), and libsystemd
+# when systemd runs it (src/serve/systemd.c), so only their headers are needed to build
+# (SERVE_CFLAGS: from $(B)/config.mk)
 SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
 # PuppetDB's client (src/cli/puppetdb.c): libcurl is opened on the first request
@@ -77,14 +78,14 @@ test-deps:
 $(B)/config.mk: Makefile scripts/deps.sh
 	@sh scripts/deps.sh
 	@mkdir -p $(dir $@)
-	@pkg-config --exists $(PKGS) libmicrohttpd gnutls libcurl || \
-	  { echo "pkg-config does not find $(PKGS) libmicrohttpd gnutls libcurl" >&2; exit 1; }
+	@pkg-config --exists $(PKGS) libmicrohttpd gnutls libsystemd libcurl || \
+	  { echo "pkg-config does not find $(PKGS) libmicrohttpd gnutls libsystemd libcurl" >&2; exit 1; }
 	@{ echo "# made by the Makefile after scripts/deps.sh; delete it to ask pkg-config again"; \
 	  echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
 	  echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
 	  echo "CLI_LIBS := $$(if [ -f "$$($(CC) -print-file-name=libyaml.a)" ]; then echo -l:libyaml.a; \
 	    else pkg-config --libs yaml-0.1; fi) -lm -ldl -lpthread"; \
-	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls)"; \
+	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls libsystemd)"; \
 	  echo "CURL_CFLAGS := $$(pkg-config --cflags libcurl)"; \
 	  echo "MIMALLOC_SO := $$(p=$$($(CC) -print-file-name=libmimalloc.so.2); [ -f "$$p" ] && echo "$$(cd "$$(dirname "$$p")" && pwd -P)/libmimalloc.so.2")"; \
 	} > $@.tmp && mv $@.tmp $@
