@@ -8,7 +8,9 @@
 # Python module when there is one, the dlopen'ed libraries against the package's dependencies,
 # the service's user, systemd-analyze verify on the installed units and their exposure
 # (systemd-analyze security, at most 2.0); then removes hiera-c and checks that Ruby's hiera is
-# back. Prints "deb: N passed, N failed".
+# back. Prints "deb: N passed, N failed". With --export, the packages follow on standard output
+# (a tar file in base64 between the lines ==BEGIN DEBS== and ==END DEBS==), for tests/deb/boot.sh
+# outside the root.
 set -u
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 pass=0 fail=0
@@ -149,4 +151,9 @@ check "no diversion is left" sh -c '! dpkg-divert --list | grep -q hiera-c'
 check "hiera.1.gz is Ruby's again" sh -c '! zcat /usr/share/man/man1/hiera.1.gz | grep -q hiera\\\\-serve'
 
 echo "deb: $pass passed, $fail failed"
+if [ "${1:-}" = --export ]; then
+    echo "==BEGIN DEBS=="
+    (cd build/deb && ls *.deb | grep -v dbgsym | tar -cf - -T - | base64)
+    echo "==END DEBS=="
+fi
 [ "$fail" = 0 ]
