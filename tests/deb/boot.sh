@@ -9,14 +9,18 @@
 # data file make new generations; systemctl stop ends it cleanly; the socket unit starts it on
 # the first connection with the socket systemd listens on; a reinstall restarts it; and
 # systemd-analyze security rates it as the offline check did. Run by tests/deb/check.sh after the
-# fresh root's checks (needs root and systemd-nspawn: package systemd-container; skipped without).
+# fresh root's checks (as root; installs systemd-container, systemd-nspawn, when missing).
 # Prints "deb-boot: N passed, N failed".
 set -u
 debs=$1
 cd "$(dirname "$0")/../.."
 base=/tmp/fresh/bookworm-base.tgz
+if ! command -v systemd-nspawn >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "deb-boot: installing systemd-container (systemd-nspawn)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 systemd-container >/dev/null 2>&1
+fi
 if ! command -v systemd-nspawn >/dev/null 2>&1; then
-    echo "deb-boot: no systemd-nspawn (apt-get install systemd-container): the service is not booted"
+    echo "deb-boot: no systemd-nspawn (package systemd-container): the service is not booted"
     exit 0
 fi
 [ -f "$base" ] || { echo "deb-boot: no $base (made by ../shared/tools/fresh-machine)"; exit 1; }
