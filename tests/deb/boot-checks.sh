@@ -69,7 +69,7 @@ check "systemctl stop hiera-serve.socket hiera-serve" systemctl stop hiera-serve
 
 exposure=$(systemd-analyze security hiera-serve.service 2>&1 | sed -n 's/.*Overall exposure level for hiera-serve.service: \([0-9.]*\).*/\1/p')
 echo "deb-boot: systemd-analyze security (systemd running): exposure $exposure"
-check "the exposure ($exposure) is at most 2.0" awk "BEGIN { exit !('${exposure:-99}' + 0 <= 2.0) }"
+check "the exposure ($exposure) is at most 2.0" awk -v e="$exposure" 'BEGIN { exit !(e != "" && e + 0 <= 2.0) }'
 check "systemd-analyze verify" sh -c '[ -z "$(systemd-analyze verify hiera-serve.service hiera-serve.socket 2>&1)" ]'
 
 echo "deb-boot: $pass passed, $fail failed"
