@@ -1,10 +1,10 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`, `hiera batch` many lookups,
  * `hiera keys` the keys a node can see, `hiera check` a linter, `hiera diff` the fleet impact of a
- * change, `hiera serve` answers over HTTP, `hiera eyaml` hiera-eyaml, `hiera version` this hiera's
- * version; other forms are the Hiera 3 command line (`hiera -- version` looks up the key
- * "version"). Every subcommand the dispatcher below knows has a line in SUBCOMMANDS (hiera --help)
- * and a man page, docs/hiera-NAME.1 (or .8): tests/docs/check.py finds the subcommands in main()
- * and checks both. */
+ * change, `hiera serve` answers over HTTP, `hiera lsp` a language server for editors, `hiera
+ * eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3 command
+ * line (`hiera -- version` looks up the key "version"). Every subcommand the dispatcher below
+ * knows has a line in SUBCOMMANDS (hiera --help) and a man page, docs/hiera-NAME.1 (or .8):
+ * tests/docs/check.py finds the subcommands in main() and checks both. */
 #include "cli/batch_cmd.h"
 #include "cli/check_cmd.h"
 #include "cli/diff_cmd.h"
@@ -12,8 +12,8 @@
 #include "cli/hiera3_cmd.h"
 #include "cli/keys_cmd.h"
 #include "cli/lookup_cmd.h"
-#include "cli/result_cache.h"
 #include "cli/lsp_cmd.h"
+#include "cli/result_cache.h"
 #include "cli/serve_cmd.h"
 
 #include "hiera.h"
@@ -39,6 +39,8 @@ static const struct {
              "(hiera diff --help)"},
     {"serve", "answer lookups over HTTP (JSON API and a web page) from a snapshot kept\n"
               "current with the files (hiera serve --help)"},
+    {"lsp", "a Language Server Protocol server for editors: diagnostics, hover,\n"
+            "definitions and completion on hiera.yaml, data and manifests (hiera lsp --help)"},
     {"eyaml", "hiera-eyaml 3.3's commands: createkeys, encrypt, decrypt, version\n"
               "(hiera eyaml --help)"},
     {"version", "print this hiera's version (" HIERA_VERSION "); hiera --version prints Hiera 3's"},

@@ -68,7 +68,10 @@ def main():
         subs = sorted(subcommands_of_dispatcher())
         cases = [
             (f"{H} ", lambda r: set(r) == set(subs), f"the subcommands {subs}"),
-            (f"{H} l", lambda r: r == ["lookup"], "lookup"),
+            (f"{H} l", lambda r: set(r) == {"lookup", "lsp"}, "lookup, lsp"),
+            (f"{H} ls", lambda r: r == ["lsp"], "lsp"),
+            (f"{H} lsp --log {facts}/web", lambda r: r == [f"{facts}/web01.example.com.yaml"], "lsp's log file"),
+            (f"{H} lsp --jobs ", lambda r: r == [], "no value for --jobs"),
             (f"{H} lookup --me", lambda r: set(r) == {"--merge", "--merge-hash-arrays"}, "--merge, --merge-hash-arrays"),
             (f"{H} lookup --merge ", lambda r: r == ["first", "unique", "hash", "deep"], "the merges"),
             (f"{H} lookup --merge=d", lambda r: r == ["deep"], "deep"),

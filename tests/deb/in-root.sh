@@ -72,10 +72,10 @@ out=$(HIERA_CACHE_DIR=off hiera -c examples/hiera3/hiera.yaml -a -f json ntp::se
 check "hiera (Hiera 3's command line) on the example: $out" \
     test "$out" = '["ntp.web01.example.com","0.pool.ntp.org","1.pool.ntp.org"]'
 apt install man-db || true
-for page in hiera hiera-lookup hiera-batch hiera-keys hiera-check hiera-diff hiera-eyaml hiera-version; do
-    check "man page $page(1)" sh -c "man -w 1 $page | grep -q /usr/share/man/man1/$page.1.gz"
+for f in docs/*.[1-8]; do # every man page of the tree (hiera(1), hiera-lookup(1)... hiera-serve(8))
+    page=${f#docs/} sec=${f##*.}; page=${page%.*}
+    check "man page $page($sec)" sh -c "man -w $sec $page | grep -q /usr/share/man/man$sec/$page.$sec.gz"
 done
-check "man page hiera-serve(8)" sh -c "man -w 8 hiera-serve | grep -q /usr/share/man/man8/hiera-serve.8.gz"
 check "hiera(1) is hiera-c's, Ruby's is hiera.ruby(1)" \
     sh -c 'man -w hiera.ruby >/dev/null && zcat /usr/share/man/man1/hiera.1.gz | grep -q hiera\\\\-serve'
 out=$(bash -c 'source /usr/share/bash-completion/completions/hiera; COMP_LINE="hiera se"; COMP_POINT=8;
