@@ -1645,21 +1645,13 @@ static hv *ev_bin(ev *E, const pp_expr *x)
                 r = hv_bool((m == 1) == (op[0] == '='));
         }
     } else if (!strcmp(op, "in")) {
-        if (hv_is(b, HV_ARRAY)) {
+        if (hv_is(b, HV_ARRAY) || hv_is(b, HV_HASH)) {
+            /* an array's elements, a hash's keys; unknown when one comparison is */
+            bool arr = hv_is(b, HV_ARRAY);
+            size_t n = arr ? hv_array_len(b) : hv_hash_len(b);
             int found = 0;
-            for (size_t i = 0; i < hv_array_len(b) && found != 1; i++) {
-                int m = eq(a, hv_array_get(b, i));
-                if (m < 0)
-                    found = -1;
-                else if (m == 1)
-                    found = 1;
-            }
-            if (found >= 0)
-                r = hv_bool(found == 1);
-        } else if (hv_is(b, HV_HASH)) {
-            int found = 0;
-            for (size_t i = 0; i < hv_hash_len(b) && found != 1; i++) {
-                int m = eq(a, hv_hash_key_at(b, i));
+            for (size_t i = 0; i < n && found != 1; i++) {
+                int m = eq(a, arr ? hv_array_get(b, i) : hv_hash_key_at(b, i));
                 if (m < 0)
                     found = -1;
                 else if (m == 1)

@@ -119,10 +119,12 @@ static void comparisons(void **state)
          "$d = $facts['kernel'] =~ /^Lin/\n"
          "$e = 'abc' in 'xabcx'\n"
          "$f = $nosuch == undef\n"             /* an unset variable is undef */
-         "$g = !$facts['missing']\n",
+         "$g = !$facts['missing']\n"
+         "$h = 'db' in { 'DB' => 1, 'web' => 2 }\n"  /* a hash: its keys */
+         "$i = !('x' in { 'y' => 'x' })\n",
          "n1.example.com", NULL, "{\"kernel\": \"Linux\"}");
-    const char *names[] = {"a", "b", "c", "d", "e", "f", "g"};
-    for (size_t i = 0; i < 7; i++) {
+    const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+    for (size_t i = 0; i < 9; i++) {
         const hv *v = hv_hash_gets(e.r.vars, names[i]);
         assert_non_null(v);
         assert_true(hv_is(v, HV_BOOL) && hv_bool_val(v));
