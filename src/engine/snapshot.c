@@ -10,13 +10,17 @@
 #include "engine/snapshot.h"
 
 #include <dirent.h>
+#include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "base/fileio.h"
 #include "base/pathname.h"
+#include "formats/diskcache.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/providers.h"
@@ -27,11 +31,144 @@
 #define WALK_MAX_ENTRIES 2000000UL
 
 /* A parsed file's immortal nodes, shared by the snapshots that hold the file unchanged (a rebuild
- * takes the previous snapshot's parse of a file whose stat identity did not change). */
-typedef struct {
+ * takes the previous snapshot's parse of a file whose stat identity did not change) and, through
+ * the store below, by every file of any snapshot that holds the same bytes. */
+typedef struct sblob {
     int refs; /* atomic */
     hv_nodes nodes;
+    hv *value;
+    unsigned flags;  /* CACHE_WARNED_NOT_HASH: the parse warned (given again for each path) */
+    size_t bytes;    /* what the nodes take in memory, estimated */
+    bool stored;     /* in the store (under store_lock) */
+    file_format fmt;
+    unsigned char digest[SNAPSHOT_DIGEST_SIZE];
+    struct sblob *next; /* the store's chain */
 } sblob;
+
+/* ---- parses named by content
+ * The store: every parse made from bytes read and digested (SHA-256), found by digest and
+ * format, for as long as some snapshot holds it. A hundred branches of a control repository
+ * checked out side by side hold the same files under a hundred paths: one parse each. */
+static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
+static sblob **store;
+static size_t store_cap, store_n, store_bytes;
+
+static size_t store_index(const unsigned char *digest, file_format fmt, size_t cap)
+{
+    uint64_t h;
+    memcpy(&h, digest, sizeof h);
+    return (size_t)((h ^ (uint64_t)fmt * 0x9e3779b97f4a7c15ULL) & (cap - 1));
+}
+
+/* The stored blob of these bytes (a new reference), or NULL. A blob whose last reference is being
+ * dropped (refs 0) is not revived: it leaves the store as soon as its releaser takes the lock. */
+static sblob *store_find(const unsigned char *digest, file_format fmt)
+{
+    sblob *found = NULL;
+    pthread_mutex_lock(&store_lock);
+    for (sblob *b = store_cap ? store[store_index(digest, fmt, store_cap)] : NULL; b && !found; b = b->next) {
+        if (b->fmt != fmt || memcmp(b->digest, digest, SNAPSHOT_DIGEST_SIZE) != 0)
+            continue;
+        int r = __atomic_load_n(&b->refs, __ATOMIC_RELAXED);
+        while (r > 0 && !__atomic_compare_exchange_n(&b->refs, &r, r + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        }
+        if (r > 0)
+            found = b;
+    }
+    pthread_mutex_unlock(&store_lock);
+    return found;
+}
+
+static void store_add(sblob *b)
+{
+    pthread_mutex_lock(&store_lock);
+    if ((store_n + 1) * 2 > store_cap) {
+        size_t ncap = store_cap ? store_cap * 2 : 1024;
+        sblob **n = xcalloc(ncap, sizeof *n);
+        for (size_t i = 0; i < store_cap; i++)
+            for (sblob *x = store[i], *next; x; x = next) {
+                next = x->next;
+                size_t j = store_index(x->digest, x->fmt, ncap);
+                x->next = n[j];
+                n[j] = x;
+            }
+        free(store);
+        store = n;
+        store_cap = ncap;
+    }
+    size_t i = store_index(b->digest, b->fmt, store_cap);
+    b->next = store[i];
+    store[i] = b;
+    b->stored = true;
+    store_n++;
+    store_bytes += b->bytes;
+    pthread_mutex_unlock(&store_lock);
+}
+
+static void blob_release(sblob *b)
+{
+    if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    pthread_mutex_lock(&store_lock);
+    if (b->stored) {
+        sblob **p = &store[store_index(b->digest, b->fmt, store_cap)];
+        while (*p && *p != b)
+            p = &(*p)->next;
+        if (*p)
+            *p = b->next;
+        store_n--;
+        store_bytes -= b->bytes;
+    }
+    pthread_mutex_unlock(&store_lock);
+    hv_free_immortal(&b->nodes);
+    free(b);
+}
+
+void snapshot_store_usage(size_t *parses, size_t *bytes)
+{
+    pthread_mutex_lock(&store_lock);
+    *parses = store_n;
+    *bytes = store_bytes;
+    pthread_mutex_unlock(&store_lock);
+}
+
+/* What the nodes of a parse take in memory (value.c's layouts and malloc's word of overhead),
+ * estimated from what they hold. */
+static size_t nodes_bytes(const hv_nodes *nodes)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < nodes->n; i++) {
+        const hv *v = nodes->items[i];
+        switch (hv_kind_of(v)) {
+        case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
+            total += 40 + hv_str_len(v) + 1;
+            break;
+        case HV_ARRAY:
+            total += 48 + hv_array_len(v) * sizeof(void *);
+            break;
+        case HV_HASH: {
+            size_t n = hv_hash_len(v);
+            total += 56 + n * 3 * sizeof(void *) + (n >= 9 ? n * 2 * sizeof(uint32_t) : 0);
+            break;
+        }
+        default:
+            total += 32;
+        }
+    }
+    return total + nodes->cap * sizeof(void *);
+}
+
+static sblob *blob_new(hv *value, file_format fmt, unsigned flags)
+{
+    sblob *b = xcalloc(1, sizeof *b);
+    b->refs = 1;
+    b->fmt = fmt;
+    b->flags = flags;
+    b->value = value;
+    hv_make_immortal(value, &b->nodes);
+    b->bytes = sizeof *b + nodes_bytes(&b->nodes);
+    return b;
+}
 
 typedef struct {
     uint64_t code; /* 0: empty slot (first: oa_regrow) */
@@ -51,6 +188,8 @@ typedef struct {
     char *path;
     int state;   /* 0, 1, 2 as path_state */
     bool listed; /* a directory whose entries are all in the table */
+    uint32_t nnames; /* listed: its entries' names (sorted), one after the other with their NULs, */
+    char *names;     /* for a later snapshot that is told the folder did not change */
 } spath;
 
 struct snapshot {
@@ -63,6 +202,9 @@ struct snapshot {
     hv *environments, *configs, *filelist, *problems;
     size_t ndirs;
     size_t reused;  /* files taken from the previous snapshot */
+    size_t parsed, shared, from_disk, looked; /* files parsed; taken from the store, from the disk
+                                                 cache; paths asked of the file system */
+    size_t own_bytes; /* what the snapshot takes itself, estimated (snapshot_counts) */
 };
 
 typedef struct {
@@ -73,6 +215,8 @@ typedef struct {
     hv *walks;           /* base folder -> array of the file paths under it */
     hv *seen_configs;    /* "layer\npath" -> true */
     size_t entries;      /* counted against WALK_MAX_ENTRIES */
+    snapshot_changed_fn changed; /* what may have changed since prev (NULL: anything) */
+    void *changed_data;
 } builder;
 
 /* ------------------------------------------------------------------ tables */
@@ -196,12 +340,25 @@ static int stat_state(const char *path)
     return stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
 }
 
-/* The state of path, asked once. */
+/* Whether prev may be trusted about path: the caller said it did not change. */
+static bool unchanged(const builder *b, const char *path)
+{
+    return b->prev && b->changed && !b->changed(path, b->changed_data);
+}
+
+/* The state of path, asked once (of prev when path did not change). */
 static int state_of(builder *b, const char *path)
 {
-    spath *p = path_slot(b->s, path, code_of(path, 0));
+    uint64_t code = code_of(path, 0);
+    spath *p = path_slot(b->s, path, code);
     if (p && p->code)
         return p->state;
+    if (unchanged(b, path)) {
+        const spath *old = path_slot(b->prev, path, code);
+        if (old && old->code)
+            return path_put(b->s, path, old->state)->state;
+    }
+    b->s->looked++;
     return path_put(b->s, path, stat_state(path))->state;
 }
 
@@ -209,36 +366,78 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 /* Lists dir (once): every entry's state goes into the table. Returns the entries' full paths
  * (sorted, malloc'ed, NULL-terminated), or NULL when dir cannot be read. */
+static char *join_entry(const char *dir, const char *name)
+{
+    return strcmp(dir, "/") ? xjoin(dir, "/", name, NULL) : xjoin("/", name, NULL);
+}
+
+/* The entries of dir as prev listed them, when dir did not change (NULL otherwise). */
+static char **listed_before(builder *b, const char *dir, uint32_t *count)
+{
+    if (!unchanged(b, dir))
+        return NULL;
+    const spath *old = path_slot(b->prev, dir, code_of(dir, 0));
+    if (!old || !old->code || !old->listed || old->state != 2)
+        return NULL;
+    char **names = xmalloc((old->nnames + 1) * sizeof *names);
+    const char *n = old->names;
+    for (uint32_t i = 0; i < old->nnames; i++, n += strlen(n) + 1)
+        names[i] = join_entry(dir, n);
+    names[old->nnames] = NULL;
+    *count = old->nnames;
+    return names;
+}
+
 static char **list_dir(builder *b, const char *dir)
 {
     if (state_of(b, dir) != 2)
         return NULL;
-    DIR *d = opendir(dir);
-    if (!d)
-        return NULL;
-    size_t n = 0, cap = 16;
-    char **names = xmalloc(cap * sizeof *names);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (++b->entries > WALK_MAX_ENTRIES)
-            break;
-        if (n + 1 == cap) {
-            cap *= 2;
-            names = xrealloc(names, cap * sizeof *names);
+    uint32_t n32 = 0;
+    char **names = listed_before(b, dir, &n32);
+    size_t n = n32;
+    if (names) {
+        b->entries += n;
+    } else {
+        DIR *d = opendir(dir);
+        if (!d)
+            return NULL;
+        b->s->looked++;
+        size_t cap = 16;
+        names = xmalloc(cap * sizeof *names);
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            if (++b->entries > WALK_MAX_ENTRIES)
+                break;
+            if (n + 1 == cap) {
+                cap *= 2;
+                names = xrealloc(names, cap * sizeof *names);
+            }
+            names[n++] = join_entry(dir, de->d_name);
         }
-        names[n++] = strcmp(dir, "/") ? xjoin(dir, "/", de->d_name, NULL) : xjoin("/", de->d_name, NULL);
+        closedir(d);
+        names[n] = NULL;
+        qsort(names, n, sizeof *names, cmp_str);
     }
-    closedir(d);
-    names[n] = NULL;
-    qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++)
         state_of(b, names[i]);
     spath *p = path_put(b->s, dir, 2);
     if (!p->listed) {
         p->listed = true;
         b->s->ndirs++;
+        /* the names, for the next snapshot (NUL-separated, after the folder's path and '/') */
+        size_t skip = strcmp(dir, "/") ? strlen(dir) + 1 : 1, total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += strlen(names[i]) - skip + 1;
+        p->names = xmalloc(total ? total : 1);
+        char *w = p->names;
+        for (size_t i = 0; i < n; i++) {
+            size_t l = strlen(names[i]) - skip + 1;
+            memcpy(w, names[i] + skip, l);
+            w += l;
+        }
+        p->nnames = (uint32_t)n;
     }
     return names;
 }
@@ -316,6 +515,77 @@ static void collect_warning(int severity, const char *code, const char *file, in
     hv_array_push(s->problems, p);
 }
 
+/* f takes old's parse (a file of the previous snapshot). */
+static void take_parse(snapshot *s, sfile *f, const sfile *old)
+{
+    f->value = old->value;
+    f->blob = old->blob;
+    __atomic_add_fetch(&f->blob->refs, 1, __ATOMIC_RELAXED);
+    if (f->blob->flags & CACHE_WARNED_NOT_HASH)
+        cache_warn_not_hash(f->path); /* (a problem of each snapshot that holds it) */
+    s->reused++;
+}
+
+void snapshot_digest(const void *bytes, size_t len, unsigned char digest[SNAPSHOT_DIGEST_SIZE])
+{
+    unsigned int n = 0;
+    if (EVP_Digest(bytes, len, digest, &n, EVP_sha256(), NULL) != 1 || n != SNAPSHOT_DIGEST_SIZE)
+        abort(); /* (SHA-256 of bytes in memory does not fail) */
+}
+
+/* The regular file f->path (stat'ed as *st) read, digested and parsed, or its parse taken from
+ * the store or the disk cache when the same bytes were parsed before; *st becomes the stat of the
+ * file opened. false when it cannot be read so (the caller goes through the cache, which says
+ * why). */
+static bool load_by_content(builder *b, sfile *f, struct stat *st)
+{
+    if (st->st_size > CACHE_MAX_FILE_SIZE)
+        return false;
+    sbuf text = {0};
+    file_read_error fe;
+    struct stat opened;
+    if (!file_read(f->path, &text, &(file_read_opts){.max = (size_t)CACHE_MAX_FILE_SIZE, .regular_only = true, .st = &opened},
+                   &fe)) {
+        sb_free(&text);
+        return false;
+    }
+    unsigned char digest[SNAPSHOT_DIGEST_SIZE];
+    snapshot_digest(text.s, text.len, digest);
+    sblob *blob = store_find(digest, f->fmt);
+    if (blob) {
+        b->s->shared++;
+        if (blob->flags & CACHE_WARNED_NOT_HASH)
+            cache_warn_not_hash(f->path);
+    } else {
+        diskcache *dc = cache_disk(b->cache);
+        unsigned flags = 0;
+        hv *v = dc && text.len ? diskcache_get_digest(dc, digest, (int)f->fmt, &flags) : NULL;
+        if (v) {
+            b->s->from_disk++;
+            if (flags & CACHE_WARNED_NOT_HASH)
+                cache_warn_not_hash(f->path);
+        } else {
+            v = cache_parse_text(f->path, text.s, text.len, f->fmt, &flags, &f->err);
+            b->s->parsed++;
+            if (v && dc && text.len)
+                diskcache_put_digest(dc, digest, (int)f->fmt, v, flags); /* (before the value is immortal) */
+        }
+        if (v) {
+            blob = blob_new(v, f->fmt, flags);
+            memcpy(blob->digest, digest, sizeof digest);
+            store_add(blob);
+        }
+    }
+    sb_free(&text);
+    if (blob) {
+        f->blob = blob;
+        f->value = blob->value;
+    }
+    /* the identity of what was read (a file replaced between the stat and the read is the new one) */
+    *st = opened;
+    return true;
+}
+
 /* Parses path with fmt into the snapshot (once). */
 static void load(builder *b, const char *path, file_format fmt)
 {
@@ -334,24 +604,36 @@ static void load(builder *b, const char *path, file_format fmt)
     f->path = xstrdup(path);
     f->fmt = fmt;
     s->fn++;
+    sfile *old = b->prev ? file_slot(b->prev, path, fmt, code) : NULL;
+    if (old && old->code && unchanged(b, path)) {
+        /* the caller says it did not change: prev's parse (or error) and stat identity */
+        if (old->value)
+            take_parse(s, f, old);
+        else
+            f->err = (herr){old->err.kind, old->err.msg ? xstrdup(old->err.msg) : NULL,
+                            old->err.file ? xstrdup(old->err.file) : NULL, old->err.line, old->err.col};
+        f->dev = old->dev;
+        f->ino = old->ino;
+        f->size = old->size;
+        f->mtime = old->mtime;
+        f->ctime = old->ctime;
+        goto record;
+    }
     struct stat st;
     bool have_stat = stat(path, &st) == 0;
-    sfile *old = b->prev && have_stat ? file_slot(b->prev, path, fmt, code) : NULL;
-    if (old && old->code && old->value && old->dev == st.st_dev && old->ino == st.st_ino && old->size == st.st_size &&
-        old->mtime.tv_sec == st.st_mtim.tv_sec && old->mtime.tv_nsec == st.st_mtim.tv_nsec &&
+    s->looked++;
+    if (have_stat && old && old->code && old->value && old->dev == st.st_dev && old->ino == st.st_ino &&
+        old->size == st.st_size && old->mtime.tv_sec == st.st_mtim.tv_sec && old->mtime.tv_nsec == st.st_mtim.tv_nsec &&
         old->ctime.tv_sec == st.st_ctim.tv_sec && old->ctime.tv_nsec == st.st_ctim.tv_nsec) {
         /* unchanged since the previous snapshot parsed it: its parse, shared */
-        f->value = old->value;
-        f->blob = old->blob;
-        __atomic_add_fetch(&f->blob->refs, 1, __ATOMIC_RELAXED);
-        s->reused++;
-    } else {
+        take_parse(s, f, old);
+    } else if (!(have_stat && fmt != FMT_CONFIG && S_ISREG(st.st_mode) && load_by_content(b, f, &st))) {
+        /* (a hiera.yaml is parsed through the builder's cache, which compiles it from that parse
+         * too; anything that is not a regular file gets cache_load's own error) */
         f->value = cache_load(b->cache, path, fmt, &f->err);
-        if (f->value) {
-            f->blob = xcalloc(1, sizeof *f->blob);
-            f->blob->refs = 1;
-            hv_make_immortal(f->value, &f->blob->nodes);
-        }
+        if (f->value)
+            f->blob = blob_new(f->value, fmt, 0);
+        s->parsed++;
     }
     if (have_stat) {
         f->dev = st.st_dev;
@@ -360,6 +642,7 @@ static void load(builder *b, const char *path, file_format fmt)
         f->mtime = st.st_mtim;
         f->ctime = st.st_ctim;
     }
+record:;
     hv *rec = hv_hash();
     hv_hash_sets(rec, "path", hv_str(path));
     hv_hash_sets(rec, "format", hv_str(format_name(fmt)));
@@ -523,7 +806,9 @@ static void add_modules(builder *b, const char *root, const char *env)
     free_list(mods);
 }
 
-snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev)
+snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev) { return snapshot_build_changed(spec, prev, NULL, NULL); }
+
+snapshot *snapshot_build_changed(const snapshot_spec *spec, const snapshot *prev, snapshot_changed_fn changed, void *data)
 {
     snapshot *s = xcalloc(1, sizeof *s);
     s->refs = 1;
@@ -531,7 +816,7 @@ snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev)
     s->configs = hv_array();
     s->filelist = hv_array();
     s->problems = hv_array();
-    builder b = {s, spec, prev, cache_new(), hv_hash(), hv_hash(), 0};
+    builder b = {s, spec, prev, cache_new(), hv_hash(), hv_hash(), 0, changed, data};
     /* warnings met while parsing (a data file that is not a hash...) are kept as problems */
     diag_sink saved;
     diag_enter((diag_sink){collect_warning, s}, &saved);
@@ -587,6 +872,22 @@ snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev)
     hv_make_immortal(s->configs, &s->nodes);
     hv_make_immortal(s->filelist, &s->nodes);
     hv_make_immortal(s->problems, &s->nodes);
+    /* what the snapshot itself takes (the parses it holds are the store's) */
+    size_t own = sizeof *s + s->fcap * sizeof *s->files + s->pcap * sizeof *s->paths + nodes_bytes(&s->nodes);
+    for (size_t i = 0; i < s->fcap; i++)
+        if (s->files[i].code)
+            own += 24 + strlen(s->files[i].path) + (s->files[i].err.msg ? strlen(s->files[i].err.msg) + 24 : 0);
+    for (size_t i = 0; i < s->pcap; i++)
+        if (s->paths[i].code) {
+            own += 24 + strlen(s->paths[i].path);
+            if (s->paths[i].names) {
+                const char *n = s->paths[i].names;
+                for (uint32_t k = 0; k < s->paths[i].nnames; k++, n += strlen(n) + 1)
+                    own += strlen(n) + 1;
+                own += 16;
+            }
+        }
+    s->own_bytes = own;
     return s;
 }
 
@@ -606,14 +907,13 @@ void snapshot_release(snapshot *s)
             sfile *f = &s->files[i];
             free(f->path);
             herr_clear(&f->err);
-            if (f->blob && __atomic_sub_fetch(&f->blob->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-                hv_free_immortal(&f->blob->nodes);
-                free(f->blob);
-            }
+            blob_release(f->blob);
         }
     free(s->files);
-    for (size_t i = 0; i < s->pcap; i++)
+    for (size_t i = 0; i < s->pcap; i++) {
         free(s->paths[i].path);
+        free(s->paths[i].names);
+    }
     free(s->paths);
     hv_free_immortal(&s->nodes); /* the lists of snapshot_describe too */
     free(s);
@@ -635,4 +935,9 @@ void snapshot_stats(const snapshot *s, size_t *files, size_t *dirs, size_t *reus
     *files = s->fn;
     *dirs = s->ndirs;
     *reused = s->reused;
+}
+
+void snapshot_counts_of(const snapshot *s, snapshot_counts *out)
+{
+    *out = (snapshot_counts){s->fn, s->ndirs, s->reused, s->parsed, s->shared, s->from_disk, s->looked, s->own_bytes};
 }
