@@ -78,7 +78,7 @@ class Tree:
 
     @staticmethod
     def name_of(rel):
-        return rel.replace("/", "_").replace(".yaml", "")
+        return rel.replace(".yaml", "").replace("/", "_").replace(".", "_")
 
     def write_env(self, base, env, files):
         os.makedirs(os.path.join(base, env, "data", "many"), exist_ok=True)
@@ -344,6 +344,7 @@ def one_round(hiera, seed, seconds, deadline, extra):
             s.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root + "-logs", ignore_errors=True)
 
 
 def main():
