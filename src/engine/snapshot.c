@@ -170,13 +170,14 @@ static sblob *blob_new(hv *value, file_format fmt, unsigned flags)
     return b;
 }
 
+/* A file of the snapshot. The tables are dense arrays (in load order) found through an index of
+ * entry numbers: a hundred environments' snapshots take little more than their paths. */
 typedef struct {
-    uint64_t code; /* 0: empty slot (first: oa_regrow) */
-    char *path;
+    uint64_t code;
+    const char *path; /* BORROWED: the path table's string */
     file_format fmt;
-    hv *value;
-    herr err;
-    sblob *blob;   /* owns value's nodes (NULL with err) */
+    sblob *blob;   /* its parse (NULL with err) */
+    herr *err;     /* NULL when it parsed */
     dev_t dev;     /* the stat identity the file was parsed with */
     ino_t ino;
     off_t size;
@@ -186,20 +187,26 @@ typedef struct {
 typedef struct {
     uint64_t code;
     char *path;
-    int state;   /* 0, 1, 2 as path_state */
-    bool listed; /* a directory whose entries are all in the table */
-    uint32_t nnames; /* listed: its entries' names (sorted), one after the other with their NULs, */
-    char *names;     /* for a later snapshot that is told the folder did not change */
+    char *names;     /* listed: its entries' names (sorted), one after the other with their NULs, */
+    uint32_t nnames; /* for a later snapshot that is told the folder did not change */
+    int8_t state;    /* 0, 1, 2 as path_state */
+    bool listed;     /* a directory whose entries are all in the table */
 } spath;
 
 struct snapshot {
     int refs; /* atomic */
     sfile *files;
-    size_t fcap, fn;
+    size_t fn, fcap;
+    uint32_t *fix;  /* open addressing: entry number + 1, 0 empty */
+    size_t fixcap;
     spath *paths;
-    size_t pcap, pn;
+    size_t pn, pcap;
+    uint32_t *pix;
+    size_t pixcap;
     hv_nodes nodes; /* every immortal node, freed with the snapshot */
-    hv *environments, *configs, *filelist, *problems;
+    hv *environments, *configs, *problems;
+    pthread_mutex_t describe_lock; /* the file list of snapshot_describe, made when first asked */
+    hv *filelist;
     size_t ndirs;
     size_t reused;  /* files taken from the previous snapshot */
     size_t parsed, shared, from_disk, looked; /* files parsed; taken from the store, from the disk
@@ -232,72 +239,101 @@ static uint64_t code_of(const char *path, unsigned salt)
     return h | 1;
 }
 
-static sfile *file_slot(const snapshot *s, const char *path, file_format fmt, uint64_t code)
+static const herr no_error;
+
+/* The entry of path in fmt, or NULL. */
+static sfile *file_find(const snapshot *s, const char *path, file_format fmt, uint64_t code)
 {
-    if (!s->fcap)
+    if (!s->fixcap)
         return NULL;
-    size_t mask = s->fcap - 1;
-    for (size_t i = (size_t)code & mask;; i = (i + 1) & mask) {
-        sfile *f = &s->files[i];
-        if (!f->code || (f->code == code && f->fmt == fmt && strcmp(f->path, path) == 0))
+    size_t mask = s->fixcap - 1;
+    for (size_t i = (size_t)code & mask; s->fix[i]; i = (i + 1) & mask) {
+        sfile *f = &s->files[s->fix[i] - 1];
+        if (f->code == code && f->fmt == fmt && strcmp(f->path, path) == 0)
             return f;
     }
+    return NULL;
+}
+
+/* Grows an index of entry numbers to hold n + 1 entries; codes[i] gives entry i's code. */
+static void index_room(uint32_t **ix, size_t *cap, size_t n, const void *entries, size_t stride)
+{
+    if ((n + 1) * 4 <= *cap * 3)
+        return;
+    size_t ncap = *cap ? *cap * 2 : 256;
+    free(*ix);
+    *ix = xcalloc(ncap, sizeof **ix);
+    *cap = ncap;
+    for (size_t e = 0; e < n; e++) {
+        uint64_t code = *(const uint64_t *)(const void *)((const char *)entries + e * stride);
+        size_t i = (size_t)code & (ncap - 1);
+        while ((*ix)[i])
+            i = (i + 1) & (ncap - 1);
+        (*ix)[i] = (uint32_t)(e + 1);
+    }
+}
+
+static void index_put(uint32_t *ix, size_t cap, uint64_t code, size_t entry)
+{
+    size_t i = (size_t)code & (cap - 1);
+    while (ix[i])
+        i = (i + 1) & (cap - 1);
+    ix[i] = (uint32_t)(entry + 1);
 }
 
 static spath *path_slot(const snapshot *s, const char *path, uint64_t code)
 {
-    if (!s->pcap)
+    if (!s->pixcap)
         return NULL;
-    size_t mask = s->pcap - 1;
-    for (size_t i = (size_t)code & mask;; i = (i + 1) & mask) {
-        spath *p = &s->paths[i];
-        if (!p->code || (p->code == code && strcmp(p->path, path) == 0))
+    size_t mask = s->pixcap - 1;
+    for (size_t i = (size_t)code & mask; s->pix[i]; i = (i + 1) & mask) {
+        spath *p = &s->paths[s->pix[i] - 1];
+        if (p->code == code && strcmp(p->path, path) == 0)
             return p;
     }
+    return NULL;
 }
 
+/* The entry of path, made when there is none; its state set. (BORROWED: valid until the next
+ * path_put.) */
 static spath *path_put(snapshot *s, const char *path, int state)
 {
-    if ((s->pn + 1) * 4 > s->pcap * 3) {
-        size_t ncap = s->pcap ? s->pcap * 2 : 1024;
-        s->paths = oa_regrow(s->paths, s->pcap, ncap, sizeof *s->paths);
-        s->pcap = ncap;
-    }
     uint64_t code = code_of(path, 0);
     spath *p = path_slot(s, path, code);
-    if (!p->code) {
-        p->code = code;
-        p->path = xstrdup(path);
-        s->pn++;
+    if (!p) {
+        if (s->pn == s->pcap) {
+            s->pcap = s->pcap ? s->pcap * 2 : 256;
+            s->paths = xrealloc(s->paths, s->pcap * sizeof *s->paths);
+        }
+        index_room(&s->pix, &s->pixcap, s->pn, s->paths, sizeof *s->paths);
+        p = &s->paths[s->pn];
+        *p = (spath){.code = code, .path = xstrdup(path)};
+        index_put(s->pix, s->pixcap, code, s->pn++);
     }
-    p->state = state;
+    p->state = (int8_t)state;
     return p;
 }
 
 bool snapshot_get(const snapshot *s, const char *path, file_format fmt, snapshot_file *out)
 {
-    sfile *f = file_slot(s, path, fmt, code_of(path, (unsigned)fmt + 1));
-    if (!f || !f->code)
+    const sfile *f = file_find(s, path, fmt, code_of(path, (unsigned)fmt + 1));
+    if (!f)
         return false;
-    out->value = f->value;
-    out->err = &f->err;
+    out->value = f->blob ? f->blob->value : NULL;
+    out->err = f->err ? f->err : &no_error;
     return true;
 }
 
 bool snapshot_next_file(const snapshot *s, size_t *i, const char **path, file_format *fmt, snapshot_file *out)
 {
-    for (; *i < s->fcap; (*i)++) {
-        const sfile *f = &s->files[*i];
-        if (!f->code)
-            continue;
-        *path = f->path;
-        *fmt = f->fmt;
-        out->value = f->value;
-        out->err = &f->err;
-        (*i)++;
-        return true;
-    }
-    return false;
+    if (*i >= s->fn)
+        return false;
+    const sfile *f = &s->files[(*i)++];
+    *path = f->path;
+    *fmt = f->fmt;
+    out->value = f->blob ? f->blob->value : NULL;
+    out->err = f->err ? f->err : &no_error;
+    return true;
 }
 
 static bool source_get(const void *src, const char *path, file_format fmt, const hv **value, const herr **err)
@@ -322,12 +358,12 @@ hiera_cache *snapshot_new_view(snapshot *s)
 int snapshot_path_state(const snapshot *s, const char *path)
 {
     spath *p = path_slot(s, path, code_of(path, 0));
-    if (p && p->code)
+    if (p)
         return p->state;
     /* not seen: nothing there when its folder was listed whole */
     char *dir = pn_dirname(path);
     spath *d = path_slot(s, dir, code_of(dir, 0));
-    int state = d && d->code && d->listed ? 0 : -1;
+    int state = d && d->listed ? 0 : -1;
     free(dir);
     return state;
 }
@@ -351,11 +387,11 @@ static int state_of(builder *b, const char *path)
 {
     uint64_t code = code_of(path, 0);
     spath *p = path_slot(b->s, path, code);
-    if (p && p->code)
+    if (p)
         return p->state;
     if (unchanged(b, path)) {
         const spath *old = path_slot(b->prev, path, code);
-        if (old && old->code)
+        if (old)
             return path_put(b->s, path, old->state)->state;
     }
     b->s->looked++;
@@ -377,7 +413,7 @@ static char **listed_before(builder *b, const char *dir, uint32_t *count)
     if (!unchanged(b, dir))
         return NULL;
     const spath *old = path_slot(b->prev, dir, code_of(dir, 0));
-    if (!old || !old->code || !old->listed || old->state != 2)
+    if (!old || !old->listed || old->state != 2)
         return NULL;
     char **names = xmalloc((old->nnames + 1) * sizeof *names);
     const char *n = old->names;
@@ -518,7 +554,6 @@ static void collect_warning(int severity, const char *code, const char *file, in
 /* f takes old's parse (a file of the previous snapshot). */
 static void take_parse(snapshot *s, sfile *f, const sfile *old)
 {
-    f->value = old->value;
     f->blob = old->blob;
     __atomic_add_fetch(&f->blob->refs, 1, __ATOMIC_RELAXED);
     if (f->blob->flags & CACHE_WARNED_NOT_HASH)
@@ -565,7 +600,12 @@ static bool load_by_content(builder *b, sfile *f, struct stat *st)
             if (flags & CACHE_WARNED_NOT_HASH)
                 cache_warn_not_hash(f->path);
         } else {
-            v = cache_parse_text(f->path, text.s, text.len, f->fmt, &flags, &f->err);
+            herr e = {0};
+            v = cache_parse_text(f->path, text.s, text.len, f->fmt, &flags, &e);
+            if (!v) {
+                f->err = xmalloc(sizeof *f->err);
+                *f->err = e;
+            }
             b->s->parsed++;
             if (v && dc && text.len)
                 diskcache_put_digest(dc, digest, (int)f->fmt, v, flags); /* (before the value is immortal) */
@@ -577,10 +617,7 @@ static bool load_by_content(builder *b, sfile *f, struct stat *st)
         }
     }
     sb_free(&text);
-    if (blob) {
-        f->blob = blob;
-        f->value = blob->value;
-    }
+    f->blob = blob;
     /* the identity of what was read (a file replaced between the stat and the read is the new one) */
     *st = opened;
     return true;
@@ -591,27 +628,28 @@ static void load(builder *b, const char *path, file_format fmt)
 {
     snapshot *s = b->s;
     uint64_t code = code_of(path, (unsigned)fmt + 1);
-    sfile *f = file_slot(s, path, fmt, code);
-    if (f && f->code)
+    if (file_find(s, path, fmt, code))
         return;
-    if ((s->fn + 1) * 4 > s->fcap * 3) {
-        size_t ncap = s->fcap ? s->fcap * 2 : 256;
-        s->files = oa_regrow(s->files, s->fcap, ncap, sizeof *s->files);
-        s->fcap = ncap;
-        f = file_slot(s, path, fmt, code);
+    const spath *known = path_slot(s, path, code_of(path, 0));
+    const char *own_path = (known ? known : path_put(s, path, 1))->path; /* (the path table's string) */
+    if (s->fn == s->fcap) {
+        s->fcap = s->fcap ? s->fcap * 2 : 256;
+        s->files = xrealloc(s->files, s->fcap * sizeof *s->files);
     }
-    f->code = code;
-    f->path = xstrdup(path);
-    f->fmt = fmt;
-    s->fn++;
-    sfile *old = b->prev ? file_slot(b->prev, path, fmt, code) : NULL;
-    if (old && old->code && unchanged(b, path)) {
+    index_room(&s->fix, &s->fixcap, s->fn, s->files, sizeof *s->files);
+    sfile *f = &s->files[s->fn];
+    *f = (sfile){.code = code, .path = own_path, .fmt = fmt};
+    index_put(s->fix, s->fixcap, code, s->fn++);
+    const sfile *old = b->prev ? file_find(b->prev, path, fmt, code) : NULL;
+    if (old && unchanged(b, path)) {
         /* the caller says it did not change: prev's parse (or error) and stat identity */
-        if (old->value)
+        if (old->blob) {
             take_parse(s, f, old);
-        else
-            f->err = (herr){old->err.kind, old->err.msg ? xstrdup(old->err.msg) : NULL,
-                            old->err.file ? xstrdup(old->err.file) : NULL, old->err.line, old->err.col};
+        } else {
+            f->err = xmalloc(sizeof *f->err);
+            *f->err = (herr){old->err->kind, old->err->msg ? xstrdup(old->err->msg) : NULL,
+                             old->err->file ? xstrdup(old->err->file) : NULL, old->err->line, old->err->col};
+        }
         f->dev = old->dev;
         f->ino = old->ino;
         f->size = old->size;
@@ -622,17 +660,22 @@ static void load(builder *b, const char *path, file_format fmt)
     struct stat st;
     bool have_stat = stat(path, &st) == 0;
     s->looked++;
-    if (have_stat && old && old->code && old->value && old->dev == st.st_dev && old->ino == st.st_ino &&
-        old->size == st.st_size && old->mtime.tv_sec == st.st_mtim.tv_sec && old->mtime.tv_nsec == st.st_mtim.tv_nsec &&
+    if (have_stat && old && old->blob && old->dev == st.st_dev && old->ino == st.st_ino && old->size == st.st_size &&
+        old->mtime.tv_sec == st.st_mtim.tv_sec && old->mtime.tv_nsec == st.st_mtim.tv_nsec &&
         old->ctime.tv_sec == st.st_ctim.tv_sec && old->ctime.tv_nsec == st.st_ctim.tv_nsec) {
         /* unchanged since the previous snapshot parsed it: its parse, shared */
         take_parse(s, f, old);
     } else if (!(have_stat && fmt != FMT_CONFIG && S_ISREG(st.st_mode) && load_by_content(b, f, &st))) {
         /* (a hiera.yaml is parsed through the builder's cache, which compiles it from that parse
          * too; anything that is not a regular file gets cache_load's own error) */
-        f->value = cache_load(b->cache, path, fmt, &f->err);
-        if (f->value)
-            f->blob = blob_new(f->value, fmt, 0);
+        herr e = {0};
+        hv *v = cache_load(b->cache, path, fmt, &e);
+        if (v) {
+            f->blob = blob_new(v, fmt, 0);
+        } else {
+            f->err = xmalloc(sizeof *f->err);
+            *f->err = e;
+        }
         s->parsed++;
     }
     if (have_stat) {
@@ -642,15 +685,9 @@ static void load(builder *b, const char *path, file_format fmt)
         f->mtime = st.st_mtim;
         f->ctime = st.st_ctim;
     }
-record:;
-    hv *rec = hv_hash();
-    hv_hash_sets(rec, "path", hv_str(path));
-    hv_hash_sets(rec, "format", hv_str(format_name(fmt)));
-    if (!f->value) {
-        hv_hash_sets(rec, "error", hv_str(f->err.msg ? f->err.msg : ""));
-        add_problem(s, fmt == FMT_CONFIG ? "config-syntax" : "data-syntax", &f->err, path);
-    }
-    hv_array_push(s->filelist, rec);
+record:
+    if (!f->blob)
+        add_problem(s, fmt == FMT_CONFIG ? "config-syntax" : "data-syntax", f->err, path);
 }
 
 /* ------------------------------------------------------------------ levels */
@@ -814,8 +851,8 @@ snapshot *snapshot_build_changed(const snapshot_spec *spec, const snapshot *prev
     s->refs = 1;
     s->environments = hv_array();
     s->configs = hv_array();
-    s->filelist = hv_array();
     s->problems = hv_array();
+    pthread_mutex_init(&s->describe_lock, NULL);
     builder b = {s, spec, prev, cache_new(), hv_hash(), hv_hash(), 0, changed, data};
     /* warnings met while parsing (a data file that is not a hash...) are kept as problems */
     diag_sink saved;
@@ -870,23 +907,33 @@ snapshot *snapshot_build_changed(const snapshot_spec *spec, const snapshot *prev
     /* what snapshot_describe and snapshot_problems hand out is read by any thread too */
     hv_make_immortal(s->environments, &s->nodes);
     hv_make_immortal(s->configs, &s->nodes);
-    hv_make_immortal(s->filelist, &s->nodes);
     hv_make_immortal(s->problems, &s->nodes);
-    /* what the snapshot itself takes (the parses it holds are the store's) */
-    size_t own = sizeof *s + s->fcap * sizeof *s->files + s->pcap * sizeof *s->paths + nodes_bytes(&s->nodes);
-    for (size_t i = 0; i < s->fcap; i++)
-        if (s->files[i].code)
-            own += 24 + strlen(s->files[i].path) + (s->files[i].err.msg ? strlen(s->files[i].err.msg) + 24 : 0);
-    for (size_t i = 0; i < s->pcap; i++)
-        if (s->paths[i].code) {
-            own += 24 + strlen(s->paths[i].path);
-            if (s->paths[i].names) {
-                const char *n = s->paths[i].names;
-                for (uint32_t k = 0; k < s->paths[i].nnames; k++, n += strlen(n) + 1)
-                    own += strlen(n) + 1;
-                own += 16;
-            }
+    /* the tables at their size */
+    if (s->fn) {
+        s->files = xrealloc(s->files, s->fn * sizeof *s->files);
+        s->fcap = s->fn;
+    }
+    if (s->pn) {
+        s->paths = xrealloc(s->paths, s->pn * sizeof *s->paths);
+        s->pcap = s->pn;
+    }
+    /* what the snapshot itself takes (the parses it holds are the store's; malloc's word and
+     * rounding counted per string) */
+    size_t own = sizeof *s + s->fcap * sizeof *s->files + s->pcap * sizeof *s->paths +
+                 (s->fixcap + s->pixcap) * sizeof(uint32_t) + nodes_bytes(&s->nodes);
+    for (size_t i = 0; i < s->fn; i++)
+        if (s->files[i].err)
+            own += 64 + (s->files[i].err->msg ? strlen(s->files[i].err->msg) : 0);
+    for (size_t i = 0; i < s->pn; i++) {
+        own += 16 + (strlen(s->paths[i].path) + 1 + 15) / 16 * 16;
+        if (s->paths[i].names) {
+            const char *n = s->paths[i].names;
+            size_t total = 0;
+            for (uint32_t k = 0; k < s->paths[i].nnames; k++, n += strlen(n) + 1)
+                total += strlen(n) + 1;
+            own += 16 + (total + 15) / 16 * 16;
         }
+    }
     s->own_bytes = own;
     return s;
 }
@@ -902,25 +949,47 @@ void snapshot_release(snapshot *s)
 {
     if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
-    for (size_t i = 0; i < s->fcap; i++)
-        if (s->files[i].code) {
-            sfile *f = &s->files[i];
-            free(f->path);
-            herr_clear(&f->err);
-            blob_release(f->blob);
+    for (size_t i = 0; i < s->fn; i++) {
+        sfile *f = &s->files[i];
+        if (f->err) {
+            herr_clear(f->err);
+            free(f->err);
         }
+        blob_release(f->blob);
+    }
     free(s->files);
-    for (size_t i = 0; i < s->pcap; i++) {
+    free(s->fix);
+    for (size_t i = 0; i < s->pn; i++) {
         free(s->paths[i].path);
         free(s->paths[i].names);
     }
     free(s->paths);
+    free(s->pix);
     hv_free_immortal(&s->nodes); /* the lists of snapshot_describe too */
+    pthread_mutex_destroy(&s->describe_lock);
     free(s);
 }
 
 hv *snapshot_describe(const snapshot *s)
 {
+    /* the file list is made when first asked (a server of a hundred environments never asks) */
+    snapshot *w = (snapshot *)s;
+    pthread_mutex_lock(&w->describe_lock);
+    if (!w->filelist) {
+        hv *list = hv_array_sized(s->fn);
+        for (size_t i = 0; i < s->fn; i++) {
+            const sfile *f = &s->files[i];
+            hv *rec = hv_hash();
+            hv_hash_sets(rec, "path", hv_str(f->path));
+            hv_hash_sets(rec, "format", hv_str(format_name(f->fmt)));
+            if (!f->blob)
+                hv_hash_sets(rec, "error", hv_str(f->err && f->err->msg ? f->err->msg : ""));
+            hv_array_push(list, rec);
+        }
+        hv_make_immortal(list, &w->nodes);
+        w->filelist = list;
+    }
+    pthread_mutex_unlock(&w->describe_lock);
     hv *d = hv_hash();
     hv_hash_sets(d, "environments", s->environments); /* immortal: no reference to take */
     hv_hash_sets(d, "configs", s->configs);

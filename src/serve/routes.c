@@ -296,9 +296,21 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
      * serve, but not an explanation or provenance (a context explains its hierarchy's expansion
      * only when it first makes it) */
     bool stored = false, own = !facts && !fresh;
+    hiera_value *read_now = NULL;
     if (!facts) {
         facts = hiera_value_hash_get(g->facts, node);
         stored = facts && hiera_value_hash_get(g->facts_stored, node);
+    }
+    if (!facts && state_facts_loading(g)) {
+        /* the facts folder is being read: the node's own file, now (a context not kept) */
+        char *error = NULL;
+        facts = read_now = state_node_facts_now(rq->st, node, &stored, &error);
+        own = false;
+        if (error) {
+            reply_error(out, 422, "the facts of node '%s' cannot be read: %s", node, error);
+            free(error);
+            return NULL;
+        }
     }
     if (!facts) {
         const hiera_value *why = hiera_value_hash_get(g->facts_errors, node);
@@ -318,6 +330,7 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
     if (!b) {
         reply_error(out, status, "%s", why ? why : "no such environment");
         free(why);
+        hiera_value_decref(read_now);
         return NULL;
     }
     if (own) {
@@ -346,6 +359,7 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
         state_thread_context_keep(b, g->fs, h, node, redact);
     hiera_error_clear(&err);
     env_build_release(b);
+    hiera_value_decref(read_now); /* (the context copied them) */
     return h;
 }
 
@@ -984,18 +998,19 @@ typedef struct {
     const char *path, *endpoint;
     unsigned methods;
     void (*fn)(const request *rq, const params *p, generation *g, response *out);
+    bool all_facts; /* answers from every node's facts: waits for the facts folder to be read */
 } route_entry;
 static const route_entry API[] = {
-    {"/healthz", "healthz", M_GET, h_healthz},
-    {"/v1/lookup", "lookup", M_GET | M_POST, do_lookup},
-    {"/v1/batch", "batch", M_POST, do_batch},
-    {"/v1/keys", "keys", M_GET | M_POST, h_keys},
-    {"/v1/node", "node", M_GET | M_POST, h_node},
-    {"/v1/hierarchy", "hierarchy", M_GET | M_POST, do_hierarchy},
-    {"/v1/nodes", "nodes", M_GET, do_nodes},
-    {"/v1/facts", "facts", M_GET, do_facts},
-    {"/v1/environments", "environments", M_GET, h_environments},
-    {"/v1/check", "check", M_GET, do_check},
+    {"/healthz", "healthz", M_GET, h_healthz, false},
+    {"/v1/lookup", "lookup", M_GET | M_POST, do_lookup, false},
+    {"/v1/batch", "batch", M_POST, do_batch, true},
+    {"/v1/keys", "keys", M_GET | M_POST, h_keys, false},
+    {"/v1/node", "node", M_GET | M_POST, h_node, false},
+    {"/v1/hierarchy", "hierarchy", M_GET | M_POST, do_hierarchy, false},
+    {"/v1/nodes", "nodes", M_GET, do_nodes, true},
+    {"/v1/facts", "facts", M_GET, do_facts, true},
+    {"/v1/environments", "environments", M_GET, h_environments, false},
+    {"/v1/check", "check", M_GET, do_check, false},
 };
 
 void route(const request *rq, response *out, const char **endpoint)
@@ -1063,6 +1078,11 @@ void route(const request *rq, response *out, const char **endpoint)
         reply_error(out, 405, "%s takes %s", path, r->methods == M_POST ? "POST" : r->methods & M_POST ? "GET or POST" : "GET");
     } else {
         *endpoint = r->endpoint;
+        if (r->all_facts && state_facts_loading(g)) {
+            generation_release(g);
+            state_wait_facts(rq->st);
+            g = state_current(rq->st);
+        }
         r->fn(rq, &p, g, out);
     }
     hiera_value_decref(p.body);

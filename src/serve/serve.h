@@ -131,6 +131,7 @@ typedef struct generation {
 typedef struct serve_state {
     const serve_options *o;
     pthread_mutex_t lock;    /* guards current (readers retain under it) and the settings */
+    pthread_cond_t facts_cond; /* the facts folder has been read */
     generation *current;
     uint64_t next_id;
     settings_ref *settings;  /* the latest (NULL: puppet.conf cannot be resolved) */
@@ -161,6 +162,14 @@ void generation_release(generation *g);
  * when there is no such environment or it cannot be loaded. */
 env_build *state_env(serve_state *st, generation *g, const char *name, int *status, char **error);
 void env_build_release(env_build *b);
+/* Whether g's facts are still being read (the server starts answering before: a request for a
+ * node reads its own facts file, state_node_facts_now); state_wait_facts waits until they are. */
+bool state_facts_loading(const generation *g);
+void state_wait_facts(serve_state *st);
+/* The facts of node read from its file in the facts folder now (a new reference; *stored: a file
+ * of Puppet's facts cache), or NULL, with *error (malloc'ed) when the file cannot be read, else
+ * without (no file). */
+hiera_value *state_node_facts_now(serve_state *st, const char *node, bool *stored, char **error);
 /* The environments of g that are folders of the environmentpath (a new array of names). */
 hv *state_env_names(generation *g);
 

@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/pathname.h"
 #include "base/util.h"
 #include "engine/snapshot.h"
 
@@ -64,6 +65,17 @@ static double now_seconds(void)
 }
 
 static uint64_t now_ms(void) { return (uint64_t)(now_seconds() * 1000); }
+
+/* path made absolute against the working folder (lexically) */
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return xstrdup(path);
+    char *cwd = getcwd(NULL, 0);
+    char *abs = pn_plus(cwd ? cwd : "/", path);
+    free(cwd);
+    return abs;
+}
 
 /* path is dir or under it */
 static bool under(const char *path, const char *dir)
@@ -93,6 +105,7 @@ typedef struct facts_set {
     int refs; /* atomic */
     hv *facts, *nodes, *errors, *stored;
     hv_nodes immortal;
+    bool loading; /* empty: the facts folder is being read (the server answers meanwhile) */
 } facts_set;
 
 static void facts_set_release(facts_set *fs)
@@ -208,6 +221,61 @@ static facts_set *load_facts(const serve_options *o, char **why)
     fs->nodes = sorted;
     fs->errors = errors;
     return fs;
+}
+
+static facts_set *facts_loading(void)
+{
+    facts_set *fs = xcalloc(1, sizeof *fs);
+    fs->refs = 1;
+    fs->loading = true;
+    fs->facts = hv_hash();
+    fs->nodes = hv_array();
+    fs->errors = hv_hash();
+    fs->stored = hv_hash();
+    hv_make_immortal(fs->facts, &fs->immortal);
+    hv_make_immortal(fs->nodes, &fs->immortal);
+    hv_make_immortal(fs->errors, &fs->immortal);
+    hv_make_immortal(fs->stored, &fs->immortal);
+    return fs;
+}
+
+bool state_facts_loading(const generation *g) { return g->fs->loading; }
+
+hiera_value *state_node_facts_now(serve_state *st, const char *node, bool *stored, char **error)
+{
+    static const char *exts[] = {".yaml", ".yml", ".json"};
+    *stored = false;
+    *error = NULL;
+    for (size_t i = 0; st->o->facts_dir && i < 3; i++) {
+        char *path = xjoin(st->o->facts_dir, "/", node, exts[i], NULL);
+        struct stat sb;
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            free(path);
+            continue;
+        }
+        hiera_error err = {0};
+        int kind = HIERA_FACTS_FILE;
+        hiera_value *v = hiera_facts_load(NULL, path, node, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
+        free(path);
+        if (v && hiera_value_kind(v) == HIERA_HASH) {
+            *stored = kind == HIERA_FACTS_CACHE;
+            hiera_error_clear(&err);
+            return v;
+        }
+        *error = xstrdup(err.message ? err.message : "the facts file does not hold a hash");
+        hiera_error_clear(&err);
+        hiera_value_decref(v);
+        return NULL;
+    }
+    return NULL;
+}
+
+void state_wait_facts(serve_state *st)
+{
+    pthread_mutex_lock(&st->lock);
+    while (st->current->fs->loading && st->running)
+        pthread_cond_wait(&st->facts_cond, &st->lock);
+    pthread_mutex_unlock(&st->lock);
 }
 
 /* ------------------------------------------------------------------ settings */
@@ -404,6 +472,64 @@ static void slot_publish(env_slot *slot, env_build *b, uint64_t seq)
     retire(old);
 }
 
+/* ------------------------------------------------------------------ the watcher's state (the watcher below) */
+
+enum { SC_NONE, SC_ENV, SC_GLOBAL, SC_FACTS, SC_LIST, SC_SETTINGS };
+
+/* A path that changed and is not taken by the builder yet. */
+typedef struct {
+    char *path;
+    char *env;      /* SC_ENV: the environment's name */
+    int scope;
+    bool subtree;   /* a folder created, removed or renamed: anything under it may differ */
+    uint64_t seq;
+    double t;
+} pend;
+
+typedef struct {
+    uint64_t seq;
+    double t;
+} mark;
+
+typedef struct watch {
+    int fd;
+    pthread_mutex_t lock;  /* guards everything here (the descriptor's reads too) */
+    pthread_cond_t cond;   /* events filed, a build finished */
+    /* watch descriptor -> folder (open addressing; key 0: empty) */
+    int *wd_keys;
+    char **wd_paths;
+    size_t wd_cap, wd_n;
+    /* the pending changes, by path (index into pend) */
+    pend *pend;
+    size_t npend, pend_cap;
+    hv *pend_index;
+    /* the last event of each scope, and of each environment by name (hv_int index into marks) */
+    mark global, facts, list, settings;
+    hv *env_index;
+    mark *marks;
+    size_t nmarks, marks_cap;
+    /* files written and not closed yet: path -> hv_float(time of the last write) */
+    hv *writers;
+    hv *writer_env; /* path -> environment name, or "" for the global layer */
+    uint64_t seq;
+    double last_t;       /* the last event's time */
+    bool overflow;       /* the kernel lost events: everything may have changed */
+    bool hup, quit;
+    bool mem_due;        /* an environment was built: mind --max-memory */
+    bool no_watch;       /* --no-watch: only SIGHUP and PuppetDB's refresh */
+    /* what the tree is */
+    char **envpaths;
+    size_t nenvpaths;
+    char *facts_dir, *confdir, *access_log, *access_log_real;
+    char **roots;        /* the folders watched recursively, and those watched alone */
+    size_t nroots;
+    char **singles;
+    size_t nsingles;
+    bool warned_limit;
+    hv *env_watched;     /* the environments whose folders are watched (those built once) */
+    int wake[2];
+} watch;
+
 /* ------------------------------------------------------------------ generations */
 
 void generation_release(generation *g)
@@ -503,13 +629,9 @@ static void publish(serve_state *st, generation *g)
 /* The folders of the environmentpath that are environments (names, sorted; a new array). */
 static hv *list_envs(serve_state *st)
 {
-    const char *envpath = st->o->environmentpath;
-    char *own = NULL;
-    if (!envpath && st->o->codedir)
-        envpath = own = xjoin(st->o->codedir, "/environments", NULL);
     hv *names = hv_hash();
-    char *paths = xstrdup(envpath ? envpath : ""), *save = NULL;
-    for (char *p = strtok_r(paths, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+    for (size_t i = 0; i < st->w->nenvpaths; i++) {
+        const char *p = st->w->envpaths[i];
         DIR *d = opendir(p);
         struct dirent *de;
         while (d && (de = readdir(d)) != NULL) {
@@ -524,8 +646,6 @@ static hv *list_envs(serve_state *st)
         if (d)
             closedir(d);
     }
-    free(paths);
-    free(own);
     size_t n = hv_hash_len(names);
     hv **items = xcalloc(n ? n : 1, sizeof *items);
     for (size_t i = 0; i < n; i++)
@@ -578,59 +698,6 @@ static generation *next_generation(serve_state *st, generation *prev, facts_set 
 
 /* ------------------------------------------------------------------ the watcher */
 
-enum { SC_NONE, SC_ENV, SC_GLOBAL, SC_FACTS, SC_LIST, SC_SETTINGS };
-
-/* A path that changed and is not taken by the builder yet. */
-typedef struct {
-    char *path;
-    char *env;      /* SC_ENV: the environment's name */
-    int scope;
-    bool subtree;   /* a folder created, removed or renamed: anything under it may differ */
-    uint64_t seq;
-    double t;
-} pend;
-
-typedef struct {
-    uint64_t seq;
-    double t;
-} mark;
-
-typedef struct watch {
-    int fd;
-    pthread_mutex_t lock;  /* guards everything here (the descriptor's reads too) */
-    pthread_cond_t cond;   /* events filed, a build finished */
-    /* watch descriptor -> folder (open addressing; key 0: empty) */
-    int *wd_keys;
-    char **wd_paths;
-    size_t wd_cap, wd_n;
-    /* the pending changes, by path (index into pend) */
-    pend *pend;
-    size_t npend, pend_cap;
-    hv *pend_index;
-    /* the last event of each scope, and of each environment by name (hv_int index into marks) */
-    mark global, facts, list, settings;
-    hv *env_index;
-    mark *marks;
-    size_t nmarks, marks_cap;
-    /* files written and not closed yet: path -> hv_float(time of the last write) */
-    hv *writers;
-    hv *writer_env; /* path -> environment name, or "" for the global layer */
-    uint64_t seq;
-    double last_t;       /* the last event's time */
-    bool overflow;       /* the kernel lost events: everything may have changed */
-    bool hup, quit;
-    bool no_watch;       /* --no-watch: only SIGHUP and PuppetDB's refresh */
-    /* what the tree is */
-    char **envpaths;
-    size_t nenvpaths;
-    char *facts_dir, *confdir, *access_log, *access_log_real;
-    char **roots;        /* the folders watched recursively, and those watched alone */
-    size_t nroots;
-    char **singles;
-    size_t nsingles;
-    bool warned_limit;
-    int wake[2];
-} watch;
 
 static size_t wd_slot(const watch *w, int wd)
 {
@@ -714,12 +781,29 @@ static void add_watch(watch *w, const char *dir)
     }
 }
 
+/* Whether dir is a folder of the environmentpath (its entries are environments). */
+static bool is_envpath(const watch *w, const char *dir)
+{
+    for (size_t i = 0; i < w->nenvpaths; i++)
+        if (under(dir, w->envpaths[i]) && under(w->envpaths[i], dir))
+            return true;
+    return false;
+}
+
 /* Watches dir and every folder under it (not .git; depth bound: links to folders are followed
- * once each level). */
+ * once each level). In a folder of the environmentpath, only the environments built so far
+ * (env_watched): one never asked for is not looked at. */
 static void watch_tree(watch *w, const char *dir, int depth)
 {
     if (depth > 32)
         return;
+    char *parent = xstrdup(dir), *slash = strrchr(parent, '/');
+    if (slash && slash != parent)
+        *slash = 0;
+    bool env_dir = slash && slash != parent && is_envpath(w, parent) && !hv_hash_gets(w->env_watched, slash + 1);
+    free(parent);
+    if (env_dir)
+        return; /* an environment never built: its changes do not matter */
     add_watch(w, dir);
     DIR *d = opendir(dir);
     struct dirent *de;
@@ -1054,6 +1138,19 @@ static env_build *build_now(serve_state *st, env_slot *slot)
 {
     watch *w = st->w;
     double deadline = now_seconds() + LAZY_WAIT;
+    /* its folders watched from now on, before anything of it is read */
+    pthread_mutex_lock(&w->lock);
+    if (w->fd >= 0 && !hv_hash_gets(w->env_watched, slot->name)) {
+        hv_hash_sets(w->env_watched, slot->name, hv_true());
+        for (size_t i = 0; i < w->nenvpaths; i++) {
+            char *dir = xjoin(w->envpaths[i], "/", slot->name, NULL);
+            struct stat sb;
+            if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+                watch_tree(w, dir, 0);
+            free(dir);
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
     for (;;) {
         pthread_mutex_lock(&w->lock);
         drain_locked(w);
@@ -1141,9 +1238,12 @@ env_build *state_env(serve_state *st, generation *g, const char *name, int *stat
         fprintf(stderr, "hiera serve: environment %s built in %.3f s (%zu files: %zu parsed, %zu shared)\n", name,
                 b->build_seconds, b->files, b->parsed, b->shared);
         /* the builder minds the memory bound */
-        pthread_mutex_lock(&st->w->lock);
-        pthread_cond_broadcast(&st->w->cond);
-        pthread_mutex_unlock(&st->w->lock);
+        if (st->o->max_memory) {
+            pthread_mutex_lock(&st->w->lock);
+            st->w->mem_due = true;
+            pthread_cond_broadcast(&st->w->cond);
+            pthread_mutex_unlock(&st->w->lock);
+        }
     }
     slot_release(slot);
     if (!b->env) {
@@ -1411,6 +1511,30 @@ static void *builder_main(void *arg)
      * cores to the threads answering requests, so that a reload under load does not stretch
      * their latency; it still gets its share when the server is busy. */
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+    /* the nodes' facts (the server answers meanwhile, reading a node's own file) */
+    {
+        generation *g = state_current(st);
+        if (g->fs->loading) {
+            char *why = NULL;
+            double f0 = now_seconds();
+            facts_set *fs = load_facts(st->o, &why);
+            if (!fs) {
+                fprintf(stderr, "hiera serve: cannot read the facts folder: %s\n", why ? why : "");
+                free(why);
+                fs = load_facts(&(serve_options){.facts_dir = NULL}, &why); /* (none) */
+            }
+            generation *fresh = next_generation(st, g, fs, false);
+            fresh->build_seconds = now_seconds() - f0;
+            facts_set_release(fs);
+            publish(st, fresh);
+            pthread_mutex_lock(&st->lock);
+            pthread_cond_broadcast(&st->facts_cond);
+            pthread_mutex_unlock(&st->lock);
+            __atomic_store_n(&st->unserved, 0, __ATOMIC_RELAXED);
+            fprintf(stderr, "hiera serve: %zu nodes' facts read in %.3f s\n", hv_array_len(fresh->nodes), fresh->build_seconds);
+        }
+        generation_release(g);
+    }
     /* the default environment first: the first answer comes sooner */
     {
         generation *g = state_current(st);
@@ -1424,7 +1548,7 @@ static void *builder_main(void *arg)
     unsigned refresh = st->o->puppetdb ? st->o->puppetdb_refresh : 0;
     double next_fetch = now_seconds() + refresh;
     dirty_set ds = {hv_hash(), NULL, NULL, 0, 0};
-    double next_retry = 0;
+    double next_retry = 0, next_mem = now_seconds() + 1;
     for (;;) {
         pthread_mutex_lock(&w->lock);
         bool fetch = false;
@@ -1449,7 +1573,11 @@ static void *builder_main(void *arg)
                 break;
             if (next_retry && now >= next_retry)
                 break;
+            if (w->mem_due || (st->o->max_memory && now >= next_mem))
+                break;
             double until = now + 3600;
+            if (st->o->max_memory && next_mem < until)
+                until = next_mem; /* (what was asked a second ago may be dropped now) */
             if (w->npend) {
                 double a = w->last_t + SETTLE, b2 = oldest + MAX_LAG;
                 until = a < b2 ? a : b2;
@@ -1475,7 +1603,7 @@ static void *builder_main(void *arg)
         }
         /* the changes: taken whole */
         bool overflow = w->overflow, hup = w->hup;
-        w->overflow = w->hup = false;
+        w->overflow = w->hup = w->mem_due = false;
         pend *batch = w->pend;
         size_t nbatch = w->npend;
         w->pend = NULL;
@@ -1595,6 +1723,7 @@ static void *builder_main(void *arg)
         __atomic_store_n(&st->unserved, leftover, __ATOMIC_RELAXED);
         (void)took;
         mind_memory(st);
+        next_mem = now_seconds() + 1;
     }
     for (size_t i = 0; i < ds.n; i++) {
         dirty_clear(&ds.d[i]);
@@ -1647,13 +1776,18 @@ bool state_init(serve_state *st, const serve_options *o)
     w->env_index = hv_hash();
     w->writers = hv_hash();
     w->writer_env = hv_hash();
+    w->env_watched = hv_hash();
     /* what is watched: the folders as the settings resolve them */
-    const char *codedir = o->codedir, *envpath = o->environmentpath;
-    char *own_envpath = NULL, *own_confdir = NULL;
+    /* (as the settings resolve them: the paths the snapshots read are those the events name) */
+    char *codedir = st->settings->s ? hiera_settings_get(st->settings->s, "codedir", NULL) : NULL;
+    char *envpath = st->settings->s ? hiera_settings_get(st->settings->s, "environmentpath", NULL) : NULL;
+    char *own_confdir = st->settings->s ? hiera_settings_get(st->settings->s, "confdir", NULL) : NULL;
+    if (!codedir && o->codedir)
+        codedir = absolute(o->codedir);
+    if (!envpath && o->environmentpath)
+        envpath = absolute(o->environmentpath);
     if (!envpath && codedir)
-        envpath = own_envpath = xjoin(codedir, "/environments", NULL);
-    if (st->settings->s)
-        own_confdir = hiera_settings_get(st->settings->s, "confdir", NULL);
+        envpath = xjoin(codedir, "/environments", NULL);
     char *paths = xstrdup(envpath ? envpath : ""), *save = NULL;
     for (char *p = strtok_r(paths, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
         w->envpaths = xrealloc(w->envpaths, (w->nenvpaths + 1) * sizeof *w->envpaths);
@@ -1667,21 +1801,23 @@ bool state_init(serve_state *st, const serve_options *o)
         w->roots[w->nroots++] = xstrdup(codedir);
     }
     if (o->facts_dir) {
-        w->facts_dir = xstrdup(o->facts_dir);
+        w->facts_dir = absolute(o->facts_dir);
         w->roots = xrealloc(w->roots, (w->nroots + 1) * sizeof *w->roots);
-        w->roots[w->nroots++] = xstrdup(o->facts_dir);
+        w->roots[w->nroots++] = xstrdup(w->facts_dir);
     }
     if (o->hiera_config) {
-        char *slash = strrchr(o->hiera_config, '/');
+        char *abs = absolute(o->hiera_config);
         w->singles = xrealloc(w->singles, (w->nsingles + 1) * sizeof *w->singles);
-        w->singles[w->nsingles++] = slash ? xstrndup(o->hiera_config, (size_t)(slash - o->hiera_config)) : xstrdup(".");
+        w->singles[w->nsingles++] = pn_dirname(abs);
+        free(abs);
     }
     if (own_confdir) {
         w->confdir = own_confdir;
         w->singles = xrealloc(w->singles, (w->nsingles + 1) * sizeof *w->singles);
         w->singles[w->nsingles++] = xstrdup(own_confdir);
     }
-    free(own_envpath);
+    free(codedir);
+    free(envpath);
     if (o->access_log && strcmp(o->access_log, "-") != 0) {
         char *cwd = o->access_log[0] == '/' ? NULL : getcwd(NULL, 0);
         w->access_log = cwd ? xjoin(cwd, "/", o->access_log, NULL) : xstrdup(o->access_log);
@@ -1696,9 +1832,13 @@ bool state_init(serve_state *st, const serve_options *o)
         else
             watch_all(w);
     }
-    /* the nodes, and the environments (none built yet) */
+    /* the nodes (a facts folder is read by the builder: the server answers meanwhile; PuppetDB
+     * must list its nodes before the server starts), and the environments (none built yet) */
     char *why = NULL;
-    facts_set *fs = load_facts(o, &why);
+    pthread_cond_init(&st->facts_cond, NULL);
+    facts_set *fs = o->puppetdb ? load_facts(o, &why) : facts_loading();
+    if (!o->puppetdb)
+        st->unserved = 1;
     if (!fs) {
         fprintf(stderr, "hiera serve: cannot fetch the nodes from %s: %s\n", o->puppetdb ? o->puppetdb->what : "?", why ? why : "");
         free(why);
@@ -1744,7 +1884,10 @@ void state_stop(serve_state *st)
         pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->lock);
         pthread_join(st->builder, NULL);
+        pthread_mutex_lock(&st->lock);
         st->running = false;
+        pthread_cond_broadcast(&st->facts_cond);
+        pthread_mutex_unlock(&st->lock);
     }
 }
 
@@ -1753,6 +1896,7 @@ void state_free(serve_state *st)
     generation_release(st->current);
     st->current = NULL;
     settings_release(st->settings);
+    pthread_cond_destroy(&st->facts_cond);
     watch *w = st->w;
     if (!w)
         return;
@@ -1775,6 +1919,7 @@ void state_free(serve_state *st)
     free(w->marks);
     hv_decref(w->writers);
     hv_decref(w->writer_env);
+    hv_decref(w->env_watched);
     for (size_t i = 0; i < w->nenvpaths; i++)
         free(w->envpaths[i]);
     free(w->envpaths);

@@ -598,6 +598,27 @@ def check_idle_connections(s):
         so.close()
 
 
+def check_eviction(hiera, root, facts):
+    """--max-memory: an environment not asked for a second is dropped, and answers again when asked."""
+    s = Server(hiera, root, facts, ["--max-memory", "1K"])
+    try:
+        port = lambda env: s.get("/v1/lookup" + q(node="node2.example.com", key="profile::port", environment=env))
+        st, body = port("production")
+        C.check(st == 200 and body.get("value") == 80, f"--max-memory: production: {st} {body}")
+        time.sleep(1.2)
+        st, body = port("staging")
+        C.check(st == 200 and body.get("value") == 9090, f"--max-memory: staging: {st} {body}")
+        evicted = lambda: re.search(r"^hiera_environment_evictions_total ([1-9]\d*)", s.get("/metrics", raw=True)[1], re.M)
+        C.check(wait_for(evicted, 5), "--max-memory: nothing was dropped")
+        st, body = port("production")
+        C.check(st == 200 and body.get("value") == 80, f"--max-memory: production again: {st} {body}")
+        built = re.search(r"^hiera_environment_builds_total (\d+)", s.get("/metrics", raw=True)[1], re.M)
+        C.check(built and int(built.group(1)) >= 3, f"--max-memory: production built again: {built and built.group(0)}")
+        C.check("dropped from memory" in s.output(), "--max-memory: the log does not say what was dropped")
+    finally:
+        s.stop()
+
+
 def check_drain(hiera, root, facts):
     s = Server(hiera, root, facts)
     result = {}
@@ -654,6 +675,7 @@ def main():
             check_tls(s)
         finally:
             s.stop()
+        check_eviction(hiera, root, facts)
         check_drain(hiera, root, facts)
         access = open(os.path.join(root, "access.log")).read().splitlines()
         C.check(access and all(json.loads(l)["status"] for l in access[:50]), "access log lines are not JSON")
