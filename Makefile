@@ -169,6 +169,7 @@ check: all test-deps
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
+	@python3 tests/serve/storm.py --hiera $(B)/hiera --rounds 2
 	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 

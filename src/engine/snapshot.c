@@ -178,15 +178,12 @@ typedef struct {
     file_format fmt;
     sblob *blob;   /* its parse (NULL with err) */
     herr *err;     /* NULL when it parsed */
-    dev_t dev;     /* the stat identity the file was parsed with */
-    ino_t ino;
-    off_t size;
-    struct timespec mtime, ctime;
+    uint64_t dev, ino, size, mtime, ctime; /* the stat identity it was parsed with (times in ns) */
 } sfile;
 
 typedef struct {
     uint64_t code;
-    char *path;
+    char *path;      /* (the snapshot's strings, as names: see arena_alloc) */
     char *names;     /* listed: its entries' names (sorted), one after the other with their NULs, */
     uint32_t nnames; /* for a later snapshot that is told the folder did not change */
     int8_t state;    /* 0, 1, 2 as path_state */
@@ -205,6 +202,8 @@ struct snapshot {
     size_t pixcap;
     hv_nodes nodes; /* every immortal node, freed with the snapshot */
     hv *environments, *configs, *problems;
+    char **chunks;  /* the strings' memory: 32 KiB chunks, filled in turn, freed with the snapshot */
+    size_t nchunks, chunk_used;
     pthread_mutex_t describe_lock; /* the file list of snapshot_describe, made when first asked */
     hv *filelist;
     size_t ndirs;
@@ -240,6 +239,43 @@ static uint64_t code_of(const char *path, unsigned salt)
 }
 
 static const herr no_error;
+
+#define ARENA_CHUNK 32768
+
+/* n bytes of the snapshot's string memory (a path's malloc would cost its header and rounding:
+ * a tenth of a hundred environments' snapshots). */
+static char *arena_alloc(snapshot *s, size_t n)
+{
+    if (n > ARENA_CHUNK / 4) { /* (a large block: a chunk of its own, kept before the current one) */
+        s->chunks = xrealloc(s->chunks, (s->nchunks + 1) * sizeof *s->chunks);
+        char *own = xmalloc(n);
+        if (s->nchunks) {
+            s->chunks[s->nchunks] = s->chunks[s->nchunks - 1];
+            s->chunks[s->nchunks - 1] = own;
+        } else {
+            s->chunks[0] = own;
+            s->chunk_used = ARENA_CHUNK; /* (full: the next small one starts a chunk) */
+        }
+        s->nchunks++;
+        return own;
+    }
+    if (!s->nchunks || s->chunk_used + n > ARENA_CHUNK) {
+        s->chunks = xrealloc(s->chunks, (s->nchunks + 1) * sizeof *s->chunks);
+        s->chunks[s->nchunks++] = xmalloc(ARENA_CHUNK);
+        s->chunk_used = 0;
+    }
+    char *p = s->chunks[s->nchunks - 1] + s->chunk_used;
+    s->chunk_used += n;
+    return p;
+}
+
+static char *arena_strdup(snapshot *s, const char *text)
+{
+    size_t n = strlen(text) + 1;
+    return memcpy(arena_alloc(s, n), text, n);
+}
+
+static uint64_t ns_of(struct timespec t) { return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec; }
 
 /* The entry of path in fmt, or NULL. */
 static sfile *file_find(const snapshot *s, const char *path, file_format fmt, uint64_t code)
@@ -307,7 +343,7 @@ static spath *path_put(snapshot *s, const char *path, int state)
         }
         index_room(&s->pix, &s->pixcap, s->pn, s->paths, sizeof *s->paths);
         p = &s->paths[s->pn];
-        *p = (spath){.code = code, .path = xstrdup(path)};
+        *p = (spath){.code = code, .path = arena_strdup(s, path)};
         index_put(s->pix, s->pixcap, code, s->pn++);
     }
     p->state = (int8_t)state;
@@ -466,7 +502,7 @@ static char **list_dir(builder *b, const char *dir)
         size_t skip = strcmp(dir, "/") ? strlen(dir) + 1 : 1, total = 0;
         for (size_t i = 0; i < n; i++)
             total += strlen(names[i]) - skip + 1;
-        p->names = xmalloc(total ? total : 1);
+        p->names = arena_alloc(b->s, total ? total : 1);
         char *w = p->names;
         for (size_t i = 0; i < n; i++) {
             size_t l = strlen(names[i]) - skip + 1;
@@ -660,9 +696,8 @@ static void load(builder *b, const char *path, file_format fmt)
     struct stat st;
     bool have_stat = stat(path, &st) == 0;
     s->looked++;
-    if (have_stat && old && old->blob && old->dev == st.st_dev && old->ino == st.st_ino && old->size == st.st_size &&
-        old->mtime.tv_sec == st.st_mtim.tv_sec && old->mtime.tv_nsec == st.st_mtim.tv_nsec &&
-        old->ctime.tv_sec == st.st_ctim.tv_sec && old->ctime.tv_nsec == st.st_ctim.tv_nsec) {
+    if (have_stat && old && old->blob && old->dev == (uint64_t)st.st_dev && old->ino == (uint64_t)st.st_ino &&
+        old->size == (uint64_t)st.st_size && old->mtime == ns_of(st.st_mtim) && old->ctime == ns_of(st.st_ctim)) {
         /* unchanged since the previous snapshot parsed it: its parse, shared */
         take_parse(s, f, old);
     } else if (!(have_stat && fmt != FMT_CONFIG && S_ISREG(st.st_mode) && load_by_content(b, f, &st))) {
@@ -679,11 +714,11 @@ static void load(builder *b, const char *path, file_format fmt)
         s->parsed++;
     }
     if (have_stat) {
-        f->dev = st.st_dev;
-        f->ino = st.st_ino;
-        f->size = st.st_size;
-        f->mtime = st.st_mtim;
-        f->ctime = st.st_ctim;
+        f->dev = (uint64_t)st.st_dev;
+        f->ino = (uint64_t)st.st_ino;
+        f->size = (uint64_t)st.st_size;
+        f->mtime = ns_of(st.st_mtim);
+        f->ctime = ns_of(st.st_ctim);
     }
 record:
     if (!f->blob)
@@ -924,16 +959,7 @@ snapshot *snapshot_build_changed(const snapshot_spec *spec, const snapshot *prev
     for (size_t i = 0; i < s->fn; i++)
         if (s->files[i].err)
             own += 64 + (s->files[i].err->msg ? strlen(s->files[i].err->msg) : 0);
-    for (size_t i = 0; i < s->pn; i++) {
-        own += 16 + (strlen(s->paths[i].path) + 1 + 15) / 16 * 16;
-        if (s->paths[i].names) {
-            const char *n = s->paths[i].names;
-            size_t total = 0;
-            for (uint32_t k = 0; k < s->paths[i].nnames; k++, n += strlen(n) + 1)
-                total += strlen(n) + 1;
-            own += 16 + (total + 15) / 16 * 16;
-        }
-    }
+    own += s->nchunks * (ARENA_CHUNK + 16) + s->nchunks * sizeof *s->chunks;
     s->own_bytes = own;
     return s;
 }
@@ -959,10 +985,9 @@ void snapshot_release(snapshot *s)
     }
     free(s->files);
     free(s->fix);
-    for (size_t i = 0; i < s->pn; i++) {
-        free(s->paths[i].path);
-        free(s->paths[i].names);
-    }
+    for (size_t i = 0; i < s->nchunks; i++)
+        free(s->chunks[i]);
+    free(s->chunks);
     free(s->paths);
     free(s->pix);
     hv_free_immortal(&s->nodes); /* the lists of snapshot_describe too */

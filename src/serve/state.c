@@ -1610,12 +1610,13 @@ static void *builder_main(void *arg)
         w->npend = w->pend_cap = 0;
         hv_decref(w->pend_index);
         w->pend_index = hv_hash();
-        pthread_mutex_unlock(&w->lock);
-        double t0 = now_seconds();
         size_t leftover = 0;
         for (size_t i = 0; i < ds.n; i++)
             leftover += dirty_count(&ds.d[i]);
+        /* (counted before the lock is let go: /healthz never sees them neither pending nor taken) */
         __atomic_store_n(&st->unserved, nbatch + leftover + (fetch || overflow), __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&w->lock);
+        double t0 = now_seconds();
 
         bool relist = overflow || hup, refacts = overflow || fetch, resettle = overflow || hup;
         generation *g = state_current(st);
