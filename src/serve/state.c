@@ -1837,6 +1837,7 @@ bool state_init(serve_state *st, const serve_options *o)
      * must list its nodes before the server starts), and the environments (none built yet) */
     char *why = NULL;
     pthread_cond_init(&st->facts_cond, NULL);
+    st->running = true; /* (the builder is started before the first request can wait for it) */
     facts_set *fs = o->puppetdb ? load_facts(o, &why) : facts_loading();
     if (!o->puppetdb)
         st->unserved = 1;
@@ -1858,8 +1859,14 @@ bool state_start(serve_state *st)
     if (pipe(w->wake) != 0)
         return false;
     watching = pthread_create(&watcher, NULL, watcher_main, st) == 0;
-    st->running = pthread_create(&st->builder, NULL, builder_main, st) == 0;
-    return watching && st->running;
+    bool started = pthread_create(&st->builder, NULL, builder_main, st) == 0;
+    if (!started) {
+        pthread_mutex_lock(&st->lock);
+        st->running = false; /* (nobody will read the facts: those waiting for them go on) */
+        pthread_cond_broadcast(&st->facts_cond);
+        pthread_mutex_unlock(&st->lock);
+    }
+    return watching && started;
 }
 
 void state_request_reload(serve_state *st)
@@ -1879,7 +1886,10 @@ void state_stop(serve_state *st)
         pthread_join(watcher, NULL);
         watching = false;
     }
-    if (st->running) {
+    pthread_mutex_lock(&st->lock);
+    bool running = st->running;
+    pthread_mutex_unlock(&st->lock);
+    if (running) {
         pthread_mutex_lock(&w->lock);
         w->quit = true;
         pthread_cond_broadcast(&w->cond);

@@ -537,6 +537,22 @@ def check_reload(root, s):
     with open(common, "w") as f:
         f.write(text.replace("profile::port: 80\n", "profile::port: 81\n"))
     C.check(wait_for(lambda: port() == 81), "a changed data file is not answered")
+    # a file caught half-written (closed, then completed 150 ms later) is read again before a
+    # rebuild is refused: no refusal, and the whole file is served
+    refused = lambda: int(re.search(r'^hiera_reloads_total\{result="refused"\} (\d+)', s.get("/metrics", raw=True)[1], re.M).group(1))
+    before = refused()
+    whole = text.replace("profile::port: 80\n", "profile::port: 82\n")
+    with open(common, "w") as f:
+        f.write(whole[:whole.index("profile::users:")] + "profile::users: [\n")
+    time.sleep(0.15)
+    with open(common, "w") as f:
+        f.write(whole)
+    C.check(wait_for(lambda: port() == 82), "a file completed 150 ms after a broken half is not served")
+    C.check(refused() == before and s.get("/healthz")[1]["status"] != "degraded",
+            f"a file completed 150 ms after a broken half was refused ({refused()} refusals, {before} before)")
+    with open(common, "w") as f:
+        f.write(text.replace("profile::port: 80\n", "profile::port: 81\n"))
+    C.check(wait_for(lambda: port() == 81), "the changed data file is not answered again")
     hy = os.path.join(root, "environments/production/hiera.yaml")
     good = open(hy).read()
     with open(hy, "w") as f:
