@@ -34,8 +34,8 @@ typedef enum {
 #define CACHE_WARNED_NOT_HASH 1u
 /* Files larger than this are refused rather than read into memory. */
 #define CACHE_MAX_FILE_SIZE ((off_t)256 * 1024 * 1024)
-hv *cache_parse_text(const char *path, const char *text, size_t len, file_format fmt, unsigned *flags, herr *err);
-/* The warning cache_parse_text gives for a data file whose top is not a hash, for path (a parse
+hv *cache_parse_bytes(const char *path, const char *text, size_t len, file_format fmt, unsigned *flags, herr *err);
+/* The warning cache_parse_bytes gives for a data file whose top is not a hash, for path (a parse
  * made for other bytes, taken again). */
 void cache_warn_not_hash(const char *path);
 /* Parses a file once per process and re-reads it only when stat() says it changed. The returned
@@ -43,6 +43,10 @@ void cache_warn_not_hash(const char *path);
  * cannot be read or parsed (the error is cached too). *missing is set when the file does not exist. */
 hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
 hiera_cache *cache_new(void);
+/* text (len bytes) parsed as cache_load parses the bytes of a file at path (the same errors, the
+ * same preparation of yaml_data's hash): an editor's unsaved buffer. A new reference, or NULL with
+ * err. Any thread. */
+hv *cache_parse_text(const char *path, const char *text, size_t len, file_format fmt, herr *err);
 /* Where a view finds files already read (a snapshot: snapshot.h), asked instead of the file
  * system; the view calls back rather than knowing the snapshot.
  *  - get: the file at path as parsed with fmt, when the source read it: true, with *value (the

@@ -637,7 +637,7 @@ static bool load_by_content(builder *b, sfile *f, struct stat *st)
                 cache_warn_not_hash(f->path);
         } else {
             herr e = {0};
-            v = cache_parse_text(f->path, text.s, text.len, f->fmt, &flags, &e);
+            v = cache_parse_bytes(f->path, text.s, text.len, f->fmt, &flags, &e);
             if (!v) {
                 f->err = xmalloc(sizeof *f->err);
                 *f->err = e;
