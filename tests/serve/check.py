@@ -18,7 +18,7 @@ client certificates from tests/serve/certs) over a tree written here, and asks t
 
 usage: tests/serve/check.py --hiera build/hiera     Prints "N passed, N failed".
 """
-import argparse, http.client, json, os, re, shutil, signal, socket, ssl, subprocess, sys, tempfile, threading, time
+import argparse, calendar, http.client, json, os, re, shutil, signal, socket, ssl, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CERTS = os.path.join(HERE, "certs")
@@ -550,6 +550,39 @@ def check_reload(root, s):
     C.check(wait_for(lambda: port() == 82), "a file completed 150 ms after a broken half is not served")
     C.check(refused() == before and s.get("/healthz")[1]["status"] != "degraded",
             f"a file completed 150 ms after a broken half was refused ({refused()} refusals, {before} before)")
+    with open(common, "w") as f:
+        f.write(text.replace("profile::port: 80\n", "profile::port: 81\n"))
+    C.check(wait_for(lambda: port() == 81), "the changed data file is not answered again")
+    # a file open for writing (half of it written): /healthz and /metrics say a change is pending
+    # and which generation is served; the old answer stays until the file is closed
+    gen0 = s.get("/healthz")[1]["generation"]
+    metric = lambda text, name: float(re.search(r"^%s (\S+)$" % name, text, re.M).group(1))
+    whole = text.replace("profile::port: 80\n", "profile::port: 83\n")
+    half = whole.index("profile::users:")
+    f = open(common, "w")
+    try:
+        f.write(whole[:half])
+        f.flush()
+        time.sleep(0.3)
+        st, h = s.get("/healthz")
+        mt = s.get("/metrics", raw=True)[1]
+        C.check(h.get("status") == "pending" and h.get("pending_changes", 0) >= 1 and h.get("generation") == gen0
+                and metric(mt, "hiera_pending_changes") >= 1 and metric(mt, "hiera_snapshot_generation") == gen0,
+                f"a file open for writing: /healthz {h}, /metrics pending {metric(mt, 'hiera_pending_changes')}")
+        C.check(port() == 81, f"a file open for writing (half written) is answered: {port()}")
+        f.write(whole[half:])
+    finally:
+        f.close()
+    C.check(wait_for(lambda: port() == 83), "a file completed and closed is not answered")
+    C.check(wait_for(lambda: s.get("/healthz")[1].get("status") == "ok"), "/healthz not ok once the change is served")
+    st, h = s.get("/healthz")
+    mt = s.get("/metrics", raw=True)[1]
+    built = calendar.timegm(time.strptime(h["built_at"], "%Y-%m-%dT%H:%M:%SZ"))
+    C.check(h["generation"] > gen0 and h["pending_changes"] == 0 and abs(built - time.time()) < 30
+            and metric(mt, "hiera_snapshot_generation") == h["generation"] and metric(mt, "hiera_pending_changes") == 0
+            and metric(mt, "hiera_snapshot_built_timestamp_seconds") == built,
+            f"after the change: /healthz {h}; /metrics generation {metric(mt, 'hiera_snapshot_generation')}, "
+            f"built {metric(mt, 'hiera_snapshot_built_timestamp_seconds')}")
     with open(common, "w") as f:
         f.write(text.replace("profile::port: 80\n", "profile::port: 81\n"))
     C.check(wait_for(lambda: port() == 81), "the changed data file is not answered again")
