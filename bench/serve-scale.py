@@ -275,10 +275,7 @@ def main():
         need([("wrk", "wrk"), ("nginx", "nginx-light")])
     hiera = os.path.abspath(args.hiera)
     repo = args.repo
-    if not os.path.exists(os.path.join(repo, "bench.json")):
-        subprocess.run([sys.executable, os.path.join(HERE, "gen-repo.py"), "--out", repo, "--nodes", "2000", "--keys", "2000"],
-                       check=True, stdout=subprocess.DEVNULL)
-    meta = json.load(open(os.path.join(repo, "bench.json")))
+    meta = serve_bench.bench_repo(repo)
     node, key, nodes = meta["node"], meta["merged_key"], meta["nodes"]
     os.makedirs(args.work, exist_ok=True)
     results = {"node": node, "key": key, "runs": []}

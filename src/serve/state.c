@@ -121,6 +121,24 @@ static int cmp_hv_str(const void *a, const void *b)
     return strcmp(hv_str_ptr(*(hv *const *)a), hv_str_ptr(*(hv *const *)b));
 }
 
+/* The strings of names (an array's items, or a hash's keys) as a new sorted array; names is
+ * released. */
+static hv *sorted_strings(hv *names)
+{
+    bool keys = hv_is(names, HV_HASH);
+    size_t n = keys ? hv_hash_len(names) : hv_array_len(names);
+    hv **items = xcalloc(n ? n : 1, sizeof *items);
+    for (size_t i = 0; i < n; i++)
+        items[i] = hv_incref(keys ? hv_hash_key_at(names, i) : hv_array_get(names, i));
+    qsort(items, n, sizeof *items, cmp_hv_str);
+    hv *sorted = hv_array_sized(n);
+    for (size_t i = 0; i < n; i++)
+        hv_array_push(sorted, items[i]);
+    free(items);
+    hv_decref(names);
+    return sorted;
+}
+
 /* A node's facts file: NAME.yaml, NAME.yml or NAME.json (as hiera batch --facts-dir reads): a hash of
  * facts or a file of Puppet's YAML facts cache. */
 static char *node_of_file(const char *name)
@@ -199,16 +217,7 @@ static facts_set *load_facts(const serve_options *o, char **why)
     if (d)
         closedir(d);
     /* sorted names: the page lists and searches them */
-    size_t n = hv_array_len(names);
-    hv **items = xcalloc(n ? n : 1, sizeof *items);
-    for (size_t i = 0; i < n; i++)
-        items[i] = hv_incref(hv_array_get(names, i));
-    qsort(items, n, sizeof *items, cmp_hv_str);
-    hv *sorted = hv_array_sized(n);
-    for (size_t i = 0; i < n; i++)
-        hv_array_push(sorted, items[i]);
-    free(items);
-    hv_decref(names);
+    hv *sorted = sorted_strings(names);
     /* read by every server thread at once: immortal */
     facts_set *fs = xcalloc(1, sizeof *fs);
     fs->refs = 1;
@@ -646,17 +655,7 @@ static hv *list_envs(serve_state *st)
         if (d)
             closedir(d);
     }
-    size_t n = hv_hash_len(names);
-    hv **items = xcalloc(n ? n : 1, sizeof *items);
-    for (size_t i = 0; i < n; i++)
-        items[i] = hv_incref(hv_hash_key_at(names, i));
-    qsort(items, n, sizeof *items, cmp_hv_str);
-    hv *sorted = hv_array_sized(n);
-    for (size_t i = 0; i < n; i++)
-        hv_array_push(sorted, items[i]);
-    free(items);
-    hv_decref(names);
-    return sorted;
+    return sorted_strings(names);
 }
 
 /* A new generation with facts fs: the environments listed now (prev's slots kept for those still
