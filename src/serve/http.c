@@ -5,6 +5,7 @@
  * SIGHUP reloads, SIGTERM and SIGINT stop accepting, let the requests in flight finish, and exit. */
 #include "serve/serve.h"
 #include "serve/libs.h"
+#include "serve/systemd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -494,9 +495,13 @@ int serve_run(const serve_options *o)
     }
     s.auth_required = o->token_file || o->tls_ca;
 
-    struct sockaddr_storage addr;
+    /* the socket systemd passed (socket activation) is served instead of --listen's */
+    int passed = serve_systemd_listen_fd();
+    if (passed == -2)
+        return 2;
+    struct sockaddr_storage addr = {0};
     socklen_t addrlen;
-    if (!parse_listen(o->listen ? o->listen : "127.0.0.1:8150", &addr, &addrlen)) {
+    if (passed < 0 && !parse_listen(o->listen ? o->listen : "127.0.0.1:8150", &addr, &addrlen)) {
         fprintf(stderr, "Error: hiera serve: --listen '%s' is not PORT, ADDRESS:PORT or [ADDRESS]:PORT\n", o->listen);
         return 2;
     }
@@ -560,7 +565,10 @@ int serve_run(const serve_options *o)
     struct MHD_OptionItem opts[20];
     size_t no = 0;
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL}; /* first, as MHD asks */
-    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
+    if (passed >= 0)
+        opts[no++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, passed, NULL};
+    else
+        opts[no++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, o->max_connections, NULL};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, o->timeout, NULL};
@@ -592,25 +600,49 @@ int serve_run(const serve_options *o)
     hv *envs = state_env_names(g);
     fprintf(stderr, "hiera serve: listening on %s%s port %u (%u threads); %zu environments (each built when first asked), "
                     "%zu nodes, ready in %.3f s\n",
-            cert ? "https " : "", o->listen ? o->listen : "127.0.0.1:8150", bound_port(d), threads, hv_array_len(envs),
-            hv_array_len(g->nodes), g->build_seconds);
+            cert ? "https " : "", passed >= 0 ? "the socket systemd passed," : o->listen ? o->listen : "127.0.0.1:8150",
+            bound_port(d), threads, hv_array_len(envs), hv_array_len(g->nodes), g->build_seconds);
     hv_decref(envs);
     generation_release(g);
-    if (!state_start(&st))
+    bool ready = !state_start(&st); /* (systemd hears READY=1 once the builder's first work is done) */
+    if (ready) {
         fprintf(stderr, "hiera serve: warning: cannot start the builder; nothing is served\n");
+        serve_systemd_ready(&st, true);
+    }
     conn_timeout = o->timeout;
     bool reaping = o->timeout && pipe(reaper_pipe) == 0 && pthread_create(&reaper, NULL, reaper_main, NULL) == 0;
 
+    /* the signals, and whether the builder's first work (the facts, the default environment) is
+     * done, then once a second whether a reload ended (systemd is told: READY=1 at the first, and
+     * after the reload SIGHUP asked for; the served generation after any) */
     int sig = 0;
+    bool reloading = false;
+    uint64_t reloads = __atomic_load_n(&st.reloads_ok, __ATOMIC_RELAXED) + __atomic_load_n(&st.reloads_refused, __ATOMIC_RELAXED);
     for (;;) {
-        if (sigwait(&sigs, &sig) != 0)
+        sig = sigtimedwait(&sigs, NULL, ready ? &(struct timespec){1, 0} : &(struct timespec){0, 20000000});
+        uint64_t now = __atomic_load_n(&st.reloads_ok, __ATOMIC_RELAXED) + __atomic_load_n(&st.reloads_refused, __ATOMIC_RELAXED);
+        if (!ready) {
+            if (__atomic_load_n(&st.warmed, __ATOMIC_ACQUIRE)) {
+                ready = true;
+                reloads = now;
+                serve_systemd_ready(&st, true);
+            }
+        } else if (now != reloads) {
+            reloads = now;
+            serve_systemd_ready(&st, reloading);
+            reloading = false;
+        }
+        if (sig < 0)
             continue;
         if (sig == SIGHUP) {
+            serve_systemd_notify("RELOADING=1");
+            reloading = true;
             state_request_reload(&st);
             continue;
         }
         break;
     }
+    serve_systemd_notify("STOPPING=1");
     /* drain: no new connections; the requests in flight finish (10 s at most) */
     fprintf(stderr, "hiera serve: %s: stopping (%llu requests in flight)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
             (unsigned long long)__atomic_load_n(&in_flight, __ATOMIC_RELAXED));

@@ -136,6 +136,8 @@ typedef struct serve_state {
     uint64_t next_id;
     settings_ref *settings;  /* the latest (NULL: puppet.conf cannot be resolved) */
     uint64_t reloads_ok, reloads_refused, evictions, builds; /* atomic */
+    int warmed;              /* atomic: the builder has read the facts and built the default environment
+                                (what it does first): systemd is told READY=1 then */
     struct watch *w;         /* the watcher (state.c) */
     pthread_t builder;
     bool running;

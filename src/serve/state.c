@@ -1544,6 +1544,7 @@ static void *builder_main(void *arg)
         free(error);
         generation_release(g);
     }
+    __atomic_store_n(&st->warmed, 1, __ATOMIC_RELEASE);
     unsigned refresh = st->o->puppetdb ? st->o->puppetdb_refresh : 0;
     double next_fetch = now_seconds() + refresh;
     dirty_set ds = {hv_hash(), NULL, NULL, 0, 0};
