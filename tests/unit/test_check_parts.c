@@ -210,6 +210,46 @@ static void yaml_marks(void **state)
     ys_free(d);
 }
 
+/* A large mapping is looked up through its key index: the same answers as a scan (the last
+ * entry of a repeated key, quoted keys by their text, non-scalar keys never, absent keys NULL). */
+static void yaml_key_index(void **state)
+{
+    (void)state;
+    sbuf b = {0};
+    for (int i = 0; i < 500; i++)
+        sb_addf(&b, "key_%03d: %d\n", (i * 7) % 500, i); /* every key once, out of order */
+    sb_adds(&b, "dup: first\n'': empty\n[a, b]: seq\n\"key_001\": again\ndup: second\nzz: 1\n");
+    ysdoc *d = ys_parse(b.s, b.len);
+    assert_false(d->failed);
+    const ysnode *root = d->docs[0];
+    assert_non_null(root->index);
+    for (int i = 0; i < 500; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "key_%03d", i);
+        const ysnode *k = ys_map_key(root, key), *v = ys_map_get(root, key);
+        assert_non_null(k);
+        assert_string_equal(k->text, key);
+        if (i != 1) {
+            assert_int_equal(k->line, v->line);
+            int at = 0;
+            while ((at * 7) % 500 != i)
+                at++;
+            assert_int_equal(strtol(v->text, NULL, 10), at);
+        }
+    }
+    assert_string_equal(ys_map_get(root, "key_001")->text, "again"); /* the later entry wins */
+    assert_string_equal(ys_map_get(root, "dup")->text, "second");
+    assert_int_equal(ys_map_key(root, "dup")->line, 505);
+    assert_string_equal(ys_map_get(root, "")->text, "empty");
+    assert_string_equal(ys_map_get(root, "zz")->text, "1");
+    assert_null(ys_map_get(root, "key_500"));
+    assert_null(ys_map_get(root, "a"));
+    assert_null(ys_map_get(root, "zzz"));
+    assert_null(ys_map_get(root, "key_00"));
+    ys_free(d);
+    sb_free(&b);
+}
+
 static void plain_scalars(void **state)
 {
     (void)state;
@@ -318,6 +358,7 @@ int main(void)
         cmocka_unit_test(type_aliases_read),
         cmocka_unit_test(manifest_problems),
         cmocka_unit_test(yaml_marks),
+        cmocka_unit_test(yaml_key_index),
         cmocka_unit_test(plain_scalars),
         cmocka_unit_test(plain_traps_float_text),
         cmocka_unit_test(user_aliases_and_messages),
