@@ -115,6 +115,35 @@ static hv *load_facts(const char *path, const char *node, bool *cached, char **m
     return v;
 }
 
+/* load_facts, remembered for the environment's next runs when it keeps them (a session keeps
+ * the model between runs: e->facts_memo, path -> [immortal facts, cached]) */
+static pthread_mutex_t facts_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static hv *node_facts_file(ck_env *e, const char *path, const char *node, bool *cached, char **msg)
+{
+    if (!e->facts_memo)
+        return load_facts(path, node, cached, msg);
+    pthread_mutex_lock(&facts_memo_lock);
+    const hv *m = hv_hash_gets(e->facts_memo, path);
+    if (!m) {
+        hv *v = load_facts(path, node, cached, msg);
+        if (!v) {
+            pthread_mutex_unlock(&facts_memo_lock);
+            return NULL;
+        }
+        hv *ent = hv_array();
+        hv_array_push(ent, v);
+        hv_array_push(ent, hv_bool(*cached));
+        hv_make_immortal(ent, &e->facts_nodes);
+        hv_hash_sets(e->facts_memo, path, ent);
+        m = ent;
+    }
+    *cached = hv_bool_val(hv_array_get(m, 1));
+    hv *v = hv_incref((hv *)hv_array_get(m, 0));
+    pthread_mutex_unlock(&facts_memo_lock);
+    return v;
+}
+
 /* The node's facts with what the agent and Facter always give (clientcert, and hostname, domain
  * and fqdn, which `puppet lookup` wants all or none of) taken from the node's name when missing. */
 static hv *complete_facts(hv *facts, const char *node)
@@ -417,7 +446,7 @@ static void check_node(worker *w, size_t ni)
     char *msg = NULL;
     bool cached = false;
     const check_nodes *given = w->p->c->o->nodes;
-    hv *facts = ns->path ? load_facts(ns->path, ns->name, &cached, &msg) : given->facts(given->data, ni, &cached, &msg);
+    hv *facts = ns->path ? node_facts_file(e, ns->path, ns->name, &cached, &msg) : given->facts(given->data, ni, &cached, &msg);
     if (!facts) {
         hv_hash_sets(w->errors, ns->name, hv_str(msg));
         free(msg);
@@ -1003,7 +1032,7 @@ int ck_nodes(ck_ctx *c, char **error)
     for (size_t t = 0; t < nthreads; t++) {
         worker *w = &ws[t];
         w->p = &p;
-        w->view = snapshot_new_view(e->snap);
+        w->view = e->node_texts ? overlay_new_view(e->node_texts) : snapshot_new_view(e->snap); /* the caller's texts first */
         w->aliases = ptype_aliases_new();
         for (size_t i = 0; i < e->pp->naliases; i++)
             ptype_aliases_add(w->aliases, e->pp->aliases[i].name, e->pp->aliases[i].body);
