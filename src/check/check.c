@@ -357,6 +357,7 @@ static void env_free(ck_env *e)
         overlay_release(e->node_texts);
     hv_decref(e->facts_memo);
     hv_free_immortal(&e->facts_nodes);
+    ck_node_memo_free(e->node_memo);
     pp_index_free(e->pp);
     ptype_aliases_free(e->aliases);
     hv_decref(e->modules_present);

@@ -164,6 +164,8 @@ typedef struct {
     /* the nodes' facts files read, kept between runs (a session's), or NULL: read each run */
     hv *facts_memo;
     hv_nodes facts_nodes;
+    /* the nodes' lookups' results kept between runs (a session's: nodes.c), or NULL */
+    struct ck_node_memo *node_memo;
 } ck_env;
 
 typedef struct {
@@ -258,6 +260,9 @@ void ck_config_interpolations(ck_ctx *c, int ci);
 void ck_classes(ck_ctx *c);
 /* nodes.c: --facts-dir */
 int ck_nodes(ck_ctx *c, char **error);
+struct ck_node_memo *ck_node_memo_new(void);
+void ck_node_memo_clear(struct ck_node_memo *m);
+void ck_node_memo_free(struct ck_node_memo *m);
 
 /* The interpolation scanner (data.c), shared with nodes.c: calls fn for each %{...} of s */
 typedef enum { IX_EMPTY, IX_SCOPE, IX_LOOKUP, IX_ALIAS, IX_LITERAL, IX_UNKNOWN_METHOD, IX_BAD_CALL, IX_UNCLOSED } ix_kind;

@@ -136,6 +136,7 @@ static int read_model(check_session *s, const check_text *texts, size_t n, char 
         size_t first = r->c.nf;
         ck_env_model(&r->c);
         r->c.env->facts_memo = hv_hash(); /* the nodes' facts read once */
+        r->c.env->node_memo = ck_node_memo_new(); /* and their lookups' results remembered */
         /* its findings, kept for every run */
         s->mf[e].n = r->c.nf - first;
         s->mf[e].v = xcalloc(s->mf[e].n + 1, sizeof *s->mf[e].v);
