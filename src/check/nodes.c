@@ -231,7 +231,8 @@ typedef struct {
     size_t *def_base; /* per key: index of its first definition in the flat numbering */
     size_t ndefs;
     bool *merged;     /* per key */
-    uint8_t *interp;  /* per flat definition: its value interpolates (its result may differ per node) */
+    uint8_t *interp;  /* per flat definition: its value interpolates (its result may differ per node):
+                       * 1 facts and variables only, 2 lookups of other keys too (value_interp) */
     uint8_t *has_lo;  /* per file: it defines lookup_options */
     /* what a lookup's result depends on, named the same from one run to the next (a session's
      * runs remember results: ck_env.node_memo): per flat definition its file, key, value and how
@@ -289,6 +290,35 @@ static uint64_t mix(uint64_t h, uint64_t v)
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     h *= 0xff51afd7ed558ccdULL;
     return h ^ (h >> 33);
+}
+
+static void interp_item(const ix_item *it, void *data)
+{
+    if (it->kind != IX_SCOPE && it->kind != IX_LITERAL && it->kind != IX_EMPTY)
+        *(uint8_t *)data = 2;
+}
+
+/* 0: v does not interpolate; 1: only variables (the node's facts); 2: other keys too, or a
+ * %{...} that does not parse */
+static uint8_t value_interp(const hv *v, int depth)
+{
+    if (!hv_has_interpolation(v, 0))
+        return 0;
+    uint8_t k = 1;
+    if (depth > 64)
+        return 2;
+    if (hv_is(v, HV_STRING)) {
+        ck_scan_interpolations(hv_str_ptr(v), hv_str_len(v), interp_item, &k);
+    } else if (hv_is(v, HV_ARRAY)) {
+        for (size_t i = 0; i < hv_array_len(v) && k < 2; i++)
+            k = (uint8_t)(k | value_interp(hv_array_get(v, i), depth + 1));
+    } else if (hv_is(v, HV_HASH)) {
+        for (size_t i = 0; i < hv_hash_len(v) && k < 2; i++) {
+            k = (uint8_t)(k | value_interp(hv_hash_key_at(v, i), depth + 1));
+            k = (uint8_t)(k | value_interp(hv_hash_val_at(v, i), depth + 1));
+        }
+    }
+    return k > 1 ? 2 : 1;
 }
 
 static uint64_t text_id(const char *s)
@@ -600,9 +630,16 @@ static void check_node(worker *w, size_t ni)
          * remembered for the next node that meets the same */
         struct memo_ent *known = NULL;
         uint64_t ma = 0, mb = 0;
-        if (reached && !w->sigi[cd->key] && !e->opaque_level) {
+        /* (in a session, one whose definitions interpolate facts only is remembered for this
+         * node's next runs: its facts are the session's) */
+        bool per_node = e->node_memo && w->sigi[cd->key] == 1;
+        if (reached && (!w->sigi[cd->key] || per_node) && !e->opaque_level) {
             ma = mix(mix(w->siga[cd->key], lo_a), p->cand_id[ci]) | 1;
             mb = mix(mix(w->sigb[cd->key], lo_b), p->cand_id[ci] * 13 + 5);
+            if (per_node) {
+                ma = mix(ma, text_id(ns->name)) | 1;
+                mb = mix(mb ^ 0x7f4a7c15, text_id(ns->name));
+            }
             known = memo_slot(w, ma, mb, false);
         }
         if (known) {
@@ -758,7 +795,7 @@ static void make_plan(plan *p)
         for (size_t d = 0; d < e->keys[k].ndefs; d++) {
             const ck_def *def = &e->keys[k].defs[d];
             size_t flat = p->def_base[k] + d;
-            p->interp[flat] = hv_has_interpolation(def->value, 0);
+            p->interp[flat] = value_interp(def->value, 0);
             uint64_t vc = 0;
             if (!hv_identity_code(def->value, &vc))
                 p->interp[flat] = 1; /* a Sensitive: not remembered */
