@@ -1604,29 +1604,35 @@ hv *doc_syntax_error(const lstate *s, const ldoc *d)
     return diag;
 }
 
-char *rule_link(const char *rule)
+/* the README's URI, found once: next to the command (a build tree), or where `make install` puts
+ * it (../share/doc/hiera; the Debian package's ../share/doc/hiera-c) */
+static char *readme_uri;
+static void find_readme(void)
 {
-    /* the README next to the command (a build tree), or where an installation puts it */
-    static const char *const rel[] = {"/../README.md", "/../share/doc/hiera/README.md", NULL};
+    static const char *const rel[] = {"/../README.md", "/../share/doc/hiera/README.md", "/../share/doc/hiera-c/README.md",
+                                      NULL};
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = 0;
         char *dir = pn_dirname(exe);
-        for (size_t i = 0; rel[i]; i++) {
+        for (size_t i = 0; rel[i] && !readme_uri; i++) {
             char *p = xjoin(dir, rel[i], NULL);
             char *real = realpath(p, NULL);
             free(p);
-            if (real) {
-                char *uri = uri_of_path(real);
-                char *link = xasprintf("%s#the-rules:~:text=%s", uri, rule);
-                free(uri);
-                free(real);
-                free(dir);
-                return link;
-            }
+            if (real)
+                readme_uri = uri_of_path(real);
+            free(real);
         }
         free(dir);
     }
-    return xasprintf("file:///usr/share/doc/hiera/README.md#the-rules:~:text=%s", rule);
+    if (!readme_uri)
+        readme_uri = xstrdup("file:///usr/share/doc/hiera/README.md");
+}
+
+char *rule_link(const char *rule)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, find_readme);
+    return xasprintf("%s#the-rules:~:text=%s", readme_uri, rule);
 }
