@@ -73,7 +73,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 SOVER = 1
 
 .PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb \
-        check-lsp deb check-deb
+        check-lsp deb check-deb check-realrepos
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -176,6 +176,7 @@ check: all test-deps
 	@python3 tests/cli/result-cache.py --hiera $(B)/hiera
 	@python3 tests/cli/result-cache-random.py --hiera $(B)/hiera
 	@python3 tests/check/run.py --hiera $(B)/hiera
+	@python3 tests/check/realrepos.py --hiera $(B)/hiera
 	@python3 tests/diff/check.py --hiera $(B)/hiera
 	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 25
 	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
@@ -199,6 +200,19 @@ check-diff: all
 	@python3 tests/diff/check.py --hiera $(B)/hiera
 	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 200 --seed 20000
 	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
+
+# hiera check and hiera diff on real public control repositories (issue 37), when their trees are
+# laid out (tests/check/realrepos/README.md: REALREPOS=DIR, default /tmp/hiera-realrepos; with
+# REALREPOS_MIRROR=M, a folder of the repositories' git dirs, they are laid out from M first when
+# DIR has none): the triaged findings, and hiera diff on real commit pairs against Puppet's
+# recorded answers
+REALREPOS ?= /tmp/hiera-realrepos
+REALREPOS_MIRROR ?=
+check-realrepos: all
+	@if [ -n "$(REALREPOS_MIRROR)" ] && [ ! -d "$(REALREPOS)/trees" ]; then \
+	  bash tests/check/realrepos/build.sh "$(REALREPOS)" "$(REALREPOS_MIRROR)"; fi
+	@python3 tests/check/realrepos.py --hiera $(B)/hiera --trees $(REALREPOS)
+	@python3 tests/diff/realpairs.py --hiera $(B)/hiera --mirror $(REALREPOS)/mirror
 
 demo: all
 	@echo '$$ build/hiera lookup --codedir examples/control-repo --environmentpath examples/control-repo/environments --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users'

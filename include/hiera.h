@@ -473,6 +473,13 @@ typedef struct {
      * environment is loaded from them. settings NULL with env given: env's settings. */
     const hiera_settings *settings;
     const hiera_environment *env;
+    /* true: a datadir under one of Puppet's default environmentpaths (/etc/puppetlabs/code/
+     * environments, /etc/puppet/code/environments) is read under the environmentpath of this
+     * context instead (the folder its environment is in), as when the code is deployed there:
+     * `hiera check` and `hiera diff` read a checkout of a control repository whose hiera.yaml
+     * names `/etc/puppetlabs/code/environments/%{environment}/hieradata` so. false: the path as
+     * written, as Puppet reads it (a lookup on this machine then reads the live files there). */
+    bool remap_default_environmentpath;
 } hiera_options;
 #define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 

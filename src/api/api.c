@@ -7,6 +7,7 @@
 #include "diff/compare.h"
 #include "diff/plan.h"
 #include "formats/diskcache.h"
+#include "base/pathname.h"
 #include "engine/engine.h"
 #include "engine/enumerate.h"
 #include "engine/snapshot.h"
@@ -346,6 +347,8 @@ hiera *hiera_new(const hiera_options *given, hiera_error *err)
     h->own_settings = own_s;
     h->user_diag = o->diagnostics;
     h->user_diag_data = o->diagnostics_data;
+    if (o->remap_default_environmentpath && hiera_environment_dir(env))
+        h->remap_envpath = pn_dirname(hiera_environment_dir(env));
     hv_decref(scope);
     hv_decref(clean);
     hv_decref(trusted);
@@ -545,9 +548,15 @@ hiera_snapshot *hiera_snapshot_update_changed(const hiera_snapshot *previous, co
     diskcache *d = o->cache ? cache_disk(o->cache) : NULL;
     const char *env_name = o->env ? hiera_environment_name(o->env) : o->environment;
     const char *only[1] = {env_name};
+    char *remap = NULL;
+    if (o->remap_default_environmentpath && envpath) {
+        const char *colon = strchr(envpath, ':');
+        remap = colon ? xstrndup(envpath, (size_t)(colon - envpath)) : xstrdup(envpath);
+    }
     snapshot_spec spec = {codedir, envpath, global, env_name ? only : NULL, env_name ? 1 : 0,
-                          d ? diskcache_dir(d) : NULL, s ? snapshot_roots : NULL, (void *)s};
+                          d ? diskcache_dir(d) : NULL, s ? snapshot_roots : NULL, (void *)s, remap};
     snapshot *snap = snapshot_build_changed(&spec, (const snapshot *)previous, changed, data);
+    free(remap);
     hiera_settings_free(own);
     free(codedir);
     free(envpath);

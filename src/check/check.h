@@ -17,7 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { CHECK_OFF = 0, CHECK_WARNING = 1, CHECK_ERROR = 2 };
+/* Severities: an error makes the exit status 1; a warning is something a maintainer would fix; a
+ * note is an observation of style or a consequence already reported (never promoted by
+ * --warnings-as-errors). */
+enum { CHECK_OFF = 0, CHECK_WARNING = 1, CHECK_ERROR = 2, CHECK_NOTE = 3 };
+
+/* "error", "warning", "note" (or "off") */
+const char *check_severity_name(int severity);
 
 typedef struct {
     const char *name;
@@ -32,7 +38,7 @@ const check_rule *check_rule_find(const char *name);
 
 typedef struct {
     const char *rule;  /* a check_rules name (static) */
-    int severity;      /* CHECK_WARNING or CHECK_ERROR, after configuration */
+    int severity;      /* CHECK_NOTE, CHECK_WARNING or CHECK_ERROR, after configuration */
     char *file;        /* absolute path as found (the command shortens it), or "" */
     uint32_t line, col; /* 1-based, 0 when unknown */
     char *message;
@@ -49,6 +55,9 @@ typedef struct {
      * line each, malloc'ed */
     char **notes;
     size_t nnotes;
+    /* the folder what was checked lies in (the first PATH, or the code directory), absolute:
+     * SARIF names files relative to it; NULL when not known */
+    char *root;
 } check_report;
 
 /* Nodes the caller gives instead of a facts folder (the command takes them from PuppetDB): their

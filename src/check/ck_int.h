@@ -17,6 +17,7 @@
 #include "engine/overlay.h"
 #include "engine/snapshot.h"
 #include "puppet/manifest.h"
+#include "puppet/program.h"
 #include "types/ptype.h"
 
 /* ------------------------------------------------------------------ the model */
@@ -35,8 +36,12 @@ typedef struct {
     int index;          /* its position (hierarchy, then default_hierarchy) */
     char **tmpls;       /* absolute location templates (datadir joined with each path/glob) */
     size_t ntmpls;
+    char **env_tmpls;   /* by_env: the same with the environment's name left a variable (another
+                         * environment's file), parallel to tmpls (NULL otherwise) */
     bool glob;
-    char *datadir;      /* absolute, not interpolated */
+    char *datadir;      /* absolute, the environment's name put in, not interpolated otherwise */
+    bool outside;       /* its data folder is outside what is checked (an absolute path elsewhere) */
+    bool by_env;        /* its locations name the environment (%{environment}): a file per environment */
 } ck_level;
 
 typedef struct {
@@ -152,6 +157,9 @@ typedef struct {
     struct rregex **lo_regexps; /* lo_entries' patterns compiled (NULL: literal, or invalid), made on first use */
     size_t nlo_regexps;
     pp_index *pp;
+    pp_program *prog;    /* the main manifest's top scope and node definitions */
+    hv *functions;       /* function name -> pp_fn_kind (int): the modules' Ruby and Puppet functions */
+    hv *dyn_lookups;     /* module -> "file:line" of a lookup($var) whose keys cannot be known */
     ptype_aliases *aliases;
     hv *modules_present; /* module name -> true */
     /* a level whose data we cannot read (a function of its own: vault, a database...): keys may
@@ -258,6 +266,9 @@ void ck_data_cross(ck_ctx *c);
 void ck_config_interpolations(ck_ctx *c, int ci);
 /* classes.c: manifests, aliases, class parameters per data file */
 void ck_classes(ck_ctx *c);
+/* classes.c: the keys lookup($var) may read (the variable's values in the code and the data),
+ * added to the manifests' lookups as literal keys; those that cannot be known noted */
+void ck_resolve_lookups(ck_ctx *c);
 /* nodes.c: --facts-dir */
 int ck_nodes(ck_ctx *c, char **error);
 struct ck_node_memo *ck_node_memo_new(void);

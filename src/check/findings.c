@@ -21,7 +21,7 @@ const check_rule check_rules[] = {
     {"yaml-octal", CHECK_WARNING, "yaml", "a plain number with a leading 0 that YAML reads as octal"},
     {"yaml-sexagesimal", CHECK_WARNING, "yaml", "a plain 1:30 that YAML reads as a base-60 number"},
     {"yaml-version-float", CHECK_WARNING, "yaml", "a plain 1.10 that YAML reads as the float 1.1"},
-    {"empty-value", CHECK_WARNING, "yaml", "a key or item without a value (read as undef)"},
+    {"empty-value", CHECK_NOTE, "yaml", "a key or item without a value (read as undef)"},
     {"tab", CHECK_WARNING, "yaml", "a tab character outside quoted text"},
     {"not-a-hash", CHECK_WARNING, "yaml", "a data file whose document is not a hash (Puppet ignores it)"},
     {"extra-document", CHECK_WARNING, "yaml", "a data file with more than one YAML document (only the first is read)"},
@@ -38,7 +38,7 @@ const check_rule check_rules[] = {
     {"lookup-options-merge", CHECK_ERROR, "lookup_options", "an invalid merge strategy or merge option"},
     {"lookup-options-regexp", CHECK_ERROR, "lookup_options", "a key pattern that is not a valid Ruby regexp"},
     {"lookup-options-convert-to", CHECK_ERROR, "lookup_options", "an invalid convert_to"},
-    {"lookup-options-unused", CHECK_WARNING, "lookup_options", "a key or pattern that matches no key anywhere"},
+    {"lookup-options-unused", CHECK_NOTE, "lookup_options", "a key or pattern that matches no key anywhere"},
     {"module-namespace", CHECK_ERROR, "lookup_options", "module data or lookup_options outside the module's namespace"},
     /* 5. eyaml */
     {"eyaml-malformed", CHECK_ERROR, "eyaml", "an ENC[...] block that is not well formed"},
@@ -56,6 +56,16 @@ const check_rule check_rules[] = {
     {"shadowed-key", CHECK_WARNING, "nodes", "a key that a higher level always overrides for every node reading it"},
     {NULL, 0, NULL, NULL},
 };
+
+const char *check_severity_name(int severity)
+{
+    switch (severity) {
+    case CHECK_ERROR: return "error";
+    case CHECK_WARNING: return "warning";
+    case CHECK_NOTE: return "note";
+    default: return "off";
+    }
+}
 
 const check_rule *check_rule_find(const char *name)
 {

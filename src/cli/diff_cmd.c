@@ -504,36 +504,125 @@ static char *normalize(const diff_side *s, const char *msg)
 
 /* ------------------------------------------------------------------ diagnostics */
 
-/* Warnings are said once each (per side), at the end: thousands of nodes would repeat them. */
+/* Warnings are said once per distinct message, whole (with Puppet's location line), at the end,
+ * with how many nodes met it on each side: thousands of nodes would repeat them. */
+typedef struct {
+    int side;      /* 0 old, 1 new */
+    uint32_t node; /* the node's number (UINT32_MAX: none, --explain's single node) */
+} diag_src;
+
+typedef struct {
+    char *text;           /* "Warning: ..." / "Error: ...", whole */
+    uint32_t *nodes[2];   /* the nodes that met it, per side (repeats removed when printed) */
+    size_t n[2], cap[2];
+    bool seen[2];
+} diag_entry;
+
 static pthread_mutex_t diag_mu = PTHREAD_MUTEX_INITIALIZER;
-static strvec diag_seen;
+static diag_entry *diags;
+static size_t ndiags;
+static const diff_side *diag_sides[2];
 
 static void collect_diagnostic(const hiera_diagnostic *d, void *userdata)
 {
-    const diff_side *s = userdata;
-    char *m = normalize(s, d->message);
+    const diag_src *src = userdata;
+    const diff_side *s = diag_sides[src->side];
+    char *m = s ? normalize(s, d->message) : xstrdup_(d->message);
     char *line = NULL;
-    if (asprintf(&line, "%s: (%s) %s", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", s->label, m) < 0)
-        line = NULL;
+    /* as Puppet prints it: its location line, or that it has none */
+    const char *where = strstr(m, "\n   (file") ? "" : d->file ? "\n   (file: " : "\n   (file & line not available)";
+    int ok;
+    if (*where && d->file && d->line > 0)
+        ok = asprintf(&line, "%s: %s%s%s, line: %d)", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", m, where,
+                      d->file, d->line);
+    else if (*where && d->file)
+        ok = asprintf(&line, "%s: %s%s%s)", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", m, where, d->file);
+    else
+        ok = asprintf(&line, "%s: %s%s", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", m, where);
     free(m);
-    if (!line)
+    if (ok < 0)
         return;
     pthread_mutex_lock(&diag_mu);
-    bool seen = false;
-    for (size_t i = 0; i < diag_seen.n && !seen; i++)
-        seen = strcmp(diag_seen.v[i], line) == 0;
-    if (!seen && diag_seen.n < 1000)
-        sv_push(&diag_seen, line);
-    else
-        free(line);
+    diag_entry *e = NULL;
+    for (size_t i = 0; i < ndiags && !e; i++)
+        if (strcmp(diags[i].text, line) == 0)
+            e = &diags[i];
+    if (!e && ndiags < 1000) {
+        diags = xrealloc_(diags, (ndiags + 1) * sizeof *diags);
+        e = &diags[ndiags++];
+        memset(e, 0, sizeof *e);
+        e->text = line;
+        line = NULL;
+    }
+    if (e) {
+        int sd = src->side;
+        e->seen[sd] = true;
+        if (src->node != UINT32_MAX && (!e->n[sd] || e->nodes[sd][e->n[sd] - 1] != src->node)) {
+            if (e->n[sd] == e->cap[sd]) {
+                e->cap[sd] = e->cap[sd] ? e->cap[sd] * 2 : 8;
+                e->nodes[sd] = xrealloc_(e->nodes[sd], e->cap[sd] * sizeof *e->nodes[sd]);
+            }
+            e->nodes[sd][e->n[sd]++] = src->node;
+        }
+    }
     pthread_mutex_unlock(&diag_mu);
+    free(line);
 }
 
-static void print_diagnostics(void)
+static int cmp_u32_(const void *a, const void *b)
 {
-    for (size_t i = 0; i < diag_seen.n; i++)
-        fprintf(stderr, "%s\n", diag_seen.v[i]);
-    sv_free(&diag_seen);
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The distinct nodes of an entry's side (sorted, repeats removed): their count */
+static size_t diag_nodes(diag_entry *e, int s)
+{
+    if (!e->n[s])
+        return 0;
+    qsort(e->nodes[s], e->n[s], sizeof *e->nodes[s], cmp_u32_);
+    size_t k = 1;
+    for (size_t i = 1; i < e->n[s]; i++)
+        if (e->nodes[s][i] != e->nodes[s][k - 1])
+            e->nodes[s][k++] = e->nodes[s][i];
+    e->n[s] = k;
+    return k;
+}
+
+/* Prints the warnings met (once each, with the nodes and the side), and gives them as a JSON array
+ * [{"message", "old_nodes", "new_nodes"}] when asked. */
+static hiera_value *print_diagnostics(bool with_nodes)
+{
+    hiera_value *doc = hiera_value_new_array();
+    for (size_t i = 0; i < ndiags; i++) {
+        diag_entry *e = &diags[i];
+        size_t n0 = diag_nodes(e, 0), n1 = diag_nodes(e, 1);
+        fprintf(stderr, "%s\n", e->text);
+        if (with_nodes) {
+            fputs("   (", stderr);
+            for (int s = 0; s < 2; s++) {
+                if (!e->seen[s])
+                    continue;
+                size_t n = s ? n1 : n0;
+                if (s && e->seen[0])
+                    fputs("; ", stderr);
+                fprintf(stderr, "%s side: %zu node%s", s ? "new" : "old", n, n == 1 ? "" : "s");
+            }
+            fputs(")\n", stderr);
+        }
+        hiera_value *w = hiera_value_new_hash();
+        hiera_value_hash_set(w, "message", hiera_value_new_string(e->text));
+        hiera_value_hash_set(w, "old_nodes", hiera_value_new_int((int64_t)n0));
+        hiera_value_hash_set(w, "new_nodes", hiera_value_new_int((int64_t)n1));
+        hiera_value_array_push(doc, w);
+        free(e->text);
+        free(e->nodes[0]);
+        free(e->nodes[1]);
+    }
+    free(diags);
+    diags = NULL;
+    ndiags = 0;
+    return doc;
 }
 
 /* ------------------------------------------------------------------ facts */
@@ -738,6 +827,7 @@ typedef struct {
     bool whole; /* every key, not only the dirty ones */
     hiera *h[2];
     char *fail[2];
+    diag_src diag[2]; /* what the contexts' warnings name */
 } node_run;
 
 static void node_open(worker *w, uint32_t ni, node_run *nr)
@@ -777,7 +867,9 @@ static void node_open(worker *w, uint32_t ni, node_run *nr)
                            .environment = r->a->environment, .node = d->name,
                            .facts = nf[s].stored ? NULL : nf[s].facts, .base_facts = nf[s].stored ? nf[s].facts : NULL,
                            .trusted = nf[s].trusted, .cache = w->view[s], .unsafe_fact_paths = r->a->unsafe_fact_paths,
-                           .diagnostics = collect_diagnostic, .diagnostics_data = (void *)sd};
+                           .diagnostics = collect_diagnostic, .diagnostics_data = &nr->diag[s],
+                           .remap_default_environmentpath = true};
+        nr->diag[s] = (diag_src){s, ni};
         hiera_error err = {0};
         nr->h[s] = hiera_new(&o, &err);
         if (!nr->h[s])
@@ -923,7 +1015,7 @@ static void *build_snapshot(void *arg)
     snap_job *j = arg;
     hiera_options o = {.size = sizeof o, .codedir = j->side->codedir, .confdir = j->a->confdir,
                        .environmentpath = j->side->environmentpath, .hiera_config = j->side->hiera_config,
-                       .environment = j->a->environment, .cache = j->disk};
+                       .environment = j->a->environment, .cache = j->disk, .remap_default_environmentpath = true};
     hiera_error err = {0};
     j->snap = hiera_snapshot_new(&o, &err);
     hiera_error_clear(&err);
@@ -1121,6 +1213,8 @@ static char *unseen_changes(diff_side side[2], hiera_snapshot *snap[2], const ch
 
 /* ------------------------------------------------------------------ --explain */
 
+static const diag_src explain_src[2] = {{0, UINT32_MAX}, {1, UINT32_MAX}};
+
 static void explain_side(const diff_args *a, const diff_side *s, const char *node, const char *facts_path,
                          const hiera_request *base, outcome *o, hiera_value **prov, char **text)
 {
@@ -1139,7 +1233,8 @@ static void explain_side(const diff_args *a, const diff_side *s, const char *nod
                           .environment = a->environment, .node = node, .facts = nf.stored ? NULL : nf.facts,
                           .base_facts = nf.stored ? nf.facts : NULL, .trusted = nf.trusted, .cache = cache,
                           .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
-                          .diagnostics_data = (void *)s};
+                          .diagnostics_data = (void *)&explain_src[s == diag_sides[1]],
+                          .remap_default_environmentpath = true};
     hiera_error err = {0};
     hiera *h = hiera_new(&opts, &err);
     node_facts_clear(&nf);
@@ -1563,6 +1658,8 @@ int diff_main(int argc, char **argv)
         }
     }
 
+    diag_sides[0] = &side[0];
+    diag_sides[1] = &side[1];
     if (a.explain) {
         const char *paths[2] = {NULL, NULL};
         for (size_t i = 0; i < nnodes; i++)
@@ -1575,7 +1672,7 @@ int diff_main(int argc, char **argv)
             goto out;
         }
         rc = run_explain(&a, side, paths, &req, fmt);
-        print_diagnostics();
+        hiera_value_decref(print_diagnostics(false));
         goto out;
     }
 
@@ -1721,8 +1818,48 @@ int diff_main(int argc, char **argv)
             troubles[j - 1] = t;
         }
     phase("lookups", t0);
-    print_diagnostics();
+    hiera_value *warnings = print_diagnostics(true);
 
+    /* absolute data folders: one in Puppet's environmentpath is each side's own (said once); any
+     * other outside both trees is read as it is on both sides: warned about on every run */
+    strvec notes = {0};
+    const hiera_value *dds = hiera_value_hash_get(plan, "datadirs");
+    for (size_t i = 0; i < hiera_value_array_size(dds); i++) {
+        const hiera_value *d = hiera_value_array_get(dds, i);
+        const char *side_name = hiera_value_string(hiera_value_hash_get(d, "side"));
+        const char *config = hiera_value_string(hiera_value_hash_get(d, "config"));
+        const char *level = hiera_value_string(hiera_value_hash_get(d, "level"));
+        const char *datadir = hiera_value_string(hiera_value_hash_get(d, "datadir"));
+        bool mapped = !strcmp(hiera_value_string(hiera_value_hash_get(d, "kind")), "mapped");
+        bool said = false, both = false; /* (the same record on the other side) */
+        for (size_t j = 0; j < hiera_value_array_size(dds); j++) {
+            const hiera_value *e = hiera_value_array_get(dds, j);
+            bool same = j != i && !strcmp(hiera_value_string(hiera_value_hash_get(e, "config")), config) &&
+                        !strcmp(hiera_value_string(hiera_value_hash_get(e, "level")), level) &&
+                        !strcmp(hiera_value_string(hiera_value_hash_get(e, "datadir")), datadir);
+            said |= same && j < i;
+            both |= same;
+        }
+        if (said)
+            continue;
+        char *line = NULL;
+        int ok;
+        if (mapped)
+            ok = asprintf(&line, "note: %s, level '%s': %s is in Puppet's environmentpath %s: read in each side's own tree",
+                          config, level, datadir, hiera_value_string(hiera_value_hash_get(d, "environmentpath")));
+        else
+            ok = asprintf(&line, "%s, level '%s': %s is outside both trees: what is there on this machine (if "
+                          "anything) is read as it is, by %s%s",
+                          config, level, datadir, both ? "both sides" : side_name, both ? "" : " side");
+        if (ok < 0)
+            continue;
+        if (mapped) {
+            sv_push(&notes, line);
+        } else {
+            fprintf(stderr, "hiera diff: warning: %s\n", line);
+            free(line);
+        }
+    }
     const char **node_names = xmalloc_((nnodes ? nnodes : 1) * sizeof *node_names);
     for (size_t i = 0; i < nnodes; i++)
         node_names[i] = nodes[i].name;
@@ -1731,7 +1868,8 @@ int diff_main(int argc, char **argv)
                        .nodes = node_names, .nnodes = nnodes, .only_old = only[0],
                        .only_new = only[1], .nonly_old = nonly[0], .nonly_new = nonly[1], .troubles = troubles,
                        .ntroubles = ntroubles, .groups = &groups, .lookups = atomic_load(&r.lookups),
-                       .seconds = now_seconds() - t0};
+                       .seconds = now_seconds() - t0, .setup_notes = (const char *const *)notes.v,
+                       .nsetup_notes = notes.n, .warnings = warnings};
     report_counts c;
     bool printed = report_print(&rep, stdout, &c);
     fflush(stdout);
@@ -1747,6 +1885,8 @@ int diff_main(int argc, char **argv)
         rc = c.changes || nonly[0] || nonly[1] ? 1 : 0;
     }
     free(node_names);
+    sv_free(&notes);
+    hiera_value_decref(warnings);
     hiera_value_decref(r.reached);
 out:
     if (!free_at_exit()) {

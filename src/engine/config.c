@@ -932,3 +932,27 @@ bool valid_module_name(const char *n)
             return false;
     return true;
 }
+
+char *envpath_remap(const char *path, const char *own, const char **from)
+{
+    static const char *const defaults[] = {"/etc/puppetlabs/code/environments", "/etc/puppet/code/environments", NULL};
+    if (!path || !own || path[0] != '/')
+        return NULL;
+    size_t ol = strlen(own);
+    while (ol > 1 && own[ol - 1] == '/')
+        ol--;
+    for (size_t i = 0; defaults[i]; i++) {
+        size_t dl = strlen(defaults[i]);
+        if (strncmp(path, defaults[i], dl) != 0 || (path[dl] != '/' && path[dl]))
+            continue;
+        if (ol == dl && !strncmp(own, defaults[i], dl))
+            return NULL; /* the tree is where the path says */
+        if (from)
+            *from = defaults[i];
+        sbuf b = {0};
+        sb_addn(&b, own, ol);
+        sb_adds(&b, path + dl);
+        return sb_take(&b);
+    }
+    return NULL;
+}

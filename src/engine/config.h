@@ -91,4 +91,12 @@ int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line);
  * from: a lower-case letter, then lower-case letters, digits and '_'). */
 bool valid_module_name(const char *n);
 
+/* Puppet's default environmentpaths (/etc/puppetlabs/code/environments for Puppet's packages,
+ * /etc/puppet/code/environments for Debian's): a datadir under one of them names an environment
+ * of the Puppet server the hiera.yaml was written for. When path (absolute) starts with one of
+ * them and own (the environmentpath of the tree being read) is another folder, the path under own
+ * instead (malloc'ed): hiera check and hiera diff read a checkout's data there. Else NULL. *from
+ * (when given) receives the default environmentpath it started with. */
+char *envpath_remap(const char *path, const char *own, const char **from);
+
 #endif

@@ -134,6 +134,14 @@ struct hiera_ctx {
     bool global_only;
     bool strict_paths;      /* the facts rule's strict mode (lookup.c location_allowed) */
     bool redact_encrypted;  /* eyaml blocks are Sensitive, never decrypted (hiera_options) */
+    /* hiera check: a level whose data function this engine cannot run (a Ruby or Puppet function)
+     * answers "not found" instead of failing the lookup, and each such answer is counted, so that
+     * the caller knows the result is not Puppet's (its answer cannot be known here) */
+    bool opaque_unknown;
+    unsigned opaque_hits;
+    /* hiera_options.remap_default_environmentpath: the folder of environments a datadir naming one
+     * of Puppet's default environmentpaths (envpath_remap) is read under instead, or NULL (owned) */
+    char *remap_envpath;
     herr env_err;           /* the environment does not exist */
 
     layer *global;

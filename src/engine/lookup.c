@@ -1125,6 +1125,13 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
                 goto fail;
             }
         }
+        if (h->remap_envpath) {
+            char *mapped = envpath_remap(datadir, h->remap_envpath, NULL);
+            if (mapped) {
+                free(datadir);
+                datadir = mapped;
+            }
+        }
         if (lvl->lkind == LOC_NONE) {
             p->nil_location = true;
         } else if (resolve_locations(&I, cfg, lvl, datadir, dd_refused, &p->locs, &p->nlocs, err) != LR_FOUND) {
@@ -1538,6 +1545,10 @@ static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
     explainer *ex = h->ex;
     const provider_def *pd = provider_find(a->p->lvl->fname);
     if (!pd || !pd->key_value) {
+        if (h->opaque_unknown) {
+            h->opaque_hits++;
+            return LR_NOT_FOUND;
+        }
         function_not_found(a->I->h, a->l, a->p, err);
         return LR_ERROR;
     }
@@ -1638,6 +1649,10 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     bool known;
     provider_format(a->p, &known);
     if (a->p->lvl->fkind != FN_DATA_HASH || !known) {
+        if (h->opaque_unknown) {
+            h->opaque_hits++;
+            return LR_NOT_FOUND;
+        }
         function_not_found(a->I->h, a->l, a->p, err);
         return LR_ERROR;
     }
@@ -3435,6 +3450,7 @@ void hctx_free(hiera_ctx *h)
     hiera_environment_free(h->own_env);
     hiera_settings_free(h->own_settings);
     free(h->env_dir);
+    free(h->remap_envpath);
     free(h->global_config);
     hv_decref(h->scope);
     layer_free(h->global);

@@ -740,6 +740,12 @@ static void load_template(builder *b, const char *tmpl, bool glob, file_format f
         return;
     }
     char *base = tmpl_base_dir(tmpl, glob);
+    if (!base[0] || !strcmp(base, "/")) {
+        /* "/%{x}/data/..." names files anywhere: the machine's whole tree is not listed (the
+         * lookups read what their locations name themselves) */
+        free(base);
+        return;
+    }
     const hv *files = files_under(b, base);
     for (size_t i = 0; i < hv_array_len(files); i++) {
         const char *p = hv_str_ptr(hv_array_get(files, i));
@@ -768,6 +774,11 @@ static void load_levels(builder *b, const hcfg *cfg, const hlevel *levels, size_
             free(cwd);
             free(datadir);
             datadir = abs;
+        }
+        char *mapped = envpath_remap(datadir, b->spec->remap_envpath, NULL);
+        if (mapped) {
+            free(datadir);
+            datadir = mapped;
         }
         bool glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
         for (size_t j = 0; j < lvl->nlocs; j++) {

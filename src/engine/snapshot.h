@@ -36,6 +36,9 @@ typedef struct {
      * malloc'ed paths, or NULL when it cannot be had); NULL: <env>/modules then <codedir>/modules. */
     char **(*module_roots)(const char *environment, void *data);
     void *module_roots_data;
+    /* hiera check and hiera diff: a datadir under one of Puppet's default environmentpaths is read
+     * under this folder of environments instead (envpath_remap), or NULL */
+    const char *remap_envpath;
 } snapshot_spec;
 
 /* Builds a snapshot (never NULL: problems are kept in it, see snapshot_problems). The result

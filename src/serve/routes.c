@@ -873,7 +873,7 @@ static char *run_check(const request *rq, generation *g, const char *env, char *
         const check_finding *f = &rep.v[i];
         hv *x = hv_hash();
         hv_hash_sets(x, "rule", hv_str(f->rule));
-        hv_hash_sets(x, "severity", hv_str(f->severity == CHECK_ERROR ? "error" : "warning"));
+        hv_hash_sets(x, "severity", hv_str(check_severity_name(f->severity)));
         hv_hash_sets(x, "file", hv_str(f->file ? f->file : ""));
         hv_hash_sets(x, "line", hv_int(f->line));
         hv_hash_sets(x, "column", hv_int(f->col));
@@ -881,7 +881,7 @@ static char *run_check(const request *rq, generation *g, const char *env, char *
         hv_array_push(findings, x);
         if (f->severity == CHECK_ERROR)
             errors++;
-        else
+        else if (f->severity == CHECK_WARNING)
             warnings++;
     }
     hv_hash_sets(res, "generation", hv_int((int64_t)g->id));

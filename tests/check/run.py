@@ -124,11 +124,11 @@ def test_interface(hiera):
     # text: file:line:column: severity: message [rule], a summary line
     p = run(hiera, args, d)
     lines = p.stdout.splitlines()
-    pat = re.compile(r"^[^:\s][^:]*:\d+:\d+: (error|warning): .* \[[a-z-]+\]$")
+    pat = re.compile(r"^[^:\s][^:]*:\d+:\d+: (error|warning|note): .* \[[a-z-]+\]$")
     body = [l for l in lines if not l.startswith("note:") and not re.match(r"^\d+ errors?, \d+ warnings?", l)]
     check(all(pat.match(l) for l in body), "text: a line not file:line:col: severity: message [rule]: %r" %
           next((l for l in body if not pat.match(l)), ""))
-    check(re.match(r"^\d+ errors?, \d+ warnings? in \d+ files? \(checked ", lines[-1] if lines else ""),
+    check(re.match(r"^\d+ errors?, \d+ warnings?(, \d+ notes?)? in \d+ files? \(checked ", lines[-1] if lines else ""),
           "text: no summary line: %r" % (lines[-1] if lines else ""))
     check(p.returncode == 1, "text: exit status %d with errors" % p.returncode)
     check("\033[" not in p.stdout, "text: colours without a terminal")
@@ -160,16 +160,21 @@ def test_interface(hiera):
         check(False, "sarif: %s" % e)
     # github annotations
     pg = run(hiera, ["--format", "github"] + args, d)
-    ann = [l for l in pg.stdout.splitlines() if l.startswith("::error ") or l.startswith("::warning ")]
+    ann = [l for l in pg.stdout.splitlines() if l.startswith("::error ") or l.startswith("::warning ") or
+           (l.startswith("::notice file="))]
     check(len(ann) == len(doc["findings"]), "github: one annotation per finding")
-    check(all(re.match(r"^::(error|warning) file=[^,]+,line=\d+,col=\d+,title=[a-z-]+::", l) for l in ann),
+    check(all(re.match(r"^::(error|warning|notice) file=[^,]+,line=\d+,col=\d+,title=[a-z-]+::", l) for l in ann),
           "github: annotation form")
+    sev = {"error": "error", "warning": "warning", "note": "notice"}
+    check(sorted(re.match(r"^::(\w+)", l).group(1) for l in ann) == sorted(sev[f["severity"]] for f in doc["findings"]),
+          "github: a note is a notice, a warning a warning")
     # --rule, --warnings-as-errors
     _, d2 = findings(hiera, ["--rule", "parameter-type=off", "--rule", "tab=error"] + args, d)
     check(not any(f["rule"] == "parameter-type" for f in d2["findings"]), "--rule NAME=off")
     check(all(f["severity"] == "error" for f in d2["findings"] if f["rule"] == "tab"), "--rule NAME=error")
     _, d3 = findings(hiera, ["--warnings-as-errors"] + args, d)
-    check(all(f["severity"] == "error" for f in d3["findings"]), "--warnings-as-errors")
+    check(all(f["severity"] in ("error", "note") for f in d3["findings"]) and
+          any(f["severity"] == "note" for f in d3["findings"]), "--warnings-as-errors (notes stay notes)")
     # exit status 0 with warnings only, 2 when the check cannot run
     pw = run(hiera, ["--rule", "unknown-class=warning"] + [a for r in
                      [("--rule", "%s=off" % x) for x in ("parameter-type", "unknown-parameter", "interpolation-syntax",
