@@ -1,9 +1,12 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`, `hiera batch` many lookups,
  * `hiera keys` the keys a node can see,
- * `hiera eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3
- * command line (`hiera -- version` looks up the key "version"). */
+ * `hiera eyaml` hiera-eyaml, `hiera version` this hiera's version and the Puppet it answers as;
+ * other forms are the Hiera 3 command line (`hiera -- version` looks up the key "version").
+ * `--puppet-version 7|8` anywhere (but in hiera diff, whose sides name their own) chooses the
+ * Puppet answered as (cli/common.h cli_choose_puppet_version). */
 #include "cli/batch_cmd.h"
 #include "cli/check_cmd.h"
+#include "cli/common.h"
 #include "cli/diff_cmd.h"
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
@@ -66,6 +69,12 @@ int main(int argc, char **argv)
     if (argc >= 2 && (!strcmp(argv[1], "batch") || !strcmp(argv[1], "serve") || !strcmp(argv[1], "check") ||
                       !strcmp(argv[1], "diff")))
         long_run_allocator(argv);
+    if (!(argc >= 2 && !strcmp(argv[1], "diff"))) {
+        hiera_puppet_version v = cli_choose_puppet_version(&argc, argv);
+        if (!v)
+            return argc >= 2 && !strcmp(argv[1], "check") ? 2 : 1;
+        hiera_thread_puppet_version(v); /* (the messages of what is read and written outside a context) */
+    }
     if (argc >= 2 && strcmp(argv[1], "lookup") == 0)
         return result_cache_run(argc, argv, 2, lookup_main);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
@@ -81,7 +90,10 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
     if (argc == 2 && strcmp(argv[1], "version") == 0) {
-        printf("%s\n", hiera_version());
+        char *why = NULL;
+        hiera_puppet_version v = cli_chosen_puppet_version(&why);
+        printf("%s\nanswers as %s (%s)\n", hiera_version(), cli_puppet_version_text(v), why ? why : "");
+        free(why);
         return 0;
     }
     /* everything else is the Hiera 3 command line (`hiera -- lookup` looks up a key "lookup") */
