@@ -211,6 +211,11 @@ void ck_data_cross(ck_ctx *c);
 void ck_config_interpolations(ck_ctx *c, int ci);
 /* classes.c: manifests, aliases, class parameters per data file */
 void ck_classes(ck_ctx *c);
+/* what Puppet 8's defaults refuse (puppet8.c) */
+void ck_puppet8(ck_ctx *c);
+/* whether the code is checked as Puppet 8 answers (hiera_puppet_version): the puppet8-* rules then
+ * say what the engine's Puppet 7 words would not (a v3 hiera.yaml fails, a list data file fails) */
+bool ck_as_puppet8(void);
 /* nodes.c: --facts-dir */
 int ck_nodes(ck_ctx *c, char **error);
 
