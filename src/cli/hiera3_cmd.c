@@ -39,6 +39,9 @@ static const char SUBCOMMANDS[] =
     "              (hiera eyaml --help)\n"
     "    version   print this hiera's version (" HIERA_VERSION "); hiera --version prints Hiera 3's\n"
     "\n"
+    "--puppet-version 7|8 (anywhere, or HIERA_PUPPET_VERSION=7|8) answers as Puppet 7.23 and Hiera\n"
+    "3.10 (Debian 12) or as Puppet 8.10 and Hiera 3.12 (Debian 13); default: the installed Puppet.\n"
+    "\n"
     "Without a subcommand (or after --), hiera is Hiera 3.10's command line:\n"
     "\n";
 
