@@ -298,6 +298,13 @@ def check_puppet_version(hiera, root):
     p = go(look[:-3] + ["--explain", "x"])
     check("--explain says which Puppet on stderr", "hiera: explaining as Puppet 8.10 does" in p.stderr and
           "explaining as" not in p.stdout, p.stdout + p.stderr)
+    # the result cache keeps an answer per Puppet (--puppet-version is not in the arguments it keys on)
+    cache = os.path.join(root, "cache")
+    time.sleep(1.1)  # (a run whose files changed less than a second before is not kept)
+    got = [go(look + ["--puppet-version", v], HIERA_CACHE_DIR=cache, HIERA_RESULT_CACHE_TRACE="1") for v in "7878"]
+    check("result cache: one answer per Puppet", [p.returncode for p in got] == [0, 1, 0, 1] and
+          "result cache: hit" in got[2].stderr and "result cache: hit" in got[3].stderr,
+          " | ".join(p.stdout + p.stderr for p in got))
     for args, env in ((["version"], {"HIERA_PUPPET_VERSION": "9"}), (["--puppet-version", "6", "version"], {}),
                       (look + ["--puppet-version"], {})):
         p = go(args, **env)
