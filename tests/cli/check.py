@@ -298,6 +298,14 @@ def check_puppet_version(hiera, root):
     p = go(look[:-3] + ["--explain", "x"])
     check("--explain says which Puppet on stderr", "hiera: explaining as Puppet 8.10 does" in p.stderr and
           "explaining as" not in p.stdout, p.stdout + p.stderr)
+    # hiera batch follows the choice as lookup does
+    write(os.path.join(root, "facts", "n1.yaml"), "role: web\n")
+    batch = ["batch", "--codedir", root, "--confdir", root, "--hiera_config", os.path.join(root, "hiera.yaml"),
+             "--facts-dir", os.path.join(root, "facts"), "x"]
+    for v, want in (("7", '"x": "ab"'), ("8", "Undefined variable 'nosuch'")):
+        p = go(batch + ["--puppet-version", v])
+        check("hiera batch --puppet-version %s" % v, want in p.stdout and p.returncode == (0 if v == "7" else 2),
+              p.stdout + p.stderr)
     # the result cache keeps an answer per Puppet (--puppet-version is not in the arguments it keys on)
     cache = os.path.join(root, "cache")
     time.sleep(1.1)  # (a run whose files changed less than a second before is not kept)
