@@ -598,6 +598,24 @@ static keyslot *slot_from_env(eyaml_ctx *e, bool cert, const char *var, const ch
     return slot_store(e, cert, true, var, text, len, NULL, err);
 }
 
+/* Ruby's checks of a String option used as an environment variable's name (ENV[var]) or a
+ * file's (File.read(path)): false, with err, when Ruby raises. */
+static bool ruby_string_arg(eyaml_ctx *e, const hv *v, bool env_name, herr *err)
+{
+    if (!v || !hv_is(v, HV_STRING)) {
+        char *m = xasprintf("no implicit conversion of %s into String", v ? ruby_conversion_name(v) : "nil");
+        fail(e, err, EYAML_ERR_STANDARD, m);
+        free(m);
+        return false;
+    }
+    if (memchr(hv_str_ptr(v), 0, hv_str_len(v))) {
+        fail(e, err, EYAML_ERR_STANDARD, env_name ? "bad environment variable name: contains null byte"
+                                                  : "path name contains null byte");
+        return false;
+    }
+    return true;
+}
+
 /* The key hiera-eyaml's Pkcs7 encryptor reads for option `base` ("pkcs7_private_key" or
  * "pkcs7_public_key"): the environment variable named by <base>_env_var when that option is
  * set and the variable exists, else File.read(<base>). */
@@ -608,31 +626,15 @@ static keyslot *load_key(eyaml_ctx *e, const hv *options, const char *base, bool
     const hv *path = opt_get(options, base), *var = opt_get(options, envopt);
     if (var && hv_truthy(var)) {
         /* ENV[name] */
-        if (!hv_is(var, HV_STRING)) {
-            char *m = xasprintf("no implicit conversion of %s into String", ruby_conversion_name(var));
-            fail(e, err, EYAML_ERR_STANDARD, m);
-            free(m);
+        if (!ruby_string_arg(e, var, true, err))
             return NULL;
-        }
-        if (memchr(hv_str_ptr(var), 0, hv_str_len(var))) {
-            fail(e, err, EYAML_ERR_STANDARD, "bad environment variable name: contains null byte");
-            return NULL;
-        }
         const char *text = fs_getenv(hv_str_ptr(var));
         if (text)
             return slot_from_env(e, cert, hv_str_ptr(var), text, err);
     }
     /* File.read(path) */
-    if (!path || !hv_is(path, HV_STRING)) {
-        char *m = xasprintf("no implicit conversion of %s into String", path ? ruby_conversion_name(path) : "nil");
-        fail(e, err, EYAML_ERR_STANDARD, m);
-        free(m);
+    if (!ruby_string_arg(e, path, false, err))
         return NULL;
-    }
-    if (memchr(hv_str_ptr(path), 0, hv_str_len(path))) {
-        fail(e, err, EYAML_ERR_STANDARD, "path name contains null byte");
-        return NULL;
-    }
     return slot_from_file(e, cert, hv_str_ptr(path), err);
 }
 
@@ -646,16 +648,8 @@ static keyslot *load_private_key_42(eyaml_ctx *e, const hv *options, herr *err)
     if (has_path && has_var) /* (Kernel#warn) */
         diag_warn("eyaml-keys", NULL, 0, 0, "both private_key and private_key_env_var specified, using private_key_env_var");
     if (has_var) {
-        if (!hv_is(var, HV_STRING)) {
-            char *m = xasprintf("no implicit conversion of %s into String", ruby_conversion_name(var));
-            fail(e, err, EYAML_ERR_STANDARD, m);
-            free(m);
+        if (!ruby_string_arg(e, var, true, err))
             return NULL;
-        }
-        if (memchr(hv_str_ptr(var), 0, hv_str_len(var))) {
-            fail(e, err, EYAML_ERR_STANDARD, "bad environment variable name: contains null byte");
-            return NULL;
-        }
         const char *text = fs_getenv(hv_str_ptr(var));
         if (!text) {
             char *m = xasprintf("env %s is not set", hv_str_ptr(var));
@@ -669,16 +663,8 @@ static keyslot *load_private_key_42(eyaml_ctx *e, const hv *options, herr *err)
         fail(e, err, EYAML_ERR_STANDARD, "pkcs7_private_key is not defined");
         return NULL;
     }
-    if (!hv_is(path, HV_STRING)) {
-        char *m = xasprintf("no implicit conversion of %s into String", ruby_conversion_name(path));
-        fail(e, err, EYAML_ERR_STANDARD, m);
-        free(m);
+    if (!ruby_string_arg(e, path, false, err))
         return NULL;
-    }
-    if (memchr(hv_str_ptr(path), 0, hv_str_len(path))) {
-        fail(e, err, EYAML_ERR_STANDARD, "path name contains null byte");
-        return NULL;
-    }
     if (!path_exists(hv_str_ptr(path))) { /* File.exist? */
         char *m = xasprintf("file %s does not exist", hv_str_ptr(path));
         fail(e, err, EYAML_ERR_STANDARD, m);

@@ -81,6 +81,36 @@ char *installed_puppet_command(void)
 
 /* "8.10.0" from lib/puppet/version.rb (PUPPETVERSION = '8.10.0'), or from the VERSION file
  * beside it when there is one; NULL when neither reads. */
+/* The quoted text of the first assignment of a Ruby constant in the file at path
+ * ("NAME = '8.10.0'", the name whole), or NULL. */
+static char *ruby_constant(const char *path, const char *name)
+{
+    sbuf b = {0};
+    char *v = NULL;
+    size_t n = strlen(name);
+    if (!path_is_file(path) || !file_read(path, &b, &(file_read_opts){.max = 1 << 20}, NULL) || !b.len) {
+        sb_free(&b);
+        return NULL;
+    }
+    for (const char *p = strstr(b.s, name); p && !v; p = strstr(p + 1, name)) {
+        if (p > b.s && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == ':'))
+            continue; /* (PUPPETVERSION is not VERSION; Hiera::VERSION is no assignment) */
+        const char *q = p + n;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (*q != '=' || q[1] == '=')
+            continue;
+        q++;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        const char *end = (*q == '\'' || *q == '"') ? strchr(q + 1, *q) : NULL;
+        if (end && end > q + 1)
+            v = xstrndup(q + 1, (size_t)(end - q - 1));
+    }
+    sb_free(&b);
+    return v;
+}
+
 static char *library_version(const char *version_rb)
 {
     char *dir = xstrdup(version_rb);
@@ -102,29 +132,7 @@ static char *library_version(const char *version_rb)
     }
     free(vfile);
     sb_free(&b);
-    if (v)
-        return v;
-    if (!file_read(version_rb, &b, &(file_read_opts){.max = 1 << 20}, NULL)) {
-        sb_free(&b);
-        return NULL;
-    }
-    const char *p = b.len ? strstr(b.s, "PUPPETVERSION") : NULL;
-    if (p) {
-        p += 13;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '=') {
-            p++;
-            while (*p == ' ' || *p == '\t')
-                p++;
-            char q = *p;
-            const char *end = (q == '\'' || q == '"') ? strchr(p + 1, q) : NULL;
-            if (end && end > p + 1)
-                v = xstrndup(p + 1, (size_t)(end - p - 1));
-        }
-    }
-    sb_free(&b);
-    return v;
+    return v ? v : ruby_constant(version_rb, "PUPPETVERSION");
 }
 
 /* Compares dotted versions numerically ("8.10.0" > "8.9.1"). */
@@ -241,20 +249,7 @@ static char *library_of(const char *cmd)
 /* "3.12.0" from Hiera's version.rb (VERSION = "3.12.0"), or NULL. */
 static char *hiera3_version_of(const char *version_rb)
 {
-    sbuf b = {0};
-    char *v = NULL;
-    if (path_is_file(version_rb) && file_read(version_rb, &b, &(file_read_opts){.max = 1 << 20}, NULL) && b.len) {
-        const char *p = strstr(b.s, "VERSION = ");
-        if (p) {
-            p += 10;
-            char q = *p;
-            const char *end = (q == '\'' || q == '"') ? strchr(p + 1, q) : NULL;
-            if (end && end > p + 1)
-                v = xstrndup(p + 1, (size_t)(end - p - 1));
-        }
-    }
-    sb_free(&b);
-    return v;
+    return ruby_constant(version_rb, "VERSION");
 }
 
 /* The major version a version text names, as hiera answers it: 8 from 8 on, else 7. */
