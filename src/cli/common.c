@@ -299,6 +299,36 @@ static bool looks_like_option(const char *a)
     return a[0] == '-' && (a[1] == '-' || (a[1] == '.' && !a[2]) || (a[1] && a[1] != '.' && !isdigit((unsigned char)a[1])));
 }
 
+/* Puppet 8's Trollop: an option that names no setting as given but does with '-' for '_' (or
+ * '_' for '-') is that setting ("--hiera-config" is --hiera_config), with a deprecation warning;
+ * "--no-..." only a boolean. The setting's index, or -1. (Puppet 7 ignores such an option here.) */
+static int partial_match(const char *name, size_t nlen, const setting_info *si, size_t nsi, bool *negated)
+{
+    bool no = nlen > 3 && !strncmp(name, "no-", 3);
+    const char *base = no ? name + 3 : name;
+    size_t blen = no ? nlen - 3 : nlen;
+    for (int pass = 0; pass < 2; pass++) {
+        char from = pass ? '_' : '-', to = pass ? '-' : '_';
+        char *alt = need(strndup(base, blen));
+        for (char *p = alt; *p; p++)
+            if (*p == from)
+                *p = to;
+        for (size_t s = 0; s < nsi; s++) {
+            if (strcmp(si[s].name, alt) || (no && !si[s].boolean))
+                continue;
+            fprintf(stderr, "Warning: Partial argument match detected: correct argument is --%s%s, got --%.*s. Partial "
+                            "argument matching is deprecated and will be removed in a future release.\n   (location: "
+                            "/usr/lib/ruby/vendor_ruby/puppet/util/command_line/trollop.rb:%d:in `block in parse')\n",
+                    si[s].boolean ? "[no-]" : "", si[s].name, (int)nlen, name, no ? 342 : 353);
+            free(alt);
+            *negated = no;
+            return (int)s;
+        }
+        free(alt);
+    }
+    return -1;
+}
+
 /* Puppet's global option pass (Trollop over the settings, invalid options ignored): the
  * settings given with their exact names, in order; used[i] marks the arguments it took. */
 static int settings_pass(int argc, char **argv, const setting_info *si, size_t nsi, cli_parsed *out, bool *used)
@@ -392,6 +422,8 @@ static int settings_pass(int argc, char **argv, const setting_info *si, size_t n
                 if (strlen(si[s].name) == nlen && !strncmp(si[s].name, name, nlen))
                     idx = (int)s;
         }
+        if (idx < 0 && cli_chosen_puppet_version(NULL) == HIERA_PUPPET_8)
+            idx = partial_match(name, nlen, si, nsi, &negated);
         if (idx < 0 && nlen == 8 && !strncmp(name, "run_mode", 8)) {
             const char *v = inline_value ? inline_value : np > 0 ? argv[i + 1] : NULL;
             if (v)
