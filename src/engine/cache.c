@@ -94,9 +94,6 @@ struct hiera_cache {
     void *src;
 };
 
-/* Files larger than this are refused rather than read into memory. */
-#define CACHE_MAX_FILE_SIZE ((off_t)256 * 1024 * 1024)
-
 hiera_cache *cache_new(void)
 {
     hiera_cache *c = xcalloc(1, sizeof *c);
@@ -484,7 +481,7 @@ bool hv_has_interpolation(const hv *v, int depth)
  * (HieraConfig.symkeys_to_string). A document that is not a hash is kept as it is: what it then
  * is (a warning and an empty hash, or an error under strict = error) depends on the context's
  * settings (lookup.c location_load). */
-#define DC_WARN_NOT_HASH 1u /* disk cache flag of earlier versions: the document was replaced by {} */
+#define DC_WARN_NOT_HASH CACHE_WARNED_NOT_HASH /* disk cache flag of earlier versions: the document was replaced by {} */
 
 static hv *prepare_yaml_data(hv *v)
 {
@@ -513,6 +510,11 @@ static bool data_format(file_format f) { return f == FMT_YAML || f == FMT_JSON |
 /* text parsed as fmt, as parse_file parses a file's bytes */
 static hv *parse_text(const char *path, const char *text, size_t len, file_format fmt, herr *err)
 {
+    /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
+    if (fmt == FMT_YAML3 && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
     hv *v = parse(path, text, len, fmt, err);
     if (!v)
         wrap_parse_error(path, fmt, err);
@@ -521,27 +523,32 @@ static hv *parse_text(const char *path, const char *text, size_t len, file_forma
     return v;
 }
 
+/* The warning a lookup gives for a data file whose top is not a hash under strict = warning (kept
+ * for snapshot.c: parses no longer warn, see prepare_yaml_data) */
+void cache_warn_not_hash(const char *path)
+{
+    diag_warn("data-not-hash", path, 0, 0, "%s: file does not contain a valid yaml hash", path);
+}
+
 /* The file read and parsed as fmt (and prepared as yaml_data does), or NULL with err. */
 static hv *parse_file(const char *path, file_format fmt, herr *err)
 {
     sbuf text = {0};
     hv *v = NULL;
-    if (read_all(path, &text, err)) {
-        const char *t = text.s;
-        size_t n = text.len;
-        /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
-        if (fmt == FMT_YAML3 && n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) {
-            t += 3;
-            n -= 3;
-        }
-        v = parse_text(path, t, n, fmt, err);
-    }
+    if (read_all(path, &text, err))
+        v = parse_text(path, text.s, text.len, fmt, err);
     sb_free(&text);
     return v;
 }
 
 hv *cache_parse_text(const char *path, const char *text, size_t len, file_format fmt, herr *err)
 {
+    return parse_text(path, text, len, fmt, err);
+}
+
+hv *cache_parse_bytes(const char *path, const char *text, size_t len, file_format fmt, unsigned *flags, herr *err)
+{
+    *flags = 0; /* (a document that is not a hash is kept: the lookup decides, under its strict setting) */
     return parse_text(path, text, len, fmt, err);
 }
 
