@@ -162,8 +162,11 @@ unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do ./$$t >$$t.log 2>&1 || { echo "FAIL $$t"; cat $$t.log; fail=1; }; done; \
 	  echo "unit tests: $(words $(UNIT_BIN)) programs"; exit $$fail
 
+# the recorded cases answered as Puppet 7.23 (expected.json) and as Puppet 8.10 (expected-puppet8.json
+# where Puppet 8 answers otherwise)
 cases: $(B)/hiera
-	@python3 tests/run-cases.py --hiera $(B)/hiera
+	@python3 tests/run-cases.py --hiera $(B)/hiera --puppet-version 7
+	@python3 tests/run-cases.py --hiera $(B)/hiera --puppet-version 8
 
 check: all test-deps
 	@$(MAKE) --no-print-directory unit
@@ -325,8 +328,8 @@ asan:
 # (with a scratch disk cache, removed afterwards)
 RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
 	  dc=$$(mktemp -d /tmp/hiera-conformance-cache-XXXXXX) && \
-	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
-	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
+	  HIERA_CACHE_DIR=$$dc HIERA_PUPPET_VERSION=7 $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
+	  HIERA_CACHE_DIR=$$dc HIERA_PUPPET_VERSION=7 $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
 	  rc=$$?; rm -rf "$$dc"; exit $$rc; \
 	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
 

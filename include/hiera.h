@@ -1,4 +1,4 @@
-/* hiera.h - libhiera: Hiera 5 lookups (as Puppet 7 answers them) from C.
+/* hiera.h - libhiera: Hiera 5 lookups (as Puppet 7 or Puppet 8 answers them: hiera_puppet_version) from C.
  *
  * Ownership, in one rule: a function whose result is a pointer returns something the caller
  * owns and must release with the matching function named in its comment (hiera_free,
@@ -298,9 +298,54 @@ typedef struct {
 /* Called on the thread that made the call the diagnostic arose in; userdata is passed through. */
 typedef void (*hiera_diagnostic_fn)(const hiera_diagnostic *d, void *userdata);
 
+/* ------------------------------------------------------------------ which Puppet
+ *
+ * The library answers as Puppet 7.23 (Debian 12's package) or as Puppet 8.10 (Debian 13's
+ * puppet-agent, with its Ruby 3.3, json 2.7, OpenSSL 3.5 and hiera-eyaml 4.2). What differs:
+ *  - Puppet's settings: 8 has five more (skip_logging_catalog_request_destination,
+ *    report_configured_environmentpath, ca_refresh_interval, hostcert_renewal_interval,
+ *    allow_pson_serialization) and other defaults, above all strict = error (warning in 7), so
+ *    that by default an undefined variable in data interpolation, a YAML data file that is not a
+ *    hash, a version 3 hiera.yaml in an environment or a module and an undefined variable in a
+ *    version 4 hierarchy path fail the lookup; a version 5 location's undefined variable still
+ *    interpolates as "" with "Interpolation failed with 'x', but compilation continuing" (under
+ *    Puppet 7 with strict = error it fails). strict is an ordinary setting in both (puppet.conf,
+ *    the command line): with strict = warning Puppet 8 answers those as Puppet 7.
+ *  - `puppet lookup` 8 sets $server_facts (serverversion "8.10.0", servername, serverip,
+ *    serverip6: the local machine's Facter facts networking.fqdn, .ip, .ip6; environment) and the
+ *    top-scope variables serverversion, servername, serverip, serverip6 (unless a fact has the
+ *    name).
+ *  - The Ruby libraries' messages: a JSON syntax error without json 2.6's "NNN: " prefix, an
+ *    invalid eyaml block "... (Expecting: PKCS7)", and hiera-eyaml 4.2's key loading (the public
+ *    key is not needed to decrypt; a key's environment variable wins over its file).
+ * hiera_puppet_version_find says which Puppet is installed. */
+typedef enum {
+    /* the installed one: HIERA_PUPPET_VERSION (7 or 8) in the environment when set, else the
+     * major version of the puppet found as HIERA_LAYOUT_AUTO finds it (its Ruby library's
+     * puppet/version.rb read as text: 8 and later answer as 8, earlier ones as 7), else 7 */
+    HIERA_PUPPET_AUTO = 0,
+    HIERA_PUPPET_7 = 7, /* Puppet 7.23 */
+    HIERA_PUPPET_8 = 8, /* Puppet 8.10 */
+} hiera_puppet_version;
+
+/* The installed Puppet, as HIERA_PUPPET_AUTO finds it (looked for again at each call). why, when
+ * not NULL, gets a malloc'ed sentence saying where the answer comes from ("HIERA_PUPPET_VERSION=8",
+ * "the installed Puppet 8.10.0 (/usr/lib/ruby/vendor_ruby/puppet/version.rb, of /usr/bin/puppet)",
+ * "no Puppet installed: Puppet 7, the default"). Returns HIERA_PUPPET_AUTO when
+ * HIERA_PUPPET_VERSION is set to something else than 7 or 8 (why says so; hiera_settings_load and
+ * hiera_new then fail with it). Any thread. */
+HIERA_API hiera_puppet_version hiera_puppet_version_find(char **why);
+
+/* Calls that take no context (hiera_render, hiera_cache_render, hiera_value_load_file,
+ * hiera_facts_load, hiera_facts_cached...) word the few messages Ruby 3.3 words otherwise (a JSON
+ * syntax error, "Infinity not allowed in JSON", a NoMethodError) as the calling thread's Puppet:
+ * Puppet 7 until this sets it (AUTO: the installed one). Returns the one in effect before. Calls
+ * on a context use the context's Puppet for their duration. Per thread. */
+HIERA_API hiera_puppet_version hiera_thread_puppet_version(hiera_puppet_version v);
+
 /* ------------------------------------------------------------------ Puppet's settings */
 
-/* Puppet's settings as `puppet lookup` (Puppet 7.23, run mode "server") resolves them: a value
+/* Puppet's settings as `puppet lookup` (Puppet 7.23 or 8.10, run mode "server") resolves them: a value
  * given on the command line wins, then the environment's environment.conf (for the settings it
  * may hold), then puppet.conf's [server], [master] and [main] sections, then Puppet's defaults.
  * "$name" (or "${name}") in a value is replaced by the value of the setting `name`; "$environment"
@@ -357,6 +402,9 @@ typedef struct {
      * meets them; NULL drops them. */
     hiera_diagnostic_fn diagnostics;
     void *diagnostics_data;
+    /* whose settings these are: Puppet 7's or Puppet 8's (their names and defaults); AUTO: the
+     * installed one (see hiera_puppet_version) */
+    hiera_puppet_version puppet_version;
 } hiera_settings_options;
 #define HIERA_SETTINGS_OPTIONS_INIT {.size = sizeof(hiera_settings_options)}
 
@@ -380,12 +428,19 @@ HIERA_API char *hiera_settings_get(const hiera_settings *s, const char *name, hi
 HIERA_API char *hiera_settings_given(const hiera_settings *s, const char *name, const char *where);
 /* The puppet.conf read (BORROWED), or NULL when none was (missing, ignored, or not asked for). */
 HIERA_API const char *hiera_settings_file(const hiera_settings *s);
+/* The Puppet whose settings these are (HIERA_PUPPET_7 or HIERA_PUPPET_8), which every context
+ * made from them answers as. */
+HIERA_API hiera_puppet_version hiera_settings_puppet_version(const hiera_settings *s);
 /* true when `name` is one of Puppet 7.23's settings. */
 HIERA_API bool hiera_setting_exists(const char *name);
 /* Puppet 7.23's settings in Puppet's order (for a command-line parser): the i-th one's name,
  * whether it is a boolean (given as --name / --no-name on a command line) and its one-letter
  * option (0 for none). false when i is past the last. */
 HIERA_API bool hiera_setting_info(size_t i, const char **name, bool *boolean, char *short_option);
+/* The same for the settings of version v's Puppet (AUTO: the installed one). */
+HIERA_API bool hiera_puppet_setting_exists(hiera_puppet_version v, const char *name);
+HIERA_API bool hiera_puppet_setting_info(hiera_puppet_version v, size_t i, const char **name, bool *boolean,
+                                         char *short_option);
 
 /* ------------------------------------------------------------------ environments */
 
@@ -480,6 +535,9 @@ typedef struct {
      * names `/etc/puppetlabs/code/environments/%{environment}/hieradata` so. false: the path as
      * written, as Puppet reads it (a lookup on this machine then reads the live files there). */
     bool remap_default_environmentpath;
+    /* Without settings and env: whose Puppet's settings are made (see hiera_puppet_version; AUTO:
+     * the installed one). With them, their version is the context's and this is ignored. */
+    hiera_puppet_version puppet_version;
 } hiera_options;
 #define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 

@@ -269,6 +269,11 @@ void ck_classes(ck_ctx *c);
 /* classes.c: the keys lookup($var) may read (the variable's values in the code and the data),
  * added to the manifests' lookups as literal keys; those that cannot be known noted */
 void ck_resolve_lookups(ck_ctx *c);
+/* what Puppet 8's defaults refuse (puppet8.c) */
+void ck_puppet8(ck_ctx *c);
+/* whether the code is checked as Puppet 8 answers (hiera_puppet_version): the puppet8-* rules then
+ * say what the engine's Puppet 7 words would not (a v3 hiera.yaml fails, a list data file fails) */
+bool ck_as_puppet8(void);
 /* nodes.c: --facts-dir */
 int ck_nodes(ck_ctx *c, char **error);
 struct ck_node_memo *ck_node_memo_new(void);

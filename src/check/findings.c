@@ -51,7 +51,12 @@ const check_rule check_rules[] = {
     {"parameter-type", CHECK_ERROR, "classes", "a value that does not match the class parameter's type"},
     {"parameter-missing", CHECK_ERROR, "classes", "a required parameter of an included class without a value (--facts-dir)"},
     {"lookup-error", CHECK_ERROR, "classes", "the lookup of a class parameter fails for some nodes (--facts-dir)"},
-    /* 7. nodes */
+    /* 7. what Puppet 8's defaults refuse (puppet8.c): warnings under Puppet 7, errors under 8 */
+    {"puppet8-undefined-variable", CHECK_WARNING, "puppet8", "data interpolating a legacy fact, which Puppet 8 leaves undefined"},
+    {"puppet8-not-a-hash", CHECK_WARNING, "puppet8", "a YAML data file that is a list or a scalar (Puppet 8 fails its lookups)"},
+    {"puppet8-v3-config", CHECK_WARNING, "puppet8", "a version 3 hiera.yaml in an environment or a module (Puppet 8 fails there)"},
+    {"puppet8-v4-path-variable", CHECK_WARNING, "puppet8", "a version 4 hierarchy interpolating a legacy fact (Puppet 8 fails)"},
+    /* 8. nodes */
     {"unreached-file", CHECK_WARNING, "nodes", "a data file that no node of --facts-dir reads"},
     {"shadowed-key", CHECK_WARNING, "nodes", "a key that a higher level always overrides for every node reading it"},
     {NULL, 0, NULL, NULL},

@@ -996,6 +996,7 @@ typedef struct {
 static void *prefetch_thread(void *arg)
 {
     prefetch *p = arg;
+    hiera_thread_puppet_version(HIERA_PUPPET_AUTO); /* (the facts files' messages: main.c's choice) */
     for (size_t i = p->first; i < p->n; i++) {
         pthread_mutex_lock(&p->mu);
         if (!p->stop && i >= p->consumed + PREFETCH_AHEAD) {

@@ -22,7 +22,7 @@ static const char *CHECK_USAGE =
     "                   [--facts-dir <DIR>] [--format text|json|junit|sarif|github]\n"
     "                   [--rule <NAME>=off|note|warning|error ...] [--warnings-as-errors]\n"
     "                   [--config <FILE> | --no-config] [--color auto|always|never] [--jobs <N>]\n"
-    "                   [--list-rules] [<PATH>...]\n"
+    "                   [--list-rules] [--puppet-version 7|8] [<PATH>...]\n"
     "                   [--from-puppetdb | --puppetdb <URL|FILE>] [--nodes-query <QUERY>] ...\n"
     "\n"
     "Checks a control repository: every hiera.yaml and data file (syntax, files no level reads,\n"
@@ -40,6 +40,8 @@ static const char *CHECK_USAGE =
     "  rules: {RULE: off|note|warning|error}, exclude: [path patterns], warnings_as_errors: bool.\n"
     "A comment '# hiera-check: disable=RULE[,RULE]' turns rules off for its line (or, alone on\n"
     "its line, for the next one); '# hiera-check: disable-file=RULE' for the whole file.\n"
+    "--puppet-version (default: the installed Puppet): the puppet8-* rules, what Puppet 8's\n"
+    "defaults refuse, are warnings as Puppet 7 and errors as Puppet 8.\n"
     "Exit status: 0 no error (warnings and notes allowed), 1 errors found, 2 the check could not run.\n"
     "\n"
     "%s";

@@ -42,6 +42,7 @@ static const char *DIFF_USAGE =
     "                  [--default <VALUE>] [--format text|json|markdown] [--nodes]\n"
     "                  [--color auto|always|never] [--fail-on changes|failures] [--full]\n"
     "                  [--jobs <N>] [--unsafe-fact-paths]\n"
+    "                  [--puppet-version 7|8 | --old-puppet-version 7|8 --new-puppet-version 7|8]\n"
     "                  [--from-puppetdb | --puppetdb <URL|FILE>] [--nodes-query <QUERY>] ...\n"
     "       hiera diff OLD NEW --explain <KEY> --node <NODE-NAME> [the flags above]\n"
     "\n"
@@ -55,6 +56,9 @@ static const char *DIFF_USAGE =
     "key either side's data defines, or --keys-file (one per line) and the <keys> given. Only the\n"
     "keys whose answers can differ are looked up again (--full: every key). Values compare as\n"
     "Puppet's == with the types kept apart: hash order does not matter, 1 and 1.0 differ.\n"
+    "Each side answers as the installed Puppet (HIERA_PUPPET_VERSION), or as --puppet-version for\n"
+    "both, --old-puppet-version and --new-puppet-version each: the same tree on both sides with\n"
+    "--old-puppet-version 7 --new-puppet-version 8 shows what moving to Puppet 8 changes.\n"
     "A relative --hiera_config names the file in each side's tree (an absolute one serves both).\n"
     "--format: text (grouped by key, then by change, with a few nodes each; --nodes lists them\n"
     "all; coloured on a terminal), json (the schema is in README.md) or markdown (for a merge\n"
@@ -75,6 +79,7 @@ typedef struct {
     cli_puppet_settings_args ps; /* Puppet's settings for its client */
     const char **keys;
     size_t nkeys;
+    hiera_puppet_version versions[2]; /* the Puppet each side answers as (diff_puppet_versions) */
 } diff_args;
 
 /* PuppetDB's nodes: a node whose facts path is "" takes them from here (one pager per run) */
@@ -134,8 +139,40 @@ static bool flag_is(const char *given, size_t len, const char *name)
     return true;
 }
 
+/* --puppet-version (both sides), --old-puppet-version, --new-puppet-version: taken out of argv
+ * before the other options are read; a side without one answers as the installed Puppet. */
+static int diff_puppet_versions(int *argc, char **argv, diff_args *a)
+{
+    static const char *const opts[3] = {"puppet-version", "old-puppet-version", "new-puppet-version"};
+    hiera_puppet_version given[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        bool *skip = calloc((size_t)*argc + 1, sizeof *skip);
+        if (!skip)
+            return usage_error("%s", "out of memory");
+        bool seen = false;
+        hiera_puppet_version v = cli_puppet_version(*argc, argv, opts[k], skip, NULL);
+        int n = 0;
+        for (int i = 0; i < *argc; i++) {
+            seen |= skip[i];
+            if (!skip[i])
+                argv[n++] = argv[i];
+        }
+        *argc = n;
+        free(skip);
+        if (!v)
+            return 2;
+        if (seen)
+            given[k] = v;
+    }
+    for (int s = 0; s < 2; s++)
+        a->versions[s] = given[1 + s] ? given[1 + s] : given[0] ? given[0] : cli_puppet_version(0, NULL, opts[0], NULL, NULL);
+    return a->versions[0] && a->versions[1] ? 0 : 2;
+}
+
 static int parse(int argc, char **argv, diff_args *a)
 {
+    if (diff_puppet_versions(&argc, argv, a))
+        return 2;
     a->keys = xmalloc_(((size_t)argc + 1) * sizeof *a->keys);
     static const struct {
         const char *name;
@@ -868,7 +905,8 @@ static void node_open(worker *w, uint32_t ni, node_run *nr)
                            .facts = nf[s].stored ? NULL : nf[s].facts, .base_facts = nf[s].stored ? nf[s].facts : NULL,
                            .trusted = nf[s].trusted, .cache = w->view[s], .unsafe_fact_paths = r->a->unsafe_fact_paths,
                            .diagnostics = collect_diagnostic, .diagnostics_data = &nr->diag[s],
-                           .remap_default_environmentpath = true};
+                           .remap_default_environmentpath = true,
+                           .puppet_version = r->a->versions[s]};
         nr->diag[s] = (diag_src){s, ni};
         hiera_error err = {0};
         nr->h[s] = hiera_new(&o, &err);
@@ -1008,17 +1046,21 @@ typedef struct {
     hiera_cache *disk; /* lends its disk cache to the parse (folders only), or NULL */
     hiera_snapshot *snap;
     pthread_t th;
+    hiera_puppet_version version; /* the side's (the parse errors' words) */
 } snap_job;
 
 static void *build_snapshot(void *arg)
 {
     snap_job *j = arg;
+    hiera_puppet_version was = hiera_thread_puppet_version(j->version);
     hiera_options o = {.size = sizeof o, .codedir = j->side->codedir, .confdir = j->a->confdir,
                        .environmentpath = j->side->environmentpath, .hiera_config = j->side->hiera_config,
-                       .environment = j->a->environment, .cache = j->disk, .remap_default_environmentpath = true};
+                       .environment = j->a->environment, .cache = j->disk, .remap_default_environmentpath = true,
+                       .puppet_version = j->version};
     hiera_error err = {0};
     j->snap = hiera_snapshot_new(&o, &err);
     hiera_error_clear(&err);
+    hiera_thread_puppet_version(was);
     return NULL;
 }
 
@@ -1215,8 +1257,8 @@ static char *unseen_changes(diff_side side[2], hiera_snapshot *snap[2], const ch
 
 static const diag_src explain_src[2] = {{0, UINT32_MAX}, {1, UINT32_MAX}};
 
-static void explain_side(const diff_args *a, const diff_side *s, const char *node, const char *facts_path,
-                         const hiera_request *base, outcome *o, hiera_value **prov, char **text)
+static void explain_side(const diff_args *a, const diff_side *s, hiera_puppet_version version, const char *node,
+                         const char *facts_path, const hiera_request *base, outcome *o, hiera_value **prov, char **text)
 {
     *prov = NULL;
     *text = NULL;
@@ -1234,7 +1276,7 @@ static void explain_side(const diff_args *a, const diff_side *s, const char *nod
                           .base_facts = nf.stored ? nf.facts : NULL, .trusted = nf.trusted, .cache = cache,
                           .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
                           .diagnostics_data = (void *)&explain_src[s == diag_sides[1]],
-                          .remap_default_environmentpath = true};
+                          .remap_default_environmentpath = true, .puppet_version = version};
     hiera_error err = {0};
     hiera *h = hiera_new(&opts, &err);
     node_facts_clear(&nf);
@@ -1405,7 +1447,7 @@ static int run_explain(const diff_args *a, diff_side side[2], const char *facts_
     hiera_value *prov[2];
     char *text[2];
     for (int s = 0; s < 2; s++)
-        explain_side(a, &side[s], a->node, facts_path[s], req, &o[s], &prov[s], &text[s]);
+        explain_side(a, &side[s], a->versions[s], a->node, facts_path[s], req, &o[s], &prov[s], &text[s]);
     bool same = outcome_same(&o[0], &o[1]);
     const char *verdict = same ? "unchanged"
                           : o[0].st == HIERA_ERROR && o[1].st == HIERA_ERROR ? "failure changed"
@@ -1649,6 +1691,14 @@ int diff_main(int argc, char **argv)
             free(err);
             goto out;
         }
+        side[s].puppet = a.versions[s] == HIERA_PUPPET_8 ? "8.10" : "7.23";
+        if (a.versions[0] != a.versions[1]) { /* (the report names each side's Puppet) */
+            char *l = NULL;
+            if (asprintf(&l, "%s, Puppet %s", side[s].label, side[s].puppet) >= 0) {
+                free(side[s].label);
+                side[s].label = l;
+            }
+        }
         /* a relative --hiera_config is the file of that name in each side's tree */
         if (a.hiera_config && a.hiera_config[0] != '/') {
             if (asprintf(&side[s].hiera_config, "%s/%s", side[s].tree, a.hiera_config) < 0)
@@ -1686,7 +1736,7 @@ int diff_main(int argc, char **argv)
     snap_job sj[2];
     for (int s = 0; s < 2; s++) {
         /* a checkout's paths are new each run: kept on disk they would only pile up */
-        sj[s] = (snap_job){&a, &side[s], side[s].is_git || !use_disk ? NULL : facts_cache, NULL, 0};
+        sj[s] = (snap_job){&a, &side[s], side[s].is_git || !use_disk ? NULL : facts_cache, NULL, 0, a.versions[s]};
     }
     bool threaded = pthread_create(&sj[1].th, NULL, build_snapshot, &sj[1]) == 0;
     build_snapshot(&sj[0]);
@@ -1709,6 +1759,9 @@ int diff_main(int argc, char **argv)
         goto out;
     }
     char *unseen = side[0].env_kind == side[1].env_kind ? unseen_changes(side, snap, a.environment) : NULL;
+    if (!unseen && a.versions[0] != a.versions[1]) /* (the same files answer otherwise) */
+        unseen = xstrdup_(a.versions[1] == HIERA_PUPPET_8 ? "the new side answers as Puppet 8.10, the old as Puppet 7.23"
+                                                          : "the new side answers as Puppet 7.23, the old as Puppet 8.10");
     hiera_compare_options co = {.size = sizeof co, .old_root = side[0].root, .new_root = side[1].root,
                                 .keys = explicit_keys ? (const char *const *)keys.v : NULL, .nkeys = keys.n,
                                 .full = a.full, .full_reason = unseen};

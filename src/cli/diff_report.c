@@ -1078,6 +1078,8 @@ static hiera_value *side_doc(const diff_side *s)
     hiera_value_hash_set(d, "type", str(s->is_git ? "git" : "directory"));
     hiera_value_hash_set(d, "revision", s->is_git ? str(s->commit) : hiera_value_undef());
     hiera_value_hash_set(d, "tree", str(s->env_kind ? "environment" : "codedir"));
+    if (s->puppet)
+        hiera_value_hash_set(d, "puppet", str(s->puppet));
     return d;
 }
 

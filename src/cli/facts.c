@@ -6,8 +6,9 @@
  *    no facts;
  *  - without --node the node is the certname and its facts come from Facter
  *    (lib/puppet/indirector/facts/facter.rb): Puppet calls Facter in its own process; here the
- *    `facter` command is run with the same facts asked for (legacy facts included, as Puppet's
- *    include_legacy_facts default wants) and the same custom and external fact folders, then the
+ *    `facter` command is run with the same facts asked for (legacy facts included when Puppet's
+ *    include_legacy_facts setting is true: Puppet 7's default, not 8's) and the same custom and
+ *    external fact folders, then the
  *    facts Puppet adds itself (puppetversion, agent_specified_environment, clientcert,
  *    clientversion, clientnoop) are added;
  *  - the file's facts go over those, and no facts at all is "No facts available for target
@@ -221,7 +222,7 @@ static void external_dirs_of(const char *moddir, void *arg)
 
 /* ------------------------------------------------------------------ running facter */
 
-/* `facter --json --show-legacy` with the folders Puppet gives Facter: the facts as a hash, or
+/* `facter --json [--show-legacy]` with the folders Puppet gives Facter: the facts as a hash, or
  * NULL after printing why. Facter's own messages (errors it logs while resolving facts) go to
  * stderr as they do under Puppet; Facter then exits 1, but its facts are used, as Puppet uses
  * them. */
@@ -242,7 +243,8 @@ static hiera_value *run_facter(const cli_facts_request *r, const char *vardir)
 
     push(&argv, cat3("facter", "", ""));
     push(&argv, cat3("--json", "", ""));
-    push(&argv, cat3("--show-legacy", "", ""));
+    if (r->legacy_facts)
+        push(&argv, cat3("--show-legacy", "", ""));
     for (size_t i = 0; i < custom.n; i++) {
         push(&argv, cat3("--custom-dir", "", ""));
         push(&argv, cat3(custom.v[i], "", ""));
@@ -376,11 +378,12 @@ static hiera_value *local_facts(const cli_facts_request *r, const char *vardir, 
         return NULL;
     }
     /* Puppet.initialize_facts, then Puppet::Node::Facts#add_local_facts */
-    hiera_value_hash_set(facts, "puppetversion", hiera_value_new_string(CLI_PUPPET_VERSION));
+    const char *version = r->puppet_version ? r->puppet_version : CLI_PUPPET_VERSION;
+    hiera_value_hash_set(facts, "puppetversion", hiera_value_new_string(version));
     if (r->cli_environment)
         hiera_value_hash_set(facts, "agent_specified_environment", hiera_value_new_string(r->cli_environment));
     hiera_value_hash_set(facts, "clientcert", hiera_value_new_string(*certname));
-    hiera_value_hash_set(facts, "clientversion", hiera_value_new_string(CLI_PUPPET_VERSION));
+    hiera_value_hash_set(facts, "clientversion", hiera_value_new_string(version));
     hiera_value_hash_set(facts, "clientnoop", hiera_value_new_bool(false));
     return facts;
 }
@@ -499,8 +502,13 @@ int cli_node_facts_get(const hiera_settings *settings, const hiera_environment *
                      : 1;
     }
     if (!failed) {
+        /* Puppet 8 asks Facter without the legacy facts (include_legacy_facts defaults to false) */
+        char *legacy = hiera_settings_get(settings, "include_legacy_facts", NULL);
         cli_facts_request fr = {node, facts_file, fs.vardir, fs.yamldir, fs.certname, fs.environment,
-                                node ? NULL : fs.modulepath, node ? &route : NULL, &pc.c, cache};
+                                node ? NULL : fs.modulepath, node ? &route : NULL, &pc.c, cache,
+                                hiera_settings_puppet_version(settings) == HIERA_PUPPET_8 ? CLI_PUPPET8_VERSION : CLI_PUPPET_VERSION,
+                                !legacy || strcmp(legacy, "false") != 0};
+        free(legacy);
         failed = cli_facts_gather(&fr, out);
     }
     cli_facts_route_free(&route);

@@ -7,9 +7,10 @@
 #include "cli/factsrc.h"
 #include "hiera.h"
 
-/* The Puppet version whose behaviour this project implements; Puppet reports its own version in
- * the puppetversion and clientversion facts of the local machine. */
+/* The versions of Puppet this project answers as (hiera_puppet_version); Puppet reports its own
+ * version in the puppetversion and clientversion facts of the local machine. */
 #define CLI_PUPPET_VERSION "7.23.0"
+#define CLI_PUPPET8_VERSION "8.10.0"
 
 typedef struct {
     const char *node;            /* --node NODE; NULL: the local machine, whose facts come from Facter */
@@ -25,6 +26,8 @@ typedef struct {
                                     NULL: the YAML facts cache */
     const pdb_config *pdb;       /* PuppetDB, when the route asks it */
     hiera_cache *cache;          /* the --facts file is read through its disk cache; NULL: parsed */
+    const char *puppet_version;  /* the puppetversion and clientversion facts (NULL: CLI_PUPPET_VERSION) */
+    bool legacy_facts;           /* Facter's legacy facts too (Puppet's include_legacy_facts setting) */
 } cli_facts_request;
 
 typedef struct {

@@ -27,8 +27,10 @@ typedef enum {
 } file_format;
 
 /* The text of a file (len bytes read from path) parsed as cache_load parses path with fmt (a data
- * file prepared as yaml_data prepares it: *flags gets CACHE_WARNED_NOT_HASH when its top is not a
- * hash, after warning through the diagnostics sink), or NULL with err as cache_load gives it. The
+ * file prepared as yaml_data prepares it; a document that is not a hash is kept as it is, for the
+ * lookup to warn or fail under its strict setting: *flags is 0; CACHE_WARNED_NOT_HASH marks the
+ * disk cache entries of earlier versions, which replaced such a document by {}), or NULL with err
+ * as cache_load gives it. The
  * value depends on the text alone; path only names the file in messages. For a caller that reads
  * the bytes itself (snapshot.c: parses named by their content). */
 #define CACHE_WARNED_NOT_HASH 1u

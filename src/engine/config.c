@@ -95,6 +95,23 @@ static void fail_at(herr *err, const hcfg *c, int line, const char *fmt, ...)
     sb_free(&b);
 }
 
+void config_undefined_variable(const hcfg *c, herr *err)
+{
+    static const char head[] = "Undefined variable '";
+    if (!herr_isset(err) || !err->msg || strncmp(err->msg, head, sizeof head - 1))
+        return;
+    const char *name = err->msg + sizeof head - 1, *end = strchr(name, '\'');
+    if (!end || end == name)
+        return;
+    char *var = xstrndup(name, (size_t)(end - name));
+    char *re = xasprintf("%%\\{['\"]?%s['\"]?}", var);
+    int line = config_find_line(c, re, 1);
+    free(re);
+    herr_clear(err);
+    fail_at(err, c, line, "Undefined variable '%s'", var);
+    free(var);
+}
+
 int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line)
 {
     if (!c->path)
@@ -794,7 +811,7 @@ static bool version_to_i(const hv *v, long long *out, herr *err)
     }
 }
 
-static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err)
+static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind layer, int strict, bool *ignored, herr *err)
 {
     *ignored = false;
     hcfg *c = xcalloc(1, sizeof *c);
@@ -839,14 +856,16 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
         break;
     case 4:
         c->version = 4;
-        diag_warn("config-deprecated", path, 0, 0,
-                  "%s: Use of 'hiera.yaml' version 4 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
+        if (strict) /* (unless Puppet[:strict] == :off) */
+            diag_warn("config-deprecated", path, 0, 0,
+                      "%s: Use of 'hiera.yaml' version 4 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
         ok = load_v4(c, loaded, err);
         break;
     case 3:
         c->version = 3;
-        diag_warn("config-deprecated", path, 0, 0,
-                  "%s: Use of 'hiera.yaml' version 3 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
+        if (strict)
+            diag_warn("config-deprecated", path, 0, 0,
+                      "%s: Use of 'hiera.yaml' version 3 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
         ok = load_v3(c, loaded, err);
         break;
     default:
@@ -860,9 +879,14 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
         return NULL;
     }
     if (version == 3 && layer != LAYER_GLOBAL) {
-        diag_warn("config-v3-ignored", path, 0, 0, "hiera.yaml version 3 found at the %s root was ignored\n   (file: %s)",
-                  layer == LAYER_ENV ? "environment" : "module", path);
-        *ignored = true;
+        /* EnvironmentDataProvider / ModuleDataProvider#assert_config_version */
+        if (strict == 2)
+            fail_at(err, c, 0, "hiera.yaml version 3 cannot be used in %s", layer == LAYER_ENV ? "an environment" : "a module");
+        else if (layer == LAYER_ENV)
+            diag_warn("config-v3-ignored", path, 0, 0, "hiera.yaml version 3 found at the environment root was ignored\n   (file: %s)", path);
+        else
+            diag_warn("config-v3-ignored", path, 0, 0, "hiera.yaml version 3 found at module root was ignored\n   (file: %s)", path);
+        *ignored = strict != 2;
         config_free(c);
         return NULL;
     }
@@ -899,11 +923,16 @@ static void config_release(void *c) { config_free(c); }
 
 hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err)
 {
+    return config_load_strict(cache, path, layer, 1, ignored, err);
+}
+
+hcfg *config_load_strict(hiera_cache *cache, const char *path, layer_kind layer, int strict, bool *ignored, herr *err)
+{
     if (!cache || !cache_is_frozen(cache))
-        return config_load_file(cache, path, layer, ignored, err);
+        return config_load_file(cache, path, layer, strict, ignored, err);
     /* files do not change while the cache is frozen: a config that loaded is loaded once (its
      * warnings printed once); failures are not remembered (Puppet retries them) */
-    char kind[2] = {(char)('0' + (int)layer), 0}; /* (layer kinds are single digits) */
+    char kind[3] = {(char)('0' + (int)layer), (char)('0' + strict), 0}; /* (single digits) */
     char *sig = xjoin("hiera.yaml\n", kind, "\n", path, NULL);
     bool found;
     hcfg *c = cache_shared_get(cache, sig, &found);
@@ -911,7 +940,7 @@ hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *
         c->refs++;
         *ignored = false;
     } else {
-        c = config_load_file(cache, path, layer, ignored, err);
+        c = config_load_file(cache, path, layer, strict, ignored, err);
         if (c) {
             c->refs++;
             cache_shared_put(cache, sig, c, config_release);

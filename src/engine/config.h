@@ -70,6 +70,10 @@ typedef struct hcfg {
  * (a version 3 file in the environment or a module). The result is read-only: with a frozen
  * cache one loaded config is shared by every context; config_free drops the caller's hold. */
 hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err);
+/* The same under Puppet's strict setting (0 off, 1 warning, 2 error; config_load is 1): off drops
+ * the deprecation warnings of versions 3 and 4; error makes a version 3 file in the environment or
+ * a module an error ("hiera.yaml version 3 cannot be used in an environment (file: ...)"). */
+hcfg *config_load_strict(hiera_cache *cache, const char *path, layer_kind layer, int strict, bool *ignored, herr *err);
 void config_free(hcfg *c);
 /* Frees what a level holds (not the level itself). */
 void config_level_free(hlevel *l);
@@ -86,6 +90,10 @@ const char *config_v5_type(void);
 /* Line of the first line (from start_line) of the config file whose text, with quoted parts and
  * comments handled as Puppet's find_line_matching does, matches the Ruby regexp; 0 when none. */
 int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line);
+/* HieraConfig#configured_data_providers' rescue: an error "Undefined variable 'x'..." met while
+ * the hierarchy is expanded (strict = error) becomes Puppet's HIERA_UNDEFINED_VARIABLE, "Undefined
+ * variable 'x' (file: <config>, line: <the first line with %{x}>)"; other errors stay. */
+void config_undefined_variable(const hcfg *c, herr *err);
 
 /* Whether n can name a module whose layer is looked for (the names lookups take a module name
  * from: a lower-case letter, then lower-case letters, digits and '_'). */

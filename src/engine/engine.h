@@ -124,7 +124,11 @@ struct hiera_ctx {
     struct hiera_environment *own_env;   /* the environment and settings hiera_new made for */
     struct hiera_settings *own_settings; /* this context alone (freed with it), or NULL */
     hv *settings_vars;      /* the "settings::<name>" variables, made when first read */
+    hv *server_vars;        /* Puppet 8: server_facts and the server facts' variables, made when first read */
     int strict;             /* Puppet's strict setting: 0 off, 1 warning, 2 error */
+    hiera_puppet_version version; /* the Puppet answered as (7 or 8; hiera_puppet_version) */
+    bool shield_undefined;  /* Puppet 8 resolving a version 5 location: an undefined variable is a
+                               warning under strict = error (avoid_hiera_interpolation_errors) */
     hv *warned_vars;        /* undefined variables warned about (once each) */
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */

@@ -22,6 +22,7 @@ lr eyaml_key_value(const provider_call *c, hv *v, hv **out, herr *err)
         if (eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
             herr e = {0};
             size_t n = 0;
+            eyaml_set_debian13(cache_eyaml(c->I->h->cache), c->I->h->version == HIERA_PUPPET_8);
             char *text = eyaml_decrypt_text(cache_eyaml(c->I->h->cache), hv_str_ptr(v), hv_str_len(v), c->options, &n, &e);
             if (!text) {
                 if (eyaml_last_error_class(cache_eyaml(c->I->h->cache)) == EYAML_ERR_LOAD) {

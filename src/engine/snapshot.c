@@ -631,6 +631,11 @@ static bool load_by_content(builder *b, sfile *f, struct stat *st)
         diskcache *dc = cache_disk(b->cache);
         unsigned flags = 0;
         hv *v = dc && text.len ? diskcache_get_digest(dc, digest, (int)f->fmt, &flags) : NULL;
+        if (v && (flags & CACHE_WARNED_NOT_HASH)) { /* an earlier version's entry: {} for the document */
+            hv_decref(v);
+            v = NULL;
+            flags = 0;
+        }
         if (v) {
             b->s->from_disk++;
             if (flags & CACHE_WARNED_NOT_HASH)

@@ -446,6 +446,45 @@ def main():
     c.check(os.listdir(scratch_tmp) == [], "no scratch folder left after errors", repr(os.listdir(scratch_tmp)))
 
     issue37(c, diff, jdiff, top)
+    # ---- the upgrade to Puppet 8: the same tree, each side answering as its own Puppet
+    up = os.path.join(top, "upgrade")
+    write(up, {"environments/production/hiera.yaml":
+               "version: 5\ndefaults: {datadir: data, data_hash: yaml_data}\nhierarchy:\n"
+               "  - {name: role, path: 'role/%{facts.role}.yaml'}\n  - {name: common, path: common.yaml}\n",
+               "environments/production/data/common.yaml": "greeting: 'hi %{nosuchvar}'\nplain: 1\n",
+               "environments/production/data/role/db.yaml": "- not\n- a hash\n"})
+    for i in range(3):
+        write(up, {"facts/u%d.example.com.yaml" % i: facts("u%d" % i, role="db" if i == 2 else "web")})
+    ufd = os.path.join(up, "facts")
+    p, d = jdiff(up, up, "--facts-dir", ufd, "--old-puppet-version", "7", "--new-puppet-version", "8")
+    c.check(p.returncode == 1 and d is not None, "upgrade: exit 1 with a JSON report", p.stdout[:500] + p.stderr)
+    if d:
+        c.check(d["old"].get("puppet") == "7.23" and d["new"].get("puppet") == "8.10", "upgrade: each side's Puppet",
+                json.dumps([d["old"], d["new"]]))
+        c.check(d["fast_path"]["full"] and any("Puppet 8.10" in r for r in d["fast_path"]["reasons"]),
+                "upgrade: every key looked up again, and why", json.dumps(d["fast_path"]))
+        fl = [f for f in d["failures"] if f["nodes"] == ["u2.example.com"]]
+        c.check(len(fl) == 1 and fl[0]["kind"] == "now_failing" and sorted(fl[0]["keys"]) == ["greeting", "plain"] and
+                "file does not contain a valid yaml hash" in fl[0]["error"],
+                "upgrade: a list data file fails every lookup that reads it", json.dumps(d["failures"]))
+        g = {e["key"]: e["changes"] for e in d["keys"]}.get("greeting", [])
+        c.check(len(g) == 1 and g[0]["kind"] == "now_failing" and g[0]["old"] == "hi " and
+                g[0]["error"].startswith("Undefined variable 'nosuchvar'") and g[0]["count"] == 2,
+                "upgrade: an undefined variable in data now fails", json.dumps(g))
+        c.check(d["summary"]["now_failing"] == 4 and d["summary"]["changes"] == 4, "upgrade: summary", json.dumps(d["summary"]))
+    p = diff(up, up, "--facts-dir", ufd, "--old-puppet-version", "7", "--new-puppet-version", "8")
+    c.check("Puppet 7.23 \u2192" in p.stdout and "Puppet 8.10 (environment" in p.stdout and
+            "3 nodes changed, 2 keys changed, 4 lookups now fail" in p.stdout, "upgrade: the text report names the Puppets",
+            p.stdout)
+    p = diff(up, up, "--facts-dir", ufd, "--old-puppet-version", "8", "--new-puppet-version", "7", "--fail-on", "failures")
+    c.check(p.returncode == 0 and "no longer failing" in p.stdout, "downgrade: lookups no longer fail", p.stdout)
+    for v in ("7", "8"):
+        p, d = jdiff(up, up, "--facts-dir", ufd, "--puppet-version", v)
+        c.check(p.returncode == 0 and d and d["summary"]["changes"] == 0 and d["new"]["puppet"] == v + (".23" if v == "7" else ".10"),
+                "--puppet-version %s: both sides alike, no change" % v, p.stdout[:300] + p.stderr)
+    p = diff(up, up, "--facts-dir", ufd, "--new-puppet-version", "9")
+    c.check(p.returncode == 2 and "7 or 8" in p.stderr, "--new-puppet-version 9 refused", p.stderr)
+
     shutil.rmtree(top, ignore_errors=True)
     print("hiera diff checks: %d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
