@@ -185,6 +185,7 @@ check: all test-deps
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
+	@python3 tests/serve/storm.py --hiera $(B)/hiera --rounds 2
 	@python3 tests/serve/systemd.py --hiera $(B)/hiera
 	@python3 tests/docs/check.py --hiera $(B)/hiera
 	@python3 tests/completion/check.py --hiera $(B)/hiera
