@@ -140,7 +140,8 @@ static int read_model(check_session *s, const check_text *texts, size_t n, char 
         /* its findings, kept for every run */
         s->mf[e].n = r->c.nf - first;
         s->mf[e].v = xcalloc(s->mf[e].n + 1, sizeof *s->mf[e].v);
-        memcpy(s->mf[e].v, r->c.f + first, s->mf[e].n * sizeof *s->mf[e].v);
+        if (s->mf[e].n)
+            memcpy(s->mf[e].v, r->c.f + first, s->mf[e].n * sizeof *s->mf[e].v);
         r->c.nf = first;
     }
     diag_leave(&saved);
