@@ -41,9 +41,9 @@ LIBS = $(PKG_LIBS) -lm -lpthread
 # libyaml-dev ships libyaml.a): a one-shot lookup then loads libc alone
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
-# comparison);
+# comparison; edit: byte-preserving edits of data files);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check
+LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check edit
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
