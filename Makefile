@@ -163,6 +163,7 @@ check: all test-deps
 	@python3 tests/diff/check.py --hiera $(B)/hiera
 	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 25
 	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
+	@python3 tests/edit/check.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
 	@$(MAKE) --no-print-directory $(B)/tests/stress
 	@./$(B)/tests/stress --threads 4 --rounds 1 tests/cases >$(B)/tests/stress.log 2>&1 \

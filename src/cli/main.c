@@ -1,5 +1,5 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`, `hiera batch` many lookups,
- * `hiera keys` the keys a node can see,
+ * `hiera keys` the keys a node can see, `hiera set`/`unset` change one key of a data file,
  * `hiera eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3
  * command line (`hiera -- version` looks up the key "version"). */
 #include "cli/batch_cmd.h"
@@ -11,6 +11,7 @@
 #include "cli/lookup_cmd.h"
 #include "cli/result_cache.h"
 #include "cli/serve_cmd.h"
+#include "cli/set_cmd.h"
 
 #include "hiera.h"
 
@@ -78,6 +79,8 @@ int main(int argc, char **argv)
         return diff_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc - 2, argv + 2);
+    if (argc >= 2 && (strcmp(argv[1], "set") == 0 || strcmp(argv[1], "unset") == 0))
+        return set_main(argc - 2, argv + 2, argv[1][0] == 'u');
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
     if (argc == 2 && strcmp(argv[1], "version") == 0) {
