@@ -170,6 +170,7 @@ check: all test-deps
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
+	@python3 tests/edit/serve.py --hiera $(B)/hiera
 	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
@@ -212,8 +213,8 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
 
-# the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
-# missing; screenshots in build/web-artifacts)
+# the page of hiera serve in headless chromium, and its edit flow (installs chromium, npm and
+# playwright-core when missing; screenshots in build/web-artifacts)
 check-web: all
 	@sh tests/web/run.sh $(B)/hiera
 

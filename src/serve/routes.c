@@ -786,6 +786,12 @@ void route(const request *rq, response *out, const char **endpoint)
         return;
     }
     generation *g = state_current(rq->st);
+    if (is(path, "/v1/edit")) {
+        *endpoint = "edit";
+        serve_edit(rq, g, out);
+        generation_release(g);
+        return;
+    }
     params p = {rq, NULL};
     if (post) {
         hiera_error err = {0};

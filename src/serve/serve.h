@@ -8,6 +8,7 @@
  *              who is asking, the access log, draining on SIGTERM
  *   metrics.c  what the server counts, in Prometheus' text format
  *   routes.c   the JSON API (/v1/...), /healthz, /metrics, and the page's files
+ *   edit.c     /v1/edit: changing data (--allow-edits, admins only), with the fleet's impact
  *   assets.c   the page (index.html, app.js, style.css) compiled into the binary (generated) */
 #ifndef HIERA_SERVE_H
 #define HIERA_SERVE_H
@@ -50,6 +51,19 @@ typedef struct {
     unsigned max_connections;
     unsigned timeout;        /* seconds a connection may stay idle or send its request */
     unsigned request_time;   /* seconds of work a batch request may take */
+    /* edits through /v1/edit and the page (--allow-edits, admins only: edit.c), NULL when off */
+    struct serve_edits {
+        const char *audit_log; /* a file getting one JSON line per edit saved, or NULL */
+        bool commit;           /* commit each saved edit in the git work tree holding the file */
+        /* what an edit would do (the command's: hiera diff over the served nodes, hiera check):
+         * a new hash {"impact" (hiera diff's JSON document, or null), "impact_note"?, "findings",
+         * "check_note"?}, or NULL; called from a server thread, any number at once */
+        hiera_value *(*effects)(void *data, const char *environment, const char *file, const char *text, size_t len);
+        /* commits file (git add, git commit of it alone) with that author and message; false with
+         * *note (malloc'ed) when it could not; *note also when there was nothing to commit in */
+        bool (*commit_file)(void *data, const char *file, const char *author, const char *message, char **note);
+        void *data;
+    } *edits;
 } serve_options;
 
 /* Runs the server until SIGTERM or SIGINT. Returns the exit status. */
@@ -168,6 +182,8 @@ typedef struct {
 
 /* Answers one request (routes.c); the endpoint's name for metrics goes to *endpoint. */
 void route(const request *rq, response *out, const char **endpoint);
+/* Answers /v1/edit (edit.c), from generation g (BORROWED). */
+void serve_edit(const request *rq, generation *g, response *out);
 
 /* ------------------------------------------------------------------ metrics.c */
 

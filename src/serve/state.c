@@ -367,8 +367,13 @@ generation *state_current(serve_state *st)
     return g;
 }
 
+/* Reloads one at a time: a reload that started before a file was written (the watcher's) never
+ * swaps in after one that started after it (an edit's, which must show the change at once). */
+static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
+
 bool state_reload(serve_state *st, const char *why, bool fetch)
 {
+    pthread_mutex_lock(&reload_lock);
     generation *cur = state_current(st);
     generation *fresh = build(st, cur, fetch);
     hv *before = error_set(cur->snap), *after = error_set(fresh->snap);
@@ -410,6 +415,7 @@ bool state_reload(serve_state *st, const char *why, bool fetch)
     }
     hv_decref(added);
     generation_release(cur);
+    pthread_mutex_unlock(&reload_lock);
     return swap;
 }
 
