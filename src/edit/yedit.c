@@ -343,6 +343,16 @@ static bool refuse(editor *ed, size_t pos, const char *fmt, ...)
     return false;
 }
 
+/* The emitter's error (in ed->err) as the refusal at pos. */
+static bool refuse_unwritable(editor *ed, size_t pos)
+{
+    char *msg = ed->err->msg;
+    ed->err->msg = NULL;
+    refuse(ed, pos, "%s", msg ? msg : "the value cannot be written");
+    free(msg);
+    return false;
+}
+
 static const char *kind_word(const ynode *n)
 {
     switch (n->kind) {
@@ -481,7 +491,7 @@ static bool replace_value(editor *ed, const ynode *k, const ynode *v, const hv *
     /* what follows the key's ':' for the new value (" value" or eol + block lines) */
     if (!emit_after_key(&text, nv, key_col, &st, style, flow, ed->err)) {
         sb_free(&text);
-        return refuse(ed, k->start, "%s", ed->err->msg ? ed->err->msg : "the value cannot be written");
+        return refuse_unwritable(ed, k->start);
     }
     herr_clear(ed->err);
     bool inline_new = text.len == 0 || text.s[0] == ' ';
@@ -532,7 +542,7 @@ static bool replace_value(editor *ed, const ynode *k, const ynode *v, const hv *
         ed->b = lend(y, cend);
         if (!emit_block(&ed->repl, nv, ind, &ed->st, true, ed->err)) {
             sb_free(&text);
-            return refuse(ed, k->start, "%s", ed->err->msg ? ed->err->msg : "the value cannot be written");
+            return refuse_unwritable(ed, k->start);
         }
     }
     sb_free(&text);
@@ -586,7 +596,7 @@ static bool insert_entry(editor *ed, const ynode *m, const char *key, const hv *
             sb_adds(&ed->repl, ed->st.eol);
         bool ok = emit_block(&ed->repl, one, 0, &ed->st, true, ed->err);
         hv_decref(one);
-        return ok || refuse(ed, r->start, "%s", ed->err->msg ? ed->err->msg : "the value cannot be written");
+        return ok || refuse_unwritable(ed, r->start);
     }
     ed->a = ed->b = at;
     if (before_break)
@@ -594,7 +604,7 @@ static bool insert_entry(editor *ed, const ynode *m, const char *key, const hv *
     bool ok = emit_block(&ed->repl, one, ind, &ed->st, true, ed->err);
     hv_decref(one);
     if (!ok)
-        return refuse(ed, at, "%s", ed->err->msg ? ed->err->msg : "the value cannot be written");
+        return refuse_unwritable(ed, at);
     sb_adds(&ed->repl, ed->st.eol);
     return true;
 }

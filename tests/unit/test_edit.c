@@ -602,9 +602,10 @@ static char *random_key(rng *r, const hv *doc)
 /* lines 1..n of text (each with its break) */
 static size_t line_start(const char *t, size_t len, int line)
 {
+    /* (lines end as the editor counts them: "\n", "\r\n" or a lone "\r") */
     size_t p = 0;
     for (int l = 1; l < line && p < len; p++)
-        if (t[p] == '\n')
+        if (t[p] == '\n' || (t[p] == '\r' && (p + 1 >= len || t[p + 1] != '\n')))
             l++;
     return p;
 }
