@@ -375,45 +375,8 @@ static const hv *files_under(hv *walks, const char *base)
 /* A level's location templates (absolute), as snapshot.c makes them. */
 static void level_templates(ck_env *e, const hcfg *cfg, ck_level *L)
 {
-    const hlevel *lvl = L->lvl;
-    char *datadir;
-    if (lvl->v3_datadir_abs)
-        datadir = lvl->datadir ? xstrdup(lvl->datadir) : xasprintf("%s/environments/%%{::environment}/hieradata", e->codedir);
-    else
-        datadir = pn_plus(cfg->root, lvl->datadir);
-    if (datadir[0] != '/') {
-        char *cwd = getcwd(NULL, 0);
-        char *abs = pn_plus(cwd ? cwd : "/", datadir);
-        free(cwd);
-        free(datadir);
-        datadir = abs;
-    }
-    L->datadir = datadir;
-    L->glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
-    for (size_t j = 0; j < lvl->nlocs; j++) {
-        const char *loc;
-        char *owned = NULL;
-        switch (lvl->lkind) {
-        case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS:
-            loc = lvl->locs[j];
-            if (lvl->extension) {
-                size_t ll = strlen(loc), el = strlen(lvl->extension);
-                if (ll < el || strcmp(loc + ll - el, lvl->extension) != 0)
-                    loc = owned = xjoin(loc, lvl->extension, NULL);
-            }
-            break;
-        case LOC_MAPPED_PATHS:
-            if (j != 2)
-                continue;
-            loc = lvl->locs[2];
-            break;
-        default:
-            continue;
-        }
-        L->tmpls = xrealloc(L->tmpls, (L->ntmpls + 1) * sizeof *L->tmpls);
-        L->tmpls[L->ntmpls++] = pn_plus(datadir, loc);
-        free(owned);
-    }
+    L->datadir = config_level_datadir(cfg, L->lvl, e->codedir);
+    L->tmpls = config_level_templates(cfg, L->lvl, e->codedir, &L->glob, &L->ntmpls);
 }
 
 static void add_levels(ck_env *e, ck_config *cf, const hlevel *levels, size_t n, bool dflt)

@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
 #include "base/util.h"
 #include "check/check.h"
 
@@ -178,23 +178,6 @@ static void mirror_dir(mirror *m, const char *src, const char *dst, const char *
         free(r);
     }
     closedir(d);
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
-static void remove_tree(const char *dir)
-{
-    if (dir)
-        nftw(dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
 }
 
 /* path relative to root when under it, else NULL (BORROWED from path) */
@@ -411,7 +394,7 @@ void edit_effects(const effects_request *r, effects *out)
             new_findings(r, root, copy, codedir_kind, out);
     }
     free(m.why);
-    remove_tree(scratch);
+    path_remove_tree(scratch);
     free(copy);
     free(scratch);
 }

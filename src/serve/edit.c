@@ -38,23 +38,6 @@ static pthread_mutex_t edit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------------ answers */
 
-static void reply(response *out, int status, hiera_value *v)
-{
-    char *text = hiera_render(v, HIERA_RENDER_JSON, NULL);
-    if (!text) {
-        text = xstrdup("{\"error\":\"the answer cannot be rendered as JSON\"}");
-        status = 500;
-    }
-    size_t n = strlen(text);
-    text = xrealloc(text, n + 2);
-    text[n] = '\n';
-    text[n + 1] = 0;
-    out->status = status;
-    out->body = text;
-    out->len = n + 1;
-    out->content_type = "application/json";
-}
-
 static void fail(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
 static void fail(response *out, int status, const char *fmt, ...)
 {
@@ -66,7 +49,7 @@ static void fail(response *out, int status, const char *fmt, ...)
     hiera_value *e = hiera_value_new_hash();
     hiera_value_hash_set(e, "error", hiera_value_new_string(sb_str(&b)));
     sb_free(&b);
-    reply(out, status, e);
+    serve_reply(out, status, e);
     hiera_value_decref(e);
 }
 
@@ -80,7 +63,7 @@ static void refused(response *out, const hiera_error *err)
     if (err->line)
         hiera_value_hash_set(x, "line", hiera_value_new_int(err->line));
     hiera_value_hash_set(e, "error", x);
-    reply(out, 422, e);
+    serve_reply(out, 422, e);
     hiera_value_decref(e);
 }
 
@@ -383,7 +366,7 @@ static void levels_of_key(const request *rq, generation *g, const char *env, con
     hiera_value_hash_set(res, "environment", hiera_value_new_string(env));
     hiera_value_hash_set(res, "key", hiera_value_new_string(key));
     hiera_value_hash_set(res, "levels", list);
-    reply(out, 200, res);
+    serve_reply(out, 200, res);
     hiera_value_decref(res);
     hiera_value_decref(layers);
     hiera_free(h);
@@ -466,7 +449,7 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
         hiera_value_hash_set(e, "error", hiera_value_new_string("the file changed since the editor opened it (someone "
                                                                 "else saved): reload it, and edit the new version"));
         hiera_value_hash_set(e, "current", hiera_value_new_string(before));
-        reply(out, 409, e);
+        serve_reply(out, 409, e);
         hiera_value_decref(e);
         goto done;
     }
@@ -504,7 +487,7 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
     }
     if (dry || !changed) {
         hiera_value_hash_set(doc, "written", hiera_value_new_bool(false));
-        reply(out, 200, doc);
+        serve_reply(out, 200, doc);
         goto done;
     }
     /* the write, then what follows it: the audit log, the commit, the served snapshot */
@@ -521,7 +504,7 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
             free(cur);
             free(cur_text);
             hiera_error_clear(&e2);
-            reply(out, 409, e);
+            serve_reply(out, 409, e);
             hiera_value_decref(e);
         } else {
             fail(out, 500, "%s", err.message ? err.message : "the file cannot be written");
@@ -554,7 +537,7 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
     hiera_value_hash_set(doc, "generation", hiera_value_new_int((int64_t)now->id));
     generation_release(now);
     hiera_value_hash_set(doc, "written", hiera_value_new_bool(true));
-    reply(out, 200, doc);
+    serve_reply(out, 200, doc);
 done:
     if (locked)
         pthread_mutex_unlock(&edit_lock);
@@ -587,7 +570,7 @@ void serve_edit(const request *rq, generation *g, response *out)
         hiera_value_hash_set(res, "who", rq->who.name[0] ? hiera_value_new_string(rq->who.name) : hiera_value_undef());
         if (off)
             hiera_value_hash_set(res, "why", hiera_value_new_string(off));
-        reply(out, 200, res);
+        serve_reply(out, 200, res);
         hiera_value_decref(res);
         return;
     }

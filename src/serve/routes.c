@@ -63,6 +63,8 @@ static void reply_error(response *out, int status, const char *fmt, ...)
     hiera_value_decref(e);
 }
 
+void serve_reply(response *out, int status, hiera_value *v) { reply_value(out, status, v); }
+
 /* A copy of v with Sensitive values unwrapped (for a caller who may see them). */
 static hiera_value *unwrap(const hiera_value *v)
 {

@@ -182,6 +182,8 @@ typedef struct {
 
 /* Answers one request (routes.c); the endpoint's name for metrics goes to *endpoint. */
 void route(const request *rq, response *out, const char **endpoint);
+/* An answer: v as JSON (as hiera lookup --render-as json prints it), v BORROWED (routes.c). */
+void serve_reply(response *out, int status, hiera_value *v);
 /* Answers /v1/edit (edit.c), from generation g (BORROWED). */
 void serve_edit(const request *rq, generation *g, response *out);
 

@@ -15,13 +15,13 @@
 
 usage: tests/edit/serve.py --hiera build/hiera     Prints "edit serve: N passed, N failed".
 """
-import argparse, http.client, json, os, re, shutil, subprocess, sys, tempfile, threading, time
+import argparse, json, os, shutil, subprocess, sys, tempfile, threading
 
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "serve"))
-from check import make_tree  # noqa: E402  (tests/serve/check.py: the served test tree)
+from check import Server as ServeServer, make_tree  # noqa: E402  (tests/serve/check.py: the tree, the server)
 
 passed = failed = 0
 TOKEN = "edit-token-0123456789abcdef"
@@ -36,42 +36,16 @@ def check(ok, what):
         print("FAIL: " + what, flush=True)
 
 
-class Server:
+class Server(ServeServer):
+    """tests/serve/check.py's server, its logs beside the tree (the tree is a git work tree), asked
+    with the admin's token (or none)"""
+
     def __init__(self, hiera, root, facts, extra=()):
-        self.log = open(os.path.join(os.path.dirname(root), "serve-%d.log" % time.monotonic_ns()), "w+")
-        self.p = subprocess.Popen([hiera, "serve", "--codedir", root, "--facts-dir", facts, "--listen", "127.0.0.1:0",
-                                   "--no-watch"] + list(extra),
-                                  stderr=self.log, stdout=subprocess.DEVNULL, env={**os.environ, "HIERA_CACHE_DIR": "off"})
-        self.port = None
-        for _ in range(200):
-            self.log.seek(0)
-            m = re.search(r"port (\d+) \(", self.log.read())
-            if m:
-                self.port = int(m.group(1))
-                break
-            if self.p.poll() is not None:
-                break
-            time.sleep(0.05)
-        if not self.port:
-            self.log.seek(0)
-            raise RuntimeError("hiera serve did not start: " + self.log.read())
+        os.environ["SERVE_LOG_DIR"] = os.path.dirname(root)
+        super().__init__(hiera, root, facts, list(extra) + ["--no-watch"])
 
     def req(self, method, path, body=None, token=TOKEN):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        headers = {"Authorization": "Bearer " + token} if token else {}
-        c.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
-        r = c.getresponse()
-        text = r.read().decode()
-        c.close()
-        try:
-            return r.status, json.loads(text)
-        except ValueError:
-            return r.status, text
-
-    def stop(self):
-        self.p.terminate()
-        self.p.wait(timeout=30)
-        self.log.close()
+        return super().req(method, path, body=body, headers={"Authorization": "Bearer " + token} if token else {})
 
 
 def git(tree, *args):
@@ -179,7 +153,8 @@ def main():
             log = git(root, "log", "-2", "--format=%an <%ae>|%s").stdout.strip().splitlines()
             check(log == ["token <token@hiera-serve>|hiera serve: set profile::token",
                           "token <token@hiera-serve>|hiera serve: set profile::port"], f"the commits: {log}")
-            check(git(root, "status", "--porcelain").stdout.strip() == "", "the work tree is clean after the commits")
+            check(git(root, "status", "--porcelain", "--", "environments").stdout.strip() == "",
+                  "the environment is committed after the saves")
 
         # ---- many clients at once into one file: each lands, after 409s, none lost
         target = os.path.join(env, "data", "role", "web.yaml")

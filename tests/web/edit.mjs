@@ -7,23 +7,16 @@
 // Screenshots go to the artifacts folder. Run by tests/web/run.sh. Prints "web edit: N passed, N failed".
 //
 // usage: node edit.mjs URL ARTIFACTS_DIR CERTS_DIR TREE AUDIT_LOG
-import { chromium } from "playwright-core";
+import { checker, launch } from "./browser.mjs";
 import fs from "node:fs";
 import path from "node:path";
 
 const [url, artifacts, certs, tree, auditLog] = process.argv.slice(2);
 fs.mkdirSync(artifacts, { recursive: true });
-let passed = 0, failed = 0;
-function check(ok, what) {
-  if (ok) passed++;
-  else { failed++; console.log("FAIL: " + what); }
-}
+const t = checker();
+const check = t.check;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 const origin = new URL(url).origin;
 const errors = [];
 
@@ -161,10 +154,8 @@ try {
 
   check(errors.length === 0, "errors in the page: " + errors.join("; "));
 } catch (e) {
-  failed++;
-  console.log("FAIL: " + (e && e.stack || e));
+  check(false, String(e && e.stack || e));
 } finally {
   await browser.close();
 }
-console.log(`web edit: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+t.done("web edit");
