@@ -777,7 +777,8 @@ HIERA_API hiera_status hiera_file_replace(const char *path, const char *text, si
  * node, in module `module`'s layer (NULL: the environment's layer, else the global one), as a new
  * hash {"path" (absolute), "exists", "layer" ("global", "environment", "module"), "module"?,
  * "level", "function" ("yaml_data", "eyaml_lookup_key"...), "template" (the location as written),
- * "interpolated" (true when it holds %{...}), "eyaml": {"pkcs7_public_key"?,
+ * "interpolated" (true when it holds %{...}), "node_variables" (true when it interpolates more
+ * than the environment and Puppet's settings: the file is one node's), "eyaml": {"pkcs7_public_key"?,
  * "pkcs7_public_key_env_var"?} (eyaml levels: where its public key is)}. A level with several
  * paths gives its first. NULL with err (HIERA_ERR_REFUSED) when the level cannot name one file:
  * no such level, a glob, globs, mapped_paths or uri level, a function that reads no YAML file

@@ -316,7 +316,7 @@ int set_main(int argc, char **argv, bool unset)
             rc = 1;
             goto out;
         }
-        if (bool_of(target, "interpolated") && !nf.node && !a.facts) {
+        if (bool_of(target, "node_variables") && !nf.node && !a.facts) {
             fprintf(stderr, "Error: %s: level '%s' names its file with variables (%s): give the node (--node NAME) whose "
                             "file it is\n", cmd, a.level, str_of(target, "template"));
             rc = 1;

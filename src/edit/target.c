@@ -37,6 +37,28 @@ static hv *eyaml_public(const hv *options)
     return out;
 }
 
+/* Whether a location template interpolates something of the node: any %{...} but the environment
+ * and Puppet's settings (which every node of the environment shares). */
+static bool node_variables(const char *tmpl)
+{
+    for (const char *p = tmpl ? strstr(tmpl, "%{") : NULL; p; p = strstr(p + 2, "%{")) {
+        const char *e = strchr(p, '}');
+        if (!e)
+            return true;
+        const char *v = p + 2;
+        while (v < e && *v == ' ')
+            v++;
+        if (!strncmp(v, "::", 2))
+            v += 2;
+        size_t n = (size_t)(e - v);
+        while (n && v[n - 1] == ' ')
+            n--;
+        if (!(n == 11 && !strncmp(v, "environment", 11)) && strncmp(v, "settings::", 10) != 0)
+            return true;
+    }
+    return false;
+}
+
 static hv *describe(const char *path, bool exists, layer_kind kind, const char *module, const hlevel *lvl,
                     const char *tmpl, const hv *options)
 {
@@ -50,6 +72,7 @@ static hv *describe(const char *path, bool exists, layer_kind kind, const char *
     hv_hash_sets(d, "function", hv_str(lvl->fname ? lvl->fname : ""));
     hv_hash_sets(d, "template", hv_str(tmpl ? tmpl : ""));
     hv_hash_sets(d, "interpolated", hv_bool(tmpl && strstr(tmpl, "%{")));
+    hv_hash_sets(d, "node_variables", hv_bool(node_variables(tmpl)));
     if (lvl->fname && !strcmp(lvl->fname, "eyaml_lookup_key"))
         hv_hash_sets(d, "eyaml", eyaml_public(options));
     return d;

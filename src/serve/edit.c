@@ -169,7 +169,7 @@ static hiera_value *target_of(const request *rq, generation *g, const hiera_valu
         t = hiera_edit_target(h, module, level, &err);
         if (!t)
             refused(out, &err);
-        else if (!node && hiera_value_bool(hiera_value_hash_get(t, "interpolated"))) {
+        else if (!node && hiera_value_bool(hiera_value_hash_get(t, "node_variables"))) {
             fail(out, 400, "level '%s' names its file with variables: give the \"node\" whose file it is", level);
             hiera_value_decref(t);
             t = NULL;

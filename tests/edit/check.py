@@ -81,6 +81,7 @@ hierarchy:
   - {{name: Nodes, path: "nodes/%{{trusted.certname}}.yaml"}}
   - {{name: Roles, path: "roles/%{{facts.role}}.yaml"}}
   - {{name: Globbed, glob: "extra/*.yaml"}}
+  - {{name: Per environment, path: "envs/%{{::environment}}.yaml"}}
   - {{name: Common, path: common.yaml}}
 """)
     write(env, "data/common.yaml", COMMON)
@@ -204,6 +205,9 @@ def run_all(hiera, tmp):
     check(r.returncode == 1 and "glob" in r.stderr, "a glob level: " + r.stderr)
     r = run("set", "--level", "Nodes", "k", "v")
     check(r.returncode == 1 and "--node" in r.stderr, "a level with variables, no node: " + r.stderr)
+    r = run("set", "--level", "Per environment", "profile::x", "1")
+    check(r.returncode == 0 and read(os.path.join(env, "data", "envs", "production.yaml")) == "---\nprofile::x: 1\n",
+          "a level that interpolates only the environment needs no node: " + r.stderr)
     r = run("set", "--level", "Nope", "k", "v")
     check(r.returncode == 1 and "no level named 'Nope'" in r.stderr and "'Common'" in r.stderr, "no such level: " + r.stderr)
     r = run("set", "--file", os.path.join(env, "data", "orphan.yaml"), "k", "v")
