@@ -39,6 +39,7 @@ if mode == 'describe'
     begin
       text = File.binread(path).force_encoding('UTF-8')
       doc = load(text)
+      doc = {} if doc.nil? # (an empty document, comments only: Puppet reads no keys, an edit adds some)
       r['hash'] = doc.is_a?(Hash)
       if doc.is_a?(Hash)
         ast = Psych.parse(text)

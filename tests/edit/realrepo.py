@@ -10,15 +10,15 @@ copied to a scratch folder, and every top-level key of it:
   - a refusal is counted with its reason (the key defined twice, an anchor in the way...); a refusal
     that says the editor could not write the file exactly is a failure.
 With --puppet (Puppet installed), in a scratch copy of each tree: keys of the files every node reads
-(levels whose path interpolates nothing) whose answer `puppet lookup` takes from that file are set to
-new values (and some removed) with `hiera set --level`, and Puppet's own lookup
+(level paths that interpolate nothing) whose answer `puppet lookup` takes from that file are set to
+new values (and some removed) with `hiera set --level` (the level's first path) or `--file`, and Puppet's own lookup
 (../shared/tools/puppet-bulk-lookup) must answer the new values afterwards.
 
 The trees are control repositories laid out as r10k deploys them (../shared/real-repos/build-trees
 makes them: TREE/code/environments/production). Not part of make check (it needs the repositories,
 Ruby and, with --puppet, Puppet).
 
-usage: tests/edit/realrepo.py --hiera build/hiera [--puppet] [--jobs N] TREE...
+usage: tests/edit/realrepo.py --hiera build/hiera [--puppet [--no-roundtrip]] [--jobs N] TREE...
 Prints "N passed, N failed" and the refusals by reason.
 """
 import argparse, collections, concurrent.futures, json, os, re, shutil, subprocess, sys, tempfile
@@ -208,6 +208,12 @@ def puppet_stage(trees, hiera_bin):
         try:
             code = os.path.join(work, "code")
             shutil.copytree(os.path.join(tree, "code"), code, symlinks=True)
+            # (a config_version script of the repository is not what is tested: Puppet would run it)
+            for conf in [os.path.join(d, "environment.conf") for d, _, fs in os.walk(os.path.join(code, "environments"))
+                         if "environment.conf" in fs]:
+                lines = open(conf).read().splitlines(keepends=True)
+                with open(conf, "w") as f:
+                    f.writelines(l for l in lines if not l.strip().startswith("config_version"))
             facts = os.path.join(work, "facts.json")
             with open(facts, "w") as f:
                 json.dump({"hostname": "hiera-edit-test", "domain": "example.com", "fqdn": "hiera-edit-test.example.com",
@@ -220,20 +226,21 @@ def puppet_stage(trees, hiera_bin):
                 print("%s: no hierarchy: %s" % (tree, r.stderr.decode()[:300]))
                 continue
             layers = json.loads(r.stdout)["layers"]
-            targets = []  # (level, module, file)
+            targets = []  # (level, file, whether it is the level's first path)
             for l in layers:
                 if l["layer"] == "module":
                     continue
                 for lv in l.get("levels", []):
-                    for loc in lv["locations"][:1]:
-                        if loc.get("exists") and "%{" not in loc["original"] and lv["function"] in ("yaml_data",):
-                            targets.append((lv["name"], loc["path"], l["layer"]))
+                    for li, loc in enumerate(lv["locations"]):
+                        if loc.get("exists") and "%{" not in loc["original"] and \
+                                lv["function"] in ("yaml_data", "eyaml_lookup_key"):
+                            targets.append((lv["name"], loc["path"], li == 0))
             keys_by_file = {}
-            for level, path, layer in targets:
+            for level, path, first in targets:
                 d = ruby("describe", [path], work)[0]
                 keys = [k for k in d.get("keys", []) if "json" in k and k["key"] != "lookup_options"
                         and not re.search(r"[.'\"%]", k["key"]) and "::" in k["key"]]
-                keys_by_file[(level, path)] = keys[:25]
+                keys_by_file[(level, path, first)] = keys[:25]
             allkeys = [k["key"] for ks in keys_by_file.values() for k in ks]
             before, why = puppet_answers(code, env, allkeys, facts)
             if before is None:
@@ -241,18 +248,19 @@ def puppet_stage(trees, hiera_bin):
                 continue
             want = {}
             i = 0
-            for (level, path), ks in keys_by_file.items():
+            for (level, path, first), ks in keys_by_file.items():
+                where = ["--level", level] if first else ["--file", path]
                 for k in ks:
                     ans = before[allkeys.index(k["key"])]
                     if ans.get("value") != k["json"]:
                         continue  # (another level or a merge gives the answer)
                     i += 1
                     if i % 5 == 0:
-                        r = hiera(["unset", "--level", level, k["key"]] + base, hiera_bin)
+                        r = hiera(["unset"] + where + [k["key"]] + base, hiera_bin)
                         want[k["key"]] = None
                     else:
                         value = VALUES[i % len(VALUES)][1]
-                        r = hiera(["set", "--level", level, k["key"], json.dumps(value), "--json"] + base, hiera_bin)
+                        r = hiera(["set"] + where + [k["key"], json.dumps(value), "--json"] + base, hiera_bin)
                         want[k["key"]] = value
                     if r.returncode != 0:
                         want.pop(k["key"])
@@ -276,10 +284,12 @@ def main():
     ap.add_argument("--hiera", required=True)
     ap.add_argument("--puppet", action="store_true")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-roundtrip", action="store_true", help="only the --puppet stage")
     ap.add_argument("trees", nargs="+")
     a = ap.parse_args()
     hiera_bin = os.path.abspath(a.hiera)
-    roundtrip(a.trees, hiera_bin, a.jobs)
+    if not a.no_roundtrip:
+        roundtrip(a.trees, hiera_bin, a.jobs)
     if a.puppet:
         puppet_stage(a.trees, hiera_bin)
     print("refusals by reason:")
