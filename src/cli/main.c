@@ -10,6 +10,7 @@
 #include "cli/keys_cmd.h"
 #include "cli/lookup_cmd.h"
 #include "cli/result_cache.h"
+#include "cli/lsp_cmd.h"
 #include "cli/serve_cmd.h"
 #include "cli/set_cmd.h"
 
@@ -81,6 +82,8 @@ int main(int argc, char **argv)
         return serve_main(argc - 2, argv + 2);
     if (argc >= 2 && (strcmp(argv[1], "set") == 0 || strcmp(argv[1], "unset") == 0))
         return set_main(argc - 2, argv + 2, argv[1][0] == 'u');
+    if (argc >= 2 && strcmp(argv[1], "lsp") == 0)
+        return lsp_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
     if (argc == 2 && strcmp(argv[1], "version") == 0) {
