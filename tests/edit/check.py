@@ -81,6 +81,8 @@ hierarchy:
   - {{name: Nodes, path: "nodes/%{{trusted.certname}}.yaml"}}
   - {{name: Roles, path: "roles/%{{facts.role}}.yaml"}}
   - {{name: Globbed, glob: "extra/*.yaml"}}
+  - {{name: Mapped, mapped_paths: [facts.services, service, "services/%{{service}}.yaml"]}}
+  - {{name: Several, paths: ["several/%{{facts.role}}.yaml", "several/common.yaml"]}}
   - {{name: Per environment, path: "envs/%{{::environment}}.yaml"}}
   - {{name: Common, path: common.yaml}}
 """)
@@ -203,6 +205,8 @@ def run_all(hiera, tmp):
     check(r.returncode == 1 and "not a hash" in r.stderr and read(common) == snapshot, "inside an array: " + r.stderr)
     r = run("set", "--level", "Globbed", "k", "v")
     check(r.returncode == 1 and "glob" in r.stderr, "a glob level: " + r.stderr)
+    r = run("set", "--level", "Mapped", *node, "k", "v")
+    check(r.returncode == 1 and "mapped_paths" in r.stderr, "a mapped_paths level: " + r.stderr)
     r = run("set", "--level", "Nodes", "k", "v")
     check(r.returncode == 1 and "--node" in r.stderr, "a level with variables, no node: " + r.stderr)
     r = run("set", "--level", "Per environment", "profile::x", "1")
@@ -223,6 +227,13 @@ def run_all(hiera, tmp):
     dbfile = os.path.join(env, "data", "roles", "db.yaml")
     check(r.returncode == 0 and read(dbfile) == "---\nprofile::port: 5432\n", "a new file of a level: " + r.stderr)
     check(r.stdout.startswith("--- /dev/null\n"), "a new file's diff: " + r.stdout)
+    r = run("set", "--level", "Several", *node, "profile::motd", "several")
+    check(r.returncode == 0 and read(os.path.join(env, "data", "several", "web.yaml")) == "---\nprofile::motd: several\n"
+          and not os.path.exists(os.path.join(env, "data", "several", "common.yaml")),
+          "a level with several paths takes its first: " + r.stderr)
+    r = run("unset", "--level", "Several", *node, "profile::motd")
+    check(r.returncode == 0 and read(os.path.join(env, "data", "several", "web.yaml")) == "---\n",
+          "unset in a level with several paths: " + r.stderr)
     r = run("set", "--module", "ntp", "--level", "Module common", "ntp::servers", "[1.pool.ntp.org]")
     check(r.returncode == 0 and read(os.path.join(env, "modules/ntp/data/common.yaml")) == "ntp::servers: [1.pool.ntp.org]\n",
           "a module's data: " + r.stderr)

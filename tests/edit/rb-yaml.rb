@@ -40,10 +40,9 @@ if mode == 'describe'
       text = File.binread(path).force_encoding('UTF-8')
       doc = load(text)
       doc = {} if doc.nil? # (an empty document, comments only: Puppet reads no keys, an edit adds some)
-      r['hash'] = doc.is_a?(Hash)
       if doc.is_a?(Hash)
         ast = Psych.parse(text)
-        nodes = ast && ast.root ? ast.root.children : []
+        nodes = (ast && ast.root && ast.root.children) || [] # (an empty document: a null scalar, no children)
         lines = text.count("\n") + (text.end_with?("\n") || text.empty? ? 1 : 2)
         keys = []
         (0...nodes.length).step(2) do |i|
@@ -60,6 +59,8 @@ if mode == 'describe'
         end
         r['keys'] = keys
       end
+      # (said last: a file whose keys could not be described has an "error" and no "hash")
+      r['hash'] = doc.is_a?(Hash)
     rescue StandardError, Psych::Exception => e
       r['error'] = e.message
     end

@@ -7,6 +7,9 @@ copied to a scratch folder, and every top-level key of it:
   - setting a scalar, an array and a hash, and `hiera unset KEY`, change only that entry's lines (from
     the key's line to the line before the next top-level key), and Ruby's YAML.load of the result
     equals the old document with the key replaced (or removed), keys in the same order;
+  - a key the file does not have is added without changing a byte of the old text (but the line break
+    its last line may lack), and Ruby reads it as the last key;
+  - a file Ruby cannot load is not written;
   - a refusal is counted with its reason (the key defined twice, an anchor in the way...); a refusal
     that says the editor could not write the file exactly is a failure.
 With --puppet (Puppet installed), in a scratch copy of each tree: keys of the files every node reads
@@ -88,6 +91,25 @@ VALUES = [("scalar", "hiera-edit: a string"), ("number", 8443), ("array", ["a", 
           ("hash", {"x": {"y": [1, 2]}, "z": "q: r # not a comment"})]
 
 
+NEW_KEY = "hiera_edit_test::added"
+
+
+def only_inserted(old, new):
+    """whether new is old with lines inserted at one place (the line before them may have gained the
+    line break it lacked)"""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    p = 0
+    while p < len(a) and p < len(b) and a[p] == b[p]:
+        p += 1
+    s = 0
+    while s < len(a) - p and s < len(b) - p and a[-1 - s] == b[-1 - s]:
+        s += 1
+    gone = a[p:len(a) - s]
+    if not gone:
+        return len(b) > len(a)
+    return len(gone) == 1 and not gone[0].endswith((b"\n", b"\r")) and b[p].rstrip(b"\r\n") == gone[0]
+
+
 def edit_one(job):
     """one file: every key, every operation (in a private copy); returns (results, verify jobs)"""
     hiera_bin, work, n, desc = job
@@ -137,6 +159,26 @@ def edit_one(job):
                 f.write(now)
             verify.append({"old": src, "new": keep, "key": key, "action": "unset" if name == "unset" else "set",
                            "value": value, "what": what})
+    # a key the file does not have: added, the old text kept whole (its last line may gain the line
+    # break it lacked), and Ruby reads it last
+    with open(w, "wb") as f:
+        f.write(orig)
+    value = {"x": ["1", 2], "y": "z"}
+    r = hiera(["set", "--file", w, NEW_KEY, json.dumps(value), "--json"], hiera_bin)
+    now = open(w, "rb").read()
+    what = "%s: set %r (a new key)" % (src, NEW_KEY)
+    if r.returncode == 1:
+        err = r.stderr.decode("utf-8", "replace").strip()
+        reason = re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "_", re.sub(r".*cannot (set|remove) '.*?': ", "", err.splitlines()[-1] if err else ""))[:120]
+        results.append(("refused", what, reason, now == orig))
+    elif r.returncode != 0:
+        results.append(("fail", what + ": exit %d: %s" % (r.returncode, r.stderr.decode("utf-8", "replace").strip()[:300]), None, None))
+    else:
+        results.append(("check", what + ": not an insertion into the old text", only_inserted(orig, now), None))
+        keep = os.path.join(work, "r%d-new%s" % (n, os.path.splitext(src)[1]))
+        with open(keep, "wb") as f:
+            f.write(now)
+        verify.append({"old": src, "new": keep, "key": NEW_KEY, "action": "set", "value": value, "what": what})
     # a key defined twice is refused, and the file left as it was
     for key, c in dup.items():
         if c > 1:
@@ -184,6 +226,14 @@ def roundtrip(trees, hiera_bin, jobs):
                 check(r.returncode == 1 and open(w, "rb").read() == open(d["file"], "rb").read(),
                       "%s: not a hash, not refused (exit %d)" % (d["file"], r.returncode))
                 refusals["not a hash"] += 1
+            elif "error" in d:
+                # a file Ruby cannot load: Puppet would fail on it, the editor must not write it
+                w = os.path.join(work, "unreadable.yaml")
+                shutil.copy(d["file"], w)
+                r = hiera(["set", "--file", w, "k", "v"], hiera_bin)
+                check(r.returncode in (1, 2) and open(w, "rb").read() == open(d["file"], "rb").read(),
+                      "%s: Ruby cannot load it (%s), yet hiera set wrote it (exit %d)" % (d["file"], d["error"][:100], r.returncode))
+                refusals["Ruby cannot load the file"] += 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
