@@ -217,11 +217,13 @@ install: all
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	install -m 0644 docs/hiera.1 $(DESTDIR)$(MANDIR)/man1/hiera.1
 	install -m 0644 docs/hiera-lsp.1 $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1
+	install -m 0644 docs/hiera-set.1 $(DESTDIR)$(MANDIR)/man1/hiera-set.1
+	install -m 0644 docs/hiera-unset.1 $(DESTDIR)$(MANDIR)/man1/hiera-unset.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1 \
-	      $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1
+	      $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1 $(DESTDIR)$(MANDIR)/man1/hiera-set.1 $(DESTDIR)$(MANDIR)/man1/hiera-unset.1
 
 # hiera lsp in a real editor: Neovim's LSP client, headless, on a real control repository (a
 # mirror of puppetlabs-seteam/control-repo when this machine has one, else a generated tree);
