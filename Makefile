@@ -66,7 +66,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp
+.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp check-edit
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -236,6 +236,13 @@ check-lsp: all
 # playwright-core when missing; screenshots in build/web-artifacts)
 check-web: all
 	@sh tests/web/run.sh $(B)/hiera
+
+# hiera set / unset on random files and edits and the editor's fuzz corpus, judged by Ruby's Psych
+# (as Puppet reads data); installs ruby when missing (as root). About 2 minutes.
+check-edit: all
+	@command -v ruby >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || { apt-get update -qq >/dev/null 2>&1 || true; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 ruby >/dev/null; }
+	@python3 tests/edit/ruby-random.py --hiera $(B)/hiera
 
 # hiera against a real PuppetDB (Debian's puppetdb with its own PostgreSQL cluster, started and
 # stopped by the script in a scratch folder) and Puppet reading the same PuppetDB through

@@ -31,6 +31,30 @@ def deep_has_symbol(v)
   end
 end
 
+# a lookup key's segments as Puppet splits it: dots outside quotes; quoted segments unquoted
+def segments(key)
+  segs = []
+  cur = +''
+  quote = nil
+  key.each_char do |c|
+    if quote
+      c == quote ? quote = nil : cur << c
+    elsif c == '"' || c == "'"
+      quote = c
+    elsif c == '.'
+      segs << cur
+      cur = +''
+    else
+      cur << c
+    end
+  end
+  segs << cur
+end
+
+def deep_dup(v)
+  Marshal.load(Marshal.dump(v))
+end
+
 mode, arg = ARGV
 out = []
 if mode == 'describe'
@@ -83,6 +107,52 @@ elsif mode == 'verify'
         out << { 'ok' => false, 'why' => "Ruby reads #{now.inspect[0, 300]}, expected #{want.inspect[0, 300]}" }
       elsif now.keys != want.keys
         out << { 'ok' => false, 'why' => "key order #{now.keys.inspect[0, 300]} != #{want.keys.inspect[0, 300]}" }
+      else
+        out << { 'ok' => true }
+      end
+    rescue StandardError, Psych::Exception => e
+      out << { 'ok' => false, 'why' => "Ruby cannot load the result: #{e.message}" }
+    end
+  end
+elsif mode == 'edits'
+  # JOBS: [{"old", "new", "key", "value" (YAML), "unset", "changed"}]; prints [{"ok", "why"?}]: the
+  # new file loads, as the old one with the key's path set to YAML.load(value) (the hashes on the
+  # way made) or removed, in the same order
+  JSON.parse(File.read(arg)).each do |job|
+    begin
+      begin
+        old = load(File.binread(job['old']).force_encoding('UTF-8'))
+      rescue StandardError, Psych::Exception => e
+        out << (job['changed'] ? { 'ok' => false, 'why' => "written, but Ruby cannot load the old file: #{e.message}" } : { 'ok' => true })
+        next
+      end
+      now = load(File.binread(job['new']).force_encoding('UTF-8'))
+      old = {} if old.nil?
+      now = {} if now.nil?
+      unless old.is_a?(Hash)
+        out << { 'ok' => false, 'why' => "edited a document that is not a hash (#{old.class})" }
+        next
+      end
+      want = deep_dup(old)
+      segs = segments(job['key'])
+      cur = want
+      segs[0..-2].each do |s|
+        if job['unset'] # (nothing to remove under a value that is not a hash)
+          cur = cur[s].is_a?(Hash) ? cur[s] : {}
+          next
+        end
+        cur[s] = {} unless cur[s].is_a?(Hash)
+        cur = cur[s]
+      end
+      if job['unset']
+        cur.delete(segs[-1])
+      else
+        cur[segs[-1]] = load(job['value'])
+      end
+      if now != want
+        out << { 'ok' => false, 'why' => "Ruby reads #{now.inspect[0, 300]}, expected #{want.inspect[0, 300]}" }
+      elsif now.inspect != want.inspect
+        out << { 'ok' => false, 'why' => "key order: #{now.inspect[0, 300]} != #{want.inspect[0, 300]}" }
       else
         out << { 'ok' => true }
       end
