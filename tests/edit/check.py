@@ -135,6 +135,38 @@ def main():
     sys.exit(1 if failed else 0)
 
 
+def permissions(hiera, tmp):
+    """as an unprivileged user (root runs the tests): a folder it cannot write, and a file of
+    another owner in a folder it can (a rename would give the file to the editor): refused, exit 2,
+    the file as it was"""
+    if not shutil.which("setpriv"):
+        check(False, "no setpriv (util-linux) to run hiera set as another user")
+        return
+    box = os.path.join(tmp, "perm")
+    os.makedirs(os.path.join(box, "data"))
+    shutil.copy(hiera, os.path.join(box, "hiera"))
+    os.chmod(tmp, 0o755)
+    for d in (box, os.path.join(box, "data")):
+        os.chmod(d, 0o755)
+    f = os.path.join(box, "data", "common.yaml")
+    write(box, "data/common.yaml", "a: 1\n")
+    os.chmod(f, 0o644)
+    env = dict(os.environ, HIERA_CACHE_DIR="off", NO_COLOR="1", HOME=box)
+
+    def as_nobody(*args):
+        return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", os.path.join(box, "hiera")]
+                              + list(args), capture_output=True, text=True, env=env)
+    r = as_nobody("set", "--file", f, "a", "2")
+    check(r.returncode == 2 and "Permission denied" in r.stderr and read(f) == "a: 1\n",
+          f"a folder the user cannot write: {r.returncode} {r.stderr}")
+    os.chmod(os.path.join(box, "data"), 0o777)
+    r = as_nobody("set", "--file", f, "a", "3")
+    check(r.returncode == 2 and "owner" in r.stderr and read(f) == "a: 1\n" and os.stat(f).st_uid == 0,
+          f"a file of another owner: {r.returncode} {r.stderr}")
+    check(not [x for x in os.listdir(os.path.join(box, "data")) if x != "common.yaml"], "a temporary file left")
+    os.chmod(tmp, 0o700)
+
+
 def run_all(hiera, tmp):
     root = os.path.join(tmp, "code")
     env, facts = make_tree(root)
@@ -158,6 +190,7 @@ def run_all(hiera, tmp):
         r = run("set", "--file", common, "profile::port", "8444")
         st = os.stat(common)
         check(r.returncode == 0 and (st.st_uid, st.st_gid) == (65534, 65534), "set: the owner of the file is not kept")
+        permissions(hiera, tmp)
         os.chown(common, 0, 0)
     # the same value again: nothing written
     before = os.stat(common).st_ino
