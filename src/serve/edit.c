@@ -38,21 +38,6 @@ static pthread_mutex_t edit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------------ answers */
 
-static void fail(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
-static void fail(response *out, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sbuf b = {0};
-    sb_vaddf(&b, fmt, ap);
-    va_end(ap);
-    hiera_value *e = hiera_value_new_hash();
-    hiera_value_hash_set(e, "error", hiera_value_new_string(sb_str(&b)));
-    sb_free(&b);
-    serve_reply(out, status, e);
-    hiera_value_decref(e);
-}
-
 /* 422 with where and why */
 static void refused(response *out, const hiera_error *err)
 {
@@ -102,13 +87,13 @@ static hiera *context(const request *rq, generation *g, const char *env, const c
     const char *why = NULL;
     const hiera_environment *e = state_environment(g, env, &why);
     if (!e) {
-        fail(out, 422, "%s", why ? why : "no such environment");
+        serve_reply_error(out, 422, "%s", why ? why : "no such environment");
         return NULL;
     }
     const hiera_value *facts = node ? hiera_value_hash_get(g->facts, node) : NULL;
     if (node && !facts) {
         const hiera_value *err = hiera_value_hash_get(g->facts_errors, node);
-        fail(out, err ? 422 : 404, "%s '%s'%s%s", err ? "the facts of node" : "unknown node", node, err ? ": " : "",
+        serve_reply_error(out, err ? 422 : 404, "%s '%s'%s%s", err ? "the facts of node" : "unknown node", node, err ? ": " : "",
              err ? hiera_value_string(err) : "");
         return NULL;
     }
@@ -125,7 +110,7 @@ static hiera *context(const request *rq, generation *g, const char *env, const c
     hiera_error err = {0};
     hiera *h = hiera_new(&o, &err);
     if (!h)
-        fail(out, 422, "%s", err.message ? err.message : "cannot look up for this node");
+        serve_reply_error(out, 422, "%s", err.message ? err.message : "cannot look up for this node");
     hiera_error_clear(&err);
     return h;
 }
@@ -153,11 +138,11 @@ static hiera_value *target_of(const request *rq, generation *g, const hiera_valu
     const char *node = str_of(body, "node"), *level = str_of(body, "level"), *module = str_of(body, "module");
     const char *file = str_of(body, "file");
     if (!file == !level) {
-        fail(out, 400, "give \"file\" or \"level\" (with the \"node\" whose file it is)");
+        serve_reply_error(out, 400, "give \"file\" or \"level\" (with the \"node\" whose file it is)");
         return NULL;
     }
     if (node && !name_ok(node, true)) {
-        fail(out, 400, "invalid node name");
+        serve_reply_error(out, 400, "invalid node name");
         return NULL;
     }
     hiera *h = context(rq, g, env, level ? node : NULL, out);
@@ -170,7 +155,7 @@ static hiera_value *target_of(const request *rq, generation *g, const hiera_valu
         if (!t)
             refused(out, &err);
         else if (!node && hiera_value_bool(hiera_value_hash_get(t, "node_variables"))) {
-            fail(out, 400, "level '%s' names its file with variables: give the \"node\" whose file it is", level);
+            serve_reply_error(out, 400, "level '%s' names its file with variables: give the \"node\" whose file it is", level);
             hiera_value_decref(t);
             t = NULL;
         }
@@ -186,11 +171,11 @@ static hiera_value *target_of(const request *rq, generation *g, const hiera_valu
         char *real = path ? realpath(path, NULL) : NULL;
         if (!path || (real && strcmp(real, path) != 0) || !served_path(rq, e, path) || !strcmp(slash + 1, "..") ||
             !strcmp(slash + 1, ".")) {
-            fail(out, 400, "\"file\" must name a data file in the environment's folder or the code directory");
+            serve_reply_error(out, 400, "\"file\" must name a data file in the environment's folder or the code directory");
         } else {
             hiera_value *levels = hiera_edit_file_levels(h, path);
             if (!hiera_value_array_size(levels))
-                fail(out, 422, "no level of environment %s reads %s", env, path);
+                serve_reply_error(out, 422, "no level of environment %s reads %s", env, path);
             else
                 t = hiera_value_incref(hiera_value_array_get(levels, 0));
             hiera_value_decref(levels);
@@ -383,19 +368,19 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
     const hiera_value *given = hiera_value_hash_get(body, "value");
     bool unset = flag_of(body, "unset", false), dry = flag_of(body, "dry_run", false), encrypt = flag_of(body, "encrypt", false);
     if (!name_ok(env, false)) {
-        fail(out, 400, "invalid environment name (letters a-z, digits and '_')");
+        serve_reply_error(out, 400, "invalid environment name (letters a-z, digits and '_')");
         return;
     }
     if (!key || !*key) {
-        fail(out, 400, "\"key\" is required");
+        serve_reply_error(out, 400, "\"key\" is required");
         return;
     }
     if (unset + (given != NULL) + (yaml != NULL) != 1) {
-        fail(out, 400, "give the new value as \"value\" (JSON) or \"yaml\" (text), or \"unset\": true");
+        serve_reply_error(out, 400, "give the new value as \"value\" (JSON) or \"yaml\" (text), or \"unset\": true");
         return;
     }
     if (!dry && !base) {
-        fail(out, 400, "\"base\" (the digest of the file the editor started from, as GET /v1/edit gives it; \"\" for a "
+        serve_reply_error(out, 400, "\"base\" (the digest of the file the editor started from, as GET /v1/edit gives it; \"\" for a "
                        "file that does not exist) is required to save");
         return;
     }
@@ -414,20 +399,20 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
         const char *plain = yaml ? yaml : given && hiera_value_kind(given) == HIERA_STRING ? hiera_value_string(given) : NULL;
         const hiera_value *eyaml = hiera_value_hash_get(t, "eyaml");
         if (!plain || !eyaml) {
-            fail(out, 422, !eyaml ? "\"encrypt\" needs an eyaml level (%s is read by %s)" : "\"encrypt\" takes a string%s%s",
+            serve_reply_error(out, 422, !eyaml ? "\"encrypt\" needs an eyaml level (%s is read by %s)" : "\"encrypt\" takes a string%s%s",
                  eyaml ? "" : path, eyaml ? "" : str_of(t, "function"));
             goto done;
         }
         block = hiera_eyaml_encrypt(plain, strlen(plain), eyaml, &err);
         if (!block) {
-            fail(out, 422, "cannot encrypt for level '%s': %s", str_of(t, "level"), err.message ? err.message : "");
+            serve_reply_error(out, 422, "cannot encrypt for level '%s': %s", str_of(t, "level"), err.message ? err.message : "");
             goto done;
         }
         value = hiera_value_new_string(block);
     } else if (yaml) {
         value = hiera_value_from_yaml(yaml, strlen(yaml), &err);
         if (!value) {
-            fail(out, 400, "\"yaml\" does not parse: %s", err.message ? err.message : "");
+            serve_reply_error(out, 400, "\"yaml\" does not parse: %s", err.message ? err.message : "");
             goto done;
         }
     } else if (given) {
@@ -440,7 +425,7 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
     }
     hiera_status rs = hiera_file_read_text(path, &text, &len, &err);
     if (rs == HIERA_ERROR) {
-        fail(out, 422, "%s", err.message ? err.message : "the file cannot be read");
+        serve_reply_error(out, 422, "%s", err.message ? err.message : "the file cannot be read");
         goto done;
     }
     before = rs == HIERA_OK ? hiera_text_digest(text, len) : xstrdup("");
@@ -507,7 +492,7 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
             serve_reply(out, 409, e);
             hiera_value_decref(e);
         } else {
-            fail(out, 500, "%s", err.message ? err.message : "the file cannot be written");
+            serve_reply_error(out, 500, "%s", err.message ? err.message : "the file cannot be written");
         }
         goto done;
     }
@@ -557,7 +542,7 @@ void serve_edit(const request *rq, generation *g, response *out)
 {
     bool get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"), post = !strcmp(rq->method, "POST");
     if (!get && !post) {
-        fail(out, 405, "/v1/edit takes GET or POST");
+        serve_reply_error(out, 405, "/v1/edit takes GET or POST");
         return;
     }
     const char *off = !rq->o->edits ? "editing is off (hiera serve --allow-edits turns it on, for admins)"
@@ -575,7 +560,7 @@ void serve_edit(const request *rq, generation *g, response *out)
         return;
     }
     if (off) {
-        fail(out, 403, "%s", off);
+        serve_reply_error(out, 403, "%s", off);
         return;
     }
     if (get) {
@@ -583,7 +568,7 @@ void serve_edit(const request *rq, generation *g, response *out)
         if (!env)
             env = rq->o->environment ? rq->o->environment : "production";
         if (!name_ok(env, false) || (node && !name_ok(node, true))) {
-            fail(out, 400, "invalid environment or node name");
+            serve_reply_error(out, 400, "invalid environment or node name");
             return;
         }
         levels_of_key(rq, g, env, node, key, out);
@@ -592,7 +577,7 @@ void serve_edit(const request *rq, generation *g, response *out)
     hiera_error err = {0};
     hiera_value *body = rq->body_len ? hiera_value_from_json(rq->body, &err) : NULL;
     if (!body || hiera_value_kind(body) != HIERA_HASH)
-        fail(out, 400, "the request body must be a JSON object%s%s", err.message ? ": " : "", err.message ? err.message : "");
+        serve_reply_error(out, 400, "the request body must be a JSON object%s%s", err.message ? ": " : "", err.message ? err.message : "");
     else
         post_edit(rq, g, body, out);
     hiera_value_decref(body);

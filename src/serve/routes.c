@@ -48,19 +48,33 @@ static void reply_value(response *out, int status, hiera_value *v)
     out->content_type = "application/json";
 }
 
-static void reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
-static void reply_error(response *out, int status, const char *fmt, ...)
+/* {"error": the message} with this status */
+static void reply_verror(response *out, int status, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     sbuf b = {0};
     sb_vaddf(&b, fmt, ap);
-    va_end(ap);
     hiera_value *e = hiera_value_new_hash();
     hiera_value_hash_set(e, "error", hiera_value_new_string(sb_str(&b)));
     sb_free(&b);
     reply_value(out, status, e);
     hiera_value_decref(e);
+}
+
+static void reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
+static void reply_error(response *out, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verror(out, status, fmt, ap);
+    va_end(ap);
+}
+
+void serve_reply_error(response *out, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verror(out, status, fmt, ap);
+    va_end(ap);
 }
 
 void serve_reply(response *out, int status, hiera_value *v) { reply_value(out, status, v); }

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "base/util.h"
 #include "base/value.h"
 #include "hiera.h"
 
@@ -184,6 +185,8 @@ typedef struct {
 void route(const request *rq, response *out, const char **endpoint);
 /* An answer: v as JSON (as hiera lookup --render-as json prints it), v BORROWED (routes.c). */
 void serve_reply(response *out, int status, hiera_value *v);
+/* An error answer: {"error": the message formatted from fmt} (routes.c). */
+void serve_reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
 /* Answers /v1/edit (edit.c), from generation g (BORROWED). */
 void serve_edit(const request *rq, generation *g, response *out);
 

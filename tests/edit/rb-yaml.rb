@@ -55,6 +55,17 @@ def deep_dup(v)
   Marshal.load(Marshal.dump(v))
 end
 
+# {"ok"} when now is want, keys in the same order at every depth, else {"ok": false, "why"}
+def judge(now, want)
+  if now != want
+    { 'ok' => false, 'why' => "Ruby reads #{now.inspect[0, 300]}, expected #{want.inspect[0, 300]}" }
+  elsif now.inspect != want.inspect
+    { 'ok' => false, 'why' => "key order: #{now.inspect[0, 300]} != #{want.inspect[0, 300]}" }
+  else
+    { 'ok' => true }
+  end
+end
+
 mode, arg = ARGV
 out = []
 if mode == 'describe'
@@ -103,13 +114,7 @@ elsif mode == 'verify'
       else
         want.delete(job['key'])
       end
-      if now != want
-        out << { 'ok' => false, 'why' => "Ruby reads #{now.inspect[0, 300]}, expected #{want.inspect[0, 300]}" }
-      elsif now.keys != want.keys
-        out << { 'ok' => false, 'why' => "key order #{now.keys.inspect[0, 300]} != #{want.keys.inspect[0, 300]}" }
-      else
-        out << { 'ok' => true }
-      end
+      out << judge(now, want)
     rescue StandardError, Psych::Exception => e
       out << { 'ok' => false, 'why' => "Ruby cannot load the result: #{e.message}" }
     end
@@ -149,13 +154,7 @@ elsif mode == 'edits'
       else
         cur[segs[-1]] = load(job['value'])
       end
-      if now != want
-        out << { 'ok' => false, 'why' => "Ruby reads #{now.inspect[0, 300]}, expected #{want.inspect[0, 300]}" }
-      elsif now.inspect != want.inspect
-        out << { 'ok' => false, 'why' => "key order: #{now.inspect[0, 300]} != #{want.inspect[0, 300]}" }
-      else
-        out << { 'ok' => true }
-      end
+      out << judge(now, want)
     rescue StandardError, Psych::Exception => e
       out << { 'ok' => false, 'why' => "Ruby cannot load the result: #{e.message}" }
     end
