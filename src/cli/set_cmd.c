@@ -94,7 +94,7 @@ static const char *SET_USAGE =
     "  --dry-run, -n          show all of it, write nothing\n"
     "  --check                refuse to write (exit 1) when hiera check finds a new error in the file\n"
     "  --facts-dir DIR        the fleet: the nodes whose answers change (hiera diff's fast path);\n"
-    "                         --trusted-dir DIR as hiera diff takes it\n"
+    "                         --trusted-dir DIR and --unsafe-fact-paths as hiera diff takes them\n"
     "  --format text|json     json: {\"file\", \"key\", \"action\", \"changed\", \"written\", \"dry_run\",\n"
     "                         \"digest_before\", \"digest_after\", \"diff\", \"old_value\", \"value\",\n"
     "                         \"impact\" (hiera diff's document), \"findings\", \"error\"}\n"
