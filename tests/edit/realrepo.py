@@ -8,7 +8,8 @@ copied to a scratch folder, and every top-level key of it:
     the key's line to the line before the next top-level key), and Ruby's YAML.load of the result
     equals the old document with the key replaced (or removed), keys in the same order;
   - a key the file does not have is added without changing a byte of the old text (but the line break
-    its last line may lack), and Ruby reads it as the last key;
+    its last line may lack, and an empty root, "--- {}", that becomes the block mapping), and Ruby
+    reads it as the last key;
   - a file Ruby cannot load is not written;
   - a refusal is counted with its reason (the key defined twice, an anchor in the way...); a refusal
     that says the editor could not write the file exactly is a failure.
@@ -104,9 +105,13 @@ def only_inserted(old, new):
     s = 0
     while s < len(a) - p and s < len(b) - p and a[-1 - s] == b[-1 - s]:
         s += 1
-    gone = a[p:len(a) - s]
+    gone, came = a[p:len(a) - s], b[p:len(b) - s]
     if not gone:
         return len(b) > len(a)
+    if len(gone) == 1 and re.match(rb"^(---)?[ \t]*(\{[ \t]*\}|~|null)?[ \t]*(#.*)?\r?\n?$", gone[0]) and re.search(rb"\{|~|null", gone[0]):
+        # an empty root ("--- {}", "--- ~") becomes the new block mapping: its marker and comment stay
+        marker = gone[0].startswith(b"---")
+        return not marker or came[0].startswith(b"---")
     return len(gone) == 1 and not gone[0].endswith((b"\n", b"\r")) and b[p].rstrip(b"\r\n") == gone[0]
 
 
