@@ -84,34 +84,55 @@ static bool name_ok(const char *s, bool node)
  * that interpolates nothing, or a file's levels). NULL after replying. */
 static hiera *context(const request *rq, generation *g, const char *env, const char *node, response *out)
 {
-    const char *why = NULL;
-    const hiera_environment *e = state_environment(g, env, &why);
-    if (!e) {
-        serve_reply_error(out, 422, "%s", why ? why : "no such environment");
-        return NULL;
+    bool stored = false;
+    hiera_value *read_now = NULL;
+    const hiera_value *facts = NULL;
+    if (node) {
+        facts = hiera_value_hash_get(g->facts, node);
+        stored = facts && hiera_value_hash_get(g->facts_stored, node);
+        if (!facts && state_facts_loading(g)) {
+            /* the facts folder is being read: the node's own file, now */
+            char *error = NULL;
+            facts = read_now = state_node_facts_now(rq->st, node, &stored, &error);
+            if (error) {
+                serve_reply_error(out, 422, "the facts of node '%s' cannot be read: %s", node, error);
+                free(error);
+                return NULL;
+            }
+        }
+        if (!facts) {
+            const hiera_value *err = hiera_value_hash_get(g->facts_errors, node);
+            serve_reply_error(out, err ? 422 : 404, "%s '%s'%s%s", err ? "the facts of node" : "unknown node", node,
+                              err ? ": " : "", err ? hiera_value_string(err) : "");
+            return NULL;
+        }
     }
-    const hiera_value *facts = node ? hiera_value_hash_get(g->facts, node) : NULL;
-    if (node && !facts) {
-        const hiera_value *err = hiera_value_hash_get(g->facts_errors, node);
-        serve_reply_error(out, err ? 422 : 404, "%s '%s'%s%s", err ? "the facts of node" : "unknown node", node, err ? ": " : "",
-             err ? hiera_value_string(err) : "");
+    int status = 422;
+    char *why = NULL;
+    env_build *b = state_env(rq->st, g, env, &status, &why);
+    if (!b) {
+        serve_reply_error(out, status, "%s", why ? why : "no such environment");
+        free(why);
+        hiera_value_decref(read_now);
         return NULL;
     }
     hiera_options o = HIERA_OPTIONS_INIT;
-    o.settings = g->settings;
-    o.env = e;
+    o.settings = b->settings->s;
+    o.env = b->env;
     o.node = node;
-    if (facts && hiera_value_hash_get(g->facts_stored, node))
+    if (stored)
         o.base_facts = facts;
     else
         o.facts = facts;
-    o.cache = state_thread_cache(g);
+    o.cache = state_thread_cache(b); /* (the thread's cache over b holds b from now on) */
     o.unsafe_fact_paths = rq->o->unsafe_fact_paths;
     hiera_error err = {0};
     hiera *h = hiera_new(&o, &err);
     if (!h)
         serve_reply_error(out, 422, "%s", err.message ? err.message : "cannot look up for this node");
     hiera_error_clear(&err);
+    env_build_release(b);
+    hiera_value_decref(read_now); /* (the context copied them) */
     return h;
 }
 
@@ -160,8 +181,16 @@ static hiera_value *target_of(const request *rq, generation *g, const hiera_valu
             t = NULL;
         }
     } else {
-        const char *why = NULL;
-        const hiera_environment *e = state_environment(g, env, &why);
+        int status = 422;
+        char *why = NULL;
+        env_build *b = state_env(rq->st, g, env, &status, &why);
+        if (!b) { /* (gone since context() found it) */
+            serve_reply_error(out, status, "%s", why ? why : "no such environment");
+            free(why);
+            hiera_free(h);
+            return NULL;
+        }
+        const hiera_environment *e = b->env;
         char *joined = file[0] == '/' ? xstrdup(file) : xjoin(hiera_environment_dir(e) ? hiera_environment_dir(e) : "/", "/", file, NULL);
         /* the folder must exist and be served (no "..", no link out of the tree) */
         char *slash = strrchr(joined, '/');
@@ -184,6 +213,7 @@ static hiera_value *target_of(const request *rq, generation *g, const hiera_valu
         free(path);
         free(dir);
         free(joined);
+        env_build_release(b);
     }
     hiera_error_clear(&err);
     hiera_free(h);
@@ -359,6 +389,21 @@ static void levels_of_key(const request *rq, generation *g, const char *env, con
 
 /* ------------------------------------------------------------------ POST: an edit */
 
+/* Whether path (resolved) lies in environment env's own folder. */
+static bool under_env_dir(const request *rq, generation *g, const char *env, const char *path)
+{
+    int status = 0;
+    char *why = NULL;
+    env_build *b = state_env(rq->st, g, env, &status, &why);
+    free(why);
+    char *r = b && hiera_environment_dir(b->env) ? realpath(hiera_environment_dir(b->env), NULL) : NULL;
+    size_t n = r ? strlen(r) : 0;
+    bool in = r && !strncmp(path, r, n) && path[n] == '/';
+    free(r);
+    env_build_release(b);
+    return in;
+}
+
 static void post_edit(const request *rq, generation *g, const hiera_value *body, response *out)
 {
     const char *env = str_of(body, "environment");
@@ -517,10 +562,11 @@ static void post_edit(const request *rq, generation *g, const hiera_value *body,
     }
     fprintf(stderr, "hiera serve: %s %s '%s' in %s\n", rq->who.name[0] ? rq->who.name : "anonymous",
             unset ? "removed" : "set", key, path);
-    state_reload(rq->st, "edit", false);
-    generation *now = state_current(rq->st);
-    hiera_value_hash_set(doc, "generation", hiera_value_new_int((int64_t)now->id));
-    generation_release(now);
+    /* served before the answer: the environment is rebuilt now (every one built when the file is
+     * outside its folder: the global layer, read by all), not when the watcher's events settle */
+    uint64_t gen = 0;
+    state_rebuild_now(rq->st, under_env_dir(rq, g, env, path) ? env : NULL, "edit", &gen);
+    hiera_value_hash_set(doc, "generation", hiera_value_new_int((int64_t)gen));
     hiera_value_hash_set(doc, "written", hiera_value_new_bool(true));
     serve_reply(out, 200, doc);
 done:

@@ -2,7 +2,8 @@
  *
  * Loading libcrypto (4 MB, thousands of relocations and its initialisers) was a third of the
  * start-up of a one-shot `hiera lookup` that never decrypts anything. The command is therefore
- * linked without -lcrypto: this file defines the libcrypto functions eyaml.c uses, each of which
+ * linked without -lcrypto: this file defines the libcrypto functions eyaml.c uses (and the
+ * SHA-256 digest that names a snapshot's parses by content, engine/snapshot.c), each of which
  * opens libcrypto.so.3 with dlopen on first use and calls the real function. The prototypes come
  * from OpenSSL's own headers, so the compiler checks every signature. libhiera.a and .so link
  * libcrypto as usual; only the hiera executable links this file. */
