@@ -43,9 +43,9 @@ LIBS = $(PKG_LIBS) -lm -lpthread
 # (the Debian package: security updates of libyaml reach it) links the shared libyaml
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
-# comparison);
+# comparison; edit: byte-preserving edits of data files);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check
+LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check edit
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -73,7 +73,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 SOVER = 1
 
 .PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb \
-        check-lsp deb check-deb check-realrepos
+        check-lsp check-edit deb check-deb check-realrepos
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -183,12 +183,14 @@ check: all test-deps
 	@python3 tests/diff/check.py --hiera $(B)/hiera
 	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 25
 	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
+	@python3 tests/edit/check.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
 	@$(MAKE) --no-print-directory $(B)/tests/stress
 	@./$(B)/tests/stress --threads 4 --rounds 1 tests/cases >$(B)/tests/stress.log 2>&1 \
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
+	@python3 tests/edit/serve.py --hiera $(B)/hiera
 	@python3 tests/serve/storm.py --hiera $(B)/hiera --rounds 2
 	@python3 tests/serve/systemd.py --hiera $(B)/hiera
 	@python3 tests/docs/check.py --hiera $(B)/hiera
@@ -268,10 +270,17 @@ check-lsp: all
 	@sh scripts/deps.sh --lsp
 	@python3 tests/lsp/nvim/run.py --hiera $(B)/hiera
 
-# the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
-# missing; screenshots in build/web-artifacts)
+# the page of hiera serve in headless chromium, and its edit flow (installs chromium, npm and
+# playwright-core when missing; screenshots in build/web-artifacts)
 check-web: all
 	@sh tests/web/run.sh $(B)/hiera
+
+# hiera set / unset on random files and edits and the editor's fuzz corpus, judged by Ruby's Psych
+# (as Puppet reads data); installs ruby when missing (as root). About 2 minutes.
+check-edit: all
+	@command -v ruby >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || { apt-get update -qq >/dev/null 2>&1 || true; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 ruby >/dev/null; }
+	@python3 tests/edit/ruby-random.py --hiera $(B)/hiera
 
 # hiera against a real PuppetDB (Debian's puppetdb with its own PostgreSQL cluster, started and
 # stopped by the script in a scratch folder) and Puppet reading the same PuppetDB through

@@ -91,6 +91,14 @@ typedef enum {
      * not parse, a type mismatch between levels, a deep_merge error, a bad key) are
      * HIERA_ERR_LOOKUP. */
     HIERA_ERR_INTERPOLATION = 4,
+    /* Edits only (hiera_edit_*): the edit cannot be made exactly, and nothing is written; file,
+     * line and column say where, the message why (the key defined twice, an anchor or alias in
+     * the way, a flow mapping, a document that is not a hash, a level whose files cannot be
+     * named...). */
+    HIERA_ERR_REFUSED = 5,
+    /* hiera_file_replace only: the file is not the one the edit started from (another edit
+     * landed first); nothing is written. */
+    HIERA_ERR_STALE = 6,
 } hiera_error_kind;
 
 typedef struct {
@@ -765,6 +773,108 @@ typedef struct {
  * only read. */
 HIERA_API hiera_value *hiera_snapshot_compare(const hiera_snapshot *old_snapshot, const hiera_snapshot *new_snapshot,
                                              const hiera_compare_options *options);
+
+/* ------------------------------------------------------------------ editing data files
+ *
+ * Byte-preserving edits of YAML data files, for tools that change data (the hiera command's
+ * `set` and `unset`, hiera serve's page). An edit replaces exactly the bytes of one entry, as
+ * libyaml's marks locate them, and leaves every other byte as it was: comments (above and beside
+ * the key too), blank lines, key order, indentation, the quoting of other values, document
+ * markers, line endings. The edited scalar keeps its style (plain, quoted, block) when the new
+ * value allows it. What cannot be edited exactly is refused (HIERA_ERR_REFUSED), never rewritten:
+ * the key defined twice in a mapping on the key's path, a merge key (<<) or an anchor or alias in
+ * the way, a flow mapping to edit inside, a document that is not a hash, a file that does not
+ * parse or is not UTF-8. Every result is read back with Puppet's YAML rules and must equal the old
+ * document with the key replaced, or the edit is refused.
+ *
+ * Functions of this section that take no context may be called from any thread; those that take
+ * one follow the rule of contexts (one thread at a time). */
+
+typedef struct {
+    size_t size;              /* sizeof(hiera_edit) (HIERA_EDIT_INIT), or 0 */
+    const char *file;         /* the file's name in errors (err->file), or NULL */
+    /* The key: a top-level key, or a dotted key into its value as lookups take it
+     * ("profile::users.bob.shell", '"a.b".c' for a key holding a dot): the hashes on the way are
+     * made when missing (an empty or undef value on the way becomes a hash); a segment that is an
+     * array index is refused (an edit sets a whole array). */
+    const char *key;
+    const hiera_value *value; /* set: the new value (BORROWED; no Sensitive inside); NULL: unset */
+    bool new_file;            /* the text is of a file that does not exist yet: it starts with "---" */
+} hiera_edit;
+#define HIERA_EDIT_INIT {.size = sizeof(hiera_edit)}
+
+typedef struct {
+    char *text;            /* the new text (malloc'ed, NUL-terminated) */
+    size_t len;
+    bool changed;          /* false: the key already held exactly this value; text is the old text */
+    int first_line;        /* the lines of the old text the edit replaced (1-based, inclusive); an */
+    int last_line;         /* insertion before line L: first_line L, last_line L - 1 */
+    hiera_value *old_value; /* what the key held, as Puppet reads the file (a new reference), or NULL */
+} hiera_edit_result;
+
+/* Edits text (len bytes; NULL or "" for an empty file): sets or removes edit->key. HIERA_OK: *result
+ * holds the new text (release with hiera_edit_result_clear). HIERA_NOT_FOUND: unset of a key the
+ * text does not hold (nothing to do; *result empty). HIERA_ERROR: err says why: HIERA_ERR_REFUSED
+ * with file, line, column and the reason, or HIERA_ERR_FATAL for a bad request (no key, a
+ * Sensitive value, a bad dotted key). */
+HIERA_API hiera_status hiera_edit_text(const char *text, size_t len, const hiera_edit *edit, hiera_edit_result *result,
+                                      hiera_error *err);
+HIERA_API void hiera_edit_result_clear(hiera_edit_result *r);
+
+/* A value written in YAML (a command line's VALUE: "8443", "'8443'", "[a, b]", "{uid: 1003}"), read
+ * as Puppet reads data files; "" is undef. A new reference, or NULL with err (Psych's message). */
+HIERA_API hiera_value *hiera_value_from_yaml(const char *text, size_t len, hiera_error *err);
+
+/* The SHA-256 digest of text, as "sha256:" and 64 hex digits: how edits name the version of a
+ * file they start from. A new string (free). */
+HIERA_API char *hiera_text_digest(const char *text, size_t len);
+
+/* A unified diff (as diff -u prints it: one hunk around the lines that differ, with 3 lines of
+ * context) from old_text to new_text, naming the files old_label and new_label ("/dev/null" for
+ * a file that does not exist); "" when the texts are the same. A new string (free). */
+HIERA_API char *hiera_text_diff(const char *old_text, size_t old_len, const char *new_text, size_t new_len,
+                                const char *old_label, const char *new_label);
+
+/* Reads a data file for an edit: *text (malloc'ed, NUL-terminated; free) and *len. HIERA_OK;
+ * HIERA_NOT_FOUND when there is no file (*text ""); HIERA_ERROR with err (not a regular file,
+ * larger than 256 MB, unreadable). */
+HIERA_API hiera_status hiera_file_read_text(const char *path, char **text, size_t *len, hiera_error *err);
+
+/* Replaces the file at path with text, atomically: a temporary file in the same folder, written
+ * and fsync'ed, given the old file's mode and owner (a new file: mode 0666 less the umask, as
+ * any new file), renamed over it, and the folder fsync'ed, so a reader sees the old file or the
+ * new one, never a part. expected_digest (hiera_text_digest): NULL writes whatever the file is
+ * now; "" requires that there is no file; any other the file's current digest; the check and
+ * the rename are made under a lock on the folder (flock), so that two edits starting from the
+ * same version never both land, in one process or several. HIERA_OK; HIERA_ERROR with err:
+ * HIERA_ERR_STALE when the file is not the expected one, HIERA_ERR_FATAL when it cannot be
+ * written (the file is left as it was). Any thread. */
+HIERA_API hiera_status hiera_file_replace(const char *path, const char *text, size_t len, const char *expected_digest,
+                                          hiera_error *err);
+
+/* Where an edit of the context's node goes: the file hierarchy level `level` resolves to for the
+ * node, in module `module`'s layer (NULL: the environment's layer, else the global one), as a new
+ * hash {"path" (absolute), "exists", "layer" ("global", "environment", "module"), "module"?,
+ * "level", "function" ("yaml_data", "eyaml_lookup_key"...), "template" (the location as written),
+ * "interpolated" (true when it holds %{...}), "node_variables" (true when it interpolates more
+ * than the environment and Puppet's settings: the file is one node's), "eyaml": {"pkcs7_public_key"?,
+ * "pkcs7_public_key_env_var"?} (eyaml levels: where its public key is)}. A level with several
+ * paths gives its first. NULL with err (HIERA_ERR_REFUSED) when the level cannot name one file:
+ * no such level, a glob, globs, mapped_paths or uri level, a function that reads no YAML file
+ * (json_data, hocon_data, a custom one), a path that the node's facts leave empty or that the
+ * facts rule refuses. */
+HIERA_API hiera_value *hiera_edit_target(hiera *h, const char *module, const char *level, hiera_error *err);
+
+/* The levels that can read the file at path (absolute) for some node, in lookup order: an array
+ * of hashes as hiera_edit_target gives ("path" being path, "exists" whether it is there now).
+ * A location's %{...} stands for any text, as hiera check reads them. A new reference. */
+HIERA_API hiera_value *hiera_edit_file_levels(hiera *h, const char *path);
+
+/* Encrypts plain text for an eyaml level: an ENC[PKCS7,...] block (one line) that the level's
+ * private key decrypts, with the public key its options name (hiera_edit_target's "eyaml": a
+ * pkcs7_public_key file, or a pkcs7_public_key_env_var environment variable holding the PEM
+ * text). A new string (free), or NULL with err. Any thread. */
+HIERA_API char *hiera_eyaml_encrypt(const char *plain, size_t len, const hiera_value *eyaml_options, hiera_error *err);
 
 HIERA_API const char *hiera_version(void);
 

@@ -63,6 +63,8 @@ static const char *DIFF_USAGE =
     "--format: text (grouped by key, then by change, with a few nodes each; --nodes lists them\n"
     "all; coloured on a terminal), json (the schema is in README.md) or markdown (for a merge\n"
     "request comment). --explain KEY --node N shows where both sides' answers come from.\n"
+    "--redact-secrets: eyaml blocks are not decrypted; their answers show as Sensitive (redacted),\n"
+    "changed when their encrypted text changed.\n"
     "Exit status: 0 no change, 1 changes (with --fail-on failures: only lookups that now fail),\n"
     "2 trouble (bad options, a side that cannot be read, nodes that could not be compared).\n"
     "The nodes may come from PuppetDB instead of --facts-dir, with the facts hiera lookup --node\n"
@@ -74,7 +76,7 @@ typedef struct {
     const char *git_dir, *tree_kind;
     const char *node, *facts, *facts_dir, *facts_dirs[2], *keys_file, *environment, *confdir, *hiera_config;
     const char *merge, *prefix, *default_value, *type, *format, *color, *fail_on, *explain, *jobs, *trusted, *trusted_dir;
-    bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, all_nodes, full;
+    bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, all_nodes, full, redact;
     cli_pdb_args pdb;            /* PuppetDB as the node set */
     cli_puppet_settings_args ps; /* Puppet's settings for its client */
     const char **keys;
@@ -258,6 +260,8 @@ static int parse(int argc, char **argv, diff_args *a)
             a->all_nodes = true;
         } else if (flag_is(name, nlen, "full")) {
             a->full = true;
+        } else if (flag_is(name, nlen, "redact_secrets")) {
+            a->redact = true;
         } else if (flag_is(name, nlen, "no_color")) {
             a->color = "never";
         } else if (flag_is(name, nlen, "help")) {
@@ -904,7 +908,8 @@ static void node_open(worker *w, uint32_t ni, node_run *nr)
                            .environment = r->a->environment, .node = d->name,
                            .facts = nf[s].stored ? NULL : nf[s].facts, .base_facts = nf[s].stored ? nf[s].facts : NULL,
                            .trusted = nf[s].trusted, .cache = w->view[s], .unsafe_fact_paths = r->a->unsafe_fact_paths,
-                           .diagnostics = collect_diagnostic, .diagnostics_data = &nr->diag[s],
+                           .redact_encrypted = r->a->redact, .diagnostics = collect_diagnostic,
+                           .diagnostics_data = &nr->diag[s],
                            .remap_default_environmentpath = true,
                            .puppet_version = r->a->versions[s]};
         nr->diag[s] = (diag_src){s, ni};
@@ -1274,7 +1279,8 @@ static void explain_side(const diff_args *a, const diff_side *s, hiera_puppet_ve
                           .environmentpath = s->environmentpath, .hiera_config = s->hiera_config,
                           .environment = a->environment, .node = node, .facts = nf.stored ? NULL : nf.facts,
                           .base_facts = nf.stored ? nf.facts : NULL, .trusted = nf.trusted, .cache = cache,
-                          .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
+                          .unsafe_fact_paths = a->unsafe_fact_paths, .redact_encrypted = a->redact,
+                          .diagnostics = collect_diagnostic,
                           .diagnostics_data = (void *)&explain_src[s == diag_sides[1]],
                           .remap_default_environmentpath = true, .puppet_version = version};
     hiera_error err = {0};

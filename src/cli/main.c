@@ -1,6 +1,6 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`, `hiera batch` many lookups,
  * `hiera keys` the keys a node can see, `hiera check` a linter, `hiera diff` the fleet impact of a
- * change, `hiera serve` answers over HTTP, `hiera lsp` a language server for editors, `hiera
+ * change, `hiera set`/`unset` change one key of a data file, `hiera serve` answers over HTTP, `hiera lsp` a language server for editors, `hiera
  * eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3 command
  * line (`hiera -- version` looks up the key "version"). Every subcommand the dispatcher below
  * knows has a line in SUBCOMMANDS (hiera --help) and a man page, docs/hiera-NAME.1 (or .8):
@@ -18,6 +18,7 @@
 #include "cli/lsp_cmd.h"
 #include "cli/result_cache.h"
 #include "cli/serve_cmd.h"
+#include "cli/set_cmd.h"
 
 #include "hiera.h"
 
@@ -40,6 +41,9 @@ static const struct {
               "eyaml, keys against class parameters (hiera check --help)"},
     {"diff", "which nodes' answers two versions of the data change, and how\n"
              "(hiera diff --help)"},
+    {"set", "set one key of a data file, byte for byte where it is, with the diff, the\n"
+            "nodes whose answers change and hiera check's new findings (hiera set --help)"},
+    {"unset", "remove one key of a data file, likewise (hiera unset --help)"},
     {"serve", "answer lookups over HTTP (JSON API and a web page) from a snapshot kept\n"
               "current with the files (hiera serve --help)"},
     {"lsp", "a Language Server Protocol server for editors: diagnostics, hover,\n"
@@ -138,6 +142,8 @@ int main(int argc, char **argv)
         return diff_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc - 2, argv + 2);
+    if (argc >= 2 && (strcmp(argv[1], "set") == 0 || strcmp(argv[1], "unset") == 0))
+        return set_main(argc - 2, argv + 2, argv[1][0] == 'u');
     if (argc >= 2 && strcmp(argv[1], "lsp") == 0)
         return lsp_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)

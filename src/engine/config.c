@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const FUNCTION_KEYS[] = {"data_hash", "lookup_key", "data_dig", "hiera3_backend"};
 static const char *const LOCATION_KEYS[] = {"path", "paths", "glob", "globs", "uri", "uris", "mapped_paths"};
@@ -984,4 +985,64 @@ char *envpath_remap(const char *path, const char *own, const char **from)
         return sb_take(&b);
     }
     return NULL;
+}
+
+/* ------------------------------------------------------------------ a level's files as templates */
+
+char *config_level_datadir(const hcfg *cfg, const hlevel *lvl, const char *codedir)
+{
+    char *datadir;
+    if (lvl->v3_datadir_abs)
+        datadir = lvl->datadir ? xstrdup(lvl->datadir)
+                               : xasprintf("%s/environments/%%{::environment}/hieradata", codedir ? codedir : "");
+    else
+        datadir = pn_plus(cfg->root, lvl->datadir);
+    if (datadir[0] != '/') { /* Hiera 3's relative datadir: relative to the working folder */
+        char *cwd = getcwd(NULL, 0);
+        char *abs = pn_plus(cwd ? cwd : "/", datadir);
+        free(cwd);
+        free(datadir);
+        datadir = abs;
+    }
+    return datadir;
+}
+
+char **config_level_templates(const hcfg *cfg, const hlevel *lvl, const char *codedir, bool *glob, size_t *n)
+{
+    char *datadir = config_level_datadir(cfg, lvl, codedir);
+    char **out = xcalloc(lvl->nlocs + 1, sizeof *out);
+    *n = 0;
+    *glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
+    for (size_t j = 0; j < lvl->nlocs; j++) {
+        const char *loc;
+        char *owned = NULL;
+        switch (lvl->lkind) {
+        case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS:
+            loc = lvl->locs[j];
+            if (lvl->extension) {
+                size_t ll = strlen(loc), el = strlen(lvl->extension);
+                if (ll < el || strcmp(loc + ll - el, lvl->extension) != 0)
+                    loc = owned = xjoin(loc, lvl->extension, NULL);
+            }
+            break;
+        case LOC_MAPPED_PATHS:
+            if (j != 2)
+                continue;
+            loc = lvl->locs[2];
+            break;
+        default:
+            continue; /* URIs and levels without locations read no files */
+        }
+        out[(*n)++] = pn_plus(datadir, loc);
+        free(owned);
+    }
+    free(datadir);
+    return out;
+}
+
+void config_templates_free(char **t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(t[i]);
+    free(t);
 }

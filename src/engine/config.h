@@ -82,6 +82,18 @@ void config_level_free(hlevel *l);
  * entry "Legacy function '<function_name>'" calling that v4_data_hash function; no file. */
 hcfg *config_legacy_function(const char *root, const char *function_name, layer_kind layer);
 
+/* The files a level reads, as templates (not interpolated): its datadir made absolute (against
+ * the configuration's folder; Hiera 3's given datadir as it is, relative ones against the working
+ * folder; a version 3 level without one: <codedir>/environments/%{::environment}/hieradata), joined
+ * with each path or glob (with a version 3 or 4 level's extension), or a mapped_paths level's path
+ * template; none for uris and levels without locations. *glob: the level reads globs. A new
+ * array of n malloc'ed strings (config_templates_free). What snapshots, hiera check and edits
+ * match files against (tmplmatch.h). */
+char **config_level_templates(const hcfg *cfg, const hlevel *lvl, const char *codedir, bool *glob, size_t *n);
+/* The level's datadir so made absolute (a new string). */
+char *config_level_datadir(const hcfg *cfg, const hlevel *lvl, const char *codedir);
+void config_templates_free(char **t, size_t n);
+
 /* The fast check of a version 5 config (true only when Puppet's schema certainly accepts it) and
  * the schema itself, for the tests that hold one to the other. */
 bool config_v5_quick_valid(const hv *config);

@@ -48,20 +48,36 @@ static void reply_value(response *out, int status, hiera_value *v)
     out->content_type = "application/json";
 }
 
-static void reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
-static void reply_error(response *out, int status, const char *fmt, ...)
+/* {"error": the message} with this status */
+static void reply_verror(response *out, int status, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     sbuf b = {0};
     sb_vaddf(&b, fmt, ap);
-    va_end(ap);
     hiera_value *e = hiera_value_new_hash();
     hiera_value_hash_set(e, "error", hiera_value_new_string(sb_str(&b)));
     sb_free(&b);
     reply_value(out, status, e);
     hiera_value_decref(e);
 }
+
+static void reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
+static void reply_error(response *out, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verror(out, status, fmt, ap);
+    va_end(ap);
+}
+
+void serve_reply_error(response *out, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verror(out, status, fmt, ap);
+    va_end(ap);
+}
+
+void serve_reply(response *out, int status, hiera_value *v) { reply_value(out, status, v); }
 
 /* A copy of v with Sensitive values unwrapped (for a caller who may see them). */
 static hiera_value *unwrap(const hiera_value *v)
@@ -1043,6 +1059,12 @@ void route(const request *rq, response *out, const char **endpoint)
         return;
     }
     generation *g = state_current(rq->st);
+    if (is(path, "/v1/edit")) {
+        *endpoint = "edit";
+        serve_edit(rq, g, out);
+        generation_release(g);
+        return;
+    }
     params p = {rq, NULL};
     if (post) {
         hiera_error err = {0};

@@ -9,6 +9,7 @@
  *              who is asking, the access log, draining on SIGTERM
  *   metrics.c  what the server counts, in Prometheus' text format
  *   routes.c   the JSON API (/v1/...), /healthz, /metrics, and the page's files
+ *   edit.c     /v1/edit: changing data (--allow-edits, admins only), with the fleet's impact
  *   assets.c   the page (index.html, app.js, style.css) compiled into the binary (generated) */
 #ifndef HIERA_SERVE_H
 #define HIERA_SERVE_H
@@ -19,6 +20,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "base/util.h"
 #include "base/value.h"
 #include "hiera.h"
 
@@ -51,6 +53,19 @@ typedef struct {
     unsigned max_connections;
     unsigned timeout;        /* seconds a connection may stay idle or send its request */
     unsigned request_time;   /* seconds of work a batch request may take */
+    /* edits through /v1/edit and the page (--allow-edits, admins only: edit.c), NULL when off */
+    struct serve_edits {
+        const char *audit_log; /* a file getting one JSON line per edit saved, or NULL */
+        bool commit;           /* commit each saved edit in the git work tree holding the file */
+        /* what an edit would do (the command's: hiera diff over the served nodes, hiera check):
+         * a new hash {"impact" (hiera diff's JSON document, or null), "impact_note"?, "findings",
+         * "check_note"?}, or NULL; called from a server thread, any number at once */
+        hiera_value *(*effects)(void *data, const char *environment, const char *file, const char *text, size_t len);
+        /* commits file (git add, git commit of it alone) with that author and message; false with
+         * *note (malloc'ed) when it could not; *note also when there was nothing to commit in */
+        bool (*commit_file)(void *data, const char *file, const char *author, const char *message, char **note);
+        void *data;
+    } *edits;
     uint64_t max_memory;     /* bytes of parsed environments kept; 0: no bound */
     hiera_cache *disk;       /* a cache whose disk cache the builds use (parses by content), or NULL */
 } serve_options;
@@ -172,6 +187,13 @@ void state_wait_facts(serve_state *st);
  * of Puppet's facts cache), or NULL, with *error (malloc'ed) when the file cannot be read, else
  * without (no file). */
 hiera_value *state_node_facts_now(serve_state *st, const char *node, bool *stored, char **error);
+/* For a change the server made itself (an edit saved): rebuilds environment name (NULL: every
+ * environment built) at once from its build, after any build of it under way, rather than when
+ * the watcher's events settle, and publishes a new generation, whose id goes to *generation_id
+ * (when not NULL): the next request reads what was written. An environment not built yet is read
+ * whole when first asked. false when a rebuild was refused (it would bring new errors: the last
+ * good build goes on serving, /healthz says degraded). Blocks the caller; any thread. */
+bool state_rebuild_now(serve_state *st, const char *name, const char *why, uint64_t *generation_id);
 /* The environments of g that are folders of the environmentpath (a new array of names). */
 hv *state_env_names(generation *g);
 
@@ -235,6 +257,12 @@ typedef struct {
 
 /* Answers one request (routes.c); the endpoint's name for metrics goes to *endpoint. */
 void route(const request *rq, response *out, const char **endpoint);
+/* An answer: v as JSON (as hiera lookup --render-as json prints it), v BORROWED (routes.c). */
+void serve_reply(response *out, int status, hiera_value *v);
+/* An error answer: {"error": the message formatted from fmt} (routes.c). */
+void serve_reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
+/* Answers /v1/edit (edit.c), from generation g (BORROWED). */
+void serve_edit(const request *rq, generation *g, response *out);
 
 /* ------------------------------------------------------------------ metrics.c */
 

@@ -1254,6 +1254,99 @@ env_build *state_env(serve_state *st, generation *g, const char *name, int *stat
     return b;
 }
 
+/* ------------------------------------------------------------------ a change the server made itself */
+
+static env_slot **built_slots(generation *g, size_t *n);
+
+/* Rebuilds slot's environment at once from its build (every file's stat identity asked again:
+ * what the caller wrote is read whatever the watcher has seen of it yet), after any build of it
+ * under way; publishes it unless it brings new errors. false when refused; true too when the
+ * slot is not built (it is read whole, after the write, when asked). */
+static bool rebuild_slot_now(serve_state *st, env_slot *slot, const char *why)
+{
+    pthread_mutex_lock(&slot->lock);
+    while (slot->building)
+        pthread_cond_wait(&slot->cond, &slot->lock);
+    env_build *cur = slot->built ? env_build_retain(slot->built) : NULL;
+    if (cur)
+        slot->building = true;
+    pthread_mutex_unlock(&slot->lock);
+    if (!cur)
+        return true;
+    watch *w = st->w;
+    pthread_mutex_lock(&w->lock);
+    drain_locked(w);
+    uint64_t s0 = w->seq;
+    pthread_mutex_unlock(&w->lock);
+    settings_ref *sr = current_settings(st);
+    env_build *b = build_env(st, slot->name, sr, cur, NULL, NULL);
+    settings_release(sr);
+    hv *added = new_errors(cur, b);
+    bool ok = hv_array_len(added) == 0;
+    if (ok) {
+        fprintf(stderr, "hiera serve: environment %s rebuilt (%s) in %.3f s (%zu of %zu files read again, %zu parsed)\n",
+                slot->name, why, b->build_seconds, b->files - b->reused, b->files, b->parsed);
+        slot_publish(slot, b, s0);
+        b = NULL;
+        __atomic_add_fetch(&st->reloads_ok, 1, __ATOMIC_RELAXED);
+    } else {
+        for (size_t i = 0; i < hv_array_len(added); i++) {
+            const hv *e = hv_array_get(added, i);
+            fprintf(stderr, "hiera serve: reload refused (%s, environment %s), its last good build goes on serving: %s: %s\n",
+                    why, slot->name, hv_str_ptr(hv_hash_gets(e, "file")), hv_str_ptr(hv_hash_gets(e, "message")));
+        }
+        char *json = hiera_render(added, HIERA_RENDER_JSON, NULL);
+        pthread_mutex_lock(&slot->lock);
+        free(slot->refused);
+        slot->refused = json;
+        slot->refused_at = time(NULL);
+        pthread_mutex_unlock(&slot->lock);
+        __atomic_add_fetch(&st->reloads_refused, 1, __ATOMIC_RELAXED);
+    }
+    hv_decref(added); /* (it holds parts of b's snapshot: before b is released) */
+    env_build_release(b);
+    env_build_release(cur);
+    pthread_mutex_lock(&slot->lock);
+    slot->building = false;
+    pthread_cond_broadcast(&slot->cond);
+    pthread_mutex_unlock(&slot->lock);
+    return ok;
+}
+
+bool state_rebuild_now(serve_state *st, const char *name, const char *why, uint64_t *generation_id)
+{
+    generation *g = state_current(st);
+    size_t n = 0;
+    env_slot **slots;
+    if (name) {
+        pthread_mutex_lock(&g->envs_lock);
+        size_t at;
+        env_slot *s = find_slot(g, name, &at);
+        slots = xcalloc(2, sizeof *slots);
+        if (s)
+            slots[n++] = slot_retain(s);
+        pthread_mutex_unlock(&g->envs_lock);
+    } else {
+        slots = built_slots(g, &n);
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        ok &= rebuild_slot_now(st, slots[i], why);
+        slot_release(slots[i]);
+    }
+    free(slots);
+    /* a new generation: what is served changed */
+    generation *fresh = next_generation(st, g, g->fs, false);
+    generation_release(g);
+    publish(st, fresh);
+    if (generation_id) {
+        generation *now = state_current(st);
+        *generation_id = now->id;
+        generation_release(now);
+    }
+    return ok;
+}
+
 /* ------------------------------------------------------------------ status */
 
 void state_status_of(serve_state *st, state_status *out)

@@ -65,7 +65,7 @@ for ex in "$dest/h3-shared" "$dest/h3-static"; do
 done
 # the man page renders without a warning (groff-base: scripts/deps.sh --test)
 if command -v groff >/dev/null 2>&1; then
-  check sh -c "groff -man -Tutf8 -ww -z '$dest/usr/share/man/man1/hiera.1' '$dest/usr/share/man/man1/hiera-lsp.1' 2>'$dest/man.err' && test ! -s '$dest/man.err'"
+  check sh -c "groff -man -Tutf8 -ww -z '$dest/usr/share/man/man1/hiera.1' '$dest/usr/share/man/man1/hiera-lsp.1' '$dest/usr/share/man/man1/hiera-set.1' '$dest/usr/share/man/man1/hiera-unset.1' 2>'$dest/man.err' && test ! -s '$dest/man.err'"
   [ -s "$dest/man.err" ] && head -5 "$dest/man.err"
 else
   echo "install: groff is not installed: the man page is not rendered"
