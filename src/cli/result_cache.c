@@ -240,6 +240,14 @@ int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
     stdout = out;
     stderr = err;
     fsj_begin();
+    {
+        /* which Puppet is installed was found before the journal began (main.c): found again
+         * under it, so that the files and variables that decided (PATH's puppet, its version.rb)
+         * are checked when the answer is given again */
+        char *w = NULL;
+        (void)hiera_puppet_version_find(&w);
+        free(w);
+    }
     status = cmd(argc - skip, argv + skip);
     const char *why = fsj_end();
     fflush(out);
