@@ -185,6 +185,7 @@ check: all test-deps
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
+	@python3 tests/serve/storm.py --hiera $(B)/hiera --rounds 2
 	@python3 tests/serve/systemd.py --hiera $(B)/hiera
 	@python3 tests/docs/check.py --hiera $(B)/hiera
 	@python3 tests/completion/check.py --hiera $(B)/hiera
@@ -212,6 +213,8 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# the README (hiera lsp links its diagnostics to its rules: ../share/doc/hiera from the command)
+DOCDIR ?= $(PREFIX)/share/doc/hiera
 # the man pages: hiera(1), one per subcommand (hiera-lookup(1)...), hiera-serve(8)
 MAN1 := $(wildcard docs/*.1)
 MAN8 := $(wildcard docs/*.8)
@@ -220,7 +223,7 @@ MAN8 := $(wildcard docs/*.8)
 # that install (a file kept in $(B) would keep the folders of an earlier `make install`)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
+	  $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
 	install -m 0755 $(B)/hiera $(DESTDIR)$(BINDIR)/hiera
 	install -m 0644 $(B)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.a
 	install -m 0755 $(B)/libhiera.so $(DESTDIR)$(LIBDIR)/libhiera.so.$(VERSION)
@@ -233,11 +236,13 @@ install: all
 	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 completion/hiera $(DESTDIR)$(BASHCOMPDIR)/hiera
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc \
-	      $(MAN1:docs/%=$(DESTDIR)$(MANDIR)/man1/%) $(MAN8:docs/%=$(DESTDIR)$(MANDIR)/man8/%) $(DESTDIR)$(BASHCOMPDIR)/hiera
+	      $(MAN1:docs/%=$(DESTDIR)$(MANDIR)/man1/%) $(MAN8:docs/%=$(DESTDIR)$(MANDIR)/man8/%) $(DESTDIR)$(BASHCOMPDIR)/hiera \
+	      $(DESTDIR)$(DOCDIR)/README.md
 
 # hiera lsp in a real editor: Neovim's LSP client, headless, on a real control repository (a
 # mirror of puppetlabs-seteam/control-repo when this machine has one, else a generated tree);

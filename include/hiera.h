@@ -513,7 +513,11 @@ typedef struct hiera_snapshot hiera_snapshot;
  * it keeps a disk cache, lends it for parsing). Never NULL: files that do not parse and
  * configurations that are not valid are kept as problems (hiera_snapshot_problems), and the
  * lookups that read them fail as they would without a snapshot. Holds one reference: release with
- * hiera_snapshot_release. err is not used (reserved). */
+ * hiera_snapshot_release. err is not used (reserved).
+ * Data files are named by a SHA-256 digest of their bytes: while any snapshot of the process holds
+ * a parse of the same bytes (another environment's copy of the file, another checkout), it is
+ * shared rather than parsed again, and the disk cache keeps parses by content too (the same bytes
+ * under any path are one entry). */
 HIERA_API hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err);
 /* A new snapshot of the tree o describes, as hiera_snapshot_new, where every file whose stat
  * identity (device, inode, size, modification and change times) is the one previous read is not
@@ -521,6 +525,16 @@ HIERA_API hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error
  * files only). previous (BORROWED; NULL: none) may be released at any time after the call. */
 HIERA_API hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *o,
                                                hiera_error *err);
+/* hiera_snapshot_update for a caller that watches the tree itself (inotify): changed(path, data)
+ * tells whether path -- a file or a folder previous read or listed -- may have changed since
+ * previous was built (true: its existence, its bytes or, for a folder, its entries may differ).
+ * What it says did not change is taken from previous as it was, without asking the file system,
+ * so that a rebuild costs the paths that changed rather than the tree. changed NULL: as
+ * hiera_snapshot_update. changed is called on the calling thread during the call; a folder's
+ * `false` vouches for its entries' names only, each entry is asked by itself. */
+typedef bool (*hiera_path_changed_fn)(const char *path, void *data);
+HIERA_API hiera_snapshot *hiera_snapshot_update_changed(const hiera_snapshot *previous, const hiera_options *o,
+                                                       hiera_path_changed_fn changed, void *data, hiera_error *err);
 /* Another reference to s (returns s); hiera_snapshot_release drops one. Atomic. */
 HIERA_API hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s);
 HIERA_API void hiera_snapshot_release(hiera_snapshot *s);

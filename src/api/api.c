@@ -496,6 +496,12 @@ static char **snapshot_roots(const char *name, void *data)
 
 hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *given, hiera_error *err)
 {
+    return hiera_snapshot_update_changed(previous, given, NULL, NULL, err);
+}
+
+hiera_snapshot *hiera_snapshot_update_changed(const hiera_snapshot *previous, const hiera_options *given,
+                                              hiera_path_changed_fn changed, void *data, hiera_error *err)
+{
     (void)err; /* problems are kept in the snapshot (hiera_snapshot_problems) */
     hiera_options opts;
     COPY_OPTIONS(opts, given);
@@ -541,7 +547,7 @@ hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hier
     const char *only[1] = {env_name};
     snapshot_spec spec = {codedir, envpath, global, env_name ? only : NULL, env_name ? 1 : 0,
                           d ? diskcache_dir(d) : NULL, s ? snapshot_roots : NULL, (void *)s};
-    snapshot *snap = snapshot_build(&spec, (const snapshot *)previous);
+    snapshot *snap = snapshot_build_changed(&spec, (const snapshot *)previous, changed, data);
     hiera_settings_free(own);
     free(codedir);
     free(envpath);

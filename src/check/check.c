@@ -279,6 +279,44 @@ static void read_puppetfile(ck_env *e, const char *dir)
     free(text);
 }
 
+/* What the rules built (ck_env_rules), cleared for another run over the same model. */
+void ck_env_rules_reset(ck_env *e)
+{
+    for (size_t i = 0; i < e->nkeys; i++) {
+        free(e->keys[i].name);
+        free(e->keys[i].defs);
+    }
+    free(e->keys);
+    e->keys = NULL;
+    e->nkeys = e->capkeys = 0;
+    if (e->key_index) {
+        hv_decref(e->key_index);
+        e->key_index = hv_hash();
+    }
+    for (size_t i = 0; i < e->nrefs; i++) {
+        free(e->refs[i].key);
+        free(e->refs[i].from);
+    }
+    free(e->refs);
+    e->refs = NULL;
+    e->nrefs = e->caprefs = 0;
+    for (size_t i = 0; i < e->nvars; i++) {
+        free(e->vars[i].expr);
+        hv_decref(e->vars[i].segs);
+    }
+    free(e->vars);
+    e->vars = NULL;
+    e->nvars = e->capvars = 0;
+    if (e->lo_entries)
+        hv_array_truncate(e->lo_entries, 0);
+    for (size_t i = 0; i < e->nlo_regexps; i++)
+        rregex_free(e->lo_regexps[i]);
+    free(e->lo_regexps);
+    e->lo_regexps = NULL;
+    e->nlo_regexps = 0;
+    e->eyaml_key_missing = false;
+}
+
 static void env_free(ck_env *e)
 {
     for (size_t i = 0; i < e->nconfigs; i++) {
@@ -312,26 +350,14 @@ static void env_free(ck_env *e)
     }
     free(e->files);
     hv_decref(e->file_index);
-    for (size_t i = 0; i < e->nkeys; i++) {
-        free(e->keys[i].name);
-        free(e->keys[i].defs);
-    }
-    free(e->keys);
+    ck_env_rules_reset(e);
     hv_decref(e->key_index);
-    for (size_t i = 0; i < e->nrefs; i++) {
-        free(e->refs[i].key);
-        free(e->refs[i].from);
-    }
-    free(e->refs);
-    for (size_t i = 0; i < e->nvars; i++) {
-        free(e->vars[i].expr);
-        hv_decref(e->vars[i].segs);
-    }
-    free(e->vars);
     hv_decref(e->lo_entries);
-    for (size_t i = 0; i < e->nlo_regexps; i++)
-        rregex_free(e->lo_regexps[i]);
-    free(e->lo_regexps);
+    if (e->node_texts)
+        overlay_release(e->node_texts);
+    hv_decref(e->facts_memo);
+    hv_free_immortal(&e->facts_nodes);
+    ck_node_memo_free(e->node_memo);
     pp_index_free(e->pp);
     ptype_aliases_free(e->aliases);
     hv_decref(e->modules_present);
@@ -830,33 +856,45 @@ static void read_manifests(ck_ctx *c)
 
 /* ------------------------------------------------------------------ one environment */
 
-/* The private cache: over the caller's texts (named as the engine names the files) when it
- * gives some, so that a hiera.yaml's unsaved text is the configuration read. */
-static hiera_cache *given_texts_cache(ck_ctx *c)
+char *ck_engine_path(const ck_env *e, const char *reported)
 {
-    ck_env *e = c->env;
-    if (!c->o->ntexts)
-        return cache_new();
-    overlay_text *t = xcalloc(c->o->ntexts, sizeof *t);
-    char **paths = xcalloc(c->o->ntexts, sizeof *paths);
     const char *dir = e->only_module ? e->only_module : e->dir;
     size_t rl = strlen(e->real_dir);
+    return !strncmp(reported, e->real_dir, rl) && reported[rl] == '/' ? xjoin(dir, reported + rl, NULL) : xstrdup(reported);
+}
+
+overlay *ck_texts_overlay(ck_ctx *c, snapshot *base)
+{
+    ck_env *e = c->env;
+    overlay_text *t = xcalloc(c->o->ntexts + 1, sizeof *t);
+    char **paths = xcalloc(c->o->ntexts + 1, sizeof *paths);
     for (size_t i = 0; i < c->o->ntexts; i++) {
-        const char *p = c->o->texts[i].path;
-        paths[i] = !strncmp(p, e->real_dir, rl) && p[rl] == '/' ? xjoin(dir, p + rl, NULL) : xstrdup(p);
+        paths[i] = ck_engine_path(e, c->o->texts[i].path);
         t[i] = (overlay_text){paths[i], c->o->texts[i].text, c->o->texts[i].len};
     }
-    overlay *ov = overlay_new(NULL, t, c->o->ntexts);
-    hiera_cache *view = overlay_new_view(ov);
-    overlay_release(ov);
+    overlay *ov = overlay_new(base, t, c->o->ntexts);
     for (size_t i = 0; i < c->o->ntexts; i++)
         free(paths[i]);
     free(paths);
     free(t);
+    return ov;
+}
+
+/* The private cache: over the caller's texts (named as the engine names the files) when it
+ * gives some, so that a hiera.yaml's unsaved text is the configuration read. */
+static hiera_cache *given_texts_cache(ck_ctx *c)
+{
+    if (!c->o->ntexts)
+        return cache_new();
+    overlay *ov = ck_texts_overlay(c, NULL);
+    hiera_cache *view = overlay_new_view(ov);
+    overlay_release(ov);
     return view;
 }
 
-static void check_env(ck_ctx *c)
+/* The environment c->env as read: its snapshot, manifests, configurations, levels and data files
+ * (what a session keeps between runs: session.c) */
+void ck_env_model(ck_ctx *c)
 {
     ck_env *e = c->env;
     e->file_index = hv_hash();
@@ -869,6 +907,8 @@ static void check_env(ck_ctx *c)
     snapshot_spec spec = {e->codedir, e->envpath, e->hiera_config, envs, 1, NULL, NULL, NULL};
     e->snap = snapshot_build(&spec, NULL);
     e->cache = given_texts_cache(c);
+    /* the nodes' lookups read the caller's texts too */
+    e->node_texts = c->o->ntexts ? ck_texts_overlay(c, e->snap) : NULL;
 
     module_roots_of(e);
     read_manifests(c);
@@ -895,14 +935,20 @@ static void check_env(ck_ctx *c)
         }
         free_names(mods);
     }
-    for (size_t ci = 0; ci < e->nconfigs; ci++)
-        ck_config_interpolations(c, (int)ci);
-
     find_files(c);
     for (size_t i = 0; i < e->nfiles; i++) {
         load_file(c, &e->files[i]);
         c->report->data_files++;
     }
+}
+
+/* The rules over the environment's model (not the nodes': ck_nodes). What they build (keys,
+ * references, variables, lookup_options entries) is ck_env_rules_reset's to clear. */
+void ck_env_rules(ck_ctx *c)
+{
+    ck_env *e = c->env;
+    for (size_t ci = 0; ci < e->nconfigs; ci++)
+        ck_config_interpolations(c, (int)ci);
     for (size_t i = 0; i < e->nfiles; i++)
         ck_data_file(c, (uint32_t)i);
     ck_classes(c);
@@ -911,13 +957,13 @@ static void check_env(ck_ctx *c)
 
 /* ------------------------------------------------------------------ configuration file */
 
-typedef struct {
+struct ck_conf {
     char *dir;          /* patterns are relative to it */
     hv *rules;          /* name -> severity (int) */
     hv *exclude;        /* array of patterns */
     bool warnings_as_errors;
     bool loaded;
-} ck_conf;
+};
 
 static int severity_word(const hv *v)
 {
@@ -1253,11 +1299,6 @@ static char *module_name_of(const char *dir)
     return name;
 }
 
-typedef struct {
-    ck_env *v;
-    size_t n;
-} env_list;
-
 static ck_env *new_env(env_list *l)
 {
     l->v = xrealloc(l->v, (l->n + 1) * sizeof *l->v);
@@ -1485,12 +1526,48 @@ static void report_add(check_report *r, check_finding f)
     r->v[r->n++] = f;
 }
 
-int check_run(const check_options *o, check_report *report, char **error)
+void ck_diag_enter(ck_ctx *c, diag_sink *saved) { diag_enter((diag_sink){engine_diag, c}, saved); }
+
+void ck_run_close(ck_run *r)
 {
-    memset(report, 0, sizeof *report);
+    for (size_t i = 0; i < r->envs.n; i++)
+        env_free(&r->envs.v[i]);
+    free(r->envs.v);
+    for (size_t k = 0; k < r->c.nf; k++) {
+        ck_finding_int *f = &r->c.f[k];
+        free(f->file);
+        free(f->message);
+        for (size_t j = 0; j < f->nnodes; j++)
+            free(f->nodes[j]);
+        free(f->nodes);
+    }
+    free(r->c.f);
+    if (r->c.tmpdir) {
+        rm_tree(r->c.tmpdir);
+        free(r->c.tmpdir);
+    }
+    hv_decref(r->overrides);
+    hv_decref(r->inline_cache);
+    if (r->conf) {
+        hv_decref(r->conf->rules);
+        hv_decref(r->conf->exclude);
+        free(r->conf->dir);
+        free(r->conf);
+    }
+    memset(r, 0, sizeof *r);
+}
+
+int ck_run_open(ck_run *r, const check_options *o, check_report *report, char **error)
+{
+    memset(r, 0, sizeof *r);
     *error = NULL;
+    r->c = (ck_ctx){.o = o, .report = report};
+    r->overrides = hv_hash();
+    r->inline_cache = hv_hash();
+    r->conf = xcalloc(1, sizeof *r->conf);
+    r->conf->rules = hv_hash();
+    r->conf->exclude = hv_array();
     /* rule overrides */
-    hv *overrides = hv_hash();
     for (size_t i = 0; i < o->nrule_overrides; i++) {
         const char *s = o->rule_overrides[i];
         const char *eq = strchr(s, '=');
@@ -1502,19 +1579,18 @@ int check_run(const check_options *o, check_report *report, char **error)
             *error = !check_rule_find(name) ? xasprintf("unknown rule '%s' (hiera check --list-rules lists them)", name)
                                             : xasprintf("--rule %s: expected NAME=off|warning|error", s);
             free(name);
-            hv_decref(overrides);
+            ck_run_close(r);
             return -1;
         }
-        hv_hash_sets(overrides, name, hv_int(sev));
+        hv_hash_sets(r->overrides, name, hv_int(sev));
         free(name);
     }
     if (o->facts_dir && !path_is_dir(o->facts_dir)) {
         *error = xasprintf("cannot read the facts folder %s", o->facts_dir);
-        hv_decref(overrides);
+        ck_run_close(r);
         return -1;
     }
-    ck_ctx c = {.o = o, .report = report};
-    env_list envs = {0};
+    env_list *envs = &r->envs;
     bool ok = true;
     if (o->codedir && !o->npaths) {
         if (!path_is_dir(o->codedir)) {
@@ -1522,81 +1598,94 @@ int check_run(const check_options *o, check_report *report, char **error)
             ok = false;
         } else {
             char *real = real_path(o->codedir);
-            ok = envs_of_codedir(&c, &envs, real, error);
+            ok = envs_of_codedir(&r->c, envs, real, error);
             free(real);
         }
     } else {
         size_t n = o->npaths ? o->npaths : 1;
         for (size_t i = 0; ok && i < n; i++)
-            ok = envs_of_path(&c, &envs, o->npaths ? o->paths[i] : ".", i, error);
+            ok = envs_of_path(&r->c, envs, o->npaths ? o->paths[i] : ".", i, error);
     }
-    if (ok && !envs.n) {
+    if (ok && !envs->n) {
         *error = xstrdup("no environment to check");
         ok = false;
     }
     /* the repository's configuration: --config, else .hiera-check.yaml where the first environment is */
-    ck_conf conf = {.rules = hv_hash(), .exclude = hv_array()};
     if (ok && !o->no_config) {
-        char *path = o->config_file ? real_path(o->config_file) : xjoin(envs.v[0].real_dir, "/.hiera-check.yaml", NULL);
-        conf.dir = o->config_file ? pn_dirname(path) : xstrdup(envs.v[0].real_dir);
-        ok = read_conf(&conf, path, o->config_file != NULL, error);
+        char *path = o->config_file ? real_path(o->config_file) : xjoin(envs->v[0].real_dir, "/.hiera-check.yaml", NULL);
+        r->conf->dir = o->config_file ? pn_dirname(path) : xstrdup(envs->v[0].real_dir);
+        ok = read_conf(r->conf, path, o->config_file != NULL, error);
         free(path);
     }
+    if (!ok) {
+        ck_run_close(r);
+        return -1;
+    }
+    return 0;
+}
+
+void ck_run_report(ck_run *r, size_t first)
+{
+    ck_ctx *c = &r->c;
+    const check_options *o = c->o;
+    for (size_t k = first; k < c->nf; k++) {
+        ck_finding_int *f = &c->f[k];
+        bool keep = reportable(c->env, f->file);
+        char *file = keep ? report_path(c->env, f->file) : NULL;
+        const hv *ov = hv_hash_gets(r->overrides, f->rule);
+        const hv *cv = hv_hash_gets(r->conf->rules, f->rule);
+        int sev = ov ? (int)hv_int_val(ov) : cv ? (int)hv_int_val(cv) : f->sev;
+        if (keep && (sev == CHECK_OFF || excluded(r->conf, file) || disabled_inline(o, r->inline_cache, file, f->rule, f->line)))
+            keep = false;
+        if (keep && sev == CHECK_WARNING && (o->warnings_as_errors || r->conf->warnings_as_errors))
+            sev = CHECK_ERROR;
+        if (keep) {
+            f->message = ck_report_text(c->env, f->message);
+            report_add(c->report, (check_finding){f->rule, sev, file, f->line, f->col, f->message, f->nodes, f->nnodes});
+        } else {
+            free(file);
+            free(f->message);
+            for (size_t j = 0; j < f->nnodes; j++)
+                free(f->nodes[j]);
+            free(f->nodes);
+        }
+        free(f->file);
+    }
+    c->nf = first;
+}
+
+void ck_report_sort(check_report *report)
+{
+    if (report->n)
+        qsort(report->v, report->n, sizeof *report->v, cmp_finding);
+}
+
+int check_run(const check_options *o, check_report *report, char **error)
+{
+    memset(report, 0, sizeof *report);
+    ck_run r;
+    if (ck_run_open(&r, o, report, error) != 0)
+        return -1;
     diag_sink saved;
-    diag_enter((diag_sink){engine_diag, &c}, &saved);
-    hv *inline_cache = hv_hash();
-    for (size_t i = 0; ok && i < envs.n; i++) {
-        c.env = &envs.v[i];
-        size_t first = c.nf;
-        check_env(&c);
-        if ((o->facts_dir || o->nodes) && ck_nodes(&c, error) != 0)
+    ck_diag_enter(&r.c, &saved);
+    bool ok = true;
+    for (size_t i = 0; ok && i < r.envs.n; i++) {
+        r.c.env = &r.envs.v[i];
+        size_t first = r.c.nf;
+        ck_env_model(&r.c);
+        ck_env_rules(&r.c);
+        if ((o->facts_dir || o->nodes) && ck_nodes(&r.c, error) != 0)
             ok = false;
         /* the environment's findings, as reported */
-        for (size_t k = first; k < c.nf; k++) {
-            ck_finding_int *f = &c.f[k];
-            bool keep = reportable(c.env, f->file);
-            char *file = keep ? report_path(c.env, f->file) : NULL;
-            const hv *ov = hv_hash_gets(overrides, f->rule);
-            const hv *cv = hv_hash_gets(conf.rules, f->rule);
-            int sev = ov ? (int)hv_int_val(ov) : cv ? (int)hv_int_val(cv) : f->sev;
-            if (keep && (sev == CHECK_OFF || excluded(&conf, file) || disabled_inline(o, inline_cache, file, f->rule, f->line)))
-                keep = false;
-            if (keep && sev == CHECK_WARNING && (o->warnings_as_errors || conf.warnings_as_errors))
-                sev = CHECK_ERROR;
-            if (keep) {
-                f->message = ck_report_text(c.env, f->message);
-                report_add(report, (check_finding){f->rule, sev, file, f->line, f->col, f->message, f->nodes, f->nnodes});
-            } else {
-                free(file);
-                free(f->message);
-                for (size_t j = 0; j < f->nnodes; j++)
-                    free(f->nodes[j]);
-                free(f->nodes);
-            }
-            free(f->file);
-        }
-        c.nf = first;
+        ck_run_report(&r, first);
     }
     diag_leave(&saved);
-    hv_decref(inline_cache);
-    for (size_t i = 0; i < envs.n; i++)
-        env_free(&envs.v[i]);
-    free(envs.v);
-    free(c.f);
-    if (c.tmpdir) {
-        rm_tree(c.tmpdir);
-        free(c.tmpdir);
-    }
-    hv_decref(overrides);
-    hv_decref(conf.rules);
-    hv_decref(conf.exclude);
-    free(conf.dir);
+    ck_run_close(&r);
     if (!ok) {
         check_report_free(report);
         return -1;
     }
-    if (report->n)
-        qsort(report->v, report->n, sizeof *report->v, cmp_finding);
+    ck_report_sort(report);
     return 0;
 }
 

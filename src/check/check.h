@@ -103,4 +103,20 @@ typedef struct {
 int check_run(const check_options *o, check_report *report, char **error);
 void check_report_free(check_report *r);
 
+/* A session (session.c): the check run again and again over the same code with other unsaved
+ * texts (an editor's buffers). The first run reads everything; a run whose texts differ from the
+ * last one's only in data files the check read (the same paths given) keeps what was read
+ * (snapshot, manifests, configurations, the other files' parses) and runs the rules again over
+ * it; any other change (a hiera.yaml's or a manifest's text, a text given or no longer given)
+ * reads everything again. Each run's report is check_run's with the same options and texts. The
+ * files on disk are taken as unchanged while a session lives: make a new one when they change.
+ * One thread at a time; o (but its texts) is BORROWED for the session's life. */
+typedef struct check_session check_session;
+check_session *check_session_new(const check_options *o);
+/* A run with texts (BORROWED during the call): as check_run. */
+int check_session_run(check_session *s, const check_text *texts, size_t ntexts, check_report *report, char **error);
+/* Runs that read everything, and runs that kept what was read. */
+void check_session_stats(const check_session *s, size_t *reads, size_t *reuses);
+void check_session_free(check_session *s);
+
 #endif

@@ -115,6 +115,35 @@ static hv *load_facts(const char *path, const char *node, bool *cached, char **m
     return v;
 }
 
+/* load_facts, remembered for the environment's next runs when it keeps them (a session keeps
+ * the model between runs: e->facts_memo, path -> [immortal facts, cached]) */
+static pthread_mutex_t facts_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static hv *node_facts_file(ck_env *e, const char *path, const char *node, bool *cached, char **msg)
+{
+    if (!e->facts_memo)
+        return load_facts(path, node, cached, msg);
+    pthread_mutex_lock(&facts_memo_lock);
+    const hv *m = hv_hash_gets(e->facts_memo, path);
+    if (!m) {
+        hv *v = load_facts(path, node, cached, msg);
+        if (!v) {
+            pthread_mutex_unlock(&facts_memo_lock);
+            return NULL;
+        }
+        hv *ent = hv_array();
+        hv_array_push(ent, v);
+        hv_array_push(ent, hv_bool(*cached));
+        hv_make_immortal(ent, &e->facts_nodes);
+        hv_hash_sets(e->facts_memo, path, ent);
+        m = ent;
+    }
+    *cached = hv_bool_val(hv_array_get(m, 1));
+    hv *v = hv_incref((hv *)hv_array_get(m, 0));
+    pthread_mutex_unlock(&facts_memo_lock);
+    return v;
+}
+
 /* The node's facts with what the agent and Facter always give (clientcert, and hostname, domain
  * and fqdn, which `puppet lookup` wants all or none of) taken from the node's name when missing. */
 static hv *complete_facts(hv *facts, const char *node)
@@ -202,8 +231,14 @@ typedef struct {
     size_t *def_base; /* per key: index of its first definition in the flat numbering */
     size_t ndefs;
     bool *merged;     /* per key */
-    uint8_t *interp;  /* per flat definition: its value interpolates (its result may differ per node) */
+    uint8_t *interp;  /* per flat definition: its value interpolates (its result may differ per node):
+                       * 1 facts and variables only, 2 lookups of other keys too (value_interp) */
     uint8_t *has_lo;  /* per file: it defines lookup_options */
+    /* what a lookup's result depends on, named the same from one run to the next (a session's
+     * runs remember results: ck_env.node_memo): per flat definition its file, key, value and how
+     * a scalar is written (trap hints); per file its lookup_options or its load error; per cand
+     * its key and type */
+    uint64_t *def_id, *lo_id, *cand_id;
     /* per module configuration the engine can see: its module name */
     cand *cands;
     size_t ncands;
@@ -213,6 +248,18 @@ typedef struct {
     bool has_inclusion; /* any declaration or class list: parameter-missing is checked */
     int *node_match;  /* per node: the node definition that applies, or -1 */
 } plan;
+
+struct memo_ent {
+    uint64_t a, b; /* a == 0: empty */
+    int st;        /* 0 fine, 1 type error, 2 lookup error, 3 not found */
+    char *msg;
+};
+
+/* The results a session keeps between runs (ck_env.node_memo) */
+struct ck_node_memo {
+    struct memo_ent *v;
+    size_t n, cap;
+};
 
 typedef struct {
     plan *p;
@@ -231,11 +278,7 @@ typedef struct {
     uint64_t *siga, *sigb;
     uint8_t *sigi;
     /* results of lookups that depend on nothing else: (what they depend on) -> result */
-    struct memo_ent {
-        uint64_t a, b; /* a == 0: empty */
-        int st;        /* 0 fine, 1 type error, 2 lookup error, 3 not found */
-        char *msg;
-    } *memo;
+    struct memo_ent *memo;
     size_t memo_n, memo_cap;
     hv *facts;     /* the union of the facts' shapes */
     hv *errors;    /* node -> message */
@@ -247,6 +290,43 @@ static uint64_t mix(uint64_t h, uint64_t v)
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     h *= 0xff51afd7ed558ccdULL;
     return h ^ (h >> 33);
+}
+
+static void interp_item(const ix_item *it, void *data)
+{
+    if (it->kind != IX_SCOPE && it->kind != IX_LITERAL && it->kind != IX_EMPTY)
+        *(uint8_t *)data = 2;
+}
+
+/* 0: v does not interpolate; 1: only variables (the node's facts); 2: other keys too, or a
+ * %{...} that does not parse */
+static uint8_t value_interp(const hv *v, int depth)
+{
+    if (!hv_has_interpolation(v, 0))
+        return 0;
+    uint8_t k = 1;
+    if (depth > 64)
+        return 2;
+    if (hv_is(v, HV_STRING)) {
+        ck_scan_interpolations(hv_str_ptr(v), hv_str_len(v), interp_item, &k);
+    } else if (hv_is(v, HV_ARRAY)) {
+        for (size_t i = 0; i < hv_array_len(v) && k < 2; i++)
+            k = (uint8_t)(k | value_interp(hv_array_get(v, i), depth + 1));
+    } else if (hv_is(v, HV_HASH)) {
+        for (size_t i = 0; i < hv_hash_len(v) && k < 2; i++) {
+            k = (uint8_t)(k | value_interp(hv_hash_key_at(v, i), depth + 1));
+            k = (uint8_t)(k | value_interp(hv_hash_val_at(v, i), depth + 1));
+        }
+    }
+    return k > 1 ? 2 : 1;
+}
+
+static uint64_t text_id(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return mix(h, 0x2545f4914f6cdd1dULL);
 }
 
 static struct memo_ent *memo_slot(worker *w, uint64_t a, uint64_t b, bool create)
@@ -417,7 +497,7 @@ static void check_node(worker *w, size_t ni)
     char *msg = NULL;
     bool cached = false;
     const check_nodes *given = w->p->c->o->nodes;
-    hv *facts = ns->path ? load_facts(ns->path, ns->name, &cached, &msg) : given->facts(given->data, ni, &cached, &msg);
+    hv *facts = ns->path ? node_facts_file(e, ns->path, ns->name, &cached, &msg) : given->facts(given->data, ni, &cached, &msg);
     if (!facts) {
         hv_hash_sets(w->errors, ns->name, hv_str(msg));
         free(msg);
@@ -479,8 +559,8 @@ static void check_node(worker *w, size_t ni)
         uint32_t fi = items[i].file;
         w->reached[fi] = 1;
         if (p->has_lo[fi]) {
-            lo_a = mix(lo_a, fi + 1);
-            lo_b = mix(lo_b ^ 0x5bd1e995, fi + 7);
+            lo_a = mix(lo_a, p->lo_id[fi]);
+            lo_b = mix(lo_b ^ 0x5bd1e995, p->lo_id[fi] + 7);
         }
         for (size_t k = 0; k < p->nfkeys[fi]; k++) {
             uint32_t key = p->fkeys[fi][k].key;
@@ -491,8 +571,8 @@ static void check_node(worker *w, size_t ni)
                 w->sigb[key] = 4;
                 w->sigi[key] = 0;
             }
-            w->siga[key] = mix(w->siga[key], def + 1);
-            w->sigb[key] = mix(w->sigb[key] ^ 0xc2b2ae35, def * 31 + 11);
+            w->siga[key] = mix(w->siga[key], p->def_id[def]);
+            w->sigb[key] = mix(w->sigb[key] ^ 0xc2b2ae35, p->def_id[def] * 31 + 11);
             w->sigi[key] |= p->interp[def];
             uint32_t *st = items[i].group == 0 ? w->stamp0 : w->stampm;
             uint32_t *first = items[i].group == 0 ? w->first0 : w->firstm;
@@ -550,9 +630,16 @@ static void check_node(worker *w, size_t ni)
          * remembered for the next node that meets the same */
         struct memo_ent *known = NULL;
         uint64_t ma = 0, mb = 0;
-        if (reached && !w->sigi[cd->key] && !e->opaque_level) {
-            ma = mix(mix(w->siga[cd->key], lo_a), ci + 1) | 1;
-            mb = mix(mix(w->sigb[cd->key], lo_b), ci * 13 + 5);
+        /* (in a session, one whose definitions interpolate facts only is remembered for this
+         * node's next runs: its facts are the session's) */
+        bool per_node = e->node_memo && w->sigi[cd->key] == 1;
+        if (reached && (!w->sigi[cd->key] || per_node) && !e->opaque_level) {
+            ma = mix(mix(w->siga[cd->key], lo_a), p->cand_id[ci]) | 1;
+            mb = mix(mix(w->sigb[cd->key], lo_b), p->cand_id[ci] * 13 + 5);
+            if (per_node) {
+                ma = mix(ma, text_id(ns->name)) | 1;
+                mb = mix(mb ^ 0x7f4a7c15, text_id(ns->name));
+            }
             known = memo_slot(w, ma, mb, false);
         }
         if (known) {
@@ -702,15 +789,41 @@ static void make_plan(plan *p)
     p->def_base[e->nkeys] = p->ndefs;
     free(caps);
     p->interp = xcalloc(p->ndefs ? p->ndefs : 1, 1);
-    for (size_t k = 0; k < e->nkeys; k++)
-        for (size_t d = 0; d < e->keys[k].ndefs; d++)
-            p->interp[p->def_base[k] + d] = hv_has_interpolation(e->keys[k].defs[d].value, 0);
+    p->def_id = xcalloc(p->ndefs ? p->ndefs : 1, sizeof *p->def_id);
+    for (size_t k = 0; k < e->nkeys; k++) {
+        uint64_t kh = text_id(e->keys[k].name);
+        for (size_t d = 0; d < e->keys[k].ndefs; d++) {
+            const ck_def *def = &e->keys[k].defs[d];
+            size_t flat = p->def_base[k] + d;
+            p->interp[flat] = value_interp(def->value, 0);
+            uint64_t vc = 0;
+            if (!hv_identity_code(def->value, &vc))
+                p->interp[flat] = 1; /* a Sensitive: not remembered */
+            uint64_t id = mix(mix(mix(0x243f6a8885a308d3ULL, def->file + 1), kh), vc);
+            if (hv_is(def->value, HV_BOOL) || hv_is(def->value, HV_INT) || hv_is(def->value, HV_FLOAT)) {
+                sbuf hint = {0}; /* a plain scalar read as a boolean or a number: the message says so */
+                ck_trap_hint(e, def, e->keys[k].name, &hint);
+                if (hint.len)
+                    id = mix(id, text_id(sb_str(&hint)));
+                sb_free(&hint);
+            }
+            p->def_id[flat] = id;
+        }
+    }
     p->has_lo = xcalloc(e->nfiles ? e->nfiles : 1, 1);
-    for (size_t fi = 0; fi < e->nfiles; fi++)
+    p->lo_id = xcalloc(e->nfiles ? e->nfiles : 1, sizeof *p->lo_id);
+    for (size_t fi = 0; fi < e->nfiles; fi++) {
         /* what else a lookup depends on: the lookup_options files read, and files that do not
          * load (a lookup that walks over one fails, whatever its key) */
-        p->has_lo[fi] = !e->files[fi].value ||
-                        (hv_is(e->files[fi].value, HV_HASH) && hv_hash_gets(e->files[fi].value, "lookup_options"));
+        const hv *lo = hv_is(e->files[fi].value, HV_HASH) ? hv_hash_gets(e->files[fi].value, "lookup_options") : NULL;
+        p->has_lo[fi] = !e->files[fi].value || lo;
+        uint64_t c = 0;
+        if (lo && !hv_identity_code(lo, &c))
+            c = (uint64_t)fi * 0x9e3779b97f4a7c15ULL; /* (no Sensitive in lookup_options) */
+        if (!e->files[fi].value)
+            c = text_id(e->files[fi].err.msg ? e->files[fi].err.msg : "");
+        p->lo_id[fi] = mix(mix(0x13198a2e03707344ULL, fi + 1), c);
+    }
     /* declarations by the class (or "" for top scope) whose body holds them */
     p->decls_by_scope = hv_hash();
     const pp_index *pp = e->pp;
@@ -770,8 +883,13 @@ static void make_plan(plan *p)
             free(key);
         }
     }
-    for (size_t i = 0; i < p->ncands; i++)
+    p->cand_id = xcalloc(p->ncands ? p->ncands : 1, sizeof *p->cand_id);
+    for (size_t i = 0; i < p->ncands; i++) {
         p->cands[i].name = hv_str_ptr(hv_hash_key_at(p->cand_index, i));
+        const pp_param *prm = p->cands[i].param;
+        p->cand_id[i] = mix(mix(mix(text_id(p->cands[i].name), text_id(prm->type ? prm->type : "")), p->cands[i].typed),
+                            prm->has_default);
+    }
     p->node_match = xcalloc(p->nnodes ? p->nnodes : 1, sizeof *p->node_match);
     for (size_t i = 0; i < p->nnodes; i++)
         p->node_match[i] = match_node(pp, p->nodes[i].name);
@@ -787,6 +905,9 @@ static void free_plan(plan *p)
     free(p->merged);
     free(p->interp);
     free(p->has_lo);
+    free(p->def_id);
+    free(p->lo_id);
+    free(p->cand_id);
     free(p->cands);
     hv_decref(p->cand_index);
     hv_decref(p->decls_by_scope);
@@ -1003,7 +1124,7 @@ int ck_nodes(ck_ctx *c, char **error)
     for (size_t t = 0; t < nthreads; t++) {
         worker *w = &ws[t];
         w->p = &p;
-        w->view = snapshot_new_view(e->snap);
+        w->view = e->node_texts ? overlay_new_view(e->node_texts) : snapshot_new_view(e->snap); /* the caller's texts first */
         w->aliases = ptype_aliases_new();
         for (size_t i = 0; i < e->pp->naliases; i++)
             ptype_aliases_add(w->aliases, e->pp->aliases[i].name, e->pp->aliases[i].body);
@@ -1026,6 +1147,18 @@ int ck_nodes(ck_ctx *c, char **error)
         w->firstm = xcalloc(e->nkeys ? e->nkeys : 1, sizeof *w->firstm);
         w->facts = hv_hash();
         w->errors = hv_hash();
+    }
+    if (e->node_memo) {
+        /* a session: the results of its last run (what they depend on names them) */
+        for (size_t t = 0; t < nthreads; t++)
+            for (size_t i = 0; i < e->node_memo->cap; i++) {
+                const struct memo_ent *m = &e->node_memo->v[i];
+                if (m->a) {
+                    struct memo_ent *n = memo_slot(&ws[t], m->a, m->b, true);
+                    n->st = m->st;
+                    n->msg = m->msg ? xstrdup(m->msg) : NULL;
+                }
+            }
     }
     if (nthreads == 1) {
         work(&ws[0]);
@@ -1106,6 +1239,25 @@ int ck_nodes(ck_ctx *c, char **error)
                    kk->name, rel(e, of->path), od ? od->line : 0);
         }
     }
+    if (e->node_memo) {
+        /* kept for the next run: the first thread's table, and what the others found */
+        ck_node_memo_clear(e->node_memo);
+        for (size_t t = 1; t < nthreads; t++)
+            for (size_t i = 0; i < ws[t].memo_cap; i++) {
+                struct memo_ent *m = &ws[t].memo[i];
+                if (m->a && !memo_slot(&ws[0], m->a, m->b, false)) {
+                    struct memo_ent *n = memo_slot(&ws[0], m->a, m->b, true);
+                    n->st = m->st;
+                    n->msg = m->msg;
+                    m->msg = NULL;
+                }
+            }
+        e->node_memo->v = ws[0].memo;
+        e->node_memo->n = ws[0].memo_n;
+        e->node_memo->cap = ws[0].memo_cap;
+        ws[0].memo = NULL;
+        ws[0].memo_n = ws[0].memo_cap = 0;
+    }
     for (size_t t = 0; t < nthreads; t++) {
         worker *w = &ws[t];
         cache_free(w->view);
@@ -1140,4 +1292,22 @@ int ck_nodes(ck_ctx *c, char **error)
     free(p.nodes);
     free_plan(&p);
     return 0;
+}
+
+struct ck_node_memo *ck_node_memo_new(void) { return xcalloc(1, sizeof(struct ck_node_memo)); }
+
+void ck_node_memo_clear(struct ck_node_memo *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->v[i].msg);
+    free(m->v);
+    m->v = NULL;
+    m->n = m->cap = 0;
+}
+
+void ck_node_memo_free(struct ck_node_memo *m)
+{
+    if (m)
+        ck_node_memo_clear(m);
+    free(m);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/factsrc.h"
+#include "formats/diskcache.h"
 #include "serve/serve.h"
 
 static const char *SERVE_USAGE =
@@ -16,14 +17,16 @@ static const char *SERVE_USAGE =
     "                   [--tls-cert FILE --tls-key FILE [--tls-ca FILE] [--admin NAME,...]]\n"
     "                   [--token-file FILE] [--access-log FILE|-] [--max-body BYTES]\n"
     "                   [--max-connections N] [--timeout SECONDS] [--request-time SECONDS]\n"
-    "                   [--no-watch] [--unsafe-fact-paths]\n"
+    "                   [--max-memory SIZE] [--no-watch] [--unsafe-fact-paths]\n"
     "                   [--from-puppetdb | --puppetdb URL|FILE] [--nodes-query QUERY]\n"
     "                   [--include-inactive] [--puppetdb-refresh SECONDS] ...\n"
     "\n"
-    "Answers lookups over HTTP (JSON API under /v1, a web page at /) from a snapshot of the code\n"
-    "directory that is rebuilt in the background when files change (and on SIGHUP); a change that\n"
-    "breaks a hiera.yaml or data file is refused and the last good snapshot goes on serving\n"
-    "(/healthz says \"degraded\"). SIGTERM stops accepting, lets requests in flight finish, and exits.\n"
+    "Answers lookups over HTTP (JSON API under /v1, a web page at /). Each environment is read when\n"
+    "first asked for (identical files in several environments are parsed once) and read again in\n"
+    "the background when its files change (inotify: only the paths that changed; and on SIGHUP);\n"
+    "a change that breaks a hiera.yaml or data file is refused and the last good build goes on\n"
+    "serving (/healthz says \"degraded\"). SIGTERM stops accepting, lets requests in flight finish,\n"
+    "and exits.\n"
     "Puppet's settings are read as hiera lookup reads them: puppet.conf in the confdir (the installed\n"
     "Puppet's when --confdir is not given), the folders given here over it, each environment's\n"
     "environment.conf (its modulepath); see hiera lookup --help.\n"
@@ -40,8 +43,12 @@ static const char *SERVE_USAGE =
     "  --access-log FILE|-      one JSON line per request (- for stderr)\n"
     "  --max-body BYTES         largest request body (default 1048576)\n"
     "  --max-connections N      connections at once (default 4096)\n"
-    "  --timeout SECONDS        idle or slow connections are closed after this (default 30)\n"
+    "  --timeout SECONDS        a connection whose request is not whole this long after it opened\n"
+    "                           or after its last answer is closed, idle or slow (default 30)\n"
     "  --request-time SECONDS   work a batch request may take (default 60)\n"
+    "  --max-memory SIZE        keep at most this much of parsed environments (N, NK, NM, NG):\n"
+    "                           those asked least recently are dropped, and read again (from the\n"
+    "                           disk cache, HIERA_CACHE_DIR) when asked (default: no bound)\n"
     "  --no-watch               do not watch the files (SIGHUP still reloads)\n"
     "  --puppetdb-refresh SECONDS  fetch PuppetDB's nodes and facts again this often (default 300;\n"
     "                           0: on SIGHUP only); a fetch that fails keeps the facts fetched before\n"
@@ -149,6 +156,13 @@ int serve_main(int argc, char **argv)
             continue;
         }
         const char *val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        if (nlen == 10 && !strncmp(name, "max-memory", 10)) {
+            if (!val || !diskcache_parse_size(val, &o.max_memory)) {
+                fprintf(stderr, "Error: hiera serve: --max-memory needs a size (bytes, or a number followed by K, M or G)\n");
+                return 2;
+            }
+            continue;
+        }
         bool known = false;
         for (size_t f = 0; f < sizeof strings / sizeof *strings; f++) {
             if (strlen(strings[f].name) != nlen || strncmp(strings[f].name, name, nlen) != 0)
@@ -249,7 +263,11 @@ int serve_main(int argc, char **argv)
         o.puppetdb = &nodes;
     }
     hiera_settings_free(settings);
+    /* the disk cache (HIERA_CACHE_DIR; "off": none): an environment dropped beyond --max-memory
+     * comes back from it, parses named by content */
+    o.disk = cli_cache();
     int rc = serve_run(&o);
+    cli_cache_release(o.disk);
     factsrc_free(src);
     free(codedir);
     free(envpath);

@@ -94,9 +94,6 @@ struct hiera_cache {
     void *src;
 };
 
-/* Files larger than this are refused rather than read into memory. */
-#define CACHE_MAX_FILE_SIZE ((off_t)256 * 1024 * 1024)
-
 hiera_cache *cache_new(void)
 {
     hiera_cache *c = xcalloc(1, sizeof *c);
@@ -487,7 +484,7 @@ static void warn_not_hash(const char *path)
     diag_warn("data-not-hash", path, 0, 0, "%s: file does not contain a valid yaml hash", path);
 }
 
-#define DC_WARN_NOT_HASH 1u /* disk cache flag: yaml_data warned when the file was parsed */
+#define DC_WARN_NOT_HASH CACHE_WARNED_NOT_HASH /* disk cache flag: yaml_data warned when the file was parsed */
 
 static hv *prepare_yaml_data(const char *path, hv *v, unsigned *flags)
 {
@@ -522,6 +519,11 @@ static bool data_format(file_format f) { return f == FMT_YAML || f == FMT_JSON |
 /* text parsed as fmt, as parse_file parses a file's bytes */
 static hv *parse_text(const char *path, const char *text, size_t len, file_format fmt, unsigned *flags, herr *err)
 {
+    /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
+    if (fmt == FMT_YAML3 && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
     hv *v = parse(path, text, len, fmt, err);
     if (!v)
         wrap_parse_error(path, fmt, err);
@@ -530,22 +532,16 @@ static hv *parse_text(const char *path, const char *text, size_t len, file_forma
     return v;
 }
 
+void cache_warn_not_hash(const char *path) { warn_not_hash(path); }
+
 /* The file read and parsed as fmt (and prepared as yaml_data does: *flags gets DC_WARN_NOT_HASH
  * when it warned), or NULL with err. */
 static hv *parse_file(const char *path, file_format fmt, unsigned *flags, herr *err)
 {
     sbuf text = {0};
     hv *v = NULL;
-    if (read_all(path, &text, err)) {
-        const char *t = text.s;
-        size_t n = text.len;
-        /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
-        if (fmt == FMT_YAML3 && n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) {
-            t += 3;
-            n -= 3;
-        }
-        v = parse_text(path, t, n, fmt, flags, err);
-    }
+    if (read_all(path, &text, err))
+        v = parse_text(path, text.s, text.len, fmt, flags, err);
     sb_free(&text);
     return v;
 }
@@ -554,6 +550,11 @@ hv *cache_parse_text(const char *path, const char *text, size_t len, file_format
 {
     unsigned flags = 0;
     return parse_text(path, text, len, fmt, &flags, err);
+}
+
+hv *cache_parse_bytes(const char *path, const char *text, size_t len, file_format fmt, unsigned *flags, herr *err)
+{
+    return parse_text(path, text, len, fmt, flags, err);
 }
 
 /* The whole hash of ld (BORROWED), decoded now when it was not yet. A corrupt entry (its source's

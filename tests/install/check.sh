@@ -22,6 +22,8 @@ for page in docs/*.[1-8]; do # every man page, in its section's folder
   check test -f "$dest/usr/share/man/man${page##*.}/${page#docs/}"
 done
 check test -f "$dest/usr/share/bash-completion/completions/hiera"
+# the README, where hiera lsp's diagnostics link to its rules (../share/doc/hiera from the command)
+check cmp -s README.md "$dest/usr/share/doc/hiera/README.md"
 check test -L "$dest/usr/lib/libhiera.so.1"
 version=$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
 check sh -c "readelf -d '$dest/usr/lib/libhiera.so.$version' | grep -q 'SONAME.*libhiera.so.1'"

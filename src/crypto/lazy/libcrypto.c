@@ -2,7 +2,8 @@
  *
  * Loading libcrypto (4 MB, thousands of relocations and its initialisers) was a third of the
  * start-up of a one-shot `hiera lookup` that never decrypts anything. The command is therefore
- * linked without -lcrypto: this file defines the libcrypto functions eyaml.c uses, each of which
+ * linked without -lcrypto: this file defines the libcrypto functions eyaml.c uses (and the
+ * SHA-256 digest that names a snapshot's parses by content, engine/snapshot.c), each of which
  * opens libcrypto.so.3 with dlopen on first use and calls the real function. The prototypes come
  * from OpenSSL's own headers, so the compiler checks every signature. libhiera.a and .so link
  * libcrypto as usual; only the hiera executable links this file. */
@@ -90,6 +91,8 @@ LAZY(int, EVP_PKEY_get_base_id, (const EVP_PKEY *pkey), (pkey))
 LAZY(int, EVP_PKEY_get_bn_param, (const EVP_PKEY *pkey, const char *key_name, BIGNUM **bn), (pkey, key_name, bn))
 LAZY(const EVP_CIPHER *, EVP_aes_256_cbc, (void), ())
 LAZY(const EVP_MD *, EVP_get_digestbyname, (const char *name), (name))
+LAZY(int, EVP_Digest, (const void *data, size_t count, unsigned char *md, unsigned int *size, const EVP_MD *type, ENGINE *impl), (data, count, md, size, type, impl))
+LAZY(const EVP_MD *, EVP_sha256, (void), ())
 LAZY(const char *, OBJ_nid2sn, (int n), (n))
 LAZY(int, OBJ_obj2nid, (const ASN1_OBJECT *o), (o))
 LAZY(void, OPENSSL_cleanse, (void *ptr, size_t len), (ptr, len))
