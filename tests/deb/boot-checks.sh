@@ -72,7 +72,7 @@ check "on the socket systemd passed" sh -c "journalctl -u hiera-serve --no-pager
 # an upgrade (here a reinstall) restarts the running service
 old=$(prop hiera-serve MainPID)
 check "apt-get install --reinstall hiera-c hiera-serve" sh -c \
-    'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall $(ls /tmp/debs/hiera-c_*.deb /tmp/debs/hiera-serve_*.deb) >/dev/null 2>&1'
+    'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall $(ls /root/debs/hiera-c_*.deb /root/debs/hiera-serve_*.deb) >/dev/null 2>&1'
 for _ in $(seq 1 40); do
     new=$(prop hiera-serve MainPID)
     [ "$new" != 0 ] && [ "$new" != "$old" ] && [ "$(systemctl is-active hiera-serve)" = active ] && break
@@ -85,7 +85,10 @@ check "systemctl stop hiera-serve.socket hiera-serve" systemctl stop hiera-serve
 exposure=$(systemd-analyze security hiera-serve.service 2>&1 | sed -n 's/.*Overall exposure level for hiera-serve.service: \([0-9.]*\).*/\1/p')
 echo "deb-boot: systemd-analyze security (systemd running): exposure $exposure"
 check "the exposure ($exposure) is at most 2.0" awk -v e="$exposure" 'BEGIN { exit !(e != "" && e + 0 <= 2.0) }'
-check "systemd-analyze verify" sh -c '[ -z "$(systemd-analyze verify hiera-serve.service hiera-serve.socket 2>&1)" ]'
+# (--man=no: the container has no man-db; the fresh root's check verifies the units' man page)
+verify=$(systemd-analyze verify --man=no hiera-serve.service hiera-serve.socket 2>&1)
+[ -z "$verify" ] || echo "$verify" | sed 's/^/  systemd-analyze verify: /'
+check "systemd-analyze verify" test -z "$verify"
 
 echo "deb-boot: $pass passed, $fail failed"
 [ "$fail" = 0 ]

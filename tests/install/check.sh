@@ -27,14 +27,15 @@ check cmp -s README.md "$dest/usr/share/doc/hiera/README.md"
 check test -L "$dest/usr/lib/libhiera.so.1"
 version=$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
 check sh -c "readelf -d '$dest/usr/lib/libhiera.so.$version' | grep -q 'SONAME.*libhiera.so.1'"
-# ABI: the shared library exports exactly the functions include/hiera.h declares (HIERA_API),
-# nothing of its internals (sanitizer builds add their runtime's hooks, left out here)
+# ABI: the shared library exports exactly the functions the public headers (include/hiera*.h)
+# declare (HIERA_API), nothing of its internals (sanitizer builds add their runtime's hooks, left
+# out here)
 so="$dest/usr/lib/libhiera.so.$version"
-declared=$(grep '^HIERA_API' include/hiera.h | sed 's/(.*//' | awk '{print $NF}' | tr -d '*' | sort)
+declared=$(cat include/hiera*.h | grep '^HIERA_API' | sed 's/(.*//' | awk '{print $NF}' | tr -d '*' | sort)
 exported=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^(__asan|__odr_asan|__ubsan|__sanitizer|__tsan|__lsan)' | sort)
 extra=$(echo "$exported" | grep -vxF "$declared" | tr '\n' ' ' || true)
 missing=$(echo "$declared" | grep -vxF "$exported" | tr '\n' ' ' || true)
-[ -z "$extra" ] || echo "libhiera.so exports what include/hiera.h does not declare: $extra"
+[ -z "$extra" ] || echo "libhiera.so exports what include/hiera*.h do not declare: $extra"
 [ -z "$missing" ] || echo "libhiera.so does not export: $missing"
 check test -n "$declared"
 check test -z "$extra$missing"
