@@ -494,37 +494,21 @@ static bool under(const char *path, const char *dir)
     return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n] || dir[n - 1] == '/');
 }
 
-/* A level's location templates (absolute), as snapshot.c makes them, for the environment being
- * checked: its name put in for %{environment}, and a data folder under one of Puppet's default
+/* A level's location templates (absolute), as snapshots make them (config_level_files), for the
+ * environment being checked: its name put in for %{environment}, and a data folder under one of Puppet's default
  * environmentpaths read in the environment checked (as the lookups read it: said once). */
 static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
 {
     ck_env *e = c->env;
     const hcfg *cfg = cf->cfg;
     const hlevel *lvl = L->lvl;
-    char *raw;
-    if (lvl->v3_datadir_abs)
-        raw = lvl->datadir ? xstrdup(lvl->datadir) : xasprintf("%s/environments/%%{::environment}/hieradata", e->codedir);
-    else
-        raw = pn_plus(cfg->root, lvl->datadir);
-    if (raw[0] != '/') {
-        char *cwd = getcwd(NULL, 0);
-        char *abs = pn_plus(cwd ? cwd : "/", raw);
-        free(cwd);
-        free(raw);
-        raw = abs;
-    }
-    char *datadir = with_environment(raw, e->name);
-    const char *from = NULL;
-    char *mapped = envpath_remap(datadir, e->envpath, &from);
-    if (mapped) {
+    level_files f;
+    config_level_files(cfg, lvl, e->codedir, e->envpath, &f);
+    char *datadir = with_environment(f.datadir, e->name);
+    if (f.remapped_from)
         ck_note(c, xasprintf("%s: level '%s' reads '%s', in Puppet's environmentpath %s: read here as %s (the "
                              "environment checked)",
-                             cf->path, L->name, raw, from, mapped));
-        free(datadir);
-        datadir = mapped;
-    }
-    free(raw);
+                             cf->path, L->name, f.unmapped, f.remapped_from, datadir));
     const char *roots[] = {e->dir, e->real_dir, e->codedir, e->only_module, e->envpath};
     bool inside = false;
     for (size_t i = 0; i < sizeof roots / sizeof *roots && !inside; i++)
@@ -540,27 +524,9 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
                              L->name, datadir));
     }
     L->datadir = datadir;
-    L->glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
-    for (size_t j = 0; j < lvl->nlocs; j++) {
-        const char *loc;
-        char *owned = NULL;
-        switch (lvl->lkind) {
-        case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS:
-            loc = lvl->locs[j];
-            if (lvl->extension) {
-                size_t ll = strlen(loc), el = strlen(lvl->extension);
-                if (ll < el || strcmp(loc + ll - el, lvl->extension) != 0)
-                    loc = owned = xjoin(loc, lvl->extension, NULL);
-            }
-            break;
-        case LOC_MAPPED_PATHS:
-            if (j != 2)
-                continue;
-            loc = lvl->locs[2];
-            break;
-        default:
-            continue;
-        }
+    L->glob = f.glob;
+    for (size_t j = 0; j < f.n; j++) {
+        const char *loc = f.locs[j];
         char *t = with_environment(loc, e->name);
         if (strcmp(t, loc) != 0)
             L->by_env = true;
@@ -569,8 +535,8 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         L->env_tmpls[L->ntmpls] = strcmp(t, loc) != 0 ? pn_plus(datadir, loc) : NULL;
         L->tmpls[L->ntmpls++] = pn_plus(datadir, t);
         free(t);
-        free(owned);
     }
+    config_level_files_free(&f);
 }
 
 static void add_levels(ck_ctx *c, ck_config *cf, const hlevel *levels, size_t n, bool dflt)
