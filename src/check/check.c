@@ -1522,27 +1522,6 @@ static bool make_tmp(ck_ctx *c, char **error)
     return true;
 }
 
-static void rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-                continue;
-            char *p = xjoin(dir, "/", de->d_name, NULL);
-            struct stat st;
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-                rm_tree(p);
-            else
-                unlink(p);
-            free(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 static char *module_name_of(const char *dir)
 {
     char *meta = xjoin(dir, "/metadata.json", NULL);
@@ -1630,15 +1609,7 @@ static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **
             e->codedir = xstrdup(codedir);
             e->confdir = xstrdup(o->confdir ? o->confdir : codedir);
             e->envpath = xstrdup(envpath);
-            if (o->hiera_config) {
-                e->hiera_config = xstrdup(o->hiera_config);
-            } else {
-                e->hiera_config = xjoin(codedir, "/hiera.yaml", NULL);
-                if (!path_is_file(e->hiera_config)) {
-                    free(e->hiera_config);
-                    e->hiera_config = xjoin(e->confdir, "/hiera.yaml", NULL);
-                }
-            }
+            e->hiera_config = o->hiera_config ? xstrdup(o->hiera_config) : check_hiera_config(codedir, e->confdir);
             env_common(e);
         }
         free(d);
@@ -1656,17 +1627,8 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
         return false;
     }
     char *real = real_path(path);
-    char *p_env = xjoin(real, "/environments", NULL), *p_conf = xjoin(real, "/environment.conf", NULL),
-         *p_hiera = xjoin(real, "/hiera.yaml", NULL), *p_meta = xjoin(real, "/metadata.json", NULL),
-         *p_pf = xjoin(real, "/Puppetfile", NULL);
-    bool codedir = path_is_dir(p_env) && !path_is_file(p_conf) && !path_is_file(p_pf);
-    bool module = !codedir && path_is_file(p_meta) && !path_is_file(p_conf) && !path_is_file(p_pf);
-    free(p_env);
-    free(p_conf);
-    free(p_hiera);
-    free(p_meta);
-    free(p_pf);
-    if (codedir) {
+    check_tree_kind kind = check_tree_kind_of(real);
+    if (kind == CHECK_TREE_CODEDIR) {
         bool ok = envs_of_codedir(c, l, real, error);
         free(real);
         return ok;
@@ -1679,23 +1641,21 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
     char num[32];
     snprintf(num, sizeof num, "%zu", n);
     char *base = xjoin(c->tmpdir, "/", num, NULL);
-    char *code = xjoin(base, "/code", NULL), *envs = xjoin(base, "/envs", NULL);
-    char *envdir = xjoin(envs, "/", envname, NULL);
-    mkdir(base, 0700);
-    mkdir(code, 0700);
-    mkdir(envs, 0700);
+    char *code, *envs, *envdir;
+    bool ok = check_tmp_codedir(base, envname, kind == CHECK_TREE_MODULE ? NULL : real, &code, &envs, &envdir, error);
+    if (!ok)
+        goto done;
     ck_env *e = new_env(l);
     e->name = xstrdup(envname);
     e->dir = xstrdup(envdir);
     e->codedir = xstrdup(code);
     e->confdir = xstrdup(code);
     e->envpath = xstrdup(envs);
-    e->hiera_config = c->o->hiera_config ? xstrdup(c->o->hiera_config) : xjoin(code, "/hiera.yaml", NULL);
-    bool ok = true;
-    if (module) {
+    e->hiera_config = c->o->hiera_config ? xstrdup(c->o->hiera_config) : check_hiera_config(code, code);
+    e->real_dir = xstrdup(real);
+    if (kind == CHECK_TREE_MODULE) {
         /* the module, and the modules its tests use, in the environment's modules folder */
         char *mods = xjoin(envdir, "/modules", NULL);
-        mkdir(envdir, 0700);
         mkdir(mods, 0700);
         char *name = module_name_of(real);
         char *link = xjoin(mods, "/", name, NULL);
@@ -1703,7 +1663,6 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
             ok = false;
         e->only_module = link;
         e->only_module_name = name;
-        e->real_dir = xstrdup(real);
         char *fx = xjoin(real, "/spec/fixtures/modules", NULL);
         char **deps = list_names(fx);
         for (size_t i = 0; deps && deps[i]; i++) {
@@ -1718,15 +1677,12 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
         free_names(deps);
         free(fx);
         free(mods);
-    } else {
-        if (symlink(real, envdir) != 0)
-            ok = false;
-        e->real_dir = xstrdup(real);
     }
     if (!ok)
         *error = xasprintf("cannot link %s into the temporary folder %s: %s", real, base, strerror(errno));
     else
         env_common(e);
+done:
     free(base);
     free(code);
     free(envs);
@@ -1821,7 +1777,7 @@ void ck_run_close(ck_run *r)
     }
     free(r->c.f);
     if (r->c.tmpdir) {
-        rm_tree(r->c.tmpdir);
+        path_remove_tree(r->c.tmpdir);
         free(r->c.tmpdir);
     }
     hv_decref(r->overrides);
