@@ -771,6 +771,15 @@ static bool has_location(const hv *list, const char *real)
     return found;
 }
 
+/* whether the file real is open in the editor */
+static bool doc_open(const lstate *s, const char *real)
+{
+    for (size_t d = 0; d < s->ndocs; d++)
+        if (s->docs[d].path && !strcmp(s->docs[d].path, real))
+            return true;
+    return false;
+}
+
 /* the end of a class parameter's name ($name) that starts at off */
 static size_t param_name_end(const char *text, size_t len, size_t off)
 {
@@ -842,10 +851,8 @@ static void key_definitions(lreq *r, const char *key, hv *out)
     /* every file that defines it in hierarchy order, the open documents' text first */
     const hv *files = w->key_files ? hv_hash_gets(w->key_files, key) : NULL;
     for (size_t i = 0; i < w->nfiles; i++) {
-        bool open = false;
         char *real = ws_real_path(w, w->files[i].path);
-        for (size_t d = 0; d < s->ndocs && !open; d++)
-            open = s->docs[d].path && !strcmp(s->docs[d].path, real);
+        bool open = doc_open(s, real);
         bool listed = false;
         for (size_t k = 0; files && k < hv_array_len(files) && !listed; k++)
             listed = (size_t)hv_int_val(hv_array_get(files, k)) == i;
@@ -942,10 +949,7 @@ static void pp_refs(const lstate *s, const pp_index *pp, const char *key, bool s
         if (!match)
             continue;
         char *real = ws_real_path(s->w, l->file);
-        bool open = false;
-        for (size_t d = 0; d < s->ndocs && skip_open; d++)
-            open = open || (s->docs[d].path && !strcmp(s->docs[d].path, real));
-        if (!open)
+        if (!skip_open || !doc_open(s, real))
             add_span(s, real, l->line, l->col, call_end, out);
         free(real);
     }
