@@ -191,6 +191,7 @@ check: all test-deps
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@python3 tests/edit/serve.py --hiera $(B)/hiera
+	@python3 tests/edit/race.py --hiera $(B)/hiera
 	@python3 tests/serve/storm.py --hiera $(B)/hiera --rounds 2
 	@python3 tests/serve/systemd.py --hiera $(B)/hiera
 	@python3 tests/docs/check.py --hiera $(B)/hiera
@@ -419,6 +420,10 @@ fuzz-smoke: fuzz
 #                     STRESS_THREADS threads, STRESS_ROUNDS times each in shuffled orders, each
 #                     thread with its own contexts and cache, and checks every answer against the
 #                     single-thread one. Any ThreadSanitizer report fails it (exit 66).
+#                     Then build-tsan/hiera serves tests/edit/race.py: saves through /v1/edit (the
+#                     environment's data and the global layer's: state_rebuild_now on request
+#                     threads) while the watcher and the builder rebuild what the test writes and
+#                     other clients ask; a report in the server's log fails it.
 # =============================================================================================
 .PHONY: tsan check-tsan
 
@@ -433,7 +438,9 @@ $(B)/tests/stress: tests/threads/stress.c $(B)/libhiera.a
 	$(CC) $(ALL_CFLAGS) -fno-lto -o $@ $< $(B)/libhiera.a $(LIBS)
 
 tsan:
-	@$(MAKE) --no-print-directory B=$(TSAN_B) CFLAGS="$(TSAN_CFLAGS)" LTO= MIMALLOC= $(TSAN_B)/libhiera.a $(TSAN_B)/tests/stress
+	@$(MAKE) --no-print-directory B=$(TSAN_B) CFLAGS="$(TSAN_CFLAGS)" LTO= MIMALLOC= $(TSAN_B)/libhiera.a $(TSAN_B)/tests/stress \
+	  $(TSAN_B)/hiera
 
 check-tsan: tsan
 	@$(TSAN_ENV) ./$(TSAN_B)/tests/stress --threads $(STRESS_THREADS) --rounds $(STRESS_ROUNDS) tests/cases
+	@$(TSAN_ENV) python3 tests/edit/race.py --hiera $(TSAN_B)/hiera --seconds 8

@@ -494,37 +494,21 @@ static bool under(const char *path, const char *dir)
     return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n] || dir[n - 1] == '/');
 }
 
-/* A level's location templates (absolute), as snapshot.c makes them, for the environment being
- * checked: its name put in for %{environment}, and a data folder under one of Puppet's default
+/* A level's location templates (absolute), as snapshots make them (config_level_files), for the
+ * environment being checked: its name put in for %{environment}, and a data folder under one of Puppet's default
  * environmentpaths read in the environment checked (as the lookups read it: said once). */
 static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
 {
     ck_env *e = c->env;
     const hcfg *cfg = cf->cfg;
     const hlevel *lvl = L->lvl;
-    char *raw;
-    if (lvl->v3_datadir_abs)
-        raw = lvl->datadir ? xstrdup(lvl->datadir) : xasprintf("%s/environments/%%{::environment}/hieradata", e->codedir);
-    else
-        raw = pn_plus(cfg->root, lvl->datadir);
-    if (raw[0] != '/') {
-        char *cwd = getcwd(NULL, 0);
-        char *abs = pn_plus(cwd ? cwd : "/", raw);
-        free(cwd);
-        free(raw);
-        raw = abs;
-    }
-    char *datadir = with_environment(raw, e->name);
-    const char *from = NULL;
-    char *mapped = envpath_remap(datadir, e->envpath, &from);
-    if (mapped) {
+    level_files f;
+    config_level_files(cfg, lvl, e->codedir, e->envpath, &f);
+    char *datadir = with_environment(f.datadir, e->name);
+    if (f.remapped_from)
         ck_note(c, xasprintf("%s: level '%s' reads '%s', in Puppet's environmentpath %s: read here as %s (the "
                              "environment checked)",
-                             cf->path, L->name, raw, from, mapped));
-        free(datadir);
-        datadir = mapped;
-    }
-    free(raw);
+                             cf->path, L->name, f.unmapped, f.remapped_from, datadir));
     const char *roots[] = {e->dir, e->real_dir, e->codedir, e->only_module, e->envpath};
     bool inside = false;
     for (size_t i = 0; i < sizeof roots / sizeof *roots && !inside; i++)
@@ -540,27 +524,9 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
                              L->name, datadir));
     }
     L->datadir = datadir;
-    L->glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
-    for (size_t j = 0; j < lvl->nlocs; j++) {
-        const char *loc;
-        char *owned = NULL;
-        switch (lvl->lkind) {
-        case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS:
-            loc = lvl->locs[j];
-            if (lvl->extension) {
-                size_t ll = strlen(loc), el = strlen(lvl->extension);
-                if (ll < el || strcmp(loc + ll - el, lvl->extension) != 0)
-                    loc = owned = xjoin(loc, lvl->extension, NULL);
-            }
-            break;
-        case LOC_MAPPED_PATHS:
-            if (j != 2)
-                continue;
-            loc = lvl->locs[2];
-            break;
-        default:
-            continue;
-        }
+    L->glob = f.glob;
+    for (size_t j = 0; j < f.n; j++) {
+        const char *loc = f.locs[j];
         char *t = with_environment(loc, e->name);
         if (strcmp(t, loc) != 0)
             L->by_env = true;
@@ -569,8 +535,8 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         L->env_tmpls[L->ntmpls] = strcmp(t, loc) != 0 ? pn_plus(datadir, loc) : NULL;
         L->tmpls[L->ntmpls++] = pn_plus(datadir, t);
         free(t);
-        free(owned);
     }
+    config_level_files_free(&f);
 }
 
 static void add_levels(ck_ctx *c, ck_config *cf, const hlevel *levels, size_t n, bool dflt)
@@ -1557,27 +1523,6 @@ static bool make_tmp(ck_ctx *c, char **error)
     return true;
 }
 
-static void rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-                continue;
-            char *p = xjoin(dir, "/", de->d_name, NULL);
-            struct stat st;
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-                rm_tree(p);
-            else
-                unlink(p);
-            free(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 static char *module_name_of(const char *dir)
 {
     char *meta = xjoin(dir, "/metadata.json", NULL);
@@ -1665,15 +1610,7 @@ static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **
             e->codedir = xstrdup(codedir);
             e->confdir = xstrdup(o->confdir ? o->confdir : codedir);
             e->envpath = xstrdup(envpath);
-            if (o->hiera_config) {
-                e->hiera_config = xstrdup(o->hiera_config);
-            } else {
-                e->hiera_config = xjoin(codedir, "/hiera.yaml", NULL);
-                if (!path_is_file(e->hiera_config)) {
-                    free(e->hiera_config);
-                    e->hiera_config = xjoin(e->confdir, "/hiera.yaml", NULL);
-                }
-            }
+            e->hiera_config = o->hiera_config ? xstrdup(o->hiera_config) : check_hiera_config(codedir, e->confdir);
             env_common(e);
         }
         free(d);
@@ -1691,17 +1628,8 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
         return false;
     }
     char *real = real_path(path);
-    char *p_env = xjoin(real, "/environments", NULL), *p_conf = xjoin(real, "/environment.conf", NULL),
-         *p_hiera = xjoin(real, "/hiera.yaml", NULL), *p_meta = xjoin(real, "/metadata.json", NULL),
-         *p_pf = xjoin(real, "/Puppetfile", NULL);
-    bool codedir = path_is_dir(p_env) && !path_is_file(p_conf) && !path_is_file(p_pf);
-    bool module = !codedir && path_is_file(p_meta) && !path_is_file(p_conf) && !path_is_file(p_pf);
-    free(p_env);
-    free(p_conf);
-    free(p_hiera);
-    free(p_meta);
-    free(p_pf);
-    if (codedir) {
+    check_tree_kind kind = check_tree_kind_of(real);
+    if (kind == CHECK_TREE_CODEDIR) {
         bool ok = envs_of_codedir(c, l, real, error);
         free(real);
         return ok;
@@ -1714,23 +1642,21 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
     char num[32];
     snprintf(num, sizeof num, "%zu", n);
     char *base = xjoin(c->tmpdir, "/", num, NULL);
-    char *code = xjoin(base, "/code", NULL), *envs = xjoin(base, "/envs", NULL);
-    char *envdir = xjoin(envs, "/", envname, NULL);
-    mkdir(base, 0700);
-    mkdir(code, 0700);
-    mkdir(envs, 0700);
+    char *code, *envs, *envdir;
+    bool ok = check_tmp_codedir(base, envname, kind == CHECK_TREE_MODULE ? NULL : real, &code, &envs, &envdir, error);
+    if (!ok)
+        goto done;
     ck_env *e = new_env(l);
     e->name = xstrdup(envname);
     e->dir = xstrdup(envdir);
     e->codedir = xstrdup(code);
     e->confdir = xstrdup(code);
     e->envpath = xstrdup(envs);
-    e->hiera_config = c->o->hiera_config ? xstrdup(c->o->hiera_config) : xjoin(code, "/hiera.yaml", NULL);
-    bool ok = true;
-    if (module) {
+    e->hiera_config = c->o->hiera_config ? xstrdup(c->o->hiera_config) : check_hiera_config(code, code);
+    e->real_dir = xstrdup(real);
+    if (kind == CHECK_TREE_MODULE) {
         /* the module, and the modules its tests use, in the environment's modules folder */
         char *mods = xjoin(envdir, "/modules", NULL);
-        mkdir(envdir, 0700);
         mkdir(mods, 0700);
         char *name = module_name_of(real);
         char *link = xjoin(mods, "/", name, NULL);
@@ -1738,7 +1664,6 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
             ok = false;
         e->only_module = link;
         e->only_module_name = name;
-        e->real_dir = xstrdup(real);
         char *fx = xjoin(real, "/spec/fixtures/modules", NULL);
         char **deps = list_names(fx);
         for (size_t i = 0; deps && deps[i]; i++) {
@@ -1753,15 +1678,12 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
         free_names(deps);
         free(fx);
         free(mods);
-    } else {
-        if (symlink(real, envdir) != 0)
-            ok = false;
-        e->real_dir = xstrdup(real);
     }
     if (!ok)
         *error = xasprintf("cannot link %s into the temporary folder %s: %s", real, base, strerror(errno));
     else
         env_common(e);
+done:
     free(base);
     free(code);
     free(envs);
@@ -1856,7 +1778,7 @@ void ck_run_close(ck_run *r)
     }
     free(r->c.f);
     if (r->c.tmpdir) {
-        rm_tree(r->c.tmpdir);
+        path_remove_tree(r->c.tmpdir);
         free(r->c.tmpdir);
     }
     hv_decref(r->overrides);

@@ -112,6 +112,22 @@ typedef struct {
 int check_run(const check_options *o, check_report *report, char **error);
 void check_report_free(check_report *r);
 
+/* Where the code of a folder is (tree.c), as hiera check reads a PATH and hiera lsp its workspace:
+ * a code directory (it holds environments/ and is no environment itself: no environment.conf, no
+ * Puppetfile), else a module (metadata.json, and neither of those), else an environment (a control
+ * repository). */
+typedef enum { CHECK_TREE_ENVIRONMENT, CHECK_TREE_CODEDIR, CHECK_TREE_MODULE } check_tree_kind;
+check_tree_kind check_tree_kind_of(const char *dir);
+/* The code directory made for an environment that is not in one: <base>/code (empty, so that no
+ * global layer of this machine is read) and <base>/envs/<env>, a link to dir (or, when dir is
+ * NULL, an empty folder the caller fills). Sets *code, *envs and *envdir (malloc'ed, also on
+ * failure); false with *error (malloc'ed) when the link or folder cannot be made. */
+bool check_tmp_codedir(const char *base, const char *env, const char *dir, char **code, char **envs, char **envdir,
+                       char **error);
+/* The hiera.yaml of the global layer: <codedir>/hiera.yaml when it exists, else
+ * <confdir>/hiera.yaml (malloc'ed). */
+char *check_hiera_config(const char *codedir, const char *confdir);
+
 /* A session (session.c): the check run again and again over the same code with other unsaved
  * texts (an editor's buffers). The first run reads everything; a run whose texts differ from the
  * last one's only in data files the check read (the same paths given) keeps what was read

@@ -182,28 +182,27 @@ hiera_value *hiera_edit_target(hiera *h, const char *module, const char *level, 
                              "eyaml_lookup_key) are edited", level, lvl->fname ? lvl->fname : "no function");
                     return refused(err, &e, cfgpath);
                 }
-                bool glob;
-                size_t nt;
-                char **tmpls = config_level_templates(l->cfg, lvl, h->codedir, &glob, &nt);
-                if (!nt) {
-                    config_templates_free(tmpls, nt);
+                level_files f;
+                config_level_files(l->cfg, lvl, h->codedir, NULL, &f);
+                if (!f.n) {
+                    config_level_files_free(&f);
                     herr_set(&e, HERR_ERROR, "level '%s' names no file", level);
                     return refused(err, &e, cfgpath);
                 }
                 const char *path = p->nlocs ? p->locs[0].path : NULL;
                 bool exists = p->nlocs && p->locs[0].exists;
-                if (!path && !strstr(tmpls[0], "%{"))
-                    path = tmpls[0]; /* a built-in hierarchy's file that does not exist yet */
-                const char *why = path ? path_problem(path, tmpls[0]) : "cannot be resolved";
+                if (!path && !strstr(f.tmpls[0], "%{"))
+                    path = f.tmpls[0]; /* a built-in hierarchy's file that does not exist yet */
+                const char *why = path ? path_problem(path, f.tmpls[0]) : "cannot be resolved";
                 if (why) {
                     herr_set(&e, HERR_ERROR, "the path level '%s' gives for this node (%s) %s", level, path ? path : "",
                              why);
-                    config_templates_free(tmpls, nt);
+                    config_level_files_free(&f);
                     return refused(err, &e, cfgpath);
                 }
-                hv *d = describe(path, exists && path_is_file(path), layers[li].kind, layers[li].module, lvl, tmpls[0],
+                hv *d = describe(path, exists && path_is_file(path), layers[li].kind, layers[li].module, lvl, f.tmpls[0],
                                  p->options);
-                config_templates_free(tmpls, nt);
+                config_level_files_free(&f);
                 return d;
             }
         }
@@ -223,16 +222,15 @@ static void levels_reading(hiera *h, const layer_ref *ref, const char *path, hv 
         const hlevel *levels = dflt ? cfg->dlevels : cfg->levels;
         size_t n = dflt ? cfg->ndlevels : cfg->nlevels;
         for (size_t i = 0; i < n; i++) {
-            bool glob;
-            size_t nt;
-            char **tmpls = config_level_templates(cfg, &levels[i], h->codedir, &glob, &nt);
-            for (size_t t = 0; t < nt; t++)
-                if (tmpl_match(tmpls[t], path, glob)) {
-                    hv_array_push(out, describe(path, path_is_file(path), ref->kind, ref->module, &levels[i], tmpls[t],
+            level_files f;
+            config_level_files(cfg, &levels[i], h->codedir, NULL, &f);
+            for (size_t t = 0; t < f.n; t++)
+                if (tmpl_match(f.tmpls[t], path, f.glob)) {
+                    hv_array_push(out, describe(path, path_is_file(path), ref->kind, ref->module, &levels[i], f.tmpls[t],
                                                 levels[i].options));
                     break;
                 }
-            config_templates_free(tmpls, nt);
+            config_level_files_free(&f);
         }
     }
 }

@@ -989,7 +989,8 @@ char *envpath_remap(const char *path, const char *own, const char **from)
 
 /* ------------------------------------------------------------------ a level's files as templates */
 
-char *config_level_datadir(const hcfg *cfg, const hlevel *lvl, const char *codedir)
+/* the level's datadir made absolute (a new string) */
+static char *level_datadir(const hcfg *cfg, const hlevel *lvl, const char *codedir)
 {
     char *datadir;
     if (lvl->v3_datadir_abs)
@@ -1007,42 +1008,52 @@ char *config_level_datadir(const hcfg *cfg, const hlevel *lvl, const char *coded
     return datadir;
 }
 
-char **config_level_templates(const hcfg *cfg, const hlevel *lvl, const char *codedir, bool *glob, size_t *n)
+void config_level_files(const hcfg *cfg, const hlevel *lvl, const char *codedir, const char *remap_envpath,
+                        level_files *f)
 {
-    char *datadir = config_level_datadir(cfg, lvl, codedir);
-    char **out = xcalloc(lvl->nlocs + 1, sizeof *out);
-    *n = 0;
-    *glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
+    memset(f, 0, sizeof *f);
+    f->datadir = level_datadir(cfg, lvl, codedir);
+    char *mapped = envpath_remap(f->datadir, remap_envpath, &f->remapped_from);
+    if (mapped) {
+        f->unmapped = f->datadir;
+        f->datadir = mapped;
+    } else {
+        f->remapped_from = NULL;
+    }
+    f->locs = xcalloc(lvl->nlocs + 1, sizeof *f->locs);
+    f->tmpls = xcalloc(lvl->nlocs + 1, sizeof *f->tmpls);
+    f->glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
     for (size_t j = 0; j < lvl->nlocs; j++) {
-        const char *loc;
-        char *owned = NULL;
+        char *loc;
         switch (lvl->lkind) {
-        case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS:
-            loc = lvl->locs[j];
-            if (lvl->extension) {
-                size_t ll = strlen(loc), el = strlen(lvl->extension);
-                if (ll < el || strcmp(loc + ll - el, lvl->extension) != 0)
-                    loc = owned = xjoin(loc, lvl->extension, NULL);
-            }
+        case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS: {
+            size_t ll = strlen(lvl->locs[j]), el = lvl->extension ? strlen(lvl->extension) : 0;
+            bool add = lvl->extension && (ll < el || strcmp(lvl->locs[j] + ll - el, lvl->extension) != 0);
+            loc = add ? xjoin(lvl->locs[j], lvl->extension, NULL) : xstrdup(lvl->locs[j]);
             break;
+        }
         case LOC_MAPPED_PATHS:
             if (j != 2)
                 continue;
-            loc = lvl->locs[2];
+            loc = xstrdup(lvl->locs[2]);
             break;
         default:
             continue; /* URIs and levels without locations read no files */
         }
-        out[(*n)++] = pn_plus(datadir, loc);
-        free(owned);
+        f->locs[f->n] = loc;
+        f->tmpls[f->n++] = pn_plus(f->datadir, loc);
     }
-    free(datadir);
-    return out;
 }
 
-void config_templates_free(char **t, size_t n)
+void config_level_files_free(level_files *f)
 {
-    for (size_t i = 0; i < n; i++)
-        free(t[i]);
-    free(t);
+    for (size_t i = 0; i < f->n; i++) {
+        free(f->locs[i]);
+        free(f->tmpls[i]);
+    }
+    free(f->locs);
+    free(f->tmpls);
+    free(f->datadir);
+    free(f->unmapped);
+    memset(f, 0, sizeof *f);
 }

@@ -86,13 +86,23 @@ hcfg *config_legacy_function(const char *root, const char *function_name, layer_
  * the configuration's folder; Hiera 3's given datadir as it is, relative ones against the working
  * folder; a version 3 level without one: <codedir>/environments/%{::environment}/hieradata), joined
  * with each path or glob (with a version 3 or 4 level's extension), or a mapped_paths level's path
- * template; none for uris and levels without locations. *glob: the level reads globs. A new
- * array of n malloc'ed strings (config_templates_free). What snapshots, hiera check and edits
- * match files against (tmplmatch.h). */
-char **config_level_templates(const hcfg *cfg, const hlevel *lvl, const char *codedir, bool *glob, size_t *n);
-/* The level's datadir so made absolute (a new string). */
-char *config_level_datadir(const hcfg *cfg, const hlevel *lvl, const char *codedir);
-void config_templates_free(char **t, size_t n);
+ * template; none for uris and levels without locations. What snapshots, hiera check and edits
+ * match files against (tmplmatch.h): the one place a level's files are named from its config. */
+typedef struct {
+    char *datadir;             /* absolute (remapped when remap_envpath applied) */
+    char *unmapped;            /* the datadir before the remap, or NULL when none applied */
+    const char *remapped_from; /* the default environmentpath remapped (static), or NULL */
+    char **locs;               /* per template: its location under datadir, with the extension */
+    char **tmpls;              /* datadir joined with each location */
+    size_t n;
+    bool glob;                 /* the level reads globs */
+} level_files;
+/* Fills *f (every string malloc'ed: config_level_files_free). remap_envpath: when not NULL, a
+ * datadir under one of Puppet's default environmentpaths is read under this folder of environments
+ * instead (envpath_remap), as the lookups of a snapshot or a check of one tree read it. */
+void config_level_files(const hcfg *cfg, const hlevel *lvl, const char *codedir, const char *remap_envpath,
+                        level_files *f);
+void config_level_files_free(level_files *f);
 
 /* The fast check of a version 5 config (true only when Puppet's schema certainly accepts it) and
  * the schema itself, for the tests that hold one to the other. */

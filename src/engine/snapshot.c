@@ -767,51 +767,11 @@ static void load_levels(builder *b, const hcfg *cfg, const hlevel *levels, size_
         const provider_def *pd = provider_find(lvl->fname ? lvl->fname : "");
         if (!pd)
             continue; /* a function we do not have: the lookup fails, nothing to read */
-        char *datadir;
-        if (lvl->v3_datadir_abs)
-            datadir = lvl->datadir ? xstrdup(lvl->datadir)
-                                   : xasprintf("%s/environments/%%{::environment}/hieradata", b->spec->codedir);
-        else
-            datadir = pn_plus(cfg->root, lvl->datadir);
-        if (datadir[0] != '/') { /* Hiera 3's relative datadir: relative to the working folder */
-            char *cwd = getcwd(NULL, 0);
-            char *abs = pn_plus(cwd ? cwd : "/", datadir);
-            free(cwd);
-            free(datadir);
-            datadir = abs;
-        }
-        char *mapped = envpath_remap(datadir, b->spec->remap_envpath, NULL);
-        if (mapped) {
-            free(datadir);
-            datadir = mapped;
-        }
-        bool glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
-        for (size_t j = 0; j < lvl->nlocs; j++) {
-            const char *loc;
-            char *owned = NULL;
-            switch (lvl->lkind) {
-            case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS:
-                loc = lvl->locs[j];
-                if (lvl->extension) {
-                    size_t ll = strlen(loc), el = strlen(lvl->extension);
-                    if (ll < el || strcmp(loc + ll - el, lvl->extension) != 0)
-                        loc = owned = xjoin(loc, lvl->extension, NULL);
-                }
-                break;
-            case LOC_MAPPED_PATHS:
-                if (j != 2)
-                    continue;
-                loc = lvl->locs[2];
-                break;
-            default:
-                continue; /* URIs and levels without locations read no files */
-            }
-            char *tmpl = pn_plus(datadir, loc);
-            load_template(b, tmpl, glob, pd->format);
-            free(tmpl);
-            free(owned);
-        }
-        free(datadir);
+        level_files f;
+        config_level_files(cfg, lvl, b->spec->codedir, b->spec->remap_envpath, &f);
+        for (size_t j = 0; j < f.n; j++)
+            load_template(b, f.tmpls[j], f.glob, pd->format);
+        config_level_files_free(&f);
     }
 }
 

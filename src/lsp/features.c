@@ -771,6 +771,60 @@ static bool has_location(const hv *list, const char *real)
     return found;
 }
 
+/* whether the file real is open in the editor */
+static bool doc_open(const lstate *s, const char *real)
+{
+    for (size_t d = 0; d < s->ndocs; d++)
+        if (s->docs[d].path && !strcmp(s->docs[d].path, real))
+            return true;
+    return false;
+}
+
+/* the end of a class parameter's name ($name) that starts at off */
+static size_t param_name_end(const char *text, size_t len, size_t off)
+{
+    while (off < len && (text[off] == '$' || isalnum((unsigned char)text[off]) || text[off] == '_'))
+        off++;
+    return off;
+}
+
+/* the end of a call that starts at off: its ')' included, or the end of its line */
+static size_t call_end(const char *text, size_t len, size_t off)
+{
+    while (off < len && text[off] != '\n' && text[off] != ')')
+        off++;
+    return off < len && text[off] == ')' ? off + 1 : off;
+}
+
+/* The span of the file real (as the state has it) from line:col to where end_of says, appended to
+ * out as a location; nothing when the file cannot be read. */
+static void add_span(const lstate *s, const char *real, uint32_t line, uint32_t col,
+                     size_t (*end_of)(const char *text, size_t len, size_t off), hv *out)
+{
+    size_t len;
+    char *text = lstate_text(s, real, &len);
+    if (!text)
+        return;
+    ltext t = {.text = text, .len = len, .utf8 = s->utf8};
+    size_t off = lt_offset_lc(&t, line, col);
+    hv_array_push(out, location(real, &t, off, end_of(text, len, off)));
+    free(text);
+}
+
+/* The class parameter key binds to (automatic parameter lookup), its name appended to out. */
+static void add_class_param(const lstate *s, const char *key, hv *out)
+{
+    size_t n;
+    const pp_index *const *idx = pp_indexes(s, &n);
+    const pp_class *cls = NULL;
+    const pp_param *p = ws_class_param(idx, n, key, &cls);
+    if (p) {
+        char *real = ws_real_path(s->w, cls->file);
+        add_span(s, real, p->line, p->col, param_name_end, out);
+        free(real);
+    }
+}
+
 /* key's definition in a data file (its key node), appended to out */
 static bool add_key_def(const lstate *s, const char *real, const char *key, hv *out, bool utf8)
 {
@@ -797,10 +851,8 @@ static void key_definitions(lreq *r, const char *key, hv *out)
     /* every file that defines it in hierarchy order, the open documents' text first */
     const hv *files = w->key_files ? hv_hash_gets(w->key_files, key) : NULL;
     for (size_t i = 0; i < w->nfiles; i++) {
-        bool open = false;
         char *real = ws_real_path(w, w->files[i].path);
-        for (size_t d = 0; d < s->ndocs && !open; d++)
-            open = s->docs[d].path && !strcmp(s->docs[d].path, real);
+        bool open = doc_open(s, real);
         bool listed = false;
         for (size_t k = 0; files && k < hv_array_len(files) && !listed; k++)
             listed = (size_t)hv_int_val(hv_array_get(files, k)) == i;
@@ -813,25 +865,7 @@ static void key_definitions(lreq *r, const char *key, hv *out)
         if (s->docs[d].path && is_data(s->docs[d].path) && !has_location(out, s->docs[d].path))
             add_key_def(s, s->docs[d].path, key, out, s->utf8);
     /* the class parameter */
-    size_t n;
-    const pp_index *const *idx = pp_indexes(s, &n);
-    const pp_class *cls = NULL;
-    const pp_param *p = ws_class_param(idx, n, key, &cls);
-    if (p) {
-        char *real = ws_real_path(w, cls->file);
-        size_t len;
-        char *text = lstate_text(s, real, &len);
-        if (text) {
-            ltext t = {.text = text, .len = len, .utf8 = s->utf8};
-            size_t off = lt_offset_lc(&t, p->line, p->col);
-            size_t end = off;
-            while (end < len && (text[end] == '$' || isalnum((unsigned char)text[end]) || text[end] == '_'))
-                end++;
-            hv_array_push(out, location(real, &t, off, end));
-            free(text);
-        }
-        free(real);
-    }
+    add_class_param(s, key, out);
 }
 
 static void config_path_targets(lreq *r, const cursor *c, const char *level, hv *out)
@@ -915,21 +949,8 @@ static void pp_refs(const lstate *s, const pp_index *pp, const char *key, bool s
         if (!match)
             continue;
         char *real = ws_real_path(s->w, l->file);
-        bool open = false;
-        for (size_t d = 0; d < s->ndocs && skip_open; d++)
-            open = open || (s->docs[d].path && !strcmp(s->docs[d].path, real));
-        if (!open) {
-            size_t len;
-            char *text = lstate_text(s, real, &len);
-            if (text) {
-                ltext t = {.text = text, .len = len, .utf8 = s->utf8};
-                size_t off = lt_offset_lc(&t, l->line, l->col), end = off;
-                while (end < len && text[end] != '\n' && text[end] != ')')
-                    end++;
-                hv_array_push(out, location(real, &t, off, end < len && text[end] == ')' ? end + 1 : end));
-                free(text);
-            }
-        }
+        if (!skip_open || !doc_open(s, real))
+            add_span(s, real, l->line, l->col, call_end, out);
         free(real);
     }
 }
@@ -948,24 +969,7 @@ hv *feat_references(lreq *r)
         pp_refs(s, s->pp_open, a.key, false, out);
         pp_refs(s, w->pp, a.key, true, out);
         /* the class parameter it binds to (automatic parameter lookup) */
-        size_t n;
-        const pp_index *const *idx = pp_indexes(s, &n);
-        const pp_class *cls = NULL;
-        const pp_param *p = ws_class_param(idx, n, a.key, &cls);
-        if (p) {
-            char *real = ws_real_path(w, cls->file);
-            size_t len;
-            char *text = lstate_text(s, real, &len);
-            if (text) {
-                ltext t = {.text = text, .len = len, .utf8 = s->utf8};
-                size_t off = lt_offset_lc(&t, p->line, p->col), end = off;
-                while (end < len && (text[end] == '$' || isalnum((unsigned char)text[end]) || text[end] == '_'))
-                    end++;
-                hv_array_push(out, location(real, &t, off, end));
-                free(text);
-            }
-            free(real);
-        }
+        add_class_param(s, a.key, out);
         /* interpolations in data and hiera.yaml files */
         hv *seen = hv_hash();
         for (size_t i = 0; i < w->nfiles + s->ndocs; i++) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "check/check.h"
 #include "base/pathname.h"
 #include "cli/puppetdb.h"
 #include "engine/config.h"
@@ -118,27 +119,6 @@ static bool valid_env_name(const char *n)
     return true;
 }
 
-static void rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-                continue;
-            char *p = xjoin(dir, "/", de->d_name, NULL);
-            struct stat st;
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-                rm_tree(p);
-            else
-                unlink(p);
-            free(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 /* Where the code is: sets codedir, envpath, env_name, env_dir, real_dir, confdir, hiera_config. */
 static bool locate(ws *w)
 {
@@ -147,12 +127,8 @@ static bool locate(ws *w)
     char *root = s->root ? real_path(s->root) : getcwd(NULL, 0);
     if (!root)
         root = xstrdup("/");
-    char *envs = xjoin(root, "/environments", NULL), *conf = xjoin(root, "/environment.conf", NULL),
-         *pf = xjoin(root, "/Puppetfile", NULL);
-    bool codedir = s->codedir || (path_is_dir(envs) && !path_is_file(conf) && !path_is_file(pf));
-    free(envs);
-    free(conf);
-    free(pf);
+    /* a code directory, else an environment, as hiera check reads a folder (a module too) */
+    bool codedir = s->codedir || check_tree_kind_of(root) == CHECK_TREE_CODEDIR;
     if (codedir) {
         w->codedir = s->codedir ? real_path(s->codedir) : xstrdup(root);
         w->envpath = xjoin(w->codedir, "/environments", NULL);
@@ -180,14 +156,9 @@ static bool locate(ws *w)
             return false;
         }
         w->tmpdir = t;
-        w->codedir = xjoin(t, "/code", NULL);
-        w->envpath = xjoin(t, "/envs", NULL);
-        w->env_dir = xjoin(w->envpath, "/", w->env_name, NULL);
+        bool made = check_tmp_codedir(t, w->env_name, root, &w->codedir, &w->envpath, &w->env_dir, &w->error);
         w->real_dir = xstrdup(root);
-        mkdir(w->codedir, 0700);
-        mkdir(w->envpath, 0700);
-        if (symlink(root, w->env_dir) != 0) {
-            w->error = xasprintf("cannot link %s into %s: %s", root, w->envpath, strerror(errno));
+        if (!made) {
             free(root);
             return false;
         }
@@ -195,11 +166,7 @@ static bool locate(ws *w)
         w->check_path = w->real_dir;
     }
     free(root);
-    w->hiera_config = xjoin(w->codedir, "/hiera.yaml", NULL);
-    if (!path_is_file(w->hiera_config)) {
-        free(w->hiera_config);
-        w->hiera_config = xjoin(w->confdir, "/hiera.yaml", NULL);
-    }
+    w->hiera_config = check_hiera_config(w->codedir, w->confdir);
     return true;
 }
 
@@ -546,7 +513,7 @@ void ws_release(ws *w)
     if (w->hs)
         hiera_settings_free(w->hs);
     if (w->tmpdir) {
-        rm_tree(w->tmpdir);
+        path_remove_tree(w->tmpdir);
         free(w->tmpdir);
     }
     free(w->codedir);

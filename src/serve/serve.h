@@ -146,6 +146,8 @@ typedef struct generation {
 typedef struct serve_state {
     const serve_options *o;
     pthread_mutex_t lock;    /* guards current (readers retain under it) and the settings */
+    pthread_mutex_t publish_lock; /* one publisher at a time (the builder, state_rebuild_now),
+                                     each making the next generation from the one served */
     pthread_cond_t facts_cond; /* the facts folder has been read */
     generation *current;
     uint64_t next_id;

@@ -695,6 +695,27 @@ static generation *next_generation(serve_state *st, generation *prev, facts_set 
     return g;
 }
 
+/* Makes the next generation from the one served now (fs: its facts, NULL: the same; relist: the
+ * environmentpath listed again), with what building it took, and serves it; returns it retained
+ * (generation_release). Two threads publish, the builder and state_rebuild_now (a request's
+ * thread, for a save): one at a time, each from the latest, so that neither undoes the other's
+ * generation (new facts, environments listed again) by publishing one made from an older one. */
+static generation *publish_next(serve_state *st, facts_set *fs, bool relist, double build_seconds, size_t files,
+                                size_t parsed)
+{
+    pthread_mutex_lock(&st->publish_lock);
+    generation *cur = state_current(st);
+    generation *fresh = next_generation(st, cur, fs ? fs : cur->fs, relist);
+    generation_release(cur);
+    fresh->build_seconds = build_seconds;
+    fresh->files = files;
+    fresh->parsed = parsed;
+    __atomic_add_fetch(&fresh->refs, 1, __ATOMIC_RELAXED); /* (the caller's) */
+    publish(st, fresh);
+    pthread_mutex_unlock(&st->publish_lock);
+    return fresh;
+}
+
 /* ------------------------------------------------------------------ the watcher */
 
 
@@ -1335,15 +1356,12 @@ bool state_rebuild_now(serve_state *st, const char *name, const char *why, uint6
         slot_release(slots[i]);
     }
     free(slots);
-    /* a new generation: what is served changed */
-    generation *fresh = next_generation(st, g, g->fs, false);
     generation_release(g);
-    publish(st, fresh);
-    if (generation_id) {
-        generation *now = state_current(st);
-        *generation_id = now->id;
-        generation_release(now);
-    }
+    /* a new generation: what is served changed */
+    generation *fresh = publish_next(st, NULL, false, 0, 0, 0);
+    if (generation_id)
+        *generation_id = fresh->id;
+    generation_release(fresh);
     return ok;
 }
 
@@ -1615,15 +1633,14 @@ static void *builder_main(void *arg)
                 free(why);
                 fs = load_facts(&(serve_options){.facts_dir = NULL}, &why); /* (none) */
             }
-            generation *fresh = next_generation(st, g, fs, false);
-            fresh->build_seconds = now_seconds() - f0;
+            generation *fresh = publish_next(st, fs, false, now_seconds() - f0, 0, 0);
             facts_set_release(fs);
-            publish(st, fresh);
             pthread_mutex_lock(&st->lock);
             pthread_cond_broadcast(&st->facts_cond);
             pthread_mutex_unlock(&st->lock);
             __atomic_store_n(&st->unserved, 0, __ATOMIC_RELAXED);
             fprintf(stderr, "hiera serve: %zu nodes' facts read in %.3f s\n", hv_array_len(fresh->nodes), fresh->build_seconds);
+            generation_release(fresh);
         }
         generation_release(g);
     }
@@ -1793,15 +1810,12 @@ static void *builder_main(void *arg)
                 next_fetch = now_seconds() + refresh;
         }
         if (changed || relist || fs || hup) {
-            generation *fresh = next_generation(st, g, fs ? fs : g->fs, relist);
-            fresh->build_seconds = now_seconds() - t0;
-            fresh->files = files;
-            fresh->parsed = parsed;
-            publish(st, fresh);
+            generation *fresh = publish_next(st, fs, relist, now_seconds() - t0, files, parsed);
             if (hup || fs || relist)
                 fprintf(stderr, "hiera serve: reloaded (%s): generation %llu in %.3f s\n",
                         hup ? "SIGHUP" : overflow ? "events were lost: everything looked at" : fs ? "facts changed" : "environments changed",
                         (unsigned long long)fresh->id, fresh->build_seconds);
+            generation_release(fresh);
         }
         if (fs)
             facts_set_release(fs); /* (the generation holds its own reference) */
@@ -1859,6 +1873,7 @@ bool state_init(serve_state *st, const serve_options *o)
     st->o = o;
     st->started = now_seconds();
     pthread_mutex_init(&st->lock, NULL);
+    pthread_mutex_init(&st->publish_lock, NULL);
     st->settings = settings_load(o);
     watch *w = xcalloc(1, sizeof *w);
     st->w = w;
@@ -2042,6 +2057,7 @@ void state_free(serve_state *st)
     free(w);
     st->w = NULL;
     pthread_mutex_destroy(&st->lock);
+    pthread_mutex_destroy(&st->publish_lock);
 }
 
 /* ------------------------------------------------------------------ per-thread caches */

@@ -11,7 +11,10 @@
     a stale digest gets 409 with the current one; a refused edit 422 with file and line;
   - --edits-commit: the save is a git commit with the editor as author and the key in the message;
   - many clients saving into one file at once, each retrying on 409: every edit lands once, none is
-    lost, and the file always parses.
+    lost, and the file always parses;
+  - a save into the global layer ($confdir/hiera.yaml's data, outside every environment): served at
+    once by every environment built (the server runs without its watcher: only the save's own
+    rebuild can show it).
 
 usage: tests/edit/serve.py --hiera build/hiera     Prints "edit serve: N passed, N failed".
 """
@@ -64,6 +67,13 @@ def main():
         facts = make_tree(hiera, root)
         env = os.path.join(root, "environments", "production")
         common = os.path.join(env, "data", "common.yaml")
+        # the global layer: $confdir/hiera.yaml (the code directory's, as the server reads it)
+        os.makedirs(os.path.join(root, "global"))
+        with open(os.path.join(root, "hiera.yaml"), "w") as f:
+            f.write("version: 5\nhierarchy:\n  - {name: Global, datadir: global, path: common.yaml}\n")
+        global_common = os.path.join(root, "global", "common.yaml")
+        with open(global_common, "w") as f:
+            f.write("# the site's own\nglobal::motd: hello\n")
         token_file = os.path.join(tmp, "token")
         with open(token_file, "w") as f:
             f.write(TOKEN + "\n")
@@ -207,6 +217,30 @@ def main():
         check(look.get("value") == n_clients - 1, f"the served answer after the concurrent saves: {look}")
         lines = [json.loads(l) for l in open(audit)]
         check(len([l for l in lines if l["key"].startswith("k")]) == n_clients, "one audit line per concurrent save")
+
+        # ---- a save into the global layer: every environment built serves it at once
+        for e in ("production", "staging"):
+            st, look = s.req("GET", f"/v1/lookup?node=node1.example.com&key=global::motd&environment={e}")
+            check(st == 200 and look.get("value") == "hello", f"the global value in {e} before the save: {st} {look}")
+        st, body = s.req("GET", "/v1/edit?node=node1.example.com&key=global::motd")
+        gl = [l for l in body.get("levels", []) if l["level"] == "Global"] if st == 200 else []
+        check(len(gl) == 1 and gl[0]["path"] == global_common and gl[0].get("value") == "hello",
+              f"the global level of a key: {st} {body}")
+        gen0 = s.req("GET", "/healthz")[1].get("generation")
+        st, body = s.req("POST", "/v1/edit", {"node": "node1.example.com", "level": "Global", "key": "global::motd",
+                                              "value": "changed", "base": gl[0]["digest"] if gl else ""})
+        check(st == 200 and body.get("written") and open(global_common).read() == "# the site's own\nglobal::motd: changed\n",
+              f"a save into the global layer: {st} {body}")
+        check(isinstance(gen0, int) and isinstance(body.get("generation"), int) and body["generation"] > gen0,
+              f"a new generation after the global save: {gen0} -> {body.get('generation')}")
+        for e in ("production", "staging"):
+            st, look = s.req("GET", f"/v1/lookup?node=node1.example.com&key=global::motd&environment={e}")
+            check(st == 200 and look.get("value") == "changed", f"the global save served at once in {e}: {st} {look}")
+        lines = [json.loads(l) for l in open(audit)]
+        check(lines and lines[-1]["key"] == "global::motd" and lines[-1]["file"] == global_common
+              and lines[-1]["old"] == "hello" and lines[-1]["new"] == "changed", f"the global save's audit line: {lines[-1:]}")
+        st, health = s.req("GET", "/healthz")
+        check(st == 200 and health.get("status") == "ok", f"healthz after the global save: {st} {health}")
     finally:
         for sv in servers:
             sv.stop()
