@@ -41,6 +41,8 @@ typedef struct {
     location *locs;
     size_t nlocs;
     bool nil_location; /* the entry declares no location: the function is called once without */
+    hv *recalled;      /* a remembered level's record (lookup_levels.c level_recall): the
+                        * locations' path and original are BORROWED from its strings */
     bool fmt_set, fmt_known; /* the function's file format, once known */
     file_format fmt;
     location nil_loc;

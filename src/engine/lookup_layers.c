@@ -24,8 +24,12 @@ void providers_free(provider *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         hv_decref(p[i].options);
-        for (size_t j = 0; j < p[i].nlocs; j++)
+        for (size_t j = 0; j < p[i].nlocs; j++) {
+            if (p[i].recalled)
+                p[i].locs[j].path = p[i].locs[j].original = NULL; /* (borrowed) */
             location_clear(&p[i].locs[j]);
+        }
+        hv_decref(p[i].recalled);
         free(p[i].locs);
         location_clear(&p[i].nil_loc);
     }
