@@ -52,8 +52,11 @@ static void free_parts(char **v, size_t n)
     free(v);
 }
 
-static char *find_puppet_command(const char *path)
+char *installed_puppet_command(void)
 {
+    const char *path = fs_getenv("PATH");
+    if (!path)
+        return NULL;
     size_t n;
     char **dirs = colon_parts(path, &n);
     char *found = NULL;
@@ -73,27 +76,6 @@ static char *find_puppet_command(const char *path)
         free(exe);
     }
     free_parts(dirs, n);
-    return found;
-}
-
-/* The search made once per value of PATH: the version and the file layout both ask, and a
- * one-shot lookup paid for the walk over PATH twice (a stat, an access and readlinks a folder). */
-char *installed_puppet_command(void)
-{
-    const char *path = fs_getenv("PATH");
-    if (!path)
-        return NULL;
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static char *last_path, *last_found;
-    pthread_mutex_lock(&lock);
-    if (!last_path || strcmp(last_path, path) != 0) {
-        free(last_path);
-        free(last_found);
-        last_path = xstrdup(path);
-        last_found = find_puppet_command(path);
-    }
-    char *found = last_found ? xstrdup(last_found) : NULL;
-    pthread_mutex_unlock(&lock);
     return found;
 }
 
