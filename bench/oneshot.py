@@ -6,7 +6,8 @@ Hiera 3's command line (`hiera -c CONFIG -y FACTS -h KEY`) against /bin/true wit
 alternately: each round runs one hyperfine over /bin/true and both hiera commands for each binary
 given (--hiera, and --before for a comparison), so load that comes and goes is shared by all;
 then the same with HIERA_RESULT_CACHE=off (the "-nrc" rows: every call looked up again from the
-data files' disk cache entries, as the first call of a key is), alternately too.
+data files' disk cache entries) and with the result cache's entries removed before each run (the
+"-new" rows: the first call of a key, which looks its answer up and writes it), alternately too.
 The CPU columns are hyperfine's user + system time (the median over the rounds of each round's
 mean). Then counts system calls (strace), the shared objects loaded, peak RSS (GNU time) and, with
 --batch, `hiera batch --jobs 1` over the whole fleet (CPU per lookup, peak RSS, and whether every
@@ -120,15 +121,22 @@ def main():
         for what, by in outputs.items():
             if len(set(by.values())) > 1:
                 print("note: the binaries answer %s differently" % what)
-        rows = ["true", "lookup", "hiera3", "lookup-nrc", "hiera3-nrc"]
+        rows = ["true", "lookup", "hiera3", "lookup-nrc", "hiera3-nrc", "lookup-new", "hiera3-new"]
+
+        def forget_answers(env):
+            """find's arguments that remove the result cache's entries (a key not asked before)"""
+            return ["find", env["HIERA_CACHE_DIR"], "-maxdepth", "1", "-name", "*.hr", "-delete"]
         times = {name: {r: [] for r in rows} for name in names}
         cpu = {name: {r: [] for r in rows} for name in names}  # (user + system) per round
         for rnd in range(args.rounds):
-            for suffix, extra in (("", {}), ("-nrc", {"HIERA_RESULT_CACHE": "off"})):
+            for suffix, extra in (("", {}), ("-nrc", {"HIERA_RESULT_CACHE": "off"}), ("-new", {})):
                 for name, b in zip(names, bins):
                     c = cmds(b)
                     out = os.path.join(work, "hf.json")
-                    subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(args.runs), "--export-json",
+                    # -new: the result cache on, its entries removed before every run: the first call
+                    # of a key, which looks up and writes its answer
+                    prep = ["--prepare", " ".join(forget_answers(envs[name]))] if suffix == "-new" else []
+                    subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(args.runs)] + prep + ["--export-json",
                                     out, "-n", "true", "/bin/true", "-n", "lookup" + suffix, " ".join(c["lookup"]),
                                     "-n", "hiera3" + suffix, " ".join(c["hiera3"])],
                                    env=dict(envs[name], **extra), check=True, stdout=subprocess.DEVNULL,
@@ -153,11 +161,15 @@ def main():
                                                                   statistics.mean(t["true"]) * 1e3, "1.00",
                                                                   true_cpu * 1e3, "1.00"))
             for what in rows[1:]:
-                cmd = cmds(b)[what.replace("-nrc", "")]
+                cmd = cmds(b)[what.replace("-nrc", "").replace("-new", "")]
                 env = dict(envs[name], **({"HIERA_RESULT_CACHE": "off"} if what.endswith("-nrc") else {}))
+                if what.endswith("-new"):
+                    subprocess.run(forget_answers(envs[name]), check=True)
                 med = statistics.median(t[what])
                 c = statistics.median(cpu[name][what])
                 calls, sos, top = strace_count(cmd, env, work)
+                if what.endswith("-new"):
+                    subprocess.run(forget_answers(envs[name]), check=True)
                 rss = peak_rss_kb(cmd, env)
                 entry[what] = {"median_s": med, "mean_s": statistics.mean(t[what]), "ratio": med / true_med,
                                "cpu_s": c, "cpu_ratio": c / true_cpu, "syscalls": calls, "shared_objects": sos,

@@ -480,7 +480,7 @@ bool hv_has_interpolation(const hv *v, int depth)
 /* yaml_data's own rule on what Psych gave: symbol keys become strings, at every depth
  * (HieraConfig.symkeys_to_string). A document that is not a hash is kept as it is: what it then
  * is (a warning and an empty hash, or an error under strict = error) depends on the context's
- * settings (lookup.c location_load). */
+ * settings (lookup_data.c location_load). */
 #define DC_WARN_NOT_HASH CACHE_WARNED_NOT_HASH /* disk cache flag of earlier versions: the document was replaced by {} */
 
 static hv *prepare_yaml_data(hv *v)

@@ -1,5 +1,5 @@
-/* engine.h - the lookup engine's state, shared by lookup.c (layers, providers, merges, options)
- * and interp.c (%{} interpolation, scope variables, dotted keys). The names follow Puppet's
+/* engine.h - the lookup engine's state, shared by lookup.c and the files it is split into
+ * (lookup_layers, _data, _levels, _walk, _options: layers, providers, merges, options) and interp.c (%{} interpolation, scope variables, dotted keys). The names follow Puppet's
  * lookup classes (lib/puppet/pops/lookup/) so that the two can be read side by side. */
 #ifndef HIERA_ENGINE_H
 #define HIERA_ENGINE_H
@@ -41,12 +41,14 @@ typedef struct {
     location *locs;
     size_t nlocs;
     bool nil_location; /* the entry declares no location: the function is called once without */
+    hv *recalled;      /* a remembered level's record (lookup_levels.c level_recall): the
+                        * locations' path and original are BORROWED from its strings */
     bool fmt_set, fmt_known; /* the function's file format, once known */
     file_format fmt;
     location nil_loc;
 } provider;
 
-/* The walk over a layer's hierarchy made shorter (lookup.c layer_plan): with a frozen cache,
+/* The walk over a layer's hierarchy made shorter (lookup_walk.c layer_plan): with a frozen cache,
  * once every location that exists is a loaded data hash in the key index, the walk only needs,
  * for each provider in order, the file numbers of its locations. */
 typedef struct {
@@ -136,7 +138,7 @@ struct hiera_ctx {
     explainer *ex;          /* NULL unless explaining */
     struct prov_registry *prov; /* NULL unless tracing where values come from */
     bool global_only;
-    bool strict_paths;      /* the facts rule's strict mode (lookup.c location_allowed) */
+    bool strict_paths;      /* the facts rule's strict mode (lookup_levels.c location_allowed) */
     bool redact_encrypted;  /* eyaml blocks are Sensitive, never decrypted (hiera_options) */
     /* hiera check: a level whose data function this engine cannot run (a Ruby or Puppet function)
      * answers "not found" instead of failing the lookup, and each such answer is counted, so that
@@ -187,7 +189,7 @@ struct hiera_ctx {
     size_t vars_cap, nvars;
     sbuf vkey; /* interpolate_remembered's key, built here (no allocation per value) */
     /* the modules asked for last: their layer and state (module_layer) and their compiled
-     * lookup_options (lookup_lookup_options), found without a hash lookup (lookup.c recent_*) */
+     * lookup_options (lookup_lookup_options), found without a hash lookup (lookup_int.h recent_get) */
     recent_name mod_recent[2], lo_recent[2];
     hv *lo_names[2]; /* lookup_options that are a string: String#[] of "merge", "convert_to" */
 };
@@ -260,7 +262,7 @@ void interp_lookup_roots(const hv *value, void (*fn)(const char *root, size_t le
 /* SubLookup#sub_lookup: digs the segments (array, from index `from`) into value. */
 lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *value, hv **out, herr *err);
 
-/* ---- lookup.c ---- */
+/* ---- lookup_layers.c, lookup_levels.c, lookup_data.c ---- */
 
 /* The layers of a context, made on first use (what enumerate.c lists): the global layer (its
  * configuration loaded by global_config), the environment's (NULL without an environment

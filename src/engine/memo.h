@@ -9,7 +9,7 @@
  * rendering are found by address again.
  *
  * Keys are bytes; each kind of key starts with its own letter ('i' interned values here, 'l' and
- * 's' merges, 'e'/'E' levels, 'k' parsed keys and 'M' module names in lookup.c, 'm' self-merges
+ * 's' merges, 'e'/'E' levels, 'k' parsed keys and 'M' module names in lookup*.c, 'm' self-merges
  * in merge.c, 'd'/'v' interpolations and 'D'/'L' locations in interp.c), so that keys of
  * different kinds never meet.
  *

@@ -25,7 +25,7 @@ hv *settings_scope_vars(const hiera_environment *env, herr *err);
 
 /* The folder of module `name` on the environment's modulepath (malloc'ed), or NULL: the first
  * modulepath folder holding a folder of that name (Environment#module; whether Puppet then
- * accepts the module, by its metadata.json, is lookup.c's module_metadata). Remembered by the
+ * accepts the module, by its metadata.json, is lookup_layers.c's module_metadata). Remembered by the
  * environment. */
 char *settings_module_dir(const hiera_environment *env, const char *name);
 

@@ -788,7 +788,10 @@ static bool map_file(diskcache *c, const char *file, const sbuf *id, unsigned *f
             unsigned char *buf = read_all(fd, (size_t)cst.st_size);
             map = buf ? buf : MAP_FAILED;
         } else {
-            map = mmap(NULL, (size_t)cst.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+            /* its page table filled at once (MAP_POPULATE): the pages are in the page cache,
+             * and the first touch of each would otherwise be a page fault (the header and the
+             * index at the tail at least: a one-shot lookup maps one entry per data file) */
+            map = mmap(NULL, (size_t)cst.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         }
     }
     close(fd);
