@@ -1857,6 +1857,8 @@ int ck_run_open(ck_run *r, const check_options *o, check_report *report, char **
         free(path);
     }
     if (!ok) {
+        free(report->root); /* (set before the configuration file could not be read) */
+        report->root = NULL;
         ck_run_close(r);
         return -1;
     }
