@@ -90,10 +90,25 @@ static char *render_with(const hv *v, hiera_render_format format, json_memo *jm,
 {
     sbuf b = {0};
     herr e = {0};
-    int rc = format == HIERA_RENDER_JSON          ? render_json_memo(&b, v, jm, &e)
-             : format == HIERA_RENDER_YAML        ? render_yaml(&b, v, &e)
+    if (format == HIERA_RENDER_JSON) {
+        /* (JSON needs no library the command opens on first use) */
+        if (render_json_memo(&b, v, jm, &e) == 0)
+            return sb_take(&b);
+        sb_free(&b);
+        if (!herr_isset(&e))
+            herr_set(&e, HERR_ERROR, "cannot render the value");
+        herr_to_public(err, &e);
+        return NULL;
+    }
+    diag_lib_missing_take(); /* (a mark left by an earlier call is not this one's) */
+    int rc = format == HIERA_RENDER_YAML          ? render_yaml(&b, v, &e)
              : format == HIERA_RENDER_YAML_SHARED ? render_yaml_shared(&b, v, &e)
                                                   : render_s(&b, v, &e);
+    if (herr_public_missing(err, diag_lib_missing_take())) {
+        sb_free(&b);
+        herr_clear(&e);
+        return NULL;
+    }
     if (rc != 0) {
         sb_free(&b);
         if (!herr_isset(&e))
@@ -261,9 +276,24 @@ static void to_user_diag(int severity, const char *code, const char *file, int l
     h->user_diag(&d, h->user_diag_data);
 }
 
-static diag_sink sink_of(hiera *h) { return (diag_sink){h->user_diag ? to_user_diag : NULL, h}; }
+static diag_sink sink_of(hiera *h) { return (diag_sink){.fn = h->user_diag ? to_user_diag : NULL, .data = h}; }
+
+static hiera *new_context(const hiera_options *given, hiera_error *err);
 
 hiera *hiera_new(const hiera_options *given, hiera_error *err)
+{
+    /* (a scope of its own for a library the command could not load: see base/lazylib.h) */
+    diag_sink saved;
+    diag_enter(diag_current(), &saved);
+    hiera *h = new_context(given, err);
+    if (herr_public_missing(err, diag_leave(&saved))) {
+        hiera_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static hiera *new_context(const hiera_options *given, hiera_error *err)
 {
     herr e = {0};
     hiera_options opts;
@@ -412,7 +442,12 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
         }
     }
 out:
-    diag_leave(&saved);
+    if (__builtin_expect(herr_public_missing(err, diag_leave(&saved)), 0)) {
+        /* a library the command could not load was needed (base/lazylib.h) */
+        hv_decref(*value);
+        *value = NULL;
+        st = HIERA_ERROR;
+    }
     if (res) {
         res->ex = h->ex;
         res->prov = h->prov;

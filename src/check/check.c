@@ -1471,7 +1471,7 @@ int check_run(const check_options *o, check_report *report, char **error)
         free(path);
     }
     diag_sink saved;
-    diag_enter((diag_sink){engine_diag, &c}, &saved);
+    diag_enter((diag_sink){.fn = engine_diag, .data = &c}, &saved);
     hv *inline_cache = hv_hash();
     for (size_t i = 0; ok && i < envs.n; i++) {
         c.env = &envs.v[i];

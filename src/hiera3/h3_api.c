@@ -1,6 +1,8 @@
 /* h3_api.c - the Hiera 3 section of the public API (include/hiera.h: hiera3_new, hiera3_lookup,
  * ...) on top of the engine's h3_* functions. */
 #include "hiera3/hiera3_int.h"
+#include "base/diag.h"
+#include "base/error.h"
 
 #include <string.h>
 
@@ -120,9 +122,18 @@ hiera_status hiera3_lookup(hiera3 *h, const char *key, const hiera_value *defaul
     hv *ov = order_override ? hv_str(order_override) : NULL;
     herr e = {0};
     hv *out = NULL;
+    diag_sink saved; /* (a scope for a library the command could not load: base/lazylib.h) */
+    diag_enter(diag_current(), &saved);
     h3_result r = h3_lookup(h, key, default_value, scope, ov, &res, &out, &e);
+    const char *missing = diag_leave(&saved);
     hv_decref(ov);
     hv_decref(opts);
+    if (__builtin_expect(missing != NULL, 0)) {
+        hv_decref(out);
+        herr_clear(&e);
+        herr_public_missing(err, missing);
+        return HIERA_ERROR;
+    }
     if (r == H3_ERROR) {
         to_public(h, err, &e);
         return HIERA_ERROR;
