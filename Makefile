@@ -41,9 +41,9 @@ LIBS = $(PKG_LIBS) -lm -lpthread
 # libyaml-dev ships libyaml.a): a one-shot lookup then loads libc alone
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
-# comparison);
+# comparison, facts: facts sources, Facter and PuppetDB's client);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check
+LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check facts
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -52,8 +52,8 @@ CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # headers are needed to build (SERVE_CFLAGS: from $(B)/config.mk)
 SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
-# PuppetDB's client (src/cli/puppetdb.c): libcurl is opened on the first request
-# (src/cli/curl_lib.c), so only its header is needed to build (CURL_CFLAGS: from $(B)/config.mk)
+# PuppetDB's client (src/facts/puppetdb.c): libcurl is opened on the first request
+# (src/facts/curl_lib.c), so only its header is needed to build (CURL_CFLAGS: from $(B)/config.mk)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o \
@@ -104,6 +104,9 @@ $(B)/obj/%.o: src/%.c $(LIB_HDR) $(B)/flags
 $(B)/pic/%.o: src/%.c $(LIB_HDR) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -fPIC -fvisibility=hidden -DHIERA_BUILD_SHARED -c $< -o $@
+
+# (the facts module names libcurl's types: its header's folder)
+$(B)/obj/facts/%.o $(B)/pic/facts/%.o: ALL_CFLAGS += $(CURL_CFLAGS)
 
 $(B)/obj/cli/main.o: ALL_CFLAGS += $(MIMALLOC)
 $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h) $(B)/flags

@@ -55,7 +55,7 @@
 #include "cli/batch_cmd.h"
 
 #include "cli/common.h"
-#include "cli/factsrc.h"
+#include "facts/factsrc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
 #include "cli/check_cmd.h"
 
 #include "check/check.h"
-#include "cli/factsrc.h"
+#include "facts/factsrc.h"
 
 #include <limits.h>
 #include <stdbool.h>

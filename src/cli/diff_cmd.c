@@ -29,7 +29,7 @@
 #include "cli/common.h"
 #include "cli/diff_report.h"
 #include "cli/diff_side.h"
-#include "cli/factsrc.h"
+#include "facts/factsrc.h"
 
 static const char *DIFF_USAGE =
     "usage: hiera diff [--help] OLD NEW [<keys>] [--git-dir <REPO>] [--tree codedir|environment]\n"

@@ -20,8 +20,8 @@
 #include "cli/keys_cmd.h"
 
 #include "cli/common.h"
-#include "cli/facts.h"
-#include "cli/factsrc.h"
+#include "facts/facts.h"
+#include "facts/factsrc.h"
 
 #include <errno.h>
 #include <fnmatch.h>

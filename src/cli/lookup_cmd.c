@@ -4,8 +4,8 @@
  * (nothing on stdout), 1 with "Error: Could not run: <message>" for other errors; with
  * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
 #include "cli/common.h"
-#include "cli/facts.h"
-#include "cli/factsrc.h"
+#include "facts/facts.h"
+#include "facts/factsrc.h"
 #include "cli/lookup_cmd.h"
 
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/factsrc.h"
+#include "facts/factsrc.h"
 #include "serve/serve.h"
 
 static const char *SERVE_USAGE =

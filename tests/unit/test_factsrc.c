@@ -7,9 +7,9 @@
  * (they are not part of libhiera). */
 #include "testutil.h"
 
-#include "../../src/cli/curl_lib.c"
-#include "../../src/cli/puppetdb.c"
-#include "../../src/cli/factsrc.c"
+#include "../../src/facts/curl_lib.c"
+#include "../../src/facts/puppetdb.c"
+#include "../../src/facts/factsrc.c"
 
 #include <unistd.h>
 

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cli/puppetdb.h"
+#include "facts/puppetdb.h"
 #include "hiera.h"
 
 /* ------------------------------------------------------------------ Puppet's settings for it */

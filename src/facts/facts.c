@@ -12,7 +12,7 @@
  *    clientversion, clientnoop) are added;
  *  - the file's facts go over those, and no facts at all is "No facts available for target
  *    node: NODE". */
-#include "cli/facts.h"
+#include "facts/facts.h"
 #include "cli/common.h"
 #include "base/fileio.h"
 #include "base/fsjournal.h"

@@ -1,5 +1,5 @@
 /* factsrc.c - the node set and the facts of nodes, from a folder or from PuppetDB (factsrc.h). */
-#include "cli/factsrc.h"
+#include "facts/factsrc.h"
 #include "base/fsjournal.h"
 
 #include "base/util.h"

@@ -1,11 +1,11 @@
 /* puppetdb.c - PuppetDB's query API over libcurl, as Puppet's puppetdb terminus asks it
  * (puppetdb.h). */
-#include "cli/puppetdb.h"
+#include "facts/puppetdb.h"
 #include "base/fsjournal.h"
 
 #include "base/util.h"
 #include "base/value.h"
-#include "cli/curl_lib.h"
+#include "facts/curl_lib.h"
 #include "formats/json.h"
 #include "formats/render.h"
 

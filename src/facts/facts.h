@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "cli/factsrc.h"
+#include "facts/factsrc.h"
 #include "hiera.h"
 
 /* The Puppet version whose behaviour this project implements; Puppet reports its own version in
