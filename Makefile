@@ -41,11 +41,12 @@ LIBS = $(PKG_LIBS) -lm -lpthread
 # libyaml-dev ships libyaml.a): a one-shot lookup then loads libc alone
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
-# comparison, facts: facts sources, Facter and PuppetDB's client);
+# comparison, facts: facts sources, Facter and PuppetDB's client, fleet: many nodes x many keys
+# on a pool of threads);
 # src/cli is the command
 LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check facts
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
-LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
+LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h include/hiera_fleet.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # `hiera serve` (src/serve/): part of the command, with its page (src/serve/web/) compiled in;
 # libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), so only their
@@ -204,7 +205,7 @@ install: all
 	install -m 0755 $(B)/libhiera.so $(DESTDIR)$(LIBDIR)/libhiera.so.$(VERSION)
 	ln -sf libhiera.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhiera.so.$(SOVER)
 	ln -sf libhiera.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libhiera.so
-	install -m 0644 include/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera.h
+	install -m 0644 include/hiera.h include/hiera_fleet.h $(DESTDIR)$(INCLUDEDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' hiera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
@@ -212,7 +213,7 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
-	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
+	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera_fleet.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
 
 # the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
 # missing; screenshots in build/web-artifacts)

@@ -283,7 +283,11 @@ HIERA_API hiera_status hiera_facts_check_given(const hiera_value *facts, const c
 
 /* ------------------------------------------------------------------ diagnostics */
 
-typedef enum { HIERA_DIAG_WARNING = 1, HIERA_DIAG_ERROR = 2 } hiera_severity;
+typedef enum {
+    HIERA_DIAG_WARNING = 1,
+    HIERA_DIAG_ERROR = 2,    /* an error Puppet logs and goes on after */
+    HIERA_DIAG_CRITICAL = 3, /* Puppet's "Critical:" log level (hiera_node_facts_find) */
+} hiera_severity;
 
 /* One diagnostic; every pointer is BORROWED, valid during the callback only. */
 typedef struct {

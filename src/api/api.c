@@ -17,6 +17,7 @@
 #include "formats/render.h"
 #include "formats/psych.h"
 #include "api/facts.h"
+#include "api/api.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -267,6 +268,9 @@ static void resolve_paths(const hiera_options *o, char **codedir_out, char **env
 /* size 0 reads the fields of version 0.2, which are all the fields there are today; a later
  * version that adds fields passes offsetof(its first new field) as v02_end */
 #define COPY_OPTIONS(dst, src) COPY_OPTIONS_SINCE(dst, src, sizeof(dst))
+
+void api_copy_options(hiera_options *dst, const hiera_options *src) { COPY_OPTIONS(*dst, src); }
+void api_copy_request(hiera_request *dst, const hiera_request *src) { COPY_OPTIONS(*dst, src); }
 
 /* The diag sink of a context: diagnostics become hiera_diagnostic for the caller's callback. */
 static void to_user_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)

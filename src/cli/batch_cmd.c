@@ -55,7 +55,7 @@
 #include "cli/batch_cmd.h"
 
 #include "cli/common.h"
-#include "facts/factsrc.h"
+#include "cli/facts_opts.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -183,7 +183,7 @@ struct worker_share {
 
 typedef struct {
     hiera_cache *cache;
-    factsrc *src; /* PuppetDB, or NULL: facts files */
+    hiera_facts_source *src; /* PuppetDB, or NULL: facts files */
     hiera_render_format rf;
     hiera_request req;
     const batch_args *a;
@@ -504,18 +504,23 @@ static int list_facts_dir(const char *dir, node_src **out, size_t *nout)
 
 /* PuppetDB's nodes (--from-puppetdb, --puppetdb, --nodes-query): *src is the source their facts
  * are read from. -1 after printing the error. */
-static int list_puppetdb(batch_args *a, factsrc **src, node_src **out, size_t *nout)
+static int list_puppetdb(batch_args *a, hiera_facts_source **src, node_src **out, size_t *nout)
 {
     *src = cli_factsrc_open(NULL, &a->pdb, a->settings, NULL, NULL);
     if (!*src)
         return -1;
-    char **names = NULL, *err = NULL;
-    size_t n = 0;
-    if (!factsrc_list(*src, &names, &n, &err)) {
-        fail("%s", err);
-        free(err);
+    hiera_error lerr = {0};
+    hiera_value *list = hiera_facts_source_nodes(*src, &lerr);
+    if (!list) {
+        fail("%s", lerr.message);
+        hiera_error_clear(&lerr);
         return -1;
     }
+    size_t n = hiera_value_array_size(list);
+    char **names = xalloc((n ? n : 1) * sizeof *names);
+    for (size_t i = 0; i < n; i++)
+        names[i] = dupstr(hiera_value_string(hiera_value_array_get(list, i)));
+    hiera_value_decref(list);
     node_src *nodes = xalloc((n ? n : 1) * sizeof *nodes);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
@@ -901,19 +906,25 @@ static void node_input_free(node_input *in)
  * as hiera lookup --node reads it there; from PuppetDB: the reader's next node, as hiera lookup
  * --node takes it from there), and its trusted hash. Touches nothing shared, so that the
  * prefetch thread may call it. */
-static void load_node_input(hiera_cache *cache, const batch_args *a, const node_src *n, factsrc_reader *rd,
+static void load_node_input(hiera_cache *cache, const batch_args *a, const node_src *n, hiera_facts_reader *rd,
                             node_input *in)
 {
     memset(in, 0, sizeof *in);
     if (rd) {
-        factsrc_node fn;
-        factsrc_reader_next(rd, &fn);
-        in->msg = fn.msg;
-        in->facts = fn.facts;
-        in->stored = fn.stored;
-        fn.msg = NULL;
-        fn.facts = NULL;
-        factsrc_node_free(&fn);
+        hiera_node_facts fn;
+        hiera_status fst;
+        hiera_error ferr = {0};
+        hiera_facts_reader_next(rd, &fst, &fn, &ferr);
+        if (fst == HIERA_OK) {
+            in->stored = fn.base != NULL;
+            in->facts = in->stored ? fn.base : fn.given;
+            fn.base = fn.given = NULL;
+        } else {
+            in->msg = ferr.message ? ferr.message : dupstr("no facts");
+            ferr.message = NULL;
+        }
+        hiera_node_facts_clear(&fn);
+        hiera_error_clear(&ferr);
         if (!in->msg)
             in->trusted = load_node_trusted(cache, a, n, &in->msg);
         if (in->msg) {
@@ -986,7 +997,7 @@ typedef struct {
     bool threaded;
     size_t first;     /* the first node the thread reads (those before: the main thread) */
     long long spent;  /* CPU time (ns) of the main thread's first reads, for the choice */
-    factsrc_reader *reader; /* PuppetDB's nodes, read in order (by the thread) */
+    hiera_facts_reader *reader; /* PuppetDB's nodes, read in order (by the thread) */
     const char **names;
     pthread_t thread;
     pthread_mutex_t mu;
@@ -1038,7 +1049,7 @@ static void prefetch_thread_start(prefetch *p, size_t first)
     }
 }
 
-static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a, factsrc *src, const node_src *nodes,
+static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a, hiera_facts_source *src, const node_src *nodes,
                            size_t n)
 {
     memset(p, 0, sizeof *p);
@@ -1046,7 +1057,7 @@ static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a,
         p->names = xalloc((n ? n : 1) * sizeof *p->names);
         for (size_t i = 0; i < n; i++)
             p->names[i] = nodes[i].name;
-        p->reader = factsrc_reader_new(src, p->names, n, cache);
+        p->reader = hiera_facts_reader_new(src, p->names, n, cache);
     }
     p->cache = cache;
     p->a = a;
@@ -1112,7 +1123,7 @@ static void prefetch_stop(prefetch *p)
         node_input_free(&p->in[i]);
     free(p->in);
     free(p->ready);
-    factsrc_reader_free(p->reader);
+    hiera_facts_reader_free(p->reader);
     free(p->names);
 }
 
@@ -2022,7 +2033,7 @@ out:
 #endif
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
-    factsrc_free(b.src);
+    hiera_facts_source_free(b.src);
     free_nodes(nodes, nnodes);
     sv_free(&keys);
     sv_free(&keys_json);

@@ -29,7 +29,7 @@
 #include "cli/common.h"
 #include "cli/diff_report.h"
 #include "cli/diff_side.h"
-#include "facts/factsrc.h"
+#include "cli/facts_opts.h"
 
 static const char *DIFF_USAGE =
     "usage: hiera diff [--help] OLD NEW [<keys>] [--git-dir <REPO>] [--tree codedir|environment]\n"
@@ -78,8 +78,8 @@ typedef struct {
 } diff_args;
 
 /* PuppetDB's nodes: a node whose facts path is "" takes them from here (one pager per run) */
-static factsrc *pdb_src;
-static factsrc_pager *pdb_pager;
+static hiera_facts_source *pdb_src;
+static hiera_facts_pager *pdb_pager;
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -611,17 +611,20 @@ static bool load_pdb_facts(hiera_cache *cache, const diff_args *a, size_t ni, co
                            char **msg)
 {
     memset(nf, 0, sizeof *nf);
-    factsrc_node fn;
-    if (pdb_pager)
-        factsrc_pager_get(pdb_pager, ni, &fn);
-    else
-        factsrc_get(pdb_src, node, NULL, &fn);
-    nf->facts = fn.facts;
-    nf->stored = fn.stored;
-    *msg = fn.msg;
-    fn.facts = NULL;
-    fn.msg = NULL;
-    factsrc_node_free(&fn);
+    hiera_node_facts fn;
+    hiera_error ferr = {0};
+    hiera_status fst = pdb_pager ? hiera_facts_pager_get(pdb_pager, ni, &fn, &ferr)
+                                 : hiera_facts_source_get(pdb_src, node, NULL, &fn, &ferr);
+    if (fst == HIERA_OK) {
+        nf->stored = fn.base != NULL;
+        nf->facts = nf->stored ? fn.base : fn.given;
+        fn.base = fn.given = NULL;
+    } else {
+        *msg = ferr.message ? ferr.message : xstrdup_("no facts");
+        ferr.message = NULL;
+    }
+    hiera_node_facts_clear(&fn);
+    hiera_error_clear(&ferr);
     if (!*msg)
         nf->trusted = load_trusted(cache, a, node, msg);
     if (*msg) {
@@ -1507,21 +1510,22 @@ int diff_main(int argc, char **argv)
         hiera_settings *hs = cli_puppet_settings_load(&a.ps);
         pdb_src = hs ? cli_factsrc_open(NULL, &a.pdb, hs, NULL, NULL) : NULL;
         hiera_settings_free(hs);
-        char **names = NULL, *err = NULL;
-        size_t n = 0;
-        if (!pdb_src || !factsrc_list(pdb_src, &names, &n, &err)) {
-            if (err)
-                fprintf(stderr, "hiera diff: %s\n", err);
-            free(err);
+        hiera_error lerr = {0};
+        hiera_value *names = pdb_src ? hiera_facts_source_nodes(pdb_src, &lerr) : NULL;
+        if (!names) {
+            if (lerr.message)
+                fprintf(stderr, "hiera diff: %s\n", lerr.message);
+            hiera_error_clear(&lerr);
             goto out;
         }
+        size_t n = hiera_value_array_size(names);
         for (int s = 0; s < 2; s++) {
             lists[s] = xmalloc_((n ? n : 1) * sizeof **lists);
             for (size_t i = 0; i < n; i++)
-                lists[s][i] = (facts_file){xstrdup_(names[i]), xstrdup_("")};
+                lists[s][i] = (facts_file){xstrdup_(hiera_value_string(hiera_value_array_get(names, i))), xstrdup_("")};
             counts[s] = n;
         }
-        factsrc_names_free(names, n);
+        hiera_value_decref(names);
     } else {
         for (int s = 0; s < 2; s++) {
             const char *dir = a.facts_dir ? a.facts_dir : a.facts_dirs[s];
@@ -1532,7 +1536,7 @@ int diff_main(int argc, char **argv)
     nodes = merge_nodes(lists, counts, a.facts_dir || a.facts || from_pdb, &nnodes);
     if (nnodes == 0) {
         if (from_pdb)
-            fprintf(stderr, "hiera diff: no nodes in %s\n", factsrc_describe(pdb_src));
+            fprintf(stderr, "hiera diff: no nodes in %s\n", hiera_facts_source_describe(pdb_src));
         else
             fprintf(stderr, "hiera diff: no facts files (NAME.yaml, NAME.yml, NAME.json) in %s\n",
                     a.facts_dir ? a.facts_dir : "the facts folders");
@@ -1677,7 +1681,7 @@ int diff_main(int argc, char **argv)
             workers[i].view[s] = hiera_cache_new_from_snapshot(snap[s]);
     }
     if (pdb_names)
-        pdb_pager = factsrc_pager_new(pdb_src, pdb_names, nnodes, NULL);
+        pdb_pager = hiera_facts_pager_new(pdb_src, pdb_names, nnodes, NULL);
     /* on a terminal the main thread shows the progress while the workers run; else it works too */
     bool progress = isatty(STDERR_FILENO) != 0;
     for (size_t i = progress ? 0 : 1; i < njobs; i++)
@@ -1779,9 +1783,9 @@ out:
     free(dirty_idx);
     free(is_dirty);
     hiera_value_decref(plan);
-    factsrc_pager_free(pdb_pager);
+    hiera_facts_pager_free(pdb_pager);
     pdb_pager = NULL;
-    factsrc_free(pdb_src);
+    hiera_facts_source_free(pdb_src);
     pdb_src = NULL;
     free(pdb_names);
     for (int s = 0; s < 2; s++) {

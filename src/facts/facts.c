@@ -13,9 +13,11 @@
  *  - the file's facts go over those, and no facts at all is "No facts available for target
  *    node: NODE". */
 #include "facts/facts.h"
-#include "cli/common.h"
+#include "facts/factsrc.h"
+#include "base/error.h"
 #include "base/fileio.h"
 #include "base/fsjournal.h"
+#include "base/util.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -32,50 +34,17 @@
 
 extern char **environ;
 
-static void say(const char *fmt, const char *a, const char *b)
-{
-    fputs("Error: Could not run: ", stderr);
-    fprintf(stderr, fmt, a, b);
-    fputc('\n', stderr);
-}
+static char *cat3(const char *a, const char *b, const char *c) { return xjoin(a, b, c, NULL); }
 
-static void *xalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fputs("hiera: out of memory\n", stderr);
-        exit(1);
-    }
-    return p;
-}
-
-static char *cat3(const char *a, const char *b, const char *c)
-{
-    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
-    char *s = xalloc(la + lb + lc + 1);
-    memcpy(s, a, la);
-    memcpy(s + la, b, lb);
-    memcpy(s + la + lb, c, lc + 1);
-    return s;
-}
-
-char *cli_default_vardir(void)
+/* Puppet's vardir on this machine: /var/cache/puppet as root (the Debian package's layout), else
+ * ~/.puppet/cache. malloc'ed. */
+static char *default_vardir(void)
 {
     /* lib/puppet/util/run_mode.rb (UnixRunMode#var_dir, as Debian ships it) */
     if (geteuid() == 0)
         return cat3("/var/cache/puppet", "", "");
     const char *home = fs_getenv("HOME");
     return cat3(home ? home : "", "/.puppet/cache", "");
-}
-
-char *cli_default_modulepath(const char *codedir, const char *env_dir)
-{
-    char *base = cat3(codedir, "/modules:/usr/share/puppet/modules", "");
-    if (!env_dir)
-        return base;
-    char *mp = cat3(env_dir, "/modules:", base);
-    free(base);
-    return mp;
 }
 
 /* ------------------------------------------------------------------ a list of strings */
@@ -89,12 +58,7 @@ static void push(list *l, char *s)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 16;
-        char **v = realloc(l->v, l->cap * sizeof *v);
-        if (!v) {
-            fputs("hiera: out of memory\n", stderr);
-            exit(1);
-        }
-        l->v = v;
+        l->v = xrealloc(l->v, l->cap * sizeof *l->v);
     }
     l->v[l->n++] = s;
 }
@@ -125,7 +89,7 @@ static void each_entry(const char *path, void (*fn)(const char *entry, void *arg
         const char *colon = strchr(p, ':');
         size_t n = colon ? (size_t)(colon - p) : strlen(p);
         if (n) {
-            char *e = xalloc(n + 1);
+            char *e = xmalloc(n + 1);
             memcpy(e, p, n);
             e[n] = 0;
             fn(e, arg);
@@ -221,21 +185,21 @@ static void external_dirs_of(const char *moddir, void *arg)
 
 /* ------------------------------------------------------------------ running facter */
 
-/* `facter --json --show-legacy` with the folders Puppet gives Facter: the facts as a hash, or
- * NULL after printing why. Facter's own messages (errors it logs while resolving facts) go to
- * stderr as they do under Puppet; Facter then exits 1, but its facts are used, as Puppet uses
- * them. */
-static hiera_value *run_facter(const cli_facts_request *r, const char *vardir)
+/* `facter --json --show-legacy` with the folders Puppet gives Facter (modulepath: the
+ * environment's module folders, ':'-separated): the facts as a hash, or NULL with err. Facter's own
+ * messages (errors it logs while resolving facts) go to the process's standard error as they do
+ * under Puppet; Facter then exits 1, but its facts are used, as Puppet uses them. */
+static hiera_value *run_facter(const char *modulepath, const char *vardir, herr *err)
 {
     list custom = {0}, external = {0}, seen = {0}, argv = {0};
-    each_entry(r->modulepath, custom_dirs_of, &custom);
+    each_entry(modulepath, custom_dirs_of, &custom);
     char *factpath = cat3(vardir, "/lib/facter:", vardir);
     char *fp2 = cat3(factpath, "/facts", "");
     free(factpath);
     each_entry(fp2, add_if_dir, &custom); /* Puppet's factpath default: $vardir/lib/facter:$vardir/facts */
     free(fp2);
     ext_walk w = {&seen, &external};
-    each_entry(r->modulepath, external_dirs_of, &w);
+    each_entry(modulepath, external_dirs_of, &w);
     char *pluginfactdest = cat3(vardir, "/facts.d", "");
     add_if_dir(pluginfactdest, &external);
     free(pluginfactdest);
@@ -262,13 +226,13 @@ static hiera_value *run_facter(const cli_facts_request *r, const char *vardir)
     char *out = NULL;
     size_t len = 0, cap = 0;
     if (pipe(fds) != 0) {
-        say("cannot run facter: %s%s", strerror(errno), "");
+        herr_set(err, HERR_ERROR, "cannot run facter: %s", ERRNO_TEXT(errno));
         goto done;
     }
     fa_ok = posix_spawn_file_actions_init(&fa) == 0 && posix_spawn_file_actions_adddup2(&fa, fds[1], 1) == 0 &&
             posix_spawn_file_actions_addclose(&fa, fds[0]) == 0 && posix_spawn_file_actions_addclose(&fa, fds[1]) == 0;
     if (!fa_ok) {
-        say("cannot run facter: %s%s", strerror(errno), "");
+        herr_set(err, HERR_ERROR, "cannot run facter: %s", ERRNO_TEXT(errno));
         goto done;
     }
     fsj_taint("facter was run");
@@ -278,24 +242,18 @@ static hiera_value *run_facter(const cli_facts_request *r, const char *vardir)
     if (rc != 0) {
         pid = -1;
         if (rc == ENOENT)
-            say("%s%s",
-                "facter is not installed (no `facter` command on PATH). Without --node, puppet lookup takes the "
-                "local machine's facts from Facter: install it (Debian package facter), or name a node with "
-                "--node NODE (its facts from Puppet's facts cache or --facts FILE)",
-                "");
+            herr_set(err, HERR_ERROR, "%s",
+                     "facter is not installed (no `facter` command on PATH). Without --node, puppet lookup takes the "
+                     "local machine's facts from Facter: install it (Debian package facter), or name a node with "
+                     "--node NODE (its facts from Puppet's facts cache or --facts FILE)");
         else
-            say("cannot run facter: %s%s", strerror(rc), "");
+            herr_set(err, HERR_ERROR, "cannot run facter: %s", ERRNO_TEXT(rc));
         goto done;
     }
     for (;;) {
         if (cap - len < 65536) {
             cap = cap ? cap * 2 : 262144;
-            char *n = realloc(out, cap + 1);
-            if (!n) {
-                fputs("hiera: out of memory\n", stderr);
-                exit(1);
-            }
-            out = n;
+            out = xrealloc(out, cap + 1);
         }
         ssize_t got = read(fds[0], out + len, cap - len);
         if (got < 0 && errno == EINTR)
@@ -308,24 +266,20 @@ static hiera_value *run_facter(const cli_facts_request *r, const char *vardir)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (WIFSIGNALED(status)) {
-        char sig[16];
-        snprintf(sig, sizeof sig, "%d", WTERMSIG(status));
-        say("facter was killed by signal %s%s", sig, "");
+        herr_set(err, HERR_ERROR, "facter was killed by signal %d", WTERMSIG(status));
         goto done;
     }
-    out = out ? out : xalloc(1);
+    out = out ? out : xmalloc(1);
     out[len] = 0;
-    hiera_error err = {0};
-    facts = len && strlen(out) == len ? hiera_value_from_json(out, &err) : NULL;
+    hiera_error jerr = {0};
+    facts = len && strlen(out) == len ? hiera_value_from_json(out, &jerr) : NULL;
     if (!facts || hiera_value_kind(facts) != HIERA_HASH) {
-        char st[16];
-        snprintf(st, sizeof st, "%d", WEXITSTATUS(status));
-        say("facter --json gave no facts (exit status %s)%s", st,
-            len ? ": its output is not a JSON object" : ": it printed nothing");
+        herr_set(err, HERR_ERROR, "facter --json gave no facts (exit status %d)%s", WEXITSTATUS(status),
+                 len ? ": its output is not a JSON object" : ": it printed nothing");
         hiera_value_decref(facts);
         facts = NULL;
     }
-    hiera_error_clear(&err);
+    hiera_error_clear(&jerr);
 done:
     if (fa_ok)
         posix_spawn_file_actions_destroy(&fa);
@@ -363,22 +317,63 @@ static char *default_certname(const hiera_value *facts)
     return name;
 }
 
-/* The local machine's facts as Puppet's facter terminus makes them; NULL after printing why. */
-static hiera_value *local_facts(const cli_facts_request *r, const char *vardir, char **certname)
+/* What Puppet's settings say about where a node's facts come from: the vardir and yamldir, the
+ * certname when the command line or puppet.conf gives it (else NULL: Facter's), the environment
+ * given on the command line or in puppet.conf's [agent] or [main] (the agent_specified_environment
+ * fact), and the environment's modulepath (':'-joined). */
+typedef struct {
+    char *vardir, *yamldir, *certname, *environment, *modulepath;
+} facts_settings;
+
+static void facts_settings_get(const hiera_settings *s, const hiera_environment *env, facts_settings *out)
 {
-    hiera_value *facts = run_facter(r, vardir);
+    memset(out, 0, sizeof *out);
+    out->vardir = hiera_settings_get(s, "vardir", NULL);
+    out->yamldir = hiera_settings_get(s, "yamldir", NULL);
+    static const char *const certname_from[] = {"cli", "server", "master", "main"};
+    for (size_t i = 0; i < 4 && !out->certname; i++) {
+        char *given = hiera_settings_given(s, "certname", certname_from[i]);
+        if (given)
+            out->certname = hiera_settings_get(s, "certname", NULL);
+        free(given);
+    }
+    static const char *const env_from[] = {"cli", "agent", "main"};
+    for (size_t i = 0; i < 3 && !out->environment; i++)
+        out->environment = hiera_settings_given(s, "environment", env_from[i]);
+    sbuf mp = {0};
+    size_t n = env ? hiera_environment_modulepath_count(env) : 0;
+    for (size_t i = 0; i < n; i++)
+        sb_addf(&mp, "%s%s", i ? ":" : "", hiera_environment_modulepath(env, i));
+    out->modulepath = sb_take(&mp);
+}
+
+static void facts_settings_free(facts_settings *f)
+{
+    free(f->vardir);
+    free(f->yamldir);
+    free(f->certname);
+    free(f->environment);
+    free(f->modulepath);
+    memset(f, 0, sizeof *f);
+}
+
+/* The local machine's facts as Puppet's facter terminus makes them; NULL with err. */
+static hiera_value *local_facts(const facts_settings *fs, const char *vardir, char **certname, herr *err)
+{
+    hiera_value *facts = run_facter(fs->modulepath, vardir, err);
     if (!facts)
         return NULL;
-    *certname = r->certname ? cat3(r->certname, "", "") : default_certname(facts);
+    *certname = fs->certname ? xstrdup(fs->certname) : default_certname(facts);
     if (!*certname) {
-        say("%s%s", "cannot tell the certname: Facter gave no hostname (give --certname NAME or --node NODE)", "");
+        herr_set(err, HERR_ERROR, "%s",
+                 "cannot tell the certname: Facter gave no hostname (give --certname NAME or --node NODE)");
         hiera_value_decref(facts);
         return NULL;
     }
     /* Puppet.initialize_facts, then Puppet::Node::Facts#add_local_facts */
     hiera_value_hash_set(facts, "puppetversion", hiera_value_new_string(CLI_PUPPET_VERSION));
-    if (r->cli_environment)
-        hiera_value_hash_set(facts, "agent_specified_environment", hiera_value_new_string(r->cli_environment));
+    if (fs->environment)
+        hiera_value_hash_set(facts, "agent_specified_environment", hiera_value_new_string(fs->environment));
     hiera_value_hash_set(facts, "clientcert", hiera_value_new_string(*certname));
     hiera_value_hash_set(facts, "clientversion", hiera_value_new_string(CLI_PUPPET_VERSION));
     hiera_value_hash_set(facts, "clientnoop", hiera_value_new_bool(false));
@@ -387,125 +382,165 @@ static hiera_value *local_facts(const cli_facts_request *r, const char *vardir, 
 
 /* ------------------------------------------------------------------ gathering */
 
-int cli_facts_gather(const cli_facts_request *r, cli_node_facts *out)
+/* the caller's options in this version's layout (fields past its size are zero) */
+static hiera_node_facts_options node_facts_options(const hiera_node_facts_options *given)
 {
-    memset(out, 0, sizeof *out);
-    if (r->certname) {
-        for (const char *p = r->certname; *p; p++)
+    hiera_node_facts_options o;
+    memset(&o, 0, sizeof o);
+    if (given)
+        memcpy(&o, given, given->size && given->size < sizeof o ? given->size : sizeof o);
+    o.size = sizeof o;
+    return o;
+}
+
+typedef struct {
+    hiera_diagnostic_fn fn;
+    void *data;
+} diag_to;
+
+static void pdb_warning(const char *code, const char *message, void *data)
+{
+    const diag_to *d = data;
+    facts_diag(d->fn, d->data, HIERA_DIAG_WARNING, code, "%s", message);
+}
+
+/* Where the node's facts are taken from: Puppet's route for the facts indirection (PuppetDB when
+ * o->puppetdb says so), with PuppetDB's client configured when the route asks it. */
+typedef struct {
+    puppet_facts_settings ps;
+    facts_route route;
+    pdb_setup setup;
+    hiera_puppetdb_options pdb;
+    diag_to dt;
+} facts_plan;
+
+static bool plan_prepare(const hiera_node_facts_options *o, facts_plan *p, herr *err)
+{
+    memset(p, 0, sizeof *p);
+    p->pdb = (hiera_puppetdb_options)HIERA_PUPPETDB_OPTIONS_INIT;
+    if (o->puppetdb) /* (the caller's struct in this version's layout) */
+        memcpy(&p->pdb, o->puppetdb,
+               o->puppetdb->size && o->puppetdb->size < sizeof p->pdb ? o->puppetdb->size : sizeof p->pdb);
+    /* PuppetDB's warnings: to its options' callback, else to the call's */
+    p->dt = (diag_to){p->pdb.diagnostics ? p->pdb.diagnostics : o->diagnostics,
+                      p->pdb.diagnostics ? p->pdb.diagnostics_data : o->diagnostics_data};
+    if (!puppet_facts_settings_get(o->settings, &p->ps, err))
+        return false;
+    bool ok;
+    if (o->puppetdb) {
+        /* --puppetdb, --from-puppetdb: PuppetDB is the facts terminus */
+        p->route.terminus = xstrdup("puppetdb");
+        ok = pdb_setup_get(&p->pdb, &p->ps, &p->setup, err);
+    } else {
+        ok = facts_route_get(&p->ps, &p->route, o->diagnostics, o->diagnostics_data, err) &&
+             (!facts_route_uses_puppetdb(&p->route) || pdb_setup_get(&p->pdb, &p->ps, &p->setup, err));
+    }
+    p->setup.c.warn = pdb_warning;
+    p->setup.c.warn_data = &p->dt;
+    return ok;
+}
+
+static void plan_free(facts_plan *p)
+{
+    facts_route_free(&p->route);
+    pdb_setup_free(&p->setup);
+    puppet_facts_settings_free(&p->ps);
+}
+
+static hiera_status gather(const hiera_node_facts_options *o, hiera_node_facts *out, herr *err)
+{
+    if (!o->settings || !o->env) {
+        herr_set(err, HERR_ERROR, "hiera_node_facts_find: the settings and the environment are needed");
+        return HIERA_ERROR;
+    }
+    facts_settings fs;
+    facts_settings_get(o->settings, o->env, &fs);
+    hiera_status st = HIERA_ERROR;
+    char *vardir = NULL;
+    /* with a node, Puppet's facts indirection is configured first (routes.yaml, PuppetDB) */
+    facts_plan plan;
+    bool planned = o->node != NULL;
+    if (planned && !plan_prepare(o, &plan, err))
+        goto out;
+    if (fs.certname) {
+        for (const char *p = fs.certname; *p; p++)
             if (*p >= 'A' && *p <= 'Z') {
-                fputs("Error: Could not initialize global default settings: Certificate names must be lower case\n", stderr);
-                return 1;
+                herr_set(err, HERR_PUPPET, "Could not initialize global default settings: Certificate names must be lower case");
+                goto out;
             }
     }
-    hiera_error err = {0};
-    if (r->facts_file) {
-        out->given = r->cache ? hiera_cache_load_value_file(r->cache, r->facts_file, &err)
-                              : hiera_value_load_file(r->facts_file, &err);
-        if (!out->given) {
-            say("%s%s", err.message ? err.message : "cannot read the facts file", "");
-            goto fail;
+    if (o->facts_file) {
+        hiera_error e = {0};
+        out->given = o->cache ? hiera_cache_load_value_file(o->cache, o->facts_file, &e)
+                              : hiera_value_load_file(o->facts_file, &e);
+        if (!out->given || hiera_facts_check_given(out->given, o->facts_file, &e) != HIERA_OK) {
+            herr_set(err, HERR_ERROR, "%s", e.message ? e.message : "cannot read the facts file");
+            if (e.file)
+                herr_at(err, e.file, e.line, e.column);
+            hiera_error_clear(&e);
+            goto out;
         }
-        if (hiera_facts_check_given(out->given, r->facts_file, &err) != HIERA_OK) {
-            say("%s%s", err.message, "");
-            goto fail;
-        }
+        out->path = xstrdup(o->facts_file);
     }
-    char *vardir = r->vardir ? cat3(r->vardir, "", "") : cli_default_vardir();
-    if (r->node) {
-        out->node = cat3(r->node, "", "");
+    vardir = fs.vardir ? xstrdup(fs.vardir) : default_vardir();
+    if (o->node) {
+        out->node = xstrdup(o->node);
         bool use_yaml = true;
-        if (r->route && cli_facts_route_find(r->route, r->pdb, r->node, &use_yaml, &out->base)) {
-            free(vardir);
-            goto fail;
-        }
-        char *yamldir = r->yamldir ? cat3(r->yamldir, "", "") : cat3(vardir, "/yaml", "");
-        hiera_status st = use_yaml ? hiera_facts_cached(yamldir, r->node, &out->base, &err) : HIERA_OK;
+        if (!facts_route_find(&plan.route, &plan.setup.c, o->node, &use_yaml, &out->base, o->diagnostics,
+                              o->diagnostics_data, err))
+            goto out;
+        char *yamldir = fs.yamldir ? xstrdup(fs.yamldir) : cat3(vardir, "/yaml", "");
+        hiera_error e = {0};
+        hiera_status cst = use_yaml ? hiera_facts_cached(yamldir, o->node, &out->base, &e) : HIERA_OK;
         free(yamldir);
-        if (st == HIERA_ERROR) {
-            if (err.message && strcmp(err.message, "invalid key") == 0) {
+        if (cst == HIERA_ERROR) {
+            if (e.message && strcmp(e.message, "invalid key") == 0) {
                 /* Puppet::Indirector::Yaml#path logs this before refusing the name */
-                fputs("Critical: directory traversal detected in Puppet::Node::Facts::Yaml: ", stderr);
-                hiera_value *n = hiera_value_new_string(r->node);
-                hiera_error rerr = {0};
-                char *q = hiera_render(n, HIERA_RENDER_JSON, &rerr);
-                fprintf(stderr, "%s\n", q ? q : r->node);
+                hiera_value *n = hiera_value_new_string(o->node);
+                hiera_error re = {0};
+                char *q = hiera_render(n, HIERA_RENDER_JSON, &re);
+                facts_diag(o->diagnostics, o->diagnostics_data, HIERA_DIAG_CRITICAL, "facts-directory-traversal",
+                           "directory traversal detected in Puppet::Node::Facts::Yaml: %s", q ? q : o->node);
                 free(q);
-                hiera_error_clear(&rerr);
+                hiera_error_clear(&re);
                 hiera_value_decref(n);
             }
-            say("%s%s", err.message ? err.message : "cannot read the facts cache", "");
-            free(vardir);
-            goto fail;
+            herr_set(err, HERR_ERROR, "%s", e.message ? e.message : "cannot read the facts cache");
+            if (e.file)
+                herr_at(err, e.file, e.line, e.column);
+            hiera_error_clear(&e);
+            goto out;
         }
     } else {
-        out->base = local_facts(r, vardir, &out->node);
-        if (!out->base) {
-            free(vardir);
-            goto fail;
-        }
+        out->base = local_facts(&fs, vardir, &out->node, err);
+        if (!out->base)
+            goto out;
     }
-    free(vardir);
     if (hiera_value_hash_size(out->base) == 0 && hiera_value_hash_size(out->given) == 0) {
-        say("No facts available for target node: %s%s", out->node, "");
-        goto fail;
+        herr_set(err, HERR_ERROR, "No facts available for target node: %s", out->node);
+        goto out;
     }
-    hiera_error_clear(&err);
-    return 0;
-fail:
-    hiera_error_clear(&err);
-    cli_node_facts_free(out);
-    return 1;
+    st = HIERA_OK;
+out:
+    if (planned)
+        plan_free(&plan);
+    free(vardir);
+    facts_settings_free(&fs);
+    return st;
 }
 
-void cli_node_facts_free(cli_node_facts *f)
+hiera_status hiera_node_facts_find(const hiera_node_facts_options *given, hiera_node_facts *out, hiera_error *err)
 {
-    free(f->node);
-    hiera_value_decref(f->base);
-    hiera_value_decref(f->given);
-    memset(f, 0, sizeof *f);
-}
-
-hiera_value *cli_load_trusted(const char *path)
-{
-    hiera_error err = {0};
-    hiera_value *t = hiera_value_load_file(path, &err);
-    if (!t)
-        say("%s%s", err.message ? err.message : "cannot read the trusted data file", "");
-    hiera_error_clear(&err);
-    return t;
-}
-
-int cli_node_facts_get(const hiera_settings *settings, const hiera_environment *env, const char *node,
-                       const char *facts_file, const cli_pdb_args *pdb_args, hiera_cache *cache, cli_node_facts *out)
-{
-    cli_facts_settings fs;
-    cli_facts_settings_get(settings, env, &fs);
-    cli_puppet_settings ps;
-    cli_puppet_settings_get(settings, &ps);
-    cli_facts_route route = {0};
-    cli_pdb_config pc = {0};
-    int failed = 0;
-    if (!node && cli_pdb_wanted(pdb_args)) {
-        say("%s%s", "--puppetdb and --from-puppetdb go with --node (the node whose facts PuppetDB gives)", "");
-        failed = 1;
-    } else if (node && cli_pdb_wanted(pdb_args)) {
-        /* --puppetdb, --from-puppetdb: PuppetDB is the facts terminus */
-        route.terminus = strdup("puppetdb");
-        failed = route.terminus && cli_pdb_config_get(pdb_args, &ps, &pc) ? 0 : 1;
-    } else if (node) {
-        failed = cli_facts_route_get(&ps, &route) &&
-                         (!cli_facts_route_uses_puppetdb(&route) || cli_pdb_config_get(pdb_args, &ps, &pc))
-                     ? 0
-                     : 1;
-    }
-    if (!failed) {
-        cli_facts_request fr = {node, facts_file, fs.vardir, fs.yamldir, fs.certname, fs.environment,
-                                node ? NULL : fs.modulepath, node ? &route : NULL, &pc.c, cache};
-        failed = cli_facts_gather(&fr, out);
-    }
-    cli_facts_route_free(&route);
-    cli_pdb_config_free(&pc);
-    cli_puppet_settings_free(&ps);
-    cli_facts_settings_free(&fs);
-    return failed;
+    hiera_node_facts_options o = node_facts_options(given);
+    memset(out, 0, sizeof *out);
+    herr e = {0};
+    hiera_status st = gather(&o, out, &e);
+    if (st == HIERA_OK)
+        return st;
+    hiera_node_facts_clear(out);
+    bool config = e.kind == HERR_PUPPET; /* (Puppet's set-up refused: see the header) */
+    herr_to_public(err, &e);
+    if (err && config)
+        err->kind = HIERA_ERR_CONFIG;
+    return HIERA_ERROR;
 }
