@@ -44,7 +44,7 @@ LIBS = $(PKG_LIBS) -lm -lpthread
 # comparison, facts: facts sources, Facter and PuppetDB's client, fleet: many nodes x many keys
 # on a pool of threads);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check facts
+LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check facts fleet
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h include/hiera_fleet.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -360,7 +360,11 @@ $(B)/tests/stress: tests/threads/stress.c $(B)/libhiera.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libhiera.a $(LIBS)
 
 tsan:
-	@$(MAKE) --no-print-directory B=$(TSAN_B) CFLAGS="$(TSAN_CFLAGS)" LTO= MIMALLOC= $(TSAN_B)/libhiera.a $(TSAN_B)/tests/stress
+	@$(MAKE) --no-print-directory B=$(TSAN_B) CFLAGS="$(TSAN_CFLAGS)" LTO= MIMALLOC= $(TSAN_B)/libhiera.a $(TSAN_B)/tests/stress \
+	  $(TSAN_B)/tests/test_fleet
 
+# (and the fleet run's threads: tests/unit/test_fleet.c, up to 4 workers sharing a facts pager)
 check-tsan: tsan
 	@$(TSAN_ENV) ./$(TSAN_B)/tests/stress --threads $(STRESS_THREADS) --rounds $(STRESS_ROUNDS) tests/cases
+	@$(TSAN_ENV) ./$(TSAN_B)/tests/test_fleet >$(TSAN_B)/tests/test_fleet.log 2>&1 \
+	  && echo "fleet threads: passed" || { tail -60 $(TSAN_B)/tests/test_fleet.log; exit 1; }

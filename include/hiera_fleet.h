@@ -195,6 +195,118 @@ typedef struct {
 HIERA_API hiera_status hiera_node_facts_find(const hiera_node_facts_options *o, hiera_node_facts *out,
                                              hiera_error *err);
 
+/* ------------------------------------------------------------------ fleet runs
+ *
+ * Many keys for many nodes: every (node, key) is the lookup `hiera lookup KEY` (puppet lookup)
+ * makes for the node with the request given, on a pool of threads, each with its own cache
+ * (frozen: the files must not change while the run lasts; see hiera_cache_freeze). Nodes are
+ * taken a few at a time and each key is looked up for all of them before the next key, so that
+ * what a cache keeps for a key is still at hand. Every node's answers are handed to a callback
+ * once its lookups are done, with the values and, when asked, their JSON text (hiera_render's,
+ * byte for byte; the parts many nodes share are written once). */
+
+/* One answer of a node (every pointer BORROWED: valid during the callback only). */
+typedef struct {
+    const char *key;        /* the key looked up */
+    const char *key_json;   /* with render_json: the key as a JSON string, else NULL */
+    size_t key_json_length;
+    hiera_status status;    /* HIERA_OK, HIERA_NOT_FOUND or HIERA_ERROR */
+    hiera_value *value;     /* HIERA_OK: the value. It belongs to the worker's cache: keep it
+                               (hiera_value_incref) only in a run on one thread, and release it
+                               before the cache; else copy what you need during the callback */
+    const char *text;       /* HIERA_OK with render_json: the value's JSON, else NULL */
+    size_t text_length;
+    const char *error;      /* HIERA_ERROR: why (a value that cannot be rendered too), else NULL */
+} hiera_fleet_answer;
+
+/* A node's answers, handed to the callback (every pointer BORROWED: valid during the call). */
+typedef struct {
+    const char *name;
+    size_t index;           /* its position in the run's node list */
+    /* the node could not be looked up at all (its facts cannot be read or used, its context
+     * cannot be made): why, with no answers; else NULL */
+    const char *error;
+    /* with the nodes' own keys (no keys given): what kept some from being listed, as an array of
+     * {"layer", "module", "level", "message", "file", "line"} (hiera_keys' "errors") and
+     * {"key", "message"} for a key no lookup can reach or JSON cannot hold; NULL when none */
+    const hiera_value *listing_errors;
+    const hiera_fleet_answer *answers; /* in the order of the keys (a node's own: sorted) */
+    size_t nanswers;
+} hiera_fleet_node;
+
+/* Called for each node, one call at a time (never two at once), on the thread that looked the
+ * node up; 0 goes on, anything else stops the run (nodes not started are not looked up). */
+typedef int (*hiera_fleet_fn)(const hiera_fleet_node *node, void *userdata);
+
+/* A node given with its facts (instead of a facts source): */
+typedef struct {
+    const char *name;
+    const char *facts_file;        /* read as a facts folder's file is (a hash of facts, checked as
+                                      `puppet lookup --facts` checks it, or a file of Puppet's YAML
+                                      facts cache), or NULL */
+    const hiera_value *facts;      /* given facts (hiera_options.facts), or NULL; BORROWED */
+    const hiera_value *base_facts; /* stored facts (hiera_options.base_facts), or NULL; BORROWED */
+    const hiera_value *trusted;    /* $trusted (hiera_options.trusted), or NULL; BORROWED */
+    const char *trusted_file;      /* $trusted read from this file (as `hiera lookup --trusted` reads
+                                      it) after the facts, or NULL */
+} hiera_fleet_input;
+
+typedef struct {
+    size_t size;                       /* sizeof(hiera_fleet_options) (HIERA_FLEET_OPTIONS_INIT), or 0 */
+    /* every node's context is made with these (node, facts, base_facts, trusted and cache are
+     * the run's); their diagnostics callback is called one call at a time. Giving settings and
+     * env saves every worker from building its own. Required. */
+    const hiera_options *context;
+    /* merge, default_value and type of every lookup (keys and explain are the run's); NULL:
+     * lookup_options decide */
+    const hiera_request *request;
+    /* the keys, looked up in this order (repeats are looked up again: drop them before); NULL:
+     * each node's own, every key it can see (hiera_key_names), in the form a lookup takes
+     * (hiera_key_lookup_form), sorted by their bytes */
+    const char *const *keys;
+    size_t nkeys;
+    /* the nodes: those of a facts source (names: these of its nodes, in this order; NULL: every
+     * node it lists), or the nodes given */
+    hiera_facts_source *source;
+    const char *const *names;
+    size_t nnames;
+    const hiera_fleet_input *nodes;
+    size_t nnodes;
+    /* each node NAME's $trusted from DIR/NAME.yaml, .yml or .json (read as `hiera lookup
+     * --trusted` reads its file; a node without one fails), or NULL: a source's node gets it from
+     * its `trusted` fact, a given node from its input */
+    const char *trusted_dir;
+    /* worker threads (the calling thread is one of them); 0: one per CPU the process may use,
+     * at most 8, and no more than one per 16 nodes */
+    unsigned threads;
+    /* the calling thread's cache (frozen by the run; facts strings shared, see
+     * hiera_cache_share_facts_strings), NULL: one of its own. The other workers get caches
+     * over snapshot when it is given, else new ones with this cache's disk cache. */
+    hiera_cache *cache;
+    hiera_snapshot *snapshot;
+    bool render_json;                  /* give each answer's JSON text (and each key's) */
+    bool ordered;                      /* call back in the order of the nodes (else as they finish) */
+    hiera_fleet_fn callback;
+    void *userdata;
+} hiera_fleet_options;
+#define HIERA_FLEET_OPTIONS_INIT {.size = sizeof(hiera_fleet_options)}
+
+/* What a run did. */
+typedef struct {
+    size_t nodes;          /* handed to the callback */
+    size_t failed_nodes;   /* of which with an error */
+    size_t lookups;        /* made */
+    size_t failed_lookups; /* ended in HIERA_ERROR (or could not be rendered) */
+    unsigned threads;      /* the workers that ran */
+} hiera_fleet_stats;
+
+/* Runs the lookups. HIERA_OK when every node was handed over (their failures are in the
+ * answers); HIERA_ERROR with err when the run could not start (no context options, a source
+ * that cannot list its nodes, both a source and given nodes) or was stopped by the callback.
+ * stats (may be NULL) is filled either way. Threads: see the top of this header; the options'
+ * objects must not be used elsewhere while the run lasts. */
+HIERA_API hiera_status hiera_fleet_run(const hiera_fleet_options *o, hiera_fleet_stats *stats, hiera_error *err);
+
 #ifdef __cplusplus
 }
 #endif
