@@ -307,6 +307,98 @@ typedef struct {
  * objects must not be used elsewhere while the run lasts. */
 HIERA_API hiera_status hiera_fleet_run(const hiera_fleet_options *o, hiera_fleet_stats *stats, hiera_error *err);
 
+/* ------------------------------------------------------------------ diff runs
+ *
+ * What changes for a fleet between two versions of a tree (`hiera diff`): both sides are read
+ * whole (snapshots), hiera_snapshot_compare says which keys can answer differently, and only
+ * those are looked up again, on both sides, for every node (every key considered for a node whose
+ * facts differ between the sides or interpolate a key that may differ), on a pool of threads with
+ * caches over the two snapshots. Answers are compared as hiera_value_same says, failures by their
+ * message with each side's folders written relative to its tree (the same file is then named alike
+ * on both sides). */
+
+typedef enum {
+    HIERA_DIFF_CHANGE = 1,   /* a node's answer for a key differs */
+    HIERA_DIFF_TROUBLE = 2,  /* a node that could not be compared (message): its facts cannot be read
+                                on a side, or no context can be made on either side for one reason */
+    HIERA_DIFF_ONLY_OLD = 3, /* a node that has facts on the old side only (not compared) */
+    HIERA_DIFF_ONLY_NEW = 4, /* ... on the new side only */
+    HIERA_DIFF_NODE_DONE = 5, /* a node compared (for progress: lookups says how many it took) */
+} hiera_diff_event_kind;
+
+/* One side's answer: status, value (HIERA_OK; valid while the snapshots live: keep it with
+ * hiera_value_incref during the callback, release it after the run) and message (HIERA_ERROR). */
+typedef struct {
+    hiera_status status;
+    hiera_value *value;
+    const char *error;
+} hiera_diff_answer;
+
+typedef struct {
+    hiera_diff_event_kind kind;
+    const char *node;        /* its name */
+    size_t node_index;       /* in the run's node list (sorted) */
+    const char *key;         /* HIERA_DIFF_CHANGE: the key */
+    size_t key_index;        /* its index in the plan's "keys" */
+    hiera_diff_answer old_answer, new_answer; /* HIERA_DIFF_CHANGE */
+    const char *message;     /* HIERA_DIFF_TROUBLE */
+    size_t lookups;          /* HIERA_DIFF_NODE_DONE */
+} hiera_diff_event;
+
+/* Called one call at a time (never two at once); every pointer BORROWED (valid during the call).
+ * 0 goes on, anything else stops the run. */
+typedef int (*hiera_diff_fn)(const hiera_diff_event *event, void *userdata);
+
+typedef struct {
+    size_t size; /* sizeof(hiera_diff_options) (HIERA_DIFF_OPTIONS_INIT), or 0 */
+    /* each side's tree and the contexts made over it (as hiera_new takes them: codedir,
+     * environmentpath, hiera_config, confdir, environment, unsafe_fact_paths, diagnostics); the
+     * node, facts, trusted and cache are the run's. Required. */
+    const hiera_options *old_context, *new_context;
+    /* the snapshots of the two trees (hiera_snapshot_new of the contexts), or NULL: read here */
+    hiera_snapshot *old_snapshot, *new_snapshot;
+    /* the folders files are paired by (hiera_compare_options' old_root, new_root; NULL: the
+     * context's codedir) and, when given, the folders each side's files are in (named relative
+     * in messages, as the roots are) */
+    const char *old_root, *new_root, *old_tree, *new_tree;
+    /* the keys to consider (NULL: every key of either side's data), full and full_reason as
+     * hiera_compare_options takes them */
+    const char *const *keys;
+    size_t nkeys;
+    bool full;
+    const char *full_reason;
+    const hiera_request *request; /* merge, default_value, type; NULL: lookup_options decide */
+    /* the nodes: each side's facts source (the same one: the same facts on both sides, read
+     * once), or nodes given with their facts (the same on both sides) */
+    hiera_facts_source *old_source, *new_source;
+    const hiera_fleet_input *nodes;
+    size_t nnodes;
+    const char *trusted_dir; /* as hiera_fleet_options' */
+    /* facts and trusted files are read through its disk cache (hiera_cache_load_value_file: only
+     * the disk cache is used, from every thread); NULL: parsed */
+    hiera_cache *cache;
+    unsigned threads;        /* 0: one per CPU the process may use, at most 8 */
+    hiera_diff_fn callback;
+    void *userdata;
+} hiera_diff_options;
+#define HIERA_DIFF_OPTIONS_INIT {.size = sizeof(hiera_diff_options)}
+
+typedef struct {
+    size_t nodes;     /* compared */
+    size_t lookups;   /* made, both sides counted */
+    size_t changes;   /* HIERA_DIFF_CHANGE events */
+    size_t troubles;  /* HIERA_DIFF_TROUBLE events */
+} hiera_diff_stats;
+
+/* Runs the comparison. Returns the plan (hiera_snapshot_compare's answer: its "keys" are what
+ * key_index counts in; with "nodes": the run's node names, what node_index counts in; a new
+ * reference), or NULL with err when the run could not be made (no
+ * contexts, a source that cannot list its nodes) or was stopped by the callback. The node list
+ * (node_index) is every node of either source, sorted, each once (the nodes given: in their
+ * order). Values kept from the callback stay valid while the snapshots live: the caller's when it
+ * gave them, else until this returns. stats may be NULL. */
+HIERA_API hiera_value *hiera_diff_run(const hiera_diff_options *o, hiera_diff_stats *stats, hiera_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,7 @@
  * waits for the blocks before its own to be handed over first (the values it hands over belong
  * to its cache, so it is the one that must hand them over). A run on one thread reads the facts
  * ahead on a second thread when they come slowly (PuppetDB, a slow file system). */
-#include "hiera_fleet.h"
+#include "fleet/fleet.h"
 
 #include "api/api.h"
 #include "base/error.h"
@@ -183,7 +183,7 @@ static void serialized_diag(const hiera_diagnostic *d, void *data)
     pthread_mutex_unlock(&f->diag_mu);
 }
 
-static unsigned cpus(void)
+unsigned fleet_cpus(void)
 {
     long n = 0;
 #ifdef CPU_COUNT
@@ -212,9 +212,7 @@ static void node_input_free(node_input *in)
     memset(in, 0, sizeof *in);
 }
 
-/* A node's trusted hash from trusted_dir: a new reference, NULL when none is asked for, or NULL
- * with *msg. */
-static hiera_value *load_trusted(hiera_cache *cache, const char *dir, const char *name, char **msg)
+hiera_value *fleet_load_trusted(hiera_cache *cache, const char *dir, const char *name, char **msg)
 {
     static const char *const exts[] = {".yaml", ".yml", ".json"};
     char *path = NULL;
@@ -240,30 +238,32 @@ static hiera_value *load_trusted(hiera_cache *cache, const char *dir, const char
     return t;
 }
 
-/* A given node's facts file, read as a facts folder's file is */
-static void load_facts_file(hiera_cache *cache, const char *path, const char *name, node_input *in)
+bool fleet_load_facts_file(hiera_cache *cache, const char *path, const char *name, hiera_value **given,
+                           hiera_value **base, char **msg)
 {
     hiera_error err = {0};
     int kind = HIERA_FACTS_FILE;
+    *msg = NULL;
     hiera_value *f = hiera_facts_load(cache, path, name, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
     if (!f) {
-        in->msg = xstrdup(err.message && *err.message ? err.message : "cannot read the facts file");
+        *msg = xstrdup(err.message && *err.message ? err.message : "cannot read the facts file");
     } else if (hiera_value_kind(f) != HIERA_HASH) {
-        in->msg = xasprintf("Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)",
-                            path);
+        *msg = xasprintf("Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)",
+                         path);
     } else if (kind != HIERA_FACTS_CACHE && hiera_facts_check_given(f, path, &err) != HIERA_OK) {
-        in->msg = xstrdup(err.message ? err.message : "");
+        *msg = xstrdup(err.message ? err.message : "");
     } else if (hiera_value_hash_size(f) == 0) {
-        in->msg = facts_none_message(name);
+        *msg = facts_none_message(name);
     } else if (kind == HIERA_FACTS_CACHE) {
-        in->base = f;
+        *base = f;
         f = NULL;
     } else {
-        in->facts = f;
+        *given = f;
         f = NULL;
     }
     hiera_value_decref(f);
     hiera_error_clear(&err);
+    return *msg == NULL;
 }
 
 /* Node i's input (its facts read through cache). Touches nothing the workers share but the
@@ -288,7 +288,7 @@ static void load_input(fleet *f, hiera_cache *cache, size_t i, node_input *in)
     } else {
         const hiera_fleet_input *gi = &f->o.nodes[i];
         if (gi->facts_file)
-            load_facts_file(cache, gi->facts_file, name, in);
+            fleet_load_facts_file(cache, gi->facts_file, name, &in->facts, &in->base, &in->msg);
         if (!in->msg) {
             if (gi->facts && !in->facts)
                 in->facts = hiera_value_incref((hiera_value *)gi->facts);
@@ -308,7 +308,7 @@ static void load_input(fleet *f, hiera_cache *cache, size_t i, node_input *in)
     }
     if (!in->msg && f->o.trusted_dir) {
         hiera_value_decref(in->trusted);
-        in->trusted = load_trusted(cache, f->o.trusted_dir, name, &in->msg);
+        in->trusted = fleet_load_trusted(cache, f->o.trusted_dir, name, &in->msg);
     }
     if (in->msg) {
         char *msg = in->msg;
@@ -894,7 +894,7 @@ static hiera_status run(fleet *f, hiera_fleet_stats *stats, herr *err)
         }
     }
     /* the workers */
-    unsigned want = f->o.threads ? f->o.threads : cpus();
+    unsigned want = f->o.threads ? f->o.threads : fleet_cpus();
     if (!f->o.threads) {
         size_t cap = f->n / MIN_NODES_PER_THREAD;
         if (want > cap)
