@@ -53,18 +53,21 @@ CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # headers are needed to build (SERVE_CFLAGS: from $(B)/config.mk)
 SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
+# `hiera lsp` (src/lsp/): the language server, part of the command only
+LSP_SRC := $(sort $(wildcard src/lsp/*.c))
 # PuppetDB's client (src/facts/puppetdb.c): libcurl is opened on the first request
 # (src/facts/curl_lib.c), so only its header is needed to build (CURL_CFLAGS: from $(B)/config.mk)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o \
+           $(LSP_SRC:src/lsp/%.c=$(B)/obj/lsp/%.o) \
            $(B)/obj/crypto/lazy/libcrypto.o $(B)/obj/base/lazy/oniguruma.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
 
-.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb
+.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -117,6 +120,10 @@ $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h) $(B)/flags
 $(B)/obj/serve/%.o: src/serve/%.c $(LIB_HDR) $(wildcard src/serve/*.h) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SERVE_CFLAGS) $(LTO) -c $< -o $@
+
+$(B)/obj/lsp/%.o: src/lsp/%.c $(LIB_HDR) $(wildcard src/lsp/*.h) $(B)/flags
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) $(LTO) -c $< -o $@
 
 # the page's files as byte arrays (scripts/embed.c, built for the build machine)
 $(B)/embed: scripts/embed.c
@@ -174,6 +181,7 @@ check: all test-deps
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
+	@python3 tests/lsp/check.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory install-check
 
 # hiera diff at length (CI): the fast path against full comparisons on many random edits, and the
@@ -210,10 +218,19 @@ install: all
 	    -e 's|@VERSION@|$(VERSION)|' hiera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	install -m 0644 docs/hiera.1 $(DESTDIR)$(MANDIR)/man1/hiera.1
+	install -m 0644 docs/hiera-lsp.1 $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
-	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera_fleet.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1
+	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera_fleet.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1 \
+	      $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1
+
+# hiera lsp in a real editor: Neovim's LSP client, headless, on a real control repository (a
+# mirror of puppetlabs-seteam/control-repo when this machine has one, else a generated tree);
+# installs neovim when missing
+check-lsp: all
+	@sh scripts/deps.sh --lsp
+	@python3 tests/lsp/nvim/run.py --hiera $(B)/hiera
 
 # the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
 # missing; screenshots in build/web-artifacts)

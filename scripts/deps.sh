@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages the build needs when any is missing (as root, with apt-get);
-# --test adds what the tests need (make check), --fuzz what the fuzz harnesses need.
+# --test adds what the tests need (make check), --fuzz what the fuzz harnesses need, --lsp what
+# make check-lsp needs (Neovim).
 # Prints nothing when everything is present.
 set -e
 need=""
@@ -21,6 +22,13 @@ if [ "${1:-}" = "--fuzz" ]; then
     command -v clang >/dev/null 2>&1 || need="$need clang"
     rt=$(clang --print-runtime-dir 2>/dev/null || true)
     ls "$rt"/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || need="$need libclang-rt-dev"
+fi
+if [ "${1:-}" = "--lsp" ]; then
+    # make check-lsp: hiera lsp driven by Neovim's own LSP client (and PyYAML)
+    command -v nvim >/dev/null 2>&1 || need="$need neovim"
+    command -v python3 >/dev/null 2>&1 || need="$need python3"
+    python3 -c 'import yaml' >/dev/null 2>&1 || need="$need python3-yaml"
+    command -v git >/dev/null 2>&1 || need="$need git"
 fi
 if [ "${1:-}" = "--test" ]; then
     have_pc cmocka || need="$need libcmocka-dev"

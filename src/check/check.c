@@ -27,6 +27,7 @@
 #include "base/rregex.h"
 #include "base/pathname.h"
 #include "engine/engine.h"
+#include "engine/overlay.h"
 #include "engine/providers.h"
 #include "engine/tmplmatch.h"
 #include "formats/json.h"
@@ -41,6 +42,38 @@ static char *read_text(const char *path, size_t *len)
     }
     *len = b.len;
     return sb_take(&b);
+}
+
+static char *report_path(const ck_env *e, const char *file);
+
+/* The text of a file the check reads: the caller's (check_options.texts, named by the path as
+ * reported) or the file's; NULL when it cannot be read. */
+static char *text_of(const check_options *o, const ck_env *e, const char *path, size_t *len)
+{
+    if (o->ntexts) {
+        char *rp = e ? report_path(e, path) : xstrdup(path);
+        for (size_t i = 0; i < o->ntexts; i++)
+            if (!strcmp(o->texts[i].path, rp)) {
+                free(rp);
+                *len = o->texts[i].len;
+                return xstrndup(o->texts[i].text, o->texts[i].len);
+            }
+        free(rp);
+    }
+    return read_text(path, len);
+}
+
+/* Whether the caller gives path's text. */
+static bool text_given(const check_options *o, const ck_env *e, const char *path)
+{
+    if (!o->ntexts)
+        return false;
+    char *rp = report_path(e, path);
+    bool found = false;
+    for (size_t i = 0; i < o->ntexts && !found; i++)
+        found = !strcmp(o->texts[i].path, rp);
+    free(rp);
+    return found;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -569,7 +602,7 @@ static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char 
     cf->path = xstrdup(path);
     cf->layer = kind;
     cf->module = module ? xstrdup(module) : NULL;
-    cf->text = read_text(path, &cf->len);
+    cf->text = text_of(c->o, e, path, &cf->len);
     if (cf->text)
         cf->ys = ys_parse(cf->text, cf->len);
     c->report->configs++;
@@ -686,7 +719,7 @@ static void load_file(ck_ctx *c, ck_file *f)
 {
     ck_env *e = c->env;
     snapshot_file sf;
-    if (e->snap && snapshot_get(e->snap, f->path, f->fmt, &sf)) {
+    if (e->snap && !text_given(c->o, e, f->path) && snapshot_get(e->snap, f->path, f->fmt, &sf)) {
         f->value = sf.value;
         if (!sf.value && sf.err) {
             herr_set_text(&f->err, sf.err->kind ? sf.err->kind : HERR_ERROR, sf.err->msg ? sf.err->msg : "");
@@ -697,7 +730,7 @@ static void load_file(ck_ctx *c, ck_file *f)
         f->value = f->own_value;
     }
     if (f->fmt == FMT_YAML || f->fmt == FMT_JSON) {
-        f->text = read_text(f->path, &f->len);
+        f->text = text_of(c->o, e, f->path, &f->len);
         if (f->text)
             f->ys = ys_parse(f->text, f->len);
     }
@@ -713,8 +746,21 @@ static void load_file(ck_ctx *c, ck_file *f)
 
 /* ------------------------------------------------------------------ manifests */
 
-static void add_manifests(ck_env *e, const char *dir, int depth)
+static void add_manifest(ck_ctx *c, const char *path)
 {
+    if (text_given(c->o, c->env, path)) {
+        size_t len;
+        char *text = text_of(c->o, c->env, path, &len);
+        pp_index_add_text(c->env->pp, path, text, len);
+        free(text);
+    } else {
+        pp_index_add_file(c->env->pp, path);
+    }
+}
+
+static void add_manifests(ck_ctx *c, const char *dir, int depth)
+{
+    ck_env *e = c->env;
     if (depth > 32)
         return;
     char **names = list_names(dir);
@@ -724,9 +770,9 @@ static void add_manifests(ck_env *e, const char *dir, int depth)
         if (stat(p, &st) == 0) {
             size_t n = strlen(names[i]);
             if (S_ISDIR(st.st_mode))
-                add_manifests(e, p, depth + 1);
+                add_manifests(c, p, depth + 1);
             else if (S_ISREG(st.st_mode) && n > 3 && !strcmp(names[i] + n - 3, ".pp"))
-                pp_index_add_file(e->pp, p);
+                add_manifest(c, p);
             else if (S_ISREG(st.st_mode) && n > 4 && (!strcmp(names[i] + n - 4, ".epp") || !strcmp(names[i] + n - 4, ".erb")))
                 pp_index_add_template(e->pp, p);
         }
@@ -750,19 +796,19 @@ static void read_manifests(ck_ctx *c)
             if (path_is_dir(dir)) {
                 hv_hash_sets(e->modules_present, mods[i], hv_str(dir));
                 char *m = xjoin(dir, "/manifests", NULL);
-                add_manifests(e, m, 0);
+                add_manifests(c, m, 0);
                 free(m);
                 m = xjoin(dir, "/types", NULL);
-                add_manifests(e, m, 0);
+                add_manifests(c, m, 0);
                 free(m);
                 m = xjoin(dir, "/templates", NULL);
-                add_manifests(e, m, 0);
+                add_manifests(c, m, 0);
                 free(m);
                 m = xjoin(dir, "/functions", NULL); /* Puppet functions and Bolt plans look keys up too */
-                add_manifests(e, m, 0);
+                add_manifests(c, m, 0);
                 free(m);
                 m = xjoin(dir, "/plans", NULL);
-                add_manifests(e, m, 0);
+                add_manifests(c, m, 0);
                 free(m);
             }
             free(dir);
@@ -771,9 +817,9 @@ static void read_manifests(ck_ctx *c)
     }
     if (e->manifest) {
         if (path_is_dir(e->manifest))
-            add_manifests(e, e->manifest, 0);
+            add_manifests(c, e->manifest, 0);
         else if (path_is_file(e->manifest))
-            pp_index_add_file(e->pp, e->manifest);
+            add_manifest(c, e->manifest);
     }
     c->report->manifests += e->pp->files;
     /* the type aliases of every module (type Name = ...), for parameter types and convert_to */
@@ -784,6 +830,32 @@ static void read_manifests(ck_ctx *c)
 
 /* ------------------------------------------------------------------ one environment */
 
+/* The private cache: over the caller's texts (named as the engine names the files) when it
+ * gives some, so that a hiera.yaml's unsaved text is the configuration read. */
+static hiera_cache *given_texts_cache(ck_ctx *c)
+{
+    ck_env *e = c->env;
+    if (!c->o->ntexts)
+        return cache_new();
+    overlay_text *t = xcalloc(c->o->ntexts, sizeof *t);
+    char **paths = xcalloc(c->o->ntexts, sizeof *paths);
+    const char *dir = e->only_module ? e->only_module : e->dir;
+    size_t rl = strlen(e->real_dir);
+    for (size_t i = 0; i < c->o->ntexts; i++) {
+        const char *p = c->o->texts[i].path;
+        paths[i] = !strncmp(p, e->real_dir, rl) && p[rl] == '/' ? xjoin(dir, p + rl, NULL) : xstrdup(p);
+        t[i] = (overlay_text){paths[i], c->o->texts[i].text, c->o->texts[i].len};
+    }
+    overlay *ov = overlay_new(NULL, t, c->o->ntexts);
+    hiera_cache *view = overlay_new_view(ov);
+    overlay_release(ov);
+    for (size_t i = 0; i < c->o->ntexts; i++)
+        free(paths[i]);
+    free(paths);
+    free(t);
+    return view;
+}
+
 static void check_env(ck_ctx *c)
 {
     ck_env *e = c->env;
@@ -791,12 +863,12 @@ static void check_env(ck_ctx *c)
     e->key_index = hv_hash();
     e->lo_entries = hv_array();
     e->modules_present = hv_hash();
-    e->cache = cache_new();
     c->report->environments++;
 
     const char *envs[1] = {e->name};
     snapshot_spec spec = {e->codedir, e->envpath, e->hiera_config, envs, 1, NULL, NULL, NULL};
     e->snap = snapshot_build(&spec, NULL);
+    e->cache = given_texts_cache(c);
 
     module_roots_of(e);
     read_manifests(c);
@@ -997,12 +1069,12 @@ static void add_names(hv *list, const char *s, size_t n)
     }
 }
 
-static void read_disables(disables *d, const char *path)
+static void read_disables(const check_options *o, disables *d, const char *path)
 {
     d->lines = hv_hash();
     d->wholefile = hv_array();
     size_t len;
-    char *text = read_text(path, &len);
+    char *text = text_of(o, NULL, path, &len);
     if (!text)
         return;
     uint32_t line = 1;
@@ -1079,14 +1151,14 @@ static bool names_have(const hv *list, const char *rule)
     return false;
 }
 
-static bool disabled_inline(hv *cache, const char *file, const char *rule, uint32_t line)
+static bool disabled_inline(const check_options *o, hv *cache, const char *file, const char *rule, uint32_t line)
 {
     if (!*file)
         return false;
     hv *entry = hv_hash_gets(cache, file);
     if (!entry) {
         disables d = {0};
-        read_disables(&d, file);
+        read_disables(o, &d, file);
         entry = hv_array();
         hv_array_push(entry, d.lines);
         hv_array_push(entry, d.wholefile);
@@ -1487,7 +1559,7 @@ int check_run(const check_options *o, check_report *report, char **error)
             const hv *ov = hv_hash_gets(overrides, f->rule);
             const hv *cv = hv_hash_gets(conf.rules, f->rule);
             int sev = ov ? (int)hv_int_val(ov) : cv ? (int)hv_int_val(cv) : f->sev;
-            if (keep && (sev == CHECK_OFF || excluded(&conf, file) || disabled_inline(inline_cache, file, f->rule, f->line)))
+            if (keep && (sev == CHECK_OFF || excluded(&conf, file) || disabled_inline(o, inline_cache, file, f->rule, f->line)))
                 keep = false;
             if (keep && sev == CHECK_WARNING && (o->warnings_as_errors || conf.warnings_as_errors))
                 sev = CHECK_ERROR;

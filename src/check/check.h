@@ -64,6 +64,13 @@ typedef struct {
     void *data;
 } check_nodes;
 
+/* A file's text given by the caller (an editor's unsaved buffer), read instead of the file */
+typedef struct {
+    const char *path; /* absolute, as findings name it (the real folder, not a link) */
+    const char *text;
+    size_t len;
+} check_text;
+
 typedef struct {
     /* where the code is: a code directory (its environments), or PATHs (a control repository,
      * an environment folder, a module, or a code directory) */
@@ -84,6 +91,10 @@ typedef struct {
     size_t nrule_overrides;
     bool warnings_as_errors;
     int jobs;                  /* threads for --facts-dir (0: one per CPU, at most 8) */
+    /* texts read instead of the files at their paths (data files, hiera.yaml, manifests; BORROWED
+     * during check_run): a file must exist on disk to be found, its text is then this one */
+    const check_text *texts;
+    size_t ntexts;
 } check_options;
 
 /* Runs the check. Returns 0 when it ran (findings in *report, sorted by file, line, column), or

@@ -10,6 +10,7 @@
 #include "cli/keys_cmd.h"
 #include "cli/lookup_cmd.h"
 #include "cli/result_cache.h"
+#include "cli/lsp_cmd.h"
 #include "cli/serve_cmd.h"
 
 #include "hiera.h"
@@ -78,6 +79,8 @@ int main(int argc, char **argv)
         return diff_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "lsp") == 0)
+        return lsp_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
     if (argc == 2 && strcmp(argv[1], "version") == 0) {

@@ -31,6 +31,10 @@ typedef enum {
  * cannot be read or parsed (the error is cached too). *missing is set when the file does not exist. */
 hv *cache_load(hiera_cache *c, const char *path, file_format fmt, herr *err);
 hiera_cache *cache_new(void);
+/* text (len bytes) parsed as cache_load parses the bytes of a file at path (the same errors, the
+ * same preparation of yaml_data's hash): an editor's unsaved buffer. A new reference, or NULL with
+ * err. Any thread. */
+hv *cache_parse_text(const char *path, const char *text, size_t len, file_format fmt, herr *err);
 /* Where a view finds files already read (a snapshot: snapshot.h), asked instead of the file
  * system; the view calls back rather than knowing the snapshot.
  *  - get: the file at path as parsed with fmt, when the source read it: true, with *value (the

@@ -18,6 +18,7 @@ pass=0 fail=0
 check() { if "$@"; then pass=$((pass + 1)); else echo "FAIL install: $*"; fail=$((fail + 1)); fi; }
 check test -x "$dest/usr/bin/hiera"
 check test -f "$dest/usr/share/man/man1/hiera.1"
+check test -f "$dest/usr/share/man/man1/hiera-lsp.1"
 check test -L "$dest/usr/lib/libhiera.so.1"
 version=$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
 check sh -c "readelf -d '$dest/usr/lib/libhiera.so.$version' | grep -q 'SONAME.*libhiera.so.1'"
@@ -52,7 +53,7 @@ for ex in "$dest/h3-shared" "$dest/h3-static"; do
 done
 # the man page renders without a warning (groff-base: scripts/deps.sh --test)
 if command -v groff >/dev/null 2>&1; then
-  check sh -c "groff -man -Tutf8 -ww -z '$dest/usr/share/man/man1/hiera.1' 2>'$dest/man.err' && test ! -s '$dest/man.err'"
+  check sh -c "groff -man -Tutf8 -ww -z '$dest/usr/share/man/man1/hiera.1' '$dest/usr/share/man/man1/hiera-lsp.1' 2>'$dest/man.err' && test ! -s '$dest/man.err'"
   [ -s "$dest/man.err" ] && head -5 "$dest/man.err"
 else
   echo "install: groff is not installed: the man page is not rendered"

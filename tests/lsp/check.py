@@ -1,0 +1,441 @@
+#!/usr/bin/env python3
+"""hiera lsp over its pipes (tests/lsp/client.py): every method, the answers checked against
+`hiera lookup`, `hiera check` and the files of the fixture (tests/lsp/repo, copied to a scratch
+folder), unsaved text, syntax errors, malformed input, unknown methods, cancellation, a huge file,
+a client that goes away, and the shutdown sequence.
+
+usage: check.py --hiera build/hiera
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import client as client_module  # noqa: E402
+from client import Client, Timeout, uri_of  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NODE = "web01.example.com"
+passed = failed = 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL %s %s" % (what, detail))
+
+
+def start(hiera, repo, options=None, jobs=None, utf8=False):
+    argv = [hiera, "lsp"] + (["--jobs", str(jobs)] if jobs else [])
+    c = Client(argv)
+    opts = {"node": NODE, "factsDir": os.path.join(repo, "facts")} if options is None else options
+    c.initialize(repo, opts, utf8=utf8)
+    return c
+
+
+def hiera_lookup(hiera, repo, key, tmp):
+    """`hiera lookup` of key for NODE, the repository linked as an environment (as hiera check does)."""
+    code = os.path.join(tmp, "code")
+    envs = os.path.join(tmp, "envs")
+    os.makedirs(code, exist_ok=True)
+    os.makedirs(envs, exist_ok=True)
+    link = os.path.join(envs, "production")
+    if not os.path.islink(link):
+        os.symlink(repo, link)
+    r = subprocess.run([hiera, "lookup", "--codedir", code, "--confdir", code, "--environmentpath", envs,
+                        "--node", NODE, "--facts", os.path.join(repo, "facts", NODE + ".json"),
+                        "--render-as", "json", key], capture_output=True, text=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def hiera_check(hiera, repo):
+    r = subprocess.run([hiera, "check", "--format", "json", "--facts-dir", os.path.join(repo, "facts"), repo],
+                       capture_output=True, text=True)
+    return json.loads(r.stdout)
+
+
+def line_of(path, needle):
+    """The first line that holds needle (a top-level key: a line that starts with it)."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for i, l in enumerate(lines):
+        if l.startswith(needle):
+            return i, 0
+    for i, l in enumerate(lines):
+        if needle in l:
+            return i, l.index(needle)
+    raise KeyError(needle)
+
+
+def test_protocol(hiera, repo):
+    # requests before initialize, and initialize itself
+    c = Client([hiera, "lsp"])
+    r = c.response(c.request_async("textDocument/hover", {}))
+    check(r.get("error", {}).get("code") == -32002, "request before initialize: ServerNotInitialized", r)
+    init = c.request("initialize", {"rootUri": uri_of(repo), "capabilities": {},
+                                    "initializationOptions": {"node": NODE, "factsDir": os.path.join(repo, "facts")}})
+    caps = init["capabilities"]
+    for cap in ("hoverProvider", "definitionProvider", "referencesProvider", "completionProvider",
+                "codeActionProvider", "documentSymbolProvider"):
+        check(caps.get(cap), "capability " + cap)
+    check(caps["textDocumentSync"]["change"] == 2, "incremental sync")
+    r = c.response(c.request_async("initialize", {}))
+    check(r.get("error", {}).get("code") == -32600, "second initialize refused", r)
+
+    # malformed input: the server answers and stays alive
+    c.send_raw(b"Content-Length: 9\r\n\r\n{not json")
+    r = c.response(("null", 0), 10) if False else None
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10:
+        errs = [m for k, m in list(c.responses.items()) if isinstance(k, tuple)]
+        if errs:
+            break
+        time.sleep(0.05)
+    check(any(m["error"]["code"] == -32700 for m in errs), "bad JSON: ParseError", errs)
+    c.send_raw(b"X-Whatever: 1\r\n\r\n")
+    c.send({"jsonrpc": "2.0", "id": 900, "params": {}})  # no method
+    r = c.response(900)
+    check(r.get("error", {}).get("code") == -32600, "no method: InvalidRequest", r)
+    c.send_raw(b"Content-Length: 2\r\n\r\n[]")
+    r = c.response(c.request_async("no/such/method", {}))
+    check(r.get("error", {}).get("code") == -32601, "unknown method: MethodNotFound", r)
+    c.notify("no/such/notification", {"x": 1})
+    c.notify("$/setTrace", {"value": "off"})
+    c.notify("$/cancelRequest", {"id": 12345})
+    r = c.response(c.request_async("textDocument/hover", [1, 2]))
+    check(r.get("error", {}).get("code") == -32602, "params not an object: InvalidParams", r)
+    r = c.response(c.request_async("textDocument/hover", {"textDocument": {"uri": "file:///nonexistent/x.yaml"},
+                                                          "position": {"line": 0, "character": 0}}))
+    check("error" in r, "hover on a file that is neither open nor readable: an error", r)
+    r = c.response(c.request_async("textDocument/hover", {"textDocument": {"uri": uri_of(os.path.join(repo, "data/common.yaml"))},
+                                                          "position": {"line": -5, "character": 99999}}))
+    check("result" in r, "a position out of range is clamped", r)
+    # still alive: a lookup answers
+    res = c.request("hiera/lookup", {"key": "profile::base::port"})
+    check(res["nodes"][0]["value"] == 2222, "alive after malformed input", res)
+    # shutdown: requests refused, exit 0
+    c.request("shutdown", None)
+    r = c.response(c.request_async("textDocument/hover", {}))
+    check(r.get("error", {}).get("code") == -32600, "request after shutdown refused", r)
+    c.notify("exit", None)
+    check(c.proc.wait(10) == 0, "exit after shutdown: status 0")
+    c.close()
+
+
+def test_features(hiera, repo, tmp):
+    c = start(hiera, repo)
+    common = os.path.join(repo, "data/common.yaml")
+    web = os.path.join(repo, "data/role/web.yaml")
+    node = os.path.join(repo, "data/nodes/%s.yaml" % NODE)
+    base_pp = os.path.join(repo, "site-modules/profile/manifests/base.pp")
+    site_pp = os.path.join(repo, "manifests/site.pp")
+    u = c.open(common)
+
+    # diagnostics: hiera check's findings for the file, rule as code, a link to the README
+    expected = [f for f in hiera_check(hiera, repo)["findings"] if f["file"].endswith("data/common.yaml")]
+    diags = c.diagnostics(u)
+    got = sorted((d["range"]["start"]["line"] + 1, d["code"]) for d in diags)
+    want = sorted((f["line"], f["rule"]) for f in expected)
+    check(got == want and got, "diagnostics are hiera check's", (got, want))
+    check(all(d["codeDescription"]["href"].startswith("file://") and "#the-rules" in d["codeDescription"]["href"]
+              for d in diags), "diagnostics link to the README's rules")
+
+    # unsaved text: a trap and an unknown parameter appear without saving
+    with open(common) as f:
+        text = f.read()
+    nlines = text.count("\n")
+    c.change(u, "profile::base::userz: {}\nprofile::base::mode: 0755\n", ((nlines, 0), (nlines, 0)))
+    diags = c.diagnostics(u)
+    codes = {(d["range"]["start"]["line"], d["code"]) for d in diags}
+    check((nlines, "unknown-parameter") in codes and (nlines + 1, "yaml-octal") in codes,
+          "diagnostics of the unsaved text", codes)
+    with open(common) as f:
+        check(f.read() == text, "the file on disk is untouched")
+    # the quick fix of "did you mean"
+    dym = [d for d in diags if "did you mean 'users'" in d["message"]]
+    check(dym, "a did-you-mean finding", diags)
+    if dym:
+        acts = c.request("textDocument/codeAction", {"textDocument": {"uri": u}, "range": dym[0]["range"],
+                                                     "context": {"diagnostics": dym, "only": ["quickfix"]}})
+        edits = [e for a in acts for dc in a["edit"]["documentChanges"] for e in dc["edits"]]
+        check(len(acts) == 1 and acts[0]["kind"] == "quickfix" and edits[0]["newText"] == "users"
+              and edits[0]["range"]["start"] == {"line": nlines, "character": 15}
+              and edits[0]["range"]["end"] == {"line": nlines, "character": 20}, "quick fix replaces userz by users", acts)
+
+    # a syntax error: that alone, and the rest of the workspace still answers
+    v = c.change(u, "  bad: [unclosed\n", ((nlines, 0), (nlines, 0)))
+    diags = c.diagnostics(u)
+    check(len(diags) == 1 and diags[0]["code"] == "data-syntax" and diags[0]["severity"] == 1,
+          "a file that does not parse gives its syntax error only", diags)
+    with open(web) as f:
+        web_text = f.read()
+    uw = c.open(web, web_text + "profile::base::flag: yes\n")
+    wd = c.diagnostics(uw)
+    check(any(d["code"] == "yaml-boolean" for d in wd) and not any(d["code"] == "data-syntax" for d in wd),
+          "another file's diagnostics while one does not parse", wd)
+    h = c.request("textDocument/hover", c.pos(uw, *line_of(web, "profile::base::role_name")))
+    check(h and "web" in h["contents"]["value"], "hover in another file while one does not parse", h)
+    c.change(u, text)  # back to the saved text (whole-document change)
+    diags = c.diagnostics(u)
+    check(sorted((d["range"]["start"]["line"] + 1, d["code"]) for d in diags) == want, "diagnostics back", diags)
+
+    # hover: the value for the node (as hiera lookup), each merged part's level and file:line,
+    # lookup_options, the class parameter's type and whether the value matches
+    l, ch = line_of(common, "profile::base::users:")
+    h = c.request("textDocument/hover", c.pos(u, l, ch + 3))
+    md = h["contents"]["value"]
+    want_users = hiera_lookup(hiera, repo, "profile::base::users", tmp)
+    check(want_users and all(k in md for k in want_users), "hover shows the merged value", md)
+    for f, level in ((common, "Common data"), (web, "Per-role data"), (node, "Per-node data")):
+        check("%s (Environment) — %s:" % (level, f) in md, "hover names the merged part " + level, md)
+    check("merge: deep" in md, "hover shows lookup_options", md)
+    check("type `Hash`" in md and "the value matches `Hash`" in md, "hover shows the parameter type and match", md)
+    l, ch = line_of(common, "profile::base::port")
+    h = c.request("textDocument/hover", c.pos(u, l, ch + 1))
+    check("2222" in h["contents"]["value"] and "nodes/%s.yaml:" % NODE in h["contents"]["value"],
+          "hover: the node level wins", h)
+    # a fact in an interpolation
+    l, ch = line_of(common, "facts.networking.fqdn")
+    h = c.request("textDocument/hover", c.pos(u, l, ch + 3))
+    check("web01.example.com" in h["contents"]["value"], "hover on a fact", h)
+    # hover in a manifest: lookup('key') and a class parameter
+    up = c.open(site_pp, lang="puppet")
+    l, ch = line_of(site_pp, "profile::base::role_name")
+    h = c.request("textDocument/hover", c.pos(up, l, ch + 5))
+    check(h and "web" in h["contents"]["value"], "hover on lookup() in a manifest", h)
+    ub = c.open(base_pp, lang="puppet")
+    l, ch = line_of(base_pp, "$port")
+    h = c.request("textDocument/hover", c.pos(ub, l, ch + 2))
+    check(h and "2222" in h["contents"]["value"] and "Integer" in h["contents"]["value"]
+          and "matches" in h["contents"]["value"], "hover on a class parameter", h)
+
+    # definition: every level in hierarchy order, then the class parameter
+    l, ch = line_of(common, "profile::base::users:")
+    defs = c.request("textDocument/definition", c.pos(u, l, ch + 1))
+    uris = [d["uri"] for d in defs]
+    check(uris == [uri_of(node), uri_of(web), uri_of(common), uri_of(base_pp)], "definition: levels then parameter", uris)
+    check(defs[2]["range"]["start"] == {"line": l, "character": 0}, "definition: the key's position", defs[2])
+    # from %{lookup('k')}
+    l, ch = line_of(common, "lookup('profile::base::role_name')")
+    defs = c.request("textDocument/definition", c.pos(u, l, ch + 10))
+    check([d["uri"] for d in defs][:2] == [uri_of(web), uri_of(common)], "definition from %{lookup()}", defs)
+    # from a hiera.yaml path to the node's data file
+    hy = os.path.join(repo, "hiera.yaml")
+    uh = c.open(hy)
+    l, ch = line_of(hy, "role/%{facts.role}.yaml")
+    defs = c.request("textDocument/definition", c.pos(uh, l, ch + 3))
+    check([d["uri"] for d in defs] == [uri_of(web)], "definition from a hiera.yaml path", defs)
+
+    # references: manifests' lookup(), the parameter's binding, interpolations in data
+    l, ch = line_of(common, "profile::base::role_name:")
+    refs = c.request("textDocument/references", dict(c.pos(u, l, 2), context={"includeDeclaration": False}))
+    ruris = sorted(set(r["uri"] for r in refs))
+    check(ruris == sorted([uri_of(site_pp), uri_of(base_pp), uri_of(common)]), "references", refs)
+
+    # completion: class parameters (type, default), keys of other levels, facts, merge strategies
+    cu = uri_of(os.path.join(repo, "data/nodes/new.yaml"))
+    c.open(os.path.join(repo, "data/nodes/new.yaml"), "---\nprofile::base::\n")
+    items = c.request("textDocument/completion", c.pos(cu, 1, 15))["items"]
+    by = {i["label"]: i for i in items}
+    check(by.get("profile::base::port", {}).get("detail") == "Integer"
+          and "default: `22`" in by["profile::base::port"]["documentation"]["value"], "completion: a parameter", by.get("profile::base::port"))
+    check("profile::base::ntp_servers" in by and "no default" in by["profile::base::ntp_servers"]["documentation"]["value"],
+          "completion: a parameter without default")
+    c.change(cu, "---\nx: \"%{facts.networking.\"\n")
+    items = c.request("textDocument/completion", c.pos(cu, 1, 25))["items"]
+    check({"fqdn", "hostname", "ip"} <= {i["label"] for i in items}, "completion: facts", items)
+    c.change(cu, "---\nx: \"%{trusted.\"\n")
+    items = c.request("textDocument/completion", c.pos(cu, 1, 14))["items"]
+    check("certname" in {i["label"] for i in items}, "completion: trusted", items)
+    c.change(cu, "---\nlookup_options:\n  a:\n    merge: \n")
+    items = c.request("textDocument/completion", c.pos(cu, 3, 11))["items"]
+    check({i["label"] for i in items} == {"first", "unique", "hash", "deep"}, "completion: merge strategies", items)
+    c.change(cu, "---\nx: \"%{lookup('profile::base::r\"\n")
+    items = c.request("textDocument/completion", c.pos(cu, 1, 30))["items"]
+    check("profile::base::role_name" in {i["label"] for i in items}, "completion: keys in lookup()", items)
+
+    # code action: move a key to another level
+    l, ch = line_of(common, "profile::base::port")
+    acts = c.request("textDocument/codeAction", {"textDocument": {"uri": u},
+                                                 "range": {"start": {"line": l, "character": 1}, "end": {"line": l, "character": 1}},
+                                                 "context": {"diagnostics": []}})
+    moves = [a for a in acts if a["kind"] == "refactor.move"]
+    to_web = [a for a in moves if "Per-role data" in a["title"]]
+    check(to_web, "move action to the role level", [a["title"] for a in acts])
+    if to_web:
+        dc = {d["textDocument"]["uri"]: d["edits"] for d in to_web[0]["edit"]["documentChanges"]}
+        check(dc[u][0]["newText"] == "" and dc[u][0]["range"]["start"]["line"] == l
+              and dc[uri_of(web)][0]["newText"].strip() == "profile::base::port: 22", "move: the edits", dc)
+    check(not [a for a in moves if "Per-node data" in a["title"]], "no move to a level that defines the key", moves)
+
+    # document symbols: keys and nested keys
+    syms = c.request("textDocument/documentSymbol", {"textDocument": {"uri": u}})
+    names = [s["name"] for s in syms]
+    check(names[:2] == ["lookup_options", "profile::base::ntp_servers"], "symbols: top-level keys", names)
+    users = [s for s in syms if s["name"] == "profile::base::users"][0]
+    check([k["name"] for k in users.get("children", [])] == ["alice"] and users["children"][0]["children"][0]["name"] == "uid",
+          "symbols: nested keys", users)
+
+    # hiera/lookup: as hiera lookup answers
+    for key in ("profile::base::users", "profile::base::motd", "profile::base::port", "profile::base::ntp_servers"):
+        res = c.request("hiera/lookup", {"key": key, "explain": True})
+        n = res["nodes"][0]
+        check(n["found"] and n["value"] == hiera_lookup(hiera, repo, key, tmp), "hiera/lookup " + key, n)
+    check("Searching for" in res["nodes"][0].get("explanation", ""), "hiera/lookup explains")
+    r = c.response(c.request_async("hiera/lookup", {"key": "x", "node": "nobody"}))
+    check(r.get("error", {}).get("code") == -32602, "hiera/lookup of a node not configured", r)
+    r = c.response(c.request_async("hiera/lookup", {}))
+    check(r.get("error", {}).get("code") == -32602, "hiera/lookup without a key", r)
+
+    # settings: another node (none: no facts) changes the answers
+    c.notify("workspace/didChangeConfiguration", {"settings": {"hiera": {"node": [], "factsDir": None}}})
+    deadline = time.monotonic() + 30
+    val = None
+    while time.monotonic() < deadline:
+        res = c.request("hiera/lookup", {"key": "profile::base::port"})
+        val = res["nodes"][0].get("value")
+        if res["nodes"][0]["node"] is None:
+            break
+        time.sleep(0.1)
+    check(val == 22, "didChangeConfiguration: without a node the common value", val)
+
+    # didClose clears the document's diagnostics
+    since = len(c.notes)
+    c.notify("textDocument/didClose", {"textDocument": {"uri": uw}})
+    _, m = c.wait_note(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uw, 10, since)
+    check(m["params"]["diagnostics"] == [], "didClose clears the diagnostics")
+    check(c.shutdown() == 0, "shutdown")
+
+
+def test_cancel(hiera, repo):
+    c = start(hiera, repo, jobs=1)
+    u = c.open(os.path.join(repo, "data/common.yaml"))
+    c.diagnostics(u)
+    # many requests and the cancellation of the last in one write: one thread answers them in
+    # order, so the last is still queued when the cancellation arrives
+    msgs = []
+    for i in range(1000, 1040):
+        msgs.append({"jsonrpc": "2.0", "id": i, "method": "hiera/lookup", "params": {"key": "profile::base::users", "explain": True}})
+    msgs.append({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1039}})
+    data = b"".join(b"Content-Length: %d\r\n\r\n" % len(json.dumps(m)) + json.dumps(m).encode() for m in msgs)
+    c.send_raw(data)
+    last = c.response(1039)
+    check(last.get("error", {}).get("code") == -32800, "a cancelled request: RequestCancelled", last)
+    first = c.response(1000)
+    check("result" in first, "the others are answered")
+    # a running request's cancellation, and an unknown id's, leave the server alive
+    i = c.request_async("textDocument/references", dict(c.pos(u, 9, 2), context={}))
+    c.notify("$/cancelRequest", {"id": i})
+    r = c.response(i)
+    check("result" in r or r["error"]["code"] == -32800, "a cancelled running request is answered", r)
+    check(c.shutdown() == 0, "shutdown after cancellations")
+
+
+def test_huge_and_dying(hiera, repo, tmp):
+    c = start(hiera, repo)
+    # (outside the data folders: hiera check's rules are quadratic in a file's keys)
+    big = os.path.join(repo, "huge.yaml")
+    lines = ["---"] + ["profile::big::key_%06d: value %d" % (i, i) for i in range(40000)]
+    text = "\n".join(lines) + "\n"
+    with open(big, "w") as f:
+        f.write(text)
+    u = c.open(big, text)
+    t0 = time.monotonic()
+    d = c.diagnostics(u, timeout=300)
+    check(len(d) == 1 and d[0]["severity"] == 3, "a huge file (%d bytes) gets its diagnostics in %.1fs" % (len(text), time.monotonic() - t0))
+    syms = c.request("textDocument/documentSymbol", {"textDocument": {"uri": u}}, timeout=300)
+    check(len(syms) == 20000, "symbols of a huge file are bounded", len(syms))
+    h = c.request("hiera/lookup", {"key": "profile::base::port"})
+    check(h["nodes"][0]["value"] == 2222, "answers next to a huge file")
+    os.unlink(big)
+    # the client goes away without shutdown: the server exits, status 1
+    c.proc.stdin.close()
+    try:
+        rc = c.proc.wait(20)
+    except subprocess.TimeoutExpired:
+        rc = None
+        c.proc.kill()
+    check(rc == 1, "end of input without shutdown: status 1", rc)
+    # a client that stops reading and dies mid-request: no hang
+    p = subprocess.Popen([hiera, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"rootUri": uri_of(repo), "capabilities": {}}},
+            {"jsonrpc": "2.0", "id": 2, "method": "hiera/lookup", "params": {"key": "profile::base::users", "explain": True}}]
+    p.stdout.close()  # nobody reads the answers: writing them fails
+    for m in msgs:
+        body = json.dumps(m).encode()
+        p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    p.stdin.flush()
+    try:
+        rc = p.wait(20)
+    except subprocess.TimeoutExpired:
+        rc = None
+        p.kill()
+        p.wait()
+    p.stdin.close()
+    check(rc is not None, "a client that dies mid-request: the server ends", rc)
+    # a workspace that cannot be read: requests still answer
+    c = Client([hiera, "lsp"])
+    c.initialize(os.path.join(tmp, "does-not-exist"), {})
+    r = c.response(c.request_async("hiera/lookup", {"key": "a"}))
+    check(r.get("error", {}).get("code") == -32803, "a workspace that cannot be read: the request fails cleanly", r)
+    check(c.shutdown() == 0, "shutdown with a broken workspace")
+
+
+def test_utf8(hiera, repo):
+    c = start(hiera, repo, utf8=True)
+    p = os.path.join(repo, "data/role/web.yaml")
+    text = "---\n# ünïcødé 😀\nprofile::base::role_name: \"😀 %{facts.role}\"\n"
+    u = c.open(p, text)
+    c.diagnostics(u)
+    pos = text.split("\n")[2].index("facts.role")  # bytes == characters before it? no: count bytes
+    byte_col = len(text.split("\n")[2][:pos].encode())
+    h = c.request("textDocument/hover", c.pos(u, 2, byte_col + 2))
+    check(h and "`web`" in h["contents"]["value"], "utf-8 positions", h)
+    c.shutdown()
+    c = start(hiera, repo)
+    u = c.open(p, text)
+    c.diagnostics(u)
+    utf16_col = len(text.split("\n")[2][:pos].encode("utf-16-le")) // 2
+    h = c.request("textDocument/hover", c.pos(u, 2, utf16_col + 2))
+    check(h and "`web`" in h["contents"]["value"], "utf-16 positions", h)
+    c.shutdown()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hiera", required=True)
+    a = ap.parse_args()
+    hiera = os.path.abspath(a.hiera)
+    tmp = tempfile.mkdtemp(prefix="hiera-lsp-test-")
+    try:
+        repo = os.path.join(tmp, "repo")
+        shutil.copytree(os.path.join(HERE, "repo"), repo)
+        for name, t in (("protocol", lambda: test_protocol(hiera, repo)),
+                        ("features", lambda: test_features(hiera, repo, tmp)),
+                        ("cancel", lambda: test_cancel(hiera, repo)),
+                        ("huge and dying", lambda: test_huge_and_dying(hiera, repo, tmp)),
+                        ("utf8", lambda: test_utf8(hiera, repo))):
+            try:
+                t()
+            except (Timeout, RuntimeError, KeyError, TypeError, IndexError) as e:
+                check(False, "exception in the %s tests" % name, repr(e))
+        for c in client_module.ALL:
+            c.close()
+            reports = c.sanitizer_reports()
+            check(not reports, "no sanitizer report", "".join(c.err_lines)[-3000:])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("hiera lsp tests: %d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

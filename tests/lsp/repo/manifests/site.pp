@@ -1,0 +1,4 @@
+node default {
+  include profile::base
+  $extra = lookup('profile::base::role_name')
+}
