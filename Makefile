@@ -66,8 +66,11 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
+# the Python that builds the module (Debian's python3, where python3-cffi and python3-pytest are,
+# ahead of another one on PATH)
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp
+.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp python check-python install-python
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -182,7 +185,22 @@ check: all test-deps
 	@python3 tests/serve/check.py --hiera $(B)/hiera
 	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
 	@python3 tests/lsp/check.py --hiera $(B)/hiera
+	@$(MAKE) --no-print-directory check-python
 	@$(MAKE) --no-print-directory install-check
+
+# the Python module `hiera` (python/: cffi in API mode over include/hiera.h and hiera_fleet.h),
+# usable from the build tree: PYTHONPATH=$(B)/python (the extension finds $(B)/libhiera.so.1)
+PY_SRC := python/build.py $(wildcard python/hiera/*.py)
+python: $(B)/python/hiera/__init__.py
+$(B)/python/hiera/__init__.py: $(PY_SRC) include/hiera.h include/hiera_fleet.h $(B)/libhiera.so
+	@PYTHON=$(PYTHON) sh scripts/deps.sh --python
+	@ln -sf libhiera.so $(B)/libhiera.so.$(SOVER)
+	$(PYTHON) python/build.py --out $(B)/python --include include --libdir $(B) --rpath '$$ORIGIN/../..'
+	@touch $@
+
+# its tests (pytest): the recorded cases through the module, against `hiera lookup`, threads, errors
+check-python: python $(B)/hiera
+	@PYTHONPATH=$(B)/python HIERA_BIN=$(B)/hiera $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 # hiera diff at length (CI): the fast path against full comparisons on many random edits, and the
 # recorded Puppet answers (tests/diff/puppet-diff.py --record N asks Puppet for more)
@@ -219,11 +237,28 @@ install: all
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	install -m 0644 docs/hiera.1 $(DESTDIR)$(MANDIR)/man1/hiera.1
 	install -m 0644 docs/hiera-lsp.1 $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1
+	@if $(PYTHON) -c 'import cffi, sysconfig, os; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' 2>/dev/null; \
+	  then $(MAKE) --no-print-directory install-python; \
+	  else echo "the Python module is not installed: $(PYTHON) lacks cffi or its headers (python3-cffi, python3-dev)"; fi
+
+# the Python module into Python's site-packages of the prefix (PYTHONDIR), built against the
+# library as installed in LIBDIR (recorded as its run path unless the loader looks there anyway)
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("platlib", "posix_prefix", {"base": "$(PREFIX)", "platbase": "$(PREFIX)"}))' 2>/dev/null)
+SYSTEM_LIBDIRS := /lib /usr/lib /lib64 /usr/lib64 /usr/lib/$(shell $(CC) -dumpmachine 2>/dev/null)
+install-python: $(B)/libhiera.so
+	@rm -rf $(B)/python-install && mkdir -p $(B)/python-install
+	@ln -sf libhiera.so $(B)/libhiera.so.$(SOVER)
+	$(PYTHON) python/build.py --out $(B)/python-install --include include --libdir $(B) \
+	  $(if $(filter $(LIBDIR),$(SYSTEM_LIBDIRS)),,--rpath $(LIBDIR))
+	install -d $(DESTDIR)$(PYTHONDIR)/hiera
+	install -m 0644 $(B)/python-install/hiera/*.py $(DESTDIR)$(PYTHONDIR)/hiera/
+	install -m 0755 $(B)/python-install/hiera/_hiera*.so $(DESTDIR)$(PYTHONDIR)/hiera/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera_fleet.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1 \
 	      $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1
+	rm -rf $(DESTDIR)$(PYTHONDIR)/hiera
 
 # hiera lsp in a real editor: Neovim's LSP client, headless, on a real control repository (a
 # mirror of puppetlabs-seteam/control-repo when this machine has one, else a generated tree);
