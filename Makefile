@@ -70,7 +70,7 @@ SOVER = 1
 # ahead of another one on PATH)
 PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp python check-python install-python
+.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp python check-python install-python check-ansible
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -201,6 +201,11 @@ $(B)/python/hiera/__init__.py: $(PY_SRC) include/hiera.h include/hiera_fleet.h $
 # its tests (pytest): the recorded cases through the module, against `hiera lookup`, threads, errors
 check-python: python $(B)/hiera
 	@PYTHONPATH=$(B)/python HIERA_BIN=$(B)/hiera $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
+# the in-process Ansible lookup (ansible/) against community.general.hiera with Hiera 3.10's hiera,
+# through the real ansible-playbook: 200 terms (a few minutes: Hiera 3.10 is a Ruby process per term)
+check-ansible: python
+	@$(PYTHON) tests/ansible/inprocess.py --pythonpath $(B)/python
 
 # hiera diff at length (CI): the fast path against full comparisons on many random edits, and the
 # recorded Puppet answers (tests/diff/puppet-diff.py --record N asks Puppet for more)
