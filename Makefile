@@ -18,8 +18,8 @@ LTO ?= -flto=auto -ffat-lto-objects
 # machine (make, make -j2 check, make install, make demo, make check-asan), the compiler and the
 # linker get the flags of the packages just installed. The file is made again when the Makefile
 # or scripts/deps.sh change; delete it (or `make clean`) to ask again after installing a package.
-# `make clean` and `make uninstall` need none of it.
-ifneq ($(filter-out clean uninstall deps,$(or $(MAKECMDGOALS),all)),)
+# `make clean`, `make uninstall`, `make deb` and `make check-deb` need none of it.
+ifneq ($(filter-out clean uninstall deps deb check-deb,$(or $(MAKECMDGOALS),all)),)
 include $(B)/config.mk
 endif
 # The allocator of the long runs: mimalloc (libmimalloc-dev) when it is installed. hiera batch
@@ -32,13 +32,15 @@ endif
 MIMALLOC ?= $(if $(MIMALLOC_SO),-DHIERA_MIMALLOC_SO='"$(MIMALLOC_SO)"')
 comma = ,
 WARN = -Wall -Wextra -Wshadow -Wno-unused-parameter
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
+# (CPPFLAGS and LDFLAGS as given: a Debian build's hardening flags, dpkg-buildflags)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CPPFLAGS) $(CFLAGS) -Iinclude -Isrc $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lm -lpthread
 # the hiera command loads libcrypto only when eyaml needs it (src/crypto/lazy/libcrypto.c: part of
 # the crypto module, linked into the command only; the library links libcrypto), and Oniguruma
 # only when a regexp first needs it (src/base/lazy/oniguruma.c, likewise): CLI_LIBS (from
 # $(B)/config.mk) names libyaml, linked statically when its archive is installed (Debian's
-# libyaml-dev ships libyaml.a): a one-shot lookup then loads libc alone
+# libyaml-dev ships libyaml.a): a one-shot lookup then loads libc alone; `make YAML_STATIC=no`
+# (the Debian package: security updates of libyaml reach it) links the shared libyaml
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
 # comparison, facts: facts sources, Facter and PuppetDB's client, fleet: many nodes x many keys
@@ -49,8 +51,9 @@ LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h include/hiera_fleet.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # `hiera serve` (src/serve/): part of the command, with its page (src/serve/web/) compiled in;
-# libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), so only their
-# headers are needed to build (SERVE_CFLAGS: from $(B)/config.mk)
+# libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), and libsystemd
+# when systemd runs it (src/serve/systemd.c), so only their headers are needed to build
+# (SERVE_CFLAGS: from $(B)/config.mk)
 SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
 # `hiera lsp` (src/lsp/): the language server, part of the command only
@@ -62,6 +65,9 @@ PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o \
            $(LSP_SRC:src/lsp/%.c=$(B)/obj/lsp/%.o) \
            $(B)/obj/crypto/lazy/libcrypto.o $(B)/obj/base/lazy/oniguruma.o
+# (the test programs link libhiera.a's plain code with -fno-lto: without it GCC's linker plugin
+# takes the fat objects' LTO code and optimises the whole library again for each program, 25 s
+# of CPU instead of 0.4)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
@@ -70,7 +76,8 @@ SOVER = 1
 # ahead of another one on PATH)
 PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb check-lsp python check-python install-python check-ansible
+.PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb \
+        check-lsp deb check-deb python check-python install-python check-ansible
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -84,14 +91,14 @@ test-deps:
 $(B)/config.mk: Makefile scripts/deps.sh
 	@sh scripts/deps.sh
 	@mkdir -p $(dir $@)
-	@pkg-config --exists $(PKGS) libmicrohttpd gnutls libcurl || \
-	  { echo "pkg-config does not find $(PKGS) libmicrohttpd gnutls libcurl" >&2; exit 1; }
+	@pkg-config --exists $(PKGS) libmicrohttpd gnutls libsystemd libcurl || \
+	  { echo "pkg-config does not find $(PKGS) libmicrohttpd gnutls libsystemd libcurl" >&2; exit 1; }
 	@{ echo "# made by the Makefile after scripts/deps.sh; delete it to ask pkg-config again"; \
 	  echo "PKG_CFLAGS := $$(pkg-config --cflags $(PKGS))"; \
 	  echo "PKG_LIBS := $$(pkg-config --libs $(PKGS))"; \
-	  echo "CLI_LIBS := $$(if [ -f "$$($(CC) -print-file-name=libyaml.a)" ]; then echo -l:libyaml.a; \
+	  echo "CLI_LIBS := $$(if [ "$(YAML_STATIC)" != no ] && [ -f "$$($(CC) -print-file-name=libyaml.a)" ]; then echo -l:libyaml.a; \
 	    else pkg-config --libs yaml-0.1; fi) -lm -ldl -lpthread"; \
-	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls)"; \
+	  echo "SERVE_CFLAGS := $$(pkg-config --cflags libmicrohttpd gnutls libsystemd)"; \
 	  echo "CURL_CFLAGS := $$(pkg-config --cflags libcurl)"; \
 	  echo "MIMALLOC_SO := $$(p=$$($(CC) -print-file-name=libmimalloc.so.2); [ -f "$$p" ] && echo "$$(cd "$$(dirname "$$p")" && pwd -P)/libmimalloc.so.2")"; \
 	} > $@.tmp && mv $@.tmp $@
@@ -147,14 +154,16 @@ $(B)/libhiera.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(B)/libhiera.so: $(PIC_OBJ)
-	$(CC) $(CFLAGS) $(LTO) -shared -Wl,-soname,libhiera.so.$(SOVER) -o $@ $^ $(LIBS)
+	$(CC) $(CFLAGS) $(LTO) $(LDFLAGS) -shared -Wl,-soname,libhiera.so.$(SOVER) -o $@ $^ $(LIBS)
 
 $(B)/hiera: $(CLI_OBJ) $(B)/libhiera.a $(B)/flags
-	$(CC) $(CFLAGS) $(LTO) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(CLI_LIBS)
+	$(CC) $(CFLAGS) $(LTO) $(LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libhiera.a $(CLI_LIBS)
 
-$(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h | test-deps
+# (TEST_DEPS= : the tests' packages are known to be installed, as in a Debian package build)
+TEST_DEPS ?= test-deps
+$(B)/tests/%: tests/unit/%.c $(B)/libhiera.a tests/unit/testutil.h | $(TEST_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -Itests/unit $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libhiera.a $(LIBS) $(shell pkg-config --libs cmocka)
+	$(CC) $(ALL_CFLAGS) -fno-lto $(CURL_CFLAGS) -Itests/unit $(shell pkg-config --cflags cmocka) -o $@ $< $(B)/libhiera.a $(LIBS) $(shell pkg-config --libs cmocka)
 
 unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do ./$$t >$$t.log 2>&1 || { echo "FAIL $$t"; cat $$t.log; fail=1; }; done; \
@@ -183,6 +192,9 @@ check: all test-deps
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
+	@python3 tests/serve/systemd.py --hiera $(B)/hiera
+	@python3 tests/docs/check.py --hiera $(B)/hiera
+	@python3 tests/completion/check.py --hiera $(B)/hiera
 	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
 	@python3 tests/lsp/check.py --hiera $(B)/hiera
 	@$(MAKE) --no-print-directory check-python
@@ -226,11 +238,16 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# the man pages: hiera(1), one per subcommand (hiera-lookup(1)...), hiera-serve(8)
+MAN1 := $(wildcard docs/*.1)
+MAN8 := $(wildcard docs/*.8)
 
 # hiera.pc is written at each install from hiera.pc.in with the PREFIX, LIBDIR and INCLUDEDIR of
 # that install (a file kept in $(B) would keep the folders of an earlier `make install`)
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(B)/hiera $(DESTDIR)$(BINDIR)/hiera
 	install -m 0644 $(B)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.a
 	install -m 0755 $(B)/libhiera.so $(DESTDIR)$(LIBDIR)/libhiera.so.$(VERSION)
@@ -240,13 +257,15 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' hiera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
-	install -m 0644 docs/hiera.1 $(DESTDIR)$(MANDIR)/man1/hiera.1
-	install -m 0644 docs/hiera-lsp.1 $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1
-	@if $(PYTHON) -c 'import cffi, sysconfig, os; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' 2>/dev/null; \
+	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 completion/hiera $(DESTDIR)$(BASHCOMPDIR)/hiera
+	@if [ "$(INSTALL_PYTHON)" != no ] && $(PYTHON) -c 'import cffi, sysconfig, os; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' 2>/dev/null; \
 	  then $(MAKE) --no-print-directory install-python; \
 	  else echo "the Python module is not installed: $(PYTHON) lacks cffi or its headers (python3-cffi, python3-dev)"; fi
 
-# the Python module into Python's site-packages of the prefix (PYTHONDIR), built against the
+# the Python module into Python's site-packages of the prefix (PYTHONDIR; make install leaves it out
+# with INSTALL_PYTHON=no), built against the
 # library as installed in LIBDIR (recorded as its run path unless the loader looks there anyway)
 PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("platlib", "posix_prefix", {"base": "$(PREFIX)", "platbase": "$(PREFIX)"}))' 2>/dev/null)
 SYSTEM_LIBDIRS := /lib /usr/lib /lib64 /usr/lib64 /usr/lib/$(shell $(CC) -dumpmachine 2>/dev/null)
@@ -261,8 +280,8 @@ install-python: $(B)/libhiera.so
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
-	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera_fleet.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc $(DESTDIR)$(MANDIR)/man1/hiera.1 \
-	      $(DESTDIR)$(MANDIR)/man1/hiera-lsp.1
+	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera_fleet.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc \
+	      $(MAN1:docs/%=$(DESTDIR)$(MANDIR)/man1/%) $(MAN8:docs/%=$(DESTDIR)$(MANDIR)/man8/%) $(DESTDIR)$(BASHCOMPDIR)/hiera
 	rm -rf $(DESTDIR)$(PYTHONDIR)/hiera
 
 # hiera lsp in a real editor: Neovim's LSP client, headless, on a real control repository (a
@@ -287,6 +306,17 @@ check-puppetdb: all
 # installs into a scratch DESTDIR and builds the README's example against it with pkg-config
 install-check: all
 	@sh tests/install/check.sh
+
+# ---- Debian packages (debian/): hiera-c (the command, man pages, bash completion), libhiera1,
+# libhiera-dev and hiera-serve (the systemd service). `make deb` builds them with
+# dpkg-buildpackage in a copy of the tree (scripts/deb.sh), into $(B)/deb; `make check-deb` builds
+# them from a clean clone in a fresh Debian 12 root, runs lintian, installs them and tries them
+# (tests/deb/check.sh: ../shared/tools/fresh-machine, as root; .ci/run runs it)
+deb:
+	@sh scripts/deb.sh $(B)/deb
+
+check-deb:
+	@sh tests/deb/check.sh
 
 clean:
 	rm -rf $(B)
@@ -414,7 +444,7 @@ STRESS_ROUNDS ?= 3
 
 $(B)/tests/stress: tests/threads/stress.c $(B)/libhiera.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libhiera.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) -fno-lto -o $@ $< $(B)/libhiera.a $(LIBS)
 
 tsan:
 	@$(MAKE) --no-print-directory B=$(TSAN_B) CFLAGS="$(TSAN_CFLAGS)" LTO= MIMALLOC= $(TSAN_B)/libhiera.a $(TSAN_B)/tests/stress \

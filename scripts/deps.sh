@@ -15,6 +15,8 @@ have_pc openssl || need="$need libssl-dev"
 # hiera serve: the HTTP server and TLS libraries' headers (the libraries are opened at run time)
 have_pc libmicrohttpd || need="$need libmicrohttpd-dev"
 have_pc gnutls || need="$need libgnutls28-dev"
+# ... and under systemd (socket activation, sd_notify): libsystemd's header, the library opened then
+have_pc libsystemd || need="$need libsystemd-dev"
 # PuppetDB's client: libcurl's header (the library is opened at run time)
 have_pc libcurl || need="$need libcurl4-openssl-dev"
 if [ "${1:-}" = "--fuzz" ]; then

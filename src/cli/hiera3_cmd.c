@@ -23,24 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* the hiera command's own subcommands, before Hiera 3's usage (kept as Hiera 3 prints it) */
-static const char SUBCOMMANDS[] =
-    "usage: hiera <subcommand> [arguments]\n"
-    "   or: hiera [options] key [default value] [variable='text'...]   (Hiera 3.10's command line)\n"
-    "\n"
-    "Subcommands:\n"
-    "    lookup    look up keys as `puppet lookup` (Puppet 7.23) does: Puppet's settings,\n"
-    "              environments and modules (hiera lookup --help)\n"
-    "    batch     look up many keys for many nodes in one run (hiera batch --help)\n"
-    "    keys      list the keys a node can see, with the file and line of each, or its\n"
-    "              hierarchy's layers, levels and files (hiera keys --help)\n"
-    "    eyaml     hiera-eyaml 3.3's commands: createkeys, encrypt, decrypt, version\n"
-    "              (hiera eyaml --help)\n"
-    "    version   print this hiera's version (" HIERA_VERSION "); hiera --version prints Hiera 3's\n"
-    "\n"
-    "Without a subcommand (or after --), hiera is Hiera 3.10's command line:\n"
-    "\n";
-
 static const char HELP[] =
     "Usage: hiera [options] key [default value] [variable='text'...]\n"
     "\n"
@@ -164,7 +146,7 @@ static int act(options *o, const opt_def *d, const char *val)
 {
     switch (d->shortc) {
     case 0: /* --help */
-        fputs(SUBCOMMANDS, stdout);
+        cli_print_subcommands(stdout); /* the hiera command's own, before Hiera 3's usage */
         fputs(HELP, stdout);
         return 0;
     case 'V':

@@ -1,7 +1,10 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`, `hiera batch` many lookups,
- * `hiera keys` the keys a node can see,
- * `hiera eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3
- * command line (`hiera -- version` looks up the key "version"). */
+ * `hiera keys` the keys a node can see, `hiera check` a linter, `hiera diff` the fleet impact of a
+ * change, `hiera serve` answers over HTTP, `hiera lsp` a language server for editors, `hiera
+ * eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3 command
+ * line (`hiera -- version` looks up the key "version"). Every subcommand the dispatcher below
+ * knows has a line in SUBCOMMANDS (hiera --help) and a man page, docs/hiera-NAME.1 (or .8):
+ * tests/docs/check.py finds the subcommands in main() and checks both. */
 #include "cli/batch_cmd.h"
 #include "cli/check_cmd.h"
 #include "cli/diff_cmd.h"
@@ -9,8 +12,8 @@
 #include "cli/hiera3_cmd.h"
 #include "cli/keys_cmd.h"
 #include "cli/lookup_cmd.h"
-#include "cli/result_cache.h"
 #include "cli/lsp_cmd.h"
+#include "cli/result_cache.h"
 #include "cli/serve_cmd.h"
 
 #include "hiera.h"
@@ -19,6 +22,50 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* `hiera --help`'s list (hiera3_cmd.c prints it before Hiera 3's usage): one entry per subcommand
+ * of main(), its summary's lines broken by \n */
+static const struct {
+    const char *name, *summary;
+} SUBCOMMANDS[] = {
+    {"lookup", "look up keys as `puppet lookup` (Puppet 7.23) does: Puppet's settings,\n"
+               "environments and modules (hiera lookup --help)"},
+    {"batch", "look up many keys for many nodes in one run (hiera batch --help)"},
+    {"keys", "list the keys a node can see, with the file and line of each, or its\n"
+             "hierarchy's layers, levels and files (hiera keys --help)"},
+    {"check", "lint a control repository: hiera.yaml, data, interpolation, lookup_options,\n"
+              "eyaml, keys against class parameters (hiera check --help)"},
+    {"diff", "which nodes' answers two versions of the data change, and how\n"
+             "(hiera diff --help)"},
+    {"serve", "answer lookups over HTTP (JSON API and a web page) from a snapshot kept\n"
+              "current with the files (hiera serve --help)"},
+    {"lsp", "a Language Server Protocol server for editors: diagnostics, hover,\n"
+            "definitions and completion on hiera.yaml, data and manifests (hiera lsp --help)"},
+    {"eyaml", "hiera-eyaml 3.3's commands: createkeys, encrypt, decrypt, version\n"
+              "(hiera eyaml --help)"},
+    {"version", "print this hiera's version (" HIERA_VERSION "); hiera --version prints Hiera 3's"},
+};
+
+void cli_print_subcommands(FILE *out)
+{
+    fputs("usage: hiera <subcommand> [arguments]\n"
+          "   or: hiera [options] key [default value] [variable='text'...]   (Hiera 3.10's command line)\n"
+          "\n"
+          "Subcommands:\n",
+          out);
+    for (size_t i = 0; i < sizeof SUBCOMMANDS / sizeof *SUBCOMMANDS; i++) {
+        const char *s = SUBCOMMANDS[i].summary;
+        fprintf(out, "    %-9s ", SUBCOMMANDS[i].name);
+        for (const char *nl; (nl = strchr(s, '\n')) != NULL; s = nl + 1)
+            fprintf(out, "%.*s\n%14s", (int)(nl - s), s, "");
+        fprintf(out, "%s\n", s);
+    }
+    fputs("\nEvery subcommand has a man page: man hiera-lookup, man hiera-serve...\n"
+          "\n"
+          "Without a subcommand (or after --), hiera is Hiera 3.10's command line:\n"
+          "\n",
+          out);
+}
 
 #ifdef HIERA_MIMALLOC_SO
 /* The variable that tells a process started again with mimalloc preloaded what LD_PRELOAD was:
@@ -85,6 +132,14 @@ int main(int argc, char **argv)
         return eyaml_main(argc - 2, argv + 2);
     if (argc == 2 && strcmp(argv[1], "version") == 0) {
         printf("%s\n", hiera_version());
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "version") == 0 && strcmp(argv[2], "--help") == 0) {
+        printf("usage: hiera version\n\nPrints this hiera's version (%s). `hiera --version` (Hiera 3's option)\n"
+               "prints the version of the Hiera 3 command it answers as (%s). Any other argument\n"
+               "after version is Hiera 3's command line: `hiera version VALUE` looks up the key\n"
+               "\"version\" with the default VALUE.\n",
+               hiera_version(), hiera3_version());
         return 0;
     }
     /* everything else is the Hiera 3 command line (`hiera -- lookup` looks up a key "lookup") */

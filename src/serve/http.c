@@ -5,6 +5,7 @@
  * SIGHUP reloads, SIGTERM and SIGINT stop accepting, let the requests in flight finish, and exit. */
 #include "serve/serve.h"
 #include "serve/libs.h"
+#include "serve/systemd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -344,9 +345,13 @@ int serve_run(const serve_options *o)
     }
     s.auth_required = o->token_file || o->tls_ca;
 
-    struct sockaddr_storage addr;
+    /* the socket systemd passed (socket activation) is served instead of --listen's */
+    int passed = serve_systemd_listen_fd();
+    if (passed == -2)
+        return 2;
+    struct sockaddr_storage addr = {0};
     socklen_t addrlen;
-    if (!parse_listen(o->listen ? o->listen : "127.0.0.1:8150", &addr, &addrlen)) {
+    if (passed < 0 && !parse_listen(o->listen ? o->listen : "127.0.0.1:8150", &addr, &addrlen)) {
         fprintf(stderr, "Error: hiera serve: --listen '%s' is not PORT, ADDRESS:PORT or [ADDRESS]:PORT\n", o->listen);
         return 2;
     }
@@ -409,7 +414,10 @@ int serve_run(const serve_options *o)
     struct MHD_OptionItem opts[16];
     size_t no = 0;
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL}; /* first, as MHD asks */
-    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
+    if (passed >= 0)
+        opts[no++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, passed, NULL};
+    else
+        opts[no++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, o->max_connections, NULL};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, o->timeout, NULL};
@@ -441,24 +449,39 @@ int serve_run(const serve_options *o)
     nfiles = hiera_value_array_size(hiera_value_hash_get(desc, "files"));
     hiera_value_decref(desc);
     fprintf(stderr, "hiera serve: listening on %s%s port %u (%u threads); %zu data files, %zu nodes, built in %.3f s\n",
-            cert ? "https " : "", o->listen ? o->listen : "127.0.0.1:8150", bound_port(d), threads, nfiles,
-            hv_array_len(g->nodes), g->build_seconds);
+            cert ? "https " : "", passed >= 0 ? "the socket systemd passed," : o->listen ? o->listen : "127.0.0.1:8150",
+            bound_port(d), threads, nfiles, hv_array_len(g->nodes), g->build_seconds);
     generation_release(g);
+    serve_systemd_ready(&st, true);
     if (o->watch && !state_watch(&st))
         fprintf(stderr, "hiera serve: warning: cannot watch the files; SIGHUP reloads\n");
     else if (!o->watch)
         state_watch(&st); /* SIGHUP still reloads */
 
+    /* the signals, and once a second whether a reload ended (systemd is told: READY=1 after the
+     * reload SIGHUP asked for, the served generation after any) */
     int sig = 0;
+    bool reloading = false;
+    uint64_t reloads = __atomic_load_n(&st.reloads_ok, __ATOMIC_RELAXED) + __atomic_load_n(&st.reloads_refused, __ATOMIC_RELAXED);
     for (;;) {
-        if (sigwait(&sigs, &sig) != 0)
+        sig = sigtimedwait(&sigs, NULL, &(struct timespec){1, 0});
+        uint64_t now = __atomic_load_n(&st.reloads_ok, __ATOMIC_RELAXED) + __atomic_load_n(&st.reloads_refused, __ATOMIC_RELAXED);
+        if (now != reloads) {
+            reloads = now;
+            serve_systemd_ready(&st, reloading);
+            reloading = false;
+        }
+        if (sig < 0)
             continue;
         if (sig == SIGHUP) {
+            serve_systemd_notify("RELOADING=1");
+            reloading = true;
             state_request_reload(&st);
             continue;
         }
         break;
     }
+    serve_systemd_notify("STOPPING=1");
     /* drain: no new connections; the requests in flight finish (10 s at most) */
     fprintf(stderr, "hiera serve: %s: stopping (%llu requests in flight)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
             (unsigned long long)__atomic_load_n(&in_flight, __ATOMIC_RELAXED));

@@ -1,4 +1,5 @@
-/* libs.c - libmicrohttpd and GnuTLS opened with dlopen when `hiera serve` starts (libs.h). */
+/* libs.c - libmicrohttpd and GnuTLS opened with dlopen when `hiera serve` starts, libsystemd when
+ * systemd runs it (libs.h). */
 #include "serve/libs.h"
 
 #include <dlfcn.h>
@@ -6,6 +7,7 @@
 
 mhd_api MHD;
 tls_api TLS;
+sd_api SD;
 
 static void *open_first(const char *const *names)
 {
@@ -52,4 +54,13 @@ bool serve_load_tls(void)
     _Static_assert(sizeof names / sizeof *names == sizeof(tls_api) / sizeof(void *), "one name per pointer");
     void *lib = open_first(libs);
     return lib && bind_all(lib, "GnuTLS", names, (void **)&TLS, sizeof names / sizeof *names);
+}
+
+bool serve_load_systemd(void)
+{
+    static const char *const libs[] = {"libsystemd.so.0", NULL};
+    static const char *const names[] = {"sd_notify", "sd_listen_fds", "sd_is_socket_inet"};
+    _Static_assert(sizeof names / sizeof *names == sizeof(sd_api) / sizeof(void *), "one name per pointer");
+    void *lib = open_first(libs);
+    return lib && bind_all(lib, "libsystemd", names, (void **)&SD, sizeof names / sizeof *names);
 }

@@ -1,6 +1,6 @@
 /* libs.h - libmicrohttpd (the HTTP server) and GnuTLS (client certificates), loaded when
  * `hiera serve` starts rather than when any hiera command starts (libs.c): a one-shot lookup
- * pays nothing for them. The pointers are typed from the libraries' own headers, so every call
+ * pays nothing for them; libsystemd likewise, only when systemd runs the server (systemd.c). The pointers are typed from the libraries' own headers, so every call
  * is checked by the compiler. */
 #ifndef HIERA_SERVE_LIBS_H
 #define HIERA_SERVE_LIBS_H
@@ -9,6 +9,7 @@
 #include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <stdbool.h>
+#include <systemd/sd-daemon.h>
 
 typedef struct {
     __typeof__(MHD_start_daemon) *start_daemon;
@@ -34,11 +35,20 @@ typedef struct {
     __typeof__(gnutls_x509_crt_deinit) *crt_deinit;
 } tls_api;
 
+typedef struct {
+    __typeof__(sd_notify) *notify;
+    __typeof__(sd_listen_fds) *listen_fds;
+    __typeof__(sd_is_socket_inet) *is_socket_inet;
+} sd_api;
+
 /* Filled by serve_load_mhd / serve_load_tls; false with a message on stderr when the library
  * cannot be loaded. */
 extern mhd_api MHD;
 extern tls_api TLS;
 bool serve_load_mhd(void);
 bool serve_load_tls(void);
+/* libsystemd (sd_notify, sd_listen_fds): filled by serve_load_systemd, likewise */
+extern sd_api SD;
+bool serve_load_systemd(void);
 
 #endif

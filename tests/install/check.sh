@@ -18,7 +18,10 @@ pass=0 fail=0
 check() { if "$@"; then pass=$((pass + 1)); else echo "FAIL install: $*"; fail=$((fail + 1)); fi; }
 check test -x "$dest/usr/bin/hiera"
 check test -f "$dest/usr/share/man/man1/hiera.1"
-check test -f "$dest/usr/share/man/man1/hiera-lsp.1"
+for page in docs/*.[1-8]; do # every man page, in its section's folder
+  check test -f "$dest/usr/share/man/man${page##*.}/${page#docs/}"
+done
+check test -f "$dest/usr/share/bash-completion/completions/hiera"
 check test -L "$dest/usr/lib/libhiera.so.1"
 version=$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
 check sh -c "readelf -d '$dest/usr/lib/libhiera.so.$version' | grep -q 'SONAME.*libhiera.so.1'"
@@ -33,6 +36,13 @@ missing=$(echo "$declared" | grep -vxF "$exported" | tr '\n' ' ' || true)
 [ -z "$missing" ] || echo "libhiera.so does not export: $missing"
 check test -n "$declared"
 check test -z "$extra$missing"
+# debian/libhiera1.symbols lists exactly these (the package build checks the library against it
+# with dpkg-gensymbols -c4): a function added to the API gets its line there, with the version
+# that adds it
+listed=$(sed -n 's/^ \([A-Za-z0-9_]*\)@Base .*/\1/p' debian/libhiera1.symbols | sort)
+[ "$listed" = "$declared" ] || echo "debian/libhiera1.symbols: not listed:" \
+  $(echo "$declared" | grep -vxF "$listed") "; listed, not declared:" $(echo "$listed" | grep -vxF "$declared")
+check test "$listed" = "$declared"
 cc -o "$dest/example-shared" examples/api-example.c $(pkg-config --cflags --libs hiera)
 cc -o "$dest/example-static" examples/api-example.c $(pkg-config --cflags hiera) \
    "$dest/usr/lib/libhiera.a" $(pkg-config --libs --static hiera | sed 's/-lhiera//')

@@ -1,0 +1,34 @@
+#!/bin/sh
+# make check-deb (and .ci/run): the Debian packages, tried as an administrator would. First in a
+# fresh Debian 12 root made by ../shared/tools/fresh-machine from a clean clone of the committed
+# tree (tests/deb/in-root.sh: build, lintian, install, use); then the service under a real
+# systemd, the packages built there booted in a container (tests/deb/boot.sh, when
+# systemd-nspawn is installed). Needs root and ../shared; without them it says why and skips.
+set -e
+cd "$(dirname "$0")/../.."
+fm=../shared/tools/fresh-machine
+if [ ! -x "$fm" ]; then
+    echo "deb: no $fm: the packages are not checked in a fresh root"
+    exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "deb: not root: the packages are not checked in a fresh root (fresh-machine needs chroot)"
+    exit 0
+fi
+start=$(date +%s)
+tmp=$(mktemp -d /tmp/deb-check-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# the root's output as it comes, but the packages it exports at the end (tests/deb/in-root.sh)
+{ rc=0; "$fm" . 'sh tests/deb/in-root.sh --export' || rc=$?; echo "$rc" >"$tmp/rc"; } |
+    awk -v out="$tmp/debs.b64" '/^==BEGIN DEBS==$/ { b = 1; next } /^==END DEBS==$/ { b = 0; next }
+                                b { print > out; next } { print; fflush() }'
+rc=$(cat "$tmp/rc")
+echo "deb: the fresh root's check took $(( $(date +%s) - start )) s"
+[ "$rc" = 0 ] || exit "$rc"
+mkdir "$tmp/debs"
+base64 -d "$tmp/debs.b64" | tar -C "$tmp/debs" -xf -
+start=$(date +%s)
+rc=0
+sh tests/deb/boot.sh "$tmp/debs" || rc=$?
+echo "deb-boot: the service's check took $(( $(date +%s) - start )) s"
+exit $rc
