@@ -58,6 +58,7 @@ def main(argv):
     ap.add_argument("--hiera3", default="/usr/bin/hiera")
     ap.add_argument("--keys", type=int, default=200)
     a = ap.parse_args(argv)
+    a.hiera3 = os.path.abspath(a.hiera3)
     ap_bin = shutil.which("ansible-playbook")
     if not ap_bin or not os.path.exists(a.hiera3):
         print("ansible-playbook or Hiera 3.10's hiera is not installed: skipped\n0 passed, 0 failed")
@@ -142,7 +143,7 @@ def run(a, tmp):
     if len(theirs) != len(terms) or len(ours) != len(terms):
         failed += 1
         print(f"FAIL: {len(terms)} terms, {len(theirs)} and {len(ours)} answers")
-    print(f"{len(terms)} terms: community.general.hiera (Hiera 3.10's hiera, a process per term) "
+    print(f"{len(terms)} terms: community.general.hiera ({a.hiera3}, a process per term) "
           f"{times['community.general.hiera']:.1f} s, libhiera.hiera.hiera (in-process) {times['libhiera']:.1f} s")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
