@@ -44,9 +44,9 @@ LIBS = $(PKG_LIBS) -lm -lpthread
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
 # comparison, facts: facts sources, Facter and PuppetDB's client, fleet: many nodes x many keys
-# on a pool of threads);
+# on a pool of threads; edit: byte-preserving edits of data files);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check facts fleet
+LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check edit facts fleet
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h include/hiera_fleet.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -77,7 +77,7 @@ SOVER = 1
 PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
 .PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb \
-        check-lsp deb check-deb python check-python install-python check-ansible
+        check-lsp check-edit deb check-deb check-realrepos python check-python install-python check-ansible
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -169,8 +169,11 @@ unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do ./$$t >$$t.log 2>&1 || { echo "FAIL $$t"; cat $$t.log; fail=1; }; done; \
 	  echo "unit tests: $(words $(UNIT_BIN)) programs"; exit $$fail
 
+# the recorded cases answered as Puppet 7.23 (expected.json) and as Puppet 8.10 (expected-puppet8.json
+# where Puppet 8 answers otherwise)
 cases: $(B)/hiera
-	@python3 tests/run-cases.py --hiera $(B)/hiera
+	@python3 tests/run-cases.py --hiera $(B)/hiera --puppet-version 7
+	@python3 tests/run-cases.py --hiera $(B)/hiera --puppet-version 8
 
 check: all test-deps
 	@$(MAKE) --no-print-directory unit
@@ -183,15 +186,19 @@ check: all test-deps
 	@python3 tests/cli/result-cache.py --hiera $(B)/hiera
 	@python3 tests/cli/result-cache-random.py --hiera $(B)/hiera
 	@python3 tests/check/run.py --hiera $(B)/hiera
+	@python3 tests/check/realrepos.py --hiera $(B)/hiera
 	@python3 tests/diff/check.py --hiera $(B)/hiera
 	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 25
 	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
+	@python3 tests/edit/check.py --hiera $(B)/hiera
 	@sh tests/eyaml/lookup.sh $(B)/hiera
 	@$(MAKE) --no-print-directory $(B)/tests/stress
 	@./$(B)/tests/stress --threads 4 --rounds 1 tests/cases >$(B)/tests/stress.log 2>&1 \
 	  && sed -n 's/^\([0-9]* passed\)/threads: \1/p' $(B)/tests/stress.log \
 	  || { grep -A20 '^FAIL' $(B)/tests/stress.log | head -100; tail -3 $(B)/tests/stress.log; exit 1; }
 	@python3 tests/serve/check.py --hiera $(B)/hiera
+	@python3 tests/edit/serve.py --hiera $(B)/hiera
+	@python3 tests/serve/storm.py --hiera $(B)/hiera --rounds 2
 	@python3 tests/serve/systemd.py --hiera $(B)/hiera
 	@python3 tests/docs/check.py --hiera $(B)/hiera
 	@python3 tests/completion/check.py --hiera $(B)/hiera
@@ -226,6 +233,19 @@ check-diff: all
 	@python3 tests/diff/fastpath.py --hiera $(B)/hiera --rounds 200 --seed 20000
 	@python3 tests/diff/puppet-diff.py --hiera $(B)/hiera
 
+# hiera check and hiera diff on real public control repositories (issue 37), when their trees are
+# laid out (tests/check/realrepos/README.md: REALREPOS=DIR, default /tmp/hiera-realrepos; with
+# REALREPOS_MIRROR=M, a folder of the repositories' git dirs, they are laid out from M first when
+# DIR has none): the triaged findings, and hiera diff on real commit pairs against Puppet's
+# recorded answers
+REALREPOS ?= /tmp/hiera-realrepos
+REALREPOS_MIRROR ?=
+check-realrepos: all
+	@if [ -n "$(REALREPOS_MIRROR)" ] && [ ! -d "$(REALREPOS)/trees" ]; then \
+	  bash tests/check/realrepos/build.sh "$(REALREPOS)" "$(REALREPOS_MIRROR)"; fi
+	@python3 tests/check/realrepos.py --hiera $(B)/hiera --trees $(REALREPOS)
+	@python3 tests/diff/realpairs.py --hiera $(B)/hiera --mirror $(REALREPOS)/mirror
+
 demo: all
 	@echo '$$ build/hiera lookup --codedir examples/control-repo --environmentpath examples/control-repo/environments --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users'
 	@./$(B)/hiera lookup --codedir examples/control-repo --environmentpath examples/control-repo/environments \
@@ -239,6 +259,8 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# the README (hiera lsp links its diagnostics to its rules: ../share/doc/hiera from the command)
+DOCDIR ?= $(PREFIX)/share/doc/hiera
 # the man pages: hiera(1), one per subcommand (hiera-lookup(1)...), hiera-serve(8)
 MAN1 := $(wildcard docs/*.1)
 MAN8 := $(wildcard docs/*.8)
@@ -247,7 +269,7 @@ MAN8 := $(wildcard docs/*.8)
 # that install (a file kept in $(B) would keep the folders of an earlier `make install`)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
+	  $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
 	install -m 0755 $(B)/hiera $(DESTDIR)$(BINDIR)/hiera
 	install -m 0644 $(B)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.a
 	install -m 0755 $(B)/libhiera.so $(DESTDIR)$(LIBDIR)/libhiera.so.$(VERSION)
@@ -260,6 +282,7 @@ install: all
 	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 completion/hiera $(DESTDIR)$(BASHCOMPDIR)/hiera
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	@if [ "$(INSTALL_PYTHON)" != no ] && $(PYTHON) -c 'import cffi, sysconfig, os; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' 2>/dev/null; \
 	  then $(MAKE) --no-print-directory install-python; \
 	  else echo "the Python module is not installed: $(PYTHON) lacks cffi or its headers (python3-cffi, python3-dev)"; fi
@@ -281,7 +304,8 @@ install-python: $(B)/libhiera.so
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
 	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera_fleet.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc \
-	      $(MAN1:docs/%=$(DESTDIR)$(MANDIR)/man1/%) $(MAN8:docs/%=$(DESTDIR)$(MANDIR)/man8/%) $(DESTDIR)$(BASHCOMPDIR)/hiera
+	      $(MAN1:docs/%=$(DESTDIR)$(MANDIR)/man1/%) $(MAN8:docs/%=$(DESTDIR)$(MANDIR)/man8/%) $(DESTDIR)$(BASHCOMPDIR)/hiera \
+	      $(DESTDIR)$(DOCDIR)/README.md
 	rm -rf $(DESTDIR)$(PYTHONDIR)/hiera
 
 # hiera lsp in a real editor: Neovim's LSP client, headless, on a real control repository (a
@@ -291,10 +315,17 @@ check-lsp: all
 	@sh scripts/deps.sh --lsp
 	@python3 tests/lsp/nvim/run.py --hiera $(B)/hiera
 
-# the page of hiera serve in headless chromium (installs chromium, npm and playwright-core when
-# missing; screenshots in build/web-artifacts)
+# the page of hiera serve in headless chromium, and its edit flow (installs chromium, npm and
+# playwright-core when missing; screenshots in build/web-artifacts)
 check-web: all
 	@sh tests/web/run.sh $(B)/hiera
+
+# hiera set / unset on random files and edits and the editor's fuzz corpus, judged by Ruby's Psych
+# (as Puppet reads data); installs ruby when missing (as root). About 2 minutes.
+check-edit: all
+	@command -v ruby >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || { apt-get update -qq >/dev/null 2>&1 || true; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 ruby >/dev/null; }
+	@python3 tests/edit/ruby-random.py --hiera $(B)/hiera
 
 # hiera against a real PuppetDB (Debian's puppetdb with its own PostgreSQL cluster, started and
 # stopped by the script in a scratch folder) and Puppet reading the same PuppetDB through
@@ -351,8 +382,8 @@ asan:
 # (with a scratch disk cache, removed afterwards)
 RUN_CONFORMANCE_ASAN = if [ -x $(SHARED_CONFORMANCE)/run ]; then \
 	  dc=$$(mktemp -d /tmp/hiera-conformance-cache-XXXXXX) && \
-	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
-	  HIERA_CACHE_DIR=$$dc $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
+	  HIERA_CACHE_DIR=$$dc HIERA_PUPPET_VERSION=7 $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera && \
+	  HIERA_CACHE_DIR=$$dc HIERA_PUPPET_VERSION=7 $(SAN_ENV) $(SHARED_CONFORMANCE)/run --hiera $(ASAN_B)/hiera $(SHARED_CONFORMANCE)/puppet-spec/*/; \
 	  rc=$$?; rm -rf "$$dc"; exit $$rc; \
 	else echo "no $(SHARED_CONFORMANCE): conformance cases skipped"; fi
 

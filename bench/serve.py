@@ -148,6 +148,14 @@ class Churn:
             f.write(self.orig)
 
 
+def bench_repo(repo):
+    """The benchmark environment at repo (made by gen-repo.py when missing): its bench.json."""
+    if not os.path.exists(os.path.join(repo, "bench.json")):
+        subprocess.run([sys.executable, os.path.join(HERE, "gen-repo.py"), "--out", repo, "--nodes", "2000", "--keys", "2000"],
+                       check=True, stdout=subprocess.DEVNULL)
+    return json.load(open(os.path.join(repo, "bench.json")))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hiera", default=os.path.join(TOP, "build", "hiera"))
@@ -160,10 +168,7 @@ def main():
     need([("wrk", "wrk"), ("nginx", "nginx-light")])
     hiera = os.path.abspath(args.hiera)
     repo = args.repo
-    if not os.path.exists(os.path.join(repo, "bench.json")):
-        subprocess.run([sys.executable, os.path.join(HERE, "gen-repo.py"), "--out", repo, "--nodes", "2000", "--keys", "2000"],
-                       check=True, stdout=subprocess.DEVNULL)
-    meta = json.load(open(os.path.join(repo, "bench.json")))
+    meta = bench_repo(repo)
     node, key = meta["node"], meta["merged_key"]
     work = tempfile.mkdtemp(prefix="hiera-serve-bench-")
     results = {"node": node, "key": key}

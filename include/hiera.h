@@ -1,4 +1,4 @@
-/* hiera.h - libhiera: Hiera 5 lookups (as Puppet 7 answers them) from C.
+/* hiera.h - libhiera: Hiera 5 lookups (as Puppet 7 or Puppet 8 answers them: hiera_puppet_version) from C.
  *
  * Ownership, in one rule: a function whose result is a pointer returns something the caller
  * owns and must release with the matching function named in its comment (hiera_free,
@@ -91,6 +91,14 @@ typedef enum {
      * not parse, a type mismatch between levels, a deep_merge error, a bad key) are
      * HIERA_ERR_LOOKUP. */
     HIERA_ERR_INTERPOLATION = 4,
+    /* Edits only (hiera_edit_*): the edit cannot be made exactly, and nothing is written; file,
+     * line and column say where, the message why (the key defined twice, an anchor or alias in
+     * the way, a flow mapping, a document that is not a hash, a level whose files cannot be
+     * named...). */
+    HIERA_ERR_REFUSED = 5,
+    /* hiera_file_replace only: the file is not the one the edit started from (another edit
+     * landed first); nothing is written. */
+    HIERA_ERR_STALE = 6,
 } hiera_error_kind;
 
 typedef struct {
@@ -302,9 +310,54 @@ typedef struct {
 /* Called on the thread that made the call the diagnostic arose in; userdata is passed through. */
 typedef void (*hiera_diagnostic_fn)(const hiera_diagnostic *d, void *userdata);
 
+/* ------------------------------------------------------------------ which Puppet
+ *
+ * The library answers as Puppet 7.23 (Debian 12's package) or as Puppet 8.10 (Debian 13's
+ * puppet-agent, with its Ruby 3.3, json 2.7, OpenSSL 3.5 and hiera-eyaml 4.2). What differs:
+ *  - Puppet's settings: 8 has five more (skip_logging_catalog_request_destination,
+ *    report_configured_environmentpath, ca_refresh_interval, hostcert_renewal_interval,
+ *    allow_pson_serialization) and other defaults, above all strict = error (warning in 7), so
+ *    that by default an undefined variable in data interpolation, a YAML data file that is not a
+ *    hash, a version 3 hiera.yaml in an environment or a module and an undefined variable in a
+ *    version 4 hierarchy path fail the lookup; a version 5 location's undefined variable still
+ *    interpolates as "" with "Interpolation failed with 'x', but compilation continuing" (under
+ *    Puppet 7 with strict = error it fails). strict is an ordinary setting in both (puppet.conf,
+ *    the command line): with strict = warning Puppet 8 answers those as Puppet 7.
+ *  - `puppet lookup` 8 sets $server_facts (serverversion "8.10.0", servername, serverip,
+ *    serverip6: the local machine's Facter facts networking.fqdn, .ip, .ip6; environment) and the
+ *    top-scope variables serverversion, servername, serverip, serverip6 (unless a fact has the
+ *    name).
+ *  - The Ruby libraries' messages: a JSON syntax error without json 2.6's "NNN: " prefix, an
+ *    invalid eyaml block "... (Expecting: PKCS7)", and hiera-eyaml 4.2's key loading (the public
+ *    key is not needed to decrypt; a key's environment variable wins over its file).
+ * hiera_puppet_version_find says which Puppet is installed. */
+typedef enum {
+    /* the installed one: HIERA_PUPPET_VERSION (7 or 8) in the environment when set, else the
+     * major version of the puppet found as HIERA_LAYOUT_AUTO finds it (its Ruby library's
+     * puppet/version.rb read as text: 8 and later answer as 8, earlier ones as 7), else 7 */
+    HIERA_PUPPET_AUTO = 0,
+    HIERA_PUPPET_7 = 7, /* Puppet 7.23 */
+    HIERA_PUPPET_8 = 8, /* Puppet 8.10 */
+} hiera_puppet_version;
+
+/* The installed Puppet, as HIERA_PUPPET_AUTO finds it (looked for again at each call). why, when
+ * not NULL, gets a malloc'ed sentence saying where the answer comes from ("HIERA_PUPPET_VERSION=8",
+ * "the installed Puppet 8.10.0 (/usr/lib/ruby/vendor_ruby/puppet/version.rb, of /usr/bin/puppet)",
+ * "no Puppet installed: Puppet 7, the default"). Returns HIERA_PUPPET_AUTO when
+ * HIERA_PUPPET_VERSION is set to something else than 7 or 8 (why says so; hiera_settings_load and
+ * hiera_new then fail with it). Any thread. */
+HIERA_API hiera_puppet_version hiera_puppet_version_find(char **why);
+
+/* Calls that take no context (hiera_render, hiera_cache_render, hiera_value_load_file,
+ * hiera_facts_load, hiera_facts_cached...) word the few messages Ruby 3.3 words otherwise (a JSON
+ * syntax error, "Infinity not allowed in JSON", a NoMethodError) as the calling thread's Puppet:
+ * Puppet 7 until this sets it (AUTO: the installed one). Returns the one in effect before. Calls
+ * on a context use the context's Puppet for their duration. Per thread. */
+HIERA_API hiera_puppet_version hiera_thread_puppet_version(hiera_puppet_version v);
+
 /* ------------------------------------------------------------------ Puppet's settings */
 
-/* Puppet's settings as `puppet lookup` (Puppet 7.23, run mode "server") resolves them: a value
+/* Puppet's settings as `puppet lookup` (Puppet 7.23 or 8.10, run mode "server") resolves them: a value
  * given on the command line wins, then the environment's environment.conf (for the settings it
  * may hold), then puppet.conf's [server], [master] and [main] sections, then Puppet's defaults.
  * "$name" (or "${name}") in a value is replaced by the value of the setting `name`; "$environment"
@@ -361,6 +414,9 @@ typedef struct {
      * meets them; NULL drops them. */
     hiera_diagnostic_fn diagnostics;
     void *diagnostics_data;
+    /* whose settings these are: Puppet 7's or Puppet 8's (their names and defaults); AUTO: the
+     * installed one (see hiera_puppet_version) */
+    hiera_puppet_version puppet_version;
 } hiera_settings_options;
 #define HIERA_SETTINGS_OPTIONS_INIT {.size = sizeof(hiera_settings_options)}
 
@@ -384,12 +440,19 @@ HIERA_API char *hiera_settings_get(const hiera_settings *s, const char *name, hi
 HIERA_API char *hiera_settings_given(const hiera_settings *s, const char *name, const char *where);
 /* The puppet.conf read (BORROWED), or NULL when none was (missing, ignored, or not asked for). */
 HIERA_API const char *hiera_settings_file(const hiera_settings *s);
+/* The Puppet whose settings these are (HIERA_PUPPET_7 or HIERA_PUPPET_8), which every context
+ * made from them answers as. */
+HIERA_API hiera_puppet_version hiera_settings_puppet_version(const hiera_settings *s);
 /* true when `name` is one of Puppet 7.23's settings. */
 HIERA_API bool hiera_setting_exists(const char *name);
 /* Puppet 7.23's settings in Puppet's order (for a command-line parser): the i-th one's name,
  * whether it is a boolean (given as --name / --no-name on a command line) and its one-letter
  * option (0 for none). false when i is past the last. */
 HIERA_API bool hiera_setting_info(size_t i, const char **name, bool *boolean, char *short_option);
+/* The same for the settings of version v's Puppet (AUTO: the installed one). */
+HIERA_API bool hiera_puppet_setting_exists(hiera_puppet_version v, const char *name);
+HIERA_API bool hiera_puppet_setting_info(hiera_puppet_version v, size_t i, const char **name, bool *boolean,
+                                         char *short_option);
 
 /* ------------------------------------------------------------------ environments */
 
@@ -477,6 +540,16 @@ typedef struct {
      * environment is loaded from them. settings NULL with env given: env's settings. */
     const hiera_settings *settings;
     const hiera_environment *env;
+    /* true: a datadir under one of Puppet's default environmentpaths (/etc/puppetlabs/code/
+     * environments, /etc/puppet/code/environments) is read under the environmentpath of this
+     * context instead (the folder its environment is in), as when the code is deployed there:
+     * `hiera check` and `hiera diff` read a checkout of a control repository whose hiera.yaml
+     * names `/etc/puppetlabs/code/environments/%{environment}/hieradata` so. false: the path as
+     * written, as Puppet reads it (a lookup on this machine then reads the live files there). */
+    bool remap_default_environmentpath;
+    /* Without settings and env: whose Puppet's settings are made (see hiera_puppet_version; AUTO:
+     * the installed one). With them, their version is the context's and this is ignored. */
+    hiera_puppet_version puppet_version;
 } hiera_options;
 #define HIERA_OPTIONS_INIT {.size = sizeof(hiera_options)}
 
@@ -517,7 +590,11 @@ typedef struct hiera_snapshot hiera_snapshot;
  * it keeps a disk cache, lends it for parsing). Never NULL: files that do not parse and
  * configurations that are not valid are kept as problems (hiera_snapshot_problems), and the
  * lookups that read them fail as they would without a snapshot. Holds one reference: release with
- * hiera_snapshot_release. err is not used (reserved). */
+ * hiera_snapshot_release. err is not used (reserved).
+ * Data files are named by a SHA-256 digest of their bytes: while any snapshot of the process holds
+ * a parse of the same bytes (another environment's copy of the file, another checkout), it is
+ * shared rather than parsed again, and the disk cache keeps parses by content too (the same bytes
+ * under any path are one entry). */
 HIERA_API hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error *err);
 /* A new snapshot of the tree o describes, as hiera_snapshot_new, where every file whose stat
  * identity (device, inode, size, modification and change times) is the one previous read is not
@@ -525,6 +602,16 @@ HIERA_API hiera_snapshot *hiera_snapshot_new(const hiera_options *o, hiera_error
  * files only). previous (BORROWED; NULL: none) may be released at any time after the call. */
 HIERA_API hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *o,
                                                hiera_error *err);
+/* hiera_snapshot_update for a caller that watches the tree itself (inotify): changed(path, data)
+ * tells whether path -- a file or a folder previous read or listed -- may have changed since
+ * previous was built (true: its existence, its bytes or, for a folder, its entries may differ).
+ * What it says did not change is taken from previous as it was, without asking the file system,
+ * so that a rebuild costs the paths that changed rather than the tree. changed NULL: as
+ * hiera_snapshot_update. changed is called on the calling thread during the call; a folder's
+ * `false` vouches for its entries' names only, each entry is asked by itself. */
+typedef bool (*hiera_path_changed_fn)(const char *path, void *data);
+HIERA_API hiera_snapshot *hiera_snapshot_update_changed(const hiera_snapshot *previous, const hiera_options *o,
+                                                       hiera_path_changed_fn changed, void *data, hiera_error *err);
 /* Another reference to s (returns s); hiera_snapshot_release drops one. Atomic. */
 HIERA_API hiera_snapshot *hiera_snapshot_retain(hiera_snapshot *s);
 HIERA_API void hiera_snapshot_release(hiera_snapshot *s);
@@ -690,6 +777,108 @@ typedef struct {
  * only read. */
 HIERA_API hiera_value *hiera_snapshot_compare(const hiera_snapshot *old_snapshot, const hiera_snapshot *new_snapshot,
                                              const hiera_compare_options *options);
+
+/* ------------------------------------------------------------------ editing data files
+ *
+ * Byte-preserving edits of YAML data files, for tools that change data (the hiera command's
+ * `set` and `unset`, hiera serve's page). An edit replaces exactly the bytes of one entry, as
+ * libyaml's marks locate them, and leaves every other byte as it was: comments (above and beside
+ * the key too), blank lines, key order, indentation, the quoting of other values, document
+ * markers, line endings. The edited scalar keeps its style (plain, quoted, block) when the new
+ * value allows it. What cannot be edited exactly is refused (HIERA_ERR_REFUSED), never rewritten:
+ * the key defined twice in a mapping on the key's path, a merge key (<<) or an anchor or alias in
+ * the way, a flow mapping to edit inside, a document that is not a hash, a file that does not
+ * parse or is not UTF-8. Every result is read back with Puppet's YAML rules and must equal the old
+ * document with the key replaced, or the edit is refused.
+ *
+ * Functions of this section that take no context may be called from any thread; those that take
+ * one follow the rule of contexts (one thread at a time). */
+
+typedef struct {
+    size_t size;              /* sizeof(hiera_edit) (HIERA_EDIT_INIT), or 0 */
+    const char *file;         /* the file's name in errors (err->file), or NULL */
+    /* The key: a top-level key, or a dotted key into its value as lookups take it
+     * ("profile::users.bob.shell", '"a.b".c' for a key holding a dot): the hashes on the way are
+     * made when missing (an empty or undef value on the way becomes a hash); a segment that is an
+     * array index is refused (an edit sets a whole array). */
+    const char *key;
+    const hiera_value *value; /* set: the new value (BORROWED; no Sensitive inside); NULL: unset */
+    bool new_file;            /* the text is of a file that does not exist yet: it starts with "---" */
+} hiera_edit;
+#define HIERA_EDIT_INIT {.size = sizeof(hiera_edit)}
+
+typedef struct {
+    char *text;            /* the new text (malloc'ed, NUL-terminated) */
+    size_t len;
+    bool changed;          /* false: the key already held exactly this value; text is the old text */
+    int first_line;        /* the lines of the old text the edit replaced (1-based, inclusive); an */
+    int last_line;         /* insertion before line L: first_line L, last_line L - 1 */
+    hiera_value *old_value; /* what the key held, as Puppet reads the file (a new reference), or NULL */
+} hiera_edit_result;
+
+/* Edits text (len bytes; NULL or "" for an empty file): sets or removes edit->key. HIERA_OK: *result
+ * holds the new text (release with hiera_edit_result_clear). HIERA_NOT_FOUND: unset of a key the
+ * text does not hold (nothing to do; *result empty). HIERA_ERROR: err says why: HIERA_ERR_REFUSED
+ * with file, line, column and the reason, or HIERA_ERR_FATAL for a bad request (no key, a
+ * Sensitive value, a bad dotted key). */
+HIERA_API hiera_status hiera_edit_text(const char *text, size_t len, const hiera_edit *edit, hiera_edit_result *result,
+                                      hiera_error *err);
+HIERA_API void hiera_edit_result_clear(hiera_edit_result *r);
+
+/* A value written in YAML (a command line's VALUE: "8443", "'8443'", "[a, b]", "{uid: 1003}"), read
+ * as Puppet reads data files; "" is undef. A new reference, or NULL with err (Psych's message). */
+HIERA_API hiera_value *hiera_value_from_yaml(const char *text, size_t len, hiera_error *err);
+
+/* The SHA-256 digest of text, as "sha256:" and 64 hex digits: how edits name the version of a
+ * file they start from. A new string (free). */
+HIERA_API char *hiera_text_digest(const char *text, size_t len);
+
+/* A unified diff (as diff -u prints it: one hunk around the lines that differ, with 3 lines of
+ * context) from old_text to new_text, naming the files old_label and new_label ("/dev/null" for
+ * a file that does not exist); "" when the texts are the same. A new string (free). */
+HIERA_API char *hiera_text_diff(const char *old_text, size_t old_len, const char *new_text, size_t new_len,
+                                const char *old_label, const char *new_label);
+
+/* Reads a data file for an edit: *text (malloc'ed, NUL-terminated; free) and *len. HIERA_OK;
+ * HIERA_NOT_FOUND when there is no file (*text ""); HIERA_ERROR with err (not a regular file,
+ * larger than 256 MB, unreadable). */
+HIERA_API hiera_status hiera_file_read_text(const char *path, char **text, size_t *len, hiera_error *err);
+
+/* Replaces the file at path with text, atomically: a temporary file in the same folder, written
+ * and fsync'ed, given the old file's mode and owner (a new file: mode 0666 less the umask, as
+ * any new file), renamed over it, and the folder fsync'ed, so a reader sees the old file or the
+ * new one, never a part. expected_digest (hiera_text_digest): NULL writes whatever the file is
+ * now; "" requires that there is no file; any other the file's current digest; the check and
+ * the rename are made under a lock on the folder (flock), so that two edits starting from the
+ * same version never both land, in one process or several. HIERA_OK; HIERA_ERROR with err:
+ * HIERA_ERR_STALE when the file is not the expected one, HIERA_ERR_FATAL when it cannot be
+ * written (the file is left as it was). Any thread. */
+HIERA_API hiera_status hiera_file_replace(const char *path, const char *text, size_t len, const char *expected_digest,
+                                          hiera_error *err);
+
+/* Where an edit of the context's node goes: the file hierarchy level `level` resolves to for the
+ * node, in module `module`'s layer (NULL: the environment's layer, else the global one), as a new
+ * hash {"path" (absolute), "exists", "layer" ("global", "environment", "module"), "module"?,
+ * "level", "function" ("yaml_data", "eyaml_lookup_key"...), "template" (the location as written),
+ * "interpolated" (true when it holds %{...}), "node_variables" (true when it interpolates more
+ * than the environment and Puppet's settings: the file is one node's), "eyaml": {"pkcs7_public_key"?,
+ * "pkcs7_public_key_env_var"?} (eyaml levels: where its public key is)}. A level with several
+ * paths gives its first. NULL with err (HIERA_ERR_REFUSED) when the level cannot name one file:
+ * no such level, a glob, globs, mapped_paths or uri level, a function that reads no YAML file
+ * (json_data, hocon_data, a custom one), a path that the node's facts leave empty or that the
+ * facts rule refuses. */
+HIERA_API hiera_value *hiera_edit_target(hiera *h, const char *module, const char *level, hiera_error *err);
+
+/* The levels that can read the file at path (absolute) for some node, in lookup order: an array
+ * of hashes as hiera_edit_target gives ("path" being path, "exists" whether it is there now).
+ * A location's %{...} stands for any text, as hiera check reads them. A new reference. */
+HIERA_API hiera_value *hiera_edit_file_levels(hiera *h, const char *path);
+
+/* Encrypts plain text for an eyaml level: an ENC[PKCS7,...] block (one line) that the level's
+ * private key decrypts, with the public key its options name (hiera_edit_target's "eyaml": a
+ * pkcs7_public_key file, or a pkcs7_public_key_env_var environment variable holding the PEM
+ * text). A new string (free), or NULL with err. Any thread. */
+HIERA_API char *hiera_eyaml_encrypt(const char *plain, size_t len, const hiera_value *eyaml_options, hiera_error *err);
 
 HIERA_API const char *hiera_version(void);
 

@@ -349,11 +349,24 @@ typedef struct {
  * 0 goes on, anything else stops the run. */
 typedef int (*hiera_diff_fn)(const hiera_diff_event *event, void *userdata);
 
+/* A diagnostic of the run's contexts and snapshots, with where it arose. Every pointer BORROWED
+ * (valid during the call). */
+typedef struct {
+    const hiera_diagnostic *diagnostic;
+    int side;          /* 0: the old side's, 1: the new side's */
+    const char *node;  /* the node whose context met it; NULL: reading the side's tree */
+    size_t node_index; /* (with node) its index in the run's node list */
+} hiera_diff_diagnostic;
+
+/* Called one call at a time (never two at once), from any of the run's threads. */
+typedef void (*hiera_diff_diagnostic_fn)(const hiera_diff_diagnostic *d, void *userdata);
+
 typedef struct {
     size_t size; /* sizeof(hiera_diff_options) (HIERA_DIFF_OPTIONS_INIT), or 0 */
     /* each side's tree and the contexts made over it (as hiera_new takes them: codedir,
-     * environmentpath, hiera_config, confdir, environment, unsafe_fact_paths, diagnostics); the
-     * node, facts, trusted and cache are the run's. Required. */
+     * environmentpath, hiera_config, confdir, environment, unsafe_fact_paths, puppet_version,
+     * remap_default_environmentpath, redact_encrypted, diagnostics); the node, facts, trusted and
+     * cache are the run's. Required. */
     const hiera_options *old_context, *new_context;
     /* the snapshots of the two trees (hiera_snapshot_new of the contexts), or NULL: read here */
     hiera_snapshot *old_snapshot, *new_snapshot;
@@ -380,6 +393,10 @@ typedef struct {
     unsigned threads;        /* 0: one per CPU the process may use, at most 8 */
     hiera_diff_fn callback;
     void *userdata;
+    /* the contexts' and snapshots' diagnostics with their side and node; NULL: each side's
+     * context options' callback gets them (one call at a time too, without the node) */
+    hiera_diff_diagnostic_fn diagnostics;
+    void *diagnostics_data;
 } hiera_diff_options;
 #define HIERA_DIFF_OPTIONS_INIT {.size = sizeof(hiera_diff_options)}
 

@@ -23,7 +23,15 @@ hiera's output (hiera's own lines come first). A case whose "needs" names a comm
 facter) is skipped with a line saying so. With "match_messages", an error must be printed as
 "Error: Could not run: <Puppet's message>".
 
-usage: run-cases.py --hiera PATH [--verbose] [CASEDIR...]
+Puppet 8: with --puppet-version 8, hiera is asked to answer as Puppet 8.10 (and Hiera 3.12), Debian
+13's (HIERA_PUPPET_VERSION=8 in its environment; 7 for --puppet-version 7), and a case's
+expected-puppet8.json ({"<query index>": answer}, recorded by record-cases.py --puppet-version 8)
+replaces the answers that differ under Puppet 8. A puppet-cli query's "puppet8" entry gives the
+stderr_has texts of Puppet 8 where they differ, and its "hiera" entry replaces the query's
+(where hiera differs from Puppet 8 otherwise than from Puppet 7; {}: it does not).
+
+usage: run-cases.py --hiera PATH [--puppet-version 7|8] [--verbose] [CASEDIR...]
+       (default 7)
 Prints one FAIL line per wrong answer and ends with 'N passed, N failed'.
 """
 import json, os, shutil, subprocess, sys, tempfile
@@ -66,7 +74,13 @@ def check_cli(hiera, case, spec, q, exp):
         return f"crashed (exit {p.returncode}): {err.strip()[-300:]}"
     want = dict(exp)
     fragments = q.get("stderr_has", [])
-    if q.get("hiera"):  # where hiera differs from Puppet by design
+    if PUPPET_VERSION == 8 and "stderr_has" in (q.get("puppet8") or {}):
+        fragments = q["puppet8"]["stderr_has"]
+    hiera_by_design = q.get("hiera")
+    if PUPPET_VERSION == 8 and "hiera" in (q.get("puppet8") or {}):
+        hiera_by_design = q["puppet8"]["hiera"]  # (Puppet 8's own, or {}: none)
+    if hiera_by_design:  # where hiera differs from Puppet by design
+        q = dict(q, hiera=hiera_by_design)
         want.update({k: v for k, v in q["hiera"].items() if k in ("status", "stdout")})
         fragments = q["hiera"].get("stderr_has", fragments)
     if p.returncode != want["status"]:
@@ -79,6 +93,8 @@ def check_cli(hiera, case, spec, q, exp):
     for frag in fragments:
         if frag.replace("{case}", "<CASE>") not in err:
             return f"stderr lacks {frag!r}; stderr: {err.strip()[:400]}"
+    # (hiera's own first line of an explanation, on stderr: the Puppet it explains as)
+    err = "".join(l for l in err.splitlines(True) if not l.startswith("hiera: explaining as Puppet "))
     if not fragments and not q.get("hiera") and bool(want["stderr"].strip()) != bool(err.strip()):
         return f"stderr {'empty' if not err.strip() else 'not empty'}, Puppet's {'was' if want['stderr'].strip() else 'was not'}: {err.strip()[:300]}"
     return None
@@ -171,12 +187,21 @@ def check(hiera, case, spec, q, exp):
         return f"expected {json.dumps(exp['value'])[:400]}\n      got {json.dumps(got)[:400]}"
     return None
 
+PUPPET_VERSION = 7
+
+
 def main(argv):
+    global PUPPET_VERSION
     hiera, verbose, cases = None, False, []
     it = iter(argv)
     for a in it:
         if a == "--hiera":
             hiera = os.path.abspath(next(it))
+        elif a == "--puppet-version":
+            PUPPET_VERSION = int(next(it))
+            if PUPPET_VERSION not in (7, 8):
+                print("--puppet-version: 7 or 8")
+                return 2
         elif a == "--verbose":
             verbose = True
         else:
@@ -191,6 +216,7 @@ def main(argv):
     # to the user's ~/.cache/hiera; removed at the end
     scratch = tempfile.mkdtemp(prefix="hiera-cases-cache-")
     os.environ["HIERA_CACHE_DIR"] = scratch
+    os.environ["HIERA_PUPPET_VERSION"] = str(PUPPET_VERSION)
     try:
         return run_all(hiera, verbose, cases)
     finally:
@@ -203,6 +229,11 @@ def run_all(hiera, verbose, cases):
             spec = json.load(f)
         with open(os.path.join(case, "expected.json")) as f:
             expected = json.load(f)
+        p8 = os.path.join(case, "expected-puppet8.json")
+        if PUPPET_VERSION == 8 and os.path.exists(p8):
+            with open(p8) as f:
+                for i, answer in json.load(f).items():
+                    expected[int(i)] = answer
         missing = [n for n in spec.get("needs", []) if not shutil.which(n)]
         if missing:
             print(f"SKIP {os.path.basename(case)}: needs {', '.join(missing)}, not on PATH")

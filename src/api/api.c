@@ -3,12 +3,16 @@
 #include "hiera.h"
 
 #include "base/error.h"
+#include "base/rubyver.h"
 
 #include "diff/compare.h"
 #include "diff/plan.h"
 #include "formats/diskcache.h"
+#include "base/pathname.h"
 #include "engine/engine.h"
 #include "engine/enumerate.h"
+#include "engine/installed.h"
+#include "engine/serverfacts.h"
 #include "engine/snapshot.h"
 #include "formats/json.h"
 #include "engine/provenance.h"
@@ -139,21 +143,50 @@ void hiera_cache_freeze(hiera_cache *c) { cache_freeze(c); }
 void hiera_cache_share_facts_strings(hiera_cache *c) { cache_share_facts_strings(c); }
 bool hiera_cache_use_disk(hiera_cache *c, const char *dir) { return cache_use_disk(c, dir); }
 
-/* facts: sanitized; trusted: the $trusted hash */
-static hv *build_scope(const hv *facts, const hv *trusted, const char *environment)
+/* facts: sanitized; trusted: the $trusted hash; version: Puppet 8 sets server_facts later
+ * (interp.c, when first read), Puppet 7's lookup sets it empty */
+static hv *build_scope(const hv *facts, const hv *trusted, const char *environment, hiera_puppet_version version)
 {
     /* every fact a top-scope variable, then the variables Puppet sets (replacing facts of the
      * same names where they stand) */
     hv *scope = hv_is(facts, HV_HASH) ? hv_copy(facts) : hv_hash();
     hv_hash_sets(scope, "facts", hv_is(facts, HV_HASH) ? hv_incref((hv *)facts) : hv_hash());
     hv_hash_sets(scope, "trusted", hv_incref((hv *)trusted));
-    hv_hash_sets(scope, "server_facts", hv_hash());
+    if (version != HIERA_PUPPET_8)
+        hv_hash_sets(scope, "server_facts", hv_hash());
     hv_hash_sets(scope, "environment", hv_str(environment));
     hv_hash_sets(scope, "name", hv_str("main"));
     hv_hash_sets(scope, "title", hv_str("main"));
     hv_hash_sets(scope, "module_name", hv_str(""));
     hv_hash_sets(scope, "settings::environment", hv_str(environment));
     return scope;
+}
+
+/* Node#merge of the server facts (Puppet 8): a fact of the same name keeps its place, with
+ * Puppet's warning. */
+static void warn_facts_over_server_facts(const hv *facts, const char *node)
+{
+    bool any = false;
+    for (size_t i = 0; i < hv_hash_len(facts) && !any; i++) {
+        const hv *k = hv_hash_key_at(facts, i);
+        any = hv_is(k, HV_STRING) && server_fact_name(hv_str_ptr(k));
+    }
+    if (!any)
+        return;
+    hv *server = server_facts_local(NULL);
+    for (size_t i = 0; i < hv_hash_len(server); i++) {
+        const char *name = hv_str_ptr(hv_hash_key_at(server, i));
+        const hv *given = hv_hash_gets(facts, name);
+        if (!given)
+            continue;
+        sbuf b = {0};
+        ruby_to_s(&b, given);
+        diag_warn("server-fact-set", NULL, 0, 0,
+                  "The node parameter '%s' for node '%s' was already set to '%s'. It could not be set to '%s'", name,
+                  node ? node : "", sb_str(&b), hv_str_ptr(hv_hash_val_at(server, i)));
+        sb_free(&b);
+    }
+    hv_decref(server);
 }
 
 /* The settings and environment of a context made without them: Puppet's defaults with the
@@ -172,7 +205,8 @@ static bool build_environment(const hiera_options *o, hiera_settings **s_out, hi
         cli[n++] = (hiera_setting){"hiera_config", o->hiera_config};
     if (o->environment)
         cli[n++] = (hiera_setting){"environment", o->environment};
-    hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = n, .no_puppet_conf = true};
+    hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = n, .no_puppet_conf = true,
+                                 .puppet_version = o->puppet_version};
     *s_out = NULL;
     if (!o->settings) {
         *s_out = hiera_settings_load(&so, err);
@@ -219,7 +253,7 @@ static const hiera_environment *own_environment(const hiera_options *o, hiera_se
     /* each field with its length (no field runs into the next), "-" when not given */
     const char *fields[] = {o->codedir, o->confdir, o->environmentpath, o->hiera_config, o->environment};
     sbuf sig = {0};
-    sb_adds(&sig, "settings of a context");
+    sb_addf(&sig, "settings of a context, Puppet %d", (int)puppet_version_resolve(o->puppet_version));
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
         if (fields[i])
             sb_addf(&sig, "\n%zu:%s", strlen(fields[i]), fields[i]);
@@ -283,6 +317,32 @@ static void to_user_diag(int severity, const char *code, const char *file, int l
 static diag_sink sink_of(hiera *h) { return (diag_sink){.fn = h->user_diag ? to_user_diag : NULL, .data = h}; }
 
 static hiera *new_context(const hiera_options *given, hiera_error *err);
+
+/* What a call on a context sets for its duration: the caller's diagnostics sink and the Ruby
+ * whose words the messages take (the context's Puppet's). */
+typedef struct {
+    diag_sink sink;
+    ruby_ver ruby;
+} call_saved;
+
+static void call_enter(hiera *h, call_saved *s)
+{
+    diag_enter(sink_of(h), &s->sink);
+    s->ruby = rubyver_enter(h->version == HIERA_PUPPET_8 ? RUBY_33 : RUBY_31);
+}
+
+/* (what diag_leave returns: a library the call needed but could not load, or NULL) */
+static const char *call_leave(const call_saved *s)
+{
+    rubyver_leave(s->ruby);
+    return diag_leave(&s->sink);
+}
+
+hiera_puppet_version hiera_thread_puppet_version(hiera_puppet_version v)
+{
+    hiera_puppet_version chosen = v ? puppet_version_resolve(v) : HIERA_PUPPET_7;
+    return rubyver_enter(chosen == HIERA_PUPPET_8 ? RUBY_33 : RUBY_31) == RUBY_33 ? HIERA_PUPPET_8 : HIERA_PUPPET_7;
+}
 
 hiera *hiera_new(const hiera_options *given, hiera_error *err)
 {
@@ -370,16 +430,26 @@ static hiera *new_context(const hiera_options *given, hiera_error *err)
     hv *trusted = trusted_for(clean, trusted_given);
     hv_decref(trusted_given);
     const char *name = hiera_environment_name(env);
-    hv *scope = build_scope(clean, trusted, name);
+    hiera_puppet_version version = hiera_settings_puppet_version(s);
+    hv *scope = build_scope(clean, trusted, name, version);
     hiera *h = hctx_new(codedir, hiera_environment_dir(env), name, global, scope, o->cache);
     h->strict_paths = !o->unsafe_fact_paths;
     h->redact_encrypted = o->redact_encrypted;
     h->environment = env;
     h->strict = settings_strict(env);
+    h->version = hiera_settings_puppet_version(s);
     h->own_env = own_e;
     h->own_settings = own_s;
     h->user_diag = o->diagnostics;
     h->user_diag_data = o->diagnostics_data;
+    if (o->remap_default_environmentpath && hiera_environment_dir(env))
+        h->remap_envpath = pn_dirname(hiera_environment_dir(env));
+    if (version == HIERA_PUPPET_8) {
+        call_saved saved;
+        call_enter(h, &saved);
+        warn_facts_over_server_facts(clean, o->node);
+        call_leave(&saved);
+    }
     hv_decref(scope);
     hv_decref(clean);
     hv_decref(trusted);
@@ -417,8 +487,8 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
     if (res && (r->explain & HIERA_EXPLAIN_PROVENANCE))
         h->prov = prov_new();
     hiera_status st;
-    diag_sink saved;
-    diag_enter(sink_of(h), &saved);
+    call_saved saved;
+    call_enter(h, &saved);
     ptype *type = NULL;
     if (r->type) {
         type = ptype_parse_cli(r->type, &e);
@@ -446,7 +516,7 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
         }
     }
 out:
-    if (__builtin_expect(herr_public_missing(err, diag_leave(&saved)), 0)) {
+    if (__builtin_expect(herr_public_missing(err, call_leave(&saved)), 0)) {
         /* a library the command could not load was needed (base/lazylib.h) */
         hv_decref(*value);
         *value = NULL;
@@ -535,6 +605,12 @@ static char **snapshot_roots(const char *name, void *data)
 
 hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hiera_options *given, hiera_error *err)
 {
+    return hiera_snapshot_update_changed(previous, given, NULL, NULL, err);
+}
+
+hiera_snapshot *hiera_snapshot_update_changed(const hiera_snapshot *previous, const hiera_options *given,
+                                              hiera_path_changed_fn changed, void *data, hiera_error *err)
+{
     (void)err; /* problems are kept in the snapshot (hiera_snapshot_problems) */
     hiera_options opts;
     COPY_OPTIONS(opts, given);
@@ -557,7 +633,8 @@ hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hier
             cli[n++] = (hiera_setting){"hiera_config", o->hiera_config};
         if (o->environment)
             cli[n++] = (hiera_setting){"environment", o->environment};
-        hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = n, .no_puppet_conf = true};
+        hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = n, .no_puppet_conf = true,
+                                     .puppet_version = o->puppet_version};
         hiera_error ignore = {0};
         s = own = hiera_settings_load(&so, &ignore);
         hiera_error_clear(&ignore);
@@ -578,9 +655,15 @@ hiera_snapshot *hiera_snapshot_update(const hiera_snapshot *previous, const hier
     diskcache *d = o->cache ? cache_disk(o->cache) : NULL;
     const char *env_name = o->env ? hiera_environment_name(o->env) : o->environment;
     const char *only[1] = {env_name};
+    char *remap = NULL;
+    if (o->remap_default_environmentpath && envpath) {
+        const char *colon = strchr(envpath, ':');
+        remap = colon ? xstrndup(envpath, (size_t)(colon - envpath)) : xstrdup(envpath);
+    }
     snapshot_spec spec = {codedir, envpath, global, env_name ? only : NULL, env_name ? 1 : 0,
-                          d ? diskcache_dir(d) : NULL, s ? snapshot_roots : NULL, (void *)s};
-    snapshot *snap = snapshot_build(&spec, (const snapshot *)previous);
+                          d ? diskcache_dir(d) : NULL, s ? snapshot_roots : NULL, (void *)s, remap};
+    snapshot *snap = snapshot_build_changed(&spec, (const snapshot *)previous, changed, data);
+    free(remap);
     hiera_settings_free(own);
     free(codedir);
     free(envpath);
@@ -600,28 +683,28 @@ hiera_value *hiera_snapshot_problems(const hiera_snapshot *s) { return snapshot_
 
 hiera_value *hiera_hierarchy(hiera *h)
 {
-    diag_sink saved;
-    diag_enter(sink_of(h), &saved);
+    call_saved saved;
+    call_enter(h, &saved);
     hv *v = enum_hierarchy(h);
-    diag_leave(&saved);
+    call_leave(&saved);
     return v;
 }
 
 hiera_value *hiera_keys(hiera *h)
 {
-    diag_sink saved;
-    diag_enter(sink_of(h), &saved);
+    call_saved saved;
+    call_enter(h, &saved);
     hv *v = enum_keys(h);
-    diag_leave(&saved);
+    call_leave(&saved);
     return v;
 }
 
 hiera_value *hiera_key_names(hiera *h)
 {
-    diag_sink saved;
-    diag_enter(sink_of(h), &saved);
+    call_saved saved;
+    call_enter(h, &saved);
     hv *v = enum_key_names(h);
-    diag_leave(&saved);
+    call_leave(&saved);
     return v;
 }
 

@@ -11,6 +11,7 @@
 #include "base/fsjournal.h"
 
 #include "api/facts.h"
+#include "base/rubyver.h"
 #include "base/fileio.h"
 #include "engine/cache.h"
 #include "formats/diskcache.h"
@@ -78,11 +79,11 @@ hiera_value *hiera_value_load_file(const char *path, hiera_error *err)
     const char *s = hv_str_ptr(text);
     size_t len = hv_str_len(text), skip = bom_length(s, len);
     if (ends_with(path, ".json")) {
-        v = hjson_parse(s, len, path, &e);
+        v = hjson_parse_puppet(s, len, path, &e);
     } else if (ends_with(path, ".yaml") || ends_with(path, ".yml")) {
         v = yaml_parse(s + skip, len - skip, path, YAML_PUPPET_FACTS, &e);
     } else {
-        v = hjson_parse(s, len, path, &e);
+        v = hjson_parse_puppet(s, len, path, &e);
         if (!v) {
             herr_clear(&e);
             v = yaml_parse(s + skip, len - skip, path, YAML_PUPPET_FACTS, &e);
@@ -123,10 +124,12 @@ static hv *facts_object_values(const hv *members, const char *path, const char *
 {
     const hv *values = hv_hash_gets(members, "values");
     if (!values || hv_is(values, HV_UNDEF)) {
-        /* Ruby 3.1's NoMethodError, with the line error_highlight adds */
-        cache_error(err, node, path,
-                    "undefined method `delete' for nil:NilClass\n\n    timestamp = @values.delete('_timestamp')\n"
-                    "                       ^^^^^^^");
+        /* Ruby 3.1's NoMethodError, with the line error_highlight adds (Ruby 3.3 words it
+         * otherwise, without the line) */
+        cache_error(err, node, path, "%s",
+                    rubyver() == RUBY_33 ? "undefined method `delete' for nil"
+                                         : "undefined method `delete' for nil:NilClass\n\n    timestamp = @values.delete('_timestamp')\n"
+                                           "                       ^^^^^^^");
         return NULL;
     }
     if (!hv_is(values, HV_HASH)) {
@@ -196,7 +199,7 @@ static hv *load_facts(const char *path, const char *node, int formats, int *kind
     bool plain = (formats & HIERA_FACTS_FILE) != 0;
     if (plain && !ends_with(path, ".yaml") && !ends_with(path, ".yml")) {
         /* as --facts: JSON first */
-        v = hjson_parse(hv_str_ptr(text), hv_str_len(text), path, e);
+        v = hjson_parse_puppet(hv_str_ptr(text), hv_str_len(text), path, e);
         if (!v)
             herr_clear(e);
     }

@@ -4,6 +4,7 @@
 #include "base/fsjournal.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,4 +188,21 @@ bool path_is_file(const char *path)
 {
     struct stat st;
     return fs_stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+void path_remove_tree(const char *dir)
+{
+    if (dir)
+        nftw(dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
 }

@@ -58,6 +58,10 @@ bool fd_write_full(int fd, const void *buf, size_t size);
  * read to its end). */
 bool file_same_bytes(const char *a, const char *b);
 
+/* Removes the folder dir and everything under it (links are removed, never followed); what cannot
+ * be removed is left. */
+void path_remove_tree(const char *dir);
+
 /* stat(2) of path (links followed) succeeds / finds a folder / finds a regular file. */
 bool path_exists(const char *path);
 bool path_is_dir(const char *path);

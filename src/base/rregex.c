@@ -341,6 +341,20 @@ bool rregex_search(const rregex *re, const char *s, size_t len)
     return search_from(re, s, len, 0, NULL) >= 0;
 }
 
+bool rregex_match_at(const rregex *re, const char *s, size_t len, size_t from, size_t *mbeg, size_t *mend)
+{
+    if (from > len)
+        return false;
+    OnigRegion *region = onig_region_new();
+    bool found = search_from(re, s, len, from, region) >= 0;
+    if (found) {
+        *mbeg = (size_t)region->beg[0];
+        *mend = (size_t)region->end[0];
+    }
+    onig_region_free(region, 1);
+    return found;
+}
+
 char *rregex_gsub_empty(const rregex *re, const char *s, size_t len, size_t *outlen)
 {
     if (re->lit && plain_subject(s, len)) {

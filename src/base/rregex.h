@@ -27,6 +27,8 @@ void rregex_free(rregex *re);
 /* Ruby's `re =~ s`: true when the regexp matches anywhere in s. A match that exceeds the
  * backtracking limit counts as no match and sets *limit_hit when given. */
 bool rregex_search(const rregex *re, const char *s, size_t len);
+/* The first match at or after byte from: true with its bytes [*mbeg, *mend) (for split). */
+bool rregex_match_at(const rregex *re, const char *s, size_t len, size_t from, size_t *mbeg, size_t *mend);
 /* Ruby's s.gsub(re, ""): a new malloc'ed string with every match removed; *outlen gets its length.
  * Returns NULL when nothing matched (the caller keeps s). */
 char *rregex_gsub_empty(const rregex *re, const char *s, size_t len, size_t *outlen);

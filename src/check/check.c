@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -135,6 +136,8 @@ static void walk_files(const char *dir, int depth, hv *out)
 static void engine_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
 {
     ck_ctx *c = data;
+    if (!strcmp(code, "config-v3-ignored") && ck_as_puppet8())
+        return; /* Puppet 8 fails there: puppet8-v3-config (puppet8.c) */
     if (!strcmp(code, "config-deprecated") || !strcmp(code, "config-v3-ignored") || !strcmp(code, "config-not-hash"))
         ck_add(c, "config-invalid", CHECK_WARNING, file, (uint32_t)(line > 0 ? line : 1), (uint32_t)(col > 0 ? col : 1),
                "%s", message);
@@ -244,12 +247,27 @@ static void module_roots_of(ck_env *e)
 }
 
 /* The modules a Puppetfile names (mod 'author/name' or 'author-name' or 'name'). */
+static void read_puppetfile_at(ck_env *e, const char *path);
+
+/* The modules the Puppetfile names, and those of Puppetfile.* beside it (Puppetfile.vendor and
+ * the like: modules vendored by another tool, in the same format). */
 static void read_puppetfile(ck_env *e, const char *dir)
 {
-    char *path = xjoin(dir, "/Puppetfile", NULL);
+    char **names = list_names(dir);
+    for (size_t i = 0; names && names[i]; i++)
+        if (!strcmp(names[i], "Puppetfile") || !strncmp(names[i], "Puppetfile.", 11)) {
+            char *path = xjoin(dir, "/", names[i], NULL);
+            if (strcmp(names[i] + strlen(names[i]) - 5, ".lock") != 0)
+                read_puppetfile_at(e, path);
+            free(path);
+        }
+    free_names(names);
+}
+
+static void read_puppetfile_at(ck_env *e, const char *path)
+{
     size_t len;
     char *text = read_text(path, &len);
-    free(path);
     if (!text)
         return;
     e->has_puppetfile = true;
@@ -279,6 +297,44 @@ static void read_puppetfile(ck_env *e, const char *dir)
     free(text);
 }
 
+/* What the rules built (ck_env_rules), cleared for another run over the same model. */
+void ck_env_rules_reset(ck_env *e)
+{
+    for (size_t i = 0; i < e->nkeys; i++) {
+        free(e->keys[i].name);
+        free(e->keys[i].defs);
+    }
+    free(e->keys);
+    e->keys = NULL;
+    e->nkeys = e->capkeys = 0;
+    if (e->key_index) {
+        hv_decref(e->key_index);
+        e->key_index = hv_hash();
+    }
+    for (size_t i = 0; i < e->nrefs; i++) {
+        free(e->refs[i].key);
+        free(e->refs[i].from);
+    }
+    free(e->refs);
+    e->refs = NULL;
+    e->nrefs = e->caprefs = 0;
+    for (size_t i = 0; i < e->nvars; i++) {
+        free(e->vars[i].expr);
+        hv_decref(e->vars[i].segs);
+    }
+    free(e->vars);
+    e->vars = NULL;
+    e->nvars = e->capvars = 0;
+    if (e->lo_entries)
+        hv_array_truncate(e->lo_entries, 0);
+    for (size_t i = 0; i < e->nlo_regexps; i++)
+        rregex_free(e->lo_regexps[i]);
+    free(e->lo_regexps);
+    e->lo_regexps = NULL;
+    e->nlo_regexps = 0;
+    e->eyaml_key_missing = false;
+}
+
 static void env_free(ck_env *e)
 {
     for (size_t i = 0; i < e->nconfigs; i++) {
@@ -288,9 +344,12 @@ static void env_free(ck_env *e)
         if (cf->cfg)
             config_free(cf->cfg);
         for (size_t j = 0; j < cf->nlevels; j++) {
-            for (size_t k = 0; k < cf->levels[j].ntmpls; k++)
+            for (size_t k = 0; k < cf->levels[j].ntmpls; k++) {
                 free(cf->levels[j].tmpls[k]);
+                free(cf->levels[j].env_tmpls ? cf->levels[j].env_tmpls[k] : NULL);
+            }
             free(cf->levels[j].tmpls);
+            free(cf->levels[j].env_tmpls);
             free(cf->levels[j].datadir);
         }
         free(cf->levels);
@@ -312,27 +371,18 @@ static void env_free(ck_env *e)
     }
     free(e->files);
     hv_decref(e->file_index);
-    for (size_t i = 0; i < e->nkeys; i++) {
-        free(e->keys[i].name);
-        free(e->keys[i].defs);
-    }
-    free(e->keys);
+    ck_env_rules_reset(e);
     hv_decref(e->key_index);
-    for (size_t i = 0; i < e->nrefs; i++) {
-        free(e->refs[i].key);
-        free(e->refs[i].from);
-    }
-    free(e->refs);
-    for (size_t i = 0; i < e->nvars; i++) {
-        free(e->vars[i].expr);
-        hv_decref(e->vars[i].segs);
-    }
-    free(e->vars);
     hv_decref(e->lo_entries);
-    for (size_t i = 0; i < e->nlo_regexps; i++)
-        rregex_free(e->lo_regexps[i]);
-    free(e->lo_regexps);
+    if (e->node_texts)
+        overlay_release(e->node_texts);
+    hv_decref(e->facts_memo);
+    hv_free_immortal(&e->facts_nodes);
+    ck_node_memo_free(e->node_memo);
     pp_index_free(e->pp);
+    pp_program_free(e->prog);
+    hv_decref(e->functions);
+    hv_decref(e->dyn_lookups);
     ptype_aliases_free(e->aliases);
     hv_decref(e->modules_present);
     if (e->cache)
@@ -405,21 +455,89 @@ static const hv *files_under(hv *walks, const char *base)
     return list;
 }
 
-/* A level's location templates (absolute), as snapshot.c makes them. */
-static void level_templates(ck_env *e, const hcfg *cfg, ck_level *L)
+/* s with the environment's name in place of %{environment} and %{server_facts.environment} (with
+ * or without a leading ::): the check is about one environment, whose name is one folder's name
+ * (malloc'ed). */
+static char *with_environment(const char *s, const char *env)
 {
+    static const char *const vars[] = {"environment", "::environment", "server_facts.environment",
+                                       "::server_facts.environment", NULL};
+    sbuf b = {0};
+    for (const char *p = s; *p;) {
+        bool done = false;
+        if (p[0] == '%' && p[1] == '{') {
+            const char *close = strchr(p + 2, '}');
+            if (close) {
+                const char *a = p + 2, *z = close;
+                while (a < z && *a == ' ')
+                    a++;
+                while (z > a && z[-1] == ' ')
+                    z--;
+                for (size_t i = 0; vars[i] && !done; i++)
+                    if ((size_t)(z - a) == strlen(vars[i]) && !strncmp(a, vars[i], (size_t)(z - a))) {
+                        sb_adds(&b, env);
+                        p = close + 1;
+                        done = true;
+                    }
+            }
+        }
+        if (!done)
+            sb_addc(&b, *p++);
+    }
+    return sb_take(&b);
+}
+
+/* Whether path is under dir (or is it). */
+static bool under(const char *path, const char *dir)
+{
+    size_t n = dir ? strlen(dir) : 0;
+    return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n] || dir[n - 1] == '/');
+}
+
+/* A level's location templates (absolute), as snapshot.c makes them, for the environment being
+ * checked: its name put in for %{environment}, and a data folder under one of Puppet's default
+ * environmentpaths read in the environment checked (as the lookups read it: said once). */
+static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
+{
+    ck_env *e = c->env;
+    const hcfg *cfg = cf->cfg;
     const hlevel *lvl = L->lvl;
-    char *datadir;
+    char *raw;
     if (lvl->v3_datadir_abs)
-        datadir = lvl->datadir ? xstrdup(lvl->datadir) : xasprintf("%s/environments/%%{::environment}/hieradata", e->codedir);
+        raw = lvl->datadir ? xstrdup(lvl->datadir) : xasprintf("%s/environments/%%{::environment}/hieradata", e->codedir);
     else
-        datadir = pn_plus(cfg->root, lvl->datadir);
-    if (datadir[0] != '/') {
+        raw = pn_plus(cfg->root, lvl->datadir);
+    if (raw[0] != '/') {
         char *cwd = getcwd(NULL, 0);
-        char *abs = pn_plus(cwd ? cwd : "/", datadir);
+        char *abs = pn_plus(cwd ? cwd : "/", raw);
         free(cwd);
+        free(raw);
+        raw = abs;
+    }
+    char *datadir = with_environment(raw, e->name);
+    const char *from = NULL;
+    char *mapped = envpath_remap(datadir, e->envpath, &from);
+    if (mapped) {
+        ck_note(c, xasprintf("%s: level '%s' reads '%s', in Puppet's environmentpath %s: read here as %s (the "
+                             "environment checked)",
+                             cf->path, L->name, raw, from, mapped));
         free(datadir);
-        datadir = abs;
+        datadir = mapped;
+    }
+    free(raw);
+    const char *roots[] = {e->dir, e->real_dir, e->codedir, e->only_module, e->envpath};
+    bool inside = false;
+    for (size_t i = 0; i < sizeof roots / sizeof *roots && !inside; i++)
+        inside = under(datadir, roots[i]);
+    for (size_t r = 0; r < e->nmodroots && !inside; r++)
+        inside = under(datadir, e->modroots[r]);
+    if (!inside && !strstr(datadir, "%{")) {
+        L->outside = true;
+        if (!e->opaque_level)
+            e->opaque_level = xasprintf("level '%s' of %s reads data outside what is checked (%s)", L->name, cf->path,
+                                        datadir);
+        ck_note(c, xasprintf("%s: level '%s' reads data outside what is checked (%s): its files are not checked", cf->path,
+                             L->name, datadir));
     }
     L->datadir = datadir;
     L->glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
@@ -443,14 +561,21 @@ static void level_templates(ck_env *e, const hcfg *cfg, ck_level *L)
         default:
             continue;
         }
+        char *t = with_environment(loc, e->name);
+        if (strcmp(t, loc) != 0)
+            L->by_env = true;
         L->tmpls = xrealloc(L->tmpls, (L->ntmpls + 1) * sizeof *L->tmpls);
-        L->tmpls[L->ntmpls++] = pn_plus(datadir, loc);
+        L->env_tmpls = xrealloc(L->env_tmpls, (L->ntmpls + 1) * sizeof *L->env_tmpls);
+        L->env_tmpls[L->ntmpls] = strcmp(t, loc) != 0 ? pn_plus(datadir, loc) : NULL;
+        L->tmpls[L->ntmpls++] = pn_plus(datadir, t);
+        free(t);
         free(owned);
     }
 }
 
-static void add_levels(ck_env *e, ck_config *cf, const hlevel *levels, size_t n, bool dflt)
+static void add_levels(ck_ctx *c, ck_config *cf, const hlevel *levels, size_t n, bool dflt)
 {
+    ck_env *e = c->env;
     for (size_t i = 0; i < n; i++) {
         cf->levels = xrealloc(cf->levels, (cf->nlevels + 1) * sizeof *cf->levels);
         ck_level *L = &cf->levels[cf->nlevels];
@@ -466,7 +591,7 @@ static void add_levels(ck_env *e, ck_config *cf, const hlevel *levels, size_t n,
         L->dflt = dflt;
         L->index = (int)cf->nlevels;
         if (pd)
-            level_templates(e, cf->cfg, L);
+            level_templates(c, cf, L);
         else if (!e->opaque_level && L->function[0])
             e->opaque_level = xasprintf("level '%s' of %s reads its data with '%s'", L->name, cf->path, L->function);
         cf->nlevels++;
@@ -519,7 +644,7 @@ static char *str_of(const hv *v) { return v && hv_is(v, HV_STRING) ? xstrdup(hv_
 
 /* plan_hierarchy (Bolt plans' data): levels of their own, which the lookups of nodes never use,
  * built from the configuration as loaded (a valid one: the schema checked it) */
-static void add_plan_levels(ck_env *e, ck_config *cf)
+static void add_plan_levels(ck_ctx *c, ck_config *cf)
 {
     const hv *raw = cf->cfg->raw;
     const hv *list = raw ? hv_hash_gets(raw, "plan_hierarchy") : NULL;
@@ -585,7 +710,7 @@ static void add_plan_levels(ck_env *e, ck_config *cf)
         L->plan = true;
         L->index = (int)cf->nlevels;
         if (pd)
-            level_templates(e, cf->cfg, L);
+            level_templates(c, cf, L);
         cf->nlevels++;
     }
 }
@@ -625,10 +750,10 @@ static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char 
         config_error_at(cf, &cf->cfg->lazy_err, &line, &col);
         ck_add(c, "config-invalid", 0, path, line, col, "%s", cf->cfg->lazy_err.msg);
     }
-    add_levels(e, cf, cf->cfg->levels, cf->cfg->nlevels, false);
+    add_levels(c, cf, cf->cfg->levels, cf->cfg->nlevels, false);
     if (cf->cfg->has_default_hierarchy)
-        add_levels(e, cf, cf->cfg->dlevels, cf->cfg->ndlevels, true);
-    add_plan_levels(e, cf);
+        add_levels(c, cf, cf->cfg->dlevels, cf->cfg->ndlevels, true);
+    add_plan_levels(c, cf);
 }
 
 /* The extension of the file name at the end of path ("" when none). (A loop rather than strrchr:
@@ -650,6 +775,91 @@ static bool data_extension(const char *path)
     return !strcmp(dot, ".yaml") || !strcmp(dot, ".yml") || !strcmp(dot, ".json") || !strcmp(dot, ".eyaml");
 }
 
+/* Files of a data folder that are documentation, not data. */
+static bool doc_file(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *ext = extension_of(base);
+    static const char *const docs[] = {".md", ".markdown", ".txt", ".rst", ".adoc", ".org", NULL};
+    for (size_t i = 0; docs[i]; i++)
+        if (!strcasecmp(ext, docs[i]))
+            return true;
+    return !strncasecmp(base, "README", 6) || !strncasecmp(base, "LICENSE", 7) || !strncasecmp(base, "CHANGELOG", 9);
+}
+
+/* A file without a data extension in a level's data folder that a location of the configuration
+ * would name if it had the level's extension (nodes/web1 where the level reads
+ * nodes/%{trusted.certname}.yaml): no level can ever read it. */
+static void misnamed_file(ck_ctx *c, const ck_config *cf, const char *path)
+{
+    if (doc_file(path))
+        return;
+    for (size_t li = 0; li < cf->nlevels; li++) {
+        const ck_level *L = &cf->levels[li];
+        if (L->plan)
+            continue;
+        for (size_t t = 0; t < L->ntmpls; t++) {
+            const char *tmpl = L->tmpls[t];
+            const char *ext = extension_of(tmpl);
+            if (!*ext || strchr(ext, '}') || strchr(ext, '*'))
+                continue;
+            char *stripped = xstrndup(tmpl, strlen(tmpl) - strlen(ext));
+            bool hit = tmpl_match(stripped, path, L->glob);
+            free(stripped);
+            if (!hit)
+                continue;
+            size_t dl = strlen(L->datadir);
+            const char *rel = !strncmp(tmpl, L->datadir, dl) && tmpl[dl] == '/' ? tmpl + dl + 1 : tmpl;
+            ck_add(c, "orphan-file", 0, path, 1, 1,
+                   "no level of %s reads this file: level '%s' reads '%s', and a file it reads ends in '%s'", cf->path,
+                   L->name, rel, ext);
+            return;
+        }
+    }
+}
+
+/* Whether a level of the configuration with a data function hiera check cannot run reads data
+ * under dir (it may read any file there: none is an orphan). */
+static bool opaque_reads(ck_ctx *c, const ck_config *cf, const char *dir)
+{
+    for (size_t li = 0; li < cf->nlevels; li++) {
+        const ck_level *L = &cf->levels[li];
+        if (L->known || !L->function[0] || !cf->cfg)
+            continue;
+        char *raw = pn_plus(cf->cfg->root, L->lvl->datadir ? L->lvl->datadir : "data");
+        char *dd = with_environment(raw, c->env->name);
+        bool hit = under(dd, dir) || under(dir, dd);
+        free(raw);
+        free(dd);
+        if (hit)
+            return true;
+    }
+    return false;
+}
+
+static size_t slashes(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '/';
+    return n;
+}
+
+/* Whether a level reads path in another environment than the one checked (data/development.yaml
+ * for "%{environment}.yaml"): an environment's name is one folder name, so the file must have as
+ * many folders as the level's location with a name put in. */
+static bool other_environment(const ck_config *cf, const char *path)
+{
+    for (size_t li = 0; li < cf->nlevels; li++) {
+        const ck_level *L = &cf->levels[li];
+        for (size_t t = 0; L->env_tmpls && t < L->ntmpls; t++)
+            if (L->env_tmpls[t] && slashes(path) == slashes(L->tmpls[t]) && tmpl_match(L->env_tmpls[t], path, L->glob))
+                return true;
+    }
+    return false;
+}
+
 /* Every file each level can read, and the orphans of each data folder. */
 static void find_files(ck_ctx *c)
 {
@@ -669,6 +879,10 @@ static void find_files(ck_ctx *c)
                     continue;
                 }
                 char *base = tmpl_base_dir(tmpl, L->glob);
+                if (!base[0] || !strcmp(base, "/") || L->outside) {
+                    free(base); /* (files anywhere on the machine, or outside what is checked: not listed) */
+                    continue;
+                }
                 const hv *files = files_under(walks, base);
                 for (size_t i = 0; i < hv_array_len(files); i++) {
                     const char *p = hv_str_ptr(hv_array_get(files, i));
@@ -689,7 +903,8 @@ static void find_files(ck_ctx *c)
             continue;
         for (size_t li = 0; li < cf->nlevels; li++) {
             ck_level *L = &cf->levels[li];
-            if (!L->datadir || strstr(L->datadir, "%{") || !strcmp(L->datadir, cf->cfg->root))
+            if (!L->datadir || L->outside || strstr(L->datadir, "%{") || !strcmp(L->datadir, cf->cfg->root) ||
+                opaque_reads(c, cf, L->datadir))
                 continue;
             size_t rl = strlen(cf->cfg->root);
             if (strncmp(L->datadir, cf->cfg->root, rl) != 0 || L->datadir[rl] != '/')
@@ -703,7 +918,11 @@ static void find_files(ck_ctx *c)
             const hv *files = files_under(walks, L->datadir);
             for (size_t i = 0; i < hv_array_len(files); i++) {
                 const char *p = hv_str_ptr(hv_array_get(files, i));
-                if (!data_extension(p) || hv_hash_gets(e->file_index, p))
+                if (!data_extension(p)) {
+                    misnamed_file(c, cf, p);
+                    continue;
+                }
+                if (hv_hash_gets(e->file_index, p) || other_environment(cf, p))
                     continue;
                 uint32_t fi = add_file(e, p, !strcmp(extension_of(p), ".json") ? FMT_JSON : FMT_YAML);
                 e->files[fi].orphan = true;
@@ -758,6 +977,16 @@ static void add_manifest(ck_ctx *c, const char *path)
     }
 }
 
+/* A file of the main manifest for its evaluation per node: the caller's text when it gives one. */
+static void program_add(ck_ctx *c, const char *path)
+{
+    size_t len;
+    char *text = text_of(c->o, c->env, path, &len);
+    if (text)
+        pp_program_add_text(c->env->prog, path, text, len);
+    free(text);
+}
+
 static void add_manifests(ck_ctx *c, const char *dir, int depth)
 {
     ck_env *e = c->env;
@@ -779,6 +1008,88 @@ static void add_manifests(ck_ctx *c, const char *dir, int depth)
         free(p);
     }
     free_names(names);
+}
+
+/* What a Ruby function may do when called, from its source: set variables of its caller's scope
+ * (scope['x'] = ..., setvar), declare classes (call_function('include'...)), or neither. */
+static int ruby_function_kind(const char *path)
+{
+    size_t len;
+    char *text = read_text(path, &len);
+    if (!text)
+        return PP_FN_ANY;
+    int kind = PP_FN_PURE;
+    if (strstr(text, "setvar") || strstr(text, "compiler.topscope") || strstr(text, "topscope["))
+        kind = PP_FN_ANY;
+    for (const char *p = strstr(text, "scope"); p && kind != PP_FN_ANY; p = strstr(p + 5, "scope")) {
+        const char *q = p + 5;
+        while (*q == '_' || (*q >= 'a' && *q <= 'z'))
+            q++;
+        if (*q != '[')
+            continue;
+        const char *close = strchr(q, ']');
+        if (!close || memchr(q, '\n', (size_t)(close - q)))
+            continue;
+        q = close + 1;
+        while (*q == ' ')
+            q++;
+        if (q[0] == '=' && q[1] != '=' && q[1] != '~' && q[1] != '>')
+            kind = PP_FN_ANY;
+    }
+    if (kind == PP_FN_PURE && (strstr(text, "'include'") || strstr(text, "\"include\"") || strstr(text, "'contain'") ||
+                               strstr(text, "\"contain\"") || strstr(text, "'require'") || strstr(text, "\"require\"")))
+        kind = PP_FN_CLASSES;
+    free(text);
+    return kind;
+}
+
+/* The functions under dir (lib/puppet/functions: NS::a::b from NS/a/b.rb; lib/puppet/parser/
+ * functions: their file names; functions/NAME.pp: module::NAME), with what they may do. */
+static void add_functions(ck_env *e, const char *dir, const char *prefix, bool ruby, int depth)
+{
+    if (depth > 16)
+        return;
+    char **names = list_names(dir);
+    for (size_t i = 0; names && names[i]; i++) {
+        char *p = xjoin(dir, "/", names[i], NULL);
+        size_t n = strlen(names[i]);
+        if (path_is_dir(p)) {
+            char *sub = *prefix ? xjoin(prefix, "::", names[i], NULL) : xstrdup(names[i]);
+            add_functions(e, p, sub, ruby, depth + 1);
+            free(sub);
+        } else if (ruby ? (n > 3 && !strcmp(names[i] + n - 3, ".rb")) : (n > 3 && !strcmp(names[i] + n - 3, ".pp"))) {
+            char *base = xstrndup(names[i], n - 3);
+            char *name = *prefix ? xjoin(prefix, "::", base, NULL) : xstrdup(base);
+            if (!hv_hash_gets(e->functions, name))
+                hv_hash_sets(e->functions, name, hv_int(ruby ? ruby_function_kind(p) : PP_FN_CLASSES));
+            free(name);
+            free(base);
+        }
+        free(p);
+    }
+    free_names(names);
+}
+
+/* The functions of the environment and of every module the lookups find. */
+static void read_functions(ck_env *e)
+{
+    e->functions = hv_hash();
+    for (size_t i = 0; i < hv_hash_len(e->modules_present); i++) {
+        const char *mod = hv_str_ptr(hv_hash_key_at(e->modules_present, i));
+        const char *dir = hv_str_ptr(hv_hash_val_at(e->modules_present, i));
+        char *d = xjoin(dir, "/lib/puppet/functions", NULL);
+        add_functions(e, d, "", true, 0);
+        free(d);
+        d = xjoin(dir, "/lib/puppet/parser/functions", NULL);
+        add_functions(e, d, "", true, 16); /* (Hiera 3 API functions: one folder, no namespaces) */
+        free(d);
+        d = xjoin(dir, "/functions", NULL);
+        add_functions(e, d, mod, false, 0);
+        free(d);
+    }
+    char *d = xjoin(e->dir, "/lib/puppet/functions", NULL);
+    add_functions(e, d, "", true, 0);
+    free(d);
 }
 
 /* Every module's manifests/ and types/ on the modulepath (the first folder that has a module
@@ -815,12 +1126,35 @@ static void read_manifests(ck_ctx *c)
         }
         free_names(mods);
     }
+    e->prog = pp_program_new();
     if (e->manifest) {
-        if (path_is_dir(e->manifest))
+        if (path_is_dir(e->manifest)) {
             add_manifests(c, e->manifest, 0);
-        else if (path_is_file(e->manifest))
+            /* Puppet reads a folder's *.pp at any depth, sorted by path */
+            hv *all = hv_array();
+            walk_files(e->manifest, 0, all);
+            size_t n = hv_array_len(all);
+            char **paths = xcalloc(n ? n : 1, sizeof *paths);
+            size_t np = 0;
+            for (size_t i = 0; i < n; i++) {
+                const char *f = hv_str_ptr(hv_array_get(all, i));
+                size_t fl = strlen(f);
+                if (fl > 3 && !strcmp(f + fl - 3, ".pp"))
+                    paths[np++] = xstrdup(f);
+            }
+            qsort(paths, np, sizeof *paths, cmp_str);
+            for (size_t i = 0; i < np; i++) {
+                program_add(c, paths[i]);
+                free(paths[i]);
+            }
+            free(paths);
+            hv_decref(all);
+        } else if (path_is_file(e->manifest)) {
             add_manifest(c, e->manifest);
+            program_add(c, e->manifest);
+        }
     }
+    read_functions(e);
     c->report->manifests += e->pp->files;
     /* the type aliases of every module (type Name = ...), for parameter types and convert_to */
     e->aliases = ptype_aliases_new();
@@ -830,33 +1164,45 @@ static void read_manifests(ck_ctx *c)
 
 /* ------------------------------------------------------------------ one environment */
 
-/* The private cache: over the caller's texts (named as the engine names the files) when it
- * gives some, so that a hiera.yaml's unsaved text is the configuration read. */
-static hiera_cache *given_texts_cache(ck_ctx *c)
+char *ck_engine_path(const ck_env *e, const char *reported)
 {
-    ck_env *e = c->env;
-    if (!c->o->ntexts)
-        return cache_new();
-    overlay_text *t = xcalloc(c->o->ntexts, sizeof *t);
-    char **paths = xcalloc(c->o->ntexts, sizeof *paths);
     const char *dir = e->only_module ? e->only_module : e->dir;
     size_t rl = strlen(e->real_dir);
+    return !strncmp(reported, e->real_dir, rl) && reported[rl] == '/' ? xjoin(dir, reported + rl, NULL) : xstrdup(reported);
+}
+
+overlay *ck_texts_overlay(ck_ctx *c, snapshot *base)
+{
+    ck_env *e = c->env;
+    overlay_text *t = xcalloc(c->o->ntexts + 1, sizeof *t);
+    char **paths = xcalloc(c->o->ntexts + 1, sizeof *paths);
     for (size_t i = 0; i < c->o->ntexts; i++) {
-        const char *p = c->o->texts[i].path;
-        paths[i] = !strncmp(p, e->real_dir, rl) && p[rl] == '/' ? xjoin(dir, p + rl, NULL) : xstrdup(p);
+        paths[i] = ck_engine_path(e, c->o->texts[i].path);
         t[i] = (overlay_text){paths[i], c->o->texts[i].text, c->o->texts[i].len};
     }
-    overlay *ov = overlay_new(NULL, t, c->o->ntexts);
-    hiera_cache *view = overlay_new_view(ov);
-    overlay_release(ov);
+    overlay *ov = overlay_new(base, t, c->o->ntexts);
     for (size_t i = 0; i < c->o->ntexts; i++)
         free(paths[i]);
     free(paths);
     free(t);
+    return ov;
+}
+
+/* The private cache: over the caller's texts (named as the engine names the files) when it
+ * gives some, so that a hiera.yaml's unsaved text is the configuration read. */
+static hiera_cache *given_texts_cache(ck_ctx *c)
+{
+    if (!c->o->ntexts)
+        return cache_new();
+    overlay *ov = ck_texts_overlay(c, NULL);
+    hiera_cache *view = overlay_new_view(ov);
+    overlay_release(ov);
     return view;
 }
 
-static void check_env(ck_ctx *c)
+/* The environment c->env as read: its snapshot, manifests, configurations, levels and data files
+ * (what a session keeps between runs: session.c) */
+void ck_env_model(ck_ctx *c)
 {
     ck_env *e = c->env;
     e->file_index = hv_hash();
@@ -866,9 +1212,11 @@ static void check_env(ck_ctx *c)
     c->report->environments++;
 
     const char *envs[1] = {e->name};
-    snapshot_spec spec = {e->codedir, e->envpath, e->hiera_config, envs, 1, NULL, NULL, NULL};
+    snapshot_spec spec = {e->codedir, e->envpath, e->hiera_config, envs, 1, NULL, NULL, NULL, e->envpath};
     e->snap = snapshot_build(&spec, NULL);
     e->cache = given_texts_cache(c);
+    /* the nodes' lookups read the caller's texts too */
+    e->node_texts = c->o->ntexts ? ck_texts_overlay(c, e->snap) : NULL;
 
     module_roots_of(e);
     read_manifests(c);
@@ -895,29 +1243,37 @@ static void check_env(ck_ctx *c)
         }
         free_names(mods);
     }
-    for (size_t ci = 0; ci < e->nconfigs; ci++)
-        ck_config_interpolations(c, (int)ci);
-
     find_files(c);
     for (size_t i = 0; i < e->nfiles; i++) {
         load_file(c, &e->files[i]);
         c->report->data_files++;
     }
+}
+
+/* The rules over the environment's model (not the nodes': ck_nodes). What they build (keys,
+ * references, variables, lookup_options entries) is ck_env_rules_reset's to clear. */
+void ck_env_rules(ck_ctx *c)
+{
+    ck_env *e = c->env;
+    for (size_t ci = 0; ci < e->nconfigs; ci++)
+        ck_config_interpolations(c, (int)ci);
     for (size_t i = 0; i < e->nfiles; i++)
         ck_data_file(c, (uint32_t)i);
+    ck_resolve_lookups(c);
     ck_classes(c);
     ck_data_cross(c);
+    ck_puppet8(c);
 }
 
 /* ------------------------------------------------------------------ configuration file */
 
-typedef struct {
+struct ck_conf {
     char *dir;          /* patterns are relative to it */
     hv *rules;          /* name -> severity (int) */
     hv *exclude;        /* array of patterns */
     bool warnings_as_errors;
     bool loaded;
-} ck_conf;
+};
 
 static int severity_word(const hv *v)
 {
@@ -930,6 +1286,8 @@ static int severity_word(const hv *v)
         return CHECK_OFF;
     if (!strcmp(s, "warning") || !strcmp(s, "warn"))
         return CHECK_WARNING;
+    if (!strcmp(s, "note") || !strcmp(s, "info"))
+        return CHECK_NOTE;
     if (!strcmp(s, "error"))
         return CHECK_ERROR;
     return -2;
@@ -970,7 +1328,7 @@ static bool read_conf(ck_conf *conf, const char *path, bool required, char **err
                     break;
                 }
                 if (sev == -2) {
-                    *error = xasprintf("%s: rule '%s': expected off, warning or error", path, rn);
+                    *error = xasprintf("%s: rule '%s': expected off, note, warning or error", path, rn);
                     ok = false;
                     break;
                 }
@@ -1253,11 +1611,6 @@ static char *module_name_of(const char *dir)
     return name;
 }
 
-typedef struct {
-    ck_env *v;
-    size_t n;
-} env_list;
-
 static ck_env *new_env(env_list *l)
 {
     l->v = xrealloc(l->v, (l->n + 1) * sizeof *l->v);
@@ -1485,12 +1838,48 @@ static void report_add(check_report *r, check_finding f)
     r->v[r->n++] = f;
 }
 
-int check_run(const check_options *o, check_report *report, char **error)
+void ck_diag_enter(ck_ctx *c, diag_sink *saved) { diag_enter((diag_sink){.fn = engine_diag, .data = c}, saved); }
+
+void ck_run_close(ck_run *r)
 {
-    memset(report, 0, sizeof *report);
+    for (size_t i = 0; i < r->envs.n; i++)
+        env_free(&r->envs.v[i]);
+    free(r->envs.v);
+    for (size_t k = 0; k < r->c.nf; k++) {
+        ck_finding_int *f = &r->c.f[k];
+        free(f->file);
+        free(f->message);
+        for (size_t j = 0; j < f->nnodes; j++)
+            free(f->nodes[j]);
+        free(f->nodes);
+    }
+    free(r->c.f);
+    if (r->c.tmpdir) {
+        rm_tree(r->c.tmpdir);
+        free(r->c.tmpdir);
+    }
+    hv_decref(r->overrides);
+    hv_decref(r->inline_cache);
+    if (r->conf) {
+        hv_decref(r->conf->rules);
+        hv_decref(r->conf->exclude);
+        free(r->conf->dir);
+        free(r->conf);
+    }
+    memset(r, 0, sizeof *r);
+}
+
+int ck_run_open(ck_run *r, const check_options *o, check_report *report, char **error)
+{
+    memset(r, 0, sizeof *r);
     *error = NULL;
+    r->c = (ck_ctx){.o = o, .report = report};
+    r->overrides = hv_hash();
+    r->inline_cache = hv_hash();
+    r->conf = xcalloc(1, sizeof *r->conf);
+    r->conf->rules = hv_hash();
+    r->conf->exclude = hv_array();
     /* rule overrides */
-    hv *overrides = hv_hash();
     for (size_t i = 0; i < o->nrule_overrides; i++) {
         const char *s = o->rule_overrides[i];
         const char *eq = strchr(s, '=');
@@ -1500,21 +1889,20 @@ int check_run(const check_options *o, check_report *report, char **error)
         hv_decref(word);
         if (!check_rule_find(name) || sev < 0) {
             *error = !check_rule_find(name) ? xasprintf("unknown rule '%s' (hiera check --list-rules lists them)", name)
-                                            : xasprintf("--rule %s: expected NAME=off|warning|error", s);
+                                            : xasprintf("--rule %s: expected NAME=off|note|warning|error", s);
             free(name);
-            hv_decref(overrides);
+            ck_run_close(r);
             return -1;
         }
-        hv_hash_sets(overrides, name, hv_int(sev));
+        hv_hash_sets(r->overrides, name, hv_int(sev));
         free(name);
     }
     if (o->facts_dir && !path_is_dir(o->facts_dir)) {
         *error = xasprintf("cannot read the facts folder %s", o->facts_dir);
-        hv_decref(overrides);
+        ck_run_close(r);
         return -1;
     }
-    ck_ctx c = {.o = o, .report = report};
-    env_list envs = {0};
+    env_list *envs = &r->envs;
     bool ok = true;
     if (o->codedir && !o->npaths) {
         if (!path_is_dir(o->codedir)) {
@@ -1522,81 +1910,98 @@ int check_run(const check_options *o, check_report *report, char **error)
             ok = false;
         } else {
             char *real = real_path(o->codedir);
-            ok = envs_of_codedir(&c, &envs, real, error);
+            ok = envs_of_codedir(&r->c, envs, real, error);
             free(real);
         }
     } else {
         size_t n = o->npaths ? o->npaths : 1;
         for (size_t i = 0; ok && i < n; i++)
-            ok = envs_of_path(&c, &envs, o->npaths ? o->paths[i] : ".", i, error);
+            ok = envs_of_path(&r->c, envs, o->npaths ? o->paths[i] : ".", i, error);
     }
-    if (ok && !envs.n) {
+    if (ok && !envs->n) {
         *error = xstrdup("no environment to check");
         ok = false;
     }
+    if (ok) {
+        const char *given = o->npaths ? o->paths[0] : o->codedir ? o->codedir : ".";
+        report->root = real_path(given);
+    }
     /* the repository's configuration: --config, else .hiera-check.yaml where the first environment is */
-    ck_conf conf = {.rules = hv_hash(), .exclude = hv_array()};
     if (ok && !o->no_config) {
-        char *path = o->config_file ? real_path(o->config_file) : xjoin(envs.v[0].real_dir, "/.hiera-check.yaml", NULL);
-        conf.dir = o->config_file ? pn_dirname(path) : xstrdup(envs.v[0].real_dir);
-        ok = read_conf(&conf, path, o->config_file != NULL, error);
+        char *path = o->config_file ? real_path(o->config_file) : xjoin(envs->v[0].real_dir, "/.hiera-check.yaml", NULL);
+        r->conf->dir = o->config_file ? pn_dirname(path) : xstrdup(envs->v[0].real_dir);
+        ok = read_conf(r->conf, path, o->config_file != NULL, error);
         free(path);
     }
+    if (!ok) {
+        ck_run_close(r);
+        return -1;
+    }
+    return 0;
+}
+
+void ck_run_report(ck_run *r, size_t first)
+{
+    ck_ctx *c = &r->c;
+    const check_options *o = c->o;
+    for (size_t k = first; k < c->nf; k++) {
+        ck_finding_int *f = &c->f[k];
+        bool keep = reportable(c->env, f->file);
+        char *file = keep ? report_path(c->env, f->file) : NULL;
+        const hv *ov = hv_hash_gets(r->overrides, f->rule);
+        const hv *cv = hv_hash_gets(r->conf->rules, f->rule);
+        int sev = ov ? (int)hv_int_val(ov) : cv ? (int)hv_int_val(cv) : f->sev;
+        if (keep && (sev == CHECK_OFF || excluded(r->conf, file) || disabled_inline(o, r->inline_cache, file, f->rule, f->line)))
+            keep = false;
+        if (keep && sev == CHECK_WARNING && (o->warnings_as_errors || r->conf->warnings_as_errors))
+            sev = CHECK_ERROR;
+        if (keep) {
+            f->message = ck_report_text(c->env, f->message);
+            report_add(c->report, (check_finding){f->rule, sev, file, f->line, f->col, f->message, f->nodes, f->nnodes});
+        } else {
+            free(file);
+            free(f->message);
+            for (size_t j = 0; j < f->nnodes; j++)
+                free(f->nodes[j]);
+            free(f->nodes);
+        }
+        free(f->file);
+    }
+    c->nf = first;
+}
+
+void ck_report_sort(check_report *report)
+{
+    if (report->n)
+        qsort(report->v, report->n, sizeof *report->v, cmp_finding);
+}
+
+int check_run(const check_options *o, check_report *report, char **error)
+{
+    memset(report, 0, sizeof *report);
+    ck_run r;
+    if (ck_run_open(&r, o, report, error) != 0)
+        return -1;
     diag_sink saved;
-    diag_enter((diag_sink){.fn = engine_diag, .data = &c}, &saved);
-    hv *inline_cache = hv_hash();
-    for (size_t i = 0; ok && i < envs.n; i++) {
-        c.env = &envs.v[i];
-        size_t first = c.nf;
-        check_env(&c);
-        if ((o->facts_dir || o->nodes) && ck_nodes(&c, error) != 0)
+    ck_diag_enter(&r.c, &saved);
+    bool ok = true;
+    for (size_t i = 0; ok && i < r.envs.n; i++) {
+        r.c.env = &r.envs.v[i];
+        size_t first = r.c.nf;
+        ck_env_model(&r.c);
+        ck_env_rules(&r.c);
+        if ((o->facts_dir || o->nodes) && ck_nodes(&r.c, error) != 0)
             ok = false;
         /* the environment's findings, as reported */
-        for (size_t k = first; k < c.nf; k++) {
-            ck_finding_int *f = &c.f[k];
-            bool keep = reportable(c.env, f->file);
-            char *file = keep ? report_path(c.env, f->file) : NULL;
-            const hv *ov = hv_hash_gets(overrides, f->rule);
-            const hv *cv = hv_hash_gets(conf.rules, f->rule);
-            int sev = ov ? (int)hv_int_val(ov) : cv ? (int)hv_int_val(cv) : f->sev;
-            if (keep && (sev == CHECK_OFF || excluded(&conf, file) || disabled_inline(o, inline_cache, file, f->rule, f->line)))
-                keep = false;
-            if (keep && sev == CHECK_WARNING && (o->warnings_as_errors || conf.warnings_as_errors))
-                sev = CHECK_ERROR;
-            if (keep) {
-                f->message = ck_report_text(c.env, f->message);
-                report_add(report, (check_finding){f->rule, sev, file, f->line, f->col, f->message, f->nodes, f->nnodes});
-            } else {
-                free(file);
-                free(f->message);
-                for (size_t j = 0; j < f->nnodes; j++)
-                    free(f->nodes[j]);
-                free(f->nodes);
-            }
-            free(f->file);
-        }
-        c.nf = first;
+        ck_run_report(&r, first);
     }
     diag_leave(&saved);
-    hv_decref(inline_cache);
-    for (size_t i = 0; i < envs.n; i++)
-        env_free(&envs.v[i]);
-    free(envs.v);
-    free(c.f);
-    if (c.tmpdir) {
-        rm_tree(c.tmpdir);
-        free(c.tmpdir);
-    }
-    hv_decref(overrides);
-    hv_decref(conf.rules);
-    hv_decref(conf.exclude);
-    free(conf.dir);
+    ck_run_close(&r);
     if (!ok) {
         check_report_free(report);
         return -1;
     }
-    if (report->n)
-        qsort(report->v, report->n, sizeof *report->v, cmp_finding);
+    ck_report_sort(report);
     return 0;
 }
 
@@ -1613,5 +2018,6 @@ void check_report_free(check_report *r)
     for (size_t i = 0; i < r->nnotes; i++)
         free(r->notes[i]);
     free(r->notes);
+    free(r->root);
     memset(r, 0, sizeof *r);
 }

@@ -17,7 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { CHECK_OFF = 0, CHECK_WARNING = 1, CHECK_ERROR = 2 };
+/* Severities: an error makes the exit status 1; a warning is something a maintainer would fix; a
+ * note is an observation of style or a consequence already reported (never promoted by
+ * --warnings-as-errors). */
+enum { CHECK_OFF = 0, CHECK_WARNING = 1, CHECK_ERROR = 2, CHECK_NOTE = 3 };
+
+/* "error", "warning", "note" (or "off") */
+const char *check_severity_name(int severity);
 
 typedef struct {
     const char *name;
@@ -32,7 +38,7 @@ const check_rule *check_rule_find(const char *name);
 
 typedef struct {
     const char *rule;  /* a check_rules name (static) */
-    int severity;      /* CHECK_WARNING or CHECK_ERROR, after configuration */
+    int severity;      /* CHECK_NOTE, CHECK_WARNING or CHECK_ERROR, after configuration */
     char *file;        /* absolute path as found (the command shortens it), or "" */
     uint32_t line, col; /* 1-based, 0 when unknown */
     char *message;
@@ -49,6 +55,9 @@ typedef struct {
      * line each, malloc'ed */
     char **notes;
     size_t nnotes;
+    /* the folder what was checked lies in (the first PATH, or the code directory), absolute:
+     * SARIF names files relative to it; NULL when not known */
+    char *root;
 } check_report;
 
 /* Nodes the caller gives instead of a facts folder (the command takes them from PuppetDB): their
@@ -102,5 +111,21 @@ typedef struct {
  * override, an unreadable facts folder. */
 int check_run(const check_options *o, check_report *report, char **error);
 void check_report_free(check_report *r);
+
+/* A session (session.c): the check run again and again over the same code with other unsaved
+ * texts (an editor's buffers). The first run reads everything; a run whose texts differ from the
+ * last one's only in data files the check read (the same paths given) keeps what was read
+ * (snapshot, manifests, configurations, the other files' parses) and runs the rules again over
+ * it; any other change (a hiera.yaml's or a manifest's text, a text given or no longer given)
+ * reads everything again. Each run's report is check_run's with the same options and texts. The
+ * files on disk are taken as unchanged while a session lives: make a new one when they change.
+ * One thread at a time; o (but its texts) is BORROWED for the session's life. */
+typedef struct check_session check_session;
+check_session *check_session_new(const check_options *o);
+/* A run with texts (BORROWED during the call): as check_run. */
+int check_session_run(check_session *s, const check_text *texts, size_t ntexts, check_report *report, char **error);
+/* Runs that read everything, and runs that kept what was read. */
+void check_session_stats(const check_session *s, size_t *reads, size_t *reuses);
+void check_session_free(check_session *s);
 
 #endif

@@ -7,14 +7,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/diag.h"
 #include "base/util.h"
 #include "base/value.h"
 #include "check/check.h"
 #include "check/yscan.h"
 #include "engine/cache.h"
 #include "engine/config.h"
+#include "engine/overlay.h"
 #include "engine/snapshot.h"
 #include "puppet/manifest.h"
+#include "puppet/program.h"
 #include "types/ptype.h"
 
 /* ------------------------------------------------------------------ the model */
@@ -33,8 +36,12 @@ typedef struct {
     int index;          /* its position (hierarchy, then default_hierarchy) */
     char **tmpls;       /* absolute location templates (datadir joined with each path/glob) */
     size_t ntmpls;
+    char **env_tmpls;   /* by_env: the same with the environment's name left a variable (another
+                         * environment's file), parallel to tmpls (NULL otherwise) */
     bool glob;
-    char *datadir;      /* absolute, not interpolated */
+    char *datadir;      /* absolute, the environment's name put in, not interpolated otherwise */
+    bool outside;       /* its data folder is outside what is checked (an absolute path elsewhere) */
+    bool by_env;        /* its locations name the environment (%{environment}): a file per environment */
 } ck_level;
 
 typedef struct {
@@ -150,12 +157,23 @@ typedef struct {
     struct rregex **lo_regexps; /* lo_entries' patterns compiled (NULL: literal, or invalid), made on first use */
     size_t nlo_regexps;
     pp_index *pp;
+    pp_program *prog;    /* the main manifest's top scope and node definitions */
+    hv *functions;       /* function name -> pp_fn_kind (int): the modules' Ruby and Puppet functions */
+    hv *dyn_lookups;     /* module -> "file:line" of a lookup($var) whose keys cannot be known */
     ptype_aliases *aliases;
     hv *modules_present; /* module name -> true */
     /* a level whose data we cannot read (a function of its own: vault, a database...): keys may
      * come from there, so a key no file defines is not reported as missing */
     char *opaque_level;
     bool eyaml_key_missing; /* an eyaml level's private key is not here (CI): decryption cannot be judged */
+    /* the caller's texts (check_options.texts, named as the engine names the files) over the
+     * snapshot, for the nodes' lookups; NULL without texts */
+    overlay *node_texts;
+    /* the nodes' facts files read, kept between runs (a session's), or NULL: read each run */
+    hv *facts_memo;
+    hv_nodes facts_nodes;
+    /* the nodes' lookups' results kept between runs (a session's: nodes.c), or NULL */
+    struct ck_node_memo *node_memo;
 } ck_env;
 
 typedef struct {
@@ -166,6 +184,43 @@ typedef struct {
     ck_env *env; /* the environment being checked */
     char *tmpdir;
 } ck_ctx;
+
+/* ------------------------------------------------------------------ a run (check.c), kept by a session (session.c) */
+
+typedef struct {
+    ck_env *v;
+    size_t n;
+} env_list;
+
+typedef struct ck_conf ck_conf; /* the repository's .hiera-check.yaml (check.c) */
+
+typedef struct {
+    ck_ctx c;
+    env_list envs;
+    ck_conf *conf;
+    hv *overrides;    /* rule -> severity */
+    hv *inline_cache; /* file -> its inline disable comments */
+} ck_run;
+
+/* The environments to check and the configuration (o and report are BORROWED by r); 0, or -1
+ * with *error (r is then closed). */
+int ck_run_open(ck_run *r, const check_options *o, check_report *report, char **error);
+void ck_run_close(ck_run *r);
+/* c->env read (snapshot, manifests, configurations, files), then checked (ck_env_rules; ck_nodes
+ * after it); ck_env_rules_reset clears what the rules built, for another run over the same model. */
+void ck_env_model(ck_ctx *c);
+void ck_env_rules(ck_ctx *c);
+void ck_env_rules_reset(ck_env *e);
+/* c->env's findings from first on, filtered (overrides, configuration, inline comments) into
+ * the report (taken from c); then sorted. */
+void ck_run_report(ck_run *r, size_t first);
+void ck_report_sort(check_report *report);
+/* The engine's diagnostics reported as findings of c, on this thread until diag_leave. */
+void ck_diag_enter(ck_ctx *c, diag_sink *saved);
+/* A file's path as the engine names it in e, from the path as reported (malloc'ed). */
+char *ck_engine_path(const ck_env *e, const char *reported);
+/* The caller's texts named as c->env's engine names them, over base (NULL: the disk). */
+overlay *ck_texts_overlay(ck_ctx *c, snapshot *base);
 
 /* ------------------------------------------------------------------ findings (findings.c) */
 
@@ -211,8 +266,19 @@ void ck_data_cross(ck_ctx *c);
 void ck_config_interpolations(ck_ctx *c, int ci);
 /* classes.c: manifests, aliases, class parameters per data file */
 void ck_classes(ck_ctx *c);
+/* classes.c: the keys lookup($var) may read (the variable's values in the code and the data),
+ * added to the manifests' lookups as literal keys; those that cannot be known noted */
+void ck_resolve_lookups(ck_ctx *c);
+/* what Puppet 8's defaults refuse (puppet8.c) */
+void ck_puppet8(ck_ctx *c);
+/* whether the code is checked as Puppet 8 answers (hiera_puppet_version): the puppet8-* rules then
+ * say what the engine's Puppet 7 words would not (a v3 hiera.yaml fails, a list data file fails) */
+bool ck_as_puppet8(void);
 /* nodes.c: --facts-dir */
 int ck_nodes(ck_ctx *c, char **error);
+struct ck_node_memo *ck_node_memo_new(void);
+void ck_node_memo_clear(struct ck_node_memo *m);
+void ck_node_memo_free(struct ck_node_memo *m);
 
 /* The interpolation scanner (data.c), shared with nodes.c: calls fn for each %{...} of s */
 typedef enum { IX_EMPTY, IX_SCOPE, IX_LOOKUP, IX_ALIAS, IX_LITERAL, IX_UNKNOWN_METHOD, IX_BAD_CALL, IX_UNCLOSED } ix_kind;

@@ -89,7 +89,9 @@ static void check_value(ck_ctx *c, type_cache *tc, const ck_key *k, const ck_def
         v = cv;
     }
     char *msg = ptype_describe_param(t, v, p->name);
-    if (msg && merge && partial_ok(msg)) {
+    /* a merge may make a partial value whole: lookup_options say so, or may say so where the
+     * check cannot read (a level whose data it cannot see) */
+    if (msg && (merge || e->opaque_level) && partial_ok(msg)) {
         free(msg);
         msg = NULL;
     }
@@ -175,6 +177,17 @@ static bool pe_module(const char *m)
 static void check_key(ck_ctx *c, type_cache *tc, const ck_key *k, hv *missing_modules)
 {
     ck_env *e = c->env;
+    const char *msep0 = strstr(k->name, "::");
+    if (msep0 && e->dyn_lookups && hv_hash_getsn(e->dyn_lookups, k->name, (size_t)(msep0 - k->name))) {
+        /* a lookup($var) of the module may read it: only the value's type is judged */
+        const pp_class *cls = NULL;
+        const pp_param *p = ck_class_param(e, k->name, &cls);
+        if (p && p->type)
+            for (size_t i = 0; i < k->ndefs; i++)
+                if (!e->files[k->defs[i].file].orphan)
+                    check_value(c, tc, k, &k->defs[i], cls, p);
+        return;
+    }
     const char *sep = NULL;
     for (const char *p = strstr(k->name, "::"); p; p = strstr(p + 2, "::"))
         sep = p;
@@ -287,4 +300,92 @@ void ck_classes(ck_ctx *c)
     free(tc.types);
     hv_decref(tc.index);
     hv_decref(tc.unresolved);
+}
+
+/* ------------------------------------------------------------------ lookup($var) */
+
+static void add_candidate(hv *keys, const hv *v)
+{
+    if (hv_is(v, HV_STRING) && hv_str_len(v) && !strchr(hv_str_ptr(v), '%')) {
+        hv_hash_sets(keys, hv_str_ptr(v), hv_true());
+    } else if (hv_is(v, HV_ARRAY)) {
+        for (size_t i = 0; i < hv_array_len(v); i++)
+            if (hv_is(hv_array_get(v, i), HV_STRING))
+                add_candidate(keys, hv_array_get(v, i));
+    }
+}
+
+void ck_resolve_lookups(ck_ctx *c)
+{
+    ck_env *e = c->env;
+    pp_index *pp = e->pp;
+    e->dyn_lookups = hv_hash();
+    /* keys data interpolates with lookup()/alias(), whichever file was read first */
+    for (size_t i = 0; i < e->nrefs; i++) {
+        ck_key *k = ck_key_get(e, e->refs[i].key);
+        if (k)
+            k->referenced = true;
+    }
+    size_t n = pp->nlookups;
+    for (size_t i = 0; i < n; i++) {
+        const pp_lookup *l = &pp->lookups[i];
+        if (!l->var)
+            continue;
+        /* what the variable may hold: the parameter's default, assignments in the same class or
+         * defined type, what resource-like declarations of the class pass, and the parameter's data */
+        hv *keys = hv_hash();
+        const char *owner = l->owner;
+        const char *var = l->var[0] == ':' && l->var[1] == ':' ? l->var + 2 : l->var;
+        const pp_class *cls = owner ? pp_find_class(pp, owner) : NULL;
+        for (size_t j = 0; cls && j < cls->nparams; j++)
+            if (!strcmp(cls->params[j].name, var) && cls->params[j].default_str)
+                hv_hash_sets(keys, cls->params[j].default_str, hv_true());
+        for (size_t j = 0; owner && j < pp->nassigns; j++)
+            if (!strcmp(pp->assigns[j].owner, owner) && !strcmp(pp->assigns[j].var, var))
+                hv_hash_sets(keys, pp->assigns[j].value, hv_true());
+        for (size_t j = 0; owner && j < pp->ndecls; j++) {
+            const pp_decl *d = &pp->decls[j];
+            if (!d->resource_like || strcmp(d->cls, owner))
+                continue;
+            for (size_t k = 0; k < d->nparams; k++)
+                if (!strcmp(d->params[k], var) && d->values && d->values[k])
+                    hv_hash_sets(keys, d->values[k], hv_true());
+        }
+        if (owner) {
+            char *pk = xjoin(owner, "::", var, NULL);
+            const ck_key *k = ck_key_get(e, pk);
+            for (size_t d = 0; k && d < k->ndefs; d++)
+                add_candidate(keys, k->defs[d].value);
+            free(pk);
+        }
+        if (!hv_hash_len(keys)) {
+            /* not known: keys of the module it is in are not claimed unused */
+            const char *mod = owner ? owner : "";
+            const char *sep = strstr(mod, "::");
+            char *m = sep ? xstrndup(mod, (size_t)(sep - mod)) : xstrdup(mod);
+            if (*m && !hv_hash_gets(e->dyn_lookups, m)) {
+                char *at = xasprintf("%s:%u", l->file, l->line);
+                hv_hash_sets(e->dyn_lookups, m, hv_str(at));
+                free(at);
+            }
+            free(m);
+        }
+        for (size_t j = 0; j < hv_hash_len(keys); j++) {
+            pp = e->pp;
+            if (pp->nlookups == pp->caplookups) {
+                pp->caplookups = pp->caplookups ? pp->caplookups * 2 : 16;
+                pp->lookups = xrealloc(pp->lookups, pp->caplookups * sizeof *pp->lookups);
+            }
+            l = &pp->lookups[i];
+            pp->lookups[pp->nlookups++] =
+                (pp_lookup){xstrdup(hv_str_ptr(hv_hash_key_at(keys, j))), false, xstrdup(""), l->merged, xstrdup(l->file),
+                            l->line, l->col, l->classes, l->scope_class ? xstrdup(l->scope_class) : NULL, l->scope_node,
+                            l->conditional, NULL, l->owner ? xstrdup(l->owner) : NULL};
+        }
+        hv_decref(keys);
+    }
+    for (size_t i = 0; i < hv_hash_len(e->dyn_lookups); i++)
+        ck_note(c, xasprintf("lookup() of a variable at %s: the keys it reads cannot be known here, so keys of module "
+                             "'%s' are not reported as never used (unknown-class, unknown-parameter)",
+                             hv_str_ptr(hv_hash_val_at(e->dyn_lookups, i)), hv_str_ptr(hv_hash_key_at(e->dyn_lookups, i))));
 }

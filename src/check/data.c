@@ -183,6 +183,7 @@ typedef struct {
     const char *file;
     const char *top_key;
     uint32_t fi;        /* the data file's number, or UINT32_MAX */
+    const char *mapped; /* in a mapped_paths template: the element's name (no variable), or NULL */
 } ictx;
 
 static void item_pos(ictx *ic, const ix_item *it, uint32_t *line, uint32_t *col)
@@ -289,7 +290,11 @@ static void on_interpolation(const ix_item *it, void *data)
             hv_decref(segs);
             break;
         }
-        add_var(e, expr, segs, ic->fi, ic->cfg, line, col);
+        const char *rn = hv_is(root, HV_STRING) ? hv_str_ptr(root) : "";
+        if (ic->mapped && !strcmp(rn[0] == ':' && rn[1] == ':' ? rn + 2 : rn, ic->mapped))
+            hv_decref(segs); /* the mapped_paths element, not a variable */
+        else
+            add_var(e, expr, segs, ic->fi, ic->cfg, line, col);
         break;
     }
     }
@@ -479,7 +484,7 @@ static bool scalar_string(const ysnode *n, bool json)
 static void string_value(fctx *x, const ysnode *n, uint32_t line, uint32_t col, const char *s, size_t len)
 {
     if (memmem(s, len, "%{", 2)) {
-        ictx ic = {x->c, x, n, line, col, s, len, 0, false, -1, x->f->path, x->top_key, x->fi};
+        ictx ic = {x->c, x, n, line, col, s, len, 0, false, -1, x->f->path, x->top_key, x->fi, NULL};
         ck_scan_interpolations(s, len, on_interpolation, &ic);
     }
     if (memmem(s, len, "ENC[", 4))
@@ -542,6 +547,36 @@ static void walk_map(fctx *x, const ysnode *m, int depth)
     }
 }
 
+/* When key is a class parameter whose type takes the value a plain scalar reads as and not its
+ * text: "parameter 'p' of Class[X] (Type)" (malloc'ed), else NULL. */
+static char *trap_as_meant(ck_env *e, const char *key, const char *text, size_t len)
+{
+    const pp_class *cls = NULL;
+    const pp_param *p = ck_class_param(e, key, &cls);
+    if (!p || !p->type || !e->aliases)
+        return NULL;
+    herr err = {0};
+    ptype *t = ptype_parse_with(p->type, e->aliases, &err);
+    herr_clear(&err);
+    char *unresolved = t ? ptype_unresolved(t) : NULL;
+    char *r = NULL;
+    if (t && !unresolved) {
+        hv *read = yaml_plain_scalar(text, len, &err);
+        herr_clear(&err);
+        hv *str = hv_strn(text, len);
+        if (read && ptype_match(t, read) && !ptype_match(t, str)) {
+            char *ref = ck_class_ref(cls->name);
+            r = xasprintf("parameter '%s' of %s (%s)", p->name, ref, p->type);
+            free(ref);
+        }
+        hv_decref(read);
+        hv_decref(str);
+    }
+    free(unresolved);
+    ptype_free(t);
+    return r;
+}
+
 static void walk(fctx *x, const ysnode *n, int depth, bool is_key, bool in_seq)
 {
     if (!n || depth > 200)
@@ -571,7 +606,18 @@ static void walk(fctx *x, const ysnode *n, int depth, bool is_key, bool in_seq)
             if (rule) {
                 const char *advice = !strcmp(rule, "yaml-boolean") ? "quote it if the word was meant, or write true/false"
                                                                    : "quote it if the text was meant";
-                ck_add(x->c, rule, 0, x->f->path, n->line, n->col, "%s%s: %s", msg, is_key ? " (a hash key)" : "", advice);
+                /* the whole value of a class parameter whose type takes what YAML reads and not the
+                 * text: the value is as meant, only written in a surprising way (a note) */
+                char *as = !is_key && depth == 1 && x->top_key && !x->in_lookup_options
+                               ? trap_as_meant(x->e, x->top_key, n->text, n->len)
+                               : NULL;
+                if (as)
+                    ck_add(x->c, rule, CHECK_NOTE, x->f->path, n->line, n->col, "%s, as %s takes it: %s", msg, as,
+                           !strcmp(rule, "yaml-boolean") ? "write true/false to say so" : "a plain number says so more clearly");
+                else
+                    ck_add(x->c, rule, 0, x->f->path, n->line, n->col, "%s%s: %s", msg, is_key ? " (a hash key)" : "",
+                           advice);
+                free(as);
             }
         }
     }
@@ -830,6 +876,8 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
         empty = hv_is(f->value, HV_UNDEF);
         what = hv_is(f->value, HV_ARRAY) ? "an array" : "a scalar";
     }
+    if (not_hash && !empty && f->fmt == FMT_YAML && ck_as_puppet8() && !(hv_is(f->value, HV_BOOL) && !hv_bool_val(f->value)))
+        not_hash = false; /* Puppet 8 fails, not ignores: puppet8-not-a-hash (puppet8.c) */
     if (not_hash) {
         uint32_t line = root && !empty ? root->line : 1, col = root && !empty ? root->col : 1;
         if (empty)
@@ -923,19 +971,30 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
 
 /* ------------------------------------------------------------------ hiera.yaml */
 
-static void config_walk(ck_ctx *c, int ci, const ysnode *n, int depth, bool v5)
+static void config_walk(ck_ctx *c, int ci, const ysnode *n, int depth, bool v5, const char *mapped)
 {
     if (!n || depth > 100)
         return;
-    if (n->kind == YS_MAP || n->kind == YS_SEQ) {
+    if (n->kind == YS_MAP) {
+        for (uint32_t i = 0; i + 1 < n->n; i += 2) {
+            const ysnode *k = n->kids[i], *v = n->kids[i + 1];
+            /* mapped_paths: [source, name, template]: %{name} in the template is each element */
+            bool mp = k && k->kind == YS_SCALAR && !strcmp(k->text, "mapped_paths") && v && v->kind == YS_SEQ &&
+                      v->n == 3 && v->kids[1] && v->kids[1]->kind == YS_SCALAR;
+            config_walk(c, ci, k, depth + 1, v5, NULL);
+            config_walk(c, ci, v, depth + 1, v5, mp ? v->kids[1]->text : NULL);
+        }
+        return;
+    }
+    if (n->kind == YS_SEQ) {
         for (uint32_t i = 0; i < n->n; i++)
-            config_walk(c, ci, n->kids[i], depth + 1, v5);
+            config_walk(c, ci, n->kids[i], depth + 1, v5, mapped && i == 2 ? mapped : NULL);
         return;
     }
     if (n->kind != YS_SCALAR || !memmem(n->text, n->len, "%{", 2))
         return;
     const ck_config *cf = &c->env->configs[ci];
-    ictx ic = {c, NULL, n, n->line, n->col, n->text, n->len, 0, v5, ci, cf->path, NULL, UINT32_MAX};
+    ictx ic = {c, NULL, n, n->line, n->col, n->text, n->len, 0, v5, ci, cf->path, NULL, UINT32_MAX, mapped};
     ck_scan_interpolations(n->text, n->len, on_interpolation, &ic);
 }
 
@@ -945,7 +1004,7 @@ void ck_config_interpolations(ck_ctx *c, int ci)
     if (!cf->ys || cf->ys->failed || !cf->ys->ndocs || !cf->ys->docs[0])
         return;
     bool v5 = !cf->cfg || cf->cfg->version >= 4;
-    config_walk(c, ci, cf->ys->docs[0], 0, v5);
+    config_walk(c, ci, cf->ys->docs[0], 0, v5, NULL);
 }
 
 /* ------------------------------------------------------------------ across files */
@@ -1375,12 +1434,24 @@ void ck_data_cross(ck_ctx *c)
     ck_env *e = c->env;
     for (size_t i = 0; e->pp && i < e->pp->nlookups; i++) {
         const pp_lookup *l = &e->pp->lookups[i];
-        ck_key *k = l->prefix ? NULL : ck_key_get(e, l->key);
-        if (k) {
-            k->referenced = true;
-            if (l->merged && !k->merge)
-                k->merge = 2;
+        if (l->var)
+            continue;
+        if (!l->prefix) {
+            ck_key *k = ck_key_get(e, l->key);
+            if (k) {
+                k->referenced = true;
+                if (l->merged && !k->merge)
+                    k->merge = 2; /* a merge reads every level: none shadows another */
+            }
+            continue;
         }
+        /* "profile::${x}": every key it may ask for */
+        for (size_t j = 0; j < e->nkeys; j++)
+            if (pp_lookup_matches(l, e->keys[j].name)) {
+                e->keys[j].referenced = true;
+                if (l->merged && !e->keys[j].merge)
+                    e->keys[j].merge = 2;
+            }
     }
     unknown_refs(c);
     loops(c);

@@ -21,7 +21,7 @@ const check_rule check_rules[] = {
     {"yaml-octal", CHECK_WARNING, "yaml", "a plain number with a leading 0 that YAML reads as octal"},
     {"yaml-sexagesimal", CHECK_WARNING, "yaml", "a plain 1:30 that YAML reads as a base-60 number"},
     {"yaml-version-float", CHECK_WARNING, "yaml", "a plain 1.10 that YAML reads as the float 1.1"},
-    {"empty-value", CHECK_WARNING, "yaml", "a key or item without a value (read as undef)"},
+    {"empty-value", CHECK_NOTE, "yaml", "a key or item without a value (read as undef)"},
     {"tab", CHECK_WARNING, "yaml", "a tab character outside quoted text"},
     {"not-a-hash", CHECK_WARNING, "yaml", "a data file whose document is not a hash (Puppet ignores it)"},
     {"extra-document", CHECK_WARNING, "yaml", "a data file with more than one YAML document (only the first is read)"},
@@ -38,7 +38,7 @@ const check_rule check_rules[] = {
     {"lookup-options-merge", CHECK_ERROR, "lookup_options", "an invalid merge strategy or merge option"},
     {"lookup-options-regexp", CHECK_ERROR, "lookup_options", "a key pattern that is not a valid Ruby regexp"},
     {"lookup-options-convert-to", CHECK_ERROR, "lookup_options", "an invalid convert_to"},
-    {"lookup-options-unused", CHECK_WARNING, "lookup_options", "a key or pattern that matches no key anywhere"},
+    {"lookup-options-unused", CHECK_NOTE, "lookup_options", "a key or pattern that matches no key anywhere"},
     {"module-namespace", CHECK_ERROR, "lookup_options", "module data or lookup_options outside the module's namespace"},
     /* 5. eyaml */
     {"eyaml-malformed", CHECK_ERROR, "eyaml", "an ENC[...] block that is not well formed"},
@@ -51,11 +51,26 @@ const check_rule check_rules[] = {
     {"parameter-type", CHECK_ERROR, "classes", "a value that does not match the class parameter's type"},
     {"parameter-missing", CHECK_ERROR, "classes", "a required parameter of an included class without a value (--facts-dir)"},
     {"lookup-error", CHECK_ERROR, "classes", "the lookup of a class parameter fails for some nodes (--facts-dir)"},
-    /* 7. nodes */
+    /* 7. what Puppet 8's defaults refuse (puppet8.c): warnings under Puppet 7, errors under 8 */
+    {"puppet8-undefined-variable", CHECK_WARNING, "puppet8", "data interpolating a legacy fact, which Puppet 8 leaves undefined"},
+    {"puppet8-not-a-hash", CHECK_WARNING, "puppet8", "a YAML data file that is a list or a scalar (Puppet 8 fails its lookups)"},
+    {"puppet8-v3-config", CHECK_WARNING, "puppet8", "a version 3 hiera.yaml in an environment or a module (Puppet 8 fails there)"},
+    {"puppet8-v4-path-variable", CHECK_WARNING, "puppet8", "a version 4 hierarchy interpolating a legacy fact (Puppet 8 fails)"},
+    /* 8. nodes */
     {"unreached-file", CHECK_WARNING, "nodes", "a data file that no node of --facts-dir reads"},
     {"shadowed-key", CHECK_WARNING, "nodes", "a key that a higher level always overrides for every node reading it"},
     {NULL, 0, NULL, NULL},
 };
+
+const char *check_severity_name(int severity)
+{
+    switch (severity) {
+    case CHECK_ERROR: return "error";
+    case CHECK_WARNING: return "warning";
+    case CHECK_NOTE: return "note";
+    default: return "off";
+    }
+}
 
 const check_rule *check_rule_find(const char *name)
 {

@@ -50,6 +50,84 @@ static const char *arena_strn(struct ys_arena *a, const char *s, size_t n)
     return p;
 }
 
+/* ------------------------------------------------------------------ the key index
+ * A mapping of YS_INDEX_MIN entries or more gets its scalar keys' entry numbers sorted by text
+ * (length, bytes, then entry number), so that ys_map_get/ys_map_key find a key by binary search:
+ * the rules ask for every key of a file, and a linear scan made that quadratic in its keys. */
+
+#define YS_INDEX_MIN 8
+
+static int key_cmp(const ysnode *a, uint32_t ai, const ysnode *b, uint32_t bi)
+{
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    int r = a->len ? memcmp(a->text, b->text, a->len) : 0;
+    return r ? r : ai < bi ? -1 : ai > bi;
+}
+
+typedef struct {
+    const ysnode *key;
+    uint32_t entry;
+} key_ent;
+
+static int key_ent_cmp(const void *x, const void *y)
+{
+    const key_ent *a = x, *b = y;
+    return key_cmp(a->key, a->entry, b->key, b->entry);
+}
+
+static void index_map(ysdoc *d, ysnode *m)
+{
+    uint32_t entries = m->n / 2, nk = 0;
+    if (m->kind != YS_MAP || entries < YS_INDEX_MIN)
+        return;
+    key_ent *v = xmalloc(entries * sizeof *v);
+    for (uint32_t i = 0; i < entries; i++)
+        if (m->kids[2 * i]->kind == YS_SCALAR)
+            v[nk++] = (key_ent){m->kids[2 * i], i};
+    qsort(v, nk, sizeof *v, key_ent_cmp);
+    m->index = arena_alloc(d->arena, (nk ? nk : 1) * sizeof *m->index);
+    for (uint32_t i = 0; i < nk; i++)
+        m->index[i] = v[i].entry;
+    m->nindex = nk;
+    free(v);
+}
+
+/* The entry number of key in m (the last when repeated), or UINT32_MAX. */
+static uint32_t map_find(const ysnode *m, const char *key)
+{
+    if (!m || m->kind != YS_MAP)
+        return UINT32_MAX;
+    size_t kl = strlen(key);
+    uint32_t found = UINT32_MAX;
+    if (!m->index) {
+        for (uint32_t i = 0; i + 1 < m->n; i += 2) {
+            const ysnode *k = m->kids[i];
+            if (k->kind == YS_SCALAR && k->len == kl && memcmp(k->text, key, kl) == 0)
+                found = i / 2;
+        }
+        return found;
+    }
+    /* the first index position whose key is not below key, then the last equal one */
+    uint32_t lo = 0, hi = m->nindex;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const ysnode *k = m->kids[2 * m->index[mid]];
+        int r = k->len != kl ? (k->len < kl ? -1 : 1) : kl ? memcmp(k->text, key, kl) : 0;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t i = lo; i < m->nindex; i++) {
+        const ysnode *k = m->kids[2 * m->index[i]];
+        if (k->len != kl || memcmp(k->text, key, kl) != 0)
+            break;
+        found = m->index[i];
+    }
+    return found;
+}
+
 /* ------------------------------------------------------------------ building */
 
 /* A collection being filled: its children gathered in a growable array, copied into the arena
@@ -196,6 +274,7 @@ ysdoc *ys_parse(const char *text, size_t len)
                 o->node->eline = (uint32_t)ev.end_mark.line + 1;
                 o->node->ecol = (uint32_t)ev.end_mark.column + 1;
                 free(o->kids);
+                index_map(d, o->node);
             }
             break;
         default:
@@ -212,6 +291,7 @@ ysdoc *ys_parse(const char *text, size_t len)
             memcpy(o->node->kids, o->kids, o->n * sizeof *o->kids);
         }
         free(o->kids);
+        index_map(d, o->node);
     }
     free(stack);
     yaml_parser_delete(&p);
@@ -234,28 +314,12 @@ void ys_free(ysdoc *d)
 
 const ysnode *ys_map_key(const ysnode *m, const char *key)
 {
-    if (!m || m->kind != YS_MAP)
-        return NULL;
-    size_t kl = strlen(key);
-    const ysnode *found = NULL; /* the last one: a repeated key's later value wins */
-    for (uint32_t i = 0; i + 1 < m->n; i += 2) {
-        const ysnode *k = m->kids[i];
-        if (k->kind == YS_SCALAR && k->len == kl && memcmp(k->text, key, kl) == 0)
-            found = k;
-    }
-    return found;
+    uint32_t e = map_find(m, key);
+    return e == UINT32_MAX ? NULL : m->kids[2 * e];
 }
 
 const ysnode *ys_map_get(const ysnode *m, const char *key)
 {
-    if (!m || m->kind != YS_MAP)
-        return NULL;
-    size_t kl = strlen(key);
-    const ysnode *found = NULL;
-    for (uint32_t i = 0; i + 1 < m->n; i += 2) {
-        const ysnode *k = m->kids[i];
-        if (k->kind == YS_SCALAR && k->len == kl && memcmp(k->text, key, kl) == 0)
-            found = m->kids[i + 1];
-    }
-    return found;
+    uint32_t e = map_find(m, key);
+    return e == UINT32_MAX ? NULL : m->kids[2 * e + 1];
 }

@@ -36,6 +36,8 @@ typedef struct ysnode {
     size_t len;
     struct ysnode **kids; /* a sequence's items; a mapping's keys and values, alternating */
     uint32_t n;           /* number of kids (a mapping: twice its entries) */
+    uint32_t *index;      /* a large mapping's scalar keys' entry numbers sorted by text, or NULL */
+    uint32_t nindex;
 } ysnode;
 
 typedef struct {
@@ -51,7 +53,8 @@ typedef struct {
 ysdoc *ys_parse(const char *text, size_t len);
 void ys_free(ysdoc *d);
 
-/* The value of key (a plain or quoted scalar with that text) in mapping m, or NULL. */
+/* The value of key (a plain or quoted scalar with that text) in mapping m, or NULL; the last
+ * entry when the key is repeated. O(log n): large mappings are indexed when scanned. */
 const ysnode *ys_map_get(const ysnode *m, const char *key);
 /* The key node of that entry, or NULL. */
 const ysnode *ys_map_key(const ysnode *m, const char *key);

@@ -20,9 +20,9 @@ static const char *CHECK_USAGE =
     "usage: hiera check [--codedir <DIR> [--environment <ENV> | --all-environments]]\n"
     "                   [--environmentpath <DIR>] [--confdir <DIR>] [--hiera_config <FILE>]\n"
     "                   [--facts-dir <DIR>] [--format text|json|junit|sarif|github]\n"
-    "                   [--rule <NAME>=off|warning|error ...] [--warnings-as-errors]\n"
+    "                   [--rule <NAME>=off|note|warning|error ...] [--warnings-as-errors]\n"
     "                   [--config <FILE> | --no-config] [--color auto|always|never] [--jobs <N>]\n"
-    "                   [--list-rules] [<PATH>...]\n"
+    "                   [--list-rules] [--puppet-version 7|8] [<PATH>...]\n"
     "                   [--from-puppetdb | --puppetdb <URL|FILE>] [--nodes-query <QUERY>] ...\n"
     "\n"
     "Checks a control repository: every hiera.yaml and data file (syntax, files no level reads,\n"
@@ -37,10 +37,12 @@ static const char *CHECK_USAGE =
     "--facts-dir: one facts file per node (NAME.yaml, NAME.yml, NAME.json, or Puppet's YAML\n"
     "facts cache); or the nodes and facts of PuppetDB, as hiera batch takes them (see below).\n"
     "Configuration: .hiera-check.yaml at the root of what is checked (or --config FILE):\n"
-    "  rules: {RULE: off|warning|error}, exclude: [path patterns], warnings_as_errors: bool.\n"
+    "  rules: {RULE: off|note|warning|error}, exclude: [path patterns], warnings_as_errors: bool.\n"
     "A comment '# hiera-check: disable=RULE[,RULE]' turns rules off for its line (or, alone on\n"
     "its line, for the next one); '# hiera-check: disable-file=RULE' for the whole file.\n"
-    "Exit status: 0 no error (warnings allowed), 1 errors found, 2 the check could not run.\n"
+    "--puppet-version (default: the installed Puppet): the puppet8-* rules, what Puppet 8's\n"
+    "defaults refuse, are warnings as Puppet 7 and errors as Puppet 8.\n"
+    "Exit status: 0 no error (warnings and notes allowed), 1 errors found, 2 the check could not run.\n"
     "\n"
     "%s";
 
@@ -232,7 +234,7 @@ static const char *shown(const char *file)
     return file;
 }
 
-static const char *sev_word(int s) { return s == CHECK_ERROR ? "error" : "warning"; }
+static const char *sev_word(int s) { return check_severity_name(s); }
 
 /* ", on nodes a, b, c and N more" */
 static void nodes_text(FILE *out, const check_finding *f)
@@ -254,8 +256,9 @@ static void print_text(const check_report *r, bool color)
 {
     const char *bold = color ? "\033[1m" : "", *red = color ? "\033[1;31m" : "", *yellow = color ? "\033[1;33m" : "",
                *dim = color ? "\033[2m" : "", *reset = color ? "\033[0m" : "";
-    size_t errors = 0, warnings = 0, files = 0;
+    size_t errors = 0, warnings = 0, notes = 0, files = 0;
     const char *last = NULL;
+    const char *cyan = color ? "\033[1;36m" : "";
     for (size_t i = 0; i < r->n; i++) {
         const check_finding *f = &r->v[i];
         if (!last || strcmp(last, f->file) != 0) {
@@ -268,10 +271,13 @@ static void print_text(const check_report *r, bool color)
         }
         if (f->severity == CHECK_ERROR)
             errors++;
+        else if (f->severity == CHECK_NOTE)
+            notes++;
         else
             warnings++;
         printf("%s%s%s:%u:%u: %s%s%s: %s", color ? "  " : "", bold, shown(f->file), f->line, f->col,
-               f->severity == CHECK_ERROR ? red : yellow, sev_word(f->severity), reset, f->message);
+               f->severity == CHECK_ERROR ? red : f->severity == CHECK_NOTE ? cyan : yellow, sev_word(f->severity), reset,
+               f->message);
         nodes_text(stdout, f);
         printf(" %s[%s]%s\n", dim, f->rule, reset);
     }
@@ -281,6 +287,8 @@ static void print_text(const check_report *r, bool color)
         fputc('\n', stdout);
     printf("%s%zu error%s, %zu warning%s%s", errors ? red : "", errors, errors == 1 ? "" : "s", warnings,
            warnings == 1 ? "" : "s", errors ? reset : "");
+    if (notes)
+        printf(", %zu note%s", notes, notes == 1 ? "" : "s");
     if (files)
         printf(" in %zu file%s", files, files == 1 ? "" : "s");
     printf(" (checked %zu hiera.yaml, %zu data file%s, %zu manifest%s", r->configs, r->data_files,
@@ -355,7 +363,7 @@ static void jnodes(const check_finding *f)
 
 static void print_json(const check_report *r)
 {
-    size_t errors = 0, warnings = 0;
+    size_t errors = 0, warnings = 0, notes = 0;
     fputs("{\n  \"findings\": [", stdout);
     for (size_t i = 0; i < r->n; i++) {
         const check_finding *f = &r->v[i];
@@ -375,6 +383,8 @@ static void print_json(const check_report *r)
         putchar('}');
         if (f->severity == CHECK_ERROR)
             errors++;
+        else if (f->severity == CHECK_NOTE)
+            notes++;
         else
             warnings++;
     }
@@ -384,9 +394,53 @@ static void print_json(const check_report *r)
         jstr(r->notes[i]);
     }
     fputs(r->nnotes ? "\n  ],\n" : "],\n", stdout);
-    printf("  \"summary\": {\"errors\": %zu, \"warnings\": %zu, \"configs\": %zu, \"data_files\": %zu, "
+    printf("  \"summary\": {\"errors\": %zu, \"warnings\": %zu, \"notes\": %zu, \"configs\": %zu, \"data_files\": %zu, "
            "\"manifests\": %zu, \"nodes\": %zu}\n}\n",
-           errors, warnings, r->configs, r->data_files, r->manifests, r->nodes);
+           errors, warnings, notes, r->configs, r->data_files, r->manifests, r->nodes);
+}
+
+/* path with the characters a URI cannot hold as they are percent-encoded (malloc'ed) */
+static char *uri_path(const char *path)
+{
+    size_t n = strlen(path);
+    char *out = malloc(3 * n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-._~/!$&'()*+,;=:@", *p)) {
+            *o++ = (char)*p;
+        } else {
+            sprintf(o, "%%%02X", *p);
+            o += 3;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* file:///path (a folder ends in '/') */
+static char *file_uri(const char *path, bool folder)
+{
+    char *enc = uri_path(path);
+    size_t n = strlen(enc);
+    char *out = malloc(n + 10);
+    if (out)
+        sprintf(out, "file://%s%s", enc, folder && (!n || enc[n - 1] != '/') ? "/" : "");
+    free(enc);
+    return out;
+}
+
+/* file relative to root when it is under it, else NULL */
+static const char *under_root(const char *root, const char *file)
+{
+    if (!root)
+        return NULL;
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        n--;
+    if (strncmp(file, root, n) == 0 && file[n] == '/')
+        return file + n + 1;
+    return NULL;
 }
 
 static void print_sarif(const check_report *r)
@@ -402,11 +456,20 @@ static void print_sarif(const check_report *r)
         fputs(", \"shortDescription\": {\"text\": ", stdout);
         jstr(cr->summary);
         printf("}, \"defaultConfiguration\": {\"level\": \"%s\"}, \"properties\": {\"tags\": [",
-               cr->severity == CHECK_ERROR ? "error" : "warning");
+               sev_word(cr->severity));
         jstr(cr->group);
         fputs("]}}", stdout);
     }
-    fputs("\n          ]\n        }\n      },\n      \"results\": [", stdout);
+    fputs("\n          ]\n        }\n      },\n", stdout);
+    if (r->root) {
+        /* locations are relative to the folder checked (SRCROOT), as code-scanning tools expect */
+        fputs("      \"originalUriBaseIds\": {\"SRCROOT\": {\"uri\": ", stdout);
+        char *uri = file_uri(r->root, true);
+        jstr(uri);
+        free(uri);
+        fputs("}},\n", stdout);
+    }
+    fputs("      \"results\": [", stdout);
     for (size_t i = 0; i < r->n; i++) {
         const check_finding *f = &r->v[i];
         fputs(i ? ",\n        {" : "\n        {", stdout);
@@ -416,11 +479,18 @@ static void print_sarif(const check_report *r)
         jstr(f->message);
         putchar('}');
         if (*f->file) {
-            const char *file = shown(f->file);
             fputs(", \"locations\": [{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ", stdout);
-            jstr(file);
-            if (file[0] != '/')
-                fputs(", \"uriBaseId\": \"%SRCROOT%\"", stdout);
+            const char *rel = under_root(r->root, f->file);
+            if (rel) {
+                char *uri = uri_path(rel);
+                jstr(uri);
+                free(uri);
+                fputs(", \"uriBaseId\": \"SRCROOT\"", stdout);
+            } else {
+                char *uri = file_uri(f->file, false);
+                jstr(uri);
+                free(uri);
+            }
             putchar('}');
             if (f->line) {
                 printf(", \"region\": {\"startLine\": %u", f->line);
@@ -508,7 +578,7 @@ static void print_junit(const check_report *r)
                 } else {
                     printf("      <system-out>");
                     xml_text(stdout, shown(f->file));
-                    printf(":%u:%u: warning: ", f->line, f->col);
+                    printf(":%u:%u: %s: ", f->line, f->col, sev_word(f->severity));
                     xml_text(stdout, msg ? msg : f->message);
                     printf(" [%s]</system-out>\n", f->rule);
                 }
@@ -542,7 +612,7 @@ static void print_github(const check_report *r)
 {
     for (size_t i = 0; i < r->n; i++) {
         const check_finding *f = &r->v[i];
-        printf("::%s ", f->severity == CHECK_ERROR ? "error" : "warning");
+        printf("::%s ", f->severity == CHECK_ERROR ? "error" : f->severity == CHECK_NOTE ? "notice" : "warning");
         if (*f->file) {
             fputs("file=", stdout);
             gh_escape(shown(f->file), true);
@@ -584,7 +654,7 @@ static void list_rules(void)
             printf("%s%s:\n", group ? "\n" : "", r->group);
             group = r->group;
         }
-        printf("  %-26s %-7s %s\n", r->name, r->severity == CHECK_ERROR ? "error" : "warning", r->summary);
+        printf("  %-26s %-7s %s\n", r->name, sev_word(r->severity), r->summary);
     }
 }
 

@@ -279,10 +279,10 @@ static int parse_fail(const char *what, const char *arg)
     return 1;
 }
 
-static setting_info *all_settings(size_t *n)
+static setting_info *all_settings(hiera_puppet_version version, size_t *n)
 {
     size_t cap = 0;
-    while (hiera_setting_info(cap, NULL, NULL, NULL))
+    while (hiera_puppet_setting_info(version, cap, NULL, NULL, NULL))
         cap++;
     setting_info *v = calloc(cap + 1, sizeof *v);
     if (!v) {
@@ -290,7 +290,7 @@ static setting_info *all_settings(size_t *n)
         exit(1);
     }
     for (size_t i = 0; i < cap; i++)
-        hiera_setting_info(i, &v[i].name, &v[i].boolean, &v[i].short_opt);
+        hiera_puppet_setting_info(version, i, &v[i].name, &v[i].boolean, &v[i].short_opt);
     *n = cap;
     return v;
 }
@@ -299,6 +299,36 @@ static setting_info *all_settings(size_t *n)
 static bool looks_like_option(const char *a)
 {
     return a[0] == '-' && (a[1] == '-' || (a[1] == '.' && !a[2]) || (a[1] && a[1] != '.' && !isdigit((unsigned char)a[1])));
+}
+
+/* Puppet 8's Trollop: an option that names no setting as given but does with '-' for '_' (or
+ * '_' for '-') is that setting ("--hiera-config" is --hiera_config), with a deprecation warning;
+ * "--no-..." only a boolean. The setting's index, or -1. (Puppet 7 ignores such an option here.) */
+static int partial_match(const char *name, size_t nlen, const setting_info *si, size_t nsi, bool *negated)
+{
+    bool no = nlen > 3 && !strncmp(name, "no-", 3);
+    const char *base = no ? name + 3 : name;
+    size_t blen = no ? nlen - 3 : nlen;
+    for (int pass = 0; pass < 2; pass++) {
+        char from = pass ? '_' : '-', to = pass ? '-' : '_';
+        char *alt = need(strndup(base, blen));
+        for (char *p = alt; *p; p++)
+            if (*p == from)
+                *p = to;
+        for (size_t s = 0; s < nsi; s++) {
+            if (strcmp(si[s].name, alt) || (no && !si[s].boolean))
+                continue;
+            fprintf(stderr, "Warning: Partial argument match detected: correct argument is --%s%s, got --%.*s. Partial "
+                            "argument matching is deprecated and will be removed in a future release.\n   (location: "
+                            "/usr/lib/ruby/vendor_ruby/puppet/util/command_line/trollop.rb:%d:in `block in parse')\n",
+                    si[s].boolean ? "[no-]" : "", si[s].name, (int)nlen, name, no ? 342 : 353);
+            free(alt);
+            *negated = no;
+            return (int)s;
+        }
+        free(alt);
+    }
+    return -1;
 }
 
 /* Puppet's global option pass (Trollop over the settings, invalid options ignored): the
@@ -394,6 +424,8 @@ static int settings_pass(int argc, char **argv, const setting_info *si, size_t n
                 if (strlen(si[s].name) == nlen && !strncmp(si[s].name, name, nlen))
                     idx = (int)s;
         }
+        if (idx < 0 && cli_chosen_puppet_version(NULL) == HIERA_PUPPET_8)
+            idx = partial_match(name, nlen, si, nsi, &negated);
         if (idx < 0 && nlen == 8 && !strncmp(name, "run_mode", 8)) {
             const char *v = inline_value ? inline_value : np > 0 ? argv[i + 1] : NULL;
             if (v)
@@ -462,8 +494,14 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
         fputs("hiera: out of memory\n", stderr);
         exit(1);
     }
+    /* the Puppet answered as (main.c took --puppet-version away): whose settings may be named */
+    out->puppet_version = cli_chosen_puppet_version(&out->puppet_version_why);
+    if (!out->puppet_version) {
+        free(used);
+        return 1;
+    }
     size_t nsi;
-    setting_info *si = all_settings(&nsi);
+    setting_info *si = all_settings(out->puppet_version, &nsi);
     int rc = settings_pass(argc, argv, si, nsi, out, used);
     sw_list longs = {0}; /* every switch, made when an abbreviation is to be completed */
     sw_t found;           /* a switch found without the table */
@@ -618,7 +656,106 @@ void cli_parsed_free(cli_parsed *p)
 {
     free(p->settings);
     free(p->args);
+    free(p->puppet_version_why);
     memset(p, 0, sizeof *p);
+}
+
+hiera_puppet_version cli_puppet_version(int argc, char **argv, const char *opt, bool *skip, char **why)
+{
+    if (why)
+        *why = NULL;
+    size_t olen = strlen(opt);
+    const char *given = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if (strncmp(a, "--", 2) || strncmp(a + 2, opt, olen) || (a[2 + olen] && a[2 + olen] != '='))
+            continue;
+        if (skip)
+            skip[i] = true;
+        if (a[2 + olen] == '=') {
+            given = a + 3 + olen;
+        } else if (i + 1 < argc) {
+            given = argv[++i];
+            if (skip)
+                skip[i] = true;
+        } else {
+            fprintf(stderr, "Error: Could not parse application options: missing argument: %s\n", a);
+            return HIERA_PUPPET_AUTO;
+        }
+    }
+    if (given) {
+        if (strcmp(given, "7") && strcmp(given, "8")) {
+            fprintf(stderr, "Error: --%s takes 7 or 8 (the Puppet to answer as), not '%s'\n", opt, given);
+            return HIERA_PUPPET_AUTO;
+        }
+        if (why) {
+            size_t n = strlen(opt) + strlen(given) + 4;
+            *why = malloc(n);
+            if (*why)
+                snprintf(*why, n, "--%s %s", opt, given);
+        }
+        return given[0] == '8' ? HIERA_PUPPET_8 : HIERA_PUPPET_7;
+    }
+    char *found = NULL;
+    hiera_puppet_version v = hiera_puppet_version_find(&found);
+    if (!v) {
+        fprintf(stderr, "Error: %s\n", found ? found : "HIERA_PUPPET_VERSION must be 7 or 8");
+        free(found);
+        return HIERA_PUPPET_AUTO;
+    }
+    if (why)
+        *why = found;
+    else
+        free(found);
+    return v;
+}
+
+/* what main.c found on the command line (cli_choose_puppet_version) */
+static hiera_puppet_version chosen;
+static char *chosen_why;
+
+hiera_puppet_version cli_choose_puppet_version(int *argc, char **argv)
+{
+    bool *skip = calloc((size_t)*argc + 1, sizeof *skip);
+    if (!skip) {
+        fputs("hiera: out of memory\n", stderr);
+        exit(1);
+    }
+    char *why = NULL;
+    hiera_puppet_version v = cli_puppet_version(*argc, argv, "puppet-version", skip, &why);
+    bool given = false;
+    int n = 0;
+    for (int i = 0; i < *argc; i++) {
+        given |= skip[i];
+        if (!skip[i])
+            argv[n++] = argv[i];
+    }
+    argv[n] = NULL;
+    *argc = n;
+    free(skip);
+    if (v && given)
+        setenv("HIERA_PUPPET_VERSION", v == HIERA_PUPPET_8 ? "8" : "7", 1); /* (for what hiera runs, and the library's AUTO) */
+    chosen = v;
+    free(chosen_why);
+    chosen_why = why;
+    return v;
+}
+
+hiera_puppet_version cli_chosen_puppet_version(char **why)
+{
+    if (!chosen) /* (not chosen by main: the environment and the installed Puppet decide) */
+        return cli_puppet_version(0, NULL, "puppet-version", NULL, why);
+    if (why) {
+        *why = chosen_why ? strdup(chosen_why) : NULL;
+    }
+    return chosen;
+}
+
+const char *cli_puppet_version_text(hiera_puppet_version v)
+{
+    return v == HIERA_PUPPET_8 ? "Puppet 8.10 and Hiera 3.12" : "Puppet 7.23 and Hiera 3.10";
 }
 
 hiera_settings *cli_settings(const cli_parsed *p)
@@ -626,6 +763,7 @@ hiera_settings *cli_settings(const cli_parsed *p)
     hiera_settings_options o = HIERA_SETTINGS_OPTIONS_INIT;
     o.cli = p->settings;
     o.ncli = p->nsettings;
+    o.puppet_version = p->puppet_version;
     o.diagnostics = cli_print_diagnostic;
     hiera_error err = {0};
     hiera_settings *s = hiera_settings_load(&o, &err);

@@ -55,15 +55,35 @@ typedef struct {
     size_t nsettings;
     const char **args;       /* the other arguments (keys), in order */
     size_t nargs;
+    hiera_puppet_version puppet_version; /* the Puppet answered as (cli_puppet_version) */
+    char *puppet_version_why;            /* where that choice comes from (a sentence) */
 } cli_parsed;
 
 /* Parses argv (the arguments after the subcommand) into target (the command's argument struct)
  * and out. `usage` is printed for --help. Returns 0, or 1 after printing the error as Puppet words
  * it ("Error: Could not parse application options: invalid option: --x", "Error: Could not
- * initialize global default settings: ..."). */
+ * initialize global default settings: ..."). The Puppet chosen (cli_chosen_puppet_version: main.c
+ * took --puppet-version away) decides whose settings the command line may name. */
 int cli_parse(const char *command, int argc, char **argv, const cli_option *opts, size_t nopts, void *target,
               const char *usage, cli_parsed *out);
 void cli_parsed_free(cli_parsed *p);
+
+/* The Puppet a command answers as: --puppet-version 7|8 (or --puppet-version=N) when argv has it
+ * (argv[i] and its value are then marked in skip, which may be NULL), else HIERA_PUPPET_VERSION,
+ * else the installed Puppet (hiera_puppet_version_find). *why (may be NULL) gets a malloc'ed
+ * sentence saying where it comes from. Returns HIERA_PUPPET_AUTO after printing the error (a
+ * value that is not 7 or 8). opt names the option (e.g. "puppet-version", "old-puppet-version"). */
+hiera_puppet_version cli_puppet_version(int argc, char **argv, const char *opt, bool *skip, char **why);
+/* main.c's: takes --puppet-version N (or =N) out of argv (argc updated; argv NULL-terminated
+ * again) and chooses the Puppet every command but diff answers as: that option, else
+ * HIERA_PUPPET_VERSION, else the installed Puppet. When the option is given, HIERA_PUPPET_VERSION
+ * is set to it, so that the library's HIERA_PUPPET_AUTO (hiera serve's and hiera check's contexts)
+ * and the processes hiera starts follow it. HIERA_PUPPET_AUTO after printing an error. */
+hiera_puppet_version cli_choose_puppet_version(int *argc, char **argv);
+/* That choice (made now when main.c made none), *why (may be NULL) a malloc'ed sentence. */
+hiera_puppet_version cli_chosen_puppet_version(char **why);
+/* "Puppet 8.10 and Hiera 3.12" for 8, "Puppet 7.23 and Hiera 3.10" for 7: what hiera answers as. */
+const char *cli_puppet_version_text(hiera_puppet_version v);
 
 /* The settings of a parsed command line resolved (puppet.conf read) and its environment loaded
  * (hiera_settings_load, hiera_environment_load), diagnostics printed; NULL after printing the

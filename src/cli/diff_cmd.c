@@ -46,6 +46,7 @@ static const char *DIFF_USAGE =
     "                  [--default <VALUE>] [--format text|json|markdown] [--nodes]\n"
     "                  [--color auto|always|never] [--fail-on changes|failures] [--full]\n"
     "                  [--jobs <N>] [--unsafe-fact-paths]\n"
+    "                  [--puppet-version 7|8 | --old-puppet-version 7|8 --new-puppet-version 7|8]\n"
     "                  [--from-puppetdb | --puppetdb <URL|FILE>] [--nodes-query <QUERY>] ...\n"
     "       hiera diff OLD NEW --explain <KEY> --node <NODE-NAME> [the flags above]\n"
     "\n"
@@ -59,10 +60,15 @@ static const char *DIFF_USAGE =
     "key either side's data defines, or --keys-file (one per line) and the <keys> given. Only the\n"
     "keys whose answers can differ are looked up again (--full: every key). Values compare as\n"
     "Puppet's == with the types kept apart: hash order does not matter, 1 and 1.0 differ.\n"
+    "Each side answers as the installed Puppet (HIERA_PUPPET_VERSION), or as --puppet-version for\n"
+    "both, --old-puppet-version and --new-puppet-version each: the same tree on both sides with\n"
+    "--old-puppet-version 7 --new-puppet-version 8 shows what moving to Puppet 8 changes.\n"
     "A relative --hiera_config names the file in each side's tree (an absolute one serves both).\n"
     "--format: text (grouped by key, then by change, with a few nodes each; --nodes lists them\n"
     "all; coloured on a terminal), json (the schema is in README.md) or markdown (for a merge\n"
     "request comment). --explain KEY --node N shows where both sides' answers come from.\n"
+    "--redact-secrets: eyaml blocks are not decrypted; their answers show as Sensitive (redacted),\n"
+    "changed when their encrypted text changed.\n"
     "Exit status: 0 no change, 1 changes (with --fail-on failures: only lookups that now fail),\n"
     "2 trouble (bad options, a side that cannot be read, nodes that could not be compared).\n"
     "The nodes may come from PuppetDB instead of --facts-dir, with the facts hiera lookup --node\n"
@@ -74,11 +80,12 @@ typedef struct {
     const char *git_dir, *tree_kind;
     const char *node, *facts, *facts_dir, *facts_dirs[2], *keys_file, *environment, *confdir, *hiera_config;
     const char *merge, *prefix, *default_value, *type, *format, *color, *fail_on, *explain, *jobs, *trusted, *trusted_dir;
-    bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, all_nodes, full;
+    bool has_default, sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, all_nodes, full, redact;
     cli_pdb_args pdb;            /* PuppetDB as the node set */
     cli_puppet_settings_args ps; /* Puppet's settings for its client */
     const char **keys;
     size_t nkeys;
+    hiera_puppet_version versions[2]; /* the Puppet each side answers as (diff_puppet_versions) */
 } diff_args;
 
 /* PuppetDB's nodes: a node whose facts path is "" takes them from here (one pager per run) */
@@ -136,8 +143,40 @@ static bool flag_is(const char *given, size_t len, const char *name)
     return true;
 }
 
+/* --puppet-version (both sides), --old-puppet-version, --new-puppet-version: taken out of argv
+ * before the other options are read; a side without one answers as the installed Puppet. */
+static int diff_puppet_versions(int *argc, char **argv, diff_args *a)
+{
+    static const char *const opts[3] = {"puppet-version", "old-puppet-version", "new-puppet-version"};
+    hiera_puppet_version given[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        bool *skip = calloc((size_t)*argc + 1, sizeof *skip);
+        if (!skip)
+            return usage_error("%s", "out of memory");
+        bool seen = false;
+        hiera_puppet_version v = cli_puppet_version(*argc, argv, opts[k], skip, NULL);
+        int n = 0;
+        for (int i = 0; i < *argc; i++) {
+            seen |= skip[i];
+            if (!skip[i])
+                argv[n++] = argv[i];
+        }
+        *argc = n;
+        free(skip);
+        if (!v)
+            return 2;
+        if (seen)
+            given[k] = v;
+    }
+    for (int s = 0; s < 2; s++)
+        a->versions[s] = given[1 + s] ? given[1 + s] : given[0] ? given[0] : cli_puppet_version(0, NULL, opts[0], NULL, NULL);
+    return a->versions[0] && a->versions[1] ? 0 : 2;
+}
+
 static int parse(int argc, char **argv, diff_args *a)
 {
+    if (diff_puppet_versions(&argc, argv, a))
+        return 2;
     a->keys = xmalloc_(((size_t)argc + 1) * sizeof *a->keys);
     static const struct {
         const char *name;
@@ -223,6 +262,8 @@ static int parse(int argc, char **argv, diff_args *a)
             a->all_nodes = true;
         } else if (flag_is(name, nlen, "full")) {
             a->full = true;
+        } else if (flag_is(name, nlen, "redact_secrets")) {
+            a->redact = true;
         } else if (flag_is(name, nlen, "no_color")) {
             a->color = "never";
         } else if (flag_is(name, nlen, "help")) {
@@ -344,36 +385,133 @@ static char *normalize(const diff_side *s, const char *msg)
 
 /* ------------------------------------------------------------------ diagnostics */
 
-/* Warnings are said once each (per side), at the end: thousands of nodes would repeat them. */
+/* Warnings are said once per distinct message, whole (with Puppet's location line), at the end,
+ * with how many nodes met it on each side: thousands of nodes would repeat them. */
+typedef struct {
+    int side;      /* 0 old, 1 new */
+    uint32_t node; /* the node's number (UINT32_MAX: none, --explain's single node) */
+} diag_src;
+
+typedef struct {
+    char *text;           /* "Warning: ..." / "Error: ...", whole */
+    uint32_t *nodes[2];   /* the nodes that met it, per side (repeats removed when printed) */
+    size_t n[2], cap[2];
+    bool seen[2];
+} diag_entry;
+
 static pthread_mutex_t diag_mu = PTHREAD_MUTEX_INITIALIZER;
-static strvec diag_seen;
+static diag_entry *diags;
+static size_t ndiags;
+static const diff_side *diag_sides[2];
 
 static void collect_diagnostic(const hiera_diagnostic *d, void *userdata)
 {
-    const diff_side *s = userdata;
-    char *m = normalize(s, d->message);
+    const diag_src *src = userdata;
+    const diff_side *s = diag_sides[src->side];
+    char *m = s ? normalize(s, d->message) : xstrdup_(d->message);
     char *line = NULL;
-    if (asprintf(&line, "%s: (%s) %s", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", s->label, m) < 0)
-        line = NULL;
+    /* as Puppet prints it: its location line, or that it has none */
+    const char *where = strstr(m, "\n   (file") ? "" : d->file ? "\n   (file: " : "\n   (file & line not available)";
+    int ok;
+    if (*where && d->file && d->line > 0)
+        ok = asprintf(&line, "%s: %s%s%s, line: %d)", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", m, where,
+                      d->file, d->line);
+    else if (*where && d->file)
+        ok = asprintf(&line, "%s: %s%s%s)", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", m, where, d->file);
+    else
+        ok = asprintf(&line, "%s: %s%s", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", m, where);
     free(m);
-    if (!line)
+    if (ok < 0)
         return;
     pthread_mutex_lock(&diag_mu);
-    bool seen = false;
-    for (size_t i = 0; i < diag_seen.n && !seen; i++)
-        seen = strcmp(diag_seen.v[i], line) == 0;
-    if (!seen && diag_seen.n < 1000)
-        sv_push(&diag_seen, line);
-    else
-        free(line);
+    diag_entry *e = NULL;
+    for (size_t i = 0; i < ndiags && !e; i++)
+        if (strcmp(diags[i].text, line) == 0)
+            e = &diags[i];
+    if (!e && ndiags < 1000) {
+        diags = xrealloc_(diags, (ndiags + 1) * sizeof *diags);
+        e = &diags[ndiags++];
+        memset(e, 0, sizeof *e);
+        e->text = line;
+        line = NULL;
+    }
+    if (e) {
+        int sd = src->side;
+        e->seen[sd] = true;
+        if (src->node != UINT32_MAX && (!e->n[sd] || e->nodes[sd][e->n[sd] - 1] != src->node)) {
+            if (e->n[sd] == e->cap[sd]) {
+                e->cap[sd] = e->cap[sd] ? e->cap[sd] * 2 : 8;
+                e->nodes[sd] = xrealloc_(e->nodes[sd], e->cap[sd] * sizeof *e->nodes[sd]);
+            }
+            e->nodes[sd][e->n[sd]++] = src->node;
+        }
+    }
     pthread_mutex_unlock(&diag_mu);
+    free(line);
 }
 
-static void print_diagnostics(void)
+/* the diff run's: with the side and the node */
+static void run_diagnostic(const hiera_diff_diagnostic *d, void *userdata)
 {
-    for (size_t i = 0; i < diag_seen.n; i++)
-        fprintf(stderr, "%s\n", diag_seen.v[i]);
-    sv_free(&diag_seen);
+    (void)userdata;
+    diag_src src = {d->side, d->node ? (uint32_t)d->node_index : UINT32_MAX};
+    collect_diagnostic(d->diagnostic, &src);
+}
+
+static int cmp_u32_(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The distinct nodes of an entry's side (sorted, repeats removed): their count */
+static size_t diag_nodes(diag_entry *e, int s)
+{
+    if (!e->n[s])
+        return 0;
+    qsort(e->nodes[s], e->n[s], sizeof *e->nodes[s], cmp_u32_);
+    size_t k = 1;
+    for (size_t i = 1; i < e->n[s]; i++)
+        if (e->nodes[s][i] != e->nodes[s][k - 1])
+            e->nodes[s][k++] = e->nodes[s][i];
+    e->n[s] = k;
+    return k;
+}
+
+/* Prints the warnings met (once each, with the nodes and the side), and gives them as a JSON array
+ * [{"message", "old_nodes", "new_nodes"}] when asked. */
+static hiera_value *print_diagnostics(bool with_nodes)
+{
+    hiera_value *doc = hiera_value_new_array();
+    for (size_t i = 0; i < ndiags; i++) {
+        diag_entry *e = &diags[i];
+        size_t n0 = diag_nodes(e, 0), n1 = diag_nodes(e, 1);
+        fprintf(stderr, "%s\n", e->text);
+        if (with_nodes) {
+            fputs("   (", stderr);
+            for (int s = 0; s < 2; s++) {
+                if (!e->seen[s])
+                    continue;
+                size_t n = s ? n1 : n0;
+                if (s && e->seen[0])
+                    fputs("; ", stderr);
+                fprintf(stderr, "%s side: %zu node%s", s ? "new" : "old", n, n == 1 ? "" : "s");
+            }
+            fputs(")\n", stderr);
+        }
+        hiera_value *w = hiera_value_new_hash();
+        hiera_value_hash_set(w, "message", hiera_value_new_string(e->text));
+        hiera_value_hash_set(w, "old_nodes", hiera_value_new_int((int64_t)n0));
+        hiera_value_hash_set(w, "new_nodes", hiera_value_new_int((int64_t)n1));
+        hiera_value_array_push(doc, w);
+        free(e->text);
+        free(e->nodes[0]);
+        free(e->nodes[1]);
+    }
+    free(diags);
+    diags = NULL;
+    ndiags = 0;
+    return doc;
 }
 
 /* ------------------------------------------------------------------ facts (--explain) */
@@ -508,17 +646,21 @@ typedef struct {
     hiera_cache *disk; /* lends its disk cache to the parse (folders only), or NULL */
     hiera_snapshot *snap;
     pthread_t th;
+    hiera_puppet_version version; /* the side's (the parse errors' words) */
 } snap_job;
 
 static void *build_snapshot(void *arg)
 {
     snap_job *j = arg;
+    hiera_puppet_version was = hiera_thread_puppet_version(j->version);
     hiera_options o = {.size = sizeof o, .codedir = j->side->codedir, .confdir = j->a->confdir,
                        .environmentpath = j->side->environmentpath, .hiera_config = j->side->hiera_config,
-                       .environment = j->a->environment, .cache = j->disk};
+                       .environment = j->a->environment, .cache = j->disk, .remap_default_environmentpath = true,
+                       .puppet_version = j->version};
     hiera_error err = {0};
     j->snap = hiera_snapshot_new(&o, &err);
     hiera_error_clear(&err);
+    hiera_thread_puppet_version(was);
     return NULL;
 }
 
@@ -713,8 +855,11 @@ static char *unseen_changes(diff_side side[2], hiera_snapshot *snap[2], const ch
 
 /* ------------------------------------------------------------------ --explain */
 
-static void explain_side(const diff_args *a, const diff_side *s, const char *node, hiera_facts_source *src,
-                         const hiera_request *base, outcome *o, hiera_value **prov, char **text)
+static const diag_src explain_src[2] = {{0, UINT32_MAX}, {1, UINT32_MAX}};
+
+static void explain_side(const diff_args *a, const diff_side *s, hiera_puppet_version version, const char *node,
+                         hiera_facts_source *src, const hiera_request *base, outcome *o, hiera_value **prov,
+                         char **text)
 {
     *prov = NULL;
     *text = NULL;
@@ -730,8 +875,10 @@ static void explain_side(const diff_args *a, const diff_side *s, const char *nod
                           .environmentpath = s->environmentpath, .hiera_config = s->hiera_config,
                           .environment = a->environment, .node = node, .facts = nf.given,
                           .base_facts = nf.base, .trusted = nf.trusted, .cache = cache,
-                          .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = collect_diagnostic,
-                          .diagnostics_data = (void *)s};
+                          .unsafe_fact_paths = a->unsafe_fact_paths, .redact_encrypted = a->redact,
+                          .diagnostics = collect_diagnostic,
+                          .diagnostics_data = (void *)&explain_src[s == diag_sides[1]],
+                          .remap_default_environmentpath = true, .puppet_version = version};
     hiera_error err = {0};
     hiera *h = hiera_new(&opts, &err);
     node_facts_clear(&nf);
@@ -902,7 +1049,7 @@ static int run_explain(const diff_args *a, diff_side side[2], hiera_facts_source
     hiera_value *prov[2];
     char *text[2];
     for (int s = 0; s < 2; s++)
-        explain_side(a, &side[s], a->node, src[s], req, &o[s], &prov[s], &text[s]);
+        explain_side(a, &side[s], a->versions[s], a->node, src[s], req, &o[s], &prov[s], &text[s]);
     bool same = outcome_same(&o[0], &o[1]);
     const char *verdict = same ? "unchanged"
                           : o[0].st == HIERA_ERROR && o[1].st == HIERA_ERROR ? "failure changed"
@@ -1201,6 +1348,14 @@ int diff_main(int argc, char **argv)
             free(err);
             goto out;
         }
+        side[s].puppet = a.versions[s] == HIERA_PUPPET_8 ? "8.10" : "7.23";
+        if (a.versions[0] != a.versions[1]) { /* (the report names each side's Puppet) */
+            char *l = NULL;
+            if (asprintf(&l, "%s, Puppet %s", side[s].label, side[s].puppet) >= 0) {
+                free(side[s].label);
+                side[s].label = l;
+            }
+        }
         /* a relative --hiera_config is the file of that name in each side's tree */
         if (a.hiera_config && a.hiera_config[0] != '/') {
             if (asprintf(&side[s].hiera_config, "%s/%s", side[s].tree, a.hiera_config) < 0)
@@ -1210,6 +1365,8 @@ int diff_main(int argc, char **argv)
         }
     }
 
+    diag_sides[0] = &side[0];
+    diag_sides[1] = &side[1];
     if (a.explain) {
         bool there[2];
         for (int s = 0; s < 2; s++)
@@ -1220,7 +1377,7 @@ int diff_main(int argc, char **argv)
             goto out;
         }
         rc = run_explain(&a, side, src, &req, fmt);
-        print_diagnostics();
+        hiera_value_decref(print_diagnostics(false));
         goto out;
     }
 
@@ -1234,7 +1391,7 @@ int diff_main(int argc, char **argv)
     snap_job sj[2];
     for (int s = 0; s < 2; s++) {
         /* a checkout's paths are new each run: kept on disk they would only pile up */
-        sj[s] = (snap_job){&a, &side[s], side[s].is_git || !use_disk ? NULL : facts_cache, NULL, 0};
+        sj[s] = (snap_job){&a, &side[s], side[s].is_git || !use_disk ? NULL : facts_cache, NULL, 0, a.versions[s]};
     }
     bool threaded = pthread_create(&sj[1].th, NULL, build_snapshot, &sj[1]) == 0;
     build_snapshot(&sj[0]);
@@ -1257,6 +1414,9 @@ int diff_main(int argc, char **argv)
         goto out;
     }
     char *unseen = side[0].env_kind == side[1].env_kind ? unseen_changes(side, snap, a.environment) : NULL;
+    if (!unseen && a.versions[0] != a.versions[1]) /* (the same files answer otherwise) */
+        unseen = xstrdup_(a.versions[1] == HIERA_PUPPET_8 ? "the new side answers as Puppet 8.10, the old as Puppet 7.23"
+                                                          : "the new side answers as Puppet 7.23, the old as Puppet 8.10");
 
     /* the lookups: the library's diff run, each side's contexts as hiera lookup would make them */
     hiera_options ctx[2];
@@ -1264,7 +1424,8 @@ int diff_main(int argc, char **argv)
         ctx[s] = (hiera_options){.size = sizeof ctx[s], .codedir = side[s].codedir, .confdir = a.confdir,
                                  .environmentpath = side[s].environmentpath, .hiera_config = side[s].hiera_config,
                                  .environment = a.environment, .unsafe_fact_paths = a.unsafe_fact_paths,
-                                 .diagnostics = collect_diagnostic, .diagnostics_data = (void *)&side[s]};
+                                 .redact_encrypted = a.redact, .remap_default_environmentpath = true,
+                                 .puppet_version = a.versions[s]};
     hiera_fleet_input single = {.name = single_name, .facts_file = a.facts, .trusted_file = a.trusted};
     hiera_diff_options dopt = HIERA_DIFF_OPTIONS_INIT;
     dopt.old_context = &ctx[0];
@@ -1289,6 +1450,7 @@ int diff_main(int argc, char **argv)
     dopt.threads = jobs;
     dopt.callback = gather;
     dopt.userdata = &g;
+    dopt.diagnostics = run_diagnostic;
     g.progress = isatty(STDERR_FILENO) != 0;
     g.t0 = now_seconds();
     g.nnodes = a.facts ? 1 : hiera_value_array_size(listed[0]) + hiera_value_array_size(listed[1]);
@@ -1312,13 +1474,53 @@ int diff_main(int argc, char **argv)
             g.troubles[j - 1] = t;
         }
     phase("lookups", t0);
-    print_diagnostics();
+    hiera_value *warnings = print_diagnostics(true);
 
     const hiera_value *pk = hiera_value_hash_get(plan, "keys"), *pn = hiera_value_hash_get(plan, "nodes");
     size_t nall = hiera_value_array_size(pk), nnodes = hiera_value_array_size(pn);
     const char **all = xmalloc_((nall ? nall : 1) * sizeof *all);
     for (size_t i = 0; i < nall; i++)
         all[i] = hiera_value_string(hiera_value_array_get(pk, i));
+    /* absolute data folders: one in Puppet's environmentpath is each side's own (said once); any
+     * other outside both trees is read as it is on both sides: warned about on every run */
+    strvec notes = {0};
+    const hiera_value *dds = hiera_value_hash_get(plan, "datadirs");
+    for (size_t i = 0; i < hiera_value_array_size(dds); i++) {
+        const hiera_value *d = hiera_value_array_get(dds, i);
+        const char *side_name = hiera_value_string(hiera_value_hash_get(d, "side"));
+        const char *config = hiera_value_string(hiera_value_hash_get(d, "config"));
+        const char *level = hiera_value_string(hiera_value_hash_get(d, "level"));
+        const char *datadir = hiera_value_string(hiera_value_hash_get(d, "datadir"));
+        bool mapped = !strcmp(hiera_value_string(hiera_value_hash_get(d, "kind")), "mapped");
+        bool said = false, both = false; /* (the same record on the other side) */
+        for (size_t j = 0; j < hiera_value_array_size(dds); j++) {
+            const hiera_value *e = hiera_value_array_get(dds, j);
+            bool same = j != i && !strcmp(hiera_value_string(hiera_value_hash_get(e, "config")), config) &&
+                        !strcmp(hiera_value_string(hiera_value_hash_get(e, "level")), level) &&
+                        !strcmp(hiera_value_string(hiera_value_hash_get(e, "datadir")), datadir);
+            said |= same && j < i;
+            both |= same;
+        }
+        if (said)
+            continue;
+        char *line = NULL;
+        int ok;
+        if (mapped)
+            ok = asprintf(&line, "note: %s, level '%s': %s is in Puppet's environmentpath %s: read in each side's own tree",
+                          config, level, datadir, hiera_value_string(hiera_value_hash_get(d, "environmentpath")));
+        else
+            ok = asprintf(&line, "%s, level '%s': %s is outside both trees: what is there on this machine (if "
+                          "anything) is read as it is, by %s%s",
+                          config, level, datadir, both ? "both sides" : side_name, both ? "" : " side");
+        if (ok < 0)
+            continue;
+        if (mapped) {
+            sv_push(&notes, line);
+        } else {
+            fprintf(stderr, "hiera diff: warning: %s\n", line);
+            free(line);
+        }
+    }
     const char **node_names = xmalloc_((nnodes ? nnodes : 1) * sizeof *node_names);
     for (size_t i = 0; i < nnodes; i++)
         node_names[i] = hiera_value_string(hiera_value_array_get(pn, i));
@@ -1328,7 +1530,8 @@ int diff_main(int argc, char **argv)
                        .nodes = node_names, .nnodes = nnodes, .only_old = g.only[0],
                        .only_new = g.only[1], .nonly_old = g.nonly[0], .nonly_new = g.nonly[1], .troubles = g.troubles,
                        .ntroubles = g.ntroubles, .groups = &g.groups, .lookups = stats.lookups,
-                       .seconds = now_seconds() - t0};
+                       .seconds = now_seconds() - t0, .setup_notes = (const char *const *)notes.v,
+                       .nsetup_notes = notes.n, .warnings = warnings};
     report_counts c;
     bool printed = report_print(&rep, stdout, &c);
     fflush(stdout);
@@ -1345,6 +1548,8 @@ int diff_main(int argc, char **argv)
     }
     free(node_names);
     free(all);
+    sv_free(&notes);
+    hiera_value_decref(warnings);
 out:
     if (!free_at_exit()) {
         /* the process ends: the snapshots and groups go back with it at once (tearing them down

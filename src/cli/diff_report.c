@@ -254,6 +254,9 @@ typedef struct {
 typedef struct {
     dgroup ***by_key; /* per key: its groups (that are not in a shared failure), sorted */
     size_t *nby_key;
+    /* per key and group: the first group of the key whose changed paths are the same (values that
+     * differ elsewhere make several groups of one change: shown once, with each group's nodes) */
+    size_t **twin_of;
     shared_failure *shared;
     size_t nshared;
     report_counts counts;
@@ -374,14 +377,53 @@ static void arrange(const diff_report *r, arranged *ar)
     for (size_t k = 0; k < r->nkeys; k++)
         if (ar->nby_key[k] > 1)
             qsort(ar->by_key[k], ar->nby_key[k], sizeof **ar->by_key, cmp_group);
+    ar->twin_of = xcalloc_(r->nkeys, sizeof *ar->twin_of);
+    for (size_t k = 0; k < r->nkeys; k++) {
+        size_t ng = ar->nby_key[k];
+        if (!ng)
+            continue;
+        ar->twin_of[k] = xcalloc_(ng, sizeof **ar->twin_of);
+        hiera_value **ch = xcalloc_(ng, sizeof *ch);
+        for (size_t i = 0; i < ng; i++) {
+            const dgroup *g = ar->by_key[k][i];
+            ar->twin_of[k][i] = i;
+            if (g->kind != CH_CHANGED)
+                continue;
+            ch[i] = hiera_value_changes(g->old.v, g->new_.v);
+            for (size_t j = 0; j < i; j++)
+                if (ch[j] && ar->twin_of[k][j] == j && hiera_value_same(ch[i], ch[j])) {
+                    ar->twin_of[k][i] = j;
+                    break;
+                }
+        }
+        for (size_t i = 0; i < ng; i++)
+            hiera_value_decref(ch[i]);
+        free(ch);
+    }
     free(fails);
     free(all);
 }
 
+/* How many groups of key k are twins of group i (i included), and their nodes in all. */
+static size_t twins(const arranged *ar, size_t k, size_t i, size_t *nodes)
+{
+    size_t n = 0;
+    *nodes = 0;
+    for (size_t j = i; j < ar->nby_key[k]; j++)
+        if (ar->twin_of[k][j] == i) {
+            n++;
+            *nodes += ar->by_key[k][j]->n;
+        }
+    return n;
+}
+
 static void arranged_free(const diff_report *r, arranged *ar)
 {
-    for (size_t k = 0; k < r->nkeys; k++)
+    for (size_t k = 0; k < r->nkeys; k++) {
         free(ar->by_key[k]);
+        free(ar->twin_of[k]);
+    }
+    free(ar->twin_of);
     free(ar->by_key);
     free(ar->nby_key);
     for (size_t s = 0; s < ar->nshared; s++)
@@ -732,6 +774,25 @@ static void print_text(const printer *p, const arranged *ar)
         tb_addf(&b, "\n%s%s%s\n", col(p, C_BOLD), r->keys[k], col(p, C_RESET));
         for (size_t i = 0; i < ar->nby_key[k]; i++) {
             const dgroup *g = ar->by_key[k][i];
+            size_t total, ntw = ar->twin_of[k][i] == i ? twins(ar, k, i, &total) : 0;
+            if (!ntw)
+                continue; /* shown with its first twin */
+            if (ntw > 1) {
+                /* the same paths changed in groups whose values differ elsewhere: once */
+                tb_addf(&b, "  %s%s%s on %zu %s, in %zu groups whose values differ where nothing changed:\n",
+                        col(p, kind_colour(g->kind)), kind_word(g->kind), col(p, C_RESET), total,
+                        plural(total, "node", "nodes"), ntw);
+                text_change_body(p, &b, r->keys[k], g, "      ");
+                for (size_t j = i; j < ar->nby_key[k]; j++) {
+                    if (ar->twin_of[k][j] != i)
+                        continue;
+                    const dgroup *t = ar->by_key[k][j];
+                    tb_addf(&b, "      %zu %s (", t->n, plural(t->n, "node", "nodes"));
+                    node_list(&b, r, t->nodes, t->n, r->all_nodes, "");
+                    tb_add(&b, ")\n");
+                }
+                continue;
+            }
             tb_addf(&b, "  %s%s%s on %zu %s (", col(p, kind_colour(g->kind)), kind_word(g->kind), col(p, C_RESET), g->n,
                     plural(g->n, "node", "nodes"));
             node_list(&b, r, g->nodes, g->n, r->all_nodes, "");
@@ -942,12 +1003,23 @@ static void print_markdown(const printer *p, const arranged *ar)
         for (size_t k = 0; k < r->nkeys; k++)
             for (size_t i = 0; i < ar->nby_key[k]; i++) {
                 const dgroup *g = ar->by_key[k][i];
+                if (ar->twin_of[k][i] != i)
+                    continue; /* in its first twin's row */
                 tb_add(&b, "| ");
                 md_code(&b, r->keys[k]);
                 tb_add(&b, " | ");
                 md_change_cell(&b, r, r->keys[k], g);
                 tb_add(&b, " | ");
-                md_nodes_cell(&b, r, g->nodes, g->n);
+                size_t total, ntw = twins(ar, k, i, &total);
+                for (size_t j = i, shown = 0; j < ar->nby_key[k]; j++) {
+                    if (ar->twin_of[k][j] != i)
+                        continue;
+                    if (shown++)
+                        tb_add(&b, "<br>");
+                    md_nodes_cell(&b, r, ar->by_key[k][j]->nodes, ar->by_key[k][j]->n);
+                }
+                if (ntw > 1)
+                    tb_addf(&b, "<br>(%zu groups, %zu nodes: their values differ where nothing changed)", ntw, total);
                 tb_add(&b, " |\n");
                 fwrite(b.s, 1, b.len, p->out);
                 b.len = 0;
@@ -1006,6 +1078,8 @@ static hiera_value *side_doc(const diff_side *s)
     hiera_value_hash_set(d, "type", str(s->is_git ? "git" : "directory"));
     hiera_value_hash_set(d, "revision", s->is_git ? str(s->commit) : hiera_value_undef());
     hiera_value_hash_set(d, "tree", str(s->env_kind ? "environment" : "codedir"));
+    if (s->puppet)
+        hiera_value_hash_set(d, "puppet", str(s->puppet));
     return d;
 }
 
@@ -1088,6 +1162,11 @@ static bool print_json(const printer *p, const arranged *ar)
     for (size_t i = 0; i < 4; i++)
         hiera_value_hash_set(fp, i == 3 ? "changed_keys" : copy[i], hiera_value_incref(hiera_value_hash_get(r->plan, copy[i])));
     hiera_value_hash_set(doc, "fast_path", fp);
+    /* absolute data folders: read in each side's tree (mapped) or outside both (the same files) */
+    const hiera_value *dd = hiera_value_hash_get(r->plan, "datadirs");
+    hiera_value_hash_set(doc, "datadirs", dd ? hiera_value_incref((hiera_value *)dd) : hiera_value_new_array());
+    hiera_value_hash_set(doc, "warnings", r->warnings ? hiera_value_incref((hiera_value *)r->warnings)
+                                                      : hiera_value_new_array());
     hiera_value *fails = hiera_value_new_array();
     for (size_t s = 0; s < ar->nshared; s++) {
         const shared_failure *f = &ar->shared[s];

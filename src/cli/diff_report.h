@@ -74,6 +74,7 @@ typedef struct {
     size_t ntroubles;
     const char *const *setup_notes; /* problems said once (a side's hiera.yaml...) */
     size_t nsetup_notes;
+    const hiera_value *warnings; /* the lookups' warnings, once each: [{"message", "old_nodes", "new_nodes"}] */
     gtable *groups;
     size_t lookups;
     double seconds;

@@ -9,6 +9,8 @@
  * already trusts with it. */
 #include "cli/diff_side.h"
 
+#include "base/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -54,23 +56,12 @@ static char *xprintf_(const char *fmt, ...)
 static char scratch_dir[PATH_MAX];
 static volatile sig_atomic_t scratch_made;
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
 void diff_scratch_cleanup(void)
 {
     if (!scratch_made)
         return;
     scratch_made = 0;
-    nftw(scratch_dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
+    path_remove_tree(scratch_dir);
 }
 
 /* On a signal the folder goes too: nftw is not safe in a handler, so a child runs rm. */
@@ -435,7 +426,7 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
     if (!linked) {
         if (tried) {
             /* start again from an empty folder */
-            nftw(dest, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
+            path_remove_tree(dest);
             if (!make_dir(dest, err)) {
                 free(ch.paths);
                 free(ch.wanted);

@@ -16,6 +16,7 @@ typedef struct {
     char *environmentpath;
     char *root;            /* where the lookups find the tree's files (codedir, or <envpath>/<env>) */
     char *hiera_config;    /* the global hiera.yaml given (set by the caller; freed with the side) */
+    const char *puppet;    /* the Puppet the side answers as, "7.23" or "8.10" (static; set by the caller) */
 } diff_side;
 
 /* The private scratch folder (created on first use under $TMPDIR or /tmp, mode 0700) and its

@@ -4,6 +4,7 @@
  * option acting when it is met (-V prints the version at once, -c checks its file at once);
  * then the scope files, KEY [DEFAULT] [VAR=VALUE...], the lookup, and output_answer. Where
  * Ruby would die with a stack trace we print one line "hiera: <message>" and exit 1. */
+#include "cli/common.h"
 #include "cli/hiera3_cmd.h"
 #include "base/fsjournal.h"
 
@@ -150,6 +151,14 @@ static int act(options *o, const opt_def *d, const char *val)
         fputs(HELP, stdout);
         return 0;
     case 'V':
+        if (cli_chosen_puppet_version(NULL) == HIERA_PUPPET_8) {
+            /* Hiera 3.12's Hiera.version calls File.exists?, which Ruby 3.2 removed: on Debian 13
+             * `hiera --version` fails so */
+            fputs("/usr/lib/ruby/vendor_ruby/hiera/version.rb:84:in `read_version_file': undefined method `exists?' "
+                  "for class File (NoMethodError)\n",
+                  stderr);
+            return 1;
+        }
         printf("%s\n", H3_HIERA_VERSION);
         return 0;
     case 'd': o->verbose = true; break;

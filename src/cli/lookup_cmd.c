@@ -171,6 +171,9 @@ int lookup_main(int argc, char **argv)
         }
     }
     bool explain = a.explain || a.explain_options;
+    if (explain) /* (on stderr: the explanation itself is Puppet's text, word for word) */
+        fprintf(stderr, "hiera: explaining as Puppet %s does (%s)\n", p.puppet_version == HIERA_PUPPET_8 ? "8.10" : "7.23",
+                p.puppet_version_why ? p.puppet_version_why : "");
     static const char *global_key[] = {"__global__"};
     if (nkeys == 0) {
         if (a.explain_options && !a.explain) {

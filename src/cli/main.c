@@ -1,12 +1,15 @@
 /* main.c - the hiera command: `hiera lookup ...` is `puppet lookup`, `hiera batch` many lookups,
  * `hiera keys` the keys a node can see, `hiera check` a linter, `hiera diff` the fleet impact of a
- * change, `hiera serve` answers over HTTP, `hiera lsp` a language server for editors, `hiera
+ * change, `hiera set`/`unset` change one key of a data file, `hiera serve` answers over HTTP, `hiera lsp` a language server for editors, `hiera
  * eyaml` hiera-eyaml, `hiera version` this hiera's version; other forms are the Hiera 3 command
  * line (`hiera -- version` looks up the key "version"). Every subcommand the dispatcher below
  * knows has a line in SUBCOMMANDS (hiera --help) and a man page, docs/hiera-NAME.1 (or .8):
- * tests/docs/check.py finds the subcommands in main() and checks both. */
+ * tests/docs/check.py finds the subcommands in main() and checks both. `--puppet-version 7|8`
+ * anywhere (but in hiera diff, whose sides name their own) chooses the Puppet answered as
+ * (cli/common.h cli_choose_puppet_version); `hiera version` says which. */
 #include "cli/batch_cmd.h"
 #include "cli/check_cmd.h"
+#include "cli/common.h"
 #include "cli/diff_cmd.h"
 #include "cli/eyaml_cmd.h"
 #include "cli/hiera3_cmd.h"
@@ -15,6 +18,7 @@
 #include "cli/lsp_cmd.h"
 #include "cli/result_cache.h"
 #include "cli/serve_cmd.h"
+#include "cli/set_cmd.h"
 
 #include "hiera.h"
 
@@ -37,6 +41,9 @@ static const struct {
               "eyaml, keys against class parameters (hiera check --help)"},
     {"diff", "which nodes' answers two versions of the data change, and how\n"
              "(hiera diff --help)"},
+    {"set", "set one key of a data file, byte for byte where it is, with the diff, the\n"
+            "nodes whose answers change and hiera check's new findings (hiera set --help)"},
+    {"unset", "remove one key of a data file, likewise (hiera unset --help)"},
     {"serve", "answer lookups over HTTP (JSON API and a web page) from a snapshot kept\n"
               "current with the files (hiera serve --help)"},
     {"lsp", "a Language Server Protocol server for editors: diagnostics, hover,\n"
@@ -61,6 +68,9 @@ void cli_print_subcommands(FILE *out)
         fprintf(out, "%s\n", s);
     }
     fputs("\nEvery subcommand has a man page: man hiera-lookup, man hiera-serve...\n"
+          "\n"
+          "--puppet-version 7|8 (anywhere, or HIERA_PUPPET_VERSION=7|8) answers as Puppet 7.23 and Hiera\n"
+          "3.10 (Debian 12) or as Puppet 8.10 and Hiera 3.12 (Debian 13); default: the installed Puppet.\n"
           "\n"
           "Without a subcommand (or after --), hiera is Hiera 3.10's command line:\n"
           "\n",
@@ -114,6 +124,12 @@ int main(int argc, char **argv)
     if (argc >= 2 && (!strcmp(argv[1], "batch") || !strcmp(argv[1], "serve") || !strcmp(argv[1], "check") ||
                       !strcmp(argv[1], "diff")))
         long_run_allocator(argv);
+    if (!(argc >= 2 && !strcmp(argv[1], "diff"))) {
+        hiera_puppet_version v = cli_choose_puppet_version(&argc, argv);
+        if (!v)
+            return argc >= 2 && !strcmp(argv[1], "check") ? 2 : 1;
+        hiera_thread_puppet_version(v); /* (the messages of what is read and written outside a context) */
+    }
     if (argc >= 2 && strcmp(argv[1], "lookup") == 0)
         return result_cache_run(argc, argv, 2, lookup_main);
     if (argc >= 2 && strcmp(argv[1], "batch") == 0)
@@ -126,16 +142,22 @@ int main(int argc, char **argv)
         return diff_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc - 2, argv + 2);
+    if (argc >= 2 && (strcmp(argv[1], "set") == 0 || strcmp(argv[1], "unset") == 0))
+        return set_main(argc - 2, argv + 2, argv[1][0] == 'u');
     if (argc >= 2 && strcmp(argv[1], "lsp") == 0)
         return lsp_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "eyaml") == 0)
         return eyaml_main(argc - 2, argv + 2);
     if (argc == 2 && strcmp(argv[1], "version") == 0) {
-        printf("%s\n", hiera_version());
+        char *why = NULL;
+        hiera_puppet_version v = cli_chosen_puppet_version(&why);
+        printf("%s\nanswers as %s (%s)\n", hiera_version(), cli_puppet_version_text(v), why ? why : "");
+        free(why);
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "version") == 0 && strcmp(argv[2], "--help") == 0) {
-        printf("usage: hiera version\n\nPrints this hiera's version (%s). `hiera --version` (Hiera 3's option)\n"
+        printf("usage: hiera version\n\nPrints this hiera's version (%s), then the Puppet and Hiera 3 it answers as\n"
+               "(--puppet-version, HIERA_PUPPET_VERSION, else the installed Puppet). `hiera --version` (Hiera 3's option)\n"
                "prints the version of the Hiera 3 command it answers as (%s). Any other argument\n"
                "after version is Hiera 3's command line: `hiera version VALUE` looks up the key\n"
                "\"version\" with the default VALUE.\n",

@@ -29,6 +29,8 @@
  * one user's on one machine. */
 #include "cli/result_cache.h"
 
+#include "cli/common.h"
+
 #include "base/fileio.h"
 #include "base/fsjournal.h"
 #include "base/util.h"
@@ -73,6 +75,12 @@ static bool call_key(int argc, char **argv, sbuf *key)
     sb_add_u32(key, (uint32_t)argc);
     for (int i = 0; i < argc; i++)
         sb_addn(key, argv[i], strlen(argv[i]) + 1);
+    /* the Puppet answered as, and why (--explain says it): main.c took --puppet-version out of argv */
+    char *why = NULL;
+    sb_add_u32(key, (uint32_t)cli_chosen_puppet_version(&why));
+    sb_adds(key, why ? why : "");
+    sb_addc(key, 0);
+    free(why);
     return true;
 }
 
@@ -232,6 +240,14 @@ int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
     stdout = out;
     stderr = err;
     fsj_begin();
+    {
+        /* which Puppet is installed was found before the journal began (main.c): found again
+         * under it, so that the files and variables that decided (PATH's puppet, its version.rb)
+         * are checked when the answer is given again */
+        char *w = NULL;
+        (void)hiera_puppet_version_find(&w);
+        free(w);
+    }
     status = cmd(argc - skip, argv + skip);
     const char *why = fsj_end();
     fflush(out);

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/edit_effects.h"
 #include "cli/facts_opts.h"
+#include "formats/diskcache.h"
 #include "serve/serve.h"
 
 static const char *SERVE_USAGE =
@@ -16,14 +18,17 @@ static const char *SERVE_USAGE =
     "                   [--tls-cert FILE --tls-key FILE [--tls-ca FILE] [--admin NAME,...]]\n"
     "                   [--token-file FILE] [--access-log FILE|-] [--max-body BYTES]\n"
     "                   [--max-connections N] [--timeout SECONDS] [--request-time SECONDS]\n"
-    "                   [--no-watch] [--unsafe-fact-paths]\n"
+    "                   [--max-memory SIZE] [--no-watch] [--unsafe-fact-paths]\n"
     "                   [--from-puppetdb | --puppetdb URL|FILE] [--nodes-query QUERY]\n"
-    "                   [--include-inactive] [--puppetdb-refresh SECONDS] ...\n"
+    "                   [--include-inactive] [--puppetdb-refresh SECONDS]\n"
+    "                   [--allow-edits [--audit-log FILE] [--edits-commit]] ...\n"
     "\n"
-    "Answers lookups over HTTP (JSON API under /v1, a web page at /) from a snapshot of the code\n"
-    "directory that is rebuilt in the background when files change (and on SIGHUP); a change that\n"
-    "breaks a hiera.yaml or data file is refused and the last good snapshot goes on serving\n"
-    "(/healthz says \"degraded\"). SIGTERM stops accepting, lets requests in flight finish, and exits.\n"
+    "Answers lookups over HTTP (JSON API under /v1, a web page at /). Each environment is read when\n"
+    "first asked for (identical files in several environments are parsed once) and read again in\n"
+    "the background when its files change (inotify: only the paths that changed; and on SIGHUP);\n"
+    "a change that breaks a hiera.yaml or data file is refused and the last good build goes on\n"
+    "serving (/healthz says \"degraded\"). SIGTERM stops accepting, lets requests in flight finish,\n"
+    "and exits.\n"
     "Puppet's settings are read as hiera lookup reads them: puppet.conf in the confdir (the installed\n"
     "Puppet's when --confdir is not given), the folders given here over it, each environment's\n"
     "environment.conf (its modulepath); see hiera lookup --help.\n"
@@ -40,9 +45,21 @@ static const char *SERVE_USAGE =
     "  --access-log FILE|-      one JSON line per request (- for stderr)\n"
     "  --max-body BYTES         largest request body (default 1048576)\n"
     "  --max-connections N      connections at once (default 4096)\n"
-    "  --timeout SECONDS        idle or slow connections are closed after this (default 30)\n"
+    "  --timeout SECONDS        a connection whose request is not whole this long after it opened\n"
+    "                           or after its last answer is closed, idle or slow (default 30)\n"
     "  --request-time SECONDS   work a batch request may take (default 60)\n"
+    "  --max-memory SIZE        keep at most this much of parsed environments (N, NK, NM, NG):\n"
+    "                           those asked least recently are dropped, and read again (from the\n"
+    "                           disk cache, HIERA_CACHE_DIR) when asked (default: no bound)\n"
     "  --no-watch               do not watch the files (SIGHUP still reloads)\n"
+    "  --allow-edits            admins (--admin certificates, the --token-file token) may change data\n"
+    "                           (POST /v1/edit and the page's Edit): one key of one file at a time,\n"
+    "                           byte for byte where it is, with a preview of the diff, the nodes whose\n"
+    "                           answers change and hiera check's new findings (see hiera set --help)\n"
+    "  --audit-log FILE         one JSON line per saved edit: time, who, environment, file, key,\n"
+    "                           digests before and after, old and new values (not secrets)\n"
+    "  --edits-commit           commit each saved edit in the git work tree holding its file, with the\n"
+    "                           editor as author and the key in the message\n"
     "  --puppetdb-refresh SECONDS  fetch PuppetDB's nodes and facts again this often (default 300;\n"
     "                           0: on SIGHUP only); a fetch that fails keeps the facts fetched before\n"
     "Without --token-file and --tls-ca anyone who reaches the port reads every node, with secrets\n"
@@ -107,6 +124,48 @@ static void pdb_warning(const hiera_diagnostic *d, void *data)
     fprintf(stderr, "hiera serve: warning: %s\n", d->message);
 }
 
+/* ------------------------------------------------------------------ edits */
+
+typedef struct {
+    const serve_options *o;
+    hiera_settings *settings;    /* Puppet's, as the server was started with */
+    char *confdir, *hiera_config;
+    const char **node_args;      /* what gives hiera diff the served nodes */
+    size_t nnode_args;
+} edit_hooks;
+
+static hiera_value *edit_effects_hook(void *data, const char *environment, const char *file, const char *text, size_t len)
+{
+    edit_hooks *eh = data;
+    hiera_error err = {0};
+    hiera_environment *env = hiera_environment_load(eh->settings, environment, &err);
+    hiera_error_clear(&err);
+    effects_request er = {.file = file, .new_text = text, .new_len = len, .codedir = eh->o->codedir,
+                          .environmentpath = eh->o->environmentpath, .environment = environment,
+                          .env_dir = env ? hiera_environment_dir(env) : NULL, .confdir = eh->confdir,
+                          .hiera_config = eh->hiera_config, .node_args = eh->node_args, .nnode_args = eh->nnode_args,
+                          .facts_dir = eh->o->facts_dir, .impact_json = true, .check = true};
+    effects fx;
+    edit_effects(&er, &fx);
+    hiera_environment_free(env);
+    hiera_value *out = hiera_value_new_hash();
+    hiera_value *im = fx.impact ? hiera_value_from_json(fx.impact, NULL) : NULL;
+    hiera_value_hash_set(out, "impact", im ? im : hiera_value_undef());
+    if (fx.impact_note)
+        hiera_value_hash_set(out, "impact_note", hiera_value_new_string(fx.impact_note));
+    hiera_value_hash_set(out, "findings", fx.findings ? hiera_value_incref(fx.findings) : hiera_value_new_array());
+    if (fx.check_note)
+        hiera_value_hash_set(out, "check_note", hiera_value_new_string(fx.check_note));
+    effects_free(&fx);
+    return out;
+}
+
+static bool edit_commit_hook(void *data, const char *file, const char *author, const char *message, char **note)
+{
+    (void)data;
+    return edit_git_commit(file, author, message, note);
+}
+
 int serve_main(int argc, char **argv)
 {
     serve_options o = {0};
@@ -118,6 +177,8 @@ int serve_main(int argc, char **argv)
     o.max_connections = 4096;
     o.timeout = 30;
     o.request_time = 60;
+    bool allow_edits = false, edits_commit = false;
+    const char *audit_log = NULL;
     static const struct {
         const char *name;
         size_t off;
@@ -160,11 +221,34 @@ int serve_main(int argc, char **argv)
             o.watch = false;
             continue;
         }
+        if (nlen == 11 && !strncmp(name, "allow-edits", 11)) {
+            allow_edits = true;
+            continue;
+        }
+        if (nlen == 12 && !strncmp(name, "edits-commit", 12)) {
+            edits_commit = true;
+            continue;
+        }
+        if (nlen == 9 && !strncmp(name, "audit-log", 9)) {
+            audit_log = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            if (!audit_log) {
+                fprintf(stderr, "Error: hiera serve: --audit-log needs a file\n");
+                return 2;
+            }
+            continue;
+        }
         if (nlen == 17 && (!strncmp(name, "unsafe-fact-paths", 17) || !strncmp(name, "unsafe_fact_paths", 17))) {
             o.unsafe_fact_paths = true;
             continue;
         }
         const char *val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        if (nlen == 10 && !strncmp(name, "max-memory", 10)) {
+            if (!val || !diskcache_parse_size(val, &o.max_memory)) {
+                fprintf(stderr, "Error: hiera serve: --max-memory needs a size (bytes, or a number followed by K, M or G)\n");
+                return 2;
+            }
+            continue;
+        }
         bool known = false;
         for (size_t f = 0; f < sizeof strings / sizeof *strings; f++) {
             if (strlen(strings[f].name) != nlen || strncmp(strings[f].name, name, nlen) != 0)
@@ -264,8 +348,68 @@ int serve_main(int argc, char **argv)
         nodes.what = hiera_facts_source_describe(src);
         o.puppetdb = &nodes;
     }
-    hiera_settings_free(settings);
+    /* edits: the fleet of hiera diff is the served one */
+    struct serve_edits edits = {audit_log, edits_commit, edit_effects_hook, edit_commit_hook, NULL};
+    edit_hooks eh = {&o, settings, NULL, NULL, NULL, 0};
+    const char *node_args[48];
+    char *owned[CLI_PUPPET_SETTINGS_MAX] = {0};
+    if ((audit_log || edits_commit) && !allow_edits) {
+        fprintf(stderr, "Error: hiera serve: --audit-log and --edits-commit go with --allow-edits\n");
+        hiera_settings_free(settings);
+        hiera_facts_source_free(src);
+        free(codedir);
+        free(envpath);
+        return 2;
+    }
+    if (allow_edits) {
+        size_t n = 0;
+        if (o.facts_dir) {
+            node_args[n++] = "--facts-dir";
+            node_args[n++] = o.facts_dir;
+        } else if (src) {
+            if (pa.from_puppetdb)
+                node_args[n++] = "--from-puppetdb";
+            const char *const pv[][2] = {{"--puppetdb", pa.puppetdb}, {"--nodes-query", pa.nodes_query}, {"--cert", pa.cert},
+                                         {"--key", pa.key}, {"--cacert", pa.cacert}, {"--puppetdb-timeout", pa.timeout}};
+            for (size_t i = 0; i < sizeof pv / sizeof *pv; i++)
+                if (pv[i][1]) {
+                    node_args[n++] = pv[i][0];
+                    node_args[n++] = pv[i][1];
+                }
+            if (pa.include_inactive)
+                node_args[n++] = "--include-inactive";
+            hiera_setting ps[CLI_PUPPET_SETTINGS_MAX];
+            size_t nps = cli_puppet_settings_list(&psa, ps);
+            for (size_t i = 0; i < nps; i++)
+                if (strcmp(ps[i].name, "confdir") && asprintf(&owned[i], "--%s=%s", ps[i].name, ps[i].value) >= 0)
+                    node_args[n++] = owned[i];
+        }
+        if (o.unsafe_fact_paths)
+            node_args[n++] = "--unsafe-fact-paths";
+        eh.node_args = n && (o.facts_dir || src) ? node_args : NULL;
+        eh.nnode_args = eh.node_args ? n : 0;
+        eh.confdir = hiera_settings_get(settings, "confdir", NULL);
+        eh.hiera_config = hiera_settings_get(settings, "hiera_config", NULL);
+        if (eh.hiera_config && o.codedir) {
+            size_t cl = strlen(o.codedir);
+            if (!strncmp(eh.hiera_config, o.codedir, cl) && !strcmp(eh.hiera_config + cl, "/hiera.yaml")) {
+                free(eh.hiera_config);
+                eh.hiera_config = NULL; /* (each tree's own) */
+            }
+        }
+        edits.data = &eh;
+        o.edits = &edits;
+    }
+    /* the disk cache (HIERA_CACHE_DIR; "off": none): an environment dropped beyond --max-memory
+     * comes back from it, parses named by content */
+    o.disk = cli_cache();
     int rc = serve_run(&o);
+    cli_cache_release(o.disk);
+    free(eh.confdir);
+    free(eh.hiera_config);
+    for (size_t i = 0; i < CLI_PUPPET_SETTINGS_MAX; i++)
+        free(owned[i]);
+    hiera_settings_free(settings);
     hiera_facts_source_free(src);
     free(codedir);
     free(envpath);

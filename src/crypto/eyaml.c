@@ -13,6 +13,7 @@
  * Plaintext never enters an error message; cached plaintext is wiped when freed.
  */
 #include "crypto/eyaml.h"
+#include "base/diag.h"
 #include "base/fileio.h"
 #include "formats/render.h"
 #include "base/fsjournal.h"
@@ -83,6 +84,7 @@ struct eyaml_ctx {
     unsigned long decrypts;
     eyaml_errclass last_class;
     bool frozen; /* key files are not re-checked */
+    bool v42;    /* hiera-eyaml 4.2 on ruby/openssl 3.2 (Debian 13) rather than 3.3 on 3.0 */
 };
 
 static void wipe_free(char *p, size_t n)
@@ -94,6 +96,8 @@ static void wipe_free(char *p, size_t n)
 }
 
 void eyaml_freeze(eyaml_ctx *e) { e->frozen = true; }
+
+void eyaml_set_debian13(eyaml_ctx *e, bool on) { e->v42 = on; }
 
 eyaml_ctx *eyaml_new(void)
 {
@@ -168,18 +172,23 @@ static bool crypto_ready(eyaml_ctx *e, herr *err)
 
 /* ------------------------------------------------------------------ Ruby-shaped messages */
 
-/* Ruby's openssl extension (3.0.x, ossl_make_error): "<msg>: <reason of the last queued
- * error>", or just the reason when msg is empty; the queue is then cleared. */
-static char *ossl_message(const char *msg)
+/* Ruby's openssl extension (ossl_make_error): "<msg>: <reason of the last queued error>", or
+ * just the reason when msg is empty; from 3.1 on (Ruby 3.3's 3.2) the error's data follows in
+ * parentheses ("no start line (Expecting: PKCS7)"). The queue is then cleared. */
+static char *ossl_message(const char *msg, bool with_data)
 {
     sbuf b = {0};
     sb_adds(&b, msg);
-    unsigned long code = ERR_peek_last_error();
+    const char *data = NULL;
+    int flags = 0;
+    unsigned long code = with_data ? ERR_peek_last_error_data(&data, &flags) : ERR_peek_last_error();
     if (code) {
         const char *reason = ERR_reason_error_string(code);
         if (b.len)
             sb_adds(&b, ": ");
         sb_adds(&b, reason ? reason : "(null)");
+        if (data && (flags & ERR_TXT_STRING) && *data)
+            sb_addf(&b, " (%s)", data);
     }
     ERR_clear_error();
     return sb_take(&b);
@@ -187,7 +196,7 @@ static char *ossl_message(const char *msg)
 
 static void fail_ossl(eyaml_ctx *e, herr *err, eyaml_errclass cls, const char *msg)
 {
-    char *m = ossl_message(msg);
+    char *m = ossl_message(msg, e && e->v42);
     fail(e, err, cls, m);
     free(m);
 }
@@ -603,6 +612,24 @@ static keyslot *slot_from_env(eyaml_ctx *e, bool cert, const char *var, const ch
     return slot_store(e, cert, true, var, text, len, NULL, err);
 }
 
+/* Ruby's checks of a String option used as an environment variable's name (ENV[var]) or a
+ * file's (File.read(path)): false, with err, when Ruby raises. */
+static bool ruby_string_arg(eyaml_ctx *e, const hv *v, bool env_name, herr *err)
+{
+    if (!v || !hv_is(v, HV_STRING)) {
+        char *m = xasprintf("no implicit conversion of %s into String", v ? ruby_conversion_name(v) : "nil");
+        fail(e, err, EYAML_ERR_STANDARD, m);
+        free(m);
+        return false;
+    }
+    if (memchr(hv_str_ptr(v), 0, hv_str_len(v))) {
+        fail(e, err, EYAML_ERR_STANDARD, env_name ? "bad environment variable name: contains null byte"
+                                                  : "path name contains null byte");
+        return false;
+    }
+    return true;
+}
+
 /* The key hiera-eyaml's Pkcs7 encryptor reads for option `base` ("pkcs7_private_key" or
  * "pkcs7_public_key"): the environment variable named by <base>_env_var when that option is
  * set and the variable exists, else File.read(<base>). */
@@ -613,32 +640,52 @@ static keyslot *load_key(eyaml_ctx *e, const hv *options, const char *base, bool
     const hv *path = opt_get(options, base), *var = opt_get(options, envopt);
     if (var && hv_truthy(var)) {
         /* ENV[name] */
-        if (!hv_is(var, HV_STRING)) {
-            char *m = xasprintf("no implicit conversion of %s into String", ruby_conversion_name(var));
-            fail(e, err, EYAML_ERR_STANDARD, m);
-            free(m);
+        if (!ruby_string_arg(e, var, true, err))
             return NULL;
-        }
-        if (memchr(hv_str_ptr(var), 0, hv_str_len(var))) {
-            fail(e, err, EYAML_ERR_STANDARD, "bad environment variable name: contains null byte");
-            return NULL;
-        }
         const char *text = fs_getenv(hv_str_ptr(var));
         if (text)
             return slot_from_env(e, cert, hv_str_ptr(var), text, err);
     }
     /* File.read(path) */
-    if (!path || !hv_is(path, HV_STRING)) {
-        char *m = xasprintf("no implicit conversion of %s into String", path ? ruby_conversion_name(path) : "nil");
+    if (!ruby_string_arg(e, path, false, err))
+        return NULL;
+    return slot_from_file(e, cert, hv_str_ptr(path), err);
+}
+
+/* Pkcs7.load_ANY_key_pem of hiera-eyaml 4.2 for the private key: the environment variable
+ * pkcs7_private_key_env_var names wins over the file pkcs7_private_key (a warning when both are
+ * given), and must be set; the file must exist. */
+static keyslot *load_private_key_42(eyaml_ctx *e, const hv *options, herr *err)
+{
+    const hv *path = opt_get(options, "pkcs7_private_key"), *var = opt_get(options, "pkcs7_private_key_env_var");
+    bool has_path = path && hv_truthy(path), has_var = var && hv_truthy(var);
+    if (has_path && has_var) /* (Kernel#warn) */
+        diag_warn("eyaml-keys", NULL, 0, 0, "both private_key and private_key_env_var specified, using private_key_env_var");
+    if (has_var) {
+        if (!ruby_string_arg(e, var, true, err))
+            return NULL;
+        const char *text = fs_getenv(hv_str_ptr(var));
+        if (!text) {
+            char *m = xasprintf("env %s is not set", hv_str_ptr(var));
+            fail(e, err, EYAML_ERR_STANDARD, m);
+            free(m);
+            return NULL;
+        }
+        return slot_from_env(e, false, hv_str_ptr(var), text, err);
+    }
+    if (!has_path) {
+        fail(e, err, EYAML_ERR_STANDARD, "pkcs7_private_key is not defined");
+        return NULL;
+    }
+    if (!ruby_string_arg(e, path, false, err))
+        return NULL;
+    if (!path_exists(hv_str_ptr(path))) { /* File.exist? */
+        char *m = xasprintf("file %s does not exist", hv_str_ptr(path));
         fail(e, err, EYAML_ERR_STANDARD, m);
         free(m);
         return NULL;
     }
-    if (memchr(hv_str_ptr(path), 0, hv_str_len(path))) {
-        fail(e, err, EYAML_ERR_STANDARD, "path name contains null byte");
-        return NULL;
-    }
-    return slot_from_file(e, cert, hv_str_ptr(path), err);
+    return slot_from_file(e, false, hv_str_ptr(path), err);
 }
 
 /* Whether the option pair (<base>, <base>_env_var) names a key at all (Ruby truthiness). */
@@ -832,7 +879,37 @@ static char *strip_space(const char *s, size_t n, size_t *outlen)
     return o;
 }
 
-/* The steps of Pkcs7.decrypt, in its order, for a block whose keys are resolved. */
+/* hiera-eyaml 4.2's certificate for PKCS7#decrypt: the first recipient's issuer and serial
+ * with the private key's public key (pkcs7.recipients[0]: a NoMethodError on nil when there is
+ * none). A keyslot that owns it (free with keyslot_free), or NULL with err. */
+static keyslot *recipient_cert(eyaml_ctx *e, PKCS7 *p7, keyslot *priv, herr *err)
+{
+    STACK_OF(PKCS7_RECIP_INFO) *rsk = NULL;
+    int type = OBJ_obj2nid(p7->type);
+    if (type == NID_pkcs7_enveloped && p7->d.enveloped)
+        rsk = p7->d.enveloped->recipientinfo;
+    else if (type == NID_pkcs7_signedAndEnveloped && p7->d.signed_and_enveloped)
+        rsk = p7->d.signed_and_enveloped->recipientinfo;
+    PKCS7_RECIP_INFO *ri = rsk && sk_PKCS7_RECIP_INFO_num(rsk) > 0 ? sk_PKCS7_RECIP_INFO_value(rsk, 0) : NULL;
+    if (!ri || !ri->issuer_and_serial) {
+        fail(e, err, EYAML_ERR_STANDARD, "undefined method `serial' for nil");
+        return NULL;
+    }
+    X509 *x = X509_new();
+    if (!x || !X509_set_serialNumber(x, ri->issuer_and_serial->serial) ||
+        !X509_set_issuer_name(x, ri->issuer_and_serial->issuer) || !X509_set_pubkey(x, priv->pkey)) {
+        X509_free(x);
+        fail_ossl(e, err, EYAML_ERR_STANDARD, "");
+        return NULL;
+    }
+    keyslot *k = xcalloc(1, sizeof *k);
+    k->cert = true;
+    k->x509 = x;
+    return k;
+}
+
+/* The steps of Pkcs7.decrypt, in its order, for a block whose keys are resolved (cert NULL:
+ * hiera-eyaml 4.2, which makes it from the block and the private key). */
 static blockent *decrypt_uncached(eyaml_ctx *e, keyslot *priv, keyslot *cert, const char *b64, size_t n)
 {
     blockent *b = xcalloc(1, sizeof *b);
@@ -842,7 +919,11 @@ static blockent *decrypt_uncached(eyaml_ctx *e, keyslot *priv, keyslot *cert, co
     PKCS7 *p7 = parse_pkcs7(e, der, derlen, &err);
     free(der);
     if (p7) {
-        b->plain = pkcs7_decrypt(e, p7, priv, cert, &b->plain_len, &err);
+        keyslot *made = cert ? NULL : recipient_cert(e, p7, priv, &err);
+        if (cert || made)
+            b->plain = pkcs7_decrypt(e, p7, priv, cert ? cert : made, &b->plain_len, &err);
+        if (made)
+            keyslot_free(made);
         PKCS7_free(p7);
     }
     if (!b->plain) {
@@ -874,33 +955,44 @@ char *eyaml_decrypt_block(eyaml_ctx *e, const char *scheme, size_t scheme_len, c
         }
         free(lower);
     }
-    /* Pkcs7.decrypt: both keys must be named, the private key is read first */
-    if (!key_defined(options, "pkcs7_public_key")) {
-        fail(e, err, EYAML_ERR_STANDARD, "pkcs7_public_key is not defined");
-        return NULL;
+    keyslot *priv, *cert = NULL;
+    if (e->v42) {
+        /* hiera-eyaml 4.2: only the private key is read */
+        if (!crypto_ready(e, err))
+            return NULL;
+        priv = load_private_key_42(e, options, err);
+        if (!priv)
+            return NULL;
+    } else {
+        /* Pkcs7.decrypt: both keys must be named, the private key is read first */
+        if (!key_defined(options, "pkcs7_public_key")) {
+            fail(e, err, EYAML_ERR_STANDARD, "pkcs7_public_key is not defined");
+            return NULL;
+        }
+        if (!key_defined(options, "pkcs7_private_key")) {
+            fail(e, err, EYAML_ERR_STANDARD, "pkcs7_private_key is not defined");
+            return NULL;
+        }
+        if (!crypto_ready(e, err))
+            return NULL;
+        priv = load_key(e, options, "pkcs7_private_key", false, err);
+        if (!priv)
+            return NULL;
+        cert = load_key(e, options, "pkcs7_public_key", true, err);
+        if (!cert)
+            return NULL;
     }
-    if (!key_defined(options, "pkcs7_private_key")) {
-        fail(e, err, EYAML_ERR_STANDARD, "pkcs7_private_key is not defined");
-        return NULL;
-    }
-    if (!crypto_ready(e, err))
-        return NULL;
-    keyslot *priv = load_key(e, options, "pkcs7_private_key", false, err);
-    if (!priv)
-        return NULL;
-    keyslot *cert = load_key(e, options, "pkcs7_public_key", true, err);
-    if (!cert)
-        return NULL;
-
+    /* (generation 0 stands for 4.2's made certificate: no loaded key has it) */
+    unsigned long cert_gen = cert ? cert->gen : 0;
     size_t n;
     char *clean = strip_space(b64, b64_len, &n);
-    uint64_t h = block_hash(priv->gen, cert->gen, clean, n);
-    blockent *b = block_get(e, h, priv->gen, cert->gen, clean, n);
+    uint64_t h = block_hash(priv->gen, cert_gen, clean, n);
+    blockent *b = block_get(e, h, priv->gen, cert_gen, clean, n);
     if (!b) {
         b = decrypt_uncached(e, priv, cert, clean, n);
         b->hash = h;
         b->priv_gen = priv->gen;
-        b->cert_gen = cert->gen;
+        b->cert_gen = cert_gen;
         b->b64 = clean;
         b->b64_len = n;
         clean = NULL;
@@ -948,9 +1040,10 @@ char *eyaml_decrypt_text(eyaml_ctx *e, const char *data, size_t len, const hv *o
              * error_highlight with the offending source line of hiera-eyaml 3.3.0. */
             sb_wipe(&out);
             fail(e, err, EYAML_ERR_STANDARD,
-                 "undefined method `[]' for nil:NilClass\n\n"
-                 "            create_enc_token(string, :string, md[1], md[2])\n"
-                 "                                                ^^^");
+                 e->v42 ? "undefined method `[]' for nil" /* (Ruby 3.3: no snippet in the message) */
+                        : "undefined method `[]' for nil:NilClass\n\n"
+                          "            create_enc_token(string, :string, md[1], md[2])\n"
+                          "                                                ^^^");
             return NULL;
         }
         size_t plen;
@@ -1102,7 +1195,7 @@ static bool add_ext(X509 *cert, int nid, const char *value)
 
 static void set_ossl_error(herr *err, const char *what)
 {
-    char *m = ossl_message(what);
+    char *m = ossl_message(what, false);
     herr_set(err, HERR_ERROR, "%s", m);
     free(m);
 }

@@ -19,6 +19,12 @@ void eyaml_free(eyaml_ctx *e);
 /* Promises that key files do not change while e lives (a frozen cache): a key file read once is
  * not checked with stat() again. */
 void eyaml_freeze(eyaml_ctx *e);
+/* Decrypts as Debian 13 does (Puppet 8.10, Hiera 3.12): hiera-eyaml 4.2, which reads only the
+ * private key (pkcs7_private_key_env_var winning over pkcs7_private_key, "env X is not set",
+ * "file X does not exist") and makes the certificate from the block's first recipient, on Ruby
+ * 3.3's openssl, whose messages carry the error's data ("no start line (Expecting: PKCS7)").
+ * false: Debian 12's hiera-eyaml 3.3. Decrypted blocks are remembered apart for each. */
+void eyaml_set_debian13(eyaml_ctx *e, bool on);
 
 /* What an ENC[...] block's payload may hold besides base64 ([a-zA-Z0-9+/=]): */
 typedef enum {

@@ -8,6 +8,8 @@
 #include "base/fileio.h"
 #include "base/pathname.h"
 #include "base/rregex.h"
+#include "engine/cache.h"
+#include "engine/config.h"
 #include "engine/engine.h"
 
 #define LOOKUP_OPTIONS "lookup_options"
@@ -444,6 +446,85 @@ static hv *sorted_keys(const hv *set, const hv *filter)
     return out;
 }
 
+/* The absolute data folders (as hiera.yaml writes them) of a side's configurations that are not
+ * under its root: one under Puppet's default environmentpath is read in the side's own tree
+ * ("mapped", see envpath_remap); any other is outside both trees ("outside": the same live files,
+ * or none, on both sides). */
+static void side_datadirs(hv *out, const snapshot *s, const char *root, const char *name)
+{
+    hv *d = snapshot_describe(s);
+    const hv *configs = hv_hash_gets(d, "configs");
+    hiera_cache *cache = cache_new();
+    for (size_t i = 0; i < hv_array_len(configs); i++) {
+        const hv *c = hv_array_get(configs, i);
+        if (!hv_truthy(hv_hash_gets(c, "exists")))
+            continue;
+        const char *path = hv_str_ptr(hv_hash_gets(c, "path"));
+        const char *lk = hv_str_ptr(hv_hash_gets(c, "layer"));
+        layer_kind kind = !strcmp(lk, "global") ? LAYER_GLOBAL : !strcmp(lk, "environment") ? LAYER_ENV : LAYER_MODULE;
+        bool ignored = false;
+        herr err = {0};
+        hcfg *cfg = config_load(cache, path, kind, &ignored, &err);
+        herr_clear(&err);
+        for (size_t l = 0; cfg && l < cfg->nlevels + cfg->ndlevels; l++) {
+            const hlevel *lvl = l < cfg->nlevels ? &cfg->levels[l] : &cfg->dlevels[l - cfg->nlevels];
+            if (!lvl->datadir || lvl->datadir[0] != '/')
+                continue;
+            size_t rl = root ? strlen(root) : 0;
+            while (rl > 1 && root[rl - 1] == '/')
+                rl--;
+            if (rl && !strncmp(lvl->datadir, root, rl) && (lvl->datadir[rl] == '/' || !lvl->datadir[rl]))
+                continue;
+            const char *from = NULL;
+            char *m = envpath_remap(lvl->datadir, "/", &from);
+            free(m);
+            hv *rec = hv_hash();
+            hv_hash_sets(rec, "side", hv_str(name));
+            char *rel = relative(root, path);
+            hv_hash_sets(rec, "config", hv_str(rel));
+            free(rel);
+            hv_hash_sets(rec, "level", hv_str(lvl->name ? lvl->name : ""));
+            hv_hash_sets(rec, "datadir", hv_str(lvl->datadir));
+            hv_hash_sets(rec, "kind", hv_str(from ? "mapped" : "outside"));
+            if (from)
+                hv_hash_sets(rec, "environmentpath", hv_str(from));
+            hv_array_push(out, rec);
+        }
+        if (cfg)
+            config_free(cfg);
+    }
+    cache_free(cache);
+    hv_decref(d);
+}
+
+static int cmp_record_path(const void *x, const void *y)
+{
+    const hv *a = *(const hv *const *)x, *b = *(const hv *const *)y;
+    int r = strcmp(hv_str_ptr(hv_hash_gets(a, "path")), hv_str_ptr(hv_hash_gets(b, "path")));
+    return r ? r : strcmp(hv_str_ptr(hv_hash_gets(a, "status")), hv_str_ptr(hv_hash_gets(b, "status")));
+}
+
+static int cmp_hv_str(const void *x, const void *y)
+{
+    return strcmp(hv_str_ptr(*(const hv *const *)x), hv_str_ptr(*(const hv *const *)y));
+}
+
+/* An array's elements sorted with cmp (a new array). */
+static hv *sorted_array(const hv *a, int (*cmp)(const void *, const void *), size_t from)
+{
+    size_t n = hv_array_len(a);
+    hv **v = xmalloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = hv_array_get(a, i);
+    if (n > from)
+        qsort(v + from, n - from, sizeof *v, cmp);
+    hv *out = hv_array_sized(n);
+    for (size_t i = 0; i < n; i++)
+        hv_array_push(out, hv_incref(v[i]));
+    free(v);
+    return out;
+}
+
 hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o)
 {
     plan p = {.o = o, .reasons = hv_array(), .files = hv_array(), .allkeys = hv_hash(), .changed = hv_hash(),
@@ -534,8 +615,16 @@ hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o
 
     hv *r = hv_hash();
     hv_hash_sets(r, "full", hv_bool(p.full));
-    hv_hash_sets(r, "reasons", p.reasons);
-    hv_hash_sets(r, "files", p.files);
+    /* in a stable order: the snapshots list their files as their threads read them */
+    size_t given = (o->full ? 1 : 0) + (o->full_reason ? 1 : 0);
+    hv_hash_sets(r, "reasons", sorted_array(p.reasons, cmp_hv_str, given));
+    hv_decref(p.reasons);
+    hv_hash_sets(r, "files", sorted_array(p.files, cmp_record_path, 0));
+    hv_decref(p.files);
+    hv *datadirs = hv_array();
+    side_datadirs(datadirs, old, o->old_root, "old");
+    side_datadirs(datadirs, new_, o->new_root, "new");
+    hv_hash_sets(r, "datadirs", datadirs);
     hv *keys = sorted_keys(universe, NULL);
     hv_hash_sets(r, "dirty", dirty ? dirty : hv_incref(keys));
     hv_hash_sets(r, "keys", keys);

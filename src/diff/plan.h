@@ -36,14 +36,19 @@ typedef struct {
 } dplan_opts;
 
 /* A new hash:
- *   {"full": bool, "reasons": [text...] (why every key, when full),
+ *   {"full": bool, "reasons": [text...] (why every key, when full; sorted after the given ones),
  *    "files": [{"path": relative, "status": "modified"|"added"|"removed", "kind": "config"|"data",
  *               "keys": [changed top-level keys] (data files whose keys are known)}...],
  *    "keys": [every key considered, sorted],
  *    "dirty": [the keys to look up again, sorted],
  *    "changed": [the keys changed in the files themselves, sorted],
  *    "reached": [every key whose answer may differ, also outside "keys" (for values met outside
- *                the data, such as facts that interpolate lookups), sorted]} */
+ *                the data, such as facts that interpolate lookups), sorted],
+ *    "datadirs": [{"side": "old"|"new", "config": path, "level": name, "datadir": as written,
+ *                  "kind": "mapped" (under one of Puppet's default environmentpaths: read in the
+ *                  side's tree, "environmentpath" says which) | "outside" (any other absolute
+ *                  folder outside the side's root: both sides read the same files there)}]}
+ * "files" are sorted by path. */
 hv *dplan_compare(const snapshot *old, const snapshot *new_, const dplan_opts *o);
 
 #endif

@@ -95,15 +95,24 @@ static bool outcome_same(const outcome *a, const outcome *b)
 }
 
 typedef struct run run;
+typedef struct side side;
+
+/* where a context's (or a snapshot's) diagnostics arose: the diagnostics data of the contexts */
+typedef struct {
+    side *sd;
+    const char *node; /* NULL: the side's snapshot */
+    size_t ni;
+} diag_at;
 
 /* a side: its contexts' template, its folders for messages, its diagnostics */
-typedef struct {
+struct side {
     run *r;
     hiera_options ctx;
     const char *root, *tree;
     hiera_diagnostic_fn user_diag;
     void *user_diag_data;
-} side;
+    diag_at tree_at; /* the snapshot's diagnostics */
+};
 
 typedef struct {
     char *name;
@@ -147,12 +156,21 @@ typedef struct {
     size_t lookups;
 } worker;
 
+/* the contexts' diagnostics: to the run's callback with the side and node, else to the side's
+ * context options' callback; one call at a time */
 static void side_diag(const hiera_diagnostic *d, void *data)
 {
-    side *s = data;
-    pthread_mutex_lock(&s->r->diag_mu);
-    s->user_diag(d, s->user_diag_data);
-    pthread_mutex_unlock(&s->r->diag_mu);
+    const diag_at *at = data;
+    side *s = at->sd;
+    run *r = s->r;
+    pthread_mutex_lock(&r->diag_mu);
+    if (r->o.diagnostics) {
+        hiera_diff_diagnostic dd = {d, s == &r->sides[1], at->node, at->node ? at->ni : 0};
+        r->o.diagnostics(&dd, r->o.diagnostics_data);
+    } else {
+        s->user_diag(d, s->user_diag_data);
+    }
+    pthread_mutex_unlock(&r->diag_mu);
 }
 
 /* hands an event to the callback (one call at a time); false: the run is stopped */
@@ -275,6 +293,7 @@ typedef struct {
     hiera *h[2];
     char *fail[2];
     size_t lookups;
+    diag_at at[2]; /* the contexts' diagnostics data */
 } node_run;
 
 static void node_open(worker *w, size_t ni, node_run *nr)
@@ -312,6 +331,10 @@ static void node_open(worker *w, size_t ni, node_run *nr)
         o.base_facts = nf[s].base;
         o.trusted = nf[s].trusted;
         o.cache = w->view[s];
+        if (o.diagnostics) {
+            nr->at[s] = (diag_at){(side *)sd, d->name, ni};
+            o.diagnostics_data = &nr->at[s];
+        }
         hiera_error err = {0};
         nr->h[s] = hiera_new(&o, &err);
         if (!nr->h[s])
@@ -425,9 +448,13 @@ typedef struct {
 static void *build_snapshot(void *arg)
 {
     snap_job *j = arg;
+    /* (what is read outside a context words its messages as the side's Puppet) */
+    hiera_puppet_version v = j->o->puppet_version ? j->o->puppet_version : hiera_puppet_version_find(NULL);
+    hiera_puppet_version was = hiera_thread_puppet_version(v);
     hiera_error err = {0};
     j->snap = hiera_snapshot_new(j->o, &err);
     hiera_error_clear(&err);
+    hiera_thread_puppet_version(was);
     return NULL;
 }
 
@@ -497,15 +524,16 @@ static hiera_value *run_diff(run *r, hiera_diff_stats *stats, herr *err)
         sd->ctx.size = sizeof sd->ctx;
         sd->root = roots[s] ? roots[s] : sd->ctx.codedir;
         sd->tree = trees[s];
-        if (sd->ctx.diagnostics) {
+        if (sd->ctx.diagnostics || r->o.diagnostics) {
             sd->user_diag = sd->ctx.diagnostics;
             sd->user_diag_data = sd->ctx.diagnostics_data;
+            sd->tree_at = (diag_at){sd, NULL, 0};
             sd->ctx.diagnostics = side_diag;
-            sd->ctx.diagnostics_data = sd;
+            sd->ctx.diagnostics_data = &sd->tree_at;
         }
     }
-    /* the snapshots: both at once */
-    snap_job sj[2] = {{ctxs[0], given[0], 0}, {ctxs[1], given[1], 0}};
+    /* the snapshots: both at once (their diagnostics one at a time, as the contexts') */
+    snap_job sj[2] = {{&r->sides[0].ctx, given[0], 0}, {&r->sides[1].ctx, given[1], 0}};
     bool threaded = !given[1] && pthread_create(&sj[1].th, NULL, build_snapshot, &sj[1]) == 0;
     if (!given[0])
         build_snapshot(&sj[0]);

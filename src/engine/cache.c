@@ -94,9 +94,6 @@ struct hiera_cache {
     void *src;
 };
 
-/* Files larger than this are refused rather than read into memory. */
-#define CACHE_MAX_FILE_SIZE ((off_t)256 * 1024 * 1024)
-
 hiera_cache *cache_new(void)
 {
     hiera_cache *c = xcalloc(1, sizeof *c);
@@ -387,7 +384,7 @@ static hv *parse(const char *path, const char *text, size_t len, file_format fmt
     case FMT_YAML3:
         return yaml_parse(text, len, path, YAML_HIERA3, err);
     case FMT_JSON:
-        return hjson_parse(text, len, path, err);
+        return hjson_parse_puppet(text, len, path, err);
     case FMT_HOCON:
         return hocon_parse(text, len, path, err);
     case FMT_TEXT:
@@ -480,24 +477,15 @@ bool hv_has_interpolation(const hv *v, int depth)
     return false;
 }
 
-/* yaml_data's own rules on what Psych gave: a file whose top is not a hash is a warning and an
- * empty hash; symbol keys become strings, at every depth (HieraConfig.symkeys_to_string). */
-static void warn_not_hash(const char *path)
-{
-    diag_warn("data-not-hash", path, 0, 0, "%s: file does not contain a valid yaml hash", path);
-}
+/* yaml_data's own rule on what Psych gave: symbol keys become strings, at every depth
+ * (HieraConfig.symkeys_to_string). A document that is not a hash is kept as it is: what it then
+ * is (a warning and an empty hash, or an error under strict = error) depends on the context's
+ * settings (lookup.c location_load). */
+#define DC_WARN_NOT_HASH CACHE_WARNED_NOT_HASH /* disk cache flag of earlier versions: the document was replaced by {} */
 
-#define DC_WARN_NOT_HASH 1u /* disk cache flag: yaml_data warned when the file was parsed */
-
-static hv *prepare_yaml_data(const char *path, hv *v, unsigned *flags)
+static hv *prepare_yaml_data(hv *v)
 {
-    if (!hv_is(v, HV_HASH)) {
-        warn_not_hash(path);
-        *flags |= DC_WARN_NOT_HASH;
-        hv_decref(v);
-        return hv_hash();
-    }
-    return hv_symkeys_to_string(v);
+    return hv_is(v, HV_HASH) ? hv_symkeys_to_string(v) : v;
 }
 
 /* What a top-level key of a data file needs, found when first asked (see cache_load_data). */
@@ -520,40 +508,48 @@ static bool data_format(file_format f) { return f == FMT_YAML || f == FMT_JSON |
 #define DISK_MIN_SIZE 1
 
 /* text parsed as fmt, as parse_file parses a file's bytes */
-static hv *parse_text(const char *path, const char *text, size_t len, file_format fmt, unsigned *flags, herr *err)
+static hv *parse_text(const char *path, const char *text, size_t len, file_format fmt, herr *err)
 {
+    /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
+    if (fmt == FMT_YAML3 && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
     hv *v = parse(path, text, len, fmt, err);
     if (!v)
         wrap_parse_error(path, fmt, err);
     else if (fmt == FMT_YAML)
-        v = prepare_yaml_data(path, v, flags);
+        v = prepare_yaml_data(v);
     return v;
 }
 
-/* The file read and parsed as fmt (and prepared as yaml_data does: *flags gets DC_WARN_NOT_HASH
- * when it warned), or NULL with err. */
-static hv *parse_file(const char *path, file_format fmt, unsigned *flags, herr *err)
+/* The warning a lookup gives for a data file whose top is not a hash under strict = warning (kept
+ * for snapshot.c: parses no longer warn, see prepare_yaml_data) */
+void cache_warn_not_hash(const char *path)
+{
+    diag_warn("data-not-hash", path, 0, 0, "%s: file does not contain a valid yaml hash", path);
+}
+
+/* The file read and parsed as fmt (and prepared as yaml_data does), or NULL with err. */
+static hv *parse_file(const char *path, file_format fmt, herr *err)
 {
     sbuf text = {0};
     hv *v = NULL;
-    if (read_all(path, &text, err)) {
-        const char *t = text.s;
-        size_t n = text.len;
-        /* Hiera 3 reads with 'BOM|UTF-8', which drops a byte order mark; Puppet does not */
-        if (fmt == FMT_YAML3 && n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) {
-            t += 3;
-            n -= 3;
-        }
-        v = parse_text(path, t, n, fmt, flags, err);
-    }
+    if (read_all(path, &text, err))
+        v = parse_text(path, text.s, text.len, fmt, err);
     sb_free(&text);
     return v;
 }
 
 hv *cache_parse_text(const char *path, const char *text, size_t len, file_format fmt, herr *err)
 {
-    unsigned flags = 0;
-    return parse_text(path, text, len, fmt, &flags, err);
+    return parse_text(path, text, len, fmt, err);
+}
+
+hv *cache_parse_bytes(const char *path, const char *text, size_t len, file_format fmt, unsigned *flags, herr *err)
+{
+    *flags = 0; /* (a document that is not a hash is kept: the lookup decides, under its strict setting) */
+    return parse_text(path, text, len, fmt, err);
 }
 
 /* The whole hash of ld (BORROWED), decoded now when it was not yet. A corrupt entry (its source's
@@ -564,8 +560,7 @@ static hv *lazy_data_whole(lazy_data *ld, herr *err)
     if (!ld->whole && !herr_isset(&ld->err)) {
         ld->whole = dc_map_value(ld->map);
         if (!ld->whole) {
-            unsigned flags = 0; /* (the warning, if any, was given when the entry was found) */
-            ld->whole = parse_file(ld->path, ld->fmt, &flags, &ld->err);
+            ld->whole = parse_file(ld->path, ld->fmt, &ld->err);
         }
         if (ld->whole) {
             dc_map_free(ld->map);
@@ -637,13 +632,20 @@ static void fill(hiera_cache *c, centry *e, const struct stat *st, bool lazy)
                 map)) {
         if (map)
             e->lazy = lazy_new(map, e->path, e->fmt);
-        if (dflags & DC_WARN_NOT_HASH)
-            warn_not_hash(e->path); /* as on every run that parses it */
+        if (dflags & DC_WARN_NOT_HASH) {
+            /* an earlier version's entry, which kept {} for the document: parsed again */
+            hv_decref(e->value);
+            e->value = NULL;
+            lazy_data_release(e->lazy);
+            e->lazy = NULL;
+            e->value = parse_file(e->path, e->fmt, &e->err);
+            if (e->value)
+                diskcache_put(c->disk, e->path, (int)e->fmt, st, e->value, 0);
+        }
     } else {
-        unsigned flags = 0;
-        e->value = parse_file(e->path, e->fmt, &flags, &e->err);
+        e->value = parse_file(e->path, e->fmt, &e->err);
         if (e->value && c->disk && data_format(e->fmt) && st->st_size >= DISK_MIN_SIZE)
-            diskcache_put(c->disk, e->path, (int)e->fmt, st, e->value, flags);
+            diskcache_put(c->disk, e->path, (int)e->fmt, st, e->value, 0);
     }
 }
 

@@ -26,6 +26,20 @@ typedef enum {
     FMT_TEXT,   /* raw bytes (key files) */
 } file_format;
 
+/* The text of a file (len bytes read from path) parsed as cache_load parses path with fmt (a data
+ * file prepared as yaml_data prepares it; a document that is not a hash is kept as it is, for the
+ * lookup to warn or fail under its strict setting: *flags is 0; CACHE_WARNED_NOT_HASH marks the
+ * disk cache entries of earlier versions, which replaced such a document by {}), or NULL with err
+ * as cache_load gives it. The
+ * value depends on the text alone; path only names the file in messages. For a caller that reads
+ * the bytes itself (snapshot.c: parses named by their content). */
+#define CACHE_WARNED_NOT_HASH 1u
+/* Files larger than this are refused rather than read into memory. */
+#define CACHE_MAX_FILE_SIZE ((off_t)256 * 1024 * 1024)
+hv *cache_parse_bytes(const char *path, const char *text, size_t len, file_format fmt, unsigned *flags, herr *err);
+/* The warning cache_parse_bytes gives for a data file whose top is not a hash, for path (a parse
+ * made for other bytes, taken again). */
+void cache_warn_not_hash(const char *path);
 /* Parses a file once per process and re-reads it only when stat() says it changed. The returned
  * value is a NEW reference (values are immutable once cached). NULL with err filled when the file
  * cannot be read or parsed (the error is cached too). *missing is set when the file does not exist. */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const FUNCTION_KEYS[] = {"data_hash", "lookup_key", "data_dig", "hiera3_backend"};
 static const char *const LOCATION_KEYS[] = {"path", "paths", "glob", "globs", "uri", "uris", "mapped_paths"};
@@ -93,6 +94,23 @@ static void fail_at(herr *err, const hcfg *c, int line, const char *fmt, ...)
     herr_set(err, HERR_LOOKUP_ISSUE, "%s", sb_str(&b));
     herr_at(err, c->path, line, 0);
     sb_free(&b);
+}
+
+void config_undefined_variable(const hcfg *c, herr *err)
+{
+    static const char head[] = "Undefined variable '";
+    if (!herr_isset(err) || !err->msg || strncmp(err->msg, head, sizeof head - 1))
+        return;
+    const char *name = err->msg + sizeof head - 1, *end = strchr(name, '\'');
+    if (!end || end == name)
+        return;
+    char *var = xstrndup(name, (size_t)(end - name));
+    char *re = xasprintf("%%\\{['\"]?%s['\"]?}", var);
+    int line = config_find_line(c, re, 1);
+    free(re);
+    herr_clear(err);
+    fail_at(err, c, line, "Undefined variable '%s'", var);
+    free(var);
 }
 
 int config_find_line(const hcfg *c, const char *ruby_regexp, int start_line)
@@ -794,7 +812,7 @@ static bool version_to_i(const hv *v, long long *out, herr *err)
     }
 }
 
-static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err)
+static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind layer, int strict, bool *ignored, herr *err)
 {
     *ignored = false;
     hcfg *c = xcalloc(1, sizeof *c);
@@ -839,14 +857,16 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
         break;
     case 4:
         c->version = 4;
-        diag_warn("config-deprecated", path, 0, 0,
-                  "%s: Use of 'hiera.yaml' version 4 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
+        if (strict) /* (unless Puppet[:strict] == :off) */
+            diag_warn("config-deprecated", path, 0, 0,
+                      "%s: Use of 'hiera.yaml' version 4 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
         ok = load_v4(c, loaded, err);
         break;
     case 3:
         c->version = 3;
-        diag_warn("config-deprecated", path, 0, 0,
-                  "%s: Use of 'hiera.yaml' version 3 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
+        if (strict)
+            diag_warn("config-deprecated", path, 0, 0,
+                      "%s: Use of 'hiera.yaml' version 3 is deprecated. It should be converted to version 5\n   (file: %s)", path, path);
         ok = load_v3(c, loaded, err);
         break;
     default:
@@ -860,9 +880,14 @@ static hcfg *config_load_file(hiera_cache *cache, const char *path, layer_kind l
         return NULL;
     }
     if (version == 3 && layer != LAYER_GLOBAL) {
-        diag_warn("config-v3-ignored", path, 0, 0, "hiera.yaml version 3 found at the %s root was ignored\n   (file: %s)",
-                  layer == LAYER_ENV ? "environment" : "module", path);
-        *ignored = true;
+        /* EnvironmentDataProvider / ModuleDataProvider#assert_config_version */
+        if (strict == 2)
+            fail_at(err, c, 0, "hiera.yaml version 3 cannot be used in %s", layer == LAYER_ENV ? "an environment" : "a module");
+        else if (layer == LAYER_ENV)
+            diag_warn("config-v3-ignored", path, 0, 0, "hiera.yaml version 3 found at the environment root was ignored\n   (file: %s)", path);
+        else
+            diag_warn("config-v3-ignored", path, 0, 0, "hiera.yaml version 3 found at module root was ignored\n   (file: %s)", path);
+        *ignored = strict != 2;
         config_free(c);
         return NULL;
     }
@@ -899,11 +924,16 @@ static void config_release(void *c) { config_free(c); }
 
 hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *ignored, herr *err)
 {
+    return config_load_strict(cache, path, layer, 1, ignored, err);
+}
+
+hcfg *config_load_strict(hiera_cache *cache, const char *path, layer_kind layer, int strict, bool *ignored, herr *err)
+{
     if (!cache || !cache_is_frozen(cache))
-        return config_load_file(cache, path, layer, ignored, err);
+        return config_load_file(cache, path, layer, strict, ignored, err);
     /* files do not change while the cache is frozen: a config that loaded is loaded once (its
      * warnings printed once); failures are not remembered (Puppet retries them) */
-    char kind[2] = {(char)('0' + (int)layer), 0}; /* (layer kinds are single digits) */
+    char kind[3] = {(char)('0' + (int)layer), (char)('0' + strict), 0}; /* (single digits) */
     char *sig = xjoin("hiera.yaml\n", kind, "\n", path, NULL);
     bool found;
     hcfg *c = cache_shared_get(cache, sig, &found);
@@ -911,7 +941,7 @@ hcfg *config_load(hiera_cache *cache, const char *path, layer_kind layer, bool *
         c->refs++;
         *ignored = false;
     } else {
-        c = config_load_file(cache, path, layer, ignored, err);
+        c = config_load_file(cache, path, layer, strict, ignored, err);
         if (c) {
             c->refs++;
             cache_shared_put(cache, sig, c, config_release);
@@ -931,4 +961,88 @@ bool valid_module_name(const char *n)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
             return false;
     return true;
+}
+
+char *envpath_remap(const char *path, const char *own, const char **from)
+{
+    static const char *const defaults[] = {"/etc/puppetlabs/code/environments", "/etc/puppet/code/environments", NULL};
+    if (!path || !own || path[0] != '/')
+        return NULL;
+    size_t ol = strlen(own);
+    while (ol > 1 && own[ol - 1] == '/')
+        ol--;
+    for (size_t i = 0; defaults[i]; i++) {
+        size_t dl = strlen(defaults[i]);
+        if (strncmp(path, defaults[i], dl) != 0 || (path[dl] != '/' && path[dl]))
+            continue;
+        if (ol == dl && !strncmp(own, defaults[i], dl))
+            return NULL; /* the tree is where the path says */
+        if (from)
+            *from = defaults[i];
+        sbuf b = {0};
+        sb_addn(&b, own, ol);
+        sb_adds(&b, path + dl);
+        return sb_take(&b);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ a level's files as templates */
+
+char *config_level_datadir(const hcfg *cfg, const hlevel *lvl, const char *codedir)
+{
+    char *datadir;
+    if (lvl->v3_datadir_abs)
+        datadir = lvl->datadir ? xstrdup(lvl->datadir)
+                               : xasprintf("%s/environments/%%{::environment}/hieradata", codedir ? codedir : "");
+    else
+        datadir = pn_plus(cfg->root, lvl->datadir);
+    if (datadir[0] != '/') { /* Hiera 3's relative datadir: relative to the working folder */
+        char *cwd = getcwd(NULL, 0);
+        char *abs = pn_plus(cwd ? cwd : "/", datadir);
+        free(cwd);
+        free(datadir);
+        datadir = abs;
+    }
+    return datadir;
+}
+
+char **config_level_templates(const hcfg *cfg, const hlevel *lvl, const char *codedir, bool *glob, size_t *n)
+{
+    char *datadir = config_level_datadir(cfg, lvl, codedir);
+    char **out = xcalloc(lvl->nlocs + 1, sizeof *out);
+    *n = 0;
+    *glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
+    for (size_t j = 0; j < lvl->nlocs; j++) {
+        const char *loc;
+        char *owned = NULL;
+        switch (lvl->lkind) {
+        case LOC_PATH: case LOC_PATHS: case LOC_GLOB: case LOC_GLOBS:
+            loc = lvl->locs[j];
+            if (lvl->extension) {
+                size_t ll = strlen(loc), el = strlen(lvl->extension);
+                if (ll < el || strcmp(loc + ll - el, lvl->extension) != 0)
+                    loc = owned = xjoin(loc, lvl->extension, NULL);
+            }
+            break;
+        case LOC_MAPPED_PATHS:
+            if (j != 2)
+                continue;
+            loc = lvl->locs[2];
+            break;
+        default:
+            continue; /* URIs and levels without locations read no files */
+        }
+        out[(*n)++] = pn_plus(datadir, loc);
+        free(owned);
+    }
+    free(datadir);
+    return out;
+}
+
+void config_templates_free(char **t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(t[i]);
+    free(t);
 }

@@ -124,7 +124,11 @@ struct hiera_ctx {
     struct hiera_environment *own_env;   /* the environment and settings hiera_new made for */
     struct hiera_settings *own_settings; /* this context alone (freed with it), or NULL */
     hv *settings_vars;      /* the "settings::<name>" variables, made when first read */
+    hv *server_vars;        /* Puppet 8: server_facts and the server facts' variables, made when first read */
     int strict;             /* Puppet's strict setting: 0 off, 1 warning, 2 error */
+    hiera_puppet_version version; /* the Puppet answered as (7 or 8; hiera_puppet_version) */
+    bool shield_undefined;  /* Puppet 8 resolving a version 5 location: an undefined variable is a
+                               warning under strict = error (avoid_hiera_interpolation_errors) */
     hv *warned_vars;        /* undefined variables warned about (once each) */
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */
@@ -134,6 +138,14 @@ struct hiera_ctx {
     bool global_only;
     bool strict_paths;      /* the facts rule's strict mode (lookup.c location_allowed) */
     bool redact_encrypted;  /* eyaml blocks are Sensitive, never decrypted (hiera_options) */
+    /* hiera check: a level whose data function this engine cannot run (a Ruby or Puppet function)
+     * answers "not found" instead of failing the lookup, and each such answer is counted, so that
+     * the caller knows the result is not Puppet's (its answer cannot be known here) */
+    bool opaque_unknown;
+    unsigned opaque_hits;
+    /* hiera_options.remap_default_environmentpath: the folder of environments a datadir naming one
+     * of Puppet's default environmentpaths (envpath_remap) is read under instead, or NULL (owned) */
+    char *remap_envpath;
     herr env_err;           /* the environment does not exist */
 
     layer *global;

@@ -1,9 +1,11 @@
 /* interp.c - %{} interpolation, scope variables and dotted keys, as Puppet's Interpolation and
  * SubLookup modules do them (lib/puppet/pops/lookup/interpolation.rb, sub_lookup.rb). */
 #include "base/diag.h"
+#include "base/rubyver.h"
 #include "engine/engine.h"
 #include "engine/settings.h"
 #include "engine/memo.h"
+#include "engine/serverfacts.h"
 #include "formats/render.h"
 #include "base/rregex.h"
 
@@ -201,7 +203,9 @@ lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *valu
             /* responds to [] but has no include?: Ruby's NoMethodError */
             sbuf b = {0};
             ruby_inspect(&b, cur);
-            herr_set(err, HERR_ERROR, "undefined method `include?' for %s:%s", sb_str(&b), ruby_class_name(cur));
+            char *m = ruby_no_method("include?", sb_str(&b), ruby_class_name(cur));
+            herr_set(err, HERR_ERROR, "%s", m);
+            free(m);
             sb_free(&b);
             r = LR_ERROR;
         } else {
@@ -231,6 +235,23 @@ lr sub_lookup(inv *I, const char *key, const hv *segments, size_t from, hv *valu
 
 /* ------------------------------------------------------------------ scope */
 
+/* Puppet 8's server facts as top-scope variables: each fact, and server_facts (the facts and
+ * the environment). The warnings ServerFacts.load gives are given. */
+static hv *server_scope_vars(hiera_ctx *h)
+{
+    hv *warnings = NULL;
+    hv *facts = server_facts_local(&warnings);
+    for (size_t i = 0; i < hv_array_len(warnings); i++)
+        diag_warn("server-facts", NULL, 0, 0, "%s", hv_str_ptr(hv_array_get(warnings, i)));
+    hv_decref(warnings);
+    hv *vars = hv_hash();
+    for (size_t i = 0; i < hv_hash_len(facts); i++)
+        hv_hash_set(vars, hv_incref((hv *)hv_hash_key_at(facts, i)), hv_incref(hv_hash_val_at(facts, i)));
+    hv_hash_sets(facts, "environment", hv_str(h->env_name ? h->env_name : "production"));
+    hv_hash_sets(vars, "server_facts", facts);
+    return vars;
+}
+
 /* A variable of the scope: the mapped_paths local first (unless the name is "::"-qualified). */
 static hv *scope_get(inv *I, const char *name, bool *exists)
 {
@@ -245,6 +266,13 @@ static hv *scope_get(inv *I, const char *name, bool *exists)
         }
     }
     hv *v = hv_hash_gets(I->h->scope, name);
+    if (!v && I->h->version == HIERA_PUPPET_8 && (!strcmp(name, "server_facts") || server_fact_name(name))) {
+        /* Puppet 8's lookup adds the server facts (Node#add_server_facts): made when first read,
+         * a fact of the same name having kept its place */
+        if (!I->h->server_vars)
+            I->h->server_vars = server_scope_vars(I->h);
+        v = hv_hash_gets(I->h->server_vars, name);
+    }
     if (!v && I->h->environment && !strncmp(name, "settings::", 10)) {
         /* the settings class's variables (Scope#merge_settings), made when first read */
         if (!I->h->settings_vars) {
@@ -261,7 +289,8 @@ static hv *scope_get(inv *I, const char *name, bool *exists)
 }
 
 /* Scope#variable_not_found for a variable the scope does not have: nothing when Puppet's strict
- * setting is off, a warning (once per name) when it is "warning", an error when it is "error".
+ * setting is off, a warning (once per name) when it is "warning", an error when it is "error"
+ * (Puppet 8, in a version 5 location: a warning that compilation continues).
  * module_name, caller_module_name and numeric names always exist; a qualified name reports the
  * class that is missing (Scope#handle_not_found; strict_variables changes none of this here). */
 static lr undefined_variable(inv *I, const char *name, herr *err)
@@ -291,15 +320,20 @@ static lr undefined_variable(inv *I, const char *name, herr *err)
         shown = xstrdup(name);
     }
     lr r = LR_FOUND;
-    if (h->strict == 2) {
+    if (h->strict == 2 && !h->shield_undefined) {
         herr_set(err, HERR_ERROR, "Undefined variable '%s'; %s", shown, reason ? reason : "");
         r = LR_ERROR;
     } else {
+        /* Puppet.warn_once: one warning per name, whichever of the two texts came first */
         if (!h->warned_vars)
             h->warned_vars = hv_hash();
         if (!hv_hash_gets(h->warned_vars, shown)) {
             hv_hash_sets(h->warned_vars, shown, hv_true());
-            diag_warn("undefined-variable", NULL, 0, 0, "Undefined variable '%s'; %s", shown, reason ? reason : "");
+            if (h->strict == 2) /* Puppet 8 shields a version 5 location (avoid_hiera_interpolation_errors) */
+                diag_warn("undefined-variable", NULL, 0, 0, "Interpolation failed with '%s', but compilation continuing; %s",
+                          shown, reason ? reason : "");
+            else
+                diag_warn("undefined-variable", NULL, 0, 0, "Undefined variable '%s'; %s", shown, reason ? reason : "");
         }
     }
     free(shown);

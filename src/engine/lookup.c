@@ -8,6 +8,8 @@
 #include "engine/engine.h"
 #include "engine/providers.h"
 #include "base/diag.h"
+#include "base/fsjournal.h"
+#include "base/rubyver.h"
 #include "crypto/eyaml.h"
 #include "base/glob.h"
 #include "engine/memo.h"
@@ -204,7 +206,7 @@ bool global_config(hiera_ctx *h, layer *l, herr *err)
         return true;
     bool ignored;
     herr e = {0};
-    l->cfg = config_load(h->cache, h->global_config, LAYER_GLOBAL, &ignored, &e);
+    l->cfg = config_load_strict(h->cache, h->global_config, LAYER_GLOBAL, h->strict, &ignored, &e);
     if (!l->cfg) {
         herr_move(err, &e);
         return false;
@@ -223,12 +225,17 @@ static layer *new_layer(layer_kind kind, const char *module, hcfg *cfg)
     return l;
 }
 
+/* NoMethodError on nil, as the context's Ruby words it */
+#define NIL_NO_METHOD(m) (rubyver() == RUBY_33 ? "undefined method `" m "' for nil" : "undefined method `" m "' for nil:NilClass")
+
 /* ------------------------------------------------------------------ legacy provider settings */
 
-/* Puppet.warn_once(kind, id, message, file): reported once per cache, with Puppet's location line. */
+/* Puppet.warn_once('deprecations', id, message, file): reported once per cache, with Puppet's
+ * location line; never when the strict setting is off (every deprecation of the lookup adapter
+ * and of HieraConfig is "unless Puppet[:strict] == :off"). */
 static void warn_once(hiera_ctx *h, const char *code, const char *id, const char *file, const char *msg)
 {
-    if (cache_warn_once(h->cache, id)) {
+    if (h->strict && cache_warn_once(h->cache, id)) {
         if (file)
             diag_warn(code, file, 0, 0, "%s\n   (file: %s)", msg, file);
         else
@@ -329,7 +336,7 @@ static __attribute__((noinline)) layer *env_layer_first(hiera_ctx *h, herr *err)
         hcfg *cfg = NULL;
         if (exists) {
             bool ignored = false;
-            cfg = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
+            cfg = config_load_strict(h->cache, path, LAYER_ENV, h->strict, &ignored, &h->env_provider_err);
             if (cfg && cfg->version >= 5 && pname) {
                 char *m = xasprintf("Defining environment_data_provider='%s' in environment.conf is deprecated", pname);
                 warn_once(h, "data-provider-deprecated", "environment.conf#data_provider", conf, m);
@@ -360,10 +367,10 @@ static __attribute__((noinline)) layer *env_layer_first(hiera_ctx *h, herr *err)
                     cfg = NULL;
                 } else if (exists) {
                     /* a version 3 hiera.yaml was ignored: the new provider has no configuration */
-                    herr_set(&h->env_provider_err, HERR_ERROR, "undefined method `configured_data_providers' for nil:NilClass");
+                    herr_set(&h->env_provider_err, HERR_ERROR, "%s", NIL_NO_METHOD("configured_data_providers"));
                 } else {
                     bool ignored = false;
-                    hcfg *dflt = config_load(h->cache, path, LAYER_ENV, &ignored, &h->env_provider_err);
+                    hcfg *dflt = config_load_strict(h->cache, path, LAYER_ENV, h->strict, &ignored, &h->env_provider_err);
                     if (dflt)
                         h->env = new_layer(LAYER_ENV, NULL, dflt);
                 }
@@ -469,7 +476,8 @@ static const hv *ruby_index(const hv *obj, const char *key, bool *sub, bool *typ
 }
 
 /* Puppet::Module#read_metadata and #load_metadata for the module in dir: metadata.json read by
- * Ruby's JSON parser, {} when absent; a file that does not parse is a warning and counts as {}.
+ * Ruby's JSON parser, {} when absent (or empty, in Puppet 8); a file that does not parse is a
+ * warning and counts as {} (strict = error: the module is left out, with the error logged).
  * Metadata that is not empty must give source, author, version, license and dependencies (an
  * array), else Puppet logs the error and leaves the module out: false (the module is not found).
  * *meta: the metadata (new reference). err (HERR_ERROR) for metadata Ruby itself fails on (null,
@@ -479,7 +487,9 @@ static bool module_metadata(hiera_ctx *h, const char *name, const char *dir, hv 
     *meta = NULL;
     char *path = xjoin(dir, "/metadata.json", NULL);
     hv *md = NULL;
-    if (cache_file_exists(h->cache, path)) {
+    struct stat st;
+    bool empty8 = h->version == HIERA_PUPPET_8 && fs_stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+    if (!empty8 && cache_file_exists(h->cache, path)) { /* (Puppet 8 reads an empty file as {}) */
         herr e = {0};
         md = cache_load(h->cache, path, FMT_JSON, &e);
         if (!md) {
@@ -487,12 +497,18 @@ static bool module_metadata(hiera_ctx *h, const char *name, const char *dir, hv 
             size_t pre = strlen("Unable to parse (") + strlen(path) + strlen("): ");
             if (strncmp(m, "Unable to parse (", 17) == 0 && strlen(m) >= pre)
                 m += pre; /* the parser's own message, as Puppet::Util::Json raises it */
+            /* a debug line when strict is off, a warning, or under strict = error FaultyMetadata:
+             * the environment logs it and leaves the module out */
             char *id = xjoin("metadata.json parse\n", path, NULL);
-            if (cache_warn_once(h->cache, id))
-                diag_warn("metadata-unparsable", path, 0, 0,
-                          "%s has an invalid and unparsable metadata.json file. The parse error: %s", name, m);
+            if (h->strict && cache_warn_once(h->cache, id))
+                diag_report(h->strict == 2 ? DIAG_ERROR : DIAG_WARNING, "metadata-unparsable", path, 0, 0,
+                            "%s has an invalid and unparsable metadata.json file. The parse error: %s", name, m);
             free(id);
             herr_clear(&e);
+            if (h->strict == 2) {
+                free(path);
+                return false;
+            }
         }
     }
     if (!md)
@@ -502,7 +518,9 @@ static bool module_metadata(hiera_ctx *h, const char *name, const char *dir, hv 
     if (k == HV_UNDEF || k == HV_INT || k == HV_BIGINT || k == HV_FLOAT || k == HV_BOOL) {
         sbuf b = {0};
         ruby_inspect(&b, md);
-        herr_set(err, HERR_ERROR, "undefined method `empty?' for %s:%s", sb_str(&b), ruby_class_name(md));
+        char *m = ruby_no_method("empty?", sb_str(&b), ruby_class_name(md));
+        herr_set(err, HERR_ERROR, "%s", m);
+        free(m);
         sb_free(&b);
         ok = false;
     } else if ((k == HV_HASH && hv_hash_len(md)) || (k == HV_STRING && hv_str_len(md)) || (k == HV_ARRAY && hv_array_len(md))) {
@@ -591,7 +609,7 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
     *state = MOD_NO_PROVIDER;
     if (exists) {
         bool ignored = false;
-        cfg = config_load(h->cache, path, LAYER_MODULE, &ignored, err);
+        cfg = config_load_strict(h->cache, path, LAYER_MODULE, h->strict, &ignored, err);
         if (cfg && cfg->version >= 5 && pname) {
             char *m = xasprintf("Defining \"data_provider\": \"%s\" in metadata.json is deprecated. It is ignored since a 'hiera.yaml' with version >= 5 is present", pname);
             char *id = xjoin("metadata.json#data_provider-", name, NULL);
@@ -621,10 +639,10 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
                 cfg = NULL;
             } else if (exists) {
                 /* a version 3 hiera.yaml was ignored: the new provider has no configuration */
-                herr_set(err, HERR_ERROR, "undefined method `configured_data_providers' for nil:NilClass");
+                herr_set(err, HERR_ERROR, "%s", NIL_NO_METHOD("configured_data_providers"));
             } else {
                 bool ignored = false;
-                hcfg *dflt = config_load(h->cache, path, LAYER_MODULE, &ignored, err);
+                hcfg *dflt = config_load_strict(h->cache, path, LAYER_MODULE, h->strict, &ignored, err);
                 if (dflt)
                     l = new_layer(LAYER_MODULE, name, dflt);
             }
@@ -637,8 +655,11 @@ static layer *make_module_layer(hiera_ctx *h, const char *name, int *state, herr
             free(fn);
         } else if (!(pstring && strcmp(pname, "none") == 0)) {
             /* (Puppet applies % to the exception instead of its message) */
-            herr_set(err, HERR_ERROR,
-                     "undefined method `%%' for #<Puppet::Error: Environment '%%{env}', cannot find module_data_provider '%%{provider}'>");
+            if (h->version == HIERA_PUPPET_8)
+                herr_set(err, HERR_ERROR, "undefined method `%%' for an instance of Puppet::Error");
+            else
+                herr_set(err, HERR_ERROR,
+                         "undefined method `%%' for #<Puppet::Error: Environment '%%{env}', cannot find module_data_provider '%%{provider}'>");
         }
     }
     if (cfg)
@@ -1125,11 +1146,26 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
                 goto fail;
             }
         }
+        if (h->remap_envpath) {
+            char *mapped = envpath_remap(datadir, h->remap_envpath, NULL);
+            if (mapped) {
+                free(datadir);
+                datadir = mapped;
+            }
+        }
         if (lvl->lkind == LOC_NONE) {
             p->nil_location = true;
-        } else if (resolve_locations(&I, cfg, lvl, datadir, dd_refused, &p->locs, &p->nlocs, err) != LR_FOUND) {
-            free(datadir);
-            goto fail;
+        } else {
+            /* Puppet 8 resolves a version 5 level's locations (not its datadir, not its options)
+             * with avoid_hiera_interpolation_errors */
+            bool shield = h->shield_undefined;
+            h->shield_undefined = h->version == HIERA_PUPPET_8 && cfg->version == 5;
+            lr r = resolve_locations(&I, cfg, lvl, datadir, dd_refused, &p->locs, &p->nlocs, err);
+            h->shield_undefined = shield;
+            if (r != LR_FOUND) {
+                free(datadir);
+                goto fail;
+            }
         }
         free(datadir);
         if (key.len)
@@ -1181,6 +1217,8 @@ static __attribute__((noinline)) lr layer_providers_first(hiera_ctx *h, layer *l
         lr r = expand_levels(h, l, l->cfg->levels, l->cfg->nlevels, &l->provs, &l->nprovs, err);
         if (r == LR_FOUND && l->cfg->has_default_hierarchy)
             r = expand_levels(h, l, l->cfg->dlevels, l->cfg->ndlevels, &l->dprovs, &l->ndprovs, err);
+        if (r == LR_ERROR)
+            config_undefined_variable(l->cfg, err);
         h->ex = save;
         if (r != LR_FOUND) {
             providers_free(l->provs, l->nprovs);
@@ -1311,7 +1349,7 @@ static void function_not_found(hiera_ctx *h, const layer *l, const provider *p, 
     }
     if (no_module) {
         /* Loaders#private_loader_for_module gave nil */
-        herr_set(err, HERR_ERROR, "undefined method `load_typed' for nil:NilClass");
+        herr_set(err, HERR_ERROR, "%s", NIL_NO_METHOD("load_typed"));
         return;
     }
     if (l->cfg->path)
@@ -1376,6 +1414,22 @@ static bool location_load(hiera_ctx *h, provider *p, location *loc, herr *err)
                 loc->keyflags = info;
             } else if (!v) {
                 herr_move(&loc->data_err, &e);
+            } else if (!hv_is(v, HV_HASH) && fmt == FMT_YAML) {
+                /* yaml_data's and eyaml_lookup_key's rule: a document that is not a hash is an
+                 * error under strict = error, unless it is false or nothing (an empty file: Puppet's
+                 * safe_load makes nil false), else a warning and no data */
+                if (h->strict == 2 && !hv_is(v, HV_UNDEF) && !(hv_is(v, HV_BOOL) && !hv_bool_val(v))) {
+                    herr_set(&loc->data_err, HERR_LOOKUP, "%s: file does not contain a valid yaml hash", loc->path);
+                } else {
+                    char *id = xjoin("data-not-hash\n", loc->path, NULL);
+                    if (cache_warn_once(h->cache, id))
+                        diag_warn("data-not-hash", loc->path, 0, 0, "%s: file does not contain a valid yaml hash",
+                                  loc->path);
+                    free(id);
+                    loc->data = hv_hash();
+                }
+                loc->kid = 0;
+                hv_decref(v);
             } else if (!hv_is(v, HV_HASH)) {
                 loc->kid = 0;
                 char *got = ptype_name_of_value(v);
@@ -1538,6 +1592,10 @@ static lr lookup_key_value(entry_arg *a, location *loc, hv **out, herr *err)
     explainer *ex = h->ex;
     const provider_def *pd = provider_find(a->p->lvl->fname);
     if (!pd || !pd->key_value) {
+        if (h->opaque_unknown) {
+            h->opaque_hits++;
+            return LR_NOT_FOUND;
+        }
         function_not_found(a->I->h, a->l, a->p, err);
         return LR_ERROR;
     }
@@ -1638,6 +1696,10 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
     bool known;
     provider_format(a->p, &known);
     if (a->p->lvl->fkind != FN_DATA_HASH || !known) {
+        if (h->opaque_unknown) {
+            h->opaque_hits++;
+            return LR_NOT_FOUND;
+        }
         function_not_found(a->I->h, a->l, a->p, err);
         return LR_ERROR;
     }
@@ -2258,14 +2320,20 @@ static inline __attribute__((always_inline)) lr unchecked_layer_lookup(inv *I, l
 }
 
 /* GlobalDataProvider with a version 3 config: lookups made from inside (interpolation) only see
- * the global layer unless the environment has a version 5 provider. */
-static __attribute__((noinline)) void global_v3_scope(hiera_ctx *h)
+ * the global layer unless the environment has a version 5 provider (has_environment_data_provider?,
+ * which sets the environment's provider up: false with err when that fails, a version 3
+ * hiera.yaml there under strict = error, a hiera.yaml that does not load). */
+static __attribute__((noinline)) bool global_v3_scope(hiera_ctx *h, herr *err)
 {
     herr e = {0};
     layer *env = env_layer(h, &e);
-    herr_clear(&e);
+    if (herr_isset(&e)) {
+        herr_move(err, &e);
+        return false;
+    }
     if (!env || env->cfg->version < 5)
         h->global_only = true;
+    return true;
 }
 
 /* Whether the layer's probe plan tells at once that none of its files holds the lookup's own
@@ -2305,8 +2373,10 @@ static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *
         check_leave(I, err);
         return LR_ERROR;
     }
-    if (l->kind == LAYER_GLOBAL && l->cfg->version == 3 && !h->global_only)
-        global_v3_scope(h);
+    if (l->kind == LAYER_GLOBAL && l->cfg->version == 3 && !h->global_only && !global_v3_scope(h, err)) {
+        check_leave(I, err);
+        return LR_ERROR;
+    }
     lr r;
     if (h->ex) {
         r = explained_layer_lookup(I, l, key, root_key, ms, out, err);
@@ -3412,6 +3482,7 @@ hiera_ctx *hctx_new(const char *codedir, const char *env_dir, const char *env_na
     h->env_dir = env_dir ? xstrdup(env_dir) : NULL;
     h->global_config = xstrdup(global_config);
     h->scope = hv_incref(scope);
+    h->version = HIERA_PUPPET_7;
     if (cache) {
         h->cache = cache;
     } else {
@@ -3431,10 +3502,12 @@ void hctx_free(hiera_ctx *h)
     free(h->codedir);
     free(h->env_name);
     hv_decref(h->settings_vars);
+    hv_decref(h->server_vars);
     hv_decref(h->warned_vars);
     hiera_environment_free(h->own_env);
     hiera_settings_free(h->own_settings);
     free(h->env_dir);
+    free(h->remap_envpath);
     free(h->global_config);
     hv_decref(h->scope);
     layer_free(h->global);

@@ -15,13 +15,15 @@ lr eyaml_key_value(const provider_call *c, hv *v, hv **out, herr *err)
     case HV_STRING: {
         hv *plain = NULL;
         if (c->I->h->redact_encrypted && eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
-            /* a caller who may not see secrets: the block is not even decrypted */
-            *out = hv_sensitive_new(hv_str("encrypted value"));
+            /* a caller who may not see secrets: the block is not even decrypted (the Sensitive holds
+             * the encrypted text, never shown: a comparison sees a block that changed) */
+            *out = hv_sensitive_new(hv_incref(v));
             return LR_FOUND;
         }
         if (eyaml_is_encrypted(hv_str_ptr(v), hv_str_len(v))) {
             herr e = {0};
             size_t n = 0;
+            eyaml_set_debian13(cache_eyaml(c->I->h->cache), c->I->h->version == HIERA_PUPPET_8);
             char *text = eyaml_decrypt_text(cache_eyaml(c->I->h->cache), hv_str_ptr(v), hv_str_len(v), c->options, &n, &e);
             if (!text) {
                 if (eyaml_last_error_class(cache_eyaml(c->I->h->cache)) == EYAML_ERR_LOAD) {

@@ -17,6 +17,7 @@
 #include "base/glob.h"
 #include "base/pathname.h"
 #include "engine/cache.h"
+#include "engine/installed.h"
 #include "formats/ini.h"
 #include "formats/json.h"
 #include "formats/render.h"
@@ -48,23 +49,30 @@ typedef enum {
     ST_AUTOSIGN, ST_CERTIFICATE_REVOCATION, ST_SERVER_LIST, ST_HTTP_EXTRA_HEADERS, ST_ALIAS,
 } skind;
 
-typedef enum { DEF_NIL, DEF_STRING, DEF_TRUE, DEF_FALSE, DEF_INTEGER, DEF_SYMBOL, DEF_EMPTY_ARRAY, DEF_COMPUTED } dkind;
+/* DEF_ABSENT: not a setting of that version of Puppet */
+typedef enum { DEF_NIL, DEF_STRING, DEF_TRUE, DEF_FALSE, DEF_INTEGER, DEF_SYMBOL, DEF_EMPTY_ARRAY, DEF_COMPUTED, DEF_ABSENT } dkind;
+
+/* The versions of Puppet whose settings the table holds: index 0 Puppet 7.23, 1 Puppet 8.10. */
+#define NVERSIONS 2
+static int version_index(hiera_puppet_version v) { return v == HIERA_PUPPET_8 ? 1 : 0; }
 
 typedef struct {
     const char *name;
     skind kind;
     char short_opt;
-    dkind dk;
-    const char *dv;
+    dkind dk[NVERSIONS]; /* each version's default */
+    const char *dv[NVERSIONS];
     const char *extra; /* allowed values ("a\0b\0"), or the aliased setting */
 } sdef;
 
 static const sdef DEFS[] = {
-#define SETTING(n, k, s, dk, dv, x) {n, k, s, dk, dv, x},
+#define SETTING(n, k, s, dk7, dv7, dk8, dv8, x) {n, k, s, {dk7, dk8}, {dv7, dv8}, x},
 #include "engine/settings_table.h"
 #undef SETTING
 };
 #define NDEFS (sizeof DEFS / sizeof *DEFS)
+
+static bool in_version(int idx, int vi) { return idx >= 0 && DEFS[idx].dk[vi] != DEF_ABSENT; }
 
 /* The table's indexes by name: an open-addressing table of FNV-1a hashes, made once. (It was a
  * qsort of the names: 330,000 instructions, 5% of a one-shot lookup; filling this table takes
@@ -135,13 +143,38 @@ static int find_index(const char *name)
     return -1;
 }
 
+/* The index of a setting of version vi's Puppet, or -1 when that Puppet has no such setting. */
+static int version_def_index(const char *name, int vi)
+{
+    int idx = def_index(name);
+    return in_version(idx, vi) ? idx : -1;
+}
+
+/* Each version's settings in its order, as indexes into DEFS (hiera_puppet_setting_info). */
+static short VERSION_ORDER[NVERSIONS][NDEFS];
+static size_t VERSION_COUNT[NVERSIONS];
+static pthread_once_t version_order_once = PTHREAD_ONCE_INIT;
+
+static void version_order_init(void)
+{
+    for (int vi = 0; vi < NVERSIONS; vi++)
+        for (size_t i = 0; i < NDEFS; i++)
+            if (DEFS[i].dk[vi] != DEF_ABSENT)
+                VERSION_ORDER[vi][VERSION_COUNT[vi]++] = (short)i;
+}
+
 static unsigned def_flags(int idx)
 {
     pthread_once(&by_name_once, by_name_init);
     return DEF_FLAGS[idx];
 }
 
-bool hiera_setting_exists(const char *name) { return name && def_index(name) >= 0; }
+bool hiera_setting_exists(const char *name) { return name && version_def_index(name, 0) >= 0; }
+
+bool hiera_puppet_setting_exists(hiera_puppet_version v, const char *name)
+{
+    return name && version_def_index(name, version_index(puppet_version_resolve(v))) >= 0;
+}
 
 /* ------------------------------------------------------------------ objects */
 
@@ -153,6 +186,8 @@ typedef struct {
 
 struct hiera_settings {
     hiera_layout layout;
+    hiera_puppet_version version; /* the Puppet whose settings these are (7 or 8) */
+    int vi;                       /* its index in the table's defaults (version_index) */
     bool root;
     bool ssl_owned; /* Debian: /var/lib/puppet/ssl belongs to the effective user */
     cli_value cli[NDEFS];
@@ -464,35 +499,13 @@ static hiera_layout find_layout(void)
         return HIERA_LAYOUT_DEBIAN;
     if (forced && !strcmp(forced, "puppetlabs"))
         return HIERA_LAYOUT_PUPPETLABS;
-    const char *path = fs_getenv("PATH");
-    if (path) {
-        size_t n;
-        char **dirs = split_char(path, ':', &n);
-        hiera_layout found = HIERA_LAYOUT_AUTO;
-        for (size_t i = 0; i < n && found == HIERA_LAYOUT_AUTO; i++) {
-            bool seen = false; /* a folder named twice holds no puppet the first time either */
-            for (size_t j = 0; j < i && !seen; j++)
-                seen = !strcmp(dirs[j], dirs[i]);
-            if (seen)
-                continue;
-            char *exe = xjoin(*dirs[i] ? dirs[i] : ".", "/puppet", NULL);
-            struct stat st;
-            if (fs_stat(exe, &st) == 0 && S_ISREG(st.st_mode) && fs_access(exe, X_OK) == 0) {
-                char *real = fs_realpath(exe);
-                const char *r = real ? real : exe;
-                if (!strncmp(r, "/opt/puppetlabs/", 16))
-                    found = HIERA_LAYOUT_PUPPETLABS;
-                else if (!strcmp(r, "/usr/bin/puppet") && path_exists(DEBIAN_LIBRARY))
-                    found = HIERA_LAYOUT_DEBIAN;
-                else
-                    found = HIERA_LAYOUT_PUPPETLABS; /* a gem: Puppet's own code */
-                free(real);
-            }
-            free(exe);
-        }
-        free_list(dirs, n);
-        if (found != HIERA_LAYOUT_AUTO)
-            return found;
+    char *cmd = installed_puppet_command();
+    if (cmd) {
+        hiera_layout found = !strncmp(cmd, "/opt/puppetlabs/", 16)                          ? HIERA_LAYOUT_PUPPETLABS
+                             : !strcmp(cmd, "/usr/bin/puppet") && path_exists(DEBIAN_LIBRARY) ? HIERA_LAYOUT_DEBIAN
+                                                                                             : HIERA_LAYOUT_PUPPETLABS; /* a gem: Puppet's own code */
+        free(cmd);
+        return found;
     }
     if (path_exists("/opt/puppetlabs/bin/puppet"))
         return HIERA_LAYOUT_PUPPETLABS;
@@ -760,18 +773,19 @@ static int computed_default(chain *ch, const char *name, rawval *out, serr *err)
 static int env_conf_value(chain *ch, const char *name, rawval *out, serr *err);
 
 /* The default Puppet's table writes for d (not a computed one). */
-static rawval table_default(const sdef *d)
+static rawval table_default(const sdef *d, int vi)
 {
     rawval r = {RV_NIL, NULL, 0, NULL};
-    switch (d->dk) {
+    switch (d->dk[vi]) {
     case DEF_STRING:
-    case DEF_SYMBOL: r = rv_str(xstrdup(d->dv)); break;
+    case DEF_SYMBOL: r = rv_str(xstrdup(d->dv[vi])); break;
     case DEF_TRUE: r.kind = RV_TRUE; break;
     case DEF_FALSE: r.kind = RV_FALSE; break;
-    case DEF_INTEGER: r.kind = RV_INTEGER, r.i = strtoll(d->dv, NULL, 10); break;
+    case DEF_INTEGER: r.kind = RV_INTEGER, r.i = strtoll(d->dv[vi], NULL, 10); break;
     case DEF_EMPTY_ARRAY: r.kind = RV_EMPTY_ARRAY; break;
     case DEF_NIL:
-    case DEF_COMPUTED: break;
+    case DEF_COMPUTED:
+    case DEF_ABSENT: break;
     }
     return r;
 }
@@ -822,9 +836,9 @@ static int lookup_raw(chain *ch, int idx, rawval *out, serr *err)
                 return 0;
         }
     }
-    if (d->dk == DEF_COMPUTED)
+    if (d->dk[s->vi] == DEF_COMPUTED)
         return computed_default(ch, d->name, out, err);
-    *out = table_default(d);
+    *out = table_default(d, s->vi);
     return 0;
 }
 
@@ -886,7 +900,7 @@ static int convert(chain *ch, const sdef *d, rawval *r, serr *err)
         } else if (!strcmp(var, "run_mode")) {
             sb_adds(&b, "server");
         } else {
-            int vi = def_index(var);
+            int vi = version_def_index(var, ch->s->vi);
             hv *v = NULL;
             if (vi >= 0) {
                 v = chain_interpolate(ch, vi, err);
@@ -1525,6 +1539,33 @@ static const char *const HOOKED[] = {"log_level", "disable_warnings", "strict", 
                                      "disable_per_environment_manifest", "node_name_fact", "pluginsync", "factpath",
                                      "storeconfigs", NULL};
 
+/* Puppet 8 hooks preferred_serialization_format too: PSON needs the puppet-pson gem, which Debian
+ * 13 does not package. */
+static bool hooked(const hiera_settings *s, int idx)
+{
+    for (size_t i = 0; HOOKED[i]; i++)
+        if (!strcmp(HOOKED[i], DEFS[idx].name))
+            return true;
+    return s->version == HIERA_PUPPET_8 && !strcmp(DEFS[idx].name, "preferred_serialization_format");
+}
+
+/* A hooked setting's value (given on the command line or in puppet.conf) checked as its hook
+ * does: converted, and what the hook itself refuses. false with e. */
+static bool hook_check(chain *ch, int idx, serr *e)
+{
+    hv *v = chain_interpolate(ch, idx, e);
+    if (!v)
+        return false;
+    bool ok = true;
+    if (!strcmp(DEFS[idx].name, "preferred_serialization_format") && hv_is(v, HV_STRING) &&
+        !strcmp(hv_str_ptr(v), "pson")) {
+        herr_set(&e->e, HERR_PUPPET, "The 'puppet-pson' gem must be installed to use the PSON serialization format.");
+        ok = false;
+    }
+    hv_decref(v);
+    return ok;
+}
+
 static int read_file_text(const char *path, char **text, size_t *len, herr *err)
 {
     sbuf b = {0};
@@ -1562,14 +1603,23 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
     diag_enter(s->sink, &saved);
     hv *seen = hv_hash();
     s->layout = o->layout != HIERA_LAYOUT_AUTO ? o->layout : detect_layout();
+    s->version = puppet_version_resolve(o->puppet_version);
+    s->vi = version_index(s->version);
     s->root = getuid() == 0;
     if (s->layout == HIERA_LAYOUT_DEBIAN && !s->root) {
         struct stat st;
         s->ssl_owned = fs_stat("/var/lib/puppet/ssl", &st) == 0 && st.st_uid == geteuid();
     }
     serr e = {0};
+    if (!s->version) {
+        char *why = NULL;
+        hiera_puppet_version_find(&why);
+        herr_set(&e.e, HERR_PUPPET, "%s", why ? why : "HIERA_PUPPET_VERSION must be 7 or 8");
+        free(why);
+        goto fail;
+    }
     for (size_t i = 0; i < o->ncli; i++) {
-        int idx = o->cli[i].name ? def_index(o->cli[i].name) : -1;
+        int idx = o->cli[i].name ? version_def_index(o->cli[i].name, s->vi) : -1;
         if (idx < 0) {
             herr_set(&e.e, HERR_PUPPET, "Attempt to assign a value to unknown setting :%s", o->cli[i].name ? o->cli[i].name : "");
             goto fail;
@@ -1580,15 +1630,9 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
     }
     chain ch = plain_chain(s, seen);
     /* the settings checked when they are set */
-    for (size_t i = 0; HOOKED[i]; i++) {
-        int idx = def_index(HOOKED[i]);
-        if (!s->cli[idx].set)
-            continue;
-        hv *v = chain_interpolate(&ch, idx, &e);
-        if (!v)
+    for (size_t idx = 0; idx < NDEFS; idx++)
+        if (s->cli[idx].set && hooked(s, (int)idx) && !hook_check(&ch, (int)idx, &e))
             goto fail;
-        hv_decref(v);
-    }
     if (!o->no_puppet_conf) {
         /* Settings#which_configuration_file: --config or --confdir name it, else the run mode's */
         char *path = NULL;
@@ -1651,20 +1695,15 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
                 goto fail;
             }
         }
-        for (size_t i = 0; HOOKED[i]; i++) {
-            int idx = def_index(HOOKED[i]);
-            if (s->cli[idx].set)
+        for (size_t idx = 0; idx < NDEFS; idx++) {
+            if (s->cli[idx].set || !hooked(s, (int)idx))
                 continue;
             bool in_conf = false;
             static const char *const sections[] = {"server", "master", "main", "user"};
             for (size_t k = 0; k < 4; k++)
-                in_conf |= ini_setting_get(ini_section_get(&s->conf, sections[k]), HOOKED[i]) != NULL;
-            if (!in_conf)
-                continue;
-            hv *v = chain_interpolate(&ch, idx, &e);
-            if (!v)
+                in_conf |= ini_setting_get(ini_section_get(&s->conf, sections[k]), DEFS[idx].name) != NULL;
+            if (in_conf && !hook_check(&ch, (int)idx, &e))
                 goto fail;
-            hv_decref(v);
         }
     }
     /* what every run needs, resolved now so that their errors come first */
@@ -1706,7 +1745,7 @@ void hiera_settings_free(hiera_settings *s)
 
 hv *settings_value(const hiera_settings *s, const hiera_environment *env, const char *name, herr *err)
 {
-    int idx = def_index(name);
+    int idx = version_def_index(name, s->vi);
     if (idx < 0) {
         herr_set(err, HERR_PUPPET, "'%s' is not a Puppet setting", name);
         return NULL;
@@ -1761,9 +1800,11 @@ char *hiera_settings_get(const hiera_settings *s, const char *name, hiera_error 
 
 const char *hiera_settings_file(const hiera_settings *s) { return s && s->have_conf ? s->conf_path : NULL; }
 
+hiera_puppet_version hiera_settings_puppet_version(const hiera_settings *s) { return s ? s->version : HIERA_PUPPET_7; }
+
 char *hiera_settings_given(const hiera_settings *s, const char *name, const char *where)
 {
-    int idx = s && name ? def_index(name) : -1;
+    int idx = s && name ? version_def_index(name, s->vi) : -1;
     if (idx < 0 || !where)
         return NULL;
     ini_kind kind;
@@ -1781,17 +1822,25 @@ char *hiera_settings_given(const hiera_settings *s, const char *name, const char
     return xstrdup(kind == INI_TRUE ? "true" : kind == INI_FALSE ? "false" : value ? value : "");
 }
 
+bool hiera_puppet_setting_info(hiera_puppet_version v, size_t i, const char **name, bool *boolean, char *short_option)
+{
+    pthread_once(&version_order_once, version_order_init);
+    int vi = version_index(puppet_version_resolve(v));
+    if (i >= VERSION_COUNT[vi])
+        return false;
+    const sdef *d = &DEFS[VERSION_ORDER[vi][i]];
+    if (name)
+        *name = d->name;
+    if (boolean)
+        *boolean = d->kind == ST_BOOLEAN;
+    if (short_option)
+        *short_option = d->short_opt;
+    return true;
+}
+
 bool hiera_setting_info(size_t i, const char **name, bool *boolean, char *short_option)
 {
-    if (i >= NDEFS)
-        return false;
-    if (name)
-        *name = DEFS[i].name;
-    if (boolean)
-        *boolean = DEFS[i].kind == ST_BOOLEAN;
-    if (short_option)
-        *short_option = DEFS[i].short_opt;
-    return true;
+    return hiera_puppet_setting_info(HIERA_PUPPET_7, i, name, boolean, short_option);
 }
 
 /* ------------------------------------------------------------------ environments */
@@ -2081,20 +2130,21 @@ int settings_strict(const hiera_environment *env)
  * "$name", not computed, not the application's, not an alias, not "code" (which is not
  * converted). Converting such a value cannot fail and depends on nothing else (munge is a
  * function of the table's entry: settings_constant_defaults_convert, asked by the unit tests). */
-static bool default_is_constant(int idx)
+static bool default_is_constant(int idx, int vi)
 {
     const sdef *d = &DEFS[idx];
     if ((def_flags(idx) & (DEF_ENV_CONF | DEF_APP_DEFAULT)) || d->kind == ST_ALIAS || !strcmp(d->name, "code"))
         return false;
-    switch (d->dk) {
+    switch (d->dk[vi]) {
     case DEF_NIL:
     case DEF_TRUE:
     case DEF_FALSE:
     case DEF_INTEGER:
     case DEF_EMPTY_ARRAY: return true;
     case DEF_STRING:
-    case DEF_SYMBOL: return !strchr(d->dv, '$');
-    case DEF_COMPUTED: return false;
+    case DEF_SYMBOL: return !strchr(d->dv[vi], '$');
+    case DEF_COMPUTED:
+    case DEF_ABSENT: return false;
     }
     return false;
 }
@@ -2104,7 +2154,7 @@ static bool default_is_constant(int idx)
 static bool constant_default(const chain *ch, int idx)
 {
     const hiera_settings *s = ch->s;
-    if (s->cli[idx].set || !default_is_constant(idx))
+    if (s->cli[idx].set || !default_is_constant(idx, s->vi))
         return false;
     if (s->have_conf) {
         static const char *const sections[] = {"server", "master", "main"};
@@ -2118,20 +2168,22 @@ static bool constant_default(const chain *ch, int idx)
 bool settings_constant_defaults_convert(const char **failed)
 {
     *failed = NULL;
-    for (size_t i = 0; i < NDEFS; i++) {
-        if (!default_is_constant((int)i))
-            continue;
-        const sdef *d = &DEFS[i];
-        rawval r = table_default(d);
-        serr e = {0};
-        hv *v = munge(d, d->kind, &r, &e);
-        rv_free(&r);
-        herr_clear(&e.e);
-        if (!v) {
-            *failed = d->name;
-            return false;
+    for (int vi = 0; vi < NVERSIONS; vi++) {
+        for (size_t i = 0; i < NDEFS; i++) {
+            if (!default_is_constant((int)i, vi))
+                continue;
+            const sdef *d = &DEFS[i];
+            rawval r = table_default(d, vi);
+            serr e = {0};
+            hv *v = munge(d, d->kind, &r, &e);
+            rv_free(&r);
+            herr_clear(&e.e);
+            if (!v) {
+                *failed = d->name;
+                return false;
+            }
+            hv_decref(v);
         }
-        hv_decref(v);
     }
     return true;
 }
@@ -2146,7 +2198,8 @@ static hv *all_settings(const hiera_environment *env, bool checking, hv *seen, h
     chain ch = {env->s, env, env->name, 0, checking, seen, memo, height, 0};
     hv *all = checking ? NULL : hv_hash(); /* (a check only needs to know that each converts) */
     for (size_t i = 0; i < NDEFS; i++) {
-        if (!strcmp(DEFS[i].name, "name") || (checking && constant_default(&ch, (int)i)))
+        if (!in_version((int)i, env->s->vi) || !strcmp(DEFS[i].name, "name") ||
+            (checking && constant_default(&ch, (int)i)))
             continue;
         serr e = {0};
         hv *v = chain_interpolate(&ch, (int)i, &e);

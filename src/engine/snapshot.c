@@ -10,13 +10,17 @@
 #include "engine/snapshot.h"
 
 #include <dirent.h>
+#include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "base/fileio.h"
 #include "base/pathname.h"
+#include "formats/diskcache.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/providers.h"
@@ -27,42 +31,186 @@
 #define WALK_MAX_ENTRIES 2000000UL
 
 /* A parsed file's immortal nodes, shared by the snapshots that hold the file unchanged (a rebuild
- * takes the previous snapshot's parse of a file whose stat identity did not change). */
-typedef struct {
+ * takes the previous snapshot's parse of a file whose stat identity did not change) and, through
+ * the store below, by every file of any snapshot that holds the same bytes. */
+typedef struct sblob {
     int refs; /* atomic */
     hv_nodes nodes;
+    hv *value;
+    unsigned flags;  /* CACHE_WARNED_NOT_HASH: the parse warned (given again for each path) */
+    size_t bytes;    /* what the nodes take in memory, estimated */
+    bool stored;     /* in the store (under store_lock) */
+    file_format fmt;
+    unsigned char digest[SNAPSHOT_DIGEST_SIZE];
+    struct sblob *next; /* the store's chain */
 } sblob;
 
+/* ---- parses named by content
+ * The store: every parse made from bytes read and digested (SHA-256), found by digest and
+ * format, for as long as some snapshot holds it. A hundred branches of a control repository
+ * checked out side by side hold the same files under a hundred paths: one parse each. */
+static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
+static sblob **store;
+static size_t store_cap, store_n, store_bytes;
+
+static size_t store_index(const unsigned char *digest, file_format fmt, size_t cap)
+{
+    uint64_t h;
+    memcpy(&h, digest, sizeof h);
+    return (size_t)((h ^ (uint64_t)fmt * 0x9e3779b97f4a7c15ULL) & (cap - 1));
+}
+
+/* The stored blob of these bytes (a new reference), or NULL. A blob whose last reference is being
+ * dropped (refs 0) is not revived: it leaves the store as soon as its releaser takes the lock. */
+static sblob *store_find(const unsigned char *digest, file_format fmt)
+{
+    sblob *found = NULL;
+    pthread_mutex_lock(&store_lock);
+    for (sblob *b = store_cap ? store[store_index(digest, fmt, store_cap)] : NULL; b && !found; b = b->next) {
+        if (b->fmt != fmt || memcmp(b->digest, digest, SNAPSHOT_DIGEST_SIZE) != 0)
+            continue;
+        int r = __atomic_load_n(&b->refs, __ATOMIC_RELAXED);
+        while (r > 0 && !__atomic_compare_exchange_n(&b->refs, &r, r + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        }
+        if (r > 0)
+            found = b;
+    }
+    pthread_mutex_unlock(&store_lock);
+    return found;
+}
+
+static void store_add(sblob *b)
+{
+    pthread_mutex_lock(&store_lock);
+    if ((store_n + 1) * 2 > store_cap) {
+        size_t ncap = store_cap ? store_cap * 2 : 1024;
+        sblob **n = xcalloc(ncap, sizeof *n);
+        for (size_t i = 0; i < store_cap; i++)
+            for (sblob *x = store[i], *next; x; x = next) {
+                next = x->next;
+                size_t j = store_index(x->digest, x->fmt, ncap);
+                x->next = n[j];
+                n[j] = x;
+            }
+        free(store);
+        store = n;
+        store_cap = ncap;
+    }
+    size_t i = store_index(b->digest, b->fmt, store_cap);
+    b->next = store[i];
+    store[i] = b;
+    b->stored = true;
+    store_n++;
+    store_bytes += b->bytes;
+    pthread_mutex_unlock(&store_lock);
+}
+
+static void blob_release(sblob *b)
+{
+    if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    pthread_mutex_lock(&store_lock);
+    if (b->stored) {
+        sblob **p = &store[store_index(b->digest, b->fmt, store_cap)];
+        while (*p && *p != b)
+            p = &(*p)->next;
+        if (*p)
+            *p = b->next;
+        store_n--;
+        store_bytes -= b->bytes;
+    }
+    pthread_mutex_unlock(&store_lock);
+    hv_free_immortal(&b->nodes);
+    free(b);
+}
+
+void snapshot_store_usage(size_t *parses, size_t *bytes)
+{
+    pthread_mutex_lock(&store_lock);
+    *parses = store_n;
+    *bytes = store_bytes;
+    pthread_mutex_unlock(&store_lock);
+}
+
+/* What the nodes of a parse take in memory (value.c's layouts and malloc's word of overhead),
+ * estimated from what they hold. */
+static size_t nodes_bytes(const hv_nodes *nodes)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < nodes->n; i++) {
+        const hv *v = nodes->items[i];
+        switch (hv_kind_of(v)) {
+        case HV_STRING: case HV_BIGINT: case HV_SYMBOL:
+            total += 40 + hv_str_len(v) + 1;
+            break;
+        case HV_ARRAY:
+            total += 48 + hv_array_len(v) * sizeof(void *);
+            break;
+        case HV_HASH: {
+            size_t n = hv_hash_len(v);
+            total += 56 + n * 3 * sizeof(void *) + (n >= 9 ? n * 2 * sizeof(uint32_t) : 0);
+            break;
+        }
+        default:
+            total += 32;
+        }
+    }
+    return total + nodes->cap * sizeof(void *);
+}
+
+static sblob *blob_new(hv *value, file_format fmt, unsigned flags)
+{
+    sblob *b = xcalloc(1, sizeof *b);
+    b->refs = 1;
+    b->fmt = fmt;
+    b->flags = flags;
+    b->value = value;
+    hv_make_immortal(value, &b->nodes);
+    b->bytes = sizeof *b + nodes_bytes(&b->nodes);
+    return b;
+}
+
+/* A file of the snapshot. The tables are dense arrays (in load order) found through an index of
+ * entry numbers: a hundred environments' snapshots take little more than their paths. */
 typedef struct {
-    uint64_t code; /* 0: empty slot (first: oa_regrow) */
-    char *path;
+    uint64_t code;
+    const char *path; /* BORROWED: the path table's string */
     file_format fmt;
-    hv *value;
-    herr err;
-    sblob *blob;   /* owns value's nodes (NULL with err) */
-    dev_t dev;     /* the stat identity the file was parsed with */
-    ino_t ino;
-    off_t size;
-    struct timespec mtime, ctime;
+    sblob *blob;   /* its parse (NULL with err) */
+    herr *err;     /* NULL when it parsed */
+    uint64_t dev, ino, size, mtime, ctime; /* the stat identity it was parsed with (times in ns) */
 } sfile;
 
 typedef struct {
     uint64_t code;
-    char *path;
-    int state;   /* 0, 1, 2 as path_state */
-    bool listed; /* a directory whose entries are all in the table */
+    char *path;      /* (the snapshot's strings, as names: see arena_alloc) */
+    char *names;     /* listed: its entries' names (sorted), one after the other with their NULs, */
+    uint32_t nnames; /* for a later snapshot that is told the folder did not change */
+    int8_t state;    /* 0, 1, 2 as path_state */
+    bool listed;     /* a directory whose entries are all in the table */
 } spath;
 
 struct snapshot {
     int refs; /* atomic */
     sfile *files;
-    size_t fcap, fn;
+    size_t fn, fcap;
+    uint32_t *fix;  /* open addressing: entry number + 1, 0 empty */
+    size_t fixcap;
     spath *paths;
-    size_t pcap, pn;
+    size_t pn, pcap;
+    uint32_t *pix;
+    size_t pixcap;
     hv_nodes nodes; /* every immortal node, freed with the snapshot */
-    hv *environments, *configs, *filelist, *problems;
+    hv *environments, *configs, *problems;
+    char **chunks;  /* the strings' memory: 32 KiB chunks, filled in turn, freed with the snapshot */
+    size_t nchunks, chunk_used;
+    pthread_mutex_t describe_lock; /* the file list of snapshot_describe, made when first asked */
+    hv *filelist;
     size_t ndirs;
     size_t reused;  /* files taken from the previous snapshot */
+    size_t parsed, shared, from_disk, looked; /* files parsed; taken from the store, from the disk
+                                                 cache; paths asked of the file system */
+    size_t own_bytes; /* what the snapshot takes itself, estimated (snapshot_counts) */
 };
 
 typedef struct {
@@ -73,6 +221,8 @@ typedef struct {
     hv *walks;           /* base folder -> array of the file paths under it */
     hv *seen_configs;    /* "layer\npath" -> true */
     size_t entries;      /* counted against WALK_MAX_ENTRIES */
+    snapshot_changed_fn changed; /* what may have changed since prev (NULL: anything) */
+    void *changed_data;
 } builder;
 
 /* ------------------------------------------------------------------ tables */
@@ -88,72 +238,138 @@ static uint64_t code_of(const char *path, unsigned salt)
     return h | 1;
 }
 
-static sfile *file_slot(const snapshot *s, const char *path, file_format fmt, uint64_t code)
+static const herr no_error;
+
+#define ARENA_CHUNK 32768
+
+/* n bytes of the snapshot's string memory (a path's malloc would cost its header and rounding:
+ * a tenth of a hundred environments' snapshots). */
+static char *arena_alloc(snapshot *s, size_t n)
 {
-    if (!s->fcap)
+    if (n > ARENA_CHUNK / 4) { /* (a large block: a chunk of its own, kept before the current one) */
+        s->chunks = xrealloc(s->chunks, (s->nchunks + 1) * sizeof *s->chunks);
+        char *own = xmalloc(n);
+        if (s->nchunks) {
+            s->chunks[s->nchunks] = s->chunks[s->nchunks - 1];
+            s->chunks[s->nchunks - 1] = own;
+        } else {
+            s->chunks[0] = own;
+            s->chunk_used = ARENA_CHUNK; /* (full: the next small one starts a chunk) */
+        }
+        s->nchunks++;
+        return own;
+    }
+    if (!s->nchunks || s->chunk_used + n > ARENA_CHUNK) {
+        s->chunks = xrealloc(s->chunks, (s->nchunks + 1) * sizeof *s->chunks);
+        s->chunks[s->nchunks++] = xmalloc(ARENA_CHUNK);
+        s->chunk_used = 0;
+    }
+    char *p = s->chunks[s->nchunks - 1] + s->chunk_used;
+    s->chunk_used += n;
+    return p;
+}
+
+static char *arena_strdup(snapshot *s, const char *text)
+{
+    size_t n = strlen(text) + 1;
+    return memcpy(arena_alloc(s, n), text, n);
+}
+
+static uint64_t ns_of(struct timespec t) { return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec; }
+
+/* The entry of path in fmt, or NULL. */
+static sfile *file_find(const snapshot *s, const char *path, file_format fmt, uint64_t code)
+{
+    if (!s->fixcap)
         return NULL;
-    size_t mask = s->fcap - 1;
-    for (size_t i = (size_t)code & mask;; i = (i + 1) & mask) {
-        sfile *f = &s->files[i];
-        if (!f->code || (f->code == code && f->fmt == fmt && strcmp(f->path, path) == 0))
+    size_t mask = s->fixcap - 1;
+    for (size_t i = (size_t)code & mask; s->fix[i]; i = (i + 1) & mask) {
+        sfile *f = &s->files[s->fix[i] - 1];
+        if (f->code == code && f->fmt == fmt && strcmp(f->path, path) == 0)
             return f;
     }
+    return NULL;
+}
+
+/* Grows an index of entry numbers to hold n + 1 entries; codes[i] gives entry i's code. */
+static void index_room(uint32_t **ix, size_t *cap, size_t n, const void *entries, size_t stride)
+{
+    if ((n + 1) * 4 <= *cap * 3)
+        return;
+    size_t ncap = *cap ? *cap * 2 : 256;
+    free(*ix);
+    *ix = xcalloc(ncap, sizeof **ix);
+    *cap = ncap;
+    for (size_t e = 0; e < n; e++) {
+        uint64_t code = *(const uint64_t *)(const void *)((const char *)entries + e * stride);
+        size_t i = (size_t)code & (ncap - 1);
+        while ((*ix)[i])
+            i = (i + 1) & (ncap - 1);
+        (*ix)[i] = (uint32_t)(e + 1);
+    }
+}
+
+static void index_put(uint32_t *ix, size_t cap, uint64_t code, size_t entry)
+{
+    size_t i = (size_t)code & (cap - 1);
+    while (ix[i])
+        i = (i + 1) & (cap - 1);
+    ix[i] = (uint32_t)(entry + 1);
 }
 
 static spath *path_slot(const snapshot *s, const char *path, uint64_t code)
 {
-    if (!s->pcap)
+    if (!s->pixcap)
         return NULL;
-    size_t mask = s->pcap - 1;
-    for (size_t i = (size_t)code & mask;; i = (i + 1) & mask) {
-        spath *p = &s->paths[i];
-        if (!p->code || (p->code == code && strcmp(p->path, path) == 0))
+    size_t mask = s->pixcap - 1;
+    for (size_t i = (size_t)code & mask; s->pix[i]; i = (i + 1) & mask) {
+        spath *p = &s->paths[s->pix[i] - 1];
+        if (p->code == code && strcmp(p->path, path) == 0)
             return p;
     }
+    return NULL;
 }
 
+/* The entry of path, made when there is none; its state set. (BORROWED: valid until the next
+ * path_put.) */
 static spath *path_put(snapshot *s, const char *path, int state)
 {
-    if ((s->pn + 1) * 4 > s->pcap * 3) {
-        size_t ncap = s->pcap ? s->pcap * 2 : 1024;
-        s->paths = oa_regrow(s->paths, s->pcap, ncap, sizeof *s->paths);
-        s->pcap = ncap;
-    }
     uint64_t code = code_of(path, 0);
     spath *p = path_slot(s, path, code);
-    if (!p->code) {
-        p->code = code;
-        p->path = xstrdup(path);
-        s->pn++;
+    if (!p) {
+        if (s->pn == s->pcap) {
+            s->pcap = s->pcap ? s->pcap * 2 : 256;
+            s->paths = xrealloc(s->paths, s->pcap * sizeof *s->paths);
+        }
+        index_room(&s->pix, &s->pixcap, s->pn, s->paths, sizeof *s->paths);
+        p = &s->paths[s->pn];
+        *p = (spath){.code = code, .path = arena_strdup(s, path)};
+        index_put(s->pix, s->pixcap, code, s->pn++);
     }
-    p->state = state;
+    p->state = (int8_t)state;
     return p;
 }
 
 bool snapshot_get(const snapshot *s, const char *path, file_format fmt, snapshot_file *out)
 {
-    sfile *f = file_slot(s, path, fmt, code_of(path, (unsigned)fmt + 1));
-    if (!f || !f->code)
+    const sfile *f = file_find(s, path, fmt, code_of(path, (unsigned)fmt + 1));
+    if (!f)
         return false;
-    out->value = f->value;
-    out->err = &f->err;
+    out->value = f->blob ? f->blob->value : NULL;
+    out->err = f->err ? f->err : &no_error;
     return true;
 }
 
 bool snapshot_next_file(const snapshot *s, size_t *i, const char **path, file_format *fmt, snapshot_file *out)
 {
-    for (; *i < s->fcap; (*i)++) {
-        const sfile *f = &s->files[*i];
-        if (!f->code)
-            continue;
-        *path = f->path;
-        *fmt = f->fmt;
-        out->value = f->value;
-        out->err = &f->err;
-        (*i)++;
-        return true;
-    }
-    return false;
+    if (*i >= s->fn)
+        return false;
+    const sfile *f = &s->files[(*i)++];
+    *path = f->path;
+    *fmt = f->fmt;
+    out->value = f->blob ? f->blob->value : NULL;
+    out->err = f->err ? f->err : &no_error;
+    return true;
 }
 
 static bool source_get(const void *src, const char *path, file_format fmt, const hv **value, const herr **err)
@@ -178,12 +394,12 @@ hiera_cache *snapshot_new_view(snapshot *s)
 int snapshot_path_state(const snapshot *s, const char *path)
 {
     spath *p = path_slot(s, path, code_of(path, 0));
-    if (p && p->code)
+    if (p)
         return p->state;
     /* not seen: nothing there when its folder was listed whole */
     char *dir = pn_dirname(path);
     spath *d = path_slot(s, dir, code_of(dir, 0));
-    int state = d && d->code && d->listed ? 0 : -1;
+    int state = d && d->listed ? 0 : -1;
     free(dir);
     return state;
 }
@@ -196,12 +412,25 @@ static int stat_state(const char *path)
     return stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
 }
 
-/* The state of path, asked once. */
+/* Whether prev may be trusted about path: the caller said it did not change. */
+static bool unchanged(const builder *b, const char *path)
+{
+    return b->prev && b->changed && !b->changed(path, b->changed_data);
+}
+
+/* The state of path, asked once (of prev when path did not change). */
 static int state_of(builder *b, const char *path)
 {
-    spath *p = path_slot(b->s, path, code_of(path, 0));
-    if (p && p->code)
+    uint64_t code = code_of(path, 0);
+    spath *p = path_slot(b->s, path, code);
+    if (p)
         return p->state;
+    if (unchanged(b, path)) {
+        const spath *old = path_slot(b->prev, path, code);
+        if (old)
+            return path_put(b->s, path, old->state)->state;
+    }
+    b->s->looked++;
     return path_put(b->s, path, stat_state(path))->state;
 }
 
@@ -209,36 +438,78 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 /* Lists dir (once): every entry's state goes into the table. Returns the entries' full paths
  * (sorted, malloc'ed, NULL-terminated), or NULL when dir cannot be read. */
+static char *join_entry(const char *dir, const char *name)
+{
+    return strcmp(dir, "/") ? xjoin(dir, "/", name, NULL) : xjoin("/", name, NULL);
+}
+
+/* The entries of dir as prev listed them, when dir did not change (NULL otherwise). */
+static char **listed_before(builder *b, const char *dir, uint32_t *count)
+{
+    if (!unchanged(b, dir))
+        return NULL;
+    const spath *old = path_slot(b->prev, dir, code_of(dir, 0));
+    if (!old || !old->listed || old->state != 2)
+        return NULL;
+    char **names = xmalloc((old->nnames + 1) * sizeof *names);
+    const char *n = old->names;
+    for (uint32_t i = 0; i < old->nnames; i++, n += strlen(n) + 1)
+        names[i] = join_entry(dir, n);
+    names[old->nnames] = NULL;
+    *count = old->nnames;
+    return names;
+}
+
 static char **list_dir(builder *b, const char *dir)
 {
     if (state_of(b, dir) != 2)
         return NULL;
-    DIR *d = opendir(dir);
-    if (!d)
-        return NULL;
-    size_t n = 0, cap = 16;
-    char **names = xmalloc(cap * sizeof *names);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (++b->entries > WALK_MAX_ENTRIES)
-            break;
-        if (n + 1 == cap) {
-            cap *= 2;
-            names = xrealloc(names, cap * sizeof *names);
+    uint32_t n32 = 0;
+    char **names = listed_before(b, dir, &n32);
+    size_t n = n32;
+    if (names) {
+        b->entries += n;
+    } else {
+        DIR *d = opendir(dir);
+        if (!d)
+            return NULL;
+        b->s->looked++;
+        size_t cap = 16;
+        names = xmalloc(cap * sizeof *names);
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            if (++b->entries > WALK_MAX_ENTRIES)
+                break;
+            if (n + 1 == cap) {
+                cap *= 2;
+                names = xrealloc(names, cap * sizeof *names);
+            }
+            names[n++] = join_entry(dir, de->d_name);
         }
-        names[n++] = strcmp(dir, "/") ? xjoin(dir, "/", de->d_name, NULL) : xjoin("/", de->d_name, NULL);
+        closedir(d);
+        names[n] = NULL;
+        qsort(names, n, sizeof *names, cmp_str);
     }
-    closedir(d);
-    names[n] = NULL;
-    qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++)
         state_of(b, names[i]);
     spath *p = path_put(b->s, dir, 2);
     if (!p->listed) {
         p->listed = true;
         b->s->ndirs++;
+        /* the names, for the next snapshot (NUL-separated, after the folder's path and '/') */
+        size_t skip = strcmp(dir, "/") ? strlen(dir) + 1 : 1, total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += strlen(names[i]) - skip + 1;
+        p->names = arena_alloc(b->s, total ? total : 1);
+        char *w = p->names;
+        for (size_t i = 0; i < n; i++) {
+            size_t l = strlen(names[i]) - skip + 1;
+            memcpy(w, names[i] + skip, l);
+            w += l;
+        }
+        p->nnames = (uint32_t)n;
     }
     return names;
 }
@@ -316,58 +587,147 @@ static void collect_warning(int severity, const char *code, const char *file, in
     hv_array_push(s->problems, p);
 }
 
+/* f takes old's parse (a file of the previous snapshot). */
+static void take_parse(snapshot *s, sfile *f, const sfile *old)
+{
+    f->blob = old->blob;
+    __atomic_add_fetch(&f->blob->refs, 1, __ATOMIC_RELAXED);
+    if (f->blob->flags & CACHE_WARNED_NOT_HASH)
+        cache_warn_not_hash(f->path); /* (a problem of each snapshot that holds it) */
+    s->reused++;
+}
+
+void snapshot_digest(const void *bytes, size_t len, unsigned char digest[SNAPSHOT_DIGEST_SIZE])
+{
+    unsigned int n = 0;
+    if (EVP_Digest(bytes, len, digest, &n, EVP_sha256(), NULL) != 1 || n != SNAPSHOT_DIGEST_SIZE)
+        abort(); /* (SHA-256 of bytes in memory does not fail) */
+}
+
+/* The regular file f->path (stat'ed as *st) read, digested and parsed, or its parse taken from
+ * the store or the disk cache when the same bytes were parsed before; *st becomes the stat of the
+ * file opened. false when it cannot be read so (the caller goes through the cache, which says
+ * why). */
+static bool load_by_content(builder *b, sfile *f, struct stat *st)
+{
+    if (st->st_size > CACHE_MAX_FILE_SIZE)
+        return false;
+    sbuf text = {0};
+    file_read_error fe;
+    struct stat opened;
+    if (!file_read(f->path, &text, &(file_read_opts){.max = (size_t)CACHE_MAX_FILE_SIZE, .regular_only = true, .st = &opened},
+                   &fe)) {
+        sb_free(&text);
+        return false;
+    }
+    unsigned char digest[SNAPSHOT_DIGEST_SIZE];
+    snapshot_digest(text.s, text.len, digest);
+    sblob *blob = store_find(digest, f->fmt);
+    if (blob) {
+        b->s->shared++;
+        if (blob->flags & CACHE_WARNED_NOT_HASH)
+            cache_warn_not_hash(f->path);
+    } else {
+        diskcache *dc = cache_disk(b->cache);
+        unsigned flags = 0;
+        hv *v = dc && text.len ? diskcache_get_digest(dc, digest, (int)f->fmt, &flags) : NULL;
+        if (v && (flags & CACHE_WARNED_NOT_HASH)) { /* an earlier version's entry: {} for the document */
+            hv_decref(v);
+            v = NULL;
+            flags = 0;
+        }
+        if (v) {
+            b->s->from_disk++;
+            if (flags & CACHE_WARNED_NOT_HASH)
+                cache_warn_not_hash(f->path);
+        } else {
+            herr e = {0};
+            v = cache_parse_bytes(f->path, text.s, text.len, f->fmt, &flags, &e);
+            if (!v) {
+                f->err = xmalloc(sizeof *f->err);
+                *f->err = e;
+            }
+            b->s->parsed++;
+            if (v && dc && text.len)
+                diskcache_put_digest(dc, digest, (int)f->fmt, v, flags); /* (before the value is immortal) */
+        }
+        if (v) {
+            blob = blob_new(v, f->fmt, flags);
+            memcpy(blob->digest, digest, sizeof digest);
+            store_add(blob);
+        }
+    }
+    sb_free(&text);
+    f->blob = blob;
+    /* the identity of what was read (a file replaced between the stat and the read is the new one) */
+    *st = opened;
+    return true;
+}
+
 /* Parses path with fmt into the snapshot (once). */
 static void load(builder *b, const char *path, file_format fmt)
 {
     snapshot *s = b->s;
     uint64_t code = code_of(path, (unsigned)fmt + 1);
-    sfile *f = file_slot(s, path, fmt, code);
-    if (f && f->code)
+    if (file_find(s, path, fmt, code))
         return;
-    if ((s->fn + 1) * 4 > s->fcap * 3) {
-        size_t ncap = s->fcap ? s->fcap * 2 : 256;
-        s->files = oa_regrow(s->files, s->fcap, ncap, sizeof *s->files);
-        s->fcap = ncap;
-        f = file_slot(s, path, fmt, code);
+    const spath *known = path_slot(s, path, code_of(path, 0));
+    const char *own_path = (known ? known : path_put(s, path, 1))->path; /* (the path table's string) */
+    if (s->fn == s->fcap) {
+        s->fcap = s->fcap ? s->fcap * 2 : 256;
+        s->files = xrealloc(s->files, s->fcap * sizeof *s->files);
     }
-    f->code = code;
-    f->path = xstrdup(path);
-    f->fmt = fmt;
-    s->fn++;
+    index_room(&s->fix, &s->fixcap, s->fn, s->files, sizeof *s->files);
+    sfile *f = &s->files[s->fn];
+    *f = (sfile){.code = code, .path = own_path, .fmt = fmt};
+    index_put(s->fix, s->fixcap, code, s->fn++);
+    const sfile *old = b->prev ? file_find(b->prev, path, fmt, code) : NULL;
+    if (old && unchanged(b, path)) {
+        /* the caller says it did not change: prev's parse (or error) and stat identity */
+        if (old->blob) {
+            take_parse(s, f, old);
+        } else {
+            f->err = xmalloc(sizeof *f->err);
+            *f->err = (herr){old->err->kind, old->err->msg ? xstrdup(old->err->msg) : NULL,
+                             old->err->file ? xstrdup(old->err->file) : NULL, old->err->line, old->err->col};
+        }
+        f->dev = old->dev;
+        f->ino = old->ino;
+        f->size = old->size;
+        f->mtime = old->mtime;
+        f->ctime = old->ctime;
+        goto record;
+    }
     struct stat st;
     bool have_stat = stat(path, &st) == 0;
-    sfile *old = b->prev && have_stat ? file_slot(b->prev, path, fmt, code) : NULL;
-    if (old && old->code && old->value && old->dev == st.st_dev && old->ino == st.st_ino && old->size == st.st_size &&
-        old->mtime.tv_sec == st.st_mtim.tv_sec && old->mtime.tv_nsec == st.st_mtim.tv_nsec &&
-        old->ctime.tv_sec == st.st_ctim.tv_sec && old->ctime.tv_nsec == st.st_ctim.tv_nsec) {
+    s->looked++;
+    if (have_stat && old && old->blob && old->dev == (uint64_t)st.st_dev && old->ino == (uint64_t)st.st_ino &&
+        old->size == (uint64_t)st.st_size && old->mtime == ns_of(st.st_mtim) && old->ctime == ns_of(st.st_ctim)) {
         /* unchanged since the previous snapshot parsed it: its parse, shared */
-        f->value = old->value;
-        f->blob = old->blob;
-        __atomic_add_fetch(&f->blob->refs, 1, __ATOMIC_RELAXED);
-        s->reused++;
-    } else {
-        f->value = cache_load(b->cache, path, fmt, &f->err);
-        if (f->value) {
-            f->blob = xcalloc(1, sizeof *f->blob);
-            f->blob->refs = 1;
-            hv_make_immortal(f->value, &f->blob->nodes);
+        take_parse(s, f, old);
+    } else if (!(have_stat && fmt != FMT_CONFIG && S_ISREG(st.st_mode) && load_by_content(b, f, &st))) {
+        /* (a hiera.yaml is parsed through the builder's cache, which compiles it from that parse
+         * too; anything that is not a regular file gets cache_load's own error) */
+        herr e = {0};
+        hv *v = cache_load(b->cache, path, fmt, &e);
+        if (v) {
+            f->blob = blob_new(v, fmt, 0);
+        } else {
+            f->err = xmalloc(sizeof *f->err);
+            *f->err = e;
         }
+        s->parsed++;
     }
     if (have_stat) {
-        f->dev = st.st_dev;
-        f->ino = st.st_ino;
-        f->size = st.st_size;
-        f->mtime = st.st_mtim;
-        f->ctime = st.st_ctim;
+        f->dev = (uint64_t)st.st_dev;
+        f->ino = (uint64_t)st.st_ino;
+        f->size = (uint64_t)st.st_size;
+        f->mtime = ns_of(st.st_mtim);
+        f->ctime = ns_of(st.st_ctim);
     }
-    hv *rec = hv_hash();
-    hv_hash_sets(rec, "path", hv_str(path));
-    hv_hash_sets(rec, "format", hv_str(format_name(fmt)));
-    if (!f->value) {
-        hv_hash_sets(rec, "error", hv_str(f->err.msg ? f->err.msg : ""));
-        add_problem(s, fmt == FMT_CONFIG ? "config-syntax" : "data-syntax", &f->err, path);
-    }
-    hv_array_push(s->filelist, rec);
+record:
+    if (!f->blob)
+        add_problem(s, fmt == FMT_CONFIG ? "config-syntax" : "data-syntax", f->err, path);
 }
 
 /* ------------------------------------------------------------------ levels */
@@ -385,6 +745,12 @@ static void load_template(builder *b, const char *tmpl, bool glob, file_format f
         return;
     }
     char *base = tmpl_base_dir(tmpl, glob);
+    if (!base[0] || !strcmp(base, "/")) {
+        /* "/%{x}/data/..." names files anywhere: the machine's whole tree is not listed (the
+         * lookups read what their locations name themselves) */
+        free(base);
+        return;
+    }
     const hv *files = files_under(b, base);
     for (size_t i = 0; i < hv_array_len(files); i++) {
         const char *p = hv_str_ptr(hv_array_get(files, i));
@@ -413,6 +779,11 @@ static void load_levels(builder *b, const hcfg *cfg, const hlevel *levels, size_
             free(cwd);
             free(datadir);
             datadir = abs;
+        }
+        char *mapped = envpath_remap(datadir, b->spec->remap_envpath, NULL);
+        if (mapped) {
+            free(datadir);
+            datadir = mapped;
         }
         bool glob = lvl->lkind == LOC_GLOB || lvl->lkind == LOC_GLOBS;
         for (size_t j = 0; j < lvl->nlocs; j++) {
@@ -523,15 +894,17 @@ static void add_modules(builder *b, const char *root, const char *env)
     free_list(mods);
 }
 
-snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev)
+snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev) { return snapshot_build_changed(spec, prev, NULL, NULL); }
+
+snapshot *snapshot_build_changed(const snapshot_spec *spec, const snapshot *prev, snapshot_changed_fn changed, void *data)
 {
     snapshot *s = xcalloc(1, sizeof *s);
     s->refs = 1;
     s->environments = hv_array();
     s->configs = hv_array();
-    s->filelist = hv_array();
     s->problems = hv_array();
-    builder b = {s, spec, prev, cache_new(), hv_hash(), hv_hash(), 0};
+    pthread_mutex_init(&s->describe_lock, NULL);
+    builder b = {s, spec, prev, cache_new(), hv_hash(), hv_hash(), 0, changed, data};
     /* warnings met while parsing (a data file that is not a hash...) are kept as problems */
     diag_sink saved;
     diag_enter((diag_sink){.fn = collect_warning, .data = s}, &saved);
@@ -585,8 +958,25 @@ snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev)
     /* what snapshot_describe and snapshot_problems hand out is read by any thread too */
     hv_make_immortal(s->environments, &s->nodes);
     hv_make_immortal(s->configs, &s->nodes);
-    hv_make_immortal(s->filelist, &s->nodes);
     hv_make_immortal(s->problems, &s->nodes);
+    /* the tables at their size */
+    if (s->fn) {
+        s->files = xrealloc(s->files, s->fn * sizeof *s->files);
+        s->fcap = s->fn;
+    }
+    if (s->pn) {
+        s->paths = xrealloc(s->paths, s->pn * sizeof *s->paths);
+        s->pcap = s->pn;
+    }
+    /* what the snapshot itself takes (the parses it holds are the store's; malloc's word and
+     * rounding counted per string) */
+    size_t own = sizeof *s + s->fcap * sizeof *s->files + s->pcap * sizeof *s->paths +
+                 (s->fixcap + s->pixcap) * sizeof(uint32_t) + nodes_bytes(&s->nodes);
+    for (size_t i = 0; i < s->fn; i++)
+        if (s->files[i].err)
+            own += 64 + (s->files[i].err->msg ? strlen(s->files[i].err->msg) : 0);
+    own += s->nchunks * (ARENA_CHUNK + 16) + s->nchunks * sizeof *s->chunks;
+    s->own_bytes = own;
     return s;
 }
 
@@ -601,26 +991,46 @@ void snapshot_release(snapshot *s)
 {
     if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
-    for (size_t i = 0; i < s->fcap; i++)
-        if (s->files[i].code) {
-            sfile *f = &s->files[i];
-            free(f->path);
-            herr_clear(&f->err);
-            if (f->blob && __atomic_sub_fetch(&f->blob->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-                hv_free_immortal(&f->blob->nodes);
-                free(f->blob);
-            }
+    for (size_t i = 0; i < s->fn; i++) {
+        sfile *f = &s->files[i];
+        if (f->err) {
+            herr_clear(f->err);
+            free(f->err);
         }
+        blob_release(f->blob);
+    }
     free(s->files);
-    for (size_t i = 0; i < s->pcap; i++)
-        free(s->paths[i].path);
+    free(s->fix);
+    for (size_t i = 0; i < s->nchunks; i++)
+        free(s->chunks[i]);
+    free(s->chunks);
     free(s->paths);
+    free(s->pix);
     hv_free_immortal(&s->nodes); /* the lists of snapshot_describe too */
+    pthread_mutex_destroy(&s->describe_lock);
     free(s);
 }
 
 hv *snapshot_describe(const snapshot *s)
 {
+    /* the file list is made when first asked (a server of a hundred environments never asks) */
+    snapshot *w = (snapshot *)s;
+    pthread_mutex_lock(&w->describe_lock);
+    if (!w->filelist) {
+        hv *list = hv_array_sized(s->fn);
+        for (size_t i = 0; i < s->fn; i++) {
+            const sfile *f = &s->files[i];
+            hv *rec = hv_hash();
+            hv_hash_sets(rec, "path", hv_str(f->path));
+            hv_hash_sets(rec, "format", hv_str(format_name(f->fmt)));
+            if (!f->blob)
+                hv_hash_sets(rec, "error", hv_str(f->err && f->err->msg ? f->err->msg : ""));
+            hv_array_push(list, rec);
+        }
+        hv_make_immortal(list, &w->nodes);
+        w->filelist = list;
+    }
+    pthread_mutex_unlock(&w->describe_lock);
     hv *d = hv_hash();
     hv_hash_sets(d, "environments", s->environments); /* immortal: no reference to take */
     hv_hash_sets(d, "configs", s->configs);
@@ -635,4 +1045,9 @@ void snapshot_stats(const snapshot *s, size_t *files, size_t *dirs, size_t *reus
     *files = s->fn;
     *dirs = s->ndirs;
     *reused = s->reused;
+}
+
+void snapshot_counts_of(const snapshot *s, snapshot_counts *out)
+{
+    *out = (snapshot_counts){s->fn, s->ndirs, s->reused, s->parsed, s->shared, s->from_disk, s->looked, s->own_bytes};
 }

@@ -36,13 +36,26 @@ typedef struct {
      * malloc'ed paths, or NULL when it cannot be had); NULL: <env>/modules then <codedir>/modules. */
     char **(*module_roots)(const char *environment, void *data);
     void *module_roots_data;
+    /* hiera check and hiera diff: a datadir under one of Puppet's default environmentpaths is read
+     * under this folder of environments instead (envpath_remap), or NULL */
+    const char *remap_envpath;
 } snapshot_spec;
 
 /* Builds a snapshot (never NULL: problems are kept in it, see snapshot_problems). The result
  * holds one reference. With prev (a snapshot of the same tree, BORROWED), a file whose stat
- * identity (device, inode, size, modification and change times) is the one prev parsed is not
- * parsed again: the two share its parse. */
+ * identity (device, inode, size, modification and change times) is the one prev parsed, or that
+ * spec->changed says did not change, is not read again: the two share its parse. A data file read
+ * is named by a digest of its bytes: when a snapshot alive in the process (any tree, any path)
+ * holds a parse of the same bytes in the same format, or the disk cache (spec->disk_cache) has
+ * one, that parse is taken instead of parsing. Any thread; several builds may run at once. */
 snapshot *snapshot_build(const snapshot_spec *spec, const snapshot *prev);
+/* snapshot_build for a caller that watches the tree (inotify): changed(path, data) tells whether
+ * path (a file or a folder prev read or listed) may have changed since prev was built. false: its
+ * state, its bytes and, for a folder, its entries are those prev saw, and they are taken from
+ * prev without asking the file system, so that a rebuild costs what changed. changed NULL: as
+ * snapshot_build. Called on the calling thread, during the call. */
+typedef bool (*snapshot_changed_fn)(const char *path, void *data);
+snapshot *snapshot_build_changed(const snapshot_spec *spec, const snapshot *prev, snapshot_changed_fn changed, void *data);
 /* References (atomic: any thread may take or drop one). */
 snapshot *snapshot_retain(snapshot *s);
 void snapshot_release(snapshot *s);
@@ -74,5 +87,18 @@ hv *snapshot_describe(const snapshot *s);
 hv *snapshot_problems(const snapshot *s);
 /* Build statistics: files held, folders listed, files taken unchanged from the previous snapshot. */
 void snapshot_stats(const snapshot *s, size_t *files, size_t *dirs, size_t *reused);
+/* The same and more: files parsed, taken from the store of parses by content, read back from the
+ * disk cache; paths asked of the file system (stat, a folder listed); what the snapshot takes in
+ * memory itself, estimated (its tables; the parses it holds are counted by snapshot_store_usage). */
+typedef struct {
+    size_t files, dirs, reused, parsed, shared, from_disk, looked, own_bytes;
+} snapshot_counts;
+void snapshot_counts_of(const snapshot *s, snapshot_counts *out);
+/* The parses named by content alive in the process (held by some snapshot), and what they take in
+ * memory, estimated. Any thread. */
+void snapshot_store_usage(size_t *parses, size_t *bytes);
+/* SHA-256 of bytes: what names a parse by its content. */
+#define SNAPSHOT_DIGEST_SIZE 32
+void snapshot_digest(const void *bytes, size_t len, unsigned char digest[SNAPSHOT_DIGEST_SIZE]);
 
 #endif

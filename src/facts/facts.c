@@ -6,8 +6,9 @@
  *    no facts;
  *  - without --node the node is the certname and its facts come from Facter
  *    (lib/puppet/indirector/facts/facter.rb): Puppet calls Facter in its own process; here the
- *    `facter` command is run with the same facts asked for (legacy facts included, as Puppet's
- *    include_legacy_facts default wants) and the same custom and external fact folders, then the
+ *    `facter` command is run with the same facts asked for (legacy facts included when Puppet's
+ *    include_legacy_facts setting is true: Puppet 7's default, not 8's) and the same custom and
+ *    external fact folders, then the
  *    facts Puppet adds itself (puppetversion, agent_specified_environment, clientcert,
  *    clientversion, clientnoop) are added;
  *  - the file's facts go over those, and no facts at all is "No facts available for target
@@ -185,11 +186,12 @@ static void external_dirs_of(const char *moddir, void *arg)
 
 /* ------------------------------------------------------------------ running facter */
 
-/* `facter --json --show-legacy` with the folders Puppet gives Facter (modulepath: the
- * environment's module folders, ':'-separated): the facts as a hash, or NULL with err. Facter's own
- * messages (errors it logs while resolving facts) go to the process's standard error as they do
- * under Puppet; Facter then exits 1, but its facts are used, as Puppet uses them. */
-static hiera_value *run_facter(const char *modulepath, const char *vardir, herr *err)
+/* `facter --json [--show-legacy]` with the folders Puppet gives Facter (modulepath: the
+ * environment's module folders, ':'-separated; legacy: the legacy facts too): the facts as a hash,
+ * or NULL with err. Facter's own messages (errors it logs while resolving facts) go to the
+ * process's standard error as they do under Puppet; Facter then exits 1, but its facts are used,
+ * as Puppet uses them. */
+static hiera_value *run_facter(const char *modulepath, const char *vardir, bool legacy, herr *err)
 {
     list custom = {0}, external = {0}, seen = {0}, argv = {0};
     each_entry(modulepath, custom_dirs_of, &custom);
@@ -206,7 +208,8 @@ static hiera_value *run_facter(const char *modulepath, const char *vardir, herr 
 
     push(&argv, cat3("facter", "", ""));
     push(&argv, cat3("--json", "", ""));
-    push(&argv, cat3("--show-legacy", "", ""));
+    if (legacy)
+        push(&argv, cat3("--show-legacy", "", ""));
     for (size_t i = 0; i < custom.n; i++) {
         push(&argv, cat3("--custom-dir", "", ""));
         push(&argv, cat3(custom.v[i], "", ""));
@@ -320,9 +323,13 @@ static char *default_certname(const hiera_value *facts)
 /* What Puppet's settings say about where a node's facts come from: the vardir and yamldir, the
  * certname when the command line or puppet.conf gives it (else NULL: Facter's), the environment
  * given on the command line or in puppet.conf's [agent] or [main] (the agent_specified_environment
- * fact), and the environment's modulepath (':'-joined). */
+ * fact), the environment's modulepath (':'-joined), the Puppet version the settings answer as
+ * (the puppetversion and clientversion facts) and whether Facter gives its legacy facts too
+ * (Puppet's include_legacy_facts: true in Puppet 7, false in 8). */
 typedef struct {
     char *vardir, *yamldir, *certname, *environment, *modulepath;
+    const char *puppet_version;
+    bool legacy_facts;
 } facts_settings;
 
 static void facts_settings_get(const hiera_settings *s, const hiera_environment *env, facts_settings *out)
@@ -345,6 +352,10 @@ static void facts_settings_get(const hiera_settings *s, const hiera_environment 
     for (size_t i = 0; i < n; i++)
         sb_addf(&mp, "%s%s", i ? ":" : "", hiera_environment_modulepath(env, i));
     out->modulepath = sb_take(&mp);
+    out->puppet_version = hiera_settings_puppet_version(s) == HIERA_PUPPET_8 ? CLI_PUPPET8_VERSION : CLI_PUPPET_VERSION;
+    char *legacy = hiera_settings_get(s, "include_legacy_facts", NULL);
+    out->legacy_facts = !legacy || strcmp(legacy, "false") != 0;
+    free(legacy);
 }
 
 static void facts_settings_free(facts_settings *f)
@@ -360,7 +371,7 @@ static void facts_settings_free(facts_settings *f)
 /* The local machine's facts as Puppet's facter terminus makes them; NULL with err. */
 static hiera_value *local_facts(const facts_settings *fs, const char *vardir, char **certname, herr *err)
 {
-    hiera_value *facts = run_facter(fs->modulepath, vardir, err);
+    hiera_value *facts = run_facter(fs->modulepath, vardir, fs->legacy_facts, err);
     if (!facts)
         return NULL;
     *certname = fs->certname ? xstrdup(fs->certname) : default_certname(facts);
@@ -371,11 +382,11 @@ static hiera_value *local_facts(const facts_settings *fs, const char *vardir, ch
         return NULL;
     }
     /* Puppet.initialize_facts, then Puppet::Node::Facts#add_local_facts */
-    hiera_value_hash_set(facts, "puppetversion", hiera_value_new_string(CLI_PUPPET_VERSION));
+    hiera_value_hash_set(facts, "puppetversion", hiera_value_new_string(fs->puppet_version));
     if (fs->environment)
         hiera_value_hash_set(facts, "agent_specified_environment", hiera_value_new_string(fs->environment));
     hiera_value_hash_set(facts, "clientcert", hiera_value_new_string(*certname));
-    hiera_value_hash_set(facts, "clientversion", hiera_value_new_string(CLI_PUPPET_VERSION));
+    hiera_value_hash_set(facts, "clientversion", hiera_value_new_string(fs->puppet_version));
     hiera_value_hash_set(facts, "clientnoop", hiera_value_new_bool(false));
     return facts;
 }

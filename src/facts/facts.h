@@ -5,8 +5,9 @@
 
 #include "hiera_fleet.h"
 
-/* The Puppet version whose behaviour this project implements; Puppet reports its own version in
- * the puppetversion and clientversion facts of the local machine. */
+/* The versions of Puppet this project answers as (hiera_puppet_version); Puppet reports its own
+ * version in the puppetversion and clientversion facts of the local machine. */
 #define CLI_PUPPET_VERSION "7.23.0"
+#define CLI_PUPPET8_VERSION "8.10.0"
 
 #endif

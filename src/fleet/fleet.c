@@ -14,6 +14,7 @@
 
 #include "api/api.h"
 #include "base/error.h"
+#include "base/rubyver.h"
 #include "base/util.h"
 #include "base/value.h"
 #include "engine/cache.h"
@@ -160,6 +161,9 @@ struct fleet {
     pthread_cond_t turn_cv;
     size_t turn;             /* ordered: the block whose nodes go next */
     pthread_mutex_t diag_mu;
+    /* the calling thread's Ruby (which Puppet's words the messages made outside a context take:
+     * facts files read, see hiera_thread_puppet_version), set on the run's threads too */
+    ruby_ver ruby;
 };
 
 /* ------------------------------------------------------------------ small helpers */
@@ -337,6 +341,7 @@ static void load_input(fleet *f, hiera_cache *cache, size_t i, node_input *in)
 static void *prefetch_thread(void *arg)
 {
     prefetch *p = arg;
+    rubyver_enter(p->f->ruby);
     for (size_t i = p->first; i < p->n; i++) {
         pthread_mutex_lock(&p->mu);
         if (!p->stop && i >= p->consumed + PREFETCH_AHEAD) {
@@ -777,6 +782,7 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     fleet *f = w->f;
+    ruby_ver was = rubyver_enter(f->ruby);
     prefetch pf;
     bool prefetching = f->nworkers == 1;
     if (prefetching)
@@ -803,6 +809,7 @@ static void *worker_main(void *arg)
     }
     if (prefetching)
         prefetch_stop(&pf);
+    rubyver_leave(was);
     return NULL;
 }
 
@@ -949,6 +956,7 @@ hiera_status hiera_fleet_run(const hiera_fleet_options *given, hiera_fleet_stats
     if (given)
         memcpy(&f->o, given, given->size && given->size < sizeof f->o ? given->size : sizeof f->o);
     f->o.size = sizeof f->o;
+    f->ruby = rubyver();
     herr e = {0};
     hiera_status rc = HIERA_ERROR;
     if (!f->o.context) {

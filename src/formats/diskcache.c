@@ -26,6 +26,12 @@
  * a source has one entry, replaced when it changes; it is written as <name>.XXXXXX and renamed
  * into place, so a reader sees a whole entry or none.
  *
+ * Entries named by content (<16 hex digits>.hd: the first 8 bytes of a SHA-256 digest of the
+ * file's bytes, the last xor'ed with the format) serve a reader that has read and digested the
+ * bytes already (snapshots: hiera serve's hundred branches of one repository hold the same files
+ * under as many paths): "HIERAD" 1 0, the 32 bytes of the digest, the format and flags, then the
+ * value as above. Content never goes stale: a sweep removes them by use only.
+ *
  * The bound (see "sweeping" at the end): entries whose source is gone or changed, and then the
  * least recently used entries beyond the size limit (HIERA_CACHE_MAX_SIZE, 256 MB by default),
  * are removed by a sweep that a process writing an entry starts when the last one is a day old
@@ -160,6 +166,19 @@ char *diskcache_entry_path(const diskcache *c, const char *path, int fmt)
         name[1 + i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
     memcpy(name + 17, ".hc", 4);
     return xjoin(c->dir, name, NULL); /* (no printf: one per file and per node) */
+}
+
+char *diskcache_digest_entry_path(const diskcache *c, const unsigned char *digest, int fmt)
+{
+    char name[sizeof "/0123456789abcdef.hd"];
+    name[0] = '/';
+    for (int i = 0; i < 8; i++) {
+        unsigned char b = (unsigned char)(digest[i] ^ (i == 7 ? (unsigned)fmt : 0));
+        name[1 + 2 * i] = "0123456789abcdef"[b >> 4];
+        name[2 + 2 * i] = "0123456789abcdef"[b & 15];
+    }
+    memcpy(name + 17, ".hd", 4);
+    return xjoin(c->dir, name, NULL);
 }
 
 /* ------------------------------------------------------------------ writing */
@@ -362,12 +381,42 @@ static int ix_cmp(const void *a, const void *b)
 }
 
 
+static void put_digest_identity(sbuf *b, const unsigned char *digest, int fmt, unsigned flags)
+{
+    sb_addn(b, DISKCACHE_DIGEST_MAGIC, 8);
+    sb_addn(b, (const char *)digest, DISKCACHE_DIGEST_SIZE);
+    put_var(b, (uint64_t)fmt);
+    put_var(b, flags);
+}
+
+/* Writes value after the identity already in w->b, and the entry into the file final. */
+static void put_entry(diskcache *c, wctx *wp, const char *final, const hv *value);
+
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags)
 {
     if (!c)
         return;
     wctx w = {0};
     put_identity(&w.b, path, fmt, st, flags);
+    char *final = diskcache_entry_path(c, path, fmt);
+    put_entry(c, &w, final, value);
+    free(final);
+}
+
+void diskcache_put_digest(diskcache *c, const unsigned char *digest, int fmt, const hv *value, unsigned flags)
+{
+    if (!c)
+        return;
+    wctx w = {0};
+    put_digest_identity(&w.b, digest, fmt, flags);
+    char *final = diskcache_digest_entry_path(c, digest, fmt);
+    put_entry(c, &w, final, value);
+    free(final);
+}
+
+static void put_entry(diskcache *c, wctx *wp, const char *final, const hv *value)
+{
+    wctx w = *wp;
     size_t layout_at = w.b.len;
     sb_addc(&w.b, 'P');
     w.index = hv_is(value, HV_HASH);
@@ -400,9 +449,7 @@ void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *s
         after_write(c, 0);
         return;
     }
-    char *final = diskcache_entry_path(c, path, fmt);
     size_t written = write_whole(final, w.b.s, w.b.len);
-    free(final);
     sb_free(&w.b);
     after_write(c, written);
 }
@@ -711,12 +758,26 @@ static int index_check(dc_map *m)
  * threads interrupts every CPU that ran one of them to flush its TLB: hiera batch's per-node facts
  * spent a third of their time there); otherwise it is mapped, and only the pages a lookup reads
  * are ever touched. */
+static bool map_file(diskcache *c, const char *file, const sbuf *id, unsigned *flags, bool whole, dc_map *m);
+
 static bool map_entry(diskcache *c, const char *path, int fmt, const struct stat *st, unsigned *flags, bool whole,
                       dc_map *m)
 {
     char *file = diskcache_entry_path(c, path, fmt);
-    int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* the identity must be exactly the one this file would be written with */
+    sbuf id = {0};
+    put_identity(&id, path, fmt, st, 0);
+    bool ok = map_file(c, file, &id, flags, whole, m);
+    sb_free(&id);
     free(file);
+    return ok;
+}
+
+/* Maps (or reads, whole) the entry file whose identity, before its flags, is id's bytes but the
+ * last (id ends with flags 0, one byte). */
+static bool map_file(diskcache *c, const char *file, const sbuf *id, unsigned *flags, bool whole, dc_map *m)
+{
+    int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return false;
     struct stat cst;
@@ -736,12 +797,8 @@ static bool map_entry(diskcache *c, const char *path, int fmt, const struct stat
     /* (entries are written whole and renamed into place, never changed: the mapping cannot shrink
      * under the reader unless someone truncates a file of our private folder) */
     *m = (dc_map){map, (size_t)cst.st_size, 0, (size_t)cst.st_size, NULL, 0, whole};
-    /* the identity must be exactly the one this file would be written with */
-    sbuf id = {0};
-    put_identity(&id, path, fmt, st, 0);
-    size_t idlen = id.len - 1; /* without the flags varint (one byte for small values) */
-    bool ok = m->size > idlen + 2 && memcmp(m->map, id.s, idlen) == 0;
-    sb_free(&id);
+    size_t idlen = id->len - 1; /* without the flags varint (one byte for small values) */
+    bool ok = m->size > idlen + 2 && memcmp(m->map, id->s, idlen) == 0;
     if (ok) {
         rctx r = {m->map + idlen, m->map + m->size, NULL, 0, 0, 0, NULL};
         uint64_t fl;
@@ -777,6 +834,27 @@ hv *diskcache_get(diskcache *c, const char *path, int fmt, const struct stat *st
     dc_map m;
     unsigned fl = 0;
     if (!c || !map_entry(c, path, fmt, st, &fl, true, &m))
+        return NULL;
+    hv *value = read_whole(&m, NULL);
+    dc_unmap(&m);
+    if (value)
+        *flags = fl;
+    return value;
+}
+
+hv *diskcache_get_digest(diskcache *c, const unsigned char *digest, int fmt, unsigned *flags)
+{
+    if (!c)
+        return NULL;
+    char *file = diskcache_digest_entry_path(c, digest, fmt);
+    sbuf id = {0};
+    put_digest_identity(&id, digest, fmt, 0);
+    dc_map m;
+    unsigned fl = 0;
+    bool ok = map_file(c, file, &id, &fl, true, &m);
+    sb_free(&id);
+    free(file);
+    if (!ok)
         return NULL;
     hv *value = read_whole(&m, NULL);
     dc_unmap(&m);
@@ -883,7 +961,8 @@ void dc_map_free(dc_map *m)
 #define SWEEP_UNIT 4096           /* bytes of entries per byte of `written` */
 #define SWEEP_INTERVAL 86400      /* seconds: at least one sweep a day when entries are written */
 #define SWEEP_TMP_AGE 3600        /* seconds: a temporary file older than this was abandoned */
-#define ENTRY_NAME_LEN 19         /* 16 hex digits and ".hc" (a parsed file) or ".hr" (a result) */
+#define ENTRY_NAME_LEN 19         /* 16 hex digits and ".hc" (a parsed file), ".hd" (one named by its
+                                     content) or ".hr" (a result) */
 
 static void ignore_result(long r) { (void)r; }
 
@@ -983,9 +1062,11 @@ static bool entry_useless(int dfd, const char *name)
            id[5] != (uint64_t)st.st_ctim.tv_sec || id[6] != (uint64_t)st.st_ctim.tv_nsec;
 }
 
-/* Whether the result entry `name` is of another version (what it depends on is checked when it
- * is used: a sweep keeps it until it is the least recently used). */
-static bool result_useless(int dfd, const char *name)
+/* Whether the result entry `name` (magic: DISKCACHE_RESULT_MAGIC), or the entry named by its
+ * content (DISKCACHE_DIGEST_MAGIC), is of another version (what a result depends on is checked
+ * when it is used, and content does not go stale: a sweep keeps it until it is the least recently
+ * used). */
+static bool magic_useless(int dfd, const char *name, const char *want)
 {
     int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -996,7 +1077,7 @@ static bool result_useless(int dfd, const char *name)
         n = pread(fd, magic, sizeof magic, 0);
     while (n < 0 && errno == EINTR);
     close(fd);
-    return n >= 0 && (n < 8 || memcmp(magic, DISKCACHE_RESULT_MAGIC, 8) != 0);
+    return n >= 0 && (n < 8 || memcmp(magic, want, 8) != 0);
 }
 
 typedef struct {
@@ -1037,8 +1118,9 @@ static int sweep_locked(diskcache *c)
         size_t len = strlen(de->d_name);
         bool hc = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hc", 3) == 0;
         bool hr = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hr", 3) == 0;
-        bool entry = (hc || hr) && len == ENTRY_NAME_LEN;
-        bool tmp = (hc || hr) && len == ENTRY_NAME_LEN + 7 && de->d_name[ENTRY_NAME_LEN] == '.';
+        bool hd = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hd", 3) == 0;
+        bool entry = (hc || hr || hd) && len == ENTRY_NAME_LEN;
+        bool tmp = (hc || hr || hd) && len == ENTRY_NAME_LEN + 7 && de->d_name[ENTRY_NAME_LEN] == '.';
         if (!entry && !tmp)
             continue; /* last-sweep, written, and whatever else someone put here */
         struct stat st;
@@ -1049,7 +1131,8 @@ static int sweep_locked(diskcache *c)
                 removed++;
             continue;
         }
-        if (hc ? entry_useless(dfd, de->d_name) : result_useless(dfd, de->d_name)) {
+        if (hc ? entry_useless(dfd, de->d_name)
+               : magic_useless(dfd, de->d_name, hr ? DISKCACHE_RESULT_MAGIC : DISKCACHE_DIGEST_MAGIC)) {
             if (unlinkat(dfd, de->d_name, 0) == 0)
                 removed++;
             continue;

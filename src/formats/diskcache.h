@@ -64,6 +64,17 @@ int dc_map_get(const dc_map *m, const char *key, size_t len, uint64_t code, hv *
 hv *dc_map_value(const dc_map *m);
 void dc_map_free(dc_map *m);
 
+/* Parsed files named by their content: a SHA-256 digest (DISKCACHE_DIGEST_SIZE bytes) of the bytes
+ * the caller read and parsed as fmt. The same bytes under any path share one entry; it never goes
+ * stale (a sweep removes it by use alone). get: a new reference, or NULL (*flags as for
+ * diskcache_get); put: as diskcache_put. */
+#define DISKCACHE_DIGEST_MAGIC "HIERAD\1\0"
+#define DISKCACHE_DIGEST_SIZE 32
+hv *diskcache_get_digest(diskcache *c, const unsigned char *digest, int fmt, unsigned *flags);
+void diskcache_put_digest(diskcache *c, const unsigned char *digest, int fmt, const hv *value, unsigned flags);
+/* The entry file of a digest (malloc'ed): for tests. */
+char *diskcache_digest_entry_path(const diskcache *c, const unsigned char *digest, int fmt);
+
 /* Stores the value parsed from path; failures are silent (the cache is only an optimisation).
  * Starts a sweep when one is due (see diskcache_sweep). */
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags);

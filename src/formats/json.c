@@ -1,5 +1,6 @@
 /* json.c - JSON as Ruby's JSON.parse reads it (the json gem 2.6.1 of Ruby 3.1, which Puppet's
- * json_data, Puppet::Util::Json and Hiera 3's json backend call), and a debugging printer.
+ * json_data, Puppet::Util::Json and Hiera 3's json backend call; under Ruby 3.3, the json 2.7.2
+ * Puppet 8.10 runs with: see below), and a debugging printer.
  *
  * Written by hand rather than through a JSON library because what Puppet accepts and says is that
  * gem's Ragel machines (ext/json/parser/parser.rl), and no library parses the same language: the
@@ -15,9 +16,13 @@
  *     character; the array around it then raises there (451), the document reports there (859);
  *   - an array raises itself (451) where its own machine stopped, or at a failed element;
  *   - numbers take the longest float the grammar allows, but a float followed by a digit, 'e',
- *     'E', '.' or '-' is no float at all; then the longest integer (no leading zeros). */
+ *     'E', '.' or '-' is no float at all; then the longest integer (no leading zeros).
+ * json 2.7 (Ruby 3.3, rubyver.h) parses the same language with the same machines; its messages
+ * drop the line of parser.rl ("unexpected token at '...'"), and an Infinity is quoted from its
+ * first letter (2.6 quoted from the character before it, or nothing at the very start). */
 #include "formats/json.h"
 #include "base/fileio.h"
+#include "base/rubyver.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -59,7 +64,10 @@ static void raise_at(jparse *j, int rl_line, const char *what, const char *p)
     const char *q = p && p >= j->src ? p : j->end;
     const char *stop = memchr(q, 0, (size_t)(j->end - q));
     size_t n = (size_t)((stop ? stop : j->end) - q);
-    herr_set(j->err, HERR_ERROR, "Unable to parse (%s): %d: %s at '%.*s'", j->name, rl_line, what, (int)n, q);
+    if (rubyver() == RUBY_33)
+        herr_set(j->err, HERR_ERROR, "Unable to parse (%s): %s at '%.*s'", j->name, what, (int)n, q);
+    else
+        herr_set(j->err, HERR_ERROR, "Unable to parse (%s): %d: %s at '%.*s'", j->name, rl_line, what, (int)n, q);
     int col = 1;
     for (const char *c = q; c > j->src && c[-1] != '\n'; c--)
         col++;
@@ -389,7 +397,8 @@ static const char *parse_value(jparse *j, const char *p, int depth, hv **out)
         break;
     case 'I':
         if (left >= 8 && memcmp(p, "Infinity", 8) == 0)
-            raise_at(j, 232, "unexpected token", p > j->src ? p - 1 : j->end); /* (p - 8 from its last letter) */
+            raise_at(j, 232, "unexpected token",
+                     rubyver() == RUBY_33 ? p : p > j->src ? p - 1 : j->end); /* (2.6: p - 8 from its last letter) */
         break;
     case '"':
         np = parse_string(j, p, &v);
@@ -532,6 +541,23 @@ hv *hjson_parse(const char *text, size_t len, const char *name, herr *err)
     hv_decref(v);
     raise_at(&j, 859, "unexpected token", p);
     return NULL;
+}
+
+hv *hjson_parse_puppet(const char *text, size_t len, const char *name, herr *err)
+{
+    if (rubyver() == RUBY_33) {
+        /* MultiJson::Adapter.load: blank?(input), /\A\s*\z/ */
+        size_t i = 0;
+        while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r' || text[i] == '\f' ||
+                           text[i] == '\v'))
+            i++;
+        if (i == len) {
+            herr_set(err, HERR_ERROR, "Unable to parse (%s): JSON::ParserError", name);
+            herr_at(err, name, 1, 1);
+            return NULL;
+        }
+    }
+    return hjson_parse(text, len, name, err);
 }
 
 hv *hjson_load_file(const char *path, herr *err)

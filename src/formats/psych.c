@@ -19,6 +19,7 @@
  * file name, so syntax errors say "(<unknown>): ...".
  */
 #include "formats/psych.h"
+#include "base/rubyver.h"
 #include "base/fileio.h"
 
 #include "formats/json.h"
@@ -1733,6 +1734,12 @@ static int begin_node(fstack *st, uint32_t idx, hv **out)
         const char *name = pool_str(c, nd->val);
         /* NoAliasRuby (YAML.load, aliases: false) refuses every alias the same way */
         anchor_slot *s = c->mode == YAML_HIERA3 ? NULL : anchor_find(c, name, false);
+        if (!s && c->mode == YAML_HIERA3 && rubyver() == RUBY_33) {
+            /* Psych 5 (Ruby 3.3) refuses aliases with AliasesNotEnabled, whatever the name */
+            fail_at(c, nd->line, nd->col,
+                    "Alias parsing was not enabled. To enable it, pass `aliases: true` to `Psych::load` or `Psych::safe_load`.");
+            return ST_ERROR;
+        }
         if (!s) {
             fail_at(c, nd->line, nd->col, "Unknown alias: %s", name);
             return ST_ERROR;

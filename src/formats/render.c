@@ -7,6 +7,7 @@
  * Strings are assumed to be UTF-8 (Ruby with a UTF-8 locale). */
 #include "formats/render.h"
 #include "base/rregex.h"
+#include "base/rubyver.h"
 
 #include <limits.h>
 #include <math.h>
@@ -909,11 +910,12 @@ static int json_rec(sbuf *out, const hv *v, int depth, json_memo *jm, herr *err)
         double d = hv_float_val(v);
         /* the numbers are the generator.c source lines Ruby's json 2.6.1 puts in the message */
         if (isinf(d)) {
-            herr_set(err, HERR_ERROR, "1000: %s not allowed in JSON", d > 0 ? "Infinity" : "-Infinity");
+            herr_set(err, HERR_ERROR, "%s%s not allowed in JSON", rubyver() == RUBY_33 ? "" : "1000: ",
+                     d > 0 ? "Infinity" : "-Infinity");
             return -1;
         }
         if (isnan(d)) {
-            herr_set(err, HERR_ERROR, "1003: NaN not allowed in JSON");
+            herr_set(err, HERR_ERROR, "%sNaN not allowed in JSON", rubyver() == RUBY_33 ? "" : "1003: ");
             return -1;
         }
         ruby_float_to_s(out, d);

@@ -33,6 +33,7 @@
  */
 #include "hiera3/hiera3.h"
 #include "base/fsjournal.h"
+#include "base/rubyver.h"
 
 #include "crypto/eyaml.h"
 #include "formats/render.h"
@@ -64,13 +65,18 @@ typedef struct {
 
 /* ------------------------------------------------------------------ small Ruby helpers */
 
-/* "undefined method `m' for <inspect>:<Class>" as Ruby words it for a receiver */
+/* "undefined method `m' for <inspect>:<Class>" as Ruby words it for a receiver (Ruby 3.3: without
+ * error_highlight's and did_you_mean's lines, which it no longer puts in the message) */
 static void raise_no_method(h3 *h, herr *err, const char *method, const hv *recv, const char *highlight,
                             const char *suggestion)
 {
     char *ins = h3_inspect_dup(recv);
-    h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `%s' for %s:%s%s%s", method, ins,
-             ruby_class_name(recv), highlight, suggestion);
+    char *m = ruby_no_method(method, ins, ruby_class_name(recv));
+    if (rubyver() == RUBY_33)
+        h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "%s", m);
+    else
+        h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "%s%s%s", m, highlight, suggestion);
+    free(m);
     free(ins);
 }
 
@@ -122,6 +128,7 @@ static void *ey_create(h3 *h, herr *err)
     ey_state *st = xcalloc(1, sizeof *st);
     st->cache = h3_filecache_new();
     st->ey = eyaml_new();
+    eyaml_set_debian13(st->ey, rubyver() == RUBY_33); /* (hiera-eyaml 4.2 beside Hiera 3.12) */
     const hv *ext = h3_config_get(h, "eyaml", "extension");
     st->extension = hv_truthy(ext) ? hv_incref((hv *)ext) : hv_str("eyaml");
     st->decrypted_seen = hv_hash();

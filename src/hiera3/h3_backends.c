@@ -3,6 +3,7 @@
  * is the third backend). */
 #include "hiera3/hiera3_int.h"
 #include "base/fileio.h"
+#include "base/rubyver.h"
 #include "formats/diskcache.h"
 #include "formats/json.h"
 #include "formats/psych.h"
@@ -29,7 +30,11 @@ char *h3_datadir(h3 *h, const char *backend, const hv *scope, herr *err)
             return NULL;
         } else {
             char *ins = h3_inspect_dup(sect);
-            h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `[]' for %s:%s", ins, ruby_class_name(sect));
+            {
+            char *nm = ruby_no_method("[]", ins, ruby_class_name(sect));
+            h3_raise(h, err, H3E_CONFIG, "NoMethodError", "%s", nm);
+            free(nm);
+        }
             free(ins);
             return NULL;
         }
@@ -110,8 +115,15 @@ int h3_datasources(h3 *h, const hv *scope, const hv *override, h3_source_fn fn, 
         char *s = h3_to_s_dup(src);
         size_t n = hv_is(src, HV_STRING) || hv_is(src, HV_SYMBOL) ? hv_str_len(src) : strlen(s);
         bool is_str = hv_is(src, HV_STRING), is_sym = hv_is(src, HV_SYMBOL);
+        bool no_match_method = h->ruby33 && !is_str && !is_sym && !hv_is(src, HV_UNDEF);
+        char *no_match = no_match_method ? ruby_no_method("=~", s, ruby_class_name(src)) : NULL;
         hv_decref(src);
-        if ((is_str && n == 0) || ((is_str || is_sym) && bad_source(s, n))) {
+        if (no_match) {
+            /* Ruby 3.2 dropped Object#=~: `source =~ /.../` on a number or a boolean (Hiera 3.12) */
+            h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "%s", no_match);
+            free(no_match);
+            rc = -1;
+        } else if ((is_str && n == 0) || ((is_str || is_sym) && bad_source(s, n))) {
             h3_debug(h, "Ignoring bad definition in :hierarchy: '%s'", s);
         } else if (memchr(s, 0, n)) {
             h3_raise(h, err, H3E_LOOKUP, "ArgumentError", "string contains null byte");
@@ -344,8 +356,9 @@ static int non_hash_data(h3 *h, const hv *data, const hv *key, hv **value, herr 
     if (hv_is(data, HV_SYMBOL) && !hv_str_len(data))
         return 0;
     char *ins = h3_inspect_dup(data);
-    h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `%s' for %s:%s",
-             hv_is(data, HV_SYMBOL) ? "include?" : "empty?", ins, ruby_class_name(data));
+    char *nm = ruby_no_method(hv_is(data, HV_SYMBOL) ? "include?" : "empty?", ins, ruby_class_name(data));
+    h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "%s", nm);
+    free(nm);
     free(ins);
     return -1;
 }

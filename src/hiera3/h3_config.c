@@ -2,6 +2,7 @@
  * a hash, the table of backends :backends: may name, and making and freeing the Hiera object
  * (h3_lookup.c's h3_new_file and h3_new_hash give it Backend.lookup). */
 #include "hiera3/hiera3_int.h"
+#include "base/rubyver.h"
 #include "formats/psych.h"
 #include "formats/render.h"
 #include "base/fsjournal.h"
@@ -70,7 +71,11 @@ static int check_version(h3 *h, const hv *config, const char *path, herr *err)
         return -1;
     default: {
         char *ins = h3_inspect_dup(v);
-        h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `>=' for %s:%s", ins, ruby_class_name(v));
+        {
+            char *nm = ruby_no_method(">=", ins, ruby_class_name(v));
+            h3_raise(h, err, H3E_CONFIG, "NoMethodError", "%s", nm);
+            free(nm);
+        }
         free(ins);
         return -1;
     }
@@ -135,7 +140,7 @@ static int load_config_file(h3 *h, const char *path, hv **out, herr *err)
         } else {
             char *ins = h3_inspect_dup(v);
             cls = "NoMethodError";
-            msg = xasprintf("undefined method `[]' for %s:%s", ins, ruby_class_name(v));
+            msg = ruby_no_method("[]", ins, ruby_class_name(v));
             free(ins);
         }
         h3_raise(h, err, H3E_CONFIG, cls, "%s", msg);
@@ -170,8 +175,11 @@ static int load_backends(h3 *h, herr *err)
         const hv *b = hv_array_get(h->backends, i);
         if (!hv_is(b, HV_STRING) && !hv_is(b, HV_SYMBOL)) {
             char *ins = h3_inspect_dup(b);
-            h3_raise(h, err, H3E_CONFIG, "NoMethodError", "undefined method `downcase' for %s:%s", ins,
-                     ruby_class_name(b));
+            {
+            char *nm = ruby_no_method("downcase", ins, ruby_class_name(b));
+            h3_raise(h, err, H3E_CONFIG, "NoMethodError", "%s", nm);
+            free(nm);
+        }
             free(ins);
             return -1;
         }
@@ -222,6 +230,7 @@ h3_inst *h3_canonical_inst(h3 *h, size_t i)
 static h3 *h3_alloc(h3_lookup_fn nested_lookup)
 {
     h3 *h = xcalloc(1, sizeof *h);
+    h->ruby33 = rubyver() == RUBY_33;
     h->logk = LOG_CONSOLE;
     h->nested_lookup = nested_lookup;
     return h;

@@ -2,6 +2,7 @@
  * recursion guard, qualified lookups into values (Backend.qualified_lookup), the %{...}
  * interpolation of data and of config entries, and parse_answer (see hiera3.c for the flow). */
 #include "hiera3/hiera3_int.h"
+#include "base/rubyver.h"
 #include "formats/render.h"
 
 #include <limits.h>
@@ -164,8 +165,11 @@ h3_result h3_qualified_lookup(h3 *h, const hv *segs, size_t from, const hv *valu
         if (hv_is(v, HV_INT) || hv_is(v, HV_BIGINT) || hv_is(v, HV_SYMBOL)) {
             /* Ruby quirk: these respond to [] and get as far as include? */
             char *ins = h3_inspect_dup(v);
-            h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "undefined method `include?' for %s:%s", ins,
-                     ruby_class_name(v));
+            {
+            char *nm = ruby_no_method("include?", ins, ruby_class_name(v));
+            h3_raise(h, err, H3E_LOOKUP, "NoMethodError", "%s", nm);
+            free(nm);
+        }
             free(ins);
             r = H3_ERROR;
             break;

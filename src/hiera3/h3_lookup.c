@@ -3,6 +3,7 @@
  * h3_config.c with Backend.lookup as the nested lookup that interpolation's hiera() and alias()
  * call back. */
 #include "hiera3/hiera3_int.h"
+#include "base/rubyver.h"
 #include "formats/render.h"
 
 #include <stdlib.h>
@@ -203,7 +204,10 @@ h3_result h3_lookup(h3 *h, const char *key, const hv *dflt, const hv *scope, con
     h->cfg_ctx = NULL;
     h->errclass = H3E_LOOKUP;
     h->rbclass = NULL;
-    return h3_backend_lookup(h, key ? key : "", dflt, scope, order_override, res, &ctx, out, err);
+    ruby_ver was = rubyver_enter(h->ruby33 ? RUBY_33 : RUBY_31);
+    h3_result r = h3_backend_lookup(h, key ? key : "", dflt, scope, order_override, res, &ctx, out, err);
+    rubyver_leave(was);
+    return r;
 }
 
 /* ------------------------------------------------------------------ Hiera.new */

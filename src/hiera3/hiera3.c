@@ -56,7 +56,9 @@ const char *h3_psych_class(const char *msg)
         return "RuntimeError";
     if (strstr(msg, "Tried to load unspecified class"))
         return "Psych::DisallowedClass";
-    if (strstr(msg, "Unknown alias") || strstr(msg, "Alias parsing was not enabled"))
+    if (strstr(msg, "Alias parsing was not enabled"))
+        return "Psych::AliasesNotEnabled"; /* (Psych 5, a BadAlias) */
+    if (strstr(msg, "Unknown alias"))
         return "Psych::BadAlias";
     if (strstr(msg, "stack level too deep"))
         return "SystemStackError";

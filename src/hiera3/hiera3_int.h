@@ -82,6 +82,10 @@ struct hiera3 {
      * up into the file that calls it */
     h3_lookup_fn nested_lookup;
     struct diskcache *disk; /* parsed YAML and JSON data files kept between runs (BORROWED), or NULL */
+    /* Hiera 3.12 on Ruby 3.3 (Debian 13, beside Puppet 8.10) rather than Hiera 3.10 on Ruby 3.1:
+     * the calling thread's Ruby when the object was made (base/rubyver.h), in force during its
+     * lookups */
+    bool ruby33;
 };
 
 /* ---- errors and Ruby helpers (hiera3.c) ---- */

@@ -93,7 +93,7 @@ static bool cursor_get(lreq *r, cursor *c)
         }
     }
     c->epath = c->path ? ws_engine_path(r->s->w, c->path) : NULL;
-    c->t = (ltext){c->text, c->len, r->s->utf8};
+    c->t = (ltext){.text = c->text, .len = c->len, .utf8 = r->s->utf8};
     const hv *pos = jobj(r->params, "position");
     int64_t line = 0, ch = 0;
     jint(pos, "line", &line), jint(pos, "character", &ch);
@@ -782,7 +782,7 @@ static bool add_key_def(const lstate *s, const char *real, const char *key, hv *
     const ysnode *k = top_key_node(ys, key);
     bool ok = k != NULL;
     if (k) {
-        ltext t = {text, len, utf8};
+        ltext t = {.text = text, .len = len, .utf8 = utf8};
         hv_array_push(out, location(real, &t, lt_offset_lc(&t, k->line, k->col), lt_offset_lc(&t, k->eline, k->ecol)));
     }
     ys_free(ys);
@@ -822,7 +822,7 @@ static void key_definitions(lreq *r, const char *key, hv *out)
         size_t len;
         char *text = lstate_text(s, real, &len);
         if (text) {
-            ltext t = {text, len, s->utf8};
+            ltext t = {.text = text, .len = len, .utf8 = s->utf8};
             size_t off = lt_offset_lc(&t, p->line, p->col);
             size_t end = off;
             while (end < len && (text[end] == '$' || isalnum((unsigned char)text[end]) || text[end] == '_'))
@@ -922,7 +922,7 @@ static void pp_refs(const lstate *s, const pp_index *pp, const char *key, bool s
             size_t len;
             char *text = lstate_text(s, real, &len);
             if (text) {
-                ltext t = {text, len, s->utf8};
+                ltext t = {.text = text, .len = len, .utf8 = s->utf8};
                 size_t off = lt_offset_lc(&t, l->line, l->col), end = off;
                 while (end < len && text[end] != '\n' && text[end] != ')')
                     end++;
@@ -957,7 +957,7 @@ hv *feat_references(lreq *r)
             size_t len;
             char *text = lstate_text(s, real, &len);
             if (text) {
-                ltext t = {text, len, s->utf8};
+                ltext t = {.text = text, .len = len, .utf8 = s->utf8};
                 size_t off = lt_offset_lc(&t, p->line, p->col), end = off;
                 while (end < len && (text[end] == '$' || isalnum((unsigned char)text[end]) || text[end] == '_'))
                     end++;
@@ -981,7 +981,7 @@ hv *feat_references(lreq *r)
             size_t len;
             char *text = lstate_text(s, real, &len);
             if (text && strstr(text, a.key)) {
-                ltext t = {text, len, s->utf8};
+                ltext t = {.text = text, .len = len, .utf8 = s->utf8};
                 ref_ctx rc = {out, real, &t};
                 each_key_interp(text, len, a.key, add_ref, &rc);
             }
@@ -1029,7 +1029,7 @@ static char *param_default(const lstate *s, const pp_class *cls, const pp_param 
     free(real);
     if (!text)
         return NULL;
-    ltext t = {text, len, false};
+    ltext t = {.text = text, .len = len, .utf8 = false};
     size_t i = lt_offset_lc(&t, p->line, p->col);
     while (i < len && text[i] != '=' && text[i] != ',' && text[i] != ')')
         i++;
@@ -1365,7 +1365,7 @@ static void move_key(lreq *r, cursor *c, hv *out)
         bool defines = top_key_node(tys, key) != NULL, flow = top_map(tys) && top_map(tys)->style == YS_FLOW;
         ys_free(tys);
         if (!defines && !flow) {
-            ltext tt = {ttext, tl, r->s->utf8};
+            ltext tt = {.text = ttext, .len = tl, .utf8 = r->s->utf8};
             hv *tedits = hv_array();
             /* appended, after a line break when the file does not end with one */
             const char *sep = tl && ttext[tl - 1] != '\n' ? "\n" : "";
@@ -1573,7 +1573,7 @@ hv *doc_syntax_error(const lstate *s, const ldoc *d)
         hv_decref(v);
         return NULL;
     }
-    ltext t = {d->text, d->len, s->utf8};
+    ltext t = {.text = d->text, .len = d->len, .utf8 = s->utf8};
     size_t off = lt_offset_lc(&t, err.line > 0 ? (uint32_t)err.line : 1, err.col > 0 ? (uint32_t)err.col : 1), end = off;
     while (end < d->len && d->text[end] != '\n')
         end++;
@@ -1604,29 +1604,35 @@ hv *doc_syntax_error(const lstate *s, const ldoc *d)
     return diag;
 }
 
-char *rule_link(const char *rule)
+/* the README's URI, found once: next to the command (a build tree), or where `make install` puts
+ * it (../share/doc/hiera; the Debian package's ../share/doc/hiera-c) */
+static char *readme_uri;
+static void find_readme(void)
 {
-    /* the README next to the command (a build tree), or where an installation puts it */
-    static const char *const rel[] = {"/../README.md", "/../share/doc/hiera/README.md", NULL};
+    static const char *const rel[] = {"/../README.md", "/../share/doc/hiera/README.md", "/../share/doc/hiera-c/README.md",
+                                      NULL};
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = 0;
         char *dir = pn_dirname(exe);
-        for (size_t i = 0; rel[i]; i++) {
+        for (size_t i = 0; rel[i] && !readme_uri; i++) {
             char *p = xjoin(dir, rel[i], NULL);
             char *real = realpath(p, NULL);
             free(p);
-            if (real) {
-                char *uri = uri_of_path(real);
-                char *link = xasprintf("%s#the-rules:~:text=%s", uri, rule);
-                free(uri);
-                free(real);
-                free(dir);
-                return link;
-            }
+            if (real)
+                readme_uri = uri_of_path(real);
+            free(real);
         }
         free(dir);
     }
-    return xasprintf("file:///usr/share/doc/hiera/README.md#the-rules:~:text=%s", rule);
+    if (!readme_uri)
+        readme_uri = xstrdup("file:///usr/share/doc/hiera/README.md");
+}
+
+char *rule_link(const char *rule)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, find_readme);
+    return xasprintf("%s#the-rules:~:text=%s", readme_uri, rule);
 }

@@ -74,7 +74,14 @@ typedef struct {
     const char *text;
     size_t len;
     bool utf8;   /* characters are bytes */
+    size_t *lines; /* where each line starts (lt_index), or NULL: found by scanning */
+    size_t nlines;
 } ltext;
+
+/* Indexes t's lines, so that positions are found in O(log n) (many findings in one text);
+ * lt_index_free releases it. */
+void lt_index(ltext *t);
+void lt_index_free(ltext *t);
 
 /* The byte offset of an LSP (line, character); clamped to the line's end and the text's end. */
 size_t lt_offset(const ltext *t, int64_t line, int64_t character);

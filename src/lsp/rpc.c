@@ -231,8 +231,36 @@ bool jint(const hv *o, const char *key, int64_t *out)
 /* the length of the UTF-8 sequence starting with byte c (1 for a stray continuation byte) */
 static size_t seq_len(unsigned char c) { return c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
 
+void lt_index(ltext *t)
+{
+    size_t cap = 64;
+    t->lines = xmalloc(cap * sizeof *t->lines);
+    t->nlines = 0;
+    t->lines[t->nlines++] = 0;
+    for (const char *p = t->text, *end = t->text + t->len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        if (t->nlines == cap) {
+            cap *= 2;
+            t->lines = xrealloc(t->lines, cap * sizeof *t->lines);
+        }
+        t->lines[t->nlines++] = (size_t)(nl - t->text) + 1;
+        p = nl + 1;
+    }
+}
+
+void lt_index_free(ltext *t)
+{
+    free(t->lines);
+    t->lines = NULL;
+    t->nlines = 0;
+}
+
 size_t lt_line_start(const ltext *t, uint32_t line)
 {
+    if (t->lines)
+        return line < t->nlines ? t->lines[line] : t->len;
     size_t off = 0;
     for (uint32_t l = 0; l < line; l++) {
         const char *nl = memchr(t->text + off, '\n', t->len - off);
@@ -279,7 +307,20 @@ void lt_position(const ltext *t, size_t off, uint32_t *line, uint32_t *character
         off = t->len;
     uint32_t l = 0;
     size_t start = 0;
-    for (const char *p = t->text; p && (size_t)(p - t->text) < off;) {
+    if (t->lines) {
+        /* the last line starting at or before off */
+        size_t lo = 0, hi = t->nlines;
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (t->lines[mid] <= off)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        l = (uint32_t)lo;
+        start = t->lines[lo];
+    }
+    for (const char *p = t->text + start; !t->lines && p && (size_t)(p - t->text) < off;) {
         const char *nl = memchr(p, '\n', off - (size_t)(p - t->text));
         if (!nl)
             break;

@@ -125,6 +125,12 @@ typedef struct {
     uint64_t generation;      /* of the documents: diagnostics are due when it moves */
     uint64_t checked;         /* the generation last checked */
     hv *published;            /* uri -> true: documents given diagnostics */
+    /* the background thread's: hiera check kept between changes over one workspace (its
+     * options name the workspace's strings: it holds a reference) */
+    check_session *cs;
+    ws *cs_w;
+    const char *cs_paths[1];
+    check_options cs_o;
 } server;
 
 /* A new state from the documents and the workspace (lock held). */
@@ -356,7 +362,7 @@ static void diagnose(server *sv, lstate *s)
         } else if (s->docs[i].len > LSP_CHECK_MAX) {
             /* hiera check's rules are not run on so large an unsaved text (it parsed: fine) */
             hv *d = hv_hash();
-            ltext t = {s->docs[i].text, s->docs[i].len, s->utf8};
+            ltext t = {.text = s->docs[i].text, .len = s->docs[i].len, .utf8 = s->utf8};
             jset(d, "range", lsp_range_of(&t, 0, 0));
             jset(d, "severity", hv_int(3));
             jset(d, "source", hv_str("hiera lsp"));
@@ -376,32 +382,47 @@ static void diagnose(server *sv, lstate *s)
         for (size_t i = 0; i < n; i++)
             if (s->docs[i].path && !syntax_only[i])
                 texts[nt++] = (check_text){s->docs[i].path, s->docs[i].text, s->docs[i].len};
-        check_options o = {0};
-        const char *paths[1] = {w->check_path};
-        if (w->check_path) {
-            o.paths = paths;
-            o.npaths = 1;
-        } else {
-            o.codedir = w->codedir;
+        if (sv->cs_w != w) {
+            /* another workspace (settings, saved files): a new session over it */
+            check_session_free(sv->cs);
+            ws_release(sv->cs_w);
+            sv->cs_w = ws_retain((ws *)w);
+            check_options *o = &sv->cs_o;
+            memset(o, 0, sizeof *o);
+            sv->cs_paths[0] = w->check_path;
+            if (w->check_path) {
+                o->paths = sv->cs_paths;
+                o->npaths = 1;
+            } else {
+                o->codedir = w->codedir;
+            }
+            o->confdir = w->set.confdir;
+            o->environment = w->env_name;
+            o->facts_dir = w->set.facts_dir;
+            o->jobs = 1;
+            sv->cs = check_session_new(o);
         }
-        o.confdir = w->set.confdir;
-        o.environment = w->env_name;
-        o.facts_dir = w->set.facts_dir;
-        o.texts = texts;
-        o.ntexts = nt;
-        o.jobs = 1;
         check_report rep;
         char *error = NULL;
-        if (check_run(&o, &rep, &error) == 0) {
+        if (check_session_run(sv->cs, texts, nt, &rep, &error) == 0) {
+            /* positions found through an index of each document's lines (a file may have
+             * thousands of findings) */
+            ltext *lt = xcalloc(n + 1, sizeof *lt);
             for (size_t k = 0; k < rep.n; k++) {
                 const check_finding *f = &rep.v[k];
                 for (size_t i = 0; i < n; i++) {
                     if (syntax_only[i] || !s->docs[i].path || strcmp(s->docs[i].path, f->file) != 0)
                         continue;
-                    ltext t = {s->docs[i].text, s->docs[i].len, s->utf8};
-                    hv_array_push(diags[i], finding_diagnostic(&t, f));
+                    if (!lt[i].lines) {
+                        lt[i] = (ltext){s->docs[i].text, s->docs[i].len, s->utf8, NULL, 0};
+                        lt_index(&lt[i]);
+                    }
+                    hv_array_push(diags[i], finding_diagnostic(&lt[i], f));
                 }
             }
+            for (size_t i = 0; i < n; i++)
+                lt_index_free(&lt[i]);
+            free(lt);
             check_report_free(&rep);
         } else {
             char *m = xasprintf("hiera check: %s", error ? error : "failed");
@@ -501,7 +522,7 @@ static void apply_change(server *sv, ldoc *d, const hv *ch)
     const hv *a = jobj(range, "start"), *b = jobj(range, "end");
     int64_t al = 0, ac = 0, bl = 0, bc = 0;
     jint(a, "line", &al), jint(a, "character", &ac), jint(b, "line", &bl), jint(b, "character", &bc);
-    ltext t = {d->text, d->len, sv->utf8};
+    ltext t = {.text = d->text, .len = d->len, .utf8 = sv->utf8};
     size_t s = lt_offset(&t, al, ac), e = lt_offset(&t, bl, bc);
     if (e < s)
         e = s;
@@ -823,6 +844,8 @@ int lsp_run(int in_fd, int out_fd, const lsp_options *o)
         sv.head = j->next;
         job_free(j);
     }
+    check_session_free(sv.cs);
+    ws_release(sv.cs_w);
     for (size_t i = 0; i < sv.ndocs; i++)
         doc_free(&sv.docs[i]);
     free(sv.docs);

@@ -498,7 +498,7 @@ ws *ws_build(const ws_settings *s, const ws *prev)
         return w;
     }
     const char *envs[1] = {w->env_name};
-    snapshot_spec spec = {w->codedir, w->envpath, w->hiera_config, envs, 1, NULL, module_roots, w};
+    snapshot_spec spec = {w->codedir, w->envpath, w->hiera_config, envs, 1, NULL, module_roots, w, NULL};
     /* the previous workspace's parses of unchanged files, when it read the same tree */
     const snapshot *p = prev && prev->snap && prev->env_dir && !strcmp(prev->real_dir, w->real_dir) &&
                                 !strcmp(prev->env_dir, w->env_dir)

@@ -18,19 +18,9 @@
 
 #include "base/fileio.h"
 #include "base/util.h"
+#include "puppet/lex.h"
 
 /* ------------------------------------------------------------------ tokens */
-
-typedef enum { TK_EOF, TK_NAME, TK_CLASSREF, TK_VAR, TK_STR, TK_DQ, TK_HEREDOC, TK_NUM, TK_REGEX, TK_PUNCT } tkind;
-
-typedef struct {
-    tkind k;
-    uint32_t s, e;       /* source bytes [s, e) */
-    uint32_t line, col;  /* 1-based */
-    bool nl_before;      /* a line break since the previous token */
-    bool interp;         /* TK_DQ: holds an interpolation (val is the text before it) */
-    char *val;           /* names (lower case kept as written), variables (no $), string values, punctuation */
-} tok;
 
 typedef struct {
     const char *path;
@@ -55,6 +45,8 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
 
 static void problem(pp_index *x, const char *file, uint32_t line, uint32_t col, const char *fmt, ...)
 {
+    if (!x)
+        return;
     if (x->nproblems == x->capproblems) {
         x->capproblems = x->capproblems ? x->capproblems * 2 : 8;
         x->problems = xrealloc(x->problems, x->capproblems * sizeof *x->problems);
@@ -148,7 +140,7 @@ static void skip_heredoc_bodies(lexer *L)
             if (end) {
                 found = true;
                 /* lookups in the body's interpolations */
-                if (memmem(L->src + body, L->pos - body, "lookup", 6) || memmem(L->src + body, L->pos - body, "hiera", 5))
+                if (L->x && (memmem(L->src + body, L->pos - body, "lookup", 6) || memmem(L->src + body, L->pos - body, "hiera", 5)))
                     scan_text_lookups(L->x, L->path, L->src + body, L->pos - body, start_line);
                 break;
             }
@@ -301,7 +293,11 @@ static bool value_end(const lexer *L)
         return false;
     const tok *t = &L->toks[L->ntoks - 1];
     switch (t->k) {
-    case TK_NAME: case TK_CLASSREF: case TK_NUM: case TK_STR: case TK_DQ: case TK_HEREDOC: case TK_REGEX: case TK_VAR:
+    case TK_NAME:
+        /* a keyword after which a regexp may come: node /^web/, ... and /x/ */
+        return strcmp(t->val, "node") && strcmp(t->val, "and") && strcmp(t->val, "or") && strcmp(t->val, "in") &&
+               strcmp(t->val, "if") && strcmp(t->val, "elsif") && strcmp(t->val, "unless") && strcmp(t->val, "case");
+    case TK_CLASSREF: case TK_NUM: case TK_STR: case TK_DQ: case TK_HEREDOC: case TK_REGEX: case TK_VAR:
         return true;
     case TK_PUNCT:
         return !strcmp(t->val, ")") || !strcmp(t->val, "]") || !strcmp(t->val, "|>") || !strcmp(t->val, "|>>");
@@ -312,6 +308,21 @@ static bool value_end(const lexer *L)
 
 static bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_word(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* The length of the Unicode blank (Zs: no-break space, the U+2000 spaces...) UTF-8 starts at s with,
+ * or 0. */
+static size_t unicode_space(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (n >= 2 && u[0] == 0xC2 && u[1] == 0xA0)
+        return 2;
+    if (n >= 3 && u[0] == 0xE2 && u[1] == 0x80 && (u[2] <= 0x8A || u[2] == 0xAF))
+        return 3;
+    if (n >= 3 && ((u[0] == 0xE2 && u[1] == 0x81 && u[2] == 0x9F) || (u[0] == 0xE3 && u[1] == 0x80 && u[2] == 0x80) ||
+                   (u[0] == 0xE1 && u[1] == 0x9A && u[2] == 0x80)))
+        return 3;
+    return 0;
+}
 
 static void lex(lexer *L)
 {
@@ -326,6 +337,11 @@ static void lex(lexer *L)
         }
         if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
             L->pos++;
+            continue;
+        }
+        size_t usp = unicode_space(s + L->pos, L->len - L->pos);
+        if (usp) {
+            L->pos += usp; /* Puppet's lexer: [[:blank:]] is Unicode's (a no-break space...) */
             continue;
         }
         if (c == '#') {
@@ -391,7 +407,7 @@ static void lex(lexer *L)
             tok *t = push_tok(L, TK_DQ, start, L->pos, line, col);
             t->val = sb_take(&v);
             t->interp = interp;
-            if (interp && (memmem(s + start, L->pos - start, "lookup", 6) || memmem(s + start, L->pos - start, "hiera", 5)))
+            if (L->x && interp && (memmem(s + start, L->pos - start, "lookup", 6) || memmem(s + start, L->pos - start, "hiera", 5)))
                 scan_text_lookups(L->x, L->path, s + start + 1, L->pos - start - 1, line);
             continue;
         }
@@ -549,6 +565,7 @@ void pp_index_free(pp_index *x)
         for (size_t j = 0; j < c->nparams; j++) {
             free(c->params[j].name);
             free(c->params[j].type);
+            free(c->params[j].default_str);
         }
         free(c->params);
     }
@@ -564,8 +581,16 @@ void pp_index_free(pp_index *x)
         free(x->lookups[i].suffix);
         free(x->lookups[i].file);
         free(x->lookups[i].scope_class);
+        free(x->lookups[i].var);
+        free(x->lookups[i].owner);
     }
     free(x->lookups);
+    for (size_t i = 0; i < x->nassigns; i++) {
+        free(x->assigns[i].owner);
+        free(x->assigns[i].var);
+        free(x->assigns[i].value);
+    }
+    free(x->assigns);
     for (size_t i = 0; i < x->nnodes; i++) {
         for (size_t j = 0; j < x->nodes[i].nnames; j++)
             free(x->nodes[i].names[j]);
@@ -579,9 +604,13 @@ void pp_index_free(pp_index *x)
         free(x->decls[i].cls);
         free(x->decls[i].file);
         free(x->decls[i].scope_class);
-        for (size_t j = 0; j < x->decls[i].nparams; j++)
+        for (size_t j = 0; j < x->decls[i].nparams; j++) {
             free(x->decls[i].params[j]);
+            if (x->decls[i].values)
+                free(x->decls[i].values[j]);
+        }
         free(x->decls[i].params);
+        free(x->decls[i].values);
     }
     free(x->decls);
     for (size_t i = 0; i < x->nproblems; i++) {
@@ -626,7 +655,7 @@ static char *lower_name(const char *s)
 
 /* ------------------------------------------------------------------ the parser */
 
-typedef enum { SC_OTHER, SC_CLASS, SC_DEFINE, SC_NODE, SC_FUNCTION } scope_kind;
+typedef enum { SC_OTHER, SC_CLASS, SC_DEFINE, SC_NODE, SC_FUNCTION, SC_COND } scope_kind;
 
 typedef struct {
     scope_kind kind;
@@ -643,6 +672,8 @@ typedef struct {
     scope *stack;
     size_t depth, cap;
     scope_kind next_kind; /* what the next '{' opens */
+    bool cond_pending;    /* an if/unless/elsif/else/case was read: the next '{' opens its body */
+    const char *params_owner; /* while a parameter list is read: its class or defined type */
     char *next_name;
     int next_node;
 } parser;
@@ -726,12 +757,43 @@ static bool in_define_or_function(const parser *P)
     return false;
 }
 
+/* Whether the code at this point runs only under a condition (if, unless, case, a selector or a
+ * lambda) within its class, node or define. */
+static bool in_conditional(const parser *P)
+{
+    for (size_t i = P->depth; i-- > 0;) {
+        if (P->stack[i].kind == SC_COND)
+            return true;
+        if (P->stack[i].kind != SC_OTHER)
+            return false;
+    }
+    return false;
+}
+
+/* A token that is a plain string: 'x', "x" without interpolation, a bare word */
+static bool plain_string(const tok *t)
+{
+    return t->k == TK_STR || (t->k == TK_DQ && !t->interp) ||
+           (t->k == TK_NAME && strcmp(t->val, "undef") && strcmp(t->val, "true") && strcmp(t->val, "false"));
+}
+
+static const char *enclosing_owner(const parser *P);
+
 static const char *enclosing_class(const parser *P)
 {
     for (size_t i = P->depth; i-- > 0;)
         if (P->stack[i].kind == SC_CLASS)
             return P->stack[i].name;
     return NULL;
+}
+
+/* The class or defined type whose body holds this point (lower case), or NULL. */
+static const char *enclosing_owner(const parser *P)
+{
+    for (size_t i = P->depth; i-- > 0;)
+        if (P->stack[i].kind == SC_CLASS || P->stack[i].kind == SC_DEFINE)
+            return P->stack[i].name;
+    return P->params_owner;
 }
 
 static size_t lookup_call(parser *P, size_t i);
@@ -774,7 +836,9 @@ static size_t class_definition(parser *P, size_t i)
             c->header_ok = false;
             return P->n;
         }
+        P->params_owner = name;
         scan_params(P, j, close);
+        P->params_owner = NULL;
         size_t k = j + 1;
         while (k < close) {
             /* [Type] $name [= default] */
@@ -807,6 +871,9 @@ static size_t class_definition(parser *P, size_t i)
             size_t after = var + 1;
             if (after < close && is_p(&P->t[after], "=")) {
                 p->has_default = true;
+                const tok *dv = after + 2 < P->n ? &P->t[after + 1] : NULL;
+                if (dv && plain_string(dv) && (is_p(&P->t[after + 2], ",") || after + 2 == close))
+                    p->default_str = xstrdup(dv->val);
                 after = expr_end(P, after + 1);
                 if (after > close)
                     after = close;
@@ -835,13 +902,15 @@ static size_t class_definition(parser *P, size_t i)
     return j;
 }
 
-static void add_decl(parser *P, const char *cls, bool resource_like, const tok *at, char **params, size_t nparams)
+static void add_decl(parser *P, const char *cls, bool resource_like, const tok *at, char **params, char **values,
+                     size_t nparams)
 {
     pp_index *x = P->x;
     GROW(x->decls, x->ndecls, x->capdecls);
     const char *sc = enclosing_class(P);
-    x->decls[x->ndecls++] = (pp_decl){lower_name(cls), resource_like, params, nparams, xstrdup(P->path), at->line,
-                                      at->col, sc ? xstrdup(sc) : NULL, enclosing_node(P), in_define_or_function(P)};
+    x->decls[x->ndecls++] = (pp_decl){lower_name(cls), resource_like, params, values, nparams, xstrdup(P->path), at->line,
+                                      at->col, sc ? xstrdup(sc) : NULL, enclosing_node(P), in_define_or_function(P),
+                                      in_conditional(P)};
 }
 
 /* class { 'name': attr => value, ...; 'other': ... }  (i at 'class', i+1 at '{') */
@@ -856,12 +925,18 @@ static void class_resource(parser *P, size_t i)
             colon++;
         if (colon >= close)
             return;
-        char **params = NULL;
-        size_t np = 0, cap = 0;
+        char **params = NULL, **values = NULL;
+        size_t np = 0, cap = 0, capv = 0;
         size_t k = colon + 1;
         while (k < close && !is_p(&P->t[k], ";")) {
             if ((P->t[k].k == TK_NAME) && k + 1 < close && is_p(&P->t[k + 1], "=>")) {
+                size_t nv = np;
                 GROW(params, np, cap);
+                GROW(values, nv, capv);
+                const tok *v = k + 2 < close ? &P->t[k + 2] : NULL;
+                bool plain = v && plain_string(v) &&
+                             (k + 3 >= close || is_p(&P->t[k + 3], ",") || is_p(&P->t[k + 3], ";"));
+                values[np] = plain ? xstrdup(v->val) : NULL;
                 params[np++] = xstrdup(P->t[k].val);
             }
             size_t e = expr_end(P, k + 1 < close ? k + 1 : k);
@@ -874,18 +949,24 @@ static void class_resource(parser *P, size_t i)
         for (size_t t = j; t < colon; t++) {
             const tok *tt = &P->t[t];
             if ((tt->k == TK_STR || (tt->k == TK_DQ && !tt->interp) || tt->k == TK_NAME) && tt->val[0]) {
-                char **copy = NULL;
+                char **copy = NULL, **vcopy = NULL;
                 if (np) {
                     copy = xmalloc(np * sizeof *copy);
-                    for (size_t q = 0; q < np; q++)
+                    vcopy = xmalloc(np * sizeof *vcopy);
+                    for (size_t q = 0; q < np; q++) {
                         copy[q] = xstrdup(params[q]);
+                        vcopy[q] = values[q] ? xstrdup(values[q]) : NULL;
+                    }
                 }
-                add_decl(P, tt->val, true, tt, copy, np);
+                add_decl(P, tt->val, true, tt, copy, vcopy, np);
             }
         }
-        for (size_t q = 0; q < np; q++)
+        for (size_t q = 0; q < np; q++) {
             free(params[q]);
+            free(values[q]);
+        }
         free(params);
+        free(values);
         j = k + 1;
     }
 }
@@ -928,11 +1009,15 @@ static void add_lookup(parser *P, const tok *k, bool merged, bool classes)
 {
     pp_index *x = P->x;
     GROW(x->lookups, x->nlookups, x->caplookups);
-    const char *sc = enclosing_class(P);
+    const char *sc = enclosing_class(P), *owner = enclosing_owner(P);
+    bool var = k->k == TK_VAR;
     bool prefix = k->k == TK_DQ && k->interp;
     char *suffix = prefix ? dq_suffix(P->L->src + k->s + 1, k->e - k->s - 2) : xstrdup("");
-    x->lookups[x->nlookups++] = (pp_lookup){xstrdup(k->val), prefix, suffix, merged, xstrdup(P->path), k->line,
-                                            k->col, classes, sc ? xstrdup(sc) : NULL, enclosing_node(P)};
+    const char *key = var ? "" : k->val[0] == ':' && k->val[1] == ':' && k->k == TK_NAME ? k->val + 2 : k->val;
+    x->lookups[x->nlookups++] = (pp_lookup){xstrdup(key), prefix, suffix, merged, xstrdup(P->path), k->line,
+                                            k->col, classes, sc ? xstrdup(sc) : NULL, enclosing_node(P),
+                                            in_conditional(P), var ? xstrdup(k->val) : NULL,
+                                            owner ? xstrdup(owner) : NULL};
 }
 
 bool pp_lookup_matches(const pp_lookup *l, const char *key)
@@ -996,7 +1081,10 @@ static size_t lookup_call(parser *P, size_t i)
     }
     if (nargs) {
         const tok *k = &P->t[args[0]];
-        if (k->k == TK_STR || k->k == TK_DQ) {
+        /* a single token argument: a bare word (lookup(ntp::servers)) or a variable */
+        size_t a_end = args[0] + 1;
+        bool alone = a_end < P->n && (is_p(&P->t[a_end], ",") || is_p(&P->t[a_end], ")"));
+        if (k->k == TK_STR || k->k == TK_DQ || (alone && (k->k == TK_VAR || (k->k == TK_NAME && plain_string(k))))) {
             add_lookup(P, k, merged, classes);
         } else if (is_p(k, "[")) {
             size_t e = matching(P, args[0]);
@@ -1035,10 +1123,10 @@ static void include_call(parser *P, size_t i)
             size_t close = matching(P, j);
             for (size_t q = j + 1; q < close && q < end; q++)
                 if (class_name_tok(&P->t[q]) && !(q + 1 < P->n && is_p(&P->t[q + 1], "(")))
-                    add_decl(P, P->t[q].val, false, &P->t[q], NULL, 0);
+                    add_decl(P, P->t[q].val, false, &P->t[q], NULL, NULL, 0);
             j = close + 1;
         } else if (class_name_tok(t) && !(j + 1 < P->n && is_p(&P->t[j + 1], "("))) {
-            add_decl(P, t->val, false, t, NULL, 0);
+            add_decl(P, t->val, false, t, NULL, NULL, 0);
             j++;
         } else {
             break;
@@ -1096,6 +1184,11 @@ static void parse(parser *P)
         const tok *nx = i + 1 < P->n ? &P->t[i + 1] : NULL;
         if (t->k == TK_PUNCT) {
             if (is_p(t, "{")) {
+                /* the body of a condition, a selector or a lambda: what it declares may not be */
+                if (P->next_kind == SC_OTHER &&
+                    (P->cond_pending || (i > 0 && (is_p(&P->t[i - 1], "|") || is_p(&P->t[i - 1], "?")))))
+                    P->next_kind = SC_COND;
+                P->cond_pending = false;
                 GROW(P->stack, P->depth, P->cap);
                 P->stack[P->depth++] = (scope){P->next_kind, P->next_name, P->next_node};
                 P->next_kind = SC_OTHER;
@@ -1112,11 +1205,22 @@ static void parse(parser *P)
         if (t->k == TK_VAR) {
             if (nx && is_p(nx, "=") && !in_code_scope(P))
                 add_topvar(P, t->val);
+            else if (nx && is_p(nx, "=") && enclosing_owner(P) && i + 2 < P->n && plain_string(&P->t[i + 2]) &&
+                     (i + 3 >= P->n || P->t[i + 3].nl_before || is_p(&P->t[i + 3], ";") || is_p(&P->t[i + 3], "}"))) {
+                pp_index *x = P->x;
+                GROW(x->assigns, x->nassigns, x->capassigns);
+                x->assigns[x->nassigns++] =
+                    (pp_assign){xstrdup(enclosing_owner(P)), xstrdup(t->val), xstrdup(P->t[i + 2].val)};
+            }
             continue;
         }
         if (t->k != TK_NAME || (nx && is_p(nx, "=>")))
             continue;
         /* a name used as a hash key or attribute (name =>) is not a keyword */
+        if (is_n(t, "if") || is_n(t, "unless") || is_n(t, "elsif") || is_n(t, "else") || is_n(t, "case")) {
+            P->cond_pending = true;
+            continue;
+        }
         if (is_n(t, "class") && nx) {
             if (is_p(nx, "{"))
                 class_resource(P, i);
@@ -1125,17 +1229,24 @@ static void parse(parser *P)
         } else if ((is_n(t, "define") || is_n(t, "function") || is_n(t, "plan")) && nx &&
                    (nx->k == TK_NAME || nx->k == TK_CLASSREF)) {
             P->next_kind = is_n(t, "define") ? SC_DEFINE : SC_FUNCTION;
+            char *dname = NULL;
             if (is_n(t, "define") && nx->k == TK_NAME) {
                 GROW(P->x->defines, P->x->ndefines, P->x->capdefines);
                 P->x->defines[P->x->ndefines++] = lower_name(nx->val);
+                dname = lower_name(nx->val);
+                free(P->next_name);
+                P->next_name = xstrdup(dname);
             }
             /* parameters: their defaults are not code of the body (lookups there count) */
             if (i + 2 < P->n && is_p(&P->t[i + 2], "(")) {
                 size_t close = matching(P, i + 2);
+                P->params_owner = dname;
                 if (close < P->n)
                     scan_params(P, i + 2, close);
+                P->params_owner = NULL;
                 i = close < P->n ? close : P->n;
             }
+            free(dname);
         } else if (is_n(t, "node") && nx && !is_p(nx, "(") && !is_p(nx, ".")) {
             P->next_kind = SC_NODE;
             pp_index *x = P->x;
@@ -1180,6 +1291,24 @@ static void parse(parser *P)
         free(P->stack[--P->depth].name);
     free(P->stack);
     free(P->next_name);
+}
+
+bool pp_lex(pp_index *x, const char *path, const char *text, size_t len, tok **toks, size_t *n)
+{
+    lexer L = {.path = path, .src = text, .len = len, .line = 1, .x = x};
+    lex(&L);
+    for (size_t h = 0; h < L.npending; h++) /* heredocs still open when the lexer stopped early */
+        free(L.pending[h]);
+    *toks = L.toks;
+    *n = L.ntoks;
+    return !L.failed;
+}
+
+void pp_toks_free(tok *toks, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(toks[i].val);
+    free(toks);
 }
 
 void pp_index_add_text(pp_index *x, const char *path, const char *text, size_t len)
@@ -1268,7 +1397,7 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
             }
             GROW(x->lookups, x->nlookups, x->caplookups);
             x->lookups[x->nlookups++] = (pp_lookup){key, prefix, suffix, k >= 2, xstrdup(path), line,
-                                                    (uint32_t)(i - line_start + 1), false, NULL, -1};
+                                                    (uint32_t)(i - line_start + 1), false, NULL, -1, false, NULL, NULL};
         }
     }
 }

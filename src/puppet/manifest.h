@@ -19,6 +19,7 @@ typedef struct {
     char *name;        /* without the $ */
     char *type;        /* the type expression as written (tokens joined, comments and line breaks left out), or NULL */
     bool has_default;
+    char *default_str; /* the default when it is a plain string ('x', "x", a bare word), or NULL */
     uint32_t line, col;
 } pp_param;
 
@@ -39,8 +40,9 @@ typedef struct {
     uint32_t line, col;
 } pp_alias;
 
-/* lookup('key'), hiera('key'), hiera_array/hiera_hash/hiera_include('key'): the literal key, or
- * (prefix) the text before the first interpolation of a double-quoted key ("profile::${x}"). */
+/* lookup('key'), hiera('key'), hiera_array/hiera_hash/hiera_include('key'), lookup(bare::word):
+ * the literal key, or (prefix) the text before the first interpolation of a double-quoted key
+ * ("profile::${x}"), or (var) a variable that holds it (lookup($name): key is ""). */
 typedef struct {
     char *key;
     bool prefix;
@@ -51,19 +53,31 @@ typedef struct {
     bool classes;      /* its value names classes that are included (hiera_include, .include, include(lookup())...) */
     char *scope_class; /* the class whose body holds it, or NULL */
     int scope_node;    /* the node definition whose body holds it (index in nodes), or -1 */
+    bool conditional;  /* under an if, unless, case, selector or lambda of that body: it may not run */
+    char *var;         /* lookup($var): the variable (no $), or NULL */
+    char *owner;       /* the class or defined type whose body (or parameter list) holds it, or NULL */
 } pp_lookup;
+
+/* $var = 'text' in the body of a class or defined type */
+typedef struct {
+    char *owner; /* the class or defined type (lower case) */
+    char *var;
+    char *value;
+} pp_assign;
 
 /* include/contain/require of a class by name, or a resource-like class { 'name': ... } */
 typedef struct {
     char *cls; /* lower case, no leading :: */
     bool resource_like;
     char **params; /* resource-like: the attributes given */
+    char **values; /* their values when plain strings, else NULL (parallel to params; NULL when none) */
     size_t nparams;
     char *file;
     uint32_t line, col;
     char *scope_class; /* the class whose body declares it, or NULL (top scope, a node, a define...) */
     int scope_node;    /* the node definition whose body declares it (index in nodes), or -1 */
     bool in_define;    /* declared by a defined type or a function (not known to be evaluated) */
+    bool conditional;  /* under an if, unless, case, selector or lambda of its body: it may not be */
 } pp_decl;
 
 /* node 'a', 'b', /re/, default { ... } */
@@ -98,6 +112,8 @@ typedef struct pp_index {
     size_t ndefines, capdefines;
     char **topvars; /* variables assigned outside classes, defines and functions (top and node scope) */
     size_t ntopvars, captopvars;
+    pp_assign *assigns; /* string assignments in classes and defined types (for lookup($var)) */
+    size_t nassigns, capassigns;
     size_t files;   /* files read */
 } pp_index;
 

@@ -11,11 +11,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -37,14 +39,132 @@ typedef struct {
     pthread_mutex_t log_lock;
 } server;
 
-/* One request being read. */
+/* One request being read (made when its request line arrives: uri_start). */
 typedef struct {
     sbuf body;
     bool too_big;
+    bool started;     /* the handler was called for it (its headers are in) */
+    bool control;     /* its URL holds a control character (a NUL would cut a name short) */
     struct timespec t0;
 } pending;
 
 static uint64_t in_flight; /* requests being answered (atomic) */
+
+/* ---- connections: a request must be whole within --timeout
+ * libmicrohttpd's timeout closes a connection that stays idle, not one that sends a byte every
+ * second: each connection is remembered here with when it started waiting for its next request
+ * (accepted, or its last answer sent); one whose request is not whole --timeout after that is
+ * shut down by the reaper thread. (The table's lock is also held while libmicrohttpd says a
+ * connection is closed, before it closes the descriptor: a descriptor shut down is always the
+ * connection's own.) */
+typedef struct conn_track {
+    int fd;
+    uint64_t since_ms; /* atomic */
+    int busy;          /* atomic: a whole request is being answered */
+    struct conn_track *prev, *next;
+} conn_track;
+
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static conn_track *conns;
+static unsigned conn_timeout;
+static pthread_t reaper;
+static int reaper_pipe[2] = {-1, -1};
+
+static uint64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_track *t = xcalloc(1, sizeof *t);
+        t->fd = ci ? ci->connect_fd : -1;
+        t->since_ms = mono_ms();
+        pthread_mutex_lock(&conns_lock);
+        t->next = conns;
+        if (conns)
+            conns->prev = t;
+        conns = t;
+        pthread_mutex_unlock(&conns_lock);
+        *socket_context = t;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_track *t = *socket_context;
+        if (!t)
+            return;
+        pthread_mutex_lock(&conns_lock);
+        if (t->prev)
+            t->prev->next = t->next;
+        else
+            conns = t->next;
+        if (t->next)
+            t->next->prev = t->prev;
+        pthread_mutex_unlock(&conns_lock);
+        free(t);
+        *socket_context = NULL;
+    }
+}
+
+static conn_track *track_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void *reaper_main(void *arg)
+{
+    (void)arg;
+    uint64_t limit = (uint64_t)conn_timeout * 1000;
+    int tick = conn_timeout >= 4 ? 1000 : (int)(conn_timeout * 250);
+    for (;;) {
+        struct pollfd p = {reaper_pipe[0], POLLIN, 0};
+        if (poll(&p, 1, tick) > 0)
+            return NULL;
+        uint64_t now = mono_ms();
+        pthread_mutex_lock(&conns_lock);
+        for (conn_track *t = conns; t; t = t->next) {
+            uint64_t since = __atomic_load_n(&t->since_ms, __ATOMIC_RELAXED);
+            if (!__atomic_load_n(&t->busy, __ATOMIC_RELAXED) && t->fd >= 0 && now > since + limit) {
+                shutdown(t->fd, SHUT_RDWR); /* (libmicrohttpd sees the end and closes it) */
+                __atomic_store_n(&t->since_ms, now, __ATOMIC_RELAXED);
+            }
+        }
+        pthread_mutex_unlock(&conns_lock);
+    }
+}
+
+/* Whether the raw URL (escapes not decoded yet) holds a control character, as a byte or %XX. */
+static bool url_has_control(const char *u)
+{
+    for (const unsigned char *p = (const unsigned char *)u; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            return true;
+        if (*p == '%' && p[1] && p[2]) {
+            int hi = p[1] >= '0' && p[1] <= '9' ? p[1] - '0' : (p[1] | 32) >= 'a' && (p[1] | 32) <= 'f' ? (p[1] | 32) - 'a' + 10 : -1;
+            int lo = p[2] >= '0' && p[2] <= '9' ? p[2] - '0' : (p[2] | 32) >= 'a' && (p[2] | 32) <= 'f' ? (p[2] | 32) - 'a' + 10 : -1;
+            if (hi >= 0 && lo >= 0 && (hi * 16 + lo < 0x20 || hi * 16 + lo == 0x7f))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* A request's line has arrived: its state, with its start time and whether its URL is hostile. */
+static void *uri_start(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    pending *p = xcalloc(1, sizeof *p);
+    clock_gettime(CLOCK_MONOTONIC, &p->t0);
+    p->control = uri && url_has_control(uri);
+    __atomic_add_fetch(&in_flight, 1, __ATOMIC_RELAXED);
+    return p;
+}
 
 static double elapsed(const struct timespec *t0)
 {
@@ -90,9 +210,16 @@ static void client_name(const server *s, struct MHD_Connection *conn, char *out,
         return;
     size_t size = cap;
     if (TLS.crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) != 0 ||
-        TLS.crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, out, &size) != 0)
+        TLS.crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, out, &size) != 0 || size >= cap)
         out[0] = 0;
     TLS.crt_deinit(crt);
+    /* the whole name or none: a NUL (or any control character) inside it would make a shorter
+     * name compare equal to another node's */
+    for (size_t i = 0; out[0] && i < size; i++)
+        if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
+            out[0] = 0;
+    if (out[0] && strlen(out) != size)
+        out[0] = 0;
 }
 
 static who identify(const server *s, struct MHD_Connection *conn)
@@ -165,12 +292,24 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     (void)version;
     server *s = cls;
     pending *p = *con_cls;
-    if (!p) {
-        p = xcalloc(1, sizeof *p);
-        clock_gettime(CLOCK_MONOTONIC, &p->t0);
+    if (!p) { /* (uri_start makes it: not reached) */
+        p = uri_start(NULL, NULL, conn);
         *con_cls = p;
-        __atomic_add_fetch(&in_flight, 1, __ATOMIC_RELAXED);
-        return MHD_YES;
+    }
+    if (!p->started) {
+        p->started = true;
+        /* a body announced beyond --max-body by a client that waits for "100 Continue" before
+         * sending it: 413 at once, and none of it is read. (A client that sends its body
+         * without waiting has it read and dropped, then gets 413: answering before would close
+         * the connection under its feet, and it would see a reset rather than the answer.) */
+        const char *cl = MHD.lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        const char *expect = MHD.lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+        char *end = NULL;
+        unsigned long long announced = cl ? strtoull(cl, &end, 10) : 0;
+        bool refuse = expect && strcasecmp(expect, "100-continue") == 0 && cl && end != cl && announced > s->o->max_body;
+        if (!p->control && !refuse)
+            return MHD_YES;
+        p->too_big = !p->control;
     }
     if (*upload_size) {
         if (!p->too_big && p->body.len + *upload_size <= s->o->max_body)
@@ -183,7 +322,14 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     response r = {0};
     const char *endpoint = "other";
     who w = identify(s, conn);
-    if (p->too_big) {
+    conn_track *track = track_of(conn);
+    if (track)
+        __atomic_store_n(&track->busy, 1, __ATOMIC_RELAXED); /* whole: answered whatever it takes */
+    if (p->control) {
+        r.status = 400;
+        r.body = xstrdup("{\"error\":\"the URL holds a control character\"}\n");
+        r.len = strlen(r.body);
+    } else if (p->too_big) {
         r.status = 413;
         r.body = xasprintf("{\"error\":\"the request body is larger than %zu bytes\"}\n", s->o->max_body);
         r.len = strlen(r.body);
@@ -208,8 +354,12 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
     (void)toe;
+    conn_track *track = track_of(conn);
+    if (track) { /* the next request's time starts now */
+        __atomic_store_n(&track->since_ms, mono_ms(), __ATOMIC_RELAXED);
+        __atomic_store_n(&track->busy, 0, __ATOMIC_RELAXED);
+    }
     pending *p = *con_cls;
     if (!p)
         return;
@@ -389,6 +539,7 @@ int serve_run(const serve_options *o)
 
     serve_state st;
     if (!state_init(&st, o)) {
+        state_free(&st);
         free(cert);
         free(key);
         free(ca);
@@ -411,7 +562,7 @@ int serve_run(const serve_options *o)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 2;
     }
-    struct MHD_OptionItem opts[16];
+    struct MHD_OptionItem opts[20];
     size_t no = 0;
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL}; /* first, as MHD asks */
     if (passed >= 0)
@@ -424,6 +575,8 @@ int serve_run(const serve_options *o)
     /* the request line and headers must fit in this (a flood of headers gets 431 or 413) */
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_connection, NULL};
+    opts[no++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_start, NULL};
     opts[no++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     if (addr.ss_family == AF_INET6)
@@ -444,29 +597,37 @@ int serve_run(const serve_options *o)
         return 2;
     }
     generation *g = state_current(&st);
-    size_t nfiles = 0;
-    hiera_value *desc = hiera_snapshot_describe(g->snap);
-    nfiles = hiera_value_array_size(hiera_value_hash_get(desc, "files"));
-    hiera_value_decref(desc);
-    fprintf(stderr, "hiera serve: listening on %s%s port %u (%u threads); %zu data files, %zu nodes, built in %.3f s\n",
+    hv *envs = state_env_names(g);
+    fprintf(stderr, "hiera serve: listening on %s%s port %u (%u threads); %zu environments (each built when first asked), "
+                    "%zu nodes, ready in %.3f s\n",
             cert ? "https " : "", passed >= 0 ? "the socket systemd passed," : o->listen ? o->listen : "127.0.0.1:8150",
-            bound_port(d), threads, nfiles, hv_array_len(g->nodes), g->build_seconds);
+            bound_port(d), threads, hv_array_len(envs), hv_array_len(g->nodes), g->build_seconds);
+    hv_decref(envs);
     generation_release(g);
-    serve_systemd_ready(&st, true);
-    if (o->watch && !state_watch(&st))
-        fprintf(stderr, "hiera serve: warning: cannot watch the files; SIGHUP reloads\n");
-    else if (!o->watch)
-        state_watch(&st); /* SIGHUP still reloads */
+    bool ready = !state_start(&st); /* (systemd hears READY=1 once the builder's first work is done) */
+    if (ready) {
+        fprintf(stderr, "hiera serve: warning: cannot start the builder; nothing is served\n");
+        serve_systemd_ready(&st, true);
+    }
+    conn_timeout = o->timeout;
+    bool reaping = o->timeout && pipe(reaper_pipe) == 0 && pthread_create(&reaper, NULL, reaper_main, NULL) == 0;
 
-    /* the signals, and once a second whether a reload ended (systemd is told: READY=1 after the
-     * reload SIGHUP asked for, the served generation after any) */
+    /* the signals, and whether the builder's first work (the facts, the default environment) is
+     * done, then once a second whether a reload ended (systemd is told: READY=1 at the first, and
+     * after the reload SIGHUP asked for; the served generation after any) */
     int sig = 0;
     bool reloading = false;
     uint64_t reloads = __atomic_load_n(&st.reloads_ok, __ATOMIC_RELAXED) + __atomic_load_n(&st.reloads_refused, __ATOMIC_RELAXED);
     for (;;) {
-        sig = sigtimedwait(&sigs, NULL, &(struct timespec){1, 0});
+        sig = sigtimedwait(&sigs, NULL, ready ? &(struct timespec){1, 0} : &(struct timespec){0, 20000000});
         uint64_t now = __atomic_load_n(&st.reloads_ok, __ATOMIC_RELAXED) + __atomic_load_n(&st.reloads_refused, __ATOMIC_RELAXED);
-        if (now != reloads) {
+        if (!ready) {
+            if (__atomic_load_n(&st.warmed, __ATOMIC_ACQUIRE)) {
+                ready = true;
+                reloads = now;
+                serve_systemd_ready(&st, true);
+            }
+        } else if (now != reloads) {
             reloads = now;
             serve_systemd_ready(&st, reloading);
             reloading = false;
@@ -493,6 +654,13 @@ int serve_run(const serve_options *o)
     while (__atomic_load_n(&in_flight, __ATOMIC_RELAXED) > 0 && elapsed(&t0) < 10.0)
         usleep(10000);
     MHD.stop_daemon(d);
+    if (reaping) {
+        ssize_t wr = write(reaper_pipe[1], "q", 1);
+        (void)wr;
+        pthread_join(reaper, NULL);
+        close(reaper_pipe[0]);
+        close(reaper_pipe[1]);
+    }
     state_stop(&st);
     state_free(&st);
     if (s.log && s.log != stderr)

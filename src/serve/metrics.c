@@ -100,8 +100,36 @@ char *metrics_render(serve_state *st, size_t *len)
     sb_addf(&b, "# HELP hiera_snapshot_build_seconds Time the served snapshot took to build.\n"
                 "# TYPE hiera_snapshot_build_seconds gauge\nhiera_snapshot_build_seconds %.6f\n",
             g->build_seconds);
+    sb_addf(&b, "# HELP hiera_snapshot_built_timestamp_seconds When the served generation was published (Unix time).\n"
+                "# TYPE hiera_snapshot_built_timestamp_seconds gauge\nhiera_snapshot_built_timestamp_seconds %lld\n",
+            (long long)g->built);
     sb_addf(&b, "# HELP hiera_nodes Nodes with facts.\n# TYPE hiera_nodes gauge\nhiera_nodes %zu\n", hv_array_len(g->nodes));
     generation_release(g);
+    state_status ss;
+    state_status_of(st, &ss);
+    sb_addf(&b, "# HELP hiera_pending_changes Changes seen under the code directory or the facts folder and not served yet.\n"
+                "# TYPE hiera_pending_changes gauge\nhiera_pending_changes %zu\n"
+                "# HELP hiera_pending_seconds How long the oldest change not served yet has waited.\n"
+                "# TYPE hiera_pending_seconds gauge\nhiera_pending_seconds %.3f\n",
+            ss.pending, ss.pending_seconds);
+    sb_addf(&b, "# HELP hiera_degraded 1 when a reload was refused: the files on disk have errors the served builds have not.\n"
+                "# TYPE hiera_degraded gauge\nhiera_degraded %d\n",
+            ss.refused ? 1 : 0);
+    sb_addf(&b, "# HELP hiera_environments Environments: listed (folders of the environmentpath), built (in memory).\n"
+                "# TYPE hiera_environments gauge\nhiera_environments{state=\"listed\"} %zu\nhiera_environments{state=\"built\"} %zu\n",
+            ss.envs_listed, ss.envs_built);
+    sb_addf(&b, "# HELP hiera_parses Parsed data files held (each distinct content once).\n"
+                "# TYPE hiera_parses gauge\nhiera_parses %zu\n"
+                "# HELP hiera_memory_bytes Memory held by the environments, estimated: parses (shared by content), the environments' own tables.\n"
+                "# TYPE hiera_memory_bytes gauge\nhiera_memory_bytes{part=\"parses\"} %zu\nhiera_memory_bytes{part=\"environments\"} %zu\n",
+            ss.parses, ss.parse_bytes, ss.env_bytes);
+    sb_addf(&b, "# HELP hiera_environment_builds_total Builds of an environment (first builds, rebuilds, builds after being dropped).\n"
+                "# TYPE hiera_environment_builds_total counter\nhiera_environment_builds_total %llu\n"
+                "# HELP hiera_environment_evictions_total Environments dropped from memory (--max-memory).\n"
+                "# TYPE hiera_environment_evictions_total counter\nhiera_environment_evictions_total %llu\n",
+            (unsigned long long)__atomic_load_n(&st->builds, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&st->evictions, __ATOMIC_RELAXED));
+    free(ss.refused);
     sb_addf(&b, "# HELP hiera_reloads_total Reloads, by result (refused: the new files brought errors).\n"
                 "# TYPE hiera_reloads_total counter\nhiera_reloads_total{result=\"ok\"} %llu\n"
                 "hiera_reloads_total{result=\"refused\"} %llu\n",

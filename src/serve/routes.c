@@ -48,20 +48,36 @@ static void reply_value(response *out, int status, hiera_value *v)
     out->content_type = "application/json";
 }
 
-static void reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
-static void reply_error(response *out, int status, const char *fmt, ...)
+/* {"error": the message} with this status */
+static void reply_verror(response *out, int status, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     sbuf b = {0};
     sb_vaddf(&b, fmt, ap);
-    va_end(ap);
     hiera_value *e = hiera_value_new_hash();
     hiera_value_hash_set(e, "error", hiera_value_new_string(sb_str(&b)));
     sb_free(&b);
     reply_value(out, status, e);
     hiera_value_decref(e);
 }
+
+static void reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
+static void reply_error(response *out, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verror(out, status, fmt, ap);
+    va_end(ap);
+}
+
+void serve_reply_error(response *out, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verror(out, status, fmt, ap);
+    va_end(ap);
+}
+
+void serve_reply(response *out, int status, hiera_value *v) { reply_value(out, status, v); }
 
 /* A copy of v with Sensitive values unwrapped (for a caller who may see them). */
 static hiera_value *unwrap(const hiera_value *v)
@@ -118,6 +134,121 @@ typedef struct {
     hiera_value *body; /* a hash, or NULL */
 } params;
 
+/* What each field of a request body must be. A field of another type is refused (400, naming
+ * it), so is a string with a control character (a NUL would cut a name short) in a name; fields
+ * not listed are left to the endpoint (or ignored). */
+enum { F_STRING = 1, F_STRINGS = 2, F_HASH = 4, F_BOOL = 8, F_ANY = 16, F_INT = 32 };
+static const struct {
+    const char *name;
+    unsigned types;
+    bool name_like; /* a name: no control character */
+} BODY_FIELDS[] = {
+    {"node", F_STRING, true},     {"environment", F_STRING, true}, {"key", F_STRING, true},
+    {"keys", F_STRINGS, true},    {"nodes", F_STRINGS, true},      {"merge", F_STRING | F_HASH, true},
+    {"type", F_STRING, false},    {"default", F_ANY, false},       {"explain", F_BOOL, false},
+    {"provenance", F_BOOL, false}, {"facts", F_HASH, false},       {"q", F_STRING, false},
+    {"limit", F_INT, false},
+};
+
+static bool has_control(const hiera_value *v)
+{
+    const char *t = hiera_value_string(v);
+    size_t n = hiera_value_string_length(v);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)t[i] < 0x20 || t[i] == 0x7f)
+            return true;
+    return false;
+}
+
+static const char *type_words(unsigned types)
+{
+    switch (types) {
+    case F_STRING: return "a string";
+    case F_STRINGS: return "a list of strings";
+    case F_HASH: return "a JSON object";
+    case F_BOOL: return "true or false";
+    case F_INT: return "an integer";
+    case F_STRING | F_HASH: return "a strategy name or a JSON object with a \"strategy\"";
+    default: return "another type";
+    }
+}
+
+/* What a JSON value is, in the words of JSON. */
+static const char *json_kind(const hiera_value *v)
+{
+    switch (hiera_value_kind(v)) {
+    case HIERA_UNDEF: return "null";
+    case HIERA_BOOLEAN: return "a boolean";
+    case HIERA_INTEGER: case HIERA_BIGINT: case HIERA_FLOAT: return "a number";
+    case HIERA_STRING: return "a string";
+    case HIERA_ARRAY: return "a list";
+    case HIERA_HASH: return "an object";
+    default: return "something else";
+    }
+}
+
+/* The merge hash of a request checked (its options' types), 0 when fine, else 400 given. */
+static bool bad_merge_hash(const hiera_value *m, response *out)
+{
+    static const struct {
+        const char *name;
+        hiera_kind kind;
+    } opts[] = {{"strategy", HIERA_STRING}, {"knockout_prefix", HIERA_STRING}, {"sort_merged_arrays", HIERA_BOOLEAN},
+                {"merge_hash_arrays", HIERA_BOOLEAN}};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+        const hiera_value *v = hiera_value_hash_get(m, opts[i].name);
+        if (v && hiera_value_kind(v) != opts[i].kind) {
+            reply_error(out, 400, "\"merge.%s\" must be %s", opts[i].name, opts[i].kind == HIERA_STRING ? "a string" : "true or false");
+            return true;
+        }
+        if (v && opts[i].kind == HIERA_STRING && has_control(v)) {
+            reply_error(out, 400, "\"merge.%s\" holds a control character", opts[i].name);
+            return true;
+        }
+    }
+    if (!hiera_value_hash_get(m, "strategy")) {
+        reply_error(out, 400, "\"merge\" as an object needs a \"strategy\" ('first', 'hash', 'unique' or 'deep')");
+        return true;
+    }
+    return false;
+}
+
+/* Every field of body as BODY_FIELDS says; false with a 400 naming the first that is not. */
+static bool body_fields_ok(const hiera_value *body, response *out)
+{
+    for (size_t i = 0; i < sizeof BODY_FIELDS / sizeof *BODY_FIELDS; i++) {
+        const hiera_value *v = hiera_value_hash_get(body, BODY_FIELDS[i].name);
+        if (!v)
+            continue;
+        unsigned t = BODY_FIELDS[i].types;
+        hiera_kind k = hiera_value_kind(v);
+        bool ok = (t & F_ANY) || ((t & F_STRING) && k == HIERA_STRING) || ((t & F_HASH) && k == HIERA_HASH) ||
+                  ((t & F_BOOL) && k == HIERA_BOOLEAN) || ((t & F_INT) && k == HIERA_INTEGER);
+        if (!ok && (t & F_STRINGS) && k == HIERA_ARRAY) {
+            ok = true;
+            for (size_t j = 0; j < hiera_value_array_size(v) && ok; j++)
+                ok = hiera_value_kind(hiera_value_array_get(v, j)) == HIERA_STRING;
+        }
+        if (!ok) {
+            reply_error(out, 400, "\"%s\" must be %s, not %s", BODY_FIELDS[i].name, type_words(t),
+                        k == HIERA_ARRAY && (t & F_STRINGS) ? "a list holding something else" : json_kind(v));
+            return false;
+        }
+        if (BODY_FIELDS[i].name_like) {
+            bool ctl = k == HIERA_STRING && has_control(v);
+            for (size_t j = 0; k == HIERA_ARRAY && j < hiera_value_array_size(v) && !ctl; j++)
+                ctl = has_control(hiera_value_array_get(v, j));
+            if (ctl) {
+                reply_error(out, 400, "\"%s\" holds a control character", BODY_FIELDS[i].name);
+                return false;
+            }
+        }
+        if (k == HIERA_HASH && !strcmp(BODY_FIELDS[i].name, "merge") && bad_merge_hash(v, out))
+            return false;
+    }
+    return true;
+}
+
 static const char *param_str(const params *p, const char *name)
 {
     if (p->body) {
@@ -136,7 +267,7 @@ static bool param_flag(const params *p, const char *name)
 {
     if (p->body) {
         const hiera_value *v = hiera_value_hash_get(p->body, name);
-        return hiera_value_kind(v) == HIERA_BOOLEAN ? hiera_value_bool(v) : v != NULL && hiera_value_kind(v) != HIERA_UNDEF;
+        return hiera_value_kind(v) == HIERA_BOOLEAN && hiera_value_bool(v); /* (checked: a boolean) */
     }
     const char *s = p->rq->arg(p->rq->conn, name);
     return s && strcmp(s, "0") != 0 && strcmp(s, "false") != 0;
@@ -181,14 +312,21 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
      * serve, but not an explanation or provenance (a context explains its hierarchy's expansion
      * only when it first makes it) */
     bool stored = false, own = !facts && !fresh;
-    if (own) {
-        hiera *kept = state_thread_context(g, env, node, redact);
-        if (kept)
-            return kept;
-    }
+    hiera_value *read_now = NULL;
     if (!facts) {
         facts = hiera_value_hash_get(g->facts, node);
         stored = facts && hiera_value_hash_get(g->facts_stored, node);
+    }
+    if (!facts && state_facts_loading(g)) {
+        /* the facts folder is being read: the node's own file, now (a context not kept) */
+        char *error = NULL;
+        facts = read_now = state_node_facts_now(rq->st, node, &stored, &error);
+        own = false;
+        if (error) {
+            reply_error(out, 422, "the facts of node '%s' cannot be read: %s", node, error);
+            free(error);
+            return NULL;
+        }
     }
     if (!facts) {
         const hiera_value *why = hiera_value_hash_get(g->facts_errors, node);
@@ -202,21 +340,31 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
         reply_error(out, 400, "\"facts\" must be a hash");
         return NULL;
     }
-    const char *why = NULL;
-    const hiera_environment *environment = state_environment(g, env, &why);
-    if (!environment) {
-        reply_error(out, 422, "%s", why ? why : "no such environment");
+    int status = 422;
+    char *why = NULL;
+    env_build *b = state_env(rq->st, g, env, &status, &why);
+    if (!b) {
+        reply_error(out, status, "%s", why ? why : "no such environment");
+        free(why);
+        hiera_value_decref(read_now);
         return NULL;
     }
+    if (own) {
+        hiera *kept = state_thread_context(b, g->fs, node, redact);
+        if (kept) {
+            env_build_release(b); /* (the thread's cache over it holds it) */
+            return kept;
+        }
+    }
     hiera_options o = HIERA_OPTIONS_INIT;
-    o.settings = g->settings;
-    o.env = environment; /* settings, folders and modulepath loaded once per generation */
+    o.settings = b->settings->s;
+    o.env = b->env; /* settings, folders and modulepath loaded once per build of the environment */
     o.node = node;
     if (stored)
         o.base_facts = facts; /* a file of Puppet's facts cache: the node's stored facts */
     else
         o.facts = facts;
-    o.cache = state_thread_cache(g);
+    o.cache = state_thread_cache(b); /* (the thread's cache over b holds b from now on) */
     o.unsafe_fact_paths = rq->o->unsafe_fact_paths;
     o.redact_encrypted = redact;
     hiera_error err = {0};
@@ -224,8 +372,10 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
     if (!h)
         reply_error(out, 422, "%s", err.message ? err.message : "cannot look up for this node");
     else if (own)
-        state_thread_context_keep(g, h, env, node, redact);
+        state_thread_context_keep(b, g->fs, h, node, redact);
     hiera_error_clear(&err);
+    env_build_release(b);
+    hiera_value_decref(read_now); /* (the context copied them) */
     return h;
 }
 
@@ -267,22 +417,59 @@ static hiera_value *error_value(const hiera_error *err)
     return e;
 }
 
-/* The merge parameter: a strategy name, or (POST) a hash with "strategy" and deep options. */
+/* The merge parameter as `hiera lookup --merge S` (and `puppet lookup`) gives it to the lookup, so
+ * that an explanation reads the same as the command's: {"strategy": S}, and for deep its options
+ * (sort_merged_arrays and merge_hash_arrays, false unless asked, then knockout_prefix when given:
+ * the command's --sort-merged-arrays, --merge-hash-arrays, --knock-out-prefix; in a query string
+ * the parameters of those names, in a body the merge object's own). NULL when none is asked. */
 static hiera_value *merge_param(const params *p, response *out, bool *bad)
 {
     *bad = false;
-    const hiera_value *m = param_value(p, "merge");
-    if (m && hiera_value_kind(m) == HIERA_HASH)
-        return hiera_value_incref((hiera_value *)m);
-    const char *s = param_str(p, "merge");
-    if (!s)
+    const hiera_value *given = param_value(p, "merge"); /* (types checked: body_fields_ok) */
+    const hiera_value *hash = given && hiera_value_kind(given) == HIERA_HASH ? given : NULL;
+    const char *strategy = hash ? hiera_value_string(hiera_value_hash_get(hash, "strategy")) : param_str(p, "merge");
+    const char *ko = hash ? NULL : param_str(p, "knockout_prefix");
+    bool sort = hash ? false : param_flag(p, "sort_merged_arrays"), hash_arrays = hash ? false : param_flag(p, "merge_hash_arrays");
+    if (!strategy) {
+        if (ko || sort || hash_arrays) {
+            reply_error(out, 400, "knockout_prefix, sort_merged_arrays and merge_hash_arrays are only available with merge=deep");
+            *bad = true;
+        }
         return NULL;
-    if (strcmp(s, "first") && strcmp(s, "unique") && strcmp(s, "hash") && strcmp(s, "deep")) {
-        reply_error(out, 400, "\"merge\" only accepts 'first', 'hash', 'unique', or 'deep' (or a hash with a strategy)");
+    }
+    if (strcmp(strategy, "first") && strcmp(strategy, "unique") && strcmp(strategy, "hash") && strcmp(strategy, "deep")) {
+        reply_error(out, 400, "\"merge\" only accepts 'first', 'hash', 'unique', or 'deep' (or an object with a \"strategy\")");
         *bad = true;
         return NULL;
     }
-    return hiera_value_new_string(s);
+    bool deep = strcmp(strategy, "deep") == 0;
+    if (!deep && (ko || sort || hash_arrays)) {
+        reply_error(out, 400, "knockout_prefix, sort_merged_arrays and merge_hash_arrays are only available with merge=deep");
+        *bad = true;
+        return NULL;
+    }
+    hiera_value *m = hiera_value_new_hash();
+    hiera_value_hash_set(m, "strategy", hiera_value_new_string(strategy));
+    if (deep) {
+        const hiera_value *v;
+        if (hash && (v = hiera_value_hash_get(hash, "sort_merged_arrays")))
+            sort = hiera_value_bool(v);
+        if (hash && (v = hiera_value_hash_get(hash, "merge_hash_arrays")))
+            hash_arrays = hiera_value_bool(v);
+        if (hash && (v = hiera_value_hash_get(hash, "knockout_prefix")))
+            ko = hiera_value_string(v);
+        hiera_value_hash_set(m, "sort_merged_arrays", hiera_value_new_bool(sort));
+        hiera_value_hash_set(m, "merge_hash_arrays", hiera_value_new_bool(hash_arrays));
+        if (ko)
+            hiera_value_hash_set(m, "knockout_prefix", hiera_value_new_string(ko));
+    }
+    /* other options of an object: the lookup judges them, as Puppet would */
+    for (size_t i = 0; hash && i < hiera_value_hash_size(hash); i++) {
+        const hiera_value *k = hiera_value_hash_key(hash, i);
+        if (hiera_value_kind(k) == HIERA_STRING && !hiera_value_hash_get(m, hiera_value_string(k)))
+            hv_hash_set(m, hv_incref((hv *)k), hv_incref(hiera_value_hash_value(hash, i)));
+    }
+    return m;
 }
 
 /* One lookup's answer as a value: {"node","environment","key","found","value"|"error",
@@ -632,13 +819,53 @@ static void do_environments(const request *rq, generation *g, response *out)
 {
     if (!may_list(rq, out))
         return;
-    hiera_value *d = hiera_snapshot_describe(g->snap);
     hiera_value *res = hiera_value_new_hash();
-    hiera_value_hash_set(res, "environments", hiera_value_incref(hiera_value_hash_get(d, "environments")));
+    hiera_value_hash_set(res, "environments", state_env_names(g));
     hiera_value_hash_set(res, "default", hiera_value_new_string(rq->o->environment ? rq->o->environment : "production"));
     reply_value(out, 200, res);
     hiera_value_decref(res);
-    hiera_value_decref(d);
+}
+
+/* The problems of the snapshots of env (built now if it is not), or of every environment built so
+ * far (env NULL): a new array. */
+static hv *built_problems(const request *rq, generation *g, const char *env)
+{
+    hv *all = hv_array();
+    if (env) {
+        int status;
+        char *why = NULL;
+        env_build *b = state_env(rq->st, g, env, &status, &why);
+        free(why);
+        if (b) {
+            hiera_value *p = hiera_snapshot_problems(b->snap);
+            for (size_t i = 0; i < hv_array_len(p); i++)
+                hv_array_push(all, hv_deep_copy(hv_array_get(p, i)));
+            hiera_value_decref(p);
+            env_build_release(b);
+        }
+        return all;
+    }
+    hv *seen = hv_hash();
+    pthread_mutex_lock(&g->envs_lock);
+    for (size_t i = 0; i < g->nenvs; i++) {
+        pthread_mutex_lock(&g->envs[i]->lock);
+        env_build *b = g->envs[i]->built;
+        hiera_value *p = b ? hiera_snapshot_problems(b->snap) : NULL;
+        for (size_t k = 0; k < hv_array_len(p); k++) {
+            /* (the global layer's problems are in every environment's snapshot: once) */
+            char *key = hiera_render(hv_array_get(p, k), HIERA_RENDER_JSON, NULL);
+            if (key && !hv_hash_gets(seen, key)) {
+                hv_hash_sets(seen, key, hv_true());
+                hv_array_push(all, hv_deep_copy(hv_array_get(p, k)));
+            }
+            free(key);
+        }
+        hiera_value_decref(p);
+        pthread_mutex_unlock(&g->envs[i]->lock);
+    }
+    pthread_mutex_unlock(&g->envs_lock);
+    hv_decref(seen);
+    return all;
 }
 
 /* hiera check over the served tree (every environment, or env), as the JSON answer of
@@ -662,7 +889,7 @@ static char *run_check(const request *rq, generation *g, const char *env, char *
         const check_finding *f = &rep.v[i];
         hv *x = hv_hash();
         hv_hash_sets(x, "rule", hv_str(f->rule));
-        hv_hash_sets(x, "severity", hv_str(f->severity == CHECK_ERROR ? "error" : "warning"));
+        hv_hash_sets(x, "severity", hv_str(check_severity_name(f->severity)));
         hv_hash_sets(x, "file", hv_str(f->file ? f->file : ""));
         hv_hash_sets(x, "line", hv_int(f->line));
         hv_hash_sets(x, "column", hv_int(f->col));
@@ -670,7 +897,7 @@ static char *run_check(const request *rq, generation *g, const char *env, char *
         hv_array_push(findings, x);
         if (f->severity == CHECK_ERROR)
             errors++;
-        else
+        else if (f->severity == CHECK_WARNING)
             warnings++;
     }
     hv_hash_sets(res, "generation", hv_int((int64_t)g->id));
@@ -678,7 +905,7 @@ static char *run_check(const request *rq, generation *g, const char *env, char *
     hv_hash_sets(res, "errors", hv_int((int64_t)errors));
     hv_hash_sets(res, "warnings", hv_int((int64_t)warnings));
     hv_hash_sets(res, "findings", findings);
-    hv_hash_sets(res, "problems", hiera_snapshot_problems(g->snap));
+    hv_hash_sets(res, "problems", built_problems(rq, g, env));
     check_report_free(&rep);
     char *json = hiera_render(res, HIERA_RENDER_JSON, NULL);
     hv_decref(res);
@@ -730,31 +957,77 @@ static void do_check(const request *rq, const params *p, generation *g, response
  * for "degraded" with ?strict=1. */
 static void do_healthz(const request *rq, generation *g, response *out)
 {
-    time_t at = 0;
-    char *refused = state_refused(rq->st, &at);
+    state_status ss;
+    state_status_of(rq->st, &ss);
     hiera_value *res = hiera_value_new_hash();
-    hiera_value_hash_set(res, "status", hiera_value_new_string(refused ? "degraded" : "ok"));
+    hiera_value_hash_set(res, "status", hiera_value_new_string(ss.refused ? "degraded" : ss.pending ? "pending" : "ok"));
     hiera_value_hash_set(res, "generation", hiera_value_new_int((int64_t)g->id));
+    char when[32];
+    struct tm tm;
+    gmtime_r(&g->built, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    hiera_value_hash_set(res, "built_at", hiera_value_new_string(when));
     hiera_value_hash_set(res, "age_seconds", hiera_value_new_int((int64_t)(time(NULL) - g->built)));
     hiera_value_hash_set(res, "build_seconds", hiera_value_new_float(g->build_seconds));
-    hiera_value *problems = hiera_snapshot_problems(g->snap);
-    hiera_value_hash_set(res, "problems", hiera_value_new_int((int64_t)hiera_value_array_size(problems)));
-    hiera_value_decref(problems);
+    hiera_value_hash_set(res, "pending_changes", hiera_value_new_int((int64_t)ss.pending));
+    hiera_value_hash_set(res, "pending_seconds", hiera_value_new_float(ss.pending_seconds));
+    hv *problems = built_problems(rq, g, NULL);
+    hiera_value_hash_set(res, "problems", hiera_value_new_int((int64_t)hv_array_len(problems)));
+    hv_decref(problems);
     hiera_value_hash_set(res, "nodes", hiera_value_new_int((int64_t)hv_array_len(g->nodes)));
-    if (refused) {
-        hiera_value *r = hiera_value_from_json(refused, NULL);
+    hiera_value *envs = hiera_value_new_hash();
+    hiera_value_hash_set(envs, "listed", hiera_value_new_int((int64_t)ss.envs_listed));
+    hiera_value_hash_set(envs, "built", hiera_value_new_int((int64_t)ss.envs_built));
+    hiera_value_hash_set(res, "environments", envs);
+    hiera_value *mem = hiera_value_new_hash();
+    hiera_value_hash_set(mem, "parses", hiera_value_new_int((int64_t)ss.parses));
+    hiera_value_hash_set(mem, "parse_bytes", hiera_value_new_int((int64_t)ss.parse_bytes));
+    hiera_value_hash_set(mem, "environment_bytes", hiera_value_new_int((int64_t)ss.env_bytes));
+    hiera_value_hash_set(res, "memory", mem);
+    if (ss.refused) {
+        hiera_value *r = hiera_value_from_json(ss.refused, NULL);
         hiera_value_hash_set(res, "refused_reload", r ? r : hiera_value_new_array());
-        hiera_value_hash_set(res, "refused_seconds_ago", hiera_value_new_int((int64_t)(time(NULL) - at)));
+        hiera_value_hash_set(res, "refused_seconds_ago", hiera_value_new_int((int64_t)(time(NULL) - ss.refused_at)));
     }
     const char *strict = rq->arg(rq->conn, "strict");
-    reply_value(out, refused && strict && strcmp(strict, "0") ? 503 : 200, res);
+    reply_value(out, ss.refused && strict && strcmp(strict, "0") ? 503 : 200, res);
     hiera_value_decref(res);
-    free(refused);
+    free(ss.refused);
 }
 
 /* ------------------------------------------------------------------ the router */
 
 static bool is(const char *path, const char *route) { return strcmp(path, route) == 0; }
+
+static void h_healthz(const request *rq, const params *p, generation *g, response *out) { (void)p; do_healthz(rq, g, out); }
+static void h_keys(const request *rq, const params *p, generation *g, response *out) { do_keys(rq, p, g, out, false); }
+static void h_node(const request *rq, const params *p, generation *g, response *out) { do_keys(rq, p, g, out, true); }
+static void h_environments(const request *rq, const params *p, generation *g, response *out)
+{
+    (void)p;
+    do_environments(rq, g, out);
+}
+
+/* The API: a path, the methods it takes, the endpoint's name (metrics), and what answers it. */
+enum { M_GET = 1, M_POST = 2 };
+typedef struct {
+    const char *path, *endpoint;
+    unsigned methods;
+    void (*fn)(const request *rq, const params *p, generation *g, response *out);
+    bool all_facts; /* answers from every node's facts: waits for the facts folder to be read */
+} route_entry;
+static const route_entry API[] = {
+    {"/healthz", "healthz", M_GET, h_healthz, false},
+    {"/v1/lookup", "lookup", M_GET | M_POST, do_lookup, false},
+    {"/v1/batch", "batch", M_POST, do_batch, true},
+    {"/v1/keys", "keys", M_GET | M_POST, h_keys, false},
+    {"/v1/node", "node", M_GET | M_POST, h_node, false},
+    {"/v1/hierarchy", "hierarchy", M_GET | M_POST, do_hierarchy, false},
+    {"/v1/nodes", "nodes", M_GET, do_nodes, true},
+    {"/v1/facts", "facts", M_GET, do_facts, true},
+    {"/v1/environments", "environments", M_GET, h_environments, false},
+    {"/v1/check", "check", M_GET, do_check, false},
+};
 
 void route(const request *rq, response *out, const char **endpoint)
 {
@@ -786,6 +1059,12 @@ void route(const request *rq, response *out, const char **endpoint)
         return;
     }
     generation *g = state_current(rq->st);
+    if (is(path, "/v1/edit")) {
+        *endpoint = "edit";
+        serve_edit(rq, g, out);
+        generation_release(g);
+        return;
+    }
     params p = {rq, NULL};
     if (post) {
         hiera_error err = {0};
@@ -800,39 +1079,33 @@ void route(const request *rq, response *out, const char **endpoint)
             return;
         }
     }
-    static const struct {
-        const char *path, *endpoint;
-        bool allow_post;
-    } api[] = {
-        {"/healthz", "healthz", false}, {"/v1/lookup", "lookup", true}, {"/v1/batch", "batch", true},
-        {"/v1/keys", "keys", true},     {"/v1/node", "node", true},     {"/v1/hierarchy", "hierarchy", true},
-        {"/v1/nodes", "nodes", false},  {"/v1/facts", "facts", false},  {"/v1/environments", "environments", false},
-        {"/v1/check", "check", false},
-    };
-    size_t which = sizeof api / sizeof *api;
-    for (size_t i = 0; i < sizeof api / sizeof *api; i++)
-        if (is(path, api[i].path))
-            which = i;
-    if (which == sizeof api / sizeof *api) {
+    if (p.body && !body_fields_ok(p.body, out)) {
+        *endpoint = "other";
+        for (size_t i = 0; i < sizeof API / sizeof *API; i++)
+            if (is(path, API[i].path))
+                *endpoint = API[i].endpoint;
+        hiera_value_decref(p.body);
+        generation_release(g);
+        return;
+    }
+    const route_entry *r = NULL;
+    for (size_t i = 0; i < sizeof API / sizeof *API && !r; i++)
+        if (is(path, API[i].path))
+            r = &API[i];
+    if (!r) {
         *endpoint = "other";
         reply_error(out, 404, "no such page: the API is under /v1 (see the README), the page at /");
-    } else if (!(get || (post && api[which].allow_post)) || (is(path, "/v1/batch") && !post)) {
-        *endpoint = api[which].endpoint;
-        reply_error(out, 405, "%s takes %s", path, is(path, "/v1/batch") ? "POST" : api[which].allow_post ? "GET or POST" : "GET");
+    } else if (!((get && (r->methods & M_GET)) || (post && (r->methods & M_POST)))) {
+        *endpoint = r->endpoint;
+        reply_error(out, 405, "%s takes %s", path, r->methods == M_POST ? "POST" : r->methods & M_POST ? "GET or POST" : "GET");
     } else {
-        *endpoint = api[which].endpoint;
-        switch (which) {
-        case 0: do_healthz(rq, g, out); break;
-        case 1: do_lookup(rq, &p, g, out); break;
-        case 2: do_batch(rq, &p, g, out); break;
-        case 3: do_keys(rq, &p, g, out, false); break;
-        case 4: do_keys(rq, &p, g, out, true); break;
-        case 5: do_hierarchy(rq, &p, g, out); break;
-        case 6: do_nodes(rq, &p, g, out); break;
-        case 7: do_facts(rq, &p, g, out); break;
-        case 8: do_environments(rq, g, out); break;
-        default: do_check(rq, &p, g, out); break;
+        *endpoint = r->endpoint;
+        if (r->all_facts && state_facts_loading(g)) {
+            generation_release(g);
+            state_wait_facts(rq->st);
+            g = state_current(rq->st);
         }
+        r->fn(rq, &p, g, out);
     }
     hiera_value_decref(p.body);
     generation_release(g);

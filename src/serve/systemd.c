@@ -60,13 +60,13 @@ void serve_systemd_ready(serve_state *st, bool ready)
     if (!getenv("NOTIFY_SOCKET"))
         return;
     generation *g = state_current(st);
-    time_t at = 0;
-    char *refused = state_refused(st, &at);
+    state_status ss;
+    state_status_of(st, &ss);
     char msg[512];
-    snprintf(msg, sizeof msg, "%sSTATUS=serving generation %llu: %zu data files, %zu nodes%s", ready ? "READY=1\n" : "",
-             (unsigned long long)g->id, g->files, hv_array_len(g->nodes),
-             refused ? "; the last reload was refused (see /healthz)" : "");
-    free(refused);
+    snprintf(msg, sizeof msg, "%sSTATUS=serving generation %llu: %zu environments (%zu built), %zu nodes%s",
+             ready ? "READY=1\n" : "", (unsigned long long)g->id, ss.envs_listed, ss.envs_built, hv_array_len(g->nodes),
+             ss.refused ? "; the last reload was refused (see /healthz)" : "");
+    free(ss.refused);
     generation_release(g);
     serve_systemd_notify(msg);
 }

@@ -10,6 +10,8 @@
             exactly these (node, class, message) triples.
   clean/    a repository without mistakes: no finding at all, exit status 0.
   config/   .hiera-check.yaml and inline comments: expected.txt as for seeded.
+  puppet8/  what Puppet 8's defaults refuse (the puppet8-* rules): expected-puppet7.txt and
+            expected-puppet8.txt, with --puppet-version 7 (warnings) and 8 (errors).
 and the command's interface over seeded/: the output formats (text, json, junit, sarif,
 github), exit statuses, --rule, --warnings-as-errors, --list-rules, bad options.
 
@@ -37,7 +39,8 @@ def check(cond, what):
 
 
 def run(hiera, args, cwd):
-    env = dict(os.environ, HIERA_CACHE_DIR="off", NO_COLOR="1")
+    # as Puppet 7 unless --puppet-version says otherwise, whichever Puppet is installed
+    env = dict(os.environ, HIERA_CACHE_DIR="off", NO_COLOR="1", HIERA_PUPPET_VERSION="7")
     return subprocess.run([hiera, "check"] + args, cwd=cwd, capture_output=True, text=True, env=env)
 
 
@@ -124,11 +127,11 @@ def test_interface(hiera):
     # text: file:line:column: severity: message [rule], a summary line
     p = run(hiera, args, d)
     lines = p.stdout.splitlines()
-    pat = re.compile(r"^[^:\s][^:]*:\d+:\d+: (error|warning): .* \[[a-z-]+\]$")
+    pat = re.compile(r"^[^:\s][^:]*:\d+:\d+: (error|warning|note): .* \[[a-z0-9-]+\]$")
     body = [l for l in lines if not l.startswith("note:") and not re.match(r"^\d+ errors?, \d+ warnings?", l)]
     check(all(pat.match(l) for l in body), "text: a line not file:line:col: severity: message [rule]: %r" %
           next((l for l in body if not pat.match(l)), ""))
-    check(re.match(r"^\d+ errors?, \d+ warnings? in \d+ files? \(checked ", lines[-1] if lines else ""),
+    check(re.match(r"^\d+ errors?, \d+ warnings?(, \d+ notes?)? in \d+ files? \(checked ", lines[-1] if lines else ""),
           "text: no summary line: %r" % (lines[-1] if lines else ""))
     check(p.returncode == 1, "text: exit status %d with errors" % p.returncode)
     check("\033[" not in p.stdout, "text: colours without a terminal")
@@ -160,16 +163,21 @@ def test_interface(hiera):
         check(False, "sarif: %s" % e)
     # github annotations
     pg = run(hiera, ["--format", "github"] + args, d)
-    ann = [l for l in pg.stdout.splitlines() if l.startswith("::error ") or l.startswith("::warning ")]
+    ann = [l for l in pg.stdout.splitlines() if l.startswith("::error ") or l.startswith("::warning ") or
+           (l.startswith("::notice file="))]
     check(len(ann) == len(doc["findings"]), "github: one annotation per finding")
-    check(all(re.match(r"^::(error|warning) file=[^,]+,line=\d+,col=\d+,title=[a-z-]+::", l) for l in ann),
+    check(all(re.match(r"^::(error|warning|notice) file=[^,]+,line=\d+,col=\d+,title=[a-z0-9-]+::", l) for l in ann),
           "github: annotation form")
+    sev = {"error": "error", "warning": "warning", "note": "notice"}
+    check(sorted(re.match(r"^::(\w+)", l).group(1) for l in ann) == sorted(sev[f["severity"]] for f in doc["findings"]),
+          "github: a note is a notice, a warning a warning")
     # --rule, --warnings-as-errors
     _, d2 = findings(hiera, ["--rule", "parameter-type=off", "--rule", "tab=error"] + args, d)
     check(not any(f["rule"] == "parameter-type" for f in d2["findings"]), "--rule NAME=off")
     check(all(f["severity"] == "error" for f in d2["findings"] if f["rule"] == "tab"), "--rule NAME=error")
     _, d3 = findings(hiera, ["--warnings-as-errors"] + args, d)
-    check(all(f["severity"] == "error" for f in d3["findings"]), "--warnings-as-errors")
+    check(all(f["severity"] in ("error", "note") for f in d3["findings"]) and
+          any(f["severity"] == "note" for f in d3["findings"]), "--warnings-as-errors (notes stay notes)")
     # exit status 0 with warnings only, 2 when the check cannot run
     pw = run(hiera, ["--rule", "unknown-class=warning"] + [a for r in
                      [("--rule", "%s=off" % x) for x in ("parameter-type", "unknown-parameter", "interpolation-syntax",
@@ -205,7 +213,8 @@ def test_interface(hiera):
     with open(os.path.join(d, "expected.txt")) as fh:
         seeded = {l.split()[0] for l in fh if l.strip()}
     for n in names:
-        check(n in seeded, "seeded/ has a mistake for rule %s" % n)
+        if not n.startswith("puppet8-"):  # (puppet8/ has those: test_puppet8)
+            check(n in seeded, "seeded/ has a mistake for rule %s" % n)
 
 
 def test_layouts(hiera):
@@ -234,6 +243,41 @@ def test_layouts(hiera):
     check(got == want, "module: %s, expected %s" % (got, want))
 
 
+def test_puppet8(hiera):
+    """The puppet8-* rules: warnings as Puppet 7, errors as Puppet 8 (but a version 5 path, where
+    Puppet 8 interpolates '' with a warning), and the rules that say what Puppet 7 does (not-a-hash,
+    config-invalid's 'was ignored') leave a list data file and a v3 hiera.yaml to them as Puppet 8."""
+    import collections
+    d = os.path.join(HERE, "puppet8")
+    rules = set()
+    for v, status in ((7, 0), (8, 1)):
+        p, doc = findings(hiera, ["--puppet-version", str(v), "."], d)
+        check(p.returncode == status, "puppet8 as Puppet %d: exit status %d, expected %d" % (v, p.returncode, status))
+        with open(os.path.join(d, "expected-puppet%d.txt" % v)) as fh:
+            want = collections.Counter(l.strip() for l in fh if l.strip())
+        got = collections.Counter(as_lines(doc))
+        check(got == want, "puppet8 as Puppet %d: missing %s, not expected %s" % (v, sorted(want - got), sorted(got - want)))
+        for f in doc["findings"]:
+            if f["rule"].startswith("puppet8-"):
+                rules.add(f["rule"])
+                v5_path = f["file"] == "hiera.yaml"
+                sev = "error" if v == 8 and not v5_path else "warning"
+                check(f["severity"] == sev, "puppet8 as Puppet %d: %s %s:%d is a %s" % (v, f["rule"], f["file"], f["line"], f["severity"]))
+        if v == 8:
+            check(not any("was ignored" in f["message"] or "reads no data" in f["message"] for f in doc["findings"]),
+                  "puppet8 as Puppet 8: no finding says Puppet 7's 'ignored'")
+        else:
+            msgs = [f["message"] for f in doc["findings"] if f["rule"] == "puppet8-undefined-variable" and f["line"] == 2]
+            check(msgs and "%{facts.os.family} gives it" in msgs[0], "puppet8: the structured fact is named (%s)" % msgs)
+    for n in ("puppet8-undefined-variable", "puppet8-not-a-hash", "puppet8-v3-config", "puppet8-v4-path-variable"):
+        check(n in rules, "puppet8/ has a mistake for rule %s" % n)
+    # HIERA_PUPPET_VERSION chooses as --puppet-version does
+    env = dict(os.environ, HIERA_CACHE_DIR="off", NO_COLOR="1", HIERA_PUPPET_VERSION="8")
+    p = subprocess.run([hiera, "check", "--format", "json", "."], cwd=d, capture_output=True, text=True, env=env)
+    check(p.returncode == 1 and '"severity": "error", "rule": "puppet8-not-a-hash"' in p.stdout,
+          "puppet8: HIERA_PUPPET_VERSION=8 makes the puppet8-* findings errors")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -250,6 +294,7 @@ def main():
             test_types(hiera, name)
     test_layouts(hiera)
     test_interface(hiera)
+    test_puppet8(hiera)
     for f in failures:
         print("FAIL check: " + f)
     print("hiera check tests: %d passed, %d failed" % (passed, len(failures)))

@@ -236,9 +236,11 @@ def check_batch(hiera, root):
 
 def check_versions_and_help(hiera):
     v = header_version()
-    for args in (["version"], ["lookup", "--version"], ["lookup", "-V"], ["batch", "--version"], ["lookup", "--vers"]):
+    for args in (["lookup", "--version"], ["lookup", "-V"], ["batch", "--version"], ["lookup", "--vers"]):
         p = run([hiera] + args)
         check(f"hiera {' '.join(args)}", p.returncode == 0 and p.stdout == v + "\n", p.stdout + p.stderr)
+    p = run([hiera, "version"])  # (and which Puppet it answers as: check_puppet_version)
+    check("hiera version", p.returncode == 0 and p.stdout.startswith(v + "\nanswers as Puppet "), p.stdout + p.stderr)
     p = run([hiera, "--version"])
     check("hiera --version is Hiera 3's", p.returncode == 0 and p.stdout == "3.10.0\n", p.stdout)
     p = run([hiera, "--help"])
@@ -250,6 +252,79 @@ def check_versions_and_help(hiera):
               p.stdout + p.stderr)
     p = run([hiera, "--", "version"])
     check("hiera -- version is a Hiera 3 lookup", "0.2" not in p.stdout or p.returncode != 0, p.stdout)
+
+
+def check_puppet_version(hiera, root):
+    """Which Puppet hiera answers as: the puppet on PATH (its library's puppet/version.rb, read as
+    text), HIERA_PUPPET_VERSION over it, --puppet-version over both; hiera version and --explain
+    say which; a bad value is refused."""
+    prefix = os.path.join(root, "prefix")
+    write(os.path.join(prefix, "bin", "puppet"), "#!/bin/sh\nexit 3\n", 0o755)
+    rb = os.path.join(prefix, "lib", "ruby", "vendor_ruby", "puppet", "version.rb")
+    write(os.path.join(root, "hiera.yaml"), "version: 5\ndefaults: {datadir: data, data_hash: yaml_data}\n"
+          "hierarchy: [{name: c, path: common.yaml}]\n")
+    write(os.path.join(root, "data", "common.yaml"), "x: 'a%{nosuch}b'\n")
+    write(os.path.join(root, "facts.yaml"), "role: web\n")
+    base = dict(os.environ)
+    base.pop("HIERA_PUPPET_VERSION", None)
+    base.update(PATH=os.path.join(prefix, "bin") + ":" + os.environ.get("PATH", ""), HIERA_CACHE_DIR="off")
+
+    def go(args, **env):
+        e = dict(base, **env)
+        return subprocess.run([hiera] + args, capture_output=True, text=True, env=e, cwd=root, timeout=60)
+    look = ["lookup", "--codedir", root, "--confdir", root, "--hiera_config", os.path.join(root, "hiera.yaml"),
+            "--node", "n1", "--facts", os.path.join(root, "facts.yaml"), "--render-as", "json", "x"]
+    for installed, major in (("8.10.0", 8), ("7.23.0", 7), ("8.4.0", 8)):
+        write(rb, "module Puppet\n  PUPPETVERSION = '%s'.freeze\nend\n" % installed)
+        p = go(["version"])
+        want = "answers as Puppet %s" % ("8.10 and Hiera 3.12" if major == 8 else "7.23 and Hiera 3.10")
+        check("installed Puppet %s: hiera version" % installed, p.returncode == 0 and want in p.stdout and
+              "the installed Puppet " + installed in p.stdout and "/lib/ruby/vendor_ruby/puppet/version.rb" in p.stdout, p.stdout + p.stderr)
+        p = go(look)
+        ok = (p.returncode == 1 and "Undefined variable 'nosuch'" in p.stderr) if major == 8 else \
+             (p.returncode == 0 and p.stdout.strip() == '"ab"')
+        check("installed Puppet %s: an undefined variable in data" % installed, ok, p.stdout + p.stderr)
+    # Puppet 8 on PATH; the environment and the command line choose
+    write(rb, "module Puppet\n  PUPPETVERSION = '8.10.0'.freeze\nend\n")
+    p = go(["version"], HIERA_PUPPET_VERSION="7")
+    check("HIERA_PUPPET_VERSION=7 over the installed 8", "Puppet 7.23" in p.stdout and "HIERA_PUPPET_VERSION=7" in p.stdout, p.stdout)
+    p = go(look, HIERA_PUPPET_VERSION="7")
+    check("HIERA_PUPPET_VERSION=7: the lookup as Puppet 7", p.returncode == 0 and p.stdout.strip() == '"ab"', p.stdout + p.stderr)
+    p = go(look + ["--puppet-version", "7"], HIERA_PUPPET_VERSION="8")
+    check("--puppet-version 7 over HIERA_PUPPET_VERSION=8", p.returncode == 0 and p.stdout.strip() == '"ab"', p.stdout + p.stderr)
+    p = go(look + ["--strict", "warning"])
+    check("as Puppet 8, --strict warning answers as Puppet 7", p.returncode == 0 and p.stdout.strip() == '"ab"' and
+          "Warning: Undefined variable 'nosuch'" in p.stderr, p.stdout + p.stderr)
+    p = go(look[:-3] + ["--explain", "x"])
+    check("--explain says which Puppet on stderr", "hiera: explaining as Puppet 8.10 does" in p.stderr and
+          "explaining as" not in p.stdout, p.stdout + p.stderr)
+    # hiera batch follows the choice as lookup does
+    write(os.path.join(root, "facts", "n1.yaml"), "role: web\n")
+    batch = ["batch", "--codedir", root, "--confdir", root, "--hiera_config", os.path.join(root, "hiera.yaml"),
+             "--facts-dir", os.path.join(root, "facts"), "x"]
+    for v, want in (("7", '"x": "ab"'), ("8", "Undefined variable 'nosuch'")):
+        p = go(batch + ["--puppet-version", v])
+        check("hiera batch --puppet-version %s" % v, want in p.stdout and p.returncode == (0 if v == "7" else 2),
+              p.stdout + p.stderr)
+    # the result cache keeps an answer per Puppet (--puppet-version is not in the arguments it keys on)
+    cache = os.path.join(root, "cache")
+    time.sleep(2.1)  # (a run that read a file changed within the last two whole seconds is not kept: fsjournal.c racy())
+    got = [go(look + ["--puppet-version", v], HIERA_CACHE_DIR=cache, HIERA_RESULT_CACHE_TRACE="1") for v in "7878"]
+    check("result cache: one answer per Puppet", [p.returncode for p in got] == [0, 1, 0, 1] and
+          "result cache: hit" in got[2].stderr and "result cache: hit" in got[3].stderr,
+          " | ".join(p.stdout + p.stderr for p in got))
+    for args, env in ((["version"], {"HIERA_PUPPET_VERSION": "9"}), (["--puppet-version", "6", "version"], {}),
+                      (look + ["--puppet-version"], {})):
+        p = go(args, **env)
+        check("refused: %s %s" % (" ".join(args[-2:]), env), p.returncode != 0 and
+              ("7 or 8" in p.stderr or "missing argument: --puppet-version" in p.stderr) and not p.stdout,
+              p.stdout + p.stderr)
+    # without any Puppet, Puppet 7 (PATH without puppet, and no library where the packages put it)
+    if not any(os.path.exists(d) for d in ("/usr/lib/ruby/vendor_ruby/puppet/version.rb",
+                                             "/opt/puppetlabs/puppet/lib/ruby/vendor_ruby/puppet/version.rb",
+                                             "/usr/lib/ruby/vendor_ruby/hiera/version.rb")):
+        p = go(["version"], PATH="/nonexistent")
+        check("no Puppet installed: Puppet 7", "answers as Puppet 7.23" in p.stdout, p.stdout + p.stderr)
 
 
 def check_hiera3_disk_cache(hiera, root):
@@ -297,6 +372,7 @@ def main():
         check_layout_guess(hiera, os.path.join(scratch, "guess"))
         check_batch(hiera, os.path.join(scratch, "batch"))
         check_versions_and_help(hiera)
+        check_puppet_version(hiera, os.path.join(scratch, "puppet-version"))
         check_hiera3_disk_cache(hiera, os.path.join(scratch, "hiera3-cache"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -39,8 +39,9 @@ echo "== deb-boot: a root with systemd and the packages ($(date +%T))"
 tar -C "$root" -xzf "$base"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 echo deb-boot >"$root/etc/hostname"
-mkdir -p "$root/tmp/debs"
-cp "$debs"/*.deb "$root/tmp/debs/"
+# (in /root: the booted system mounts a fresh /tmp)
+mkdir -p "$root/root/debs"
+cp "$debs"/*.deb "$root/root/debs/"
 # the example at Debian's Puppet folders, as /etc/default/hiera-serve names them
 mkdir -p "$root/etc/puppet/code" "$root/var/cache/puppet/yaml/facts"
 cp -r examples/control-repo/hiera.yaml examples/control-repo/data examples/control-repo/environments "$root/etc/puppet/code/"
@@ -49,7 +50,7 @@ cp tests/deb/boot-checks.sh "$root/root/boot-checks.sh"
 mount -t proc proc "$root/proc" && mount --bind /dev "$root/dev"
 if ! chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
         apt-get install -y -qq systemd systemd-sysv dbus curl procps &&
-        apt-get install -y -qq $(ls /tmp/debs/*.deb | grep -v dbgsym)' >"$root.log" 2>&1; then
+        apt-get install -y -qq $(ls /root/debs/*.deb | grep -v dbgsym)' >"$root.log" 2>&1; then
     tail -20 "$root.log"; rm -f "$root.log"
     echo "deb-boot: 0 passed, 1 failed (the root could not be made)"
     exit 1

@@ -18,10 +18,10 @@ fi
 start=$(date +%s)
 tmp=$(mktemp -d /tmp/deb-check-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-# the root's output as it comes, but the packages it exports at the end (tests/deb/in-root.sh)
+# the root's output as it comes (sed -u: mawk would hold it in its input buffer), but the
+# packages it exports at the end (tests/deb/in-root.sh), which go to a file
 { rc=0; "$fm" . 'sh tests/deb/in-root.sh --export' || rc=$?; echo "$rc" >"$tmp/rc"; } |
-    awk -v out="$tmp/debs.b64" '/^==BEGIN DEBS==$/ { b = 1; next } /^==END DEBS==$/ { b = 0; next }
-                                b { print > out; next } { print; fflush() }'
+    sed -u -n -e '/^==BEGIN DEBS==$/,/^==END DEBS==$/ { /^==/d; w '"$tmp/debs.b64" -e 'd; }' -e p
 rc=$(cat "$tmp/rc")
 echo "deb: the fresh root's check took $(( $(date +%s) - start )) s"
 [ "$rc" = 0 ] || exit "$rc"

@@ -89,6 +89,78 @@ def section(text, key):
     return text[i + 1:].split("\n\n")[0] if i >= 0 else ""
 
 
+def issue37(c, diff, jdiff, top):
+    """Data in Puppet's environmentpath and outside the trees, groups with the same changed paths,
+    the changed files' order, the warnings."""
+    root = os.path.join(top, "i37")
+    hiera_abs = {"version": 5, "defaults": {"data_hash": "yaml_data"},
+                 "hierarchy": [{"name": "private", "datadir": "/nonexistent-hiera-diff-%{environment}/private",
+                                "path": "node/%{trusted.certname}.yaml"},
+                               {"name": "public", "datadir": "/etc/puppetlabs/code/environments/%{environment}/hieradata",
+                                "paths": ["nodes/%{trusted.certname}.yaml", "%{facts.undefined_var}.yaml",
+                                          "common.yaml"]}]}
+    sides = {}
+    for side, prio in (("old", '"00"'), ("new", "0")):
+        d = os.path.join(root, side)
+        files = {"environments/production/hiera.yaml": hiera_abs,
+                 "environments/production/hieradata/common.yaml":
+                     "sudo::configs:\n  defaults:\n    priority: %s\n    content: base\n" % prio,
+                 "environments/production/hieradata/a.yaml": "x: %s\n" % ("1" if side == "old" else "2"),
+                 "environments/production/hieradata/b.yaml": "x: %s\n" % ("1" if side == "old" else "2")}
+        # two nodes whose sudo::configs differ where nothing changes: two groups, one change
+        files["environments/production/hieradata/nodes/web1.example.com.yaml"] = (
+            "sudo::configs:\n  defaults:\n    priority: %s\n    content: web\n" % prio)
+        files["environments/production/hieradata/z.yaml"] = "z: %d\n" % (1 if side == "old" else 2)
+        write(d, files)
+        sides[side] = d
+    fd = os.path.join(root, "facts")
+    write(fd, {"web1.example.com.json": json.dumps(facts("web1")), "db1.example.com.json": json.dumps(facts("db1")),
+               "db2.example.com.json": json.dumps(facts("db2"))})
+    p = diff(sides["old"], sides["new"], "--facts-dir", fd)
+    out = p.stdout
+    c.check(p.returncode == 1 and "sudo::configs.defaults.priority" in out,
+            "a datadir in Puppet's environmentpath is read in each side's tree (the change is seen)", out + p.stderr)
+    c.check(out.count("read in each side's own tree") == 1, "the mapping is said once", out)
+    c.check(p.stderr.count("/nonexistent-hiera-diff-%{environment}/private is outside both trees") == 1,
+            "a datadir outside both trees is warned about", p.stderr)
+    c.check("in 2 groups whose values differ where nothing changed" in out and
+            out.count("sudo::configs.defaults.priority") == 1,
+            "groups with the same changed paths are shown once, then each group's nodes", out)
+    c.check("Warning: Undefined variable" not in p.stderr or "(file & line not available)" in p.stderr,
+            "a warning is printed whole", p.stderr)
+    p2, doc = jdiff(sides["old"], sides["new"], "--facts-dir", fd)
+    c.check(doc is not None, "json", p2.stderr)
+    if doc:
+        kinds = sorted((d["side"], d["kind"]) for d in doc["datadirs"])
+        c.check(kinds == [("new", "mapped"), ("new", "outside"), ("old", "mapped"), ("old", "outside")],
+                "JSON datadirs: mapped and outside, on both sides", json.dumps(doc["datadirs"]))
+        paths = [f["path"] for f in doc["fast_path"]["files"]]
+        c.check(paths == sorted(paths) and len(paths) >= 4, "the changed files in the order of their paths", repr(paths))
+        runs = [json.dumps(jdiff(sides["old"], sides["new"], "--facts-dir", fd)[1]["fast_path"]) for _ in range(3)]
+        c.check(len(set(runs)) == 1, "the same list of changed files on every run")
+    # the warnings: once per message, whole, with the nodes of each side
+    hiera_warn = {"version": 5, "defaults": {"datadir": "data", "data_hash": "yaml_data"},
+                  "hierarchy": [{"name": "role", "path": "role/%{::role}.yaml"}, {"name": "common", "path": "common.yaml"}]}
+    for side, v in (("old", 1), ("new", 2)):
+        write(os.path.join(root, "w" + side), {"environments/production/hiera.yaml": hiera_warn,
+                                              "environments/production/data/common.yaml": "k: %d\n" % v})
+    fd2 = os.path.join(root, "facts2")
+    write(fd2, {"a.example.com.json": json.dumps({"hostname": "a", "domain": "example.com", "fqdn": "a.example.com",
+                                                  "clientcert": "a.example.com"}),
+                "b.example.com.json": json.dumps({"hostname": "b", "domain": "example.com", "fqdn": "b.example.com",
+                                                  "clientcert": "b.example.com"})})
+    conf = os.path.join(root, "conf")
+    write(conf, {"puppet.conf": "[main]\nstrict = warning\n"})
+    p = diff(os.path.join(root, "wold"), os.path.join(root, "wnew"), "--facts-dir", fd2, "--confdir", conf)
+    c.check(p.stderr.count("Warning: Undefined variable '::role'") == 1, "a warning once, not once per node and side",
+            p.stderr)
+    c.check("(file & line not available)" in p.stderr, "the warning whole, with Puppet's location line", p.stderr)
+    c.check("(old side: 2 nodes; new side: 2 nodes)" in p.stderr, "how many nodes met it, on which side", p.stderr)
+    p, doc = jdiff(os.path.join(root, "wold"), os.path.join(root, "wnew"), "--facts-dir", fd2, "--confdir", conf)
+    w = doc["warnings"] if doc else []
+    c.check(len(w) == 1 and w[0]["old_nodes"] == 2 and w[0]["new_nodes"] == 2, "JSON warnings", json.dumps(w))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -372,6 +444,46 @@ def main():
     p = diff("--help")
     c.check(p.returncode == 0 and p.stdout.startswith("usage: hiera diff"), "--help")
     c.check(os.listdir(scratch_tmp) == [], "no scratch folder left after errors", repr(os.listdir(scratch_tmp)))
+
+    issue37(c, diff, jdiff, top)
+    # ---- the upgrade to Puppet 8: the same tree, each side answering as its own Puppet
+    up = os.path.join(top, "upgrade")
+    write(up, {"environments/production/hiera.yaml":
+               "version: 5\ndefaults: {datadir: data, data_hash: yaml_data}\nhierarchy:\n"
+               "  - {name: role, path: 'role/%{facts.role}.yaml'}\n  - {name: common, path: common.yaml}\n",
+               "environments/production/data/common.yaml": "greeting: 'hi %{nosuchvar}'\nplain: 1\n",
+               "environments/production/data/role/db.yaml": "- not\n- a hash\n"})
+    for i in range(3):
+        write(up, {"facts/u%d.example.com.yaml" % i: facts("u%d" % i, role="db" if i == 2 else "web")})
+    ufd = os.path.join(up, "facts")
+    p, d = jdiff(up, up, "--facts-dir", ufd, "--old-puppet-version", "7", "--new-puppet-version", "8")
+    c.check(p.returncode == 1 and d is not None, "upgrade: exit 1 with a JSON report", p.stdout[:500] + p.stderr)
+    if d:
+        c.check(d["old"].get("puppet") == "7.23" and d["new"].get("puppet") == "8.10", "upgrade: each side's Puppet",
+                json.dumps([d["old"], d["new"]]))
+        c.check(d["fast_path"]["full"] and any("Puppet 8.10" in r for r in d["fast_path"]["reasons"]),
+                "upgrade: every key looked up again, and why", json.dumps(d["fast_path"]))
+        fl = [f for f in d["failures"] if f["nodes"] == ["u2.example.com"]]
+        c.check(len(fl) == 1 and fl[0]["kind"] == "now_failing" and sorted(fl[0]["keys"]) == ["greeting", "plain"] and
+                "file does not contain a valid yaml hash" in fl[0]["error"],
+                "upgrade: a list data file fails every lookup that reads it", json.dumps(d["failures"]))
+        g = {e["key"]: e["changes"] for e in d["keys"]}.get("greeting", [])
+        c.check(len(g) == 1 and g[0]["kind"] == "now_failing" and g[0]["old"] == "hi " and
+                g[0]["error"].startswith("Undefined variable 'nosuchvar'") and g[0]["count"] == 2,
+                "upgrade: an undefined variable in data now fails", json.dumps(g))
+        c.check(d["summary"]["now_failing"] == 4 and d["summary"]["changes"] == 4, "upgrade: summary", json.dumps(d["summary"]))
+    p = diff(up, up, "--facts-dir", ufd, "--old-puppet-version", "7", "--new-puppet-version", "8")
+    c.check("Puppet 7.23 \u2192" in p.stdout and "Puppet 8.10 (environment" in p.stdout and
+            "3 nodes changed, 2 keys changed, 4 lookups now fail" in p.stdout, "upgrade: the text report names the Puppets",
+            p.stdout)
+    p = diff(up, up, "--facts-dir", ufd, "--old-puppet-version", "8", "--new-puppet-version", "7", "--fail-on", "failures")
+    c.check(p.returncode == 0 and "no longer failing" in p.stdout, "downgrade: lookups no longer fail", p.stdout)
+    for v in ("7", "8"):
+        p, d = jdiff(up, up, "--facts-dir", ufd, "--puppet-version", v)
+        c.check(p.returncode == 0 and d and d["summary"]["changes"] == 0 and d["new"]["puppet"] == v + (".23" if v == "7" else ".10"),
+                "--puppet-version %s: both sides alike, no change" % v, p.stdout[:300] + p.stderr)
+    p = diff(up, up, "--facts-dir", ufd, "--new-puppet-version", "9")
+    c.check(p.returncode == 2 and "7 or 8" in p.stderr, "--new-puppet-version 9 refused", p.stderr)
 
     shutil.rmtree(top, ignore_errors=True)
     print("hiera diff checks: %d passed, %d failed" % (c.passed, c.failed))

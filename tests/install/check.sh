@@ -22,17 +22,20 @@ for page in docs/*.[1-8]; do # every man page, in its section's folder
   check test -f "$dest/usr/share/man/man${page##*.}/${page#docs/}"
 done
 check test -f "$dest/usr/share/bash-completion/completions/hiera"
+# the README, where hiera lsp's diagnostics link to its rules (../share/doc/hiera from the command)
+check cmp -s README.md "$dest/usr/share/doc/hiera/README.md"
 check test -L "$dest/usr/lib/libhiera.so.1"
 version=$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)
 check sh -c "readelf -d '$dest/usr/lib/libhiera.so.$version' | grep -q 'SONAME.*libhiera.so.1'"
-# ABI: the shared library exports exactly the functions include/hiera.h declares (HIERA_API),
-# nothing of its internals (sanitizer builds add their runtime's hooks, left out here)
+# ABI: the shared library exports exactly the functions the public headers (include/hiera*.h)
+# declare (HIERA_API), nothing of its internals (sanitizer builds add their runtime's hooks, left
+# out here)
 so="$dest/usr/lib/libhiera.so.$version"
-declared=$(cat include/hiera.h include/hiera_fleet.h | grep '^HIERA_API' | sed 's/(.*//' | awk '{print $NF}' | tr -d '*' | sort)
+declared=$(cat include/hiera*.h | grep '^HIERA_API' | sed 's/(.*//' | awk '{print $NF}' | tr -d '*' | sort)
 exported=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^(__asan|__odr_asan|__ubsan|__sanitizer|__tsan|__lsan)' | sort)
 extra=$(echo "$exported" | grep -vxF "$declared" | tr '\n' ' ' || true)
 missing=$(echo "$declared" | grep -vxF "$exported" | tr '\n' ' ' || true)
-[ -z "$extra" ] || echo "libhiera.so exports what include/hiera.h does not declare: $extra"
+[ -z "$extra" ] || echo "libhiera.so exports what include/hiera*.h do not declare: $extra"
 [ -z "$missing" ] || echo "libhiera.so does not export: $missing"
 check test -n "$declared"
 check test -z "$extra$missing"
@@ -63,7 +66,7 @@ for ex in "$dest/h3-shared" "$dest/h3-static"; do
 done
 # the man page renders without a warning (groff-base: scripts/deps.sh --test)
 if command -v groff >/dev/null 2>&1; then
-  check sh -c "groff -man -Tutf8 -ww -z '$dest/usr/share/man/man1/hiera.1' '$dest/usr/share/man/man1/hiera-lsp.1' 2>'$dest/man.err' && test ! -s '$dest/man.err'"
+  check sh -c "groff -man -Tutf8 -ww -z '$dest/usr/share/man/man1/hiera.1' '$dest/usr/share/man/man1/hiera-lsp.1' '$dest/usr/share/man/man1/hiera-set.1' '$dest/usr/share/man/man1/hiera-unset.1' 2>'$dest/man.err' && test ! -s '$dest/man.err'"
   [ -s "$dest/man.err" ] && head -5 "$dest/man.err"
 else
   echo "install: groff is not installed: the man page is not rendered"

@@ -409,6 +409,89 @@ def test_utf8(hiera, repo):
     c.shutdown()
 
 
+def check_as_saved(hiera, repo, tmp, texts):
+    """hiera check's findings with texts (path -> text) saved, over a copy of repo: per file of repo,
+    [(line, column, rule, severity, message with its nodes)] as the server should publish them."""
+    copy = os.path.join(tmp, "saved")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(repo, copy)
+    for path, text in texts.items():
+        with open(os.path.join(copy, os.path.relpath(path, repo)), "w") as f:
+            f.write(text)
+    r = subprocess.run([hiera, "check", "--format", "json", "--facts-dir", os.path.join(copy, "facts"), copy],
+                       capture_output=True, text=True)
+    out = {}
+    for f in json.loads(r.stdout)["findings"]:
+        m = f["message"].replace(copy + "/", repo + "/")
+        if f.get("nodes"):
+            m += " (nodes: %s%s)" % (", ".join(f["nodes"][:10]),
+                                      " and %d more" % (len(f["nodes"]) - 10) if len(f["nodes"]) > 10 else "")
+        path = os.path.join(repo, os.path.relpath(f["file"], copy))
+        out.setdefault(path, []).append((f["line"] - 1, f["column"] - 1, f["rule"],
+                                         1 if f["severity"] == "error" else 2, m))
+    return {p: sorted(v) for p, v in out.items()}
+
+
+def published(diags):
+    return sorted((d["range"]["start"]["line"], d["range"]["start"]["character"], d["code"], d["severity"],
+                   d["message"]) for d in diags)
+
+
+def test_incremental(hiera, repo, tmp):
+    """Diagnostics after each change equal hiera check's with the texts saved, when the server reuses
+    what it read (data files changed) and when it must read again (hiera.yaml, a manifest): edits that
+    move lines, change what the nodes look up, what another open file refers to, lookup_options."""
+    c = start(hiera, repo)
+    common = os.path.join(repo, "data/common.yaml")
+    web = os.path.join(repo, "data/role/web.yaml")
+    hy = os.path.join(repo, "hiera.yaml")
+    base_pp = os.path.join(repo, "site-modules/profile/manifests/base.pp")
+    saved = {}
+    for p in (common, web, hy, base_pp):
+        with open(p) as f:
+            saved[p] = f.read()
+    texts = {common: saved[common], web: saved[web]}
+    uris = {common: c.open(common), web: c.open(web)}
+    for u in uris.values():
+        c.diagnostics(u)
+
+    def edit(what, path, text):
+        since = len(c.notes)
+        texts[path] = text
+        if path not in uris:
+            uris[path] = c.open(path, text, lang="puppet" if path.endswith(".pp") else "yaml")
+        else:
+            c.change(uris[path], text)
+        want = check_as_saved(hiera, repo, tmp, texts)
+        for p, u in uris.items():
+            got = published(c.diagnostics(u, since=since))
+            check(got == want.get(p, []), "incremental: %s: %s" % (what, os.path.basename(p)), (got, want.get(p, [])))
+
+    edit("lines inserted above every key (the nodes' findings move with them)", common,
+         "# a comment\n# another\n" + saved[common].replace("---\n", "", 1))
+    edit("a class parameter's value the wrong type (the nodes look the unsaved text up)", common,
+         texts[common].replace("profile::base::ntp_servers:\n  - 0.pool.ntp.org\n  - 1.pool.ntp.org\n",
+                               "profile::base::ntp_servers: 5\n"))
+    edit("another open file stops defining a key (its shadowed definition here is used again)", web,
+         saved[web].replace("profile::base::role_name: web\n", ""))
+    edit("lookup_options removed (merged keys are judged as shadowed)", common,
+         texts[common].replace("lookup_options:\n  profile::base::users:\n    merge: deep\n", ""))
+    edit("a key that an interpolation refers to removed", common,
+         texts[common].replace("profile::base::role_name: generic\n", ""))
+    edit("the same key in another file again", web, saved[web])
+    edit("a duplicate key and a trap", common, texts[common] + "profile::base::port: 0755\nprofile::base::port: 23\n")
+    edit("hiera.yaml changed (a level removed: read again)", hy,
+         saved[hy].replace('  - name: "Per-role data"\n    path: "role/%{facts.role}.yaml"\n', ""))
+    edit("hiera.yaml back", hy, saved[hy])
+    edit("a manifest's parameter type changed (read again)", base_pp,
+         saved[base_pp].replace("Array[String] $ntp_servers", "Array[Integer] $ntp_servers"))
+    edit("a data change after the manifest's", common, texts[common].replace("profile::base::ntp_servers: 5\n",
+                                                                             "profile::base::ntp_servers: [1, 2]\n"))
+    edit("the manifest back", base_pp, saved[base_pp])
+    edit("common.yaml back", common, saved[common])
+    c.shutdown()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -420,6 +503,7 @@ def main():
         shutil.copytree(os.path.join(HERE, "repo"), repo)
         for name, t in (("protocol", lambda: test_protocol(hiera, repo)),
                         ("features", lambda: test_features(hiera, repo, tmp)),
+                        ("incremental", lambda: test_incremental(hiera, repo, tmp)),
                         ("cancel", lambda: test_cancel(hiera, repo)),
                         ("huge and dying", lambda: test_huge_and_dying(hiera, repo, tmp)),
                         ("utf8", lambda: test_utf8(hiera, repo))):

@@ -18,7 +18,7 @@ client certificates from tests/serve/certs) over a tree written here, and asks t
 
 usage: tests/serve/check.py --hiera build/hiera     Prints "N passed, N failed".
 """
-import argparse, http.client, json, os, re, shutil, signal, socket, ssl, subprocess, sys, tempfile, threading, time
+import argparse, calendar, http.client, json, os, re, shutil, signal, socket, ssl, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CERTS = os.path.join(HERE, "certs")
@@ -104,7 +104,11 @@ profile::enabled: yes
 class Server:
     def __init__(self, hiera, root, facts, extra=(), tls=False):
         self.tls = tls
-        self.log = open(os.path.join(os.environ.get("SERVE_LOG_DIR", root), "serve-%d.log" % time.monotonic_ns()), "w+")
+        # (the log is kept outside the tree: the server watches the tree, and its own log lines
+        # would be changes to it)
+        logs = os.environ.get("SERVE_LOG_DIR") or root.rstrip("/") + "-logs"
+        os.makedirs(logs, exist_ok=True)
+        self.log = open(os.path.join(logs, "serve-%d.log" % time.monotonic_ns()), "w+")
         cmd = [hiera, "serve", "--codedir", root, "--facts-dir", facts, "--listen", "127.0.0.1:0",
                "--access-log", os.path.join(root, "access.log")] + list(extra)
         self.p = subprocess.Popen(cmd, stderr=self.log, stdout=subprocess.DEVNULL,
@@ -304,7 +308,140 @@ def check_bad_requests(s):
         st = "closed"
     C.check(st in (413, 431, 400, "closed"), f"header flood: {st}")
     st, body = s.get("/healthz")
-    C.check(st == 200 and body["status"] == "ok", f"still serving after bad requests: {st} {body}")
+    C.check(st == 200 and wait_for(lambda: s.get("/healthz")[1]["status"] == "ok"),
+            f"still serving after bad requests: {st} {body}")
+
+
+def raw(port, data, timeout=5, read_until_close=False):
+    """Sends bytes on a new connection; the first answer's status (int), or "closed"."""
+    so = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        so.sendall(data)
+        got = b""
+        while b"\r\n" not in got:
+            chunk = so.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        got = b""
+    finally:
+        so.close()
+    m = re.match(rb"HTTP/1\.\d (\d+)", got)
+    return int(m.group(1)) if m else "closed"
+
+
+def check_hostile(hiera, root, facts, s):
+    """Issue 32's hostile input: control characters in names, fields of the wrong JSON type, slow
+    requests, Expect: 100-continue beyond --max-body."""
+    # a NUL (or any control character) in a name: refused, never cut short and answered as the node
+    for path in ["/v1/lookup?node=node1.example.com%00../../etc/passwd&key=profile::port",
+                 "/v1/lookup?node=node1.example.com%0a&key=profile::port",
+                 "/v1/lookup?node=node1.example.com&key=profile::port&environment=production%00x",
+                 "/v1/lookup?node=node1.example.com&key=profile::port%00",
+                 "/v1/keys?node=node1.example.com%00x", "/v1/hierarchy?node=node1.example.com%1f",
+                 "/v1/lookup%00/x?node=node1.example.com&key=profile::port", "/v1/nod%0as"]:
+        st, body = s.get(path)
+        C.check(st == 400 and "value" not in body, f"a control character in {path}: {st} {body}")
+    for field, value in [("node", "node1.example.com\u0000../../etc/passwd"), ("environment", "production\u0000x"),
+                         ("node", "node1.example.com\u0007"), ("key", "profile::port\u0000"),
+                         ("keys", ["profile::port\u0000"])]:
+        body = {"node": "node1.example.com", "key": "profile::port"}
+        body[field] = value
+        text = json.dumps(body)  # (a NUL as JSON writes it: \u0000)
+        st, got = s.req("POST", "/v1/lookup", body=text)
+        C.check(st == 400 and field in got.get("error", "") and "value" not in got,
+                f"a control character in the body's {field}: {st} {got}")
+    st, got = s.req("POST", "/v1/batch", body=json.dumps({"nodes": ["node1.example.com\u0000x"], "keys": ["profile::port"]}))
+    C.check(st == 400 and "nodes" in got.get("error", ""), f"a control character in a batch's nodes: {st} {got}")
+    # fields of the wrong type: 400 naming the field
+    for field, value in [("merge", 5), ("type", 5), ("explain", "yes"), ("provenance", 1), ("keys", [1, 2]),
+                         ("keys", "profile::port"), ("facts", [1]), ("node", 7), ("environment", ["production"]),
+                         ("merge", {"strategy": 5}), ("merge", {"strategy": "deep", "knockout_prefix": 1}),
+                         ("merge", {"strategy": "deep", "sort_merged_arrays": "yes"}), ("merge", {"knockout_prefix": "--"})]:
+        body = {"node": "node1.example.com", "key": "profile::port"}
+        body[field] = value
+        st, got = s.req("POST", "/v1/lookup", body=body)
+        C.check(st == 400 and field in got.get("error", ""), f"\"{field}\": {value!r}: {st} {got}")
+    st, got = s.req("POST", "/v1/batch", body={"nodes": "node1.example.com", "keys": ["profile::port"]})
+    C.check(st == 400 and "nodes" in got.get("error", ""), f"batch \"nodes\" a string: {st} {got}")
+    st, got = s.req("POST", "/v1/batch", body={"nodes": ["node1.example.com"], "keys": ["profile::port"], "merge": []})
+    C.check(st == 400 and "merge" in got.get("error", ""), f"batch \"merge\" a list: {st} {got}")
+    # Expect: 100-continue with a body over --max-body: 413 at once, not "100 Continue"
+    t0 = time.time()
+    st = raw(s.port, b"POST /v1/lookup HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 50000000\r\nExpect: 100-continue\r\n\r\n")
+    C.check(st == 413 and time.time() - t0 < 3, f"Expect: 100-continue over --max-body: {st} after {time.time() - t0:.1f} s")
+    # and under it: 100 Continue, then the answer
+    so = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+    body = json.dumps({"node": "node1.example.com", "key": "profile::port"}).encode()
+    so.sendall(b"POST /v1/lookup HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n" % len(body))
+    first = so.recv(100)
+    so.sendall(body)
+    rest = b""
+    while b"8080" not in rest:
+        chunk = so.recv(4096)
+        if not chunk:
+            break
+        rest += chunk
+    so.close()
+    C.check(first.startswith(b"HTTP/1.1 100") and b" 200 " in rest and b"8080" in rest,
+            f"Expect: 100-continue within --max-body: {first!r} then {rest[:80]!r}")
+    st, body = s.get("/healthz")
+    C.check(st == 200, f"alive after the hostile requests: {st}")
+    # a slow request: a header byte every 0.3 s is cut off --timeout after the connection opened
+    slow = Server(hiera, root, facts, ["--timeout", "2"])
+    try:
+        so = socket.create_connection(("127.0.0.1", slow.port), timeout=10)
+        so.sendall(b"GET /healthz HTTP/1.1\r\n")
+        t0, closed = time.time(), None
+        try:
+            while time.time() - t0 < 12:
+                so.sendall(b"X")
+                so.settimeout(0.3)
+                try:
+                    if so.recv(100) == b"":
+                        closed = time.time() - t0
+                        break
+                except socket.timeout:
+                    pass
+        except OSError:
+            closed = time.time() - t0
+        so.close()
+        C.check(closed is not None and closed < 5, f"--timeout 2: a request sent a byte at a time is still open after "
+                                                   f"{'%.1f' % closed if closed else 'more than 12'} s")
+        # an idle keep-alive connection the same; one that asks in time is answered
+        c = http.client.HTTPConnection("127.0.0.1", slow.port, timeout=10)
+        c.request("GET", "/healthz")
+        C.check(c.getresponse().read() and True, "--timeout 2: a request in time is answered")
+        c.close()
+        st, body = slow.get("/healthz")
+        C.check(st == 200, f"--timeout 2: alive after the slow request: {st}")
+    finally:
+        slow.stop()
+
+
+def check_explain_merges(hiera, root, s):
+    """/v1/lookup's explanation with every merge (and deep options) is hiera lookup --explain's."""
+    tok = {"Authorization": "Bearer " + open(os.path.join(root, "token")).read().strip()}
+    cases = [([], {}), (["--merge", "first"], {"merge": "first"}), (["--merge", "unique"], {"merge": "unique"}),
+             (["--merge", "hash"], {"merge": "hash"}), (["--merge", "deep"], {"merge": "deep"}),
+             (["--merge", "deep", "--knock-out-prefix", "--"], {"merge": "deep", "knockout_prefix": "--"}),
+             (["--merge", "deep", "--sort-merged-arrays", "--merge-hash-arrays"],
+              {"merge": "deep", "sort_merged_arrays": "1", "merge_hash_arrays": "1"})]
+    for key in ("profile::users", "profile::list", "profile::port"):
+        for flags, params in cases:
+            rc, out = hiera_lookup(hiera, root, "node1.example.com", key, "--explain", *flags)
+            st, body = s.get("/v1/lookup" + q(node="node1.example.com", key=key, explain=1, **params), headers=tok)
+            C.check(body.get("explanation", "").strip() == out.strip(),
+                    f"/v1/lookup {key} {params} explain: differs from hiera lookup --explain {' '.join(flags)}:\n"
+                    f"{body.get('explanation')}\n--- hiera lookup:\n{out}")
+            if params.get("merge") == "deep":
+                post = {"node": "node1.example.com", "key": key, "explain": True,
+                        "merge": {"strategy": "deep", **({"knockout_prefix": "--"} if "knockout_prefix" in params else {}),
+                                  **({"sort_merged_arrays": True, "merge_hash_arrays": True} if "sort_merged_arrays" in params else {})}}
+                st, body = s.req("POST", "/v1/lookup", body=post, headers=tok)
+                C.check(body.get("explanation", "").strip() == out.strip(), f"POST /v1/lookup {post} explain differs")
 
 
 def check_open_access(s):
@@ -375,6 +512,13 @@ def check_tls(s):
     except (ssl.SSLError, ConnectionError) as e:
         st = "refused"
     C.check(st in (401, "refused"), f"certificate of another CA: {st}")
+    # a certificate whose name is node1's, a NUL, and more: not node1
+    for node in ("node1.example.com", "node2.example.com"):
+        try:
+            st, body = s.get("/v1/lookup" + q(node=node, key="profile::port"), cert="nulcn")
+        except (ssl.SSLError, ConnectionError):
+            st = "refused"
+        C.check(st in (401, 403, "refused"), f"a certificate named node1.example.com\\0...: reads {node}: {st} {body}")
 
 
 def wait_for(pred, seconds=10):
@@ -393,6 +537,55 @@ def check_reload(root, s):
     with open(common, "w") as f:
         f.write(text.replace("profile::port: 80\n", "profile::port: 81\n"))
     C.check(wait_for(lambda: port() == 81), "a changed data file is not answered")
+    # a file caught half-written (closed, then completed 150 ms later) is read again before a
+    # rebuild is refused: no refusal, and the whole file is served
+    refused = lambda: int(re.search(r'^hiera_reloads_total\{result="refused"\} (\d+)', s.get("/metrics", raw=True)[1], re.M).group(1))
+    before = refused()
+    whole = text.replace("profile::port: 80\n", "profile::port: 82\n")
+    with open(common, "w") as f:
+        f.write(whole[:whole.index("profile::users:")] + "profile::users: [\n")
+    time.sleep(0.15)
+    with open(common, "w") as f:
+        f.write(whole)
+    C.check(wait_for(lambda: port() == 82), "a file completed 150 ms after a broken half is not served")
+    C.check(refused() == before and s.get("/healthz")[1]["status"] != "degraded",
+            f"a file completed 150 ms after a broken half was refused ({refused()} refusals, {before} before)")
+    with open(common, "w") as f:
+        f.write(text.replace("profile::port: 80\n", "profile::port: 81\n"))
+    C.check(wait_for(lambda: port() == 81), "the changed data file is not answered again")
+    # a file open for writing (half of it written): /healthz and /metrics say a change is pending
+    # and which generation is served; the old answer stays until the file is closed
+    gen0 = s.get("/healthz")[1]["generation"]
+    metric = lambda text, name: float(re.search(r"^%s (\S+)$" % name, text, re.M).group(1))
+    whole = text.replace("profile::port: 80\n", "profile::port: 83\n")
+    half = whole.index("profile::users:")
+    f = open(common, "w")
+    try:
+        f.write(whole[:half])
+        f.flush()
+        time.sleep(0.3)
+        st, h = s.get("/healthz")
+        mt = s.get("/metrics", raw=True)[1]
+        C.check(h.get("status") == "pending" and h.get("pending_changes", 0) >= 1 and h.get("generation") == gen0
+                and metric(mt, "hiera_pending_changes") >= 1 and metric(mt, "hiera_snapshot_generation") == gen0,
+                f"a file open for writing: /healthz {h}, /metrics pending {metric(mt, 'hiera_pending_changes')}")
+        C.check(port() == 81, f"a file open for writing (half written) is answered: {port()}")
+        f.write(whole[half:])
+    finally:
+        f.close()
+    C.check(wait_for(lambda: port() == 83), "a file completed and closed is not answered")
+    C.check(wait_for(lambda: s.get("/healthz")[1].get("status") == "ok"), "/healthz not ok once the change is served")
+    st, h = s.get("/healthz")
+    mt = s.get("/metrics", raw=True)[1]
+    built = calendar.timegm(time.strptime(h["built_at"], "%Y-%m-%dT%H:%M:%SZ"))
+    C.check(h["generation"] > gen0 and h["pending_changes"] == 0 and abs(built - time.time()) < 30
+            and metric(mt, "hiera_snapshot_generation") == h["generation"] and metric(mt, "hiera_pending_changes") == 0
+            and metric(mt, "hiera_snapshot_built_timestamp_seconds") == built,
+            f"after the change: /healthz {h}; /metrics generation {metric(mt, 'hiera_snapshot_generation')}, "
+            f"built {metric(mt, 'hiera_snapshot_built_timestamp_seconds')}")
+    with open(common, "w") as f:
+        f.write(text.replace("profile::port: 80\n", "profile::port: 81\n"))
+    C.check(wait_for(lambda: port() == 81), "the changed data file is not answered again")
     hy = os.path.join(root, "environments/production/hiera.yaml")
     good = open(hy).read()
     with open(hy, "w") as f:
@@ -454,6 +647,27 @@ def check_idle_connections(s):
         so.close()
 
 
+def check_eviction(hiera, root, facts):
+    """--max-memory: an environment not asked for a second is dropped, and answers again when asked."""
+    s = Server(hiera, root, facts, ["--max-memory", "1K"])
+    try:
+        port = lambda env: s.get("/v1/lookup" + q(node="node2.example.com", key="profile::port", environment=env))
+        st, body = port("production")
+        C.check(st == 200 and body.get("value") == 80, f"--max-memory: production: {st} {body}")
+        time.sleep(1.2)
+        st, body = port("staging")
+        C.check(st == 200 and body.get("value") == 9090, f"--max-memory: staging: {st} {body}")
+        evicted = lambda: re.search(r"^hiera_environment_evictions_total ([1-9]\d*)", s.get("/metrics", raw=True)[1], re.M)
+        C.check(wait_for(evicted, 5), "--max-memory: nothing was dropped")
+        st, body = port("production")
+        C.check(st == 200 and body.get("value") == 80, f"--max-memory: production again: {st} {body}")
+        built = re.search(r"^hiera_environment_builds_total (\d+)", s.get("/metrics", raw=True)[1], re.M)
+        C.check(built and int(built.group(1)) >= 3, f"--max-memory: production built again: {built and built.group(0)}")
+        C.check("dropped from memory" in s.output(), "--max-memory: the log does not say what was dropped")
+    finally:
+        s.stop()
+
+
 def check_drain(hiera, root, facts):
     s = Server(hiera, root, facts)
     result = {}
@@ -491,6 +705,7 @@ def main():
         try:
             check_open_access(s)
             check_bad_requests(s)
+            check_hostile(hiera, root, facts, s)
             check_idle_connections(s)
             check_reload(root, s)
         finally:
@@ -499,6 +714,7 @@ def main():
         try:
             check_token(s, "a-token-of-more-than-sixteen-chars")
             check_answers(hiera, root, s)
+            check_explain_merges(hiera, root, s)
         finally:
             s.stop()
         s = Server(hiera, root, facts, ["--tls-cert", os.path.join(CERTS, "server.pem"), "--tls-key",
@@ -508,11 +724,13 @@ def main():
             check_tls(s)
         finally:
             s.stop()
+        check_eviction(hiera, root, facts)
         check_drain(hiera, root, facts)
         access = open(os.path.join(root, "access.log")).read().splitlines()
         C.check(access and all(json.loads(l)["status"] for l in access[:50]), "access log lines are not JSON")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root + "-logs", ignore_errors=True)
     print(f"serve: {C.passed} passed, {C.failed} failed")
     sys.exit(1 if C.failed else 0)
 

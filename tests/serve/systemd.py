@@ -3,9 +3,10 @@
 systemd's side of the protocols itself, so no service manager is needed:
 
   - Type=notify (sd_notify(3)): with NOTIFY_SOCKET (a path, and an abstract "@" name) the server
-    sends READY=1 with a STATUS naming the served generation once it answers; RELOADING=1 on
-    SIGHUP and READY=1 when that reload has ended; a STATUS alone after a reload it made by itself
-    (a file changed); STOPPING=1 on SIGTERM, then exits 0
+    sends READY=1 with a STATUS naming the served generation once the facts are read and the
+    default environment is built; RELOADING=1 on SIGHUP and READY=1 when that reload has ended; a
+    STATUS alone after a reload it made by itself (a file changed); STOPPING=1 on SIGTERM, then
+    exits 0
   - socket activation (sd_listen_fds(3)): a listening socket passed as fd 3 with LISTEN_FDS=1 and
     LISTEN_PID of the server is served (and --listen ignored); LISTEN_PID of another process is
     not for it (it listens on --listen); two sockets, or one that is not a listening TCP socket,
@@ -115,22 +116,27 @@ def check_notify(hiera, scratch, abstract):
         got = n.wait("READY=1")
         check(got is not None, f"{what}: no READY=1")
         ready = got[-1] if got else ""
-        check(re.search(r"^STATUS=serving generation 1: \d+ data files, 1 nodes$", ready, re.M) is not None,
-              f"{what}: READY=1 without the served generation as STATUS: {ready!r}")
+        # READY=1 once the facts are read and the default environment is built (the first work of
+        # the builder: the server answers before, a request waiting for what it needs)
+        m = re.search(r"^STATUS=serving generation (\d+): 1 environments \(1 built\), 1 nodes$", ready, re.M)
+        check(m is not None, f"{what}: READY=1 without the served generation as STATUS: {ready!r}")
+        gen = int(m.group(1)) if m else 0
         check(lookup(port)[0] == 200, f"{what}: no answer once READY=1 was sent")
-        # SIGHUP: RELOADING=1, then READY=1 when the reload has ended (generation 2)
+        # SIGHUP: RELOADING=1, then READY=1 when the reload has ended (a later generation)
         p.send_signal(signal.SIGHUP)
         got = n.wait("RELOADING=1", 10)
         check(got is not None, f"{what}: no RELOADING=1 after SIGHUP")
         got = n.wait("READY=1", 30)
-        check(got is not None and "STATUS=serving generation 2: " in got[-1],
-              f"{what}: no READY=1 with generation 2 after the reload SIGHUP asked for: {got!r}")
+        m = re.search(r"STATUS=serving generation (\d+): ", got[-1]) if got else None
+        check(m is not None and int(m.group(1)) > gen,
+              f"{what}: no READY=1 with a generation after {gen} after the reload SIGHUP asked for: {got!r}")
+        gen = int(m.group(1)) if m else gen
         # a reload the server makes by itself (a data file changed): STATUS alone, no READY=1
         common = os.path.join(root, "environments", "production", "data", "common.yaml")
         with open(common, "a") as f:
             f.write("profile::base::added: yes\n")
-        got = n.wait(r"STATUS=serving generation 3: .*", 30)
-        statuses = [m for m in (got or []) if "generation 3" in m]
+        got = n.wait(r"STATUS=serving generation (?!%d:)\d+: .*" % gen, 30)
+        statuses = [m for m in (got or []) if re.search(r"generation (\d+)", m) and int(re.search(r"generation (\d+)", m).group(1)) > gen]
         check(bool(statuses), f"{what}: no STATUS for the reload a changed file made: {got!r}")
         check(all("READY=1" not in m.split("\n") for m in statuses),
               f"{what}: READY=1 after a reload nobody asked for: {statuses!r}")

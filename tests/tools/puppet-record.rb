@@ -10,6 +10,14 @@
 #          | {"error": true, "message": M} | {"output": TEXT, "status": N} (explain, yaml, s).
 # Each query gets a fresh compiler (as a separate `puppet lookup` run would), so caches such as
 # lookup_options are not shared between queries.
+# Ruby's own json, as the puppet package alone runs it: a newer json gem that Debian's ruby-json
+# installs (the hiera package brings it into Debian 13) would word JSON syntax errors otherwise
+# (json 2.9 cuts the quoted text at 32 bytes), and hiera answers as Puppet 8.10 with Ruby 3.3's json 2.7
+begin
+  own = Gem::Specification.find_all_by_name('json').find(&:default_gem?)
+  gem 'json', own.version.to_s if own
+rescue Gem::LoadError
+end
 require 'json'
 require 'puppet'
 require 'puppet/application/lookup'

@@ -9,7 +9,10 @@ questions (every key, every merge strategy, dotted keys), and reports every diff
 differ are kept under the output folder so that they can be replayed.
 
 usage: random-compare.py --hiera build/hiera [--rounds N] [--seed S] [--out DIR] [--explain]
+                         [--puppet-version 7|8]
 Needs Puppet (apt-get install puppet). Exit status 1 when any answer differed.
+--puppet-version 8 asks Debian 13's Puppet 8.10 (in the root of ../shared/tools/puppet8, through
+tests/tools/in-puppet8-root) and hiera with HIERA_PUPPET_VERSION=8 (default 7, the installed one).
 """
 import argparse, atexit, json, os, random, shutil, subprocess, sys, tempfile
 
@@ -219,6 +222,8 @@ def our_answer(hiera, root, q):
         cmd += ["--render-as", "json"]
     cmd.append(q["key"])
     p = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=30)
+    if q.get("explain"):  # (hiera says which Puppet it explains as: not Puppet's text)
+        p.stderr = "".join(l for l in p.stderr.splitlines(True) if not l.startswith("hiera: explaining as Puppet "))
     if p.returncode not in (0, 1):
         return {"crash": p.returncode, "stderr": p.stderr[-500:]}
     if q.get("explain") and (p.returncode == 0 or not p.stderr.startswith("Error: Could not run:")):
@@ -258,7 +263,10 @@ def main():
     ap.add_argument("--out", default="/tmp/hiera-random")
     ap.add_argument("--explain", action="store_true", help="also compare --explain text for some queries")
     ap.add_argument("--explain-all", action="store_true", help="compare --explain text for every query too")
+    ap.add_argument("--puppet-version", type=int, choices=(7, 8), default=7)
     args = ap.parse_args()
+    os.environ["HIERA_PUPPET_VERSION"] = str(args.puppet_version)
+    prefix = [os.path.join(HERE, "in-puppet8-root")] if args.puppet_version == 8 else []
     hiera = os.path.abspath(args.hiera)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     total = diffs = 0
@@ -280,7 +288,7 @@ def main():
         qfile = os.path.join(root, "queries.json")
         with open(qfile, "w") as f:
             json.dump(queries, f)
-        p = subprocess.run(["ruby", os.path.join(HERE, "puppet-record.rb"), qfile, "--codedir", root,
+        p = subprocess.run(prefix + ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile, "--codedir", root,
                             "--environmentpath", root + "/environments", "--hiera_config", root + "/hiera.yaml",
                             "--environment", "production", "--node", "node1.example.com", "--facts", root + "/facts.yaml"],
                            cwd=root, capture_output=True, text=True)

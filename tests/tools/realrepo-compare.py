@@ -35,6 +35,9 @@ usage: tests/tools/realrepo-compare.py --hiera build/hiera [--bulk PATH] [--node
                  there, psick with its hieradata and psick modules, and the modules ntp, apache,
                  stdlib, nginx, zabbix in every installation.
 Needs Puppet (apt-get install puppet) and PyYAML. Prints one line per difference and a summary.
+--puppet-version 8: Puppet's side is Debian 13's Puppet 8.10 (the root of ../shared/tools/puppet8,
+through tests/tools/in-puppet8-root: the bulk tool and puppet lookup run there) and hiera answers
+with HIERA_PUPPET_VERSION=8 (default 7: the installed Puppet).
 """
 import argparse
 import glob
@@ -715,10 +718,13 @@ def main():
     ap.add_argument("--only", help="installations whose CONTROL matches this regex")
     ap.add_argument("--mirrors")
     ap.add_argument("--module", action="append", default=[])
+    ap.add_argument("--puppet-version", type=int, choices=(7, 8), default=7)
     ap.add_argument("control", nargs="*")
     a = ap.parse_args()
     if not a.bulk:
         a.bulk = default_bulk(HERE)
+    ENV["HIERA_PUPPET_VERSION"] = str(a.puppet_version)
+    prefix = [os.path.join(HERE, "in-puppet8-root")] if a.puppet_version == 8 else []
     controls, modules = list(a.control), list(a.module)
     if a.mirrors:
         M = lambda n: os.path.join(a.mirrors, n, "repo")
@@ -795,7 +801,7 @@ def main():
                     with open(qfile, "w") as f:
                         json.dump([dict({"key": k, "merge": None if m == "default" else m},
                                         **({"default": a.default} if m == "default" else {})) for m, k in qs], f)
-                    p = subprocess.run(["ruby", a.bulk, qfile] + flags + ["--node", node, "--facts", ffile],
+                    p = subprocess.run(prefix + ["ruby", a.bulk, qfile] + flags + ["--node", node, "--facts", ffile],
                                        capture_output=True, text=True, cwd=root)
                     lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
                     if lines:
@@ -821,7 +827,7 @@ def main():
                             print("DIFF %s env %s node %s key %s merge %s (not asked again): puppet %s, hiera %s" % (
                                 label, env, node, k, m or "first", json.dumps(pa)[:300], json.dumps(ha)[:300]), flush=True)
                             continue
-                        q = subprocess.run(["puppet", "lookup"] + flags + ["--node", node, "--facts", ffile, "--render-as", "json"]
+                        q = subprocess.run(prefix + ["puppet", "lookup"] + flags + ["--node", node, "--facts", ffile, "--render-as", "json"]
                                            + merge_flags(m, a.default) + [k], capture_output=True, text=True, cwd=root)
                         if q.returncode == 0:
                             try:

@@ -38,7 +38,16 @@ For each source this writes tests/cases/NAME/ (the files, facts.yaml, case.json)
 expected.json with the answers of Puppet 7 (tests/tools/puppet-record.rb, in one process per
 case) or of the Hiera 3 `hiera` command. Needs `apt-get install puppet hiera python3-yaml`.
 
-usage: record-cases.py [NAME...]     (default: every source)
+With --puppet-version 8 the same questions are asked of Debian 13's Puppet 8.10 and Hiera 3.12
+(the root ../shared/tools/puppet8 makes, through tests/tools/in-puppet8-root; install Hiera 3.12
+there with `chroot /var/tmp/puppet8-root apt-get install -y hiera`), for cases already written
+(the tree is not rewritten): the answers that differ from expected.json go to
+expected-puppet8.json, {"<query index>": answer}, which run-cases.py --puppet-version 8 takes
+over expected.json's; the file is removed when none differs. A puppet-cli query's stderr_has
+texts are then only reported when Puppet 8's stderr lacks them (a "puppet8" entry of the query
+gives Puppet 8's own).
+
+usage: record-cases.py [--puppet-version 7|8] [NAME...]     (default: 7, every source)
 """
 import json, os, re, shutil, subprocess, sys, yaml
 
@@ -98,6 +107,9 @@ def puppet_flags(case, spec, q):
     return flags + case_args(case, spec.get("puppet_args")) + case_args(case, q.get("args")) + \
         case_args(case, q.get("puppet_args"))
 
+PREFIX = []  # the command that runs the reference's commands: [] for Puppet 7, in-puppet8-root for 8
+
+
 def record_puppet(case, spec):
     groups = {}  # flags -> indexes of the queries, in order
     for i, q in enumerate(spec["queries"]):
@@ -107,7 +119,7 @@ def record_puppet(case, spec):
         qfile = os.path.join(case, ".queries.json")
         with open(qfile, "w") as f:
             json.dump([spec["queries"][i] for i in idx], f)
-        cmd = ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile] + list(flags)
+        cmd = PREFIX + ["ruby", os.path.join(HERE, "puppet-record.rb"), qfile] + list(flags)
         p = subprocess.run(cmd, cwd=case, capture_output=True, text=True)
         os.unlink(qfile)
         lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
@@ -130,21 +142,26 @@ def record_puppet_cli(case, spec):
     for q in spec["queries"]:
         if not any(a in ("--confdir", "--config") for a in spec.get("args", []) + q.get("args", [])):
             sys.exit(f"{case}: {q.get('args')}: give --confdir (or --config): the machine's puppet.conf must not decide")
-        cmd = ["puppet", "lookup"] + case_args(case, spec.get("args", [])) + case_args(case, q.get("args", []))
+        cmd = PREFIX + ["puppet", "lookup"] + case_args(case, spec.get("args", [])) + case_args(case, q.get("args", []))
         env = dict(os.environ)
         env.update({k: v.replace("{case}", case) for k, v in (q.get("env") or {}).items()})
         p = subprocess.run(cmd, cwd=case, capture_output=True, text=True, env=env)
         err = strip_colours(p.stderr).replace(case, "<CASE>")
-        for frag in q.get("stderr_has", []):
+        frags = (q.get("puppet8") or {}).get("stderr_has", q.get("stderr_has", [])) if PREFIX else q.get("stderr_has", [])
+        for frag in frags:
             if frag not in err:
-                sys.exit(f"{case}: {q['args']}: Puppet's stderr lacks {frag!r}:\n{err[-2000:]}")
+                if PREFIX:
+                    print(f"{case}: {q['args']}: Puppet 8's stderr lacks {frag!r} (give the query a puppet8: "
+                          f"{{stderr_has: [...]}}):\n{err[-1000:]}")
+                else:
+                    sys.exit(f"{case}: {q['args']}: Puppet's stderr lacks {frag!r}:\n{err[-2000:]}")
         answers.append({"status": p.returncode, "stdout": p.stdout.replace(case, "<CASE>"), "stderr": err})
     return answers
 
 def record_hiera3(case, spec):
     answers = []
     for q in spec["queries"]:
-        cmd = ["hiera", "-c", os.path.join(case, "hiera.yaml"), "-f", q.get("format", "json")]
+        cmd = PREFIX + ["hiera", "-c", os.path.join(case, "hiera.yaml"), "-f", q.get("format", "json")]
         cmd += {"array": ["-a"], "hash": ["-h"]}.get(q.get("resolution", "priority"), [])
         cmd += q["key"] if isinstance(q["key"], list) else [q["key"]]
         if "default" in q:
@@ -174,8 +191,48 @@ def remove_new_paths(case, before):
         elif os.path.lexists(path):
             os.unlink(path)
 
-def main(names):
+def record_answers(case, spec):
+    engine = spec.get("engine", "puppet")
+    return (record_hiera3(case, spec) if engine == "hiera3" else
+            record_puppet_cli(case, spec) if engine == "puppet-cli" else record_puppet(case, spec))
+
+
+def record_version8(name):
+    """Puppet 8's (and Hiera 3.12's) answers where they differ from expected.json"""
+    case = os.path.join(OUT, name)
+    with open(os.path.join(case, "case.json")) as f:
+        spec = json.load(f)
+    with open(os.path.join(case, "expected.json")) as f:
+        old = json.load(f)
+    before = tree_paths(case)
+    answers = record_answers(case, spec)
+    remove_new_paths(case, before)
+    differ = {str(i): a for i, (o, a) in enumerate(zip(old, answers)) if o != a}
+    path = os.path.join(case, "expected-puppet8.json")
+    if differ:
+        with open(path, "w") as f:
+            json.dump(differ, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+    elif os.path.exists(path):
+        os.unlink(path)
+    print(f"{name}: {len(answers)} answers, {len(differ)} differ under Puppet 8")
+
+
+def main(argv):
+    global PREFIX
+    version = 7
+    if argv[:1] == ["--puppet-version"]:
+        version = int(argv[1])
+        argv = argv[2:]
+    if version not in (7, 8):
+        sys.exit("--puppet-version: 7 or 8")
+    names = argv
     sources = sorted(f[:-5] for f in os.listdir(SRC) if f.endswith(".yaml"))
+    if version == 8:
+        PREFIX = [os.path.join(HERE, "in-puppet8-root")]
+        for name in names or sources:
+            record_version8(name)
+        return
     for name in names or sources:
         with open(os.path.join(SRC, name + ".yaml")) as f:
             spec = yaml.safe_load(f)
@@ -186,9 +243,7 @@ def main(names):
         with open(os.path.join(case, "case.json"), "w") as f:
             json.dump(meta, f, indent=1, ensure_ascii=False)
             f.write("\n")
-        engine = spec.get("engine", "puppet")
-        answers = (record_hiera3(case, spec) if engine == "hiera3" else
-                   record_puppet_cli(case, spec) if engine == "puppet-cli" else record_puppet(case, spec))
+        answers = record_answers(case, spec)
         remove_new_paths(case, before | {os.path.join(case, "case.json")})
         with open(os.path.join(case, "expected.json"), "w") as f:
             json.dump(answers, f, indent=1, ensure_ascii=False)

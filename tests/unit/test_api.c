@@ -409,6 +409,85 @@ static void test_legacy_module_providers(void **state)
     hiera_free(h);
 }
 
+/* hiera_options.puppet_version: the same tree answered as Puppet 7.23 and as Puppet 8.10 (strict
+ * defaults to error: an undefined variable in data and a list data file fail the lookup; Puppet 8's
+ * lookup sets $server_facts); an invalid HIERA_PUPPET_VERSION fails AUTO. */
+static void test_puppet_version(void **state)
+{
+    (void)state;
+    write_file("p8/environments/production/hiera.yaml",
+               "version: 5\ndefaults: {datadir: data, data_hash: yaml_data}\n"
+               "hierarchy:\n  - {name: role, path: 'role/%{facts.role}.yaml'}\n  - {name: common, path: common.yaml}\n");
+    write_file("p8/environments/production/data/common.yaml",
+               "undef: 'a%{nosuch}b'\nplain: 1\nserver: '%{server_facts.serverversion}'\n");
+    write_file("p8/environments/production/data/role/db.yaml", "- not\n- a hash\n");
+    char codedir[128], envpath[160];
+    snprintf(codedir, sizeof codedir, "%s/p8", root);
+    snprintf(envpath, sizeof envpath, "%s/environments", codedir);
+    for (int role = 0; role < 2; role++) {
+        for (int ver = 7; ver <= 8; ver++) {
+            hiera_error err = {0};
+            hiera_value *facts = hiera_value_from_json(role ? "{\"role\":\"db\"}" : "{\"role\":\"web\"}", &err);
+            hiera_options o = {.codedir = codedir, .environmentpath = envpath, .node = "n1.example.com", .facts = facts,
+                               .puppet_version = (hiera_puppet_version)ver};
+            hiera *h = hiera_new(&o, &err);
+            hiera_value_decref(facts);
+            assert_non_null(h);
+            hiera_value *v = NULL;
+            hiera_status st = hiera_lookup_key(h, "undef", &v, &err);
+            if (ver == 7) {
+                assert_int_equal(st, HIERA_OK);
+                assert_string_equal(hiera_value_string(v), "ab");
+                hiera_value_decref(v);
+            } else {
+                assert_int_equal(st, HIERA_ERROR);
+                assert_non_null(strstr(err.message, role ? "file does not contain a valid yaml hash" : "Undefined variable 'nosuch'"));
+                hiera_error_clear(&err);
+            }
+            st = hiera_lookup_key(h, "plain", &v, &err);
+            assert_int_equal(st, ver == 8 && role ? HIERA_ERROR : HIERA_OK);
+            hiera_error_clear(&err);
+            hiera_value_decref(v);
+            v = NULL;
+            if (!role) {
+                st = hiera_lookup_key(h, "server", &v, &err);
+                if (ver == 8) {
+                    assert_int_equal(st, HIERA_OK);
+                    assert_string_equal(hiera_value_string(v), "8.10.0");
+                } else { /* (Puppet 7's lookup sets no $server_facts: an undefined variable, a warning) */
+                    assert_int_equal(st, HIERA_OK);
+                    assert_string_equal(hiera_value_string(v), "");
+                }
+                hiera_value_decref(v);
+                hiera_error_clear(&err);
+            }
+            hiera_free(h);
+        }
+    }
+    /* AUTO follows HIERA_PUPPET_VERSION; a bad value fails */
+    const char *was = getenv("HIERA_PUPPET_VERSION");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("HIERA_PUPPET_VERSION", "8", 1);
+    char *why = NULL;
+    assert_int_equal(hiera_puppet_version_find(&why), HIERA_PUPPET_8);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "HIERA_PUPPET_VERSION=8"));
+    free(why);
+    setenv("HIERA_PUPPET_VERSION", "6", 1);
+    assert_int_equal(hiera_puppet_version_find(NULL), HIERA_PUPPET_AUTO);
+    hiera_error err = {0};
+    hiera_options o = {.codedir = codedir, .environmentpath = envpath, .node = "n1.example.com"};
+    assert_null(hiera_new(&o, &err));
+    assert_non_null(err.message);
+    assert_non_null(strstr(err.message, "HIERA_PUPPET_VERSION"));
+    hiera_error_clear(&err);
+    if (saved)
+        setenv("HIERA_PUPPET_VERSION", saved, 1);
+    else
+        unsetenv("HIERA_PUPPET_VERSION");
+    free(saved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_sensitive_redacted),
         cmocka_unit_test(test_legacy_module_providers),
         cmocka_unit_test(test_diagnostics),
+        cmocka_unit_test(test_puppet_version),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -210,6 +210,46 @@ static void yaml_marks(void **state)
     ys_free(d);
 }
 
+/* A large mapping is looked up through its key index: the same answers as a scan (the last
+ * entry of a repeated key, quoted keys by their text, non-scalar keys never, absent keys NULL). */
+static void yaml_key_index(void **state)
+{
+    (void)state;
+    sbuf b = {0};
+    for (int i = 0; i < 500; i++)
+        sb_addf(&b, "key_%03d: %d\n", (i * 7) % 500, i); /* every key once, out of order */
+    sb_adds(&b, "dup: first\n'': empty\n[a, b]: seq\n\"key_001\": again\ndup: second\nzz: 1\n");
+    ysdoc *d = ys_parse(b.s, b.len);
+    assert_false(d->failed);
+    const ysnode *root = d->docs[0];
+    assert_non_null(root->index);
+    for (int i = 0; i < 500; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "key_%03d", i);
+        const ysnode *k = ys_map_key(root, key), *v = ys_map_get(root, key);
+        assert_non_null(k);
+        assert_string_equal(k->text, key);
+        if (i != 1) {
+            assert_int_equal(k->line, v->line);
+            int at = 0;
+            while ((at * 7) % 500 != i)
+                at++;
+            assert_int_equal(strtol(v->text, NULL, 10), at);
+        }
+    }
+    assert_string_equal(ys_map_get(root, "key_001")->text, "again"); /* the later entry wins */
+    assert_string_equal(ys_map_get(root, "dup")->text, "second");
+    assert_int_equal(ys_map_key(root, "dup")->line, 505);
+    assert_string_equal(ys_map_get(root, "")->text, "empty");
+    assert_string_equal(ys_map_get(root, "zz")->text, "1");
+    assert_null(ys_map_get(root, "key_500"));
+    assert_null(ys_map_get(root, "a"));
+    assert_null(ys_map_get(root, "zzz"));
+    assert_null(ys_map_get(root, "key_00"));
+    ys_free(d);
+    sb_free(&b);
+}
+
 static void plain_scalars(void **state)
 {
     (void)state;
@@ -309,6 +349,103 @@ static void plain_traps_float_text(void **state)
     }
 }
 
+/* ------------------------------------------------------------------ check sessions */
+
+/* A report as one comparable text */
+static char *report_text(const check_report *r)
+{
+    sbuf b = {0};
+    for (size_t i = 0; i < r->n; i++) {
+        const check_finding *f = &r->v[i];
+        sb_addf(&b, "%s:%u:%u %s %d %s", f->file, f->line, f->col, f->rule, f->severity, f->message);
+        for (size_t j = 0; j < f->nnodes; j++)
+            sb_addf(&b, " [%s]", f->nodes[j]);
+        sb_addc(&b, '\n');
+    }
+    for (size_t i = 0; i < r->nnotes; i++)
+        sb_addf(&b, "note %s\n", r->notes[i]);
+    sb_addf(&b, "%zu %zu %zu %zu %zu\n", r->configs, r->data_files, r->manifests, r->nodes, r->environments);
+    return sb_take(&b);
+}
+
+/* A session's run with texts gives check_run's report with the same texts; a run whose texts
+ * change only data files keeps what was read, one that changes hiera.yaml, a manifest or the set
+ * of texts reads again. */
+static void check_session_runs(void **state)
+{
+    (void)state;
+    char dir[64];
+    assert_int_equal(testutil_scratch(dir, "session"), 0);
+    free(testutil_write_under(dir, "hiera.yaml",
+                              "---\nversion: 5\ndefaults:\n  datadir: data\n  data_hash: yaml_data\nhierarchy:\n"
+                              "  - name: node\n    path: \"nodes/%{trusted.certname}.yaml\"\n"
+                              "  - name: common\n    path: common.yaml\n"));
+    char *common = testutil_write_under(dir, "data/common.yaml", "---\nprofile::x::n: 1\nprofile::x::s: 'a'\n");
+    char *nodef = testutil_write_under(dir, "data/nodes/n1.example.com.yaml", "---\nprofile::x::n: 2\n");
+    char *pp = testutil_write_under(dir, "site-modules/profile/manifests/x.pp",
+                                    "class profile::x (Integer $n, String $s = 'b') {}\n");
+    free(testutil_write_under(dir, "manifests/site.pp", "node default { include profile::x }\n"));
+    free(testutil_write_under(dir, "environment.conf", "modulepath = site-modules:modules\n"));
+    free(testutil_write_under(dir, "facts/n1.example.com.yaml", "---\nos:\n  family: Debian\n"));
+    free(testutil_write_under(dir, "facts/n2.example.com.yaml", "---\nos:\n  family: RedHat\n"));
+    char *facts = xasprintf("%s/facts", dir);
+    char *hy = xasprintf("%s/hiera.yaml", dir);
+    const char *paths[1] = {dir};
+    check_options o = {.paths = paths, .npaths = 1, .facts_dir = facts, .jobs = 1};
+    check_session *cs = check_session_new(&o);
+    const struct {
+        const char *path, *text;
+        size_t reads, reuses; /* after the run */
+    } steps[] = {
+        {common, "---\nprofile::x::n: 1\nprofile::x::s: 'a'\nprofile::x::zz: 1\n", 1, 0},
+        {common, "---\n# moved\nprofile::x::n: 'one'\nprofile::x::s: yes\nprofile::x::zz: 1\n", 1, 1},
+        {nodef, "---\nprofile::x::n: [2]\n", 2, 1},          /* another text given: read again */
+        {common, "---\nprofile::x::n: 1\nprofile::x::s: '%{facts.os.family}'\n", 2, 2},
+        {nodef, "---\nprofile::x::n: 3\nprofile::x::s: 0755\n", 2, 3},
+        {pp, "class profile::x (String $n, String $s = 'b') {}\n", 3, 3}, /* a manifest: read again */
+        {nodef, "---\nprofile::x::n: 4\n", 3, 4},
+        {hy, "---\nversion: 5\nhierarchy:\n  - name: common\n    path: common.yaml\n", 4, 4},
+        {common, "---\nprofile::x::n: 5\n", 4, 5},
+    };
+    check_text texts[4];
+    size_t nt = 0;
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        size_t k = 0;
+        while (k < nt && strcmp(texts[k].path, steps[i].path))
+            k++;
+        texts[k] = (check_text){steps[i].path, steps[i].text, strlen(steps[i].text)};
+        if (k == nt)
+            nt++;
+        check_report got, want;
+        char *err = NULL;
+        assert_int_equal(check_session_run(cs, texts, nt, &got, &err), 0);
+        check_options oo = o;
+        oo.texts = texts;
+        oo.ntexts = nt;
+        assert_int_equal(check_run(&oo, &want, &err), 0);
+        char *g = report_text(&got), *w = report_text(&want);
+        if (strcmp(g, w))
+            fprintf(stderr, "step %zu:\n--- session\n%s--- check_run\n%s", i, g, w);
+        assert_string_equal(g, w);
+        assert_true(want.n > 0);
+        size_t reads, reuses;
+        check_session_stats(cs, &reads, &reuses);
+        assert_int_equal(reads, steps[i].reads);
+        assert_int_equal(reuses, steps[i].reuses);
+        free(g);
+        free(w);
+        check_report_free(&got);
+        check_report_free(&want);
+    }
+    check_session_free(cs);
+    free(common);
+    free(nodef);
+    free(pp);
+    free(facts);
+    free(hy);
+    testutil_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +455,8 @@ int main(void)
         cmocka_unit_test(type_aliases_read),
         cmocka_unit_test(manifest_problems),
         cmocka_unit_test(yaml_marks),
+        cmocka_unit_test(yaml_key_index),
+        cmocka_unit_test(check_session_runs),
         cmocka_unit_test(plain_scalars),
         cmocka_unit_test(plain_traps_float_text),
         cmocka_unit_test(user_aliases_and_messages),

@@ -4,7 +4,9 @@
 #include "testutil.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
+#include "base/fileio.h"
 #include "engine/snapshot.h"
 #include "engine/tmplmatch.h"
 #include "formats/render.h"
@@ -309,6 +311,136 @@ static void test_reload_is_replacement(void **state)
     write_tree("one");
 }
 
+/* ---- parses named by content ---- */
+
+static hiera_snapshot *snap_of_env(const char *env, const hiera_snapshot *prev, hiera_path_changed_fn changed, void *data)
+{
+    hiera_options o = {0};
+    o.codedir = tree;
+    o.environment = env;
+    return hiera_snapshot_update_changed(prev, &o, changed, data, NULL);
+}
+
+/* The value of key in file (relative to the tree) as s holds it. */
+static const hv *held(hiera_snapshot *s, const char *rel, const char *key)
+{
+    char *path = xasprintf("%s/%s", tree, rel);
+    snapshot_file f;
+    bool got = snapshot_get((const snapshot *)s, path, FMT_YAML, &f);
+    free(path);
+    return got && f.value ? hv_hash_gets(f.value, key) : NULL;
+}
+
+static void test_same_bytes_parsed_once(void **state)
+{
+    (void)state;
+    /* a second environment: a copy of production (its files under other paths), one file differing */
+    static const char *copies[][2] = {
+        {"environments/copy/hiera.yaml", NULL}, {"environments/copy/data/common.yaml", NULL},
+        {"environments/copy/data/nodes/web01.example.com.yaml", NULL}, {"environments/copy/data/roles/web/a.yaml", NULL},
+    };
+    for (size_t i = 0; i < sizeof copies / sizeof *copies; i++) {
+        char *from = xasprintf("%s/environments/production/%s", tree, copies[i][0] + strlen("environments/copy/"));
+        sbuf text = {0};
+        assert_true(file_read(from, &text, NULL, NULL));
+        free(testutil_write_under(tree, copies[i][0], text.s));
+        sb_free(&text);
+        free(from);
+    }
+    free(testutil_write_under(tree, "environments/copy/data/roles/web/a.yaml", "role::key: the copy's own\n"));
+    size_t parses0, bytes0, parses1, bytes1, parses2, bytes2;
+    snapshot_store_usage(&parses0, &bytes0);
+    hiera_snapshot *prod = snap_of_env("production", NULL, NULL, NULL);
+    snapshot_store_usage(&parses1, &bytes1);
+    hiera_snapshot *copy = snap_of_env("copy", NULL, NULL, NULL);
+    snapshot_store_usage(&parses2, &bytes2);
+    snapshot_counts c;
+    snapshot_counts_of((const snapshot *)copy, &c);
+    /* the copy parsed its own role file only (and the hiera.yaml files, compiled by the builder's
+     * cache from their own parse): common, the node file and the global data are shared */
+    assert_int_equal(c.parsed, 3);
+    assert_true(c.shared >= 3);
+    assert_int_equal(parses2 - parses1, 1);
+    assert_true(bytes2 > bytes1 && bytes1 > bytes0);
+    /* one parse: the same nodes */
+    assert_ptr_equal(held(prod, "environments/production/data/common.yaml", "common::key"),
+                     held(copy, "environments/copy/data/common.yaml", "common::key"));
+    assert_string_equal(hv_str_ptr(held(copy, "environments/copy/data/roles/web/a.yaml", "role::key")), "the copy's own");
+    assert_string_equal(hv_str_ptr(held(prod, "environments/production/data/roles/web/a.yaml", "role::key")), "web a");
+    /* released, the parses leave the store */
+    hiera_snapshot_release(prod);
+    hiera_snapshot_release(copy);
+    size_t parses3, bytes3;
+    snapshot_store_usage(&parses3, &bytes3);
+    assert_int_equal(parses3, parses0);
+    assert_int_equal(bytes3, bytes0);
+    char *cmd = xasprintf("rm -rf '%s/environments/copy'", tree);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
+/* changed(): paths that may have changed, by suffix; every other path is vouched for */
+typedef struct {
+    const char *const *suffixes;
+    size_t asked;
+} changes;
+
+static bool changed_by_suffix(const char *path, void *data)
+{
+    changes *c = data;
+    c->asked++;
+    for (size_t i = 0; c->suffixes[i]; i++) {
+        size_t n = strlen(path), m = strlen(c->suffixes[i]);
+        if (n >= m && strcmp(path + n - m, c->suffixes[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void test_rebuild_costs_what_changed(void **state)
+{
+    (void)state;
+    hiera_snapshot *first = snap_of_env("production", NULL, NULL, NULL);
+    snapshot_counts c1;
+    snapshot_counts_of((const snapshot *)first, &c1);
+    /* common.yaml rewritten: a rebuild told that nothing changed takes prev's parse */
+    write_tree("owt");
+    static const char *none[] = {NULL};
+    changes nothing = {none, 0};
+    hiera_snapshot *blind = snap_of_env("production", first, changed_by_suffix, &nothing);
+    snapshot_counts c2;
+    snapshot_counts_of((const snapshot *)blind, &c2);
+    assert_int_equal(c2.looked, 0); /* nothing asked of the file system... */
+    assert_int_equal(c2.parsed, 0); /* (the hiera.yaml files are compiled again, by the builder's cache) */
+    assert_true(nothing.asked > 0);
+    assert_int_equal(c2.files, c1.files);
+    assert_string_equal(hv_str_ptr(held(blind, "environments/production/data/common.yaml", "common::key")), "one");
+    /* told that common.yaml changed: that file read again, nothing else */
+    static const char *common[] = {"/production/data/common.yaml", NULL};
+    changes one = {common, 0};
+    hiera_snapshot *told = snap_of_env("production", first, changed_by_suffix, &one);
+    snapshot_counts c3;
+    snapshot_counts_of((const snapshot *)told, &c3);
+    assert_int_equal(c3.looked, 2); /* (its state in its folder, and the file read) */
+    assert_string_equal(hv_str_ptr(held(told, "environments/production/data/common.yaml", "common::key")), "owt");
+    assert_ptr_equal(held(told, "environments/production/data/nodes/web01.example.com.yaml", "node::key"),
+                     held(first, "environments/production/data/nodes/web01.example.com.yaml", "node::key"));
+    /* a file added in a folder: the folder is named (its entries changed) and the file with it */
+    free(testutil_write_under(tree, "environments/production/data/roles/web/b.yaml", "role::b: new\n"));
+    static const char *added[] = {"/roles/web", "/roles/web/b.yaml", NULL};
+    changes add = {added, 0};
+    hiera_snapshot *grown = snap_of_env("production", told, changed_by_suffix, &add);
+    assert_string_equal(hv_str_ptr(held(grown, "environments/production/data/roles/web/b.yaml", "role::b")), "new");
+    char *b = xasprintf("%s/environments/production/data/roles/web/b.yaml", tree);
+    assert_int_equal(unlink(b), 0);
+    free(b);
+    hiera_snapshot_release(first);
+    hiera_snapshot_release(blind);
+    hiera_snapshot_release(told);
+    hiera_snapshot_release(grown);
+    write_tree("one");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +449,8 @@ int main(void)
         cmocka_unit_test(test_views_answer_alike),
         cmocka_unit_test(test_threads_share_a_snapshot),
         cmocka_unit_test(test_reload_is_replacement),
+        cmocka_unit_test(test_same_bytes_parsed_once),
+        cmocka_unit_test(test_rebuild_costs_what_changed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,23 +4,16 @@
 // screenshots go to the artifacts folder. Prints "web: N passed, N failed".
 //
 // usage: node page.mjs URL ARTIFACTS_DIR
-import { chromium } from "playwright-core";
+import { checker, launch } from "./browser.mjs";
 import fs from "node:fs";
 import path from "node:path";
 
 const [url, artifacts] = process.argv.slice(2);
 fs.mkdirSync(artifacts, { recursive: true });
-let passed = 0, failed = 0;
-function check(ok, what) {
-  if (ok) passed++;
-  else { failed++; console.log("FAIL: " + what); }
-}
+const t = checker();
+const check = t.check;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 const origin = new URL(url).origin;
 const foreign = [];
 const errors = [];
@@ -135,10 +128,8 @@ try {
   check(errors.length === 0, "errors in the page: " + errors.join("; "));
   check(failures.length === 0, "failed requests: " + failures.join(", "));
 } catch (e) {
-  failed++;
-  console.log("FAIL: " + (e && e.stack || e));
+  check(false, String(e && e.stack || e));
 } finally {
   await browser.close();
 }
-console.log(`web: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+t.done("web");

@@ -2,7 +2,8 @@
  *
  * Loading libcrypto (4 MB, thousands of relocations and its initialisers) was a third of the
  * start-up of a one-shot `hiera lookup` that never decrypts anything. The command is therefore
- * linked without -lcrypto: this file defines the libcrypto functions eyaml.c uses, each of which
+ * linked without -lcrypto: this file defines the libcrypto functions eyaml.c uses (and the
+ * SHA-256 digest that names a snapshot's parses by content, engine/snapshot.c), each of which
  * opens libcrypto.so.3 with dlopen on first use and calls the real function. The prototypes come
  * from OpenSSL's own headers, so the compiler checks every signature. libhiera.a and .so link
  * libcrypto as usual; only the hiera executable links this file.
@@ -100,7 +101,9 @@ LAZY_VOID(BN_clear_free, (BIGNUM *a), (a))
 LAZY_VOID(CRYPTO_free, (void *ptr, const char *file, int line), (ptr, file, line))
 LAZY_VOID(ERR_clear_error, (void), ())
 LAZY(unsigned long, ERR_peek_last_error, (void), ())
+LAZY(unsigned long, ERR_peek_last_error_data, (const char **data, int *flags), (data, flags))
 LAZY(const char *, ERR_reason_error_string, (unsigned long e), (e))
+LAZY(int, EVP_Digest, (const void *data, size_t count, unsigned char *md, unsigned int *size, const EVP_MD *type, ENGINE *impl), (data, count, md, size, type, impl))
 LAZY(int, EVP_EncodeBlock, (unsigned char *t, const unsigned char *f, int n), (t, f, n))
 LAZY(int, EVP_PKEY_CTX_ctrl_str, (EVP_PKEY_CTX *ctx, const char *type, const char *value), (ctx, type, value))
 LAZY_VOID(EVP_PKEY_CTX_free, (EVP_PKEY_CTX *ctx), (ctx))
@@ -112,6 +115,7 @@ LAZY(int, EVP_PKEY_get_base_id, (const EVP_PKEY *pkey), (pkey))
 LAZY(int, EVP_PKEY_get_bn_param, (const EVP_PKEY *pkey, const char *key_name, BIGNUM **bn), (pkey, key_name, bn))
 LAZY(const EVP_CIPHER *, EVP_aes_256_cbc, (void), ())
 LAZY(const EVP_MD *, EVP_get_digestbyname, (const char *name), (name))
+LAZY(const EVP_MD *, EVP_sha256, (void), ())
 LAZY(const char *, OBJ_nid2sn, (int n), (n))
 LAZY(int, OBJ_obj2nid, (const ASN1_OBJECT *o), (o))
 /* (wipes even without libcrypto) */
@@ -169,6 +173,7 @@ LAZY(ASN1_TIME *, X509_gmtime_adj, (ASN1_TIME *s, long adj), (s, adj))
 LAZY(X509 *, X509_new, (void), ())
 LAZY(int, X509_set_issuer_name, (X509 *x, const X509_NAME *name), (x, name))
 LAZY(int, X509_set_pubkey, (X509 *x, EVP_PKEY *pkey), (x, pkey))
+LAZY(int, X509_set_serialNumber, (X509 *x, ASN1_INTEGER *serial), (x, serial))
 LAZY(int, X509_set_subject_name, (X509 *x, const X509_NAME *name), (x, name))
 LAZY(int, X509_set_version, (X509 *x, long version), (x, version))
 LAZY(int, X509_sign, (X509 *x, EVP_PKEY *pkey, const EVP_MD *md), (x, pkey, md))

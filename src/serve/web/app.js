@@ -2,11 +2,14 @@
 // value and where it came from, its hierarchy, an explanation on demand, and a second node side by
 // side. Plain JavaScript, no library, no network resource but the server's own API (/v1, see the
 // README). The state lives in the address (#env=...&node=...&tab=...&other=...) so a view can be
-// shared and the back button works.
+// shared and the back button works. Admins of a server started with --allow-edits get an Edit
+// button in a key's details: the levels the node reads, a YAML value, a preview (the diff, the nodes
+// whose answers change, hiera check's new findings) and Save (POST /v1/edit, from the version of
+// the file the editor was opened on: another editor's save in between is a conflict, never lost).
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
-const state = { env: "", node: "", other: "", tab: "data", rows: [], selected: -1, data: null, otherData: null };
+const state = { env: "", node: "", other: "", tab: "data", rows: [], selected: -1, data: null, otherData: null, canEdit: false };
 
 function setStatus(text, isError) {
   const s = $("#status");
@@ -23,6 +26,14 @@ async function api(path, params) {
     throw new Error((body && body.error && (body.error.message || body.error)) || res.status + " " + res.statusText);
   }
   return { status: res.status, body };
+}
+
+async function post(path, body) {
+  const res = await fetch(path, { method: "POST", headers: { Accept: "application/json", "Content-Type": "application/json" },
+                                  body: JSON.stringify(body) });
+  let answer = null;
+  try { answer = await res.json(); } catch (e) { answer = null; }
+  return { status: res.status, body: answer };
 }
 
 // A value as `hiera lookup --render-as json` prints it, indented.
@@ -186,7 +197,135 @@ async function details(key, tr, explain) {
     }
     if (explain) cell.append(el("h3", { text: "Explanation" }), el("pre", { text: body.explanation || "" }));
     else cell.append(el("button", { type: "button", text: "Explain (e)", onclick: () => { row.remove(); details(key, tr, true); } }));
+    if (state.canEdit) {
+      const edit = el("button", { type: "button", class: "edit", text: "Edit",
+                                  onclick: (ev) => { ev.target.remove(); editor(key, cell); } });
+      cell.append(" ", edit);
+      // just saved: the editor again, with what was saved
+      if (state.saved && state.saved.key === key) { const s = state.saved; state.saved = null; edit.remove(); editor(key, cell, s.res); }
+    }
   } catch (e) { cell.append(el("p", { class: "error-text", text: e.message })); }
+}
+
+// ---------------------------------------------------------------- editing (admins, --allow-edits)
+
+// The editor of a key: the levels the node reads (the file each resolves to, existing or not, and
+// the value it holds there), a YAML value, Preview and Save.
+async function editor(key, cell, saved) {
+  const box = el("div", { class: "editor", "data-key": key });
+  cell.append(box);
+  const { status, body } = await api("/v1/edit", { node: state.node, environment: state.env, key });
+  if (status !== 200) { box.append(el("p", { class: "error-text", text: (body && body.error) || "cannot edit" })); return; }
+  const levels = body.levels;
+  const answer = state.data.keys[key];
+  const from = answer && answer.definitions[0];
+  let pick = levels.findIndex((l) => l.editable && from && l.level === from.level && l.layer === from.layer);
+  if (pick < 0) pick = levels.findIndex((l) => l.editable);
+  const list = el("fieldset", { class: "levels" }, el("legend", { text: `Edit ${key}: the level to change` }));
+  const value = el("textarea", { id: "edit-value", rows: "4", spellcheck: "false", "aria-label": "Value (YAML)" });
+  const unset = el("input", { type: "checkbox", id: "edit-unset" });
+  const encrypt = el("input", { type: "checkbox", id: "edit-encrypt" });
+  const encryptLabel = el("label", { class: "check" }, encrypt, " encrypt (eyaml: the value is plain text)");
+  const out = el("div", { class: "edit-result", role: "status" });
+  let typed = false;
+  value.addEventListener("input", () => { typed = true; });
+  const shown = (v) => (typeof v === "string" && !/[\n:#'"{}\[\],&*!|>%@`]/.test(v) && v.trim() === v && v !== "" ? v : JSON.stringify(v));
+  const choose = (i) => {
+    pick = i;
+    const l = levels[i];
+    encryptLabel.hidden = !l.eyaml;
+    if (!l.eyaml) encrypt.checked = false;
+    if (!typed) value.value = l.found && "value" in l ? shown(l.value) : answer && answer.found ? shown(answer.value) : "";
+  };
+  levels.forEach((l, i) => {
+    const where = l.editable ? `${l.path.split("/").slice(-3).join("/")}${l.exists ? "" : " (new file)"}` : l.why;
+    const held = !l.editable ? "" : l.encrypted ? "encrypted" : l.found ? JSON.stringify(l.value) : "not set";
+    const radio = el("input", { type: "radio", name: "edit-level", value: String(i), disabled: !l.editable, checked: i === pick,
+                                onchange: () => choose(i) });
+    list.append(el("label", { class: "level-choice" + (l.editable ? "" : " disabled") }, radio,
+      el("b", { text: ` ${l.level}` }), ` · ${l.layer}${l.module ? " " + l.module : ""} · `,
+      el("span", { class: "path", text: where }), l.editable ? el("span", { class: "held", text: ` = ${held}` }) : null));
+  });
+  const request = (dry) => {
+    const l = levels[pick];
+    const r = { environment: state.env, node: state.node, level: l.level, key, dry_run: dry };
+    if (l.module) r.module = l.module;
+    if (unset.checked) r.unset = true;
+    else r.yaml = value.value;
+    if (encrypt.checked) r.encrypt = true;
+    if (!dry) r.base = l.digest;
+    return r;
+  };
+  const show = (status, res, saved) => {
+    out.textContent = "";
+    if (status === 409) {
+      out.append(el("p", { class: "error-text conflict", text: "Conflict: " + res.error }),
+        el("button", { type: "button", text: "Reload the file", onclick: () => { box.remove(); editor(key, cell); } }));
+      return;
+    }
+    if (status === 422 || status === 400 || status === 403 || !res) {
+      const e = res && res.error;
+      const msg = !e ? `error ${status}` : typeof e === "string" ? e : `${e.file ? e.file + (e.line ? ":" + e.line : "") + ": " : ""}${e.message}`;
+      out.append(el("p", { class: "error-text refused", text: (status === 422 ? "Refused: " : "") + msg }));
+      return;
+    }
+    if (saved) out.append(el("p", { class: "saved", text: `Saved ${res.file} (generation ${res.generation}).` }));
+    if (!res.changed) out.append(el("p", { text: "The level already holds this value: nothing to write." }));
+    if (res.diff) {
+      const pre = el("pre", { class: "diff" });
+      for (const line of res.diff.split("\n")) {
+        const c = line.startsWith("+++") || line.startsWith("---") ? "hdr" : line[0] === "+" ? "add" : line[0] === "-" ? "del" : line[0] === "@" ? "hunk" : "";
+        pre.append(el("span", { class: c, text: line + "\n" }));
+      }
+      out.append(el("h3", { text: "The change" }), pre);
+    }
+    if (res.impact) {
+      const s = res.impact.summary;
+      const ul = el("ul", { class: "impact" });
+      for (const k of res.impact.keys || [])
+        for (const c of k.changes)
+          ul.append(el("li", {}, el("code", { text: k.key }), ` ${c.kind.replace("_", " ")} on ${c.count} node${c.count === 1 ? "" : "s"}: `,
+            el("span", { class: "nodes", text: c.nodes.slice(0, 5).join(", ") + (c.nodes.length > 5 ? `, … +${c.nodes.length - 5}` : "") })));
+      out.append(el("h3", { text: `The nodes: ${s.nodes_changed} of ${s.nodes} change` }), ul);
+    } else if (res.impact_note) {
+      out.append(el("p", { class: "muted", text: res.impact_note }));
+    }
+    if (res.findings && res.findings.length) {
+      out.append(el("h3", { text: "New findings of hiera check" }),
+        el("ul", { class: "findings" }, ...res.findings.map((f) => el("li", { class: f.severity },
+          `${f.severity} line ${f.line}: ${f.message} [${f.rule}]`))));
+    } else if (res.findings) {
+      out.append(el("p", { class: "muted", text: "hiera check finds nothing new in the file." }));
+    }
+  };
+  const go = async (dry, button) => {
+    button.disabled = true;
+    out.textContent = dry ? "previewing…" : "saving…";
+    try {
+      const { status, body: res } = await post("/v1/edit", request(dry));
+      show(status, res, !dry && status === 200 && res.written);
+      if (!dry && status === 200 && res.written) {
+        // the node's data again (the server serves the change at once), the editor open on it
+        setStatus(`saved ${key} in ${res.file}`);
+        state.saved = { key, res };
+        await loadNode();
+        const i = state.rows.indexOf(key);
+        if (i >= 0) select(i, true);
+        return;
+      }
+    } catch (e) { out.textContent = ""; out.append(el("p", { class: "error-text", text: e.message })); }
+    button.disabled = false;
+  };
+  const preview = el("button", { type: "button", class: "preview", text: "Preview", onclick: (e) => go(true, e.target) });
+  const save = el("button", { type: "button", class: "save", text: "Save", onclick: (e) => go(false, e.target) });
+  box.append(list, el("label", { class: "value-label" }, "Value (YAML)", value),
+    el("label", { class: "check" }, unset, " remove the key from this level"), encryptLabel,
+    el("div", { class: "actions" }, preview, " ", save, " ",
+      el("button", { type: "button", text: "Cancel", onclick: () => box.remove() })), out);
+  if (pick >= 0) choose(pick);
+  else box.append(el("p", { class: "error-text", text: "No level of this node can be edited here." }));
+  if (saved) show(200, saved, true);
+  value.focus();
 }
 
 // ---------------------------------------------------------------- the hierarchy tab
@@ -322,6 +461,10 @@ window.addEventListener("popstate", () => { readHash(); apply(); });
 (async function start() {
   readHash();
   try {
+    // an admin of a server that allows edits gets the Edit buttons (anybody else none: the API
+    // answers them 403)
+    const probe = await api("/v1/edit");
+    state.canEdit = probe.status === 200 && probe.body && probe.body.edits === true;
     await loadEnvironments();
     searchNodes("");
   } catch (e) { setStatus(e.message, true); }

@@ -1,0 +1,2 @@
+class old4 (Integer $port) {
+}
