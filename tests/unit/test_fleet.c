@@ -2,7 +2,10 @@
  * every node's answers are those of a context made alone (hiera_new + hiera_lookup), their JSON
  * text hiera_render's, whatever the number of threads; ordered runs hand the nodes over in order;
  * the callback is never called twice at once; a node's own keys; nodes given with their facts;
- * failures per node and per lookup; $trusted from a folder; a run stopped by its callback. */
+ * failures per node and per lookup; $trusted from a folder; a run stopped by its callback.
+ * The diff run (hiera_diff_run, src/diff/run.c): the changes of an edited copy of the tree, the
+ * same on 1 to 3 threads, its callbacks and diagnostics one at a time, each diagnostic with its
+ * side and node. */
 #include "testutil.h"
 
 #include "hiera_fleet.h"
@@ -11,7 +14,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-static char dir[64];
+static char dir[64], dir2[64];
 #define NODES 50
 
 static int setup(void **state)
@@ -53,6 +56,31 @@ static int setup(void **state)
         free(testutil_write_under(dir, rel, text));
     }
     free(testutil_write_under(dir, "facts/zbroken.yaml", "role: [\n"));
+    /* the new side of the diff tests: the greeting changed, db's data a list (not a hash) */
+    if (testutil_scratch(dir2, "fleet-new"))
+        return -1;
+    free(testutil_write_under(dir2, "hiera.yaml",
+                              "version: 5\n"
+                              "hierarchy:\n"
+                              "  - name: node\n"
+                              "    path: nodes/%{trusted.certname}.yaml\n"
+                              "  - name: role\n"
+                              "    path: role/%{facts.role}.yaml\n"
+                              "  - name: common\n"
+                              "    path: common.yaml\n"));
+    free(testutil_write_under(dir2, "environments/production/.keep", ""));
+    free(testutil_write_under(dir2, "data/common.yaml",
+                              "lookup_options:\n"
+                              "  merged: {merge: deep}\n"
+                              "greeting: 'hi %{facts.role}'\n"
+                              "list: [1, 2.5, true, null]\n"
+                              "merged: {a: common}\n"
+                              "big: 123456789012345678901234567890\n"
+                              "bad: '%{lookup(\"bad\")}'\n"
+                              "\"dotted.key\": dotted\n"));
+    free(testutil_write_under(dir2, "data/role/web.yaml", "merged: {b: web}\nweb_only: yes\n"));
+    free(testutil_write_under(dir2, "data/role/db.yaml", "- merged\n"));
+    free(testutil_write_under(dir2, "data/nodes/n07.example.com.yaml", "greeting: special\n"));
     return 0;
 }
 
@@ -60,6 +88,7 @@ static int teardown(void **state)
 {
     (void)state;
     testutil_remove_tree(dir);
+    testutil_remove_tree(dir2);
     return 0;
 }
 
@@ -374,12 +403,149 @@ static void test_stop(void **state)
     hiera_settings_free(hs);
 }
 
+/* ------------------------------------------------------------------ the diff run */
+
+typedef struct {
+    int in_callback; /* atomic: callbacks (events and diagnostics) at once */
+    bool overlapped;
+    size_t changes[NKEYS], troubles, only, done, lookups;
+    bool bad_change; /* a change whose answers are the same, or of a node it cannot be */
+    size_t diags, diags_new_db; /* diagnostics; of which the new side's, of a db node, on db's list */
+    bool diag_bad;              /* one without a diagnostic, or an old side's */
+} diff_seen;
+
+static bool db_node(const char *name) { return name && name[0] == 'n' && atoi(name + 1) % 3 == 0; }
+
+static int diff_event(const hiera_diff_event *e, void *data)
+{
+    diff_seen *s = data;
+    if (__atomic_add_fetch(&s->in_callback, 1, __ATOMIC_SEQ_CST) != 1)
+        s->overlapped = true;
+    switch (e->kind) {
+    case HIERA_DIFF_CHANGE: {
+        size_t k = 0;
+        while (k < NKEYS && strcmp(KEYS[k], e->key) != 0)
+            k++;
+        if (k == NKEYS || (e->old_answer.status == HIERA_OK && e->new_answer.status == HIERA_OK &&
+                           hiera_value_same(e->old_answer.value, e->new_answer.value)))
+            s->bad_change = true;
+        else
+            s->changes[k]++;
+        if (!strcmp(e->key, "merged") && !db_node(e->node))
+            s->bad_change = true;
+        break;
+    }
+    case HIERA_DIFF_TROUBLE:
+        s->troubles++;
+        if (strcmp(e->node, "zbroken") != 0 || !e->message)
+            s->bad_change = true;
+        break;
+    case HIERA_DIFF_ONLY_OLD:
+    case HIERA_DIFF_ONLY_NEW:
+        s->only++;
+        break;
+    case HIERA_DIFF_NODE_DONE:
+        s->done++;
+        s->lookups += e->lookups;
+        break;
+    }
+    __atomic_sub_fetch(&s->in_callback, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+
+static void diff_diagnostic(const hiera_diff_diagnostic *d, void *data)
+{
+    diff_seen *s = data;
+    if (__atomic_add_fetch(&s->in_callback, 1, __ATOMIC_SEQ_CST) != 1)
+        s->overlapped = true;
+    s->diags++;
+    if (!d->diagnostic || !d->diagnostic->message || d->side != 1)
+        s->diag_bad = true;
+    else if (d->node && db_node(d->node) && strstr(d->diagnostic->message, "role/db.yaml") &&
+             strstr(d->diagnostic->message, "valid yaml hash"))
+        s->diags_new_db++;
+    __atomic_sub_fetch(&s->in_callback, 1, __ATOMIC_SEQ_CST);
+}
+
+static hiera_options tree_context(const char *root, char **owned)
+{
+    owned[0] = xasprintf("%s/environments", root);
+    owned[1] = xasprintf("%s/hiera.yaml", root);
+    owned[2] = xasprintf("%s/confdir", root);
+    hiera_options o = HIERA_OPTIONS_INIT;
+    o.codedir = root;
+    o.environmentpath = owned[0];
+    o.hiera_config = owned[1];
+    o.confdir = owned[2];
+    o.puppet_version = HIERA_PUPPET_7; /* (strict is a warning: db's list is warned about, not fatal) */
+    return o;
+}
+
+static void test_diff_run(void **state)
+{
+    (void)state;
+    char *owned[6];
+    hiera_options ctx[2] = {tree_context(dir, owned), tree_context(dir2, owned + 3)};
+    char *facts = xasprintf("%s/facts", dir);
+    hiera_error err = {0};
+    hiera_facts_source *src = hiera_facts_source_dir(facts, &err);
+    assert_non_null(src);
+    for (unsigned threads = 1; threads <= 3; threads++) {
+        diff_seen s = {0};
+        hiera_diff_options o = HIERA_DIFF_OPTIONS_INIT;
+        o.old_context = &ctx[0];
+        o.new_context = &ctx[1];
+        o.keys = KEYS;
+        o.nkeys = NKEYS;
+        o.old_source = o.new_source = src;
+        o.threads = threads;
+        o.callback = diff_event;
+        o.userdata = &s;
+        o.diagnostics = diff_diagnostic;
+        o.diagnostics_data = &s;
+        hiera_diff_stats st;
+        hiera_value *plan = hiera_diff_run(&o, &st, &err);
+        if (!plan)
+            print_error("%s\n", err.message);
+        assert_non_null(plan);
+        assert_false(s.overlapped);
+        assert_false(s.bad_change);
+        /* greeting: every node but n07 (its own file); merged: the db nodes (0, 3 ... 48) */
+        assert_int_equal(s.changes[0], NODES - 1);
+        assert_int_equal(s.changes[2], (NODES + 2) / 3);
+        for (size_t k = 0; k < NKEYS; k++)
+            if (k != 0 && k != 2)
+                assert_int_equal(s.changes[k], 0);
+        assert_int_equal(s.troubles, 1);
+        assert_int_equal(s.only, 0);
+        assert_int_equal(s.done, NODES);
+        assert_int_equal(st.changes, NODES - 1 + (NODES + 2) / 3);
+        assert_int_equal(st.troubles, 1);
+        assert_int_equal(st.nodes, NODES);
+        assert_int_equal(st.lookups, s.lookups);
+        /* db's list: warned about on the new side, for a db node */
+        assert_false(s.diag_bad);
+        if (s.diags_new_db == 0)
+            print_error("threads %u: %zu diagnostics, none of a db node on db.yaml\n", threads, s.diags);
+        assert_true(s.diags_new_db >= 1);
+        /* the plan names the run's nodes and keys */
+        assert_int_equal(hiera_value_array_size(hiera_value_hash_get(plan, "nodes")), NODES + 1);
+        assert_int_equal(hiera_value_array_size(hiera_value_hash_get(plan, "keys")), NKEYS);
+        hiera_value_decref(plan);
+    }
+    hiera_facts_source_free(src);
+    free(facts);
+    for (int i = 0; i < 6; i++)
+        free(owned[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_same_answers),
         cmocka_unit_test(test_own_keys_and_given_nodes),
         cmocka_unit_test(test_stop),
+        cmocka_unit_test(test_diff_run),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
