@@ -5,7 +5,7 @@ the real ansible-playbook: one playbook asks 200 keys (values of every kind: str
 booleans, nil, arrays and hashes short and long enough for pp to break lines, nested, Unicode,
 multi-line text, keys not found, defaults, scope variables, -a and -h resolutions) through each
 plugin; the answers Ansible ends with must be the same. Prints each run's time (bench/ansible.py
-times them properly) and 'N passed, N failed'.
+times them, with Ansible's own start-up apart) and 'N passed, N failed'.
 
 usage: inprocess.py --pythonpath build/python [--hiera3 /usr/bin/hiera] [--keys 200]
 Skips (0 passed, 0 failed) when ansible-playbook, community.general or Hiera 3.10's hiera is missing.
@@ -74,11 +74,12 @@ def main(argv):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(a, tmp):
+def prepare(tmp, nkeys):
+    """The Hiera 3 data, configuration, terms and collection folder under tmp: the terms."""
     rnd = random.Random(33)
     data = os.path.join(tmp, "data")
     os.makedirs(os.path.join(data, "nodes"))
-    kv = values(a.keys - 20, rnd)
+    kv = values(nkeys - 20, rnd)
     with open(os.path.join(data, "common.yaml"), "w") as f:
         for k, v in kv:
             f.write(f"{k}: {v}\n")
@@ -93,21 +94,29 @@ def run(a, tmp):
               "nope", "nope some_default", "nope 'two words'", "merged_list --array fqdn=web01 site=x",
               "key001 -f json", "key008 -f json", "key007 --format yaml", "key004", "key010", "key011",
               "key011 site=ünïcode", "merged_hash -h", "key006 fqdn=nobody", "key005 -a", "key009", "key003 -f json"]
-    terms = terms[:a.keys]
+    terms = terms[:nkeys]
     with open(os.path.join(tmp, "terms.json"), "w") as f:
         json.dump(terms, f)
     coll = os.path.join(tmp, "collections", "ansible_collections", "libhiera")
     os.makedirs(coll)
     os.symlink(os.path.join(ROOT, "ansible"), os.path.join(coll, "hiera"))
-    times, answers = {}, {}
-    for name, plugin in (("community.general.hiera", "community.general.hiera"), ("libhiera", "libhiera.hiera.hiera")):
-        out = os.path.join(tmp, name + ".json")
-        play = os.path.join(tmp, name + ".yml")
-        with open(play, "w") as f:
-            f.write(f"""- hosts: localhost
+    return terms
+
+
+PLUGINS = (("community.general.hiera", "community.general.hiera"), ("libhiera", "libhiera.hiera.hiera"))
+
+
+def play(tmp, name, plugin, hiera3, pythonpath, terms_file=None):
+    """One ansible-playbook run asking every term of terms_file (default: tmp/terms.json) through
+    plugin: (seconds, answers), or (seconds, None) after printing why it failed."""
+    terms_file = terms_file or os.path.join(tmp, "terms.json")
+    out = os.path.join(tmp, name + ".json")
+    play = os.path.join(tmp, name + ".yml")
+    with open(play, "w") as f:
+        f.write(f"""- hosts: localhost
   gather_facts: false
   vars:
-    terms: "{{{{ lookup('file', '{tmp}/terms.json') | from_json }}}}"
+    terms: "{{{{ lookup('file', '{terms_file}') | from_json }}}}"
   tasks:
     - name: every term
       ansible.builtin.set_fact:
@@ -117,20 +126,30 @@ def run(a, tmp):
         content: "{{{{ answers | to_json }}}}"
         dest: "{out}"
 """)
-        env = dict(os.environ, ANSIBLE_HIERA_CFG=cfg, ANSIBLE_HIERA_BIN=a.hiera3, PYTHONPATH=os.path.abspath(a.pythonpath),
-                   ANSIBLE_COLLECTIONS_PATH=os.path.join(tmp, "collections") + ":/usr/share/ansible/collections:/usr/lib/python3/dist-packages",
-                   ANSIBLE_LOCAL_TEMP=os.path.join(tmp, "ansible-tmp"), ANSIBLE_HOME=os.path.join(tmp, "ansible-home"),
-                   ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="false", HIERA_CACHE_DIR=os.path.join(tmp, "cache"))
-        t0 = time.monotonic()
-        p = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", play], cwd=tmp, env=env,
-                           capture_output=True, text=True, timeout=1800)
-        times[name] = time.monotonic() - t0
-        if p.returncode:
-            print(f"FAIL {name}: ansible-playbook exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    env = dict(os.environ, ANSIBLE_HIERA_CFG=os.path.join(tmp, "hiera.yaml"), ANSIBLE_HIERA_BIN=hiera3,
+               PYTHONPATH=os.path.abspath(pythonpath),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(tmp, "collections") + ":/usr/share/ansible/collections:/usr/lib/python3/dist-packages",
+               ANSIBLE_LOCAL_TEMP=os.path.join(tmp, "ansible-tmp"), ANSIBLE_HOME=os.path.join(tmp, "ansible-home"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="false", HIERA_CACHE_DIR=os.path.join(tmp, "cache"))
+    t0 = time.monotonic()
+    p = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", play], cwd=tmp, env=env,
+                       capture_output=True, text=True, timeout=3600)
+    seconds = time.monotonic() - t0
+    if p.returncode:
+        print(f"FAIL {name}: ansible-playbook exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        return seconds, None
+    with open(out) as f:
+        return seconds, json.load(f)
+
+
+def run(a, tmp):
+    terms = prepare(tmp, a.keys)
+    times, answers = {}, {}
+    for name, plugin in PLUGINS:
+        times[name], answers[name] = play(tmp, name, plugin, a.hiera3, a.pythonpath)
+        if answers[name] is None:
             print("0 passed, 1 failed")
             return 1
-        with open(out) as f:
-            answers[name] = json.load(f)
     theirs, ours = answers["community.general.hiera"], answers["libhiera"]
     passed = failed = 0
     for t, x, y in zip(terms, theirs, ours):
