@@ -31,6 +31,7 @@
 #include "base/fileio.h"
 #include "cli/common.h"
 #include "diff/run.h"
+#include "fleet/fleet.h"
 #include "cli/diff_report.h"
 #include "cli/diff_side.h"
 #include "cli/facts_opts.h"
@@ -530,41 +531,21 @@ static void node_facts_clear(node_facts *nf)
     memset(nf, 0, sizeof *nf);
 }
 
-/* A --trusted FILE, or --trusted-dir's file for the node: false with *msg */
+/* A --trusted FILE, or --trusted-dir's file for the node (as the diff run reads it): false with
+ * *msg */
 static bool load_trusted(hiera_cache *cache, const diff_args *a, const char *node, node_facts *nf, char **msg)
 {
-    hiera_error err = {0};
     if (a->trusted) {
+        hiera_error err = {0};
         nf->trusted = hiera_cache_load_value_file(cache, a->trusted, &err);
         if (!nf->trusted)
             *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the trusted data file");
         hiera_error_clear(&err);
         return nf->trusted != NULL;
     }
-    if (!a->trusted_dir)
-        return true;
-    static const char *exts[] = {".yaml", ".yml", ".json"};
-    char *path = NULL;
-    for (size_t i = 0; i < 3 && !path; i++) {
-        char *p = NULL;
-        struct stat st;
-        if (asprintf(&p, "%s/%s%s", a->trusted_dir, node, exts[i]) >= 0 && stat(p, &st) == 0)
-            path = p;
-        else
-            free(p);
-    }
-    if (!path) {
-        if (asprintf(msg, "no trusted data for this node in %s (%s.yaml, %s.yml or %s.json)", a->trusted_dir, node,
-                     node, node) < 0)
-            *msg = xstrdup_("no trusted data for this node");
-        return false;
-    }
-    nf->trusted = hiera_cache_load_value_file(cache, path, &err);
-    if (!nf->trusted)
-        *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the trusted data file");
-    hiera_error_clear(&err);
-    free(path);
-    return nf->trusted != NULL;
+    if (a->trusted_dir)
+        nf->trusted = fleet_load_trusted(cache, a->trusted_dir, node, msg);
+    return *msg == NULL;
 }
 
 /* The node's facts on a side: from its facts source (src), or the --facts FILE. false with *msg. */
@@ -587,19 +568,7 @@ static bool load_facts(hiera_cache *cache, const diff_args *a, hiera_facts_sourc
         f.given = f.base = NULL;
         hiera_node_facts_clear(&f);
     } else {
-        int kind = HIERA_FACTS_FILE;
-        hiera_value *f = hiera_facts_load(cache, a->facts, node, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
-        if (!f)
-            *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the facts file");
-        else if (kind != HIERA_FACTS_CACHE && hiera_facts_check_given(f, a->facts, &err) != HIERA_OK)
-            *msg = xstrdup_(err.message ? err.message : "");
-        else if (hiera_value_hash_size(f) == 0 && asprintf(msg, "No facts available for target node: %s", node) < 0)
-            *msg = xstrdup_("No facts available");
-        if (kind == HIERA_FACTS_CACHE)
-            nf->base = f;
-        else
-            nf->given = f;
-        hiera_error_clear(&err);
+        fleet_load_facts_file(cache, a->facts, node, &nf->given, &nf->base, msg); /* (as the diff run reads it) */
     }
     if (!*msg)
         load_trusted(cache, a, node, nf, msg);
