@@ -35,7 +35,7 @@ if ! make deb; then
     echo "deb: $pass passed, $((fail + 1)) failed"
     exit 1
 fi
-echo "deb: make deb took $(( $(date +%s) - t0 )) s"
+echo "deb: make deb took $(( $(date +%s) - t0 )) s (DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-})"
 debs=$(ls build/deb/*.deb)
 for p in hiera-c libhiera1 libhiera-dev hiera-serve; do
     check "make deb built $p" sh -c "ls build/deb/${p}_*.deb >/dev/null"
