@@ -43,11 +43,12 @@ LIBS = $(PKG_LIBS) -lm -lpthread
 # (the Debian package: security updates of libyaml reach it) links the shared libyaml
 # the library's modules, one folder each (src/base, formats, types, engine, crypto, hiera3, api,
 # puppet: what hiera check reads of manifests, check: hiera check's rules, diff: hiera diff's
-# comparison; edit: byte-preserving edits of data files);
+# comparison, facts: facts sources, Facter and PuppetDB's client, fleet: many nodes x many keys
+# on a pool of threads; edit: byte-preserving edits of data files);
 # src/cli is the command
-LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check edit
+LIB_DIRS := base formats types crypto engine hiera3 diff api puppet check edit facts fleet
 LIB_SRC := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
-LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h
+LIB_HDR := $(wildcard $(foreach d,$(LIB_DIRS),src/$(d)/*.h)) include/hiera.h include/hiera_fleet.h
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 # `hiera serve` (src/serve/): part of the command, with its page (src/serve/web/) compiled in;
 # libmicrohttpd and GnuTLS are opened when the server starts (src/serve/libs.c), and libsystemd
@@ -57,8 +58,8 @@ SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 SERVE_WEB := $(sort $(wildcard src/serve/web/*))
 # `hiera lsp` (src/lsp/): the language server, part of the command only
 LSP_SRC := $(sort $(wildcard src/lsp/*.c))
-# PuppetDB's client (src/cli/puppetdb.c): libcurl is opened on the first request
-# (src/cli/curl_lib.c), so only its header is needed to build (CURL_CFLAGS: from $(B)/config.mk)
+# PuppetDB's client (src/facts/puppetdb.c): libcurl is opened on the first request
+# (src/facts/curl_lib.c), so only its header is needed to build (CURL_CFLAGS: from $(B)/config.mk)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 PIC_OBJ := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 CLI_OBJ := $(CLI_SRC:src/cli/%.c=$(B)/obj/cli/%.o) $(SERVE_SRC:src/serve/%.c=$(B)/obj/serve/%.o) $(B)/obj/serve/assets.o \
@@ -71,9 +72,12 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # the shared library's ABI version: 1 since the option structs start with their size (0.2.0)
 SOVER = 1
+# the Python that builds the module (Debian's python3, where python3-cffi and python3-pytest are,
+# ahead of another one on PATH)
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
 .PHONY: FORCE all deps test-deps check unit cases demo clean install uninstall install-check check-web check-diff check-puppetdb \
-        check-lsp check-edit deb check-deb check-realrepos
+        check-lsp check-edit deb check-deb check-realrepos python check-python install-python check-ansible
 all: $(B)/hiera $(B)/libhiera.a $(B)/libhiera.so
 
 # the build's packages (also installed, when missing, before $(B)/config.mk is written)
@@ -114,6 +118,9 @@ $(B)/obj/%.o: src/%.c $(LIB_HDR) $(B)/flags
 $(B)/pic/%.o: src/%.c $(LIB_HDR) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LTO) -fPIC -fvisibility=hidden -DHIERA_BUILD_SHARED -c $< -o $@
+
+# (the facts module names libcurl's types: its header's folder)
+$(B)/obj/facts/%.o $(B)/pic/facts/%.o: ALL_CFLAGS += $(CURL_CFLAGS)
 
 $(B)/obj/cli/main.o: ALL_CFLAGS += $(MIMALLOC)
 $(B)/obj/cli/%.o: src/cli/%.c $(LIB_HDR) $(wildcard src/cli/*.h) $(B)/flags
@@ -197,7 +204,27 @@ check: all test-deps
 	@python3 tests/completion/check.py --hiera $(B)/hiera
 	@python3 tests/puppetdb/errors.py --hiera $(B)/hiera
 	@python3 tests/lsp/check.py --hiera $(B)/hiera
+	@$(MAKE) --no-print-directory check-python
 	@$(MAKE) --no-print-directory install-check
+
+# the Python module `hiera` (python/: cffi in API mode over include/hiera.h and hiera_fleet.h),
+# usable from the build tree: PYTHONPATH=$(B)/python (the extension finds $(B)/libhiera.so.1)
+PY_SRC := python/build.py $(wildcard python/hiera/*.py)
+python: $(B)/python/hiera/__init__.py
+$(B)/python/hiera/__init__.py: $(PY_SRC) include/hiera.h include/hiera_fleet.h $(B)/libhiera.so
+	@PYTHON=$(PYTHON) sh scripts/deps.sh --python
+	@ln -sf libhiera.so $(B)/libhiera.so.$(SOVER)
+	$(PYTHON) python/build.py --out $(B)/python --include include --libdir $(B) --rpath '$$ORIGIN/../..'
+	@touch $@
+
+# its tests (pytest): the recorded cases through the module, against `hiera lookup`, threads, errors
+check-python: python $(B)/hiera
+	@PYTHONPATH=$(B)/python HIERA_BIN=$(B)/hiera $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
+# the in-process Ansible lookup (ansible/) against community.general.hiera with Hiera 3.10's hiera,
+# through the real ansible-playbook: 200 terms (a few minutes: Hiera 3.10 is a Ruby process per term)
+check-ansible: python
+	@$(PYTHON) tests/ansible/inprocess.py --pythonpath $(B)/python
 
 # hiera diff at length (CI): the fast path against full comparisons on many random edits, and the
 # recorded Puppet answers (tests/diff/puppet-diff.py --record N asks Puppet for more)
@@ -248,7 +275,7 @@ install: all
 	install -m 0755 $(B)/libhiera.so $(DESTDIR)$(LIBDIR)/libhiera.so.$(VERSION)
 	ln -sf libhiera.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhiera.so.$(SOVER)
 	ln -sf libhiera.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libhiera.so
-	install -m 0644 include/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera.h
+	install -m 0644 include/hiera.h include/hiera_fleet.h $(DESTDIR)$(INCLUDEDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' hiera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc
@@ -256,12 +283,30 @@ install: all
 	install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 completion/hiera $(DESTDIR)$(BASHCOMPDIR)/hiera
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	@if [ "$(INSTALL_PYTHON)" != no ] && $(PYTHON) -c 'import cffi, sysconfig, os; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' 2>/dev/null; \
+	  then $(MAKE) --no-print-directory install-python; \
+	  else echo "the Python module is not installed: $(PYTHON) lacks cffi or its headers (python3-cffi, python3-dev)"; fi
+
+# the Python module into Python's site-packages of the prefix (PYTHONDIR; make install leaves it out
+# with INSTALL_PYTHON=no), built against the
+# library as installed in LIBDIR (recorded as its run path unless the loader looks there anyway)
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("platlib", "posix_prefix", {"base": "$(PREFIX)", "platbase": "$(PREFIX)"}))' 2>/dev/null)
+SYSTEM_LIBDIRS := /lib /usr/lib /lib64 /usr/lib64 /usr/lib/$(shell $(CC) -dumpmachine 2>/dev/null)
+install-python: $(B)/libhiera.so
+	@rm -rf $(B)/python-install && mkdir -p $(B)/python-install
+	@ln -sf libhiera.so $(B)/libhiera.so.$(SOVER)
+	$(PYTHON) python/build.py --out $(B)/python-install --include include --libdir $(B) \
+	  $(if $(filter $(LIBDIR),$(SYSTEM_LIBDIRS)),,--rpath $(LIBDIR))
+	install -d $(DESTDIR)$(PYTHONDIR)/hiera
+	install -m 0644 $(B)/python-install/hiera/*.py $(DESTDIR)$(PYTHONDIR)/hiera/
+	install -m 0755 $(B)/python-install/hiera/_hiera*.so $(DESTDIR)$(PYTHONDIR)/hiera/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hiera $(DESTDIR)$(LIBDIR)/libhiera.a $(DESTDIR)$(LIBDIR)/libhiera.so* \
-	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc \
+	      $(DESTDIR)$(INCLUDEDIR)/hiera.h $(DESTDIR)$(INCLUDEDIR)/hiera_fleet.h $(DESTDIR)$(LIBDIR)/pkgconfig/hiera.pc \
 	      $(MAN1:docs/%=$(DESTDIR)$(MANDIR)/man1/%) $(MAN8:docs/%=$(DESTDIR)$(MANDIR)/man8/%) $(DESTDIR)$(BASHCOMPDIR)/hiera \
 	      $(DESTDIR)$(DOCDIR)/README.md
+	rm -rf $(DESTDIR)$(PYTHONDIR)/hiera
 
 # hiera lsp in a real editor: Neovim's LSP client, headless, on a real control repository (a
 # mirror of puppetlabs-seteam/control-repo when this machine has one, else a generated tree);
@@ -433,7 +478,11 @@ $(B)/tests/stress: tests/threads/stress.c $(B)/libhiera.a
 	$(CC) $(ALL_CFLAGS) -fno-lto -o $@ $< $(B)/libhiera.a $(LIBS)
 
 tsan:
-	@$(MAKE) --no-print-directory B=$(TSAN_B) CFLAGS="$(TSAN_CFLAGS)" LTO= MIMALLOC= $(TSAN_B)/libhiera.a $(TSAN_B)/tests/stress
+	@$(MAKE) --no-print-directory B=$(TSAN_B) CFLAGS="$(TSAN_CFLAGS)" LTO= MIMALLOC= $(TSAN_B)/libhiera.a $(TSAN_B)/tests/stress \
+	  $(TSAN_B)/tests/test_fleet
 
+# (and the fleet run's threads: tests/unit/test_fleet.c, up to 4 workers sharing a facts pager)
 check-tsan: tsan
 	@$(TSAN_ENV) ./$(TSAN_B)/tests/stress --threads $(STRESS_THREADS) --rounds $(STRESS_ROUNDS) tests/cases
+	@$(TSAN_ENV) ./$(TSAN_B)/tests/test_fleet >$(TSAN_B)/tests/test_fleet.log 2>&1 \
+	  && echo "fleet threads: passed" || { tail -60 $(TSAN_B)/tests/test_fleet.log; exit 1; }

@@ -291,7 +291,11 @@ HIERA_API hiera_status hiera_facts_check_given(const hiera_value *facts, const c
 
 /* ------------------------------------------------------------------ diagnostics */
 
-typedef enum { HIERA_DIAG_WARNING = 1, HIERA_DIAG_ERROR = 2 } hiera_severity;
+typedef enum {
+    HIERA_DIAG_WARNING = 1,
+    HIERA_DIAG_ERROR = 2,    /* an error Puppet logs and goes on after */
+    HIERA_DIAG_CRITICAL = 3, /* Puppet's "Critical:" log level (hiera_node_facts_find) */
+} hiera_severity;
 
 /* One diagnostic; every pointer is BORROWED, valid during the callback only. */
 typedef struct {
@@ -997,6 +1001,16 @@ typedef struct {
 HIERA_API hiera_status hiera3_lookup(hiera3 *h, const char *key, const hiera_value *default_value,
                                      const hiera_value *scope, const char *order_override,
                                      const hiera3_resolution *resolution, hiera_value **value, hiera_error *err);
+
+/* The text the `hiera` command (Hiera 3.10's bin/hiera) prints for an answer, final newline
+ * included: HIERA3_FORMAT_RUBY (its default): a string as `puts` writes it, anything else as Ruby
+ * 3.1's `pp` with lines broken at width columns (0: as the command decides when its output is not
+ * a terminal: $COLUMNS when set, else 80, less one); HIERA3_FORMAT_JSON (-f json): json 2.6's
+ * JSON.dump; HIERA3_FORMAT_YAML (-f yaml): Psych's dump. v NULL is Ruby's nil (what a key not
+ * found prints). A new string (release with free), or NULL with err (HIERA_ERR_LOOKUP: a value
+ * JSON.dump refuses, such as NaN). Any thread may call it (on a value it may read). */
+typedef enum { HIERA3_FORMAT_RUBY = 0, HIERA3_FORMAT_JSON = 1, HIERA3_FORMAT_YAML = 2 } hiera3_format;
+HIERA_API char *hiera3_render(const hiera_value *v, hiera3_format format, long width, hiera_error *err);
 
 /* The version of Hiera this API answers as: "3.10.0" (Hiera.version). Static; do not free. */
 HIERA_API const char *hiera3_version(void);

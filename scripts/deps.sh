@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs the Debian packages the build needs when any is missing (as root, with apt-get);
-# --test adds what the tests need (make check), --fuzz what the fuzz harnesses need, --lsp what
+# --test adds what the tests need (make check), --python what make python needs (and its tests), --fuzz what the fuzz harnesses need, --lsp what
 # make check-lsp needs (Neovim).
 # Prints nothing when everything is present.
 set -e
@@ -31,6 +31,16 @@ if [ "${1:-}" = "--lsp" ]; then
     command -v python3 >/dev/null 2>&1 || need="$need python3"
     python3 -c 'import yaml' >/dev/null 2>&1 || need="$need python3-yaml"
     command -v git >/dev/null 2>&1 || need="$need git"
+fi
+if [ "${1:-}" = "--python" ] || [ "${1:-}" = "--test" ]; then
+    # the Python module (make python): cffi and Python's headers; its tests: pytest (for $PYTHON:
+    # Debian's python3 by default)
+    py=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3 || echo python3)}
+    command -v "$py" >/dev/null 2>&1 || need="$need python3"
+    "$py" -c 'import cffi' >/dev/null 2>&1 || need="$need python3-cffi"
+    inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null || true)
+    [ -n "$inc" ] && [ -e "$inc/Python.h" ] || need="$need python3-dev"
+    "$py" -c 'import pytest' >/dev/null 2>&1 || need="$need python3-pytest"
 fi
 if [ "${1:-}" = "--test" ]; then
     have_pc cmocka || need="$need libcmocka-dev"

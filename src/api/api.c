@@ -21,6 +21,7 @@
 #include "formats/render.h"
 #include "formats/psych.h"
 #include "api/facts.h"
+#include "api/api.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -94,10 +95,25 @@ static char *render_with(const hv *v, hiera_render_format format, json_memo *jm,
 {
     sbuf b = {0};
     herr e = {0};
-    int rc = format == HIERA_RENDER_JSON          ? render_json_memo(&b, v, jm, &e)
-             : format == HIERA_RENDER_YAML        ? render_yaml(&b, v, &e)
+    if (format == HIERA_RENDER_JSON) {
+        /* (JSON needs no library the command opens on first use) */
+        if (render_json_memo(&b, v, jm, &e) == 0)
+            return sb_take(&b);
+        sb_free(&b);
+        if (!herr_isset(&e))
+            herr_set(&e, HERR_ERROR, "cannot render the value");
+        herr_to_public(err, &e);
+        return NULL;
+    }
+    diag_lib_missing_take(); /* (a mark left by an earlier call is not this one's) */
+    int rc = format == HIERA_RENDER_YAML          ? render_yaml(&b, v, &e)
              : format == HIERA_RENDER_YAML_SHARED ? render_yaml_shared(&b, v, &e)
                                                   : render_s(&b, v, &e);
+    if (herr_public_missing(err, diag_lib_missing_take())) {
+        sb_free(&b);
+        herr_clear(&e);
+        return NULL;
+    }
     if (rc != 0) {
         sb_free(&b);
         if (!herr_isset(&e))
@@ -287,6 +303,9 @@ static void resolve_paths(const hiera_options *o, char **codedir_out, char **env
  * version that adds fields passes offsetof(its first new field) as v02_end */
 #define COPY_OPTIONS(dst, src) COPY_OPTIONS_SINCE(dst, src, sizeof(dst))
 
+void api_copy_options(hiera_options *dst, const hiera_options *src) { COPY_OPTIONS(*dst, src); }
+void api_copy_request(hiera_request *dst, const hiera_request *src) { COPY_OPTIONS(*dst, src); }
+
 /* The diag sink of a context: diagnostics become hiera_diagnostic for the caller's callback. */
 static void to_user_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
 {
@@ -295,7 +314,9 @@ static void to_user_diag(int severity, const char *code, const char *file, int l
     h->user_diag(&d, h->user_diag_data);
 }
 
-static diag_sink sink_of(hiera *h) { return (diag_sink){h->user_diag ? to_user_diag : NULL, h}; }
+static diag_sink sink_of(hiera *h) { return (diag_sink){.fn = h->user_diag ? to_user_diag : NULL, .data = h}; }
+
+static hiera *new_context(const hiera_options *given, hiera_error *err);
 
 /* What a call on a context sets for its duration: the caller's diagnostics sink and the Ruby
  * whose words the messages take (the context's Puppet's). */
@@ -310,10 +331,11 @@ static void call_enter(hiera *h, call_saved *s)
     s->ruby = rubyver_enter(h->version == HIERA_PUPPET_8 ? RUBY_33 : RUBY_31);
 }
 
-static void call_leave(const call_saved *s)
+/* (what diag_leave returns: a library the call needed but could not load, or NULL) */
+static const char *call_leave(const call_saved *s)
 {
     rubyver_leave(s->ruby);
-    diag_leave(&s->sink);
+    return diag_leave(&s->sink);
 }
 
 hiera_puppet_version hiera_thread_puppet_version(hiera_puppet_version v)
@@ -323,6 +345,19 @@ hiera_puppet_version hiera_thread_puppet_version(hiera_puppet_version v)
 }
 
 hiera *hiera_new(const hiera_options *given, hiera_error *err)
+{
+    /* (a scope of its own for a library the command could not load: see base/lazylib.h) */
+    diag_sink saved;
+    diag_enter(diag_current(), &saved);
+    hiera *h = new_context(given, err);
+    if (herr_public_missing(err, diag_leave(&saved))) {
+        hiera_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static hiera *new_context(const hiera_options *given, hiera_error *err)
 {
     herr e = {0};
     hiera_options opts;
@@ -481,7 +516,12 @@ static hiera_status lookup_into(hiera *h, const hiera_request *given, hiera_valu
         }
     }
 out:
-    call_leave(&saved);
+    if (__builtin_expect(herr_public_missing(err, call_leave(&saved)), 0)) {
+        /* a library the command could not load was needed (base/lazylib.h) */
+        hv_decref(*value);
+        *value = NULL;
+        st = HIERA_ERROR;
+    }
     if (res) {
         res->ex = h->ex;
         res->prov = h->prov;

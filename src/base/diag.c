@@ -9,10 +9,31 @@ static _Thread_local diag_sink current;
 void diag_enter(diag_sink sink, diag_sink *saved)
 {
     *saved = current;
+    sink.missing = NULL;
     current = sink;
 }
 
-void diag_leave(const diag_sink *saved) { current = *saved; }
+const char *diag_leave(const diag_sink *saved)
+{
+    const char *missing = current.missing;
+    current = *saved;
+    if (missing && !current.missing)
+        current.missing = missing;
+    return missing;
+}
+
+void diag_lib_missing(const char *why)
+{
+    if (!current.missing)
+        current.missing = why ? why : "a library could not be loaded";
+}
+
+const char *diag_lib_missing_take(void)
+{
+    const char *m = current.missing;
+    current.missing = NULL;
+    return m;
+}
 
 diag_sink diag_current(void) { return current; }
 

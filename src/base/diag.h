@@ -17,12 +17,22 @@ typedef void (*diag_fn)(int severity, const char *code, const char *file, int li
 typedef struct {
     diag_fn fn;
     void *data;
+    const char *missing; /* (diag_lib_missing's mark: set by diag.c only) */
 } diag_sink;
 
 /* Makes sink (fn may be NULL: nothing is reported) the calling thread's sink; *saved receives the
- * one in effect before, which diag_leave puts back. Calls nest. */
+ * one in effect before, which diag_leave puts back. Calls nest. diag_leave returns what
+ * diag_lib_missing marked since the matching diag_enter (NULL almost always): the call that
+ * entered must then fail with that text (an enclosing call sees it too). */
 void diag_enter(diag_sink sink, diag_sink *saved);
-void diag_leave(const diag_sink *saved);
+const char *diag_leave(const diag_sink *saved);
+/* A library opened on first use could not be (base/lazylib.h) and the code running on this
+ * thread needed it where it cannot return an error itself: marks the thread with why (the first
+ * mark stays until taken). */
+void diag_lib_missing(const char *why);
+/* The mark (NULL: none), cleared: for public calls that do not enter a sink (rendering). */
+const char *diag_lib_missing_take(void);
+
 /* The calling thread's sink. */
 diag_sink diag_current(void);
 

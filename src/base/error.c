@@ -22,6 +22,16 @@ void herr_to_public(hiera_error *out, herr *in)
     in->kind = HERR_NONE;
 }
 
+bool herr_public_missing(hiera_error *out, const char *missing)
+{
+    if (__builtin_expect(missing == NULL, 1))
+        return false;
+    herr e = {0};
+    herr_set(&e, HERR_ERROR, "%s", missing);
+    herr_to_public(out, &e);
+    return true;
+}
+
 void hiera_error_clear(hiera_error *err)
 {
     if (!err)

@@ -11,4 +11,9 @@
  * other error to HIERA_ERR_FATAL. out NULL: in is simply cleared. */
 void herr_to_public(hiera_error *out, herr *in);
 
+/* A public call that met a library it could not load (what diag_leave or diag_lib_missing_take
+ * returned: NULL almost always) fails with that reason: true after filling out (HIERA_ERR_FATAL);
+ * false when missing is NULL. */
+bool herr_public_missing(hiera_error *out, const char *missing);
+
 #endif

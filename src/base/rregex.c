@@ -13,6 +13,7 @@
  * only when first called: src/base/lazy/oniguruma.c). */
 #include "base/rregex.h"
 #include "base/diag.h"
+#include "base/lazylib.h"
 
 #include <oniguruma.h>
 #include <pthread.h>
@@ -227,11 +228,29 @@ static void onig_setup(void)
  * thread-safe: every user of Oniguruma in the library (these regexps, the types' Pattern and
  * Regexp, the YAML writer's quoting patterns) calls this first. After it, onig_new and onig_search
  * may run on any thread. */
-void rregex_init(void) { pthread_once(&onig_once, onig_setup); }
+bool rregex_init(void)
+{
+    pthread_once(&onig_once, onig_setup);
+    const char *why = lazylib_failure(LAZYLIB_ONIG);
+    if (__builtin_expect(why != NULL, 0)) {
+        diag_lib_missing(why);
+        return false;
+    }
+    return true;
+}
+
+bool rregex_ready(herr *err)
+{
+    if (rregex_init())
+        return true;
+    herr_set(err, HERR_ERROR, "%s", lazylib_failure(LAZYLIB_ONIG));
+    return false;
+}
 
 static regex_t *compile(const char *src, size_t len, herr *err)
 {
-    rregex_init();
+    if (!rregex_ready(err))
+        return NULL;
     regex_t *re = NULL;
     OnigErrorInfo einfo;
     const UChar *p = (const UChar *)src;
@@ -271,8 +290,11 @@ static regex_t *compiled(const rregex *re)
     if (r)
         return r;
     herr e = {0};
-    r = compile(re->full, re->full_len, &e); /* (a literal pattern always compiles) */
+    r = compile(re->full, re->full_len, &e); /* (a literal pattern always compiles, when Oniguruma can be
+                                                 loaded: else NULL, the thread marked, no match) */
     herr_clear(&e);
+    if (!r)
+        return NULL;
     regex_t *expected = NULL;
     if (!atomic_compare_exchange_strong_explicit(&((rregex *)re)->re, &expected, r, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -298,7 +320,10 @@ void rregex_free(rregex *re)
 static long search_from(const rregex *re, const char *s, size_t len, size_t from, OnigRegion *region)
 {
     const UChar *start = (const UChar *)s, *end = start + len;
-    long r = onig_search(compiled(re), start, end, start + from, end, region, ONIG_OPTION_NONE);
+    regex_t *c = compiled(re);
+    if (!c)
+        return ONIG_MISMATCH; /* (Oniguruma missing: the thread is marked, the public call fails) */
+    long r = onig_search(c, start, end, start + from, end, region, ONIG_OPTION_NONE);
     if (r < 0 && r != ONIG_MISMATCH && !atomic_exchange_explicit(&((rregex *)re)->warned, true, memory_order_relaxed)) {
         /* the retry limit (or another match-time error): no match, said once */
         UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
@@ -351,7 +376,11 @@ char *rregex_gsub_empty(const rregex *re, const char *s, size_t len, size_t *out
         *outlen = out.len;
         return sb_take(&out);
     }
+    if (!compiled(re))
+        return NULL; /* (Oniguruma missing: the thread is marked) */
     OnigRegion *region = onig_region_new();
+    if (!region)
+        return NULL;
     sbuf out = {0};
     size_t pos = 0, copied = 0;
     bool any = false;

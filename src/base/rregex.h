@@ -11,8 +11,14 @@
 typedef struct rregex rregex;
 
 /* Initialises Oniguruma (UTF-8, the backtracking bound) once per process; thread-safe. Called by
- * rregex_new, and by every other user of Oniguruma before its first onig_new. */
-void rregex_init(void);
+ * rregex_new, and by every other user of Oniguruma before its first onig_new or use of its
+ * tables. false: Oniguruma cannot be used (the hiera command opens it on first use and it could
+ * not be: lazylib_failure(LAZYLIB_ONIG) says why, and the calling thread is marked with it, see
+ * diag_lib_missing); the caller must then not call Oniguruma and returns an error (or falls back,
+ * the mark making the public call fail). */
+bool rregex_init(void);
+/* rregex_init, with the reason in err (HERR_ERROR) when it fails. */
+bool rregex_ready(herr *err);
 
 /* Compiles a Ruby regexp source. NULL with err (HERR_ERROR, Ruby's RegexpError wording as far as
  * Oniguruma gives it) when invalid. */

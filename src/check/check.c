@@ -1839,7 +1839,7 @@ static void report_add(check_report *r, check_finding f)
     r->v[r->n++] = f;
 }
 
-void ck_diag_enter(ck_ctx *c, diag_sink *saved) { diag_enter((diag_sink){engine_diag, c}, saved); }
+void ck_diag_enter(ck_ctx *c, diag_sink *saved) { diag_enter((diag_sink){.fn = engine_diag, .data = c}, saved); }
 
 void ck_run_close(ck_run *r)
 {

@@ -163,7 +163,7 @@ static void v3_configs(ck_ctx *c, int sev, bool puppet8)
             continue;
         bool ignored = false;
         herr err = {0};
-        diag_sink quiet = {NULL, NULL}, saved; /* (add_config reported its warnings already) */
+        diag_sink quiet = {.fn = NULL, .data = NULL}, saved; /* (add_config reported its warnings already) */
         diag_enter(quiet, &saved);
         hcfg *cfg = config_load(e->cache, cf->path, cf->layer, &ignored, &err);
         diag_leave(&saved);

@@ -48,14 +48,17 @@
  * instead (a node without one fails), --trusted FILE the one node of --facts FILE; these are
  * read as `hiera lookup --trusted` reads its file.
  *
- * All contexts share one hiera_cache, so every data file and hiera.yaml is parsed once per run.
+ * The lookups are the library's fleet run (hiera_fleet_run, src/fleet/fleet.c): its workers
+ * (--jobs threads; each has its own cache, so every data file and hiera.yaml is parsed once per
+ * thread) hand each node's answers, rendered, to a callback that writes them in node order.
  * A progress line is written (and rewritten with \r) on stderr only when stderr is a terminal;
  * when lookups failed, a summary is written on stderr at the end: how many nodes and lookups
  * failed, and the first few distinct messages, each with how often it came. */
 #include "cli/batch_cmd.h"
 
 #include "cli/common.h"
-#include "cli/factsrc.h"
+#include "cli/facts_opts.h"
+#include "hiera_fleet.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -65,10 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,7 +100,8 @@ static const char *BATCH_USAGE =
     "`hiera keys` lists them: its data files' top-level keys, a module's in its namespace, in the\n"
     "form a lookup takes, sorted); what keeps a node's keys from being all listed (a hiera.yaml\n"
     "or data file that does not parse) is its \".keys\" entry under \".errors\".\n"
-    "--jobs: processes that share the nodes (default: one per CPU; JSON output only).\n"
+    "--jobs: threads that share the nodes (default: one per CPU, at most 8, one per 16 nodes;\n"
+    "JSON output only).\n"
     "$trusted: the node's `trusted` fact when it is a hash with authenticated, certname and\n"
     "extensions, else built from its clientcert fact; --trusted-dir DIR: DIR/NAME.yaml|yml|json\n"
     "for each node; --trusted FILE: for the one node of --facts.\n"
@@ -163,45 +164,23 @@ static const cli_option BATCH_OPTIONS[] = {
     {"puppetdb-timeout", 0, CLI_VALUE, offsetof(batch_args, pdb.timeout), NULL},
 };
 
+
 typedef struct {
     char **v;
     size_t n, cap;
 } strvec;
 
-/* a node and where its facts are */
-typedef struct {
-    char *name;
-    char *path;
-    char *other_path; /* a second facts file for the same name: the node is refused */
-} node_src;
-
-/* What a worker process tells its parent while it runs and when it ends (shared memory). */
-struct worker_share {
-    size_t done_nodes, lookups, nerrors;
-    int finished; /* 1: its output is complete */
-};
-
 typedef struct {
     hiera_cache *cache;
-    factsrc *src; /* PuppetDB, or NULL: facts files */
+    hiera_facts_source *src; /* the facts folder or PuppetDB; NULL: one --facts file */
     hiera_render_format rf;
-    hiera_request req;
     const batch_args *a;
-    /* the keys, unique, in the given order, and their JSON forms */
-    char **keys;
-    char **keys_json;
-    size_t *keys_json_len;
-    size_t nkeys;
     bool all_keys; /* no keys given: each node's own, every key it can see (hiera_key_names) */
-    hiera_value *key_forms; /* all_keys: key as written -> [lookup form, its JSON] | why none */
+    char **names_json; /* each node's name as JSON, by index */
     /* output */
     size_t nodes_printed;
     hiera_value *doc;    /* YAML: the whole document, built as we go */
     hiera_value *errors; /* node -> message | {key -> message}; NULL until the first error */
-    /* a worker process of a parallel run: its counters, read by the parent */
-    struct worker_share *share;
-    size_t jobs;     /* worker processes (1: none) */
-    bool jobs_given; /* by --jobs */
     /* progress */
     bool progress;
     struct timespec last_progress;
@@ -410,127 +389,28 @@ static size_t facts_name_len(const char *file)
     return 0;
 }
 
-static int cmp_node(const void *pa, const void *pb)
+/* The nodes of the facts source b->src (a folder's files, PuppetDB's nodes), sorted. PuppetDB's
+ * names that start with '.' are left out (".errors" is the document's own). -1 after printing the
+ * error. */
+static int list_nodes(batch *b, strvec *out)
 {
-    const node_src *a = pa, *b = pb;
-    int c = strcmp(a->name, b->name);
-    return c ? c : strcmp(a->path, b->path);
-}
-
-static void free_nodes(node_src *nodes, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(nodes[i].name);
-        free(nodes[i].path);
-        free(nodes[i].other_path);
-    }
-    free(nodes);
-}
-
-/* dir/name, malloc'ed */
-static char *join_path(const char *dir, const char *name)
-{
-    size_t dl = strlen(dir), nl = strlen(name);
-    bool slash = dl && dir[dl - 1] != '/';
-    char *path = xalloc(dl + slash + nl + 1);
-    memcpy(path, dir, dl);
-    if (slash)
-        path[dl] = '/';
-    memcpy(path + dl + slash, name, nl + 1);
-    return path;
-}
-
-/* The facts files of a folder, sorted by node name; hidden files and folders are skipped. Two
- * files for one name (web.yaml and web.json) keep the first and note the second. */
-static int list_facts_dir(const char *dir, node_src **out, size_t *nout)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "Error: Could not run: cannot read the facts folder %s: %s\n", dir, strerror(errno));
+    hiera_error lerr = {0};
+    hiera_value *list = hiera_facts_source_nodes(b->src, &lerr);
+    if (!list) {
+        fail("%s", lerr.message);
+        hiera_error_clear(&lerr);
         return -1;
     }
-    node_src *nodes = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        size_t nl = facts_name_len(de->d_name);
-        if (!nl)
-            continue;
-        if (de->d_type != DT_REG && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
-            continue;
-        char *path = join_path(dir, de->d_name);
-        struct stat st;
-        /* (a regular file by the folder's word needs no stat; a link is followed) */
-        if (de->d_type != DT_REG && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) {
-            free(path);
-            continue;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            node_src *nn = realloc(nodes, cap * sizeof *nn);
-            if (!nn) {
-                fputs("hiera batch: out of memory\n", stderr);
-                exit(1);
-            }
-            nodes = nn;
-        }
-        char *name = xalloc(nl + 1);
-        memcpy(name, de->d_name, nl);
-        name[nl] = 0;
-        nodes[n++] = (node_src){name, path, NULL};
-    }
-    closedir(d);
-    if (n)
-        qsort(nodes, n, sizeof *nodes, cmp_node);
-    /* fold duplicates: the first path (in byte order) stays, the next one is remembered */
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (j && strcmp(nodes[j - 1].name, nodes[i].name) == 0) {
-            if (!nodes[j - 1].other_path)
-                nodes[j - 1].other_path = nodes[i].path;
-            else
-                free(nodes[i].path);
-            free(nodes[i].name);
-            continue;
-        }
-        nodes[j++] = nodes[i];
-    }
-    *out = nodes;
-    *nout = j;
-    return 0;
-}
-
-/* PuppetDB's nodes (--from-puppetdb, --puppetdb, --nodes-query): *src is the source their facts
- * are read from. -1 after printing the error. */
-static int list_puppetdb(batch_args *a, factsrc **src, node_src **out, size_t *nout)
-{
-    *src = cli_factsrc_open(NULL, &a->pdb, a->settings, NULL, NULL);
-    if (!*src)
-        return -1;
-    char **names = NULL, *err = NULL;
-    size_t n = 0;
-    if (!factsrc_list(*src, &names, &n, &err)) {
-        fail("%s", err);
-        free(err);
-        return -1;
-    }
-    node_src *nodes = xalloc((n ? n : 1) * sizeof *nodes);
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (names[i][0] == '.' || names[i][0] == 0) {
-            /* (".errors" is the document's own) */
+    for (size_t i = 0; i < hiera_value_array_size(list); i++) {
+        const char *name = hiera_value_string(hiera_value_array_get(list, i));
+        if (name[0] == '.' || name[0] == 0) {
             fprintf(stderr, "Warning: PuppetDB's node '%s' is left out: hiera batch reserves names starting with '.'\n",
-                    names[i]);
-            free(names[i]);
+                    name);
             continue;
         }
-        nodes[j++] = (node_src){names[i], NULL, NULL};
+        sv_push(out, dupstr(name));
     }
-    free(names);
-    *out = nodes;
-    *nout = j;
+    hiera_value_decref(list);
     return 0;
 }
 
@@ -559,8 +439,6 @@ static void add_error(batch *b, const char *node, const char *key, const char *m
     if (!b->errors)
         b->errors = hiera_value_new_hash();
     b->nerrors++;
-    if (b->share)
-        __atomic_store_n(&b->share->nerrors, b->nerrors, __ATOMIC_RELAXED);
     if (!key) {
         hiera_value_hash_set(b->errors, node, hiera_value_new_string(msg));
         return;
@@ -692,7 +570,7 @@ static void json_node_value(size_t nth, const char *key_json, size_t key_len, co
 static void json_end_node(size_t nvalues) { json_put(nvalues ? "\n  }" : "}", nvalues ? 4 : 1); }
 
 /* The entries of ".errors", each written as ",\n    NODE: MESSAGE-OR-HASH" (the first comma is
- * dropped when printed), so that the entries of several worker processes simply concatenate. */
+ * dropped when printed). */
 static void json_error_entries(FILE *out, const hiera_value *errors)
 {
     for (size_t i = 0; errors && i < hiera_value_hash_size(errors); i++) {
@@ -809,406 +687,10 @@ static int yaml_output(batch *b)
     return 0;
 }
 
-/* ------------------------------------------------------------------ facts */
-
-/* The checks hiera lookup makes on a facts file before it builds a context; a message (malloc'ed)
- * when the node cannot be looked up. */
-static char *check_facts(const char *path, const char *node, const hiera_value *facts)
-{
-    char buf[4096];
-    if (hiera_value_kind(facts) != HIERA_HASH) {
-        snprintf(buf, sizeof buf,
-                 "Incorrectly formatted data in %s given via the --facts flag (only accepts yaml and json files)", path);
-        return dupstr(buf);
-    }
-    static const char *trusted[] = {"hostname", "domain", "fqdn", "clientcert"};
-    int n = 0;
-    for (int i = 0; i < 4; i++)
-        if (hiera_value_hash_get(facts, trusted[i]))
-            n++;
-    if (n && n != 4) {
-        snprintf(buf, sizeof buf,
-                 "When overriding any of the hostname,domain,fqdn,clientcert facts with %s given via the --facts flag, "
-                 "they must all be overridden.",
-                 path);
-        return dupstr(buf);
-    }
-    if (hiera_value_hash_size(facts) == 0) {
-        snprintf(buf, sizeof buf, "No facts available for target node: %s", node);
-        return dupstr(buf);
-    }
-    return NULL;
-}
-
-/* A node's trusted hash from --trusted FILE or --trusted-dir DIR: a new reference, NULL when
- * neither is given, or NULL with *msg. */
-static hiera_value *load_node_trusted(hiera_cache *cache, const batch_args *a, const node_src *n, char **msg)
-{
-    char *path = NULL;
-    if (a->trusted) {
-        path = dupstr(a->trusted);
-    } else if (a->trusted_dir) {
-        static const char *exts[] = {".yaml", ".yml", ".json"};
-        for (size_t i = 0; i < 3 && !path; i++) {
-            char *file = xalloc(strlen(n->name) + 6);
-            strcpy(file, n->name);
-            strcat(file, exts[i]);
-            char *p = join_path(a->trusted_dir, file);
-            free(file);
-            struct stat st;
-            if (stat(p, &st) == 0)
-                path = p;
-            else
-                free(p);
-        }
-        if (!path) {
-            size_t len = strlen(a->trusted_dir) + 3 * strlen(n->name) + 96;
-            *msg = xalloc(len);
-            snprintf(*msg, len, "no trusted data for this node in %s (%s.yaml, %s.yml or %s.json)", a->trusted_dir, n->name,
-                     n->name, n->name);
-            return NULL;
-        }
-    } else {
-        return NULL;
-    }
-    hiera_error err = {0};
-    hiera_value *t = hiera_cache_load_value_file(cache, path, &err);
-    if (!t)
-        *msg = dupstr(err.message && *err.message ? err.message : "cannot read the trusted data file");
-    hiera_error_clear(&err);
-    free(path);
-    return t;
-}
-
-/* What a node is looked up with: its facts (given like --facts, or stored like the facts cache's
- * are under --node), its trusted hash, or why it cannot be. */
-typedef struct {
-    hiera_value *facts;   /* NULL with msg */
-    bool stored;          /* the facts are a node's stored facts (a file of Puppet's facts cache) */
-    hiera_value *trusted; /* NULL: none given */
-    char *msg;            /* malloc'ed, or NULL */
-} node_input;
-
-static void node_input_free(node_input *in)
-{
-    hiera_value_decref(in->facts);
-    hiera_value_decref(in->trusted);
-    free(in->msg);
-    memset(in, 0, sizeof *in);
-}
-
-/* A node's facts, read and checked as hiera lookup --facts does (for a file of the facts cache:
- * as hiera lookup --node reads it there; from PuppetDB: the reader's next node, as hiera lookup
- * --node takes it from there), and its trusted hash. Touches nothing shared, so that the
- * prefetch thread may call it. */
-static void load_node_input(hiera_cache *cache, const batch_args *a, const node_src *n, factsrc_reader *rd,
-                            node_input *in)
-{
-    memset(in, 0, sizeof *in);
-    if (rd) {
-        factsrc_node fn;
-        factsrc_reader_next(rd, &fn);
-        in->msg = fn.msg;
-        in->facts = fn.facts;
-        in->stored = fn.stored;
-        fn.msg = NULL;
-        fn.facts = NULL;
-        factsrc_node_free(&fn);
-        if (!in->msg)
-            in->trusted = load_node_trusted(cache, a, n, &in->msg);
-        if (in->msg) {
-            hiera_value_decref(in->facts);
-            hiera_value_decref(in->trusted);
-            in->facts = in->trusted = NULL;
-        }
-        return;
-    }
-    if (n->other_path) {
-        size_t len = strlen(n->path) + strlen(n->other_path) + 64;
-        in->msg = xalloc(len);
-        snprintf(in->msg, len, "more than one facts file for this node: %s and %s", n->path, n->other_path);
-        return;
-    }
-    hiera_error err = {0};
-    int kind = HIERA_FACTS_FILE;
-    hiera_value *f = hiera_facts_load(cache, n->path, n->name, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
-    if (!f) {
-        in->msg = dupstr(err.message && *err.message ? err.message : "cannot read the facts file");
-        hiera_error_clear(&err);
-        return;
-    }
-    in->stored = kind == HIERA_FACTS_CACHE;
-    if (in->stored && hiera_value_hash_size(f) == 0) {
-        char buf[4096];
-        snprintf(buf, sizeof buf, "No facts available for target node: %s", n->name);
-        in->msg = dupstr(buf);
-    } else if (!in->stored) {
-        in->msg = check_facts(n->path, n->name, f);
-    }
-    if (!in->msg)
-        in->trusted = load_node_trusted(cache, a, n, &in->msg);
-    if (in->msg) {
-        hiera_value_decref(f);
-        hiera_value_decref(in->trusted);
-        in->trusted = NULL;
-        return;
-    }
-    in->facts = f;
-}
-
-/* ------------------------------------------------------------------ facts prefetch */
-
-/* Parsing facts files costs about as much as a sixth of the lookups, and PuppetDB's answers come
- * over the network: a second thread then reads them ahead of the lookups (at most PREFETCH_AHEAD
- * nodes ahead). The thread only runs hiera_facts_load (or PuppetDB's reader), which share no
- * state, and hands each result over under the mutex; everything else (contexts, cache, output)
- * stays on the main thread. Facts the disk cache holds are read faster than a thread hands them
- * over: values made by one thread and freed by another cost the allocator more than the reading
- * (on the benchmark fleet, 23% of the CPU time of a run over all nodes with one key). So facts
- * files are read on the main thread while they come at most PREFETCH_SLOW_NS each: the first
- * PREFETCH_SAMPLE nodes tell, and the thread starts only when they were slower (no disk cache
- * yet, a slow file system). */
-#define PREFETCH_AHEAD 64
-#define PREFETCH_SAMPLE 8
-#define PREFETCH_SLOW_NS 60000
-
-typedef struct {
-    hiera_cache *cache; /* only its disk cache is used (hiera_cache_load_value_file) */
-    const batch_args *a;
-    const node_src *nodes;
-    size_t n;
-    node_input *in; /* slot i: node i's */
-    bool *ready;
-    size_t consumed; /* nodes taken by the main thread */
-    bool producer_waits, consumer_waits; /* who sleeps on cv */
-    size_t waiting_at;                   /* the node the sleeping producer would read next */
-    bool stop;
-    bool threaded;
-    size_t first;     /* the first node the thread reads (those before: the main thread) */
-    long long spent;  /* CPU time (ns) of the main thread's first reads, for the choice */
-    factsrc_reader *reader; /* PuppetDB's nodes, read in order (by the thread) */
-    const char **names;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-} prefetch;
-
-static void *prefetch_thread(void *arg)
-{
-    prefetch *p = arg;
-    hiera_thread_puppet_version(HIERA_PUPPET_AUTO); /* (the facts files' messages: main.c's choice) */
-    for (size_t i = p->first; i < p->n; i++) {
-        pthread_mutex_lock(&p->mu);
-        if (!p->stop && i >= p->consumed + PREFETCH_AHEAD) {
-            /* far enough ahead: sleep until the main thread has used half of the window */
-            p->producer_waits = true;
-            p->waiting_at = i;
-            while (!p->stop && i >= p->consumed + PREFETCH_AHEAD / 2)
-                pthread_cond_wait(&p->cv, &p->mu);
-            p->producer_waits = false;
-        }
-        bool stop = p->stop;
-        pthread_mutex_unlock(&p->mu);
-        if (stop)
-            break;
-        node_input in;
-        load_node_input(p->cache, p->a, &p->nodes[i], p->reader, &in);
-        pthread_mutex_lock(&p->mu);
-        p->in[i] = in;
-        p->ready[i] = true;
-        if (p->consumer_waits)
-            pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-    }
-    return NULL;
-}
-
-/* The thread, reading from node `first` on (none for fewer than two nodes: not worth it). */
-static void prefetch_thread_start(prefetch *p, size_t first)
-{
-    if (p->n < first + 2)
-        return;
-    p->first = first;
-    p->consumed = first;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    p->threaded = pthread_create(&p->thread, NULL, prefetch_thread, p) == 0;
-    if (!p->threaded) {
-        pthread_mutex_destroy(&p->mu);
-        pthread_cond_destroy(&p->cv);
-    }
-}
-
-static void prefetch_start(prefetch *p, hiera_cache *cache, const batch_args *a, factsrc *src, const node_src *nodes,
-                           size_t n)
-{
-    memset(p, 0, sizeof *p);
-    if (src) {
-        p->names = xalloc((n ? n : 1) * sizeof *p->names);
-        for (size_t i = 0; i < n; i++)
-            p->names[i] = nodes[i].name;
-        p->reader = factsrc_reader_new(src, p->names, n, cache);
-    }
-    p->cache = cache;
-    p->a = a;
-    p->nodes = nodes;
-    p->n = n;
-    p->in = calloc(n ? n : 1, sizeof *p->in);
-    p->ready = calloc(n ? n : 1, sizeof *p->ready);
-    if (!p->in || !p->ready) {
-        fputs("hiera batch: out of memory\n", stderr);
-        exit(1);
-    }
-    if (src)
-        prefetch_thread_start(p, 0); /* (files: prefetch_take decides) */
-}
-
-static long long thread_cpu_ns(void)
-{
-    struct timespec t;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
-        return 0;
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* Node i's input (the caller owns it), in order; without the thread it is read here. */
-static void prefetch_take(prefetch *p, size_t i, node_input *in)
-{
-    if (!p->threaded) {
-        bool sampling = !p->reader && i < PREFETCH_SAMPLE;
-        long long t0 = sampling ? thread_cpu_ns() : 0;
-        load_node_input(p->cache, p->a, &p->nodes[i], p->reader, in);
-        if (sampling) {
-            p->spent += thread_cpu_ns() - t0;
-            if (i + 1 == PREFETCH_SAMPLE && p->spent > (long long)PREFETCH_SAMPLE * PREFETCH_SLOW_NS)
-                prefetch_thread_start(p, i + 1);
-        }
-        return;
-    }
-    pthread_mutex_lock(&p->mu);
-    p->consumer_waits = true;
-    while (!p->ready[i])
-        pthread_cond_wait(&p->cv, &p->mu);
-    p->consumer_waits = false;
-    *in = p->in[i];
-    memset(&p->in[i], 0, sizeof p->in[i]);
-    p->consumed = i + 1;
-    if (p->producer_waits && p->waiting_at < p->consumed + PREFETCH_AHEAD / 2)
-        pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-}
-
-static void prefetch_stop(prefetch *p)
-{
-    if (p->threaded) {
-        pthread_mutex_lock(&p->mu);
-        p->stop = true;
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-        pthread_join(p->thread, NULL);
-        pthread_mutex_destroy(&p->mu);
-        pthread_cond_destroy(&p->cv);
-    }
-    for (size_t i = 0; i < p->n; i++)
-        node_input_free(&p->in[i]);
-    free(p->in);
-    free(p->ready);
-    factsrc_reader_free(p->reader);
-    free(p->names);
-}
-
-/* ------------------------------------------------------------------ the run */
-
-/* Builds that look for leaks free everything before exiting. */
-#if defined(HIERA_FREE_ON_EXIT) || defined(__SANITIZE_ADDRESS__)
-#define FREE_ON_EXIT 1
-#else
-#define FREE_ON_EXIT 0
-static hiera_cache *exit_cache;
-#endif
-
-/* Many nodes get the very same value object (a value found as it is in a data file, or the
- * same merge): its JSON text is remembered by address in a small table, which holds a reference
- * so that the address cannot be reused by another value while the entry lives. A value no one
- * else holds (a node's own merge or interpolation) cannot come back from another lookup: its
- * text is not kept, nor is the value held past its node (keeping them grew the run's heap by
- * 5 MiB on the benchmark fleet, and its CPU time by a tenth, from the cache misses). */
-#define RENDER_MEMO_BITS 14
-typedef struct {
-    hiera_value *v;
-    char *text;
-    size_t len;
-} render_slot;
-static render_slot render_memo[1u << RENDER_MEMO_BITS];
-
-/* v's JSON text; *once: the caller frees it (not remembered) */
-static const char *render_json_memo(hiera_cache *c, hiera_value *v, size_t *len, bool *once, hiera_error *err)
-{
-    /* a value no one else holds is in no slot (a slot holds a reference): its slot, far from
-     * what the node's rendering reads, is not read */
-    *once = !hiera_value_is_shared(v);
-    size_t i = (size_t)(((uint64_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull >> (64 - RENDER_MEMO_BITS));
-    render_slot *s = &render_memo[i];
-    if (!*once && s->v == v) {
-        *len = s->len;
-        return s->text;
-    }
-    char *text = hiera_cache_render(c, v, HIERA_RENDER_JSON, err); /* (parts shared by nodes: written once) */
-    if (!text)
-        return NULL;
-    *len = strlen(text);
-    if (*once)
-        return text;
-    hiera_value_decref(s->v);
-    free(s->text);
-    s->v = hiera_value_incref(v);
-    s->text = text;
-    s->len = *len;
-    return text;
-}
-
-static void render_memo_clear(void)
-{
-    for (size_t i = 0; i < sizeof render_memo / sizeof *render_memo; i++) {
-        hiera_value_decref(render_memo[i].v);
-        free(render_memo[i].text);
-        render_memo[i] = (render_slot){NULL, NULL, 0};
-    }
-}
-
-/* Nodes are taken a block at a time: every key is looked up for each node of the block before
- * the next key, so that what the engine keeps for a key (its key index entry, its options, the
- * merges remembered for it) is still in the CPU's caches for the next node; each node's answers
- * are then written, and its errors listed, in node order as before. 8 nodes: the contexts
- * alive at once (facts, scope, levels, answers) must stay in the caches too. On the benchmark
- * fleet, against blocks of 32, 8 took 0.7% more instructions but had 62% fewer last-level
- * misses (cachegrind, 2 MiB): 1.89 -> 0.71 M (16: 1.17 M; 4: 0.60 M for 1.1% more
- * instructions), and 4-9% less CPU time. */
-#define NODE_BLOCK 8
-
-/* A lookup's answer, kept until its node is written: a block's answers are written by every
- * lookup and read back after the block's lookups, so they are kept small (as hiera_status and
- * hiera_error they took 48 bytes a key: with them a sixth of a run's last-level misses on the
- * benchmark fleet, in blocks of 32). */
-typedef struct {
-    hiera_value *v; /* HIERA_OK: the value (a reference), else NULL */
-    char *msg;      /* HIERA_ERROR: the message (malloc'ed, maybe ""), else NULL; both NULL: not found */
-} answer;
-
-typedef struct {
-    hiera *h;       /* NULL: the node failed as a whole (msg) */
-    char *msg;      /* why (malloc'ed), or NULL */
-    answer *answers; /* one per key, key k's at answers[k * stride] */
-    size_t stride;
-    /* its keys: the batch's, or with all_keys its own (owned, with answers) */
-    char **keys, **keys_json;
-    size_t *keys_json_len;
-    size_t nkeys;
-    char *listing_msg; /* all_keys: what kept keys from being listed (malloc'ed), or NULL */
-} node_run;
+/* ------------------------------------------------------------------ the answers */
 
 /* The contexts' diagnostics: each distinct message once per run (every node meets the same
- * undefined variable or deprecated hiera.yaml) */
+ * undefined variable or deprecated hiera.yaml); the fleet calls it one call at a time */
 static void print_diagnostic_once(const hiera_diagnostic *d, void *userdata)
 {
     static hiera_value *seen;
@@ -1220,24 +702,9 @@ static void print_diagnostic_once(const hiera_diagnostic *d, void *userdata)
     cli_print_diagnostic(d, userdata);
 }
 
-/* a node's key: its lookup form and the form's JSON (borrowed from batch.key_forms) */
-typedef struct {
-    const char *form;
-    const hiera_value *json;
-} key_form;
-
-static int cmp_form(const void *a, const void *b) { return strcmp(((const key_form *)a)->form, ((const key_form *)b)->form); }
-
-/* The node's own keys (all_keys): every key it can see, each in the form a lookup takes
- * (hiera_key_lookup_form), sorted by their bytes; what could not be listed goes to
- * r->listing_msg, one problem a line. The forms of a key and their JSON are made once per run
- * (b->key_forms: key as written -> [form, form's JSON], or a message when it has none), and the
- * node's keys borrow them. */
-static void node_list_keys(batch *b, node_run *r)
+/* What kept a node's own keys from being all listed, one problem a line (malloc'ed) */
+static char *listing_text(const batch *b, const hiera_value *errors)
 {
-    hiera_value *all = hiera_key_names(r->h);
-    const hiera_value *keys = hiera_value_hash_get(all, "keys"), *errors = hiera_value_hash_get(all, "errors");
-    size_t n = hiera_value_array_size(keys), m = 0;
     char *text = NULL;
     size_t len = 0;
     FILE *problems = open_memstream(&text, &len);
@@ -1247,192 +714,64 @@ static void node_list_keys(batch *b, node_run *r)
     }
     const char *env = hiera_environment_name(b->a->env);
     for (size_t i = 0; i < hiera_value_array_size(errors); i++) {
-        char *line = cli_listing_problem(hiera_value_array_get(errors, i), env);
+        const hiera_value *e = hiera_value_array_get(errors, i);
+        const hiera_value *key = hiera_value_hash_get(e, "key");
+        if (key) {
+            fprintf(problems, "%sthe key '%s' %s", ftell(problems) ? "\n" : "", hiera_value_string(key),
+                    hiera_value_string(hiera_value_hash_get(e, "message")));
+            continue;
+        }
+        char *line = cli_listing_problem(e, env);
         fprintf(problems, "%s%s", ftell(problems) ? "\n" : "", line);
         free(line);
     }
-    if (!b->key_forms)
-        b->key_forms = hiera_value_new_hash();
-    key_form *forms = xalloc((n ? n : 1) * sizeof *forms);
-    for (size_t i = 0; i < n; i++) {
-        const char *key = hiera_value_string(hiera_value_array_get(keys, i));
-        hiera_value *f = hiera_value_hash_get(b->key_forms, key);
-        if (!f) {
-            char *lf = hiera_key_lookup_form(key), *lj = lf ? json_string(lf) : NULL;
-            if (lj) {
-                f = hiera_value_new_array();
-                hiera_value_array_push(f, hiera_value_new_string(lf));
-                hiera_value_array_push(f, hiera_value_new_string(lj));
-            } else {
-                f = hiera_value_new_string(lf ? "a key is not valid UTF-8: it cannot be written as JSON"
-                                              : "holds both quotes and a dot or quote: no lookup can reach it");
-            }
-            free(lf);
-            free(lj);
-            hiera_value_hash_set(b->key_forms, key, f); /* (f stays borrowed from b->key_forms) */
-        }
-        if (hiera_value_kind(f) == HIERA_STRING) {
-            fprintf(problems, "%sthe key '%s' %s", ftell(problems) ? "\n" : "", key, hiera_value_string(f));
-            continue;
-        }
-        forms[m++] = (key_form){hiera_value_string(hiera_value_array_get(f, 0)), hiera_value_array_get(f, 1)};
-    }
-    hiera_value_decref(all);
-    qsort(forms, m, sizeof *forms, cmp_form);
-    r->keys = xalloc((m ? m : 1) * sizeof *r->keys);
-    r->keys_json = xalloc((m ? m : 1) * sizeof *r->keys_json);
-    r->keys_json_len = xalloc((m ? m : 1) * sizeof *r->keys_json_len);
-    for (size_t i = 0; i < m; i++) {
-        r->keys[i] = (char *)forms[i].form;
-        r->keys_json[i] = (char *)hiera_value_string(forms[i].json);
-        r->keys_json_len[i] = hiera_value_string_length(forms[i].json);
-    }
-    free(forms);
-    r->nkeys = m;
     fclose(problems);
-    if (len)
-        r->listing_msg = text;
-    else
+    return text;
+}
+
+/* A node's answers (hiera_fleet_run calls it in node order, one call at a time): its JSON entry
+ * written (or its hash of the YAML document made), its failures listed under ".errors". */
+static int node_done(const hiera_fleet_node *n, void *data)
+{
+    batch *b = data;
+    b->done_nodes++;
+    if (n->error) {
+        add_error(b, n->name, NULL, n->error);
+        progress(b, false);
+        return 0;
+    }
+    if (n->listing_errors) {
+        char *text = listing_text(b, n->listing_errors);
+        add_error(b, n->name, LISTING_KEY, text);
         free(text);
-    r->answers = xalloc((m ? m : 1) * sizeof *r->answers);
-    r->stride = 1;
-}
-
-/* (the strings are b->key_forms') */
-static void node_keys_free(node_run *r)
-{
-    free(r->keys);
-    free(r->keys_json);
-    free(r->keys_json_len);
-    free(r->answers);
-    free(r->listing_msg);
-}
-
-/* Opens node n's context (in: released here). */
-static void node_open(batch *b, const node_src *n, node_input *in, node_run *r)
-{
-    const batch_args *a = b->a;
-    r->h = NULL;
-    r->listing_msg = NULL;
-    if (b->all_keys) {
-        r->keys = r->keys_json = NULL;
-        r->keys_json_len = NULL;
-        r->nkeys = 0;
-        r->answers = NULL;
-        r->stride = 1;
-    } else {
-        r->keys = b->keys;
-        r->keys_json = b->keys_json;
-        r->keys_json_len = b->keys_json_len;
-        r->nkeys = b->nkeys;
     }
-    r->msg = in->msg;
-    in->msg = NULL;
-    if (r->msg) {
-        node_input_free(in);
-        return;
-    }
-    hiera_error err = {0};
-    hiera_options o = {.size = sizeof o, .node = n->name, .facts = in->stored ? NULL : in->facts, .cache = b->cache,
-                       .unsafe_fact_paths = a->unsafe_fact_paths, .diagnostics = print_diagnostic_once,
-                       .trusted = in->trusted, .base_facts = in->stored ? in->facts : NULL,
-                       .settings = a->settings, .env = a->env};
-    r->h = hiera_new(&o, &err);
-    node_input_free(in); /* the context keeps its own copies */
-    if (!r->h)
-        r->msg = dupstr(err.message ? err.message : "");
-    hiera_error_clear(&err);
-    if (r->h && b->all_keys)
-        node_list_keys(b, r);
-}
-
-static void node_lookup(batch *b, node_run *r, size_t k)
-{
-    answer *an = &r->answers[k * r->stride];
-    const char *key = r->keys[k];
-    b->req.keys = &key;
-    hiera_error err = {0};
-    an->v = NULL;
-    an->msg = NULL;
-    if (hiera_lookup(r->h, &b->req, &an->v, &err) == HIERA_ERROR) {
-        an->msg = err.message ? err.message : dupstr("");
-        err.message = NULL;
-    }
-    hiera_error_clear(&err);
-    b->lookups++;
-    if (b->share)
-        __atomic_store_n(&b->share->lookups, b->lookups, __ATOMIC_RELAXED);
-}
-
-/* Writes node n's answers (or the YAML document's entry) and lists its errors, then closes it. */
-static void node_emit(batch *b, const node_src *n, const char *name_json, node_run *r)
-{
-    if (!r->h) {
-        add_error(b, n->name, NULL, r->msg);
-        free(r->msg);
-        return;
-    }
-    if (r->listing_msg)
-        add_error(b, n->name, LISTING_KEY, r->listing_msg);
     hiera_value *node_hash = NULL;
     if (b->rf == HIERA_RENDER_JSON)
-        json_begin_node(b, name_json);
+        json_begin_node(b, b->names_json[n->index]);
     else
         node_hash = hiera_value_new_hash();
     size_t printed = 0;
-    for (size_t k = 0; k < r->nkeys; k++) {
-        answer *an = &r->answers[k * r->stride];
-        const char *key = r->keys[k];
-        if (an->v) {
-            if (node_hash) {
-                hiera_value_hash_set(node_hash, key, an->v); /* steals the value */
-                continue;
-            }
-            size_t len;
-            bool once;
-            hiera_error err = {0};
-            const char *text = render_json_memo(b->cache, an->v, &len, &once, &err);
-            hiera_value_decref(an->v);
-            if (text) {
-                json_node_value(printed++, r->keys_json[k], r->keys_json_len[k], text, len);
-                if (once)
-                    free((char *)text);
-                continue;
-            }
-            add_error(b, n->name, key, err.message);
-            hiera_error_clear(&err);
-        } else if (an->msg) {
-            add_error(b, n->name, key, an->msg);
-            free(an->msg);
+    for (size_t k = 0; k < n->nanswers; k++) {
+        const hiera_fleet_answer *an = &n->answers[k];
+        if (an->status == HIERA_OK) {
+            if (node_hash)
+                hiera_value_hash_set(node_hash, an->key, hiera_value_incref(an->value)); /* (one thread: see below) */
+            else
+                json_node_value(printed++, an->key_json, an->key_json_length, an->text, an->text_length);
+        } else if (an->status == HIERA_ERROR) {
+            add_error(b, n->name, an->key, an->error);
         }
     }
     if (node_hash)
         hiera_value_hash_set(b->doc, n->name, node_hash);
     else
         json_end_node(printed);
-    hiera_free(r->h);
-    if (b->all_keys)
-        node_keys_free(r);
+    b->lookups += n->nanswers;
+    progress(b, false);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ the summary on stderr */
-
-/* ".errors" back from the entries the worker processes wrote (json_error_entries), for the
- * summary. */
-static void errors_from_entries(batch *b, const char *entries, size_t len)
-{
-    if (len < 1 || b->errors)
-        return;
-    char *text = xalloc(len + 2);
-    text[0] = '{';
-    memcpy(text + 1, entries + 1, len - 1);
-    text[len] = '}';
-    text[len + 1] = 0;
-    hiera_error err = {0};
-    b->errors = hiera_value_from_json(text, &err);
-    hiera_error_clear(&err);
-    free(text);
-}
 
 #define SUMMARY_MESSAGES 5
 #define SUMMARY_MESSAGE_MAX 400
@@ -1545,286 +884,44 @@ static void print_summary(const batch *b)
     free(d);
 }
 
-/* ------------------------------------------------------------------ parallel runs */
+/* ------------------------------------------------------------------ the run */
 
-/* fewer nodes than this per process are not worth a process of their own (each one reads the
- * data files again) */
-#define MIN_NODES_PER_JOB 16
+/* Builds that look for leaks free everything before exiting. */
+#if defined(HIERA_FREE_ON_EXIT) || defined(__SANITIZE_ADDRESS__)
+#define FREE_ON_EXIT 1
+#else
+#define FREE_ON_EXIT 0
+static hiera_cache *exit_cache;
+#endif
 
-/* The nodes [lo, hi) with their output in this process (the sequential loop). */
-static void run_nodes(batch *b, node_src *nodes, char **names_json, size_t lo, size_t hi)
-{
-    prefetch pf;
-    prefetch_start(&pf, b->cache, b->a, b->src, nodes + lo, hi - lo);
-    node_run runs[NODE_BLOCK];
-    /* (with all_keys each node has its own keys and answers) */
-    answer *answers = b->all_keys ? NULL : xalloc(NODE_BLOCK * (b->nkeys ? b->nkeys : 1) * sizeof *answers);
-    for (size_t i0 = lo; i0 < hi; i0 += NODE_BLOCK) {
-        size_t n = hi - i0 < NODE_BLOCK ? hi - i0 : NODE_BLOCK;
-        for (size_t j = 0; j < n; j++) {
-            node_input in;
-            prefetch_take(&pf, i0 + j - lo, &in);
-            node_open(b, &nodes[i0 + j], &in, &runs[j]);
-            if (!b->all_keys) {
-                /* (key by key, as they are looked up) */
-                runs[j].answers = answers + j;
-                runs[j].stride = n;
-            }
-        }
-        /* (a node's own keys are sorted: the nodes of a block mostly meet the same key at once) */
-        size_t nkeys = b->nkeys;
-        for (size_t j = 0; j < n; j++)
-            if (runs[j].h && runs[j].nkeys > nkeys)
-                nkeys = runs[j].nkeys;
-        for (size_t k = 0; k < nkeys; k++)
-            for (size_t j = 0; j < n; j++)
-                if (runs[j].h && k < runs[j].nkeys)
-                    node_lookup(b, &runs[j], k);
-        for (size_t j = 0; j < n; j++) {
-            node_emit(b, &nodes[i0 + j], names_json[i0 + j], &runs[j]);
-            b->done_nodes++;
-            if (b->share)
-                __atomic_store_n(&b->share->done_nodes, b->done_nodes, __ATOMIC_RELAXED);
-            progress(b, false);
-        }
-    }
-    json_out_flush();
-    free(answers);
-    prefetch_stop(&pf);
-}
+#define MAX_JOBS 64
+#define MAX_JOBS_TEXT "64"
 
-/* A file in memory for a worker's output (memfd, else an unlinked temporary file); -1 on failure. */
-static int scratch_fd(void)
-{
-    int fd = memfd_create("hiera-batch", MFD_CLOEXEC);
-    if (fd >= 0)
-        return fd;
-    FILE *t = tmpfile();
-    if (!t)
-        return -1;
-    fd = dup(fileno(t));
-    fclose(t);
-    return fd;
-}
-
-/* Copies fd from its start to stdout, without its first `skip` bytes, through json_out's buffer
- * (a megabyte a write, as a single process writes; a failed write is json_out.err, which out_ok
- * reports); false on a read error. */
-static bool copy_out(int fd, size_t skip)
-{
-    if (lseek(fd, 0, SEEK_SET) != 0)
-        return false;
-    json_out_flush();
-    for (;;) {
-        ssize_t n = read(fd, json_out.buf, sizeof json_out.buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return false;
-        if (n == 0)
-            return true;
-        size_t off = skip < (size_t)n ? skip : (size_t)n;
-        skip -= off;
-        out_write(json_out.buf + off, (size_t)n - off);
-    }
-}
-
-static off_t fd_size(int fd)
-{
-    struct stat st;
-    return fstat(fd, &st) == 0 ? st.st_size : 0;
-}
-
-/* The worker: nodes [lo, hi); node entries go to out_fd, each beginning with ",\n  ", and the
- * ".errors" entries to err_fd (json_error_entries). Never returns. */
-static void worker(batch *b, node_src *nodes, char **names_json, size_t lo, size_t hi, int out_fd, int err_fd,
-                   struct worker_share *share)
-{
-    if (dup2(out_fd, STDOUT_FILENO) < 0)
-        _exit(3);
-    b->share = share;
-    b->progress = false;
-    b->nodes_printed = 1; /* every node entry starts with a comma */
-    run_nodes(b, nodes, names_json, lo, hi);
-    FILE *ef = fdopen(err_fd, "w");
-    if (!ef)
-        _exit(3);
-    json_error_entries(ef, b->errors);
-    bool ok = out_ok() && fflush(ef) == 0 && !ferror(ef);
-    __atomic_store_n(&share->finished, ok ? 1 : 0, __ATOMIC_RELEASE);
-    _exit(ok ? 0 : 3);
-}
-
-/* JSON output over `jobs` worker processes, each taking a contiguous run of the sorted nodes; the
- * parent shows the progress and then prints the workers' outputs in order, so the document is
- * byte for byte the one a single process prints. Returns 0, or 1 when a worker failed (after
- * saying why). */
-static int run_parallel(batch *b, node_src *nodes, char **names_json, size_t nnodes, size_t jobs)
-{
-    struct worker_share *share =
-        mmap(NULL, jobs * sizeof *share, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (share == MAP_FAILED)
-        return -1;
-    memset(share, 0, jobs * sizeof *share);
-    int *out_fd = xalloc(jobs * sizeof *out_fd), *err_fd = xalloc(jobs * sizeof *err_fd);
-    pid_t *pid = xalloc(jobs * sizeof *pid);
-    size_t started = 0;
-    int rc = 0;
-    bool setup_failed = false;
-    fflush(stdout);
-    fflush(stderr);
-    for (; started < jobs; started++) {
-        size_t w = started, lo = nnodes * w / jobs, hi = nnodes * (w + 1) / jobs;
-        out_fd[w] = scratch_fd();
-        err_fd[w] = out_fd[w] >= 0 ? scratch_fd() : -1;
-        pid[w] = err_fd[w] >= 0 ? fork() : -1;
-        if (pid[w] == 0)
-            worker(b, nodes, names_json, lo, hi, out_fd[w], err_fd[w], &share[w]);
-        if (pid[w] < 0) {
-            /* the workers started so far are waited for and their work dropped */
-            if (out_fd[w] >= 0)
-                close(out_fd[w]);
-            if (err_fd[w] >= 0)
-                close(err_fd[w]);
-            setup_failed = true;
-            break;
-        }
-    }
-    /* wait, showing the progress */
-    size_t running = started;
-    while (running) {
-        int status;
-        pid_t done = waitpid(-1, &status, b->progress ? WNOHANG : 0);
-        if (done < 0 && errno == EINTR)
-            continue;
-        if (done < 0)
-            break;
-        if (done == 0) {
-            size_t d = 0, l = 0, e = 0;
-            for (size_t w = 0; w < started; w++) {
-                d += __atomic_load_n(&share[w].done_nodes, __ATOMIC_RELAXED);
-                l += __atomic_load_n(&share[w].lookups, __ATOMIC_RELAXED);
-                e += __atomic_load_n(&share[w].nerrors, __ATOMIC_RELAXED);
-            }
-            b->done_nodes = d;
-            b->lookups = l;
-            b->nerrors = e;
-            progress(b, false);
-            nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-            continue;
-        }
-        for (size_t w = 0; w < started; w++) {
-            if (pid[w] != done)
-                continue;
-            pid[w] = 0;
-            running--;
-            if (WIFSIGNALED(status)) {
-                fprintf(stderr, "Error: Could not run: a worker process was killed by signal %d\n", WTERMSIG(status));
-                rc = 1;
-            } else if (WEXITSTATUS(status) != 0 || !__atomic_load_n(&share[w].finished, __ATOMIC_ACQUIRE)) {
-                fprintf(stderr, "Error: Could not run: a worker process failed (status %d)\n", WEXITSTATUS(status));
-                rc = 1;
-            }
-        }
-    }
-    b->done_nodes = b->lookups = b->nerrors = 0;
-    if (setup_failed) {
-        rc = -1;
-        goto out;
-    }
-    for (size_t w = 0; w < started; w++) {
-        b->done_nodes += share[w].done_nodes;
-        b->lookups += share[w].lookups;
-        b->nerrors += share[w].nerrors;
-    }
-    progress(b, true);
-    if (rc == 0) {
-        /* the node entries, then ".errors", as one process would have printed them */
-        for (size_t w = 0; w < started && rc == 0; w++) {
-            if (fd_size(out_fd[w]) <= 0)
-                continue;
-            if (!b->nodes_printed)
-                fputc('{', stdout); /* "{\n  " where the first entry has ",\n  " */
-            if (!copy_out(out_fd[w], b->nodes_printed ? 0 : 1))
-                rc = 1;
-            b->nodes_printed = 1;
-        }
-        char *errs = NULL;
-        size_t elen = 0;
-        FILE *mem = open_memstream(&errs, &elen);
-        for (size_t w = 0; mem && w < started && rc == 0; w++) {
-            int fd = dup(err_fd[w]);
-            FILE *ef = fd >= 0 ? fdopen(fd, "r") : NULL;
-            if (!ef || fseek(ef, 0, SEEK_SET) != 0) {
-                rc = 1;
-            } else {
-                char buf[1 << 14];
-                size_t n;
-                while ((n = fread(buf, 1, sizeof buf, ef)) > 0)
-                    fwrite(buf, 1, n, mem);
-                if (ferror(ef))
-                    rc = 1;
-            }
-            if (ef)
-                fclose(ef);
-            else if (fd >= 0)
-                close(fd);
-        }
-        if (!mem) {
-            rc = 1;
-        } else {
-            fclose(mem);
-            if (rc == 0) {
-                json_print_error_entries(b, errs, elen);
-                errors_from_entries(b, errs, elen);
-            }
-            free(errs);
-        }
-        if (rc)
-            fprintf(stderr, "Error: Could not run: cannot read a worker's output: %s\n", strerror(errno));
-    }
-out:
-    for (size_t w = 0; w < started; w++) {
-        close(out_fd[w]);
-        close(err_fd[w]);
-    }
-    free(out_fd);
-    free(err_fd);
-    free(pid);
-    munmap(share, jobs * sizeof *share);
-    return rc;
-}
-
-static int run(batch *b, node_src *nodes, size_t nnodes)
+/* The lookups of every node, printed; 0, or 1 after printing why nothing could be. */
+static int run(batch *b, const hiera_fleet_options *fo, const char *const *names, size_t nnodes)
 {
     /* every name must be writable as JSON before anything is printed */
-    char **names_json = xalloc((nnodes ? nnodes : 1) * sizeof *names_json);
+    b->names_json = xalloc((nnodes ? nnodes : 1) * sizeof *b->names_json);
     size_t ok = 0;
     int rc = 0;
     for (; ok < nnodes; ok++) {
-        names_json[ok] = json_string(nodes[ok].name);
-        if (!names_json[ok]) {
-            rc = fail("the node name '%s' is not valid UTF-8", nodes[ok].name);
+        b->names_json[ok] = json_string(names[ok]);
+        if (!b->names_json[ok]) {
+            rc = fail("the node name '%s' is not valid UTF-8", names[ok]);
             goto out;
         }
     }
     b->nnodes = nnodes;
-    /* --jobs N is obeyed (at most one process per node); the default keeps to what pays */
-    size_t cap = b->jobs_given ? nnodes : nnodes / MIN_NODES_PER_JOB;
-    size_t jobs = b->jobs < cap ? b->jobs : cap;
-    if (b->rf == HIERA_RENDER_JSON && jobs > 1) {
-        int r = run_parallel(b, nodes, names_json, nnodes, jobs);
-        if (r >= 0) {
-            if (r == 0)
-                fputs(b->nodes_printed ? "\n}\n" : "{}\n", stdout);
-            rc = r;
-            goto out;
-        }
-        /* no worker could be started: do it here */
-    }
     if (b->rf == HIERA_RENDER_YAML)
         b->doc = hiera_value_new_hash();
-    run_nodes(b, nodes, names_json, 0, nnodes);
+    hiera_fleet_stats stats;
+    hiera_error err = {0};
+    if (hiera_fleet_run(fo, &stats, &err) != HIERA_OK) {
+        rc = fail("%s", err.message ? err.message : "the lookups could not run");
+        hiera_error_clear(&err);
+        goto out;
+    }
+    json_out_flush();
     progress(b, true);
     if (b->rf == HIERA_RENDER_JSON) {
         json_print_errors(b);
@@ -1834,34 +931,16 @@ static int run(batch *b, node_src *nodes, size_t nnodes)
     }
 out:
     for (size_t i = 0; i < ok; i++)
-        free(names_json[i]);
-    free(names_json);
+        free(b->names_json[i]);
+    free(b->names_json);
+    b->names_json = NULL;
     return rc;
-}
-
-#define MAX_JOBS 64
-#define MAX_JOBS_TEXT "64"
-
-/* One worker per CPU this process may run on, at most 8. */
-static size_t default_jobs(void)
-{
-    long n = 0;
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        n = CPU_COUNT(&set);
-#endif
-    if (n <= 0)
-        n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 8 ? 8 : (size_t)n;
 }
 
 int batch_main(int argc, char **argv)
 {
     batch_args a = {0};
-    strvec keys = {0}, keys_json = {0};
-    node_src *nodes = NULL;
-    size_t nnodes = 0;
+    strvec keys = {0}, names = {0};
     hiera_value *merge = NULL, *dflt = NULL;
     batch b = {0};
     int rc = 1;
@@ -1943,28 +1022,19 @@ int batch_main(int argc, char **argv)
         fail("%s", "No keys were given to lookup.");
         goto out;
     }
-    for (size_t i = 0; i < keys.n; i++) {
-        char *kj = json_string(keys.v[i]);
-        if (!kj) {
-            fail("the key '%s' is not valid UTF-8", keys.v[i]);
-            goto out;
-        }
-        sv_push(&keys_json, kj);
-    }
-    if (from_pdb) {
-        if (list_puppetdb(&a, &b.src, &nodes, &nnodes))
-            goto out;
-    } else if (a.facts_dir) {
-        if (list_facts_dir(a.facts_dir, &nodes, &nnodes))
+    /* (a key JSON cannot hold fails the run before anything is printed: hiera_fleet_run says so) */
+    hiera_fleet_input single = {0};
+    if (from_pdb || a.facts_dir) {
+        b.src = cli_factsrc_open(a.facts_dir, &a.pdb, settings, NULL, NULL);
+        if (!b.src || list_nodes(&b, &names))
             goto out;
     } else {
-        nodes = xalloc(sizeof *nodes);
-        nodes[0] = (node_src){single_node_name(&a), dupstr(a.facts), NULL};
-        nnodes = 1;
-        if (nodes[0].name[0] == '.' || nodes[0].name[0] == 0) {
-            fail("the node name '%s' is reserved (names starting with '.' and the empty name)", nodes[0].name);
+        sv_push(&names, single_node_name(&a));
+        if (names.v[0][0] == '.' || names.v[0][0] == 0) {
+            fail("the node name '%s' is reserved (names starting with '.' and the empty name)", names.v[0]);
             goto out;
         }
+        single = (hiera_fleet_input){.name = names.v[0], .facts_file = a.facts, .trusted_file = a.trusted};
     }
     if (a.default_value)
         dflt = hiera_value_new_string(a.default_value);
@@ -1978,42 +1048,58 @@ int batch_main(int argc, char **argv)
         goto out;
     }
 
-    b.jobs = default_jobs();
+    unsigned jobs = 0; /* (the fleet's default: one per CPU, at most 8, one per 16 nodes) */
     if (a.jobs) {
         char *end;
         errno = 0;
         long j = strtol(a.jobs, &end, 10);
         if (errno || end == a.jobs || *end || j < 1 || j > MAX_JOBS) {
-            fail("--jobs takes a number of processes from 1 to " MAX_JOBS_TEXT ", not '%s'", a.jobs);
+            fail("--jobs takes a number of threads from 1 to " MAX_JOBS_TEXT ", not '%s'", a.jobs);
             goto out;
         }
-        b.jobs = (size_t)j;
-        b.jobs_given = true;
+        jobs = (unsigned)j;
     }
+    if (b.rf == HIERA_RENDER_YAML)
+        jobs = 1; /* (the document keeps the values: they must stay with the one cache) */
     b.a = &a;
     b.cache = cli_cache();
-    hiera_cache_freeze(b.cache); /* one run over one tree: files are read and listed once */
-    hiera_cache_share_facts_strings(b.cache); /* (facts are read by one thread at a time) */
-    b.keys = keys.v;
-    b.keys_json = keys_json.v;
-    b.keys_json_len = xalloc(keys_json.n * sizeof *b.keys_json_len);
-    for (size_t i = 0; i < keys_json.n; i++)
-        b.keys_json_len[i] = strlen(keys_json.v[i]);
-    b.nkeys = keys.n;
-    b.req = (hiera_request){.size = sizeof b.req, .nkeys = 1, .merge = merge, .default_value = dflt, .type = a.type};
+    hiera_options ctx = HIERA_OPTIONS_INIT;
+    ctx.unsafe_fact_paths = a.unsafe_fact_paths;
+    ctx.diagnostics = print_diagnostic_once;
+    ctx.settings = settings;
+    ctx.env = env;
+    hiera_request req = HIERA_REQUEST_INIT;
+    req.merge = merge;
+    req.default_value = dflt;
+    req.type = a.type;
+    hiera_fleet_options fo = HIERA_FLEET_OPTIONS_INIT;
+    fo.context = &ctx;
+    fo.request = &req;
+    fo.keys = b.all_keys ? NULL : (const char *const *)keys.v;
+    fo.nkeys = b.all_keys ? 0 : keys.n;
+    fo.source = b.src;
+    fo.names = b.src ? (const char *const *)names.v : NULL;
+    fo.nnames = b.src ? names.n : 0;
+    fo.nodes = b.src ? NULL : &single;
+    fo.nnodes = b.src ? 0 : 1;
+    fo.trusted_dir = a.trusted_dir;
+    fo.threads = jobs;
+    fo.cache = b.cache;
+    fo.render_json = b.rf == HIERA_RENDER_JSON;
+    fo.ordered = true;
+    fo.callback = node_done;
+    fo.userdata = &b;
     b.progress = isatty(STDERR_FILENO) != 0;
     clock_gettime(CLOCK_MONOTONIC, &b.last_progress);
-    if (run(&b, nodes, nnodes) == 0) {
+    if (run(&b, &fo, (const char *const *)names.v, names.n) == 0) {
         rc = b.nerrors ? 2 : 0;
         fflush(stdout); /* the document first, then the summary after it (a terminal shows both) */
         if (rc == 2)
             print_summary(&b);
     }
 out:
-    render_memo_clear();
     hiera_value_decref(b.doc);
     hiera_value_decref(b.errors);
-    hiera_value_decref(b.key_forms);
 #if FREE_ON_EXIT
     hiera_cache_free(b.cache);
 #else
@@ -2023,11 +1109,9 @@ out:
 #endif
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
-    factsrc_free(b.src);
-    free_nodes(nodes, nnodes);
+    hiera_facts_source_free(b.src);
+    sv_free(&names);
     sv_free(&keys);
-    sv_free(&keys_json);
-    free(b.keys_json_len);
     hiera_environment_free(env);
     hiera_settings_free(settings);
     cli_parsed_free(&p);

@@ -7,7 +7,7 @@
 #include "cli/check_cmd.h"
 
 #include "check/check.h"
-#include "cli/factsrc.h"
+#include "cli/facts_opts.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -185,30 +185,37 @@ static int parse(int argc, char **argv, check_args *a)
 
 /* The check's threads ask for node i's facts; a pager per pass over the nodes (environment). */
 typedef struct {
-    factsrc *src;
-    char **names;
+    hiera_facts_source *src;
+    hiera_value *list;  /* the node names */
+    const char **names; /* (list's strings) */
     size_t n;
-    factsrc_pager *pager;
+    hiera_facts_pager *pager;
 } pdb_nodes;
 
 static void pdb_begin(void *data)
 {
     pdb_nodes *pn = data;
-    factsrc_pager_free(pn->pager);
-    pn->pager = factsrc_pager_new(pn->src, (const char *const *)pn->names, pn->n, NULL);
+    hiera_facts_pager_free(pn->pager);
+    pn->pager = hiera_facts_pager_new(pn->src, pn->names, pn->n, NULL);
 }
 
 static struct hv *pdb_facts(void *data, size_t i, bool *stored, char **msg)
 {
     pdb_nodes *pn = data;
-    factsrc_node fn;
-    factsrc_pager_get(pn->pager, i, &fn);
-    struct hv *f = (struct hv *)fn.facts;
-    *stored = fn.stored;
-    *msg = fn.msg;
-    fn.facts = NULL;
-    fn.msg = NULL;
-    factsrc_node_free(&fn);
+    hiera_node_facts nf;
+    hiera_error err = {0};
+    struct hv *f = NULL;
+    *msg = NULL;
+    if (hiera_facts_pager_get(pn->pager, i, &nf, &err) == HIERA_OK) {
+        *stored = nf.base != NULL;
+        f = (struct hv *)(nf.base ? nf.base : nf.given);
+        nf.base = nf.given = NULL;
+    } else {
+        *msg = err.message ? err.message : strdup("no facts");
+        err.message = NULL;
+    }
+    hiera_node_facts_clear(&nf);
+    hiera_error_clear(&err);
     return f;
 }
 
@@ -675,22 +682,32 @@ int check_main(int argc, char **argv)
         hiera_settings *hs = cli_puppet_settings_load(&a.ps);
         pn.src = hs ? cli_factsrc_open(a.o.facts_dir, &a.pdb, hs, NULL, NULL) : NULL;
         hiera_settings_free(hs);
-        if (!pn.src || !factsrc_list(pn.src, &pn.names, &pn.n, &error)) {
-            if (error)
-                fprintf(stderr, "hiera check: %s\n", error);
-            free(error);
-            factsrc_free(pn.src);
+        hiera_error lerr = {0};
+        if (pn.src && (pn.list = hiera_facts_source_nodes(pn.src, &lerr)) != NULL) {
+            pn.n = hiera_value_array_size(pn.list);
+            pn.names = malloc((pn.n ? pn.n : 1) * sizeof *pn.names);
+            for (size_t i = 0; pn.names && i < pn.n; i++)
+                pn.names[i] = hiera_value_string(hiera_value_array_get(pn.list, i));
+        }
+        if (!pn.src || !pn.list || !pn.names) {
+            if (lerr.message)
+                fprintf(stderr, "hiera check: %s\n", lerr.message);
+            hiera_error_clear(&lerr);
+            hiera_value_decref(pn.list);
+            free(pn.names);
+            hiera_facts_source_free(pn.src);
             free(a.paths);
             free(a.rules);
             return 2;
         }
-        given = (check_nodes){(const char *const *)pn.names, pn.n, pdb_begin, pdb_facts, &pn};
+        given = (check_nodes){pn.names, pn.n, pdb_begin, pdb_facts, &pn};
         a.o.nodes = &given;
     }
     int ran = check_run(&a.o, &r, &error);
-    factsrc_pager_free(pn.pager);
-    factsrc_names_free(pn.names, pn.n);
-    factsrc_free(pn.src);
+    hiera_facts_pager_free(pn.pager);
+    free(pn.names);
+    hiera_value_decref(pn.list);
+    hiera_facts_source_free(pn.src);
     if (ran != 0) {
         fprintf(stderr, "hiera check: %s\n", error ? error : "the check could not run");
         free(error);

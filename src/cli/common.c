@@ -51,7 +51,9 @@ void cli_cache_release(hiera_cache *c)
 void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata)
 {
     (void)userdata;
-    fprintf(stderr, "%s: %s\n", d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning", d->message);
+    fprintf(stderr, "%s: %s\n",
+            d->severity == HIERA_DIAG_CRITICAL ? "Critical" : d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning",
+            d->message);
 }
 
 static const char *str_at(const hiera_value *h, const char *key)
@@ -796,44 +798,4 @@ int cli_refuse_settings(const char *command, const cli_parsed *p)
         }
     }
     return 0;
-}
-
-void cli_facts_settings_get(const hiera_settings *s, const hiera_environment *env, cli_facts_settings *out)
-{
-    memset(out, 0, sizeof *out);
-    out->vardir = hiera_settings_get(s, "vardir", NULL);
-    out->yamldir = hiera_settings_get(s, "yamldir", NULL);
-    static const char *const certname_from[] = {"cli", "server", "master", "main"};
-    for (size_t i = 0; i < 4 && !out->certname; i++) {
-        char *given = hiera_settings_given(s, "certname", certname_from[i]);
-        if (given)
-            out->certname = hiera_settings_get(s, "certname", NULL);
-        free(given);
-    }
-    static const char *const env_from[] = {"cli", "agent", "main"};
-    for (size_t i = 0; i < 3 && !out->environment; i++)
-        out->environment = hiera_settings_given(s, "environment", env_from[i]);
-    size_t n = hiera_environment_modulepath_count(env), len = 1;
-    for (size_t i = 0; i < n; i++)
-        len += strlen(hiera_environment_modulepath(env, i)) + 1;
-    out->modulepath = calloc(1, len);
-    if (!out->modulepath) {
-        fputs("hiera: out of memory\n", stderr);
-        exit(1);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            strcat(out->modulepath, ":");
-        strcat(out->modulepath, hiera_environment_modulepath(env, i));
-    }
-}
-
-void cli_facts_settings_free(cli_facts_settings *f)
-{
-    free(f->vardir);
-    free(f->yamldir);
-    free(f->certname);
-    free(f->environment);
-    free(f->modulepath);
-    memset(f, 0, sizeof *f);
 }

@@ -94,13 +94,3 @@ hiera_environment *cli_environment(const hiera_settings *s);
 /* Puppet settings whose effect on `puppet lookup` hiera does not reproduce: when one is given on
  * the command line with a value that matters, prints why and returns 1. */
 int cli_refuse_settings(const char *command, const cli_parsed *p);
-
-/* What Puppet's settings say about where a node's facts come from (cli/facts.h's request): the
- * vardir and yamldir, the certname when the command line or puppet.conf gives it (else NULL:
- * Facter's), the environment given on the command line or in puppet.conf's [agent] or [main]
- * (the agent_specified_environment fact), and the environment's modulepath (':'-joined). */
-typedef struct {
-    char *vardir, *yamldir, *certname, *environment, *modulepath;
-} cli_facts_settings;
-void cli_facts_settings_get(const hiera_settings *s, const hiera_environment *env, cli_facts_settings *out);
-void cli_facts_settings_free(cli_facts_settings *f);

@@ -1,11 +1,14 @@
 /* diff_cmd.c - `hiera diff OLD NEW`: which nodes' answers change, and how, between two versions of
  * the Hiera data (two folders, or two revisions of a git repository).
  *
- * Each side is read whole once (a snapshot); hiera_snapshot_compare says which keys can answer
- * differently (the keys changed in files, those that read them through interpolation, every key
- * when a hiera.yaml changed); only those are looked up again, on both sides, for every node,
- * by worker threads that each have their own caches over the two snapshots. Answers that differ
- * are grouped (per key, the nodes that got the same change) and printed by diff_report.c.
+ * Each side is read whole once (a snapshot); the library's diff run (hiera_diff_run,
+ * src/diff/run.c) compares them: hiera_snapshot_compare says which keys can answer differently
+ * (the keys changed in files, those that read them through interpolation, every key when a
+ * hiera.yaml changed); only those are looked up again, on both sides, for every node, by worker
+ * threads that each have their own caches over the two snapshots. This file opens the sides (a
+ * folder or a git revision, diff_side.c), finds the changes the snapshots cannot see, groups the
+ * answers that differ (per key, the nodes that got the same change) and prints them
+ * (diff_report.c).
  *
  * The flags are those of `hiera batch` for what the lookups need (--environment, --facts-dir,
  * --facts, --hiera_config, --merge...); the sides give the code directories. The flag parser is
@@ -27,9 +30,11 @@
 
 #include "base/fileio.h"
 #include "cli/common.h"
+#include "diff/run.h"
+#include "fleet/fleet.h"
 #include "cli/diff_report.h"
 #include "cli/diff_side.h"
-#include "cli/factsrc.h"
+#include "cli/facts_opts.h"
 
 static const char *DIFF_USAGE =
     "usage: hiera diff [--help] OLD NEW [<keys>] [--git-dir <REPO>] [--tree codedir|environment]\n"
@@ -85,8 +90,6 @@ typedef struct {
 } diff_args;
 
 /* PuppetDB's nodes: a node whose facts path is "" takes them from here (one pager per run) */
-static factsrc *pdb_src;
-static factsrc_pager *pdb_pager;
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -359,12 +362,6 @@ static int read_keys_file(const char *path, strvec *keys)
 
 /* ------------------------------------------------------------------ nodes */
 
-typedef struct {
-    char *name;
-    char *facts[2];    /* the facts file on each side (the same string when shared), NULL: none */
-    char *refused[2];  /* why the node's facts cannot be used on a side (two files for it) */
-} dnode;
-
 static size_t facts_name_len(const char *file)
 {
     static const char *exts[] = {".yaml", ".yml", ".json"};
@@ -377,170 +374,14 @@ static size_t facts_name_len(const char *file)
     return 0;
 }
 
-typedef struct {
-    char *name, *path;
-} facts_file;
-
-static int cmp_facts_file(const void *a, const void *b)
-{
-    const facts_file *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : strcmp(x->path, y->path);
-}
-
-/* The facts files of a folder, sorted by node name (hidden files and folders skipped). */
-static int list_facts_dir(const char *dir, facts_file **out, size_t *nout)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "hiera diff: cannot read the facts folder %s: %s\n", dir, strerror(errno));
-        return -1;
-    }
-    facts_file *v = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t nl = facts_name_len(de->d_name);
-        if (de->d_name[0] == '.' || !nl)
-            continue;
-        char *path = NULL;
-        if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
-            continue;
-        struct stat st;
-        if (de->d_type != DT_REG && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) {
-            free(path);
-            continue;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            v = xrealloc_(v, cap * sizeof *v);
-        }
-        v[n].name = strndup(de->d_name, nl);
-        v[n].path = path;
-        n++;
-    }
-    closedir(d);
-    if (n)
-        qsort(v, n, sizeof *v, cmp_facts_file);
-    *out = v;
-    *nout = n;
-    return 0;
-}
-
-static void free_facts_files(facts_file *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(v[i].name);
-        free(v[i].path);
-    }
-    free(v);
-}
-
-/* The nodes of both sides by name: lists[s] sorted (names may repeat: two files for a node). */
-static dnode *merge_nodes(facts_file *lists[2], size_t counts[2], bool shared, size_t *nout)
-{
-    dnode *nodes = NULL;
-    size_t n = 0, cap = 0, i[2] = {0, 0};
-    while (i[0] < counts[0] || i[1] < counts[1]) {
-        const char *name = NULL;
-        for (int s = 0; s < 2; s++)
-            if (i[s] < counts[s] && (!name || strcmp(lists[s][i[s]].name, name) < 0))
-                name = lists[s][i[s]].name;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            nodes = xrealloc_(nodes, cap * sizeof *nodes);
-        }
-        dnode *d = &nodes[n++];
-        memset(d, 0, sizeof *d);
-        d->name = xstrdup_(name);
-        for (int s = 0; s < 2; s++) {
-            while (i[s] < counts[s] && strcmp(lists[s][i[s]].name, name) == 0) {
-                if (!d->facts[s]) {
-                    d->facts[s] = xstrdup_(lists[s][i[s]].path);
-                } else if (!d->refused[s]) {
-                    if (asprintf(&d->refused[s], "more than one facts file for this node: %s and %s", d->facts[s],
-                                 lists[s][i[s]].path) < 0)
-                        d->refused[s] = NULL;
-                }
-                i[s]++;
-            }
-        }
-        if (shared && d->facts[0] && d->facts[1] && strcmp(d->facts[0], d->facts[1]) == 0) {
-            free(d->facts[1]);
-            d->facts[1] = d->facts[0]; /* read once for both sides */
-        }
-    }
-    *nout = n;
-    return nodes;
-}
-
-static void free_nodes(dnode *nodes, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(nodes[i].name);
-        free(nodes[i].facts[0]);
-        if (nodes[i].facts[1] != nodes[i].facts[0])
-            free(nodes[i].facts[1]);
-        free(nodes[i].refused[0]);
-        free(nodes[i].refused[1]);
-    }
-    free(nodes);
-}
-
 /* ------------------------------------------------------------------ messages */
 
 /* msg with the side's folders written relative to its tree (the same file is then named alike
- * on both sides, and the scratch folder of a git side never shows). malloc'ed. */
+ * on both sides, and the scratch folder of a git side never shows), as the diff run compares
+ * failures. malloc'ed. */
 static char *normalize(const diff_side *s, const char *msg)
 {
-    if (!msg || !*msg)
-        return xstrdup_("unknown error");
-    struct {
-        const char *from;
-        const char *to;
-        bool slash;
-    } subs[] = {
-        {s->root, "", true}, {s->tree, "", true}, {s->root, ".", false}, {s->tree, ".", false},
-        {s->environmentpath, "<environmentpath>", false}, {s->codedir, "<codedir>", false},
-    };
-    char *cur = xstrdup_(msg);
-    for (size_t i = 0; i < sizeof subs / sizeof *subs; i++) {
-        if (!subs[i].from || !*subs[i].from)
-            continue;
-        size_t fl = strlen(subs[i].from) + (subs[i].slash ? 1 : 0), tl = strlen(subs[i].to);
-        char *pat = xmalloc_(fl + 1);
-        memcpy(pat, subs[i].from, fl - (subs[i].slash ? 1 : 0));
-        if (subs[i].slash)
-            pat[fl - 1] = '/';
-        pat[fl] = 0;
-        if (!strstr(cur, pat)) {
-            free(pat);
-            continue;
-        }
-        size_t cap = strlen(cur) + 1, len = 0;
-        char *out = xmalloc_(cap);
-        for (const char *p = cur; *p;) {
-            const char *hit = strstr(p, pat);
-            size_t take = hit ? (size_t)(hit - p) : strlen(p);
-            if (len + take + tl + 1 > cap) {
-                cap = (len + take + tl + 1) * 2;
-                out = xrealloc_(out, cap);
-            }
-            memcpy(out + len, p, take);
-            len += take;
-            p += take;
-            if (!hit)
-                break;
-            memcpy(out + len, subs[i].to, tl);
-            len += tl;
-            p += fl;
-        }
-        out[len] = 0;
-        free(cur);
-        free(pat);
-        cur = out;
-    }
-    return cur;
+    return diff_normalize(msg, s->root, s->tree, s->environmentpath, s->codedir);
 }
 
 /* ------------------------------------------------------------------ diagnostics */
@@ -610,6 +451,14 @@ static void collect_diagnostic(const hiera_diagnostic *d, void *userdata)
     free(line);
 }
 
+/* the diff run's: with the side and the node */
+static void run_diagnostic(const hiera_diff_diagnostic *d, void *userdata)
+{
+    (void)userdata;
+    diag_src src = {d->side, d->node ? (uint32_t)d->node_index : UINT32_MAX};
+    collect_diagnostic(d->diagnostic, &src);
+}
+
 static int cmp_u32_(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -666,353 +515,68 @@ static hiera_value *print_diagnostics(bool with_nodes)
     return doc;
 }
 
-/* ------------------------------------------------------------------ facts */
+/* ------------------------------------------------------------------ facts (--explain) */
 
-/* The checks hiera lookup makes on a facts file; a message (malloc'ed) when it cannot be used. */
-static char *check_facts(const char *path, const char *node, const hiera_value *facts)
-{
-    char *m = NULL;
-    hiera_error err = {0};
-    if (hiera_facts_check_given(facts, path, &err) != HIERA_OK) {
-        m = err.message;
-        err.message = NULL;
-        hiera_error_clear(&err);
-        return m;
-    }
-    if (hiera_value_hash_size(facts) == 0) {
-        if (asprintf(&m, "No facts available for target node: %s", node) < 0)
-            m = NULL;
-        return m ? m : xstrdup_("no facts");
-    }
-    return NULL;
-}
-
-/* What a node is looked up with on one side, as hiera batch reads it: its facts (given, as
- * --facts gives them, or stored: a file of Puppet's YAML facts cache, as --node reads it there)
- * and its trusted hash (--trusted FILE, --trusted-dir DIR; NULL: from its facts). */
+/* What the node is looked up with on one side: its facts, as the diff run reads them (from the
+ * side's facts source, or --facts FILE), and its trusted hash (--trusted FILE, --trusted-dir DIR). */
 typedef struct {
-    hiera_value *facts;
-    bool stored;
-    hiera_value *trusted;
+    hiera_value *given, *base, *trusted;
 } node_facts;
 
 static void node_facts_clear(node_facts *nf)
 {
-    hiera_value_decref(nf->facts);
+    hiera_value_decref(nf->given);
+    hiera_value_decref(nf->base);
     hiera_value_decref(nf->trusted);
     memset(nf, 0, sizeof *nf);
 }
 
-static hiera_value *load_trusted(hiera_cache *cache, const diff_args *a, const char *node, char **msg)
+/* A --trusted FILE, or --trusted-dir's file for the node (as the diff run reads it): false with
+ * *msg */
+static bool load_trusted(hiera_cache *cache, const diff_args *a, const char *node, node_facts *nf, char **msg)
 {
-    char *path = NULL;
     if (a->trusted) {
-        path = xstrdup_(a->trusted);
-    } else if (a->trusted_dir) {
-        static const char *exts[] = {".yaml", ".yml", ".json"};
-        for (size_t i = 0; i < 3 && !path; i++) {
-            char *p = NULL;
-            struct stat st;
-            if (asprintf(&p, "%s/%s%s", a->trusted_dir, node, exts[i]) >= 0 && stat(p, &st) == 0)
-                path = p;
-            else
-                free(p);
-        }
-        if (!path) {
-            if (asprintf(msg, "no trusted data for this node in %s (%s.yaml, %s.yml or %s.json)", a->trusted_dir, node,
-                         node, node) < 0)
-                *msg = xstrdup_("no trusted data for this node");
-            return NULL;
-        }
-    } else {
-        return NULL;
-    }
-    hiera_error err = {0};
-    hiera_value *t = hiera_cache_load_value_file(cache, path, &err);
-    if (!t)
-        *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the trusted data file");
-    hiera_error_clear(&err);
-    free(path);
-    return t;
-}
-
-/* A node's facts from PuppetDB (node i of the run, or by name without a run): as load_facts. */
-static bool load_pdb_facts(hiera_cache *cache, const diff_args *a, size_t ni, const char *node, node_facts *nf,
-                           char **msg)
-{
-    memset(nf, 0, sizeof *nf);
-    factsrc_node fn;
-    if (pdb_pager)
-        factsrc_pager_get(pdb_pager, ni, &fn);
-    else
-        factsrc_get(pdb_src, node, NULL, &fn);
-    nf->facts = fn.facts;
-    nf->stored = fn.stored;
-    *msg = fn.msg;
-    fn.facts = NULL;
-    fn.msg = NULL;
-    factsrc_node_free(&fn);
-    if (!*msg)
-        nf->trusted = load_trusted(cache, a, node, msg);
-    if (*msg) {
-        node_facts_clear(nf);
-        return false;
-    }
-    return true;
-}
-
-static bool load_facts(hiera_cache *cache, const diff_args *a, const char *path, const char *node, node_facts *nf,
-                       char **msg)
-{
-    if (!*path)
-        return load_pdb_facts(cache, a, 0, node, nf, msg);
-    memset(nf, 0, sizeof *nf);
-    hiera_error err = {0};
-    int kind = HIERA_FACTS_FILE;
-    hiera_value *f = hiera_facts_load(cache, path, node, HIERA_FACTS_FILE | HIERA_FACTS_CACHE, &kind, &err);
-    if (!f) {
-        *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the facts file");
-        hiera_error_clear(&err);
-        return false;
-    }
-    nf->stored = kind == HIERA_FACTS_CACHE;
-    if (nf->stored && hiera_value_hash_size(f) == 0) {
-        if (asprintf(msg, "No facts available for target node: %s", node) < 0)
-            *msg = xstrdup_("No facts available");
-    } else if (!nf->stored) {
-        *msg = check_facts(path, node, f);
-    }
-    if (!*msg)
-        nf->trusted = load_trusted(cache, a, node, msg);
-    nf->facts = f;
-    if (*msg) {
-        node_facts_clear(nf);
-        return false;
-    }
-    return true;
-}
-
-static bool node_facts_same(const node_facts *x, const node_facts *y)
-{
-    return x->stored == y->stored && (x->facts == y->facts || hiera_value_same(x->facts, y->facts)) &&
-           (x->trusted == y->trusted || (x->trusted && y->trusted && hiera_value_same(x->trusted, y->trusted)));
-}
-
-/* ------------------------------------------------------------------ the run */
-
-typedef struct {
-    const diff_args *a;
-    diff_side *side[2];
-    hiera_snapshot *snap[2];
-    dnode *nodes;
-    size_t nnodes;
-    const char *const *dirty; /* the keys looked up again for every node */
-    size_t ndirty;
-    const char *const *all;   /* every key considered (a node whose facts differ gets them all) */
-    size_t nall;
-    uint32_t *dirty_idx;      /* a dirty key's index in all (the report's key list) */
-    unsigned char *is_dirty;  /* per key of all */
-    hiera_value *reached;     /* keys whose answers may differ (also outside the keys considered) */
-    bool full;
-    hiera_request req;
-    hiera_cache *facts_cache;
-    atomic_size_t next, done_nodes, lookups;
-} run_s;
-
-typedef struct {
-    run_s *r;
-    pthread_t th;
-    bool started;
-    hiera_cache *view[2];
-    gtable groups;
-    trouble *troubles;
-    size_t ntroubles;
-} worker;
-
-static void add_trouble(worker *w, uint32_t node, char *msg)
-{
-    w->troubles = xrealloc_(w->troubles, (w->ntroubles + 1) * sizeof *w->troubles);
-    w->troubles[w->ntroubles++] = (trouble){node, msg};
-}
-
-/* Whether facts interpolate (when looked up) a key whose answer may differ: such a node's every
- * key is looked up again. */
-static bool facts_reach(const run_s *r, const hiera_value *facts)
-{
-    hiera_value *roots = hiera_value_lookups(facts);
-    bool hit = false;
-    for (size_t i = 0; i < hiera_value_array_size(roots) && !hit; i++)
-        hit = hiera_value_hash_get(r->reached, hiera_value_string(hiera_value_array_get(roots, i))) != NULL;
-    hiera_value_decref(roots);
-    return hit;
-}
-
-static void lookup_outcome(run_s *r, int s, hiera *h, const char *key, outcome *o)
-{
-    hiera_request req = r->req;
-    req.keys = &key;
-    req.nkeys = 1;
-    hiera_error err = {0};
-    o->v = NULL;
-    o->msg = NULL;
-    o->st = hiera_lookup(h, &req, &o->v, &err);
-    if (o->st == HIERA_ERROR)
-        o->msg = normalize(r->side[s], err.message);
-    hiera_error_clear(&err);
-}
-
-/* A node being compared: its contexts on both sides (or why one cannot be made). */
-typedef struct {
-    uint32_t ni;
-    bool live;  /* compared (not refused, not a trouble) */
-    bool whole; /* every key, not only the dirty ones */
-    hiera *h[2];
-    char *fail[2];
-    diag_src diag[2]; /* what the contexts' warnings name */
-} node_run;
-
-static void node_open(worker *w, uint32_t ni, node_run *nr)
-{
-    run_s *r = w->r;
-    const dnode *d = &r->nodes[ni];
-    memset(nr, 0, sizeof *nr);
-    nr->ni = ni;
-    if (!d->facts[0] || !d->facts[1])
-        return; /* on one side only: said once, not compared */
-    node_facts nf[2] = {{0}, {0}};
-    char *msg = NULL;
-    bool shared = d->facts[1] == d->facts[0];
-    for (int s = 0; s < 2 && !msg; s++) {
-        if (d->refused[s])
-            msg = xstrdup_(d->refused[s]);
-        else if (s == 1 && shared)
-            nf[1] = (node_facts){hiera_value_incref(nf[0].facts), nf[0].stored, hiera_value_incref(nf[0].trusted)};
-        else if (!*d->facts[s])
-            load_pdb_facts(r->facts_cache, r->a, ni, d->name, &nf[s], &msg);
-        else
-            load_facts(r->facts_cache, r->a, d->facts[s], d->name, &nf[s], &msg);
-    }
-    if (msg) {
-        add_trouble(w, ni, msg);
-        node_facts_clear(&nf[0]);
-        node_facts_clear(&nf[1]);
-        return;
-    }
-    /* which keys: every one when the facts differ or reach a changed key */
-    nr->whole = r->full || (!shared && !node_facts_same(&nf[0], &nf[1])) || facts_reach(r, nf[0].facts) ||
-                (!shared && facts_reach(r, nf[1].facts));
-    for (int s = 0; s < 2; s++) {
-        const diff_side *sd = r->side[s];
-        hiera_options o = {.size = sizeof o, .codedir = sd->codedir, .confdir = r->a->confdir,
-                           .environmentpath = sd->environmentpath, .hiera_config = sd->hiera_config,
-                           .environment = r->a->environment, .node = d->name,
-                           .facts = nf[s].stored ? NULL : nf[s].facts, .base_facts = nf[s].stored ? nf[s].facts : NULL,
-                           .trusted = nf[s].trusted, .cache = w->view[s], .unsafe_fact_paths = r->a->unsafe_fact_paths,
-                           .redact_encrypted = r->a->redact, .diagnostics = collect_diagnostic,
-                           .diagnostics_data = &nr->diag[s],
-                           .remap_default_environmentpath = true,
-                           .puppet_version = r->a->versions[s]};
-        nr->diag[s] = (diag_src){s, ni};
         hiera_error err = {0};
-        nr->h[s] = hiera_new(&o, &err);
-        if (!nr->h[s])
-            nr->fail[s] = normalize(sd, err.message);
+        nf->trusted = hiera_cache_load_value_file(cache, a->trusted, &err);
+        if (!nf->trusted)
+            *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the trusted data file");
         hiera_error_clear(&err);
-        node_facts_clear(&nf[s]);
+        return nf->trusted != NULL;
     }
-    if (!nr->h[0] && !nr->h[1] && strcmp(nr->fail[0], nr->fail[1]) == 0) {
-        add_trouble(w, ni, nr->fail[0]); /* nothing to compare */
-        nr->fail[0] = NULL;
-        free(nr->fail[1]);
-        nr->fail[1] = NULL;
-        return;
-    }
-    nr->live = true;
+    if (a->trusted_dir)
+        nf->trusted = fleet_load_trusted(cache, a->trusted_dir, node, msg);
+    return *msg == NULL;
 }
 
-/* Compares key ki (an index into the keys considered) for the node. */
-static size_t node_key(worker *w, node_run *nr, uint32_t ki)
+/* The node's facts on a side: from its facts source (src), or the --facts FILE. false with *msg. */
+static bool load_facts(hiera_cache *cache, const diff_args *a, hiera_facts_source *src, const char *node,
+                       node_facts *nf, char **msg)
 {
-    run_s *r = w->r;
-    const char *key = r->all[ki];
-    outcome o[2];
-    size_t lookups = 0;
-    for (int s = 0; s < 2; s++) {
-        if (nr->h[s]) {
-            lookup_outcome(r, s, nr->h[s], key, &o[s]);
-            lookups++;
-        } else {
-            o[s] = (outcome){HIERA_ERROR, NULL, xstrdup_(nr->fail[s])};
+    memset(nf, 0, sizeof *nf);
+    *msg = NULL;
+    hiera_error err = {0};
+    if (src) {
+        hiera_node_facts f;
+        if (hiera_facts_source_get(src, node, cache, &f, &err) != HIERA_OK) {
+            *msg = err.message ? err.message : xstrdup_("no facts");
+            err.message = NULL;
+            hiera_error_clear(&err);
+            return false;
         }
-    }
-    if (outcome_same(&o[0], &o[1])) {
-        outcome_clear(&o[0]);
-        outcome_clear(&o[1]);
+        nf->given = f.given;
+        nf->base = f.base;
+        f.given = f.base = NULL;
+        hiera_node_facts_clear(&f);
     } else {
-        gt_add(&w->groups, ki, nr->ni, &o[0], &o[1]);
+        fleet_load_facts_file(cache, a->facts, node, &nf->given, &nf->base, msg); /* (as the diff run reads it) */
     }
-    return lookups;
-}
-
-static void node_close(node_run *nr)
-{
-    for (int s = 0; s < 2; s++) {
-        hiera_free(nr->h[s]);
-        free(nr->fail[s]);
+    if (!*msg)
+        load_trusted(cache, a, node, nf, msg);
+    if (*msg) {
+        node_facts_clear(nf);
+        return false;
     }
-}
-
-/* Nodes are taken a block at a time, and each key is compared for every node of the block
- * before the next key (as hiera batch does): what the caches keep for a key (its key index entry,
- * options, remembered merges) is then still at hand for the next node. */
-#define NODE_BLOCK 16
-
-static void *worker_main(void *arg)
-{
-    worker *w = arg;
-    run_s *r = w->r;
-    node_run nr[NODE_BLOCK];
-    for (;;) {
-        size_t lo = atomic_fetch_add(&r->next, NODE_BLOCK);
-        if (lo >= r->nnodes)
-            break;
-        size_t hi = lo + NODE_BLOCK < r->nnodes ? lo + NODE_BLOCK : r->nnodes, n = hi - lo;
-        bool any_whole = false;
-        for (size_t j = 0; j < n; j++) {
-            node_open(w, (uint32_t)(lo + j), &nr[j]);
-            any_whole |= nr[j].live && nr[j].whole;
-        }
-        size_t lookups = 0;
-        if (any_whole) {
-            for (size_t k = 0; k < r->nall; k++)
-                for (size_t j = 0; j < n; j++)
-                    if (nr[j].live && (nr[j].whole || r->is_dirty[k]))
-                        lookups += node_key(w, &nr[j], (uint32_t)k);
-        } else {
-            for (size_t d = 0; d < r->ndirty; d++)
-                for (size_t j = 0; j < n; j++)
-                    if (nr[j].live)
-                        lookups += node_key(w, &nr[j], r->dirty_idx[d]);
-        }
-        for (size_t j = 0; j < n; j++)
-            node_close(&nr[j]);
-        atomic_fetch_add_explicit(&r->lookups, lookups, memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->done_nodes, n, memory_order_relaxed);
-    }
-    return NULL;
-}
-
-static size_t default_jobs(void)
-{
-    long n = 0;
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        n = CPU_COUNT(&set);
-#endif
-    if (n <= 0)
-        n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 8 ? 8 : (size_t)n;
+    return true;
 }
 
 static double now_seconds(void)
@@ -1263,22 +827,23 @@ static char *unseen_changes(diff_side side[2], hiera_snapshot *snap[2], const ch
 static const diag_src explain_src[2] = {{0, UINT32_MAX}, {1, UINT32_MAX}};
 
 static void explain_side(const diff_args *a, const diff_side *s, hiera_puppet_version version, const char *node,
-                         const char *facts_path, const hiera_request *base, outcome *o, hiera_value **prov, char **text)
+                         hiera_facts_source *src, const hiera_request *base, outcome *o, hiera_value **prov,
+                         char **text)
 {
     *prov = NULL;
     *text = NULL;
     char *msg = NULL;
     hiera_cache *cache = hiera_cache_new();
     node_facts nf;
-    if (!load_facts(cache, a, facts_path, node, &nf, &msg)) {
+    if (!load_facts(cache, a, src, node, &nf, &msg)) {
         *o = (outcome){HIERA_ERROR, NULL, msg};
         hiera_cache_free(cache);
         return;
     }
     hiera_options opts = {.size = sizeof opts, .codedir = s->codedir, .confdir = a->confdir,
                           .environmentpath = s->environmentpath, .hiera_config = s->hiera_config,
-                          .environment = a->environment, .node = node, .facts = nf.stored ? NULL : nf.facts,
-                          .base_facts = nf.stored ? nf.facts : NULL, .trusted = nf.trusted, .cache = cache,
+                          .environment = a->environment, .node = node, .facts = nf.given,
+                          .base_facts = nf.base, .trusted = nf.trusted, .cache = cache,
                           .unsafe_fact_paths = a->unsafe_fact_paths, .redact_encrypted = a->redact,
                           .diagnostics = collect_diagnostic,
                           .diagnostics_data = (void *)&explain_src[s == diag_sides[1]],
@@ -1446,14 +1011,14 @@ static void mark_common(const lines_t *a, const lines_t *b, unsigned char **ka, 
     free(t);
 }
 
-static int run_explain(const diff_args *a, diff_side side[2], const char *facts_path[2], const hiera_request *req,
+static int run_explain(const diff_args *a, diff_side side[2], hiera_facts_source *src[2], const hiera_request *req,
                        report_format fmt)
 {
     outcome o[2];
     hiera_value *prov[2];
     char *text[2];
     for (int s = 0; s < 2; s++)
-        explain_side(a, &side[s], a->versions[s], a->node, facts_path[s], req, &o[s], &prov[s], &text[s]);
+        explain_side(a, &side[s], a->versions[s], a->node, src[s], req, &o[s], &prov[s], &text[s]);
     bool same = outcome_same(&o[0], &o[1]);
     const char *verdict = same ? "unchanged"
                           : o[0].st == HIERA_ERROR && o[1].st == HIERA_ERROR ? "failure changed"
@@ -1520,7 +1085,6 @@ static int run_explain(const diff_args *a, diff_side side[2], const char *facts_
 
 /* ------------------------------------------------------------------ main */
 
-static int cmp_cstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Builds that look for leaks free everything before exiting (as cli/common.c decides). */
 #if defined(HIERA_FREE_ON_EXIT) || defined(__SANITIZE_ADDRESS__)
@@ -1532,6 +1096,88 @@ void *diff_kept[4]; /* external: what is left for the process exit stays reachab
 
 static bool free_at_exit(void) { return DIFF_FREE_ON_EXIT || getenv("HIERA_FREE_AT_EXIT"); }
 
+
+/* ------------------------------------------------------------------ the answers that differ */
+
+/* what the diff run hands over, gathered for the report (one call at a time) */
+typedef struct {
+    gtable groups;
+    trouble *troubles;
+    size_t ntroubles;
+    uint32_t *only[2];
+    size_t nonly[2];
+    size_t done_nodes, nnodes, lookups;
+    bool progress, shown;
+    double t0, last_shown;
+} gathered;
+
+static int gather(const hiera_diff_event *e, void *data)
+{
+    gathered *g = data;
+    switch (e->kind) {
+    case HIERA_DIFF_CHANGE: {
+        /* (the values stay valid while the snapshots live: kept until the report is printed) */
+        outcome o = {e->old_answer.status, hiera_value_incref(e->old_answer.value),
+                     e->old_answer.error ? xstrdup_(e->old_answer.error) : NULL};
+        outcome n = {e->new_answer.status, hiera_value_incref(e->new_answer.value),
+                     e->new_answer.error ? xstrdup_(e->new_answer.error) : NULL};
+        gt_add(&g->groups, (uint32_t)e->key_index, (uint32_t)e->node_index, &o, &n);
+        break;
+    }
+    case HIERA_DIFF_TROUBLE:
+        g->troubles = xrealloc_(g->troubles, (g->ntroubles + 1) * sizeof *g->troubles);
+        g->troubles[g->ntroubles++] = (trouble){(uint32_t)e->node_index, xstrdup_(e->message)};
+        break;
+    case HIERA_DIFF_ONLY_OLD:
+    case HIERA_DIFF_ONLY_NEW: {
+        int s = e->kind == HIERA_DIFF_ONLY_NEW;
+        g->only[s] = xrealloc_(g->only[s], (g->nonly[s] + 1) * sizeof **g->only);
+        g->only[s][g->nonly[s]++] = (uint32_t)e->node_index;
+        break;
+    }
+    case HIERA_DIFF_NODE_DONE: {
+        g->done_nodes++;
+        g->lookups += e->lookups;
+        double now = g->progress ? now_seconds() : 0;
+        /* on a terminal, the progress (after 0.2 s: a quick run shows none) */
+        if (g->progress && now - g->t0 >= 0.2 && now - g->last_shown >= 0.05 && g->done_nodes < g->nnodes) {
+            fprintf(stderr, "\rhiera diff: %zu/%zu nodes, %zu lookups\033[K", g->done_nodes, g->nnodes, g->lookups);
+            g->shown = true;
+            g->last_shown = now;
+        }
+        break;
+    }
+    }
+    return 0;
+}
+
+/* The nodes of a facts source (sorted); NULL after printing why. */
+static hiera_value *source_nodes(hiera_facts_source *src)
+{
+    hiera_error err = {0};
+    hiera_value *names = hiera_facts_source_nodes(src, &err);
+    if (!names)
+        fprintf(stderr, "hiera diff: %s\n", err.message ? err.message : "cannot list the nodes");
+    hiera_error_clear(&err);
+    return names;
+}
+
+static bool has_node(const hiera_value *names, const char *node)
+{
+    size_t lo = 0, hi = hiera_value_array_size(names);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(hiera_value_string(hiera_value_array_get(names, mid)), node);
+        if (!c)
+            return true;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
 int diff_main(int argc, char **argv)
 {
     diff_args a = {0};
@@ -1540,22 +1186,12 @@ int diff_main(int argc, char **argv)
     memset(side, 0, sizeof side);
     hiera_value *merge = NULL, *dflt = NULL, *plan = NULL;
     strvec keys = {0};
-    facts_file *lists[2] = {NULL, NULL};
-    size_t counts[2] = {0, 0};
-    dnode *nodes = NULL;
-    size_t nnodes = 0;
+    hiera_facts_source *src[2] = {NULL, NULL};
+    hiera_value *listed[2] = {NULL, NULL};
+    char *single_name = NULL;
     hiera_snapshot *snap[2] = {NULL, NULL};
     hiera_cache *facts_cache = NULL;
-    worker *workers = NULL;
-    size_t njobs = 0;
-    gtable groups = {0};
-    trouble *troubles = NULL;
-    size_t ntroubles = 0;
-    uint32_t *only[2] = {NULL, NULL};
-    size_t nonly[2] = {0, 0};
-    const char **dirty = NULL, **all = NULL, **pdb_names = NULL;
-    uint32_t *dirty_idx = NULL;
-    unsigned char *is_dirty = NULL;
+    gathered g = {0};
     double t0 = now_seconds();
 
     if (parse(argc, argv, &a) || build_merge(&a, &merge))
@@ -1618,7 +1254,7 @@ int diff_main(int argc, char **argv)
         usage_error("%s", "--explain KEY needs --node NODE");
         goto out;
     }
-    size_t jobs = default_jobs();
+    unsigned jobs = 0; /* (the diff run's default: one per CPU, at most 8) */
     if (a.jobs) {
         char *end;
         long j = strtol(a.jobs, &end, 10);
@@ -1626,66 +1262,50 @@ int diff_main(int argc, char **argv)
             usage_error("--jobs takes a number from 1 to 64, not '%s'", a.jobs);
             goto out;
         }
-        jobs = (size_t)j;
+        jobs = (unsigned)j;
     }
     if (a.has_default)
         dflt = hiera_value_new_string(a.default_value);
     hiera_request req = {.size = sizeof req, .merge = merge, .default_value = dflt, .type = a.type};
 
-    /* the nodes */
+    /* the nodes: a facts file (one node, the same on both sides), PuppetDB's (the same on both
+     * sides), a facts folder's (one folder for both sides, or one each) */
     if (a.facts) {
         const char *base = strrchr(a.facts, '/');
         base = base ? base + 1 : a.facts;
         size_t nl = facts_name_len(base);
-        char *name = a.node ? xstrdup_(a.node) : strndup(base, nl ? nl : strlen(base));
-        for (int s = 0; s < 2; s++) {
-            lists[s] = xmalloc_(sizeof **lists);
-            lists[s][0] = (facts_file){xstrdup_(name), xstrdup_(a.facts)};
-            counts[s] = 1;
-        }
-        free(name);
+        single_name = a.node ? xstrdup_(a.node) : strndup(base, nl ? nl : strlen(base));
     } else if (from_pdb) {
-        /* PuppetDB's nodes, the same on both sides; their facts path "" (load_pdb_facts) */
         a.ps.confdir = a.confdir;
         hiera_settings *hs = cli_puppet_settings_load(&a.ps);
-        pdb_src = hs ? cli_factsrc_open(NULL, &a.pdb, hs, NULL, NULL) : NULL;
+        src[0] = src[1] = hs ? cli_factsrc_open(NULL, &a.pdb, hs, NULL, NULL) : NULL;
         hiera_settings_free(hs);
-        char **names = NULL, *err = NULL;
-        size_t n = 0;
-        if (!pdb_src || !factsrc_list(pdb_src, &names, &n, &err)) {
-            if (err)
-                fprintf(stderr, "hiera diff: %s\n", err);
-            free(err);
+        if (!src[0] || !(listed[0] = source_nodes(src[0])))
             goto out;
-        }
-        for (int s = 0; s < 2; s++) {
-            lists[s] = xmalloc_((n ? n : 1) * sizeof **lists);
-            for (size_t i = 0; i < n; i++)
-                lists[s][i] = (facts_file){xstrdup_(names[i]), xstrdup_("")};
-            counts[s] = n;
-        }
-        factsrc_names_free(names, n);
+        listed[1] = hiera_value_incref(listed[0]);
     } else {
         for (int s = 0; s < 2; s++) {
-            const char *dir = a.facts_dir ? a.facts_dir : a.facts_dirs[s];
-            if (list_facts_dir(dir, &lists[s], &counts[s]))
+            if (s == 1 && a.facts_dir) {
+                src[1] = src[0];
+                listed[1] = hiera_value_incref(listed[0]);
+                break;
+            }
+            hiera_error err = {0};
+            src[s] = hiera_facts_source_dir(a.facts_dir ? a.facts_dir : a.facts_dirs[s], &err);
+            if (!src[s])
+                fprintf(stderr, "hiera diff: %s\n", err.message ? err.message : "cannot read the facts folder");
+            hiera_error_clear(&err);
+            if (!src[s] || !(listed[s] = source_nodes(src[s])))
                 goto out;
         }
     }
-    nodes = merge_nodes(lists, counts, a.facts_dir || a.facts || from_pdb, &nnodes);
-    if (nnodes == 0) {
+    if (!a.facts && hiera_value_array_size(listed[0]) + hiera_value_array_size(listed[1]) == 0) {
         if (from_pdb)
-            fprintf(stderr, "hiera diff: no nodes in %s\n", factsrc_describe(pdb_src));
+            fprintf(stderr, "hiera diff: no nodes in %s\n", hiera_facts_source_describe(src[0]));
         else
             fprintf(stderr, "hiera diff: no facts files (NAME.yaml, NAME.yml, NAME.json) in %s\n",
                     a.facts_dir ? a.facts_dir : "the facts folders");
         goto out;
-    }
-    if (from_pdb) {
-        /* node i's facts: the run's threads take the nodes in order, a page at a time */
-        pdb_names = xmalloc_(nnodes * sizeof *pdb_names);
-        for (size_t i = 0; i < nnodes; i++)
-            pdb_names[i] = nodes[i].name;
     }
 
     /* the sides */
@@ -1717,17 +1337,15 @@ int diff_main(int argc, char **argv)
     diag_sides[0] = &side[0];
     diag_sides[1] = &side[1];
     if (a.explain) {
-        const char *paths[2] = {NULL, NULL};
-        for (size_t i = 0; i < nnodes; i++)
-            if (strcmp(nodes[i].name, a.node) == 0)
-                for (int s = 0; s < 2; s++)
-                    paths[s] = nodes[i].facts[s];
-        if (!paths[0] || !paths[1]) {
+        bool there[2];
+        for (int s = 0; s < 2; s++)
+            there[s] = a.facts ? !strcmp(single_name, a.node) : has_node(listed[s], a.node);
+        if (!there[0] || !there[1]) {
             fprintf(stderr, "hiera diff: no facts for node '%s' on the %s side\n", a.node,
-                    !paths[0] && !paths[1] ? "old or the new" : !paths[0] ? "old" : "new");
+                    !there[0] && !there[1] ? "old or the new" : !there[0] ? "old" : "new");
             goto out;
         }
-        rc = run_explain(&a, side, paths, &req, fmt);
+        rc = run_explain(&a, side, src, &req, fmt);
         hiera_value_decref(print_diagnostics(false));
         goto out;
     }
@@ -1768,117 +1386,70 @@ int diff_main(int argc, char **argv)
     if (!unseen && a.versions[0] != a.versions[1]) /* (the same files answer otherwise) */
         unseen = xstrdup_(a.versions[1] == HIERA_PUPPET_8 ? "the new side answers as Puppet 8.10, the old as Puppet 7.23"
                                                           : "the new side answers as Puppet 7.23, the old as Puppet 8.10");
-    hiera_compare_options co = {.size = sizeof co, .old_root = side[0].root, .new_root = side[1].root,
-                                .keys = explicit_keys ? (const char *const *)keys.v : NULL, .nkeys = keys.n,
-                                .full = a.full, .full_reason = unseen};
-    plan = hiera_snapshot_compare(snap[0], snap[1], &co);
-    free(unseen);
-    const hiera_value *pd = hiera_value_hash_get(plan, "dirty"), *pk = hiera_value_hash_get(plan, "keys");
-    size_t ndirty = hiera_value_array_size(pd), nall = hiera_value_array_size(pk);
-    dirty = xmalloc_((ndirty ? ndirty : 1) * sizeof *dirty);
-    for (size_t i = 0; i < ndirty; i++)
-        dirty[i] = hiera_value_string(hiera_value_array_get(pd, i));
-    all = xmalloc_((nall ? nall : 1) * sizeof *all);
-    for (size_t i = 0; i < nall; i++)
-        all[i] = hiera_value_string(hiera_value_array_get(pk, i));
 
-    /* the report's keys are every key considered (sorted, as the dirty ones): a node whose facts
-     * differ between the sides looks them all up */
-    run_s r = {.a = &a, .side = {&side[0], &side[1]}, .snap = {snap[0], snap[1]}, .nodes = nodes, .nnodes = nnodes,
-               .dirty = dirty, .ndirty = ndirty, .all = all, .nall = nall,
-               .full = hiera_value_bool(hiera_value_hash_get(plan, "full")), .req = req, .facts_cache = facts_cache};
-    dirty_idx = xmalloc_((ndirty ? ndirty : 1) * sizeof *dirty_idx);
-    for (size_t i = 0; i < ndirty; i++) {
-        const char **hit = bsearch(&dirty[i], all, nall, sizeof *all, cmp_cstr);
-        dirty_idx[i] = hit ? (uint32_t)(hit - all) : 0; /* (always found: the dirty keys are among all) */
-    }
-    r.dirty_idx = dirty_idx;
-    is_dirty = calloc(nall + 1, 1);
-    if (!is_dirty) {
-        fputs("hiera diff: out of memory\n", stderr);
-        goto out;
-    }
-    for (size_t i = 0; i < ndirty; i++)
-        is_dirty[dirty_idx[i]] = 1;
-    r.is_dirty = is_dirty;
-    r.reached = hiera_value_new_hash();
-    const hiera_value *reached = hiera_value_hash_get(plan, "reached");
-    for (size_t i = 0; i < hiera_value_array_size(reached); i++)
-        hiera_value_hash_set(r.reached, hiera_value_string(hiera_value_array_get(reached, i)), hiera_value_new_bool(true));
-    atomic_init(&r.next, 0);
-    atomic_init(&r.done_nodes, 0);
-    atomic_init(&r.lookups, 0);
-
-    /* nodes with facts on one side only are said once each */
-    for (size_t i = 0; i < nnodes; i++)
-        for (int s = 0; s < 2; s++)
-            if (nodes[i].facts[s] && !nodes[i].facts[1 - s]) {
-                only[s] = xrealloc_(only[s], (nonly[s] + 1) * sizeof **only);
-                only[s][nonly[s]++] = (uint32_t)i;
-            }
-
+    /* the lookups: the library's diff run, each side's contexts as hiera lookup would make them */
+    hiera_options ctx[2];
+    for (int s = 0; s < 2; s++)
+        ctx[s] = (hiera_options){.size = sizeof ctx[s], .codedir = side[s].codedir, .confdir = a.confdir,
+                                 .environmentpath = side[s].environmentpath, .hiera_config = side[s].hiera_config,
+                                 .environment = a.environment, .unsafe_fact_paths = a.unsafe_fact_paths,
+                                 .redact_encrypted = a.redact, .remap_default_environmentpath = true,
+                                 .puppet_version = a.versions[s]};
+    hiera_fleet_input single = {.name = single_name, .facts_file = a.facts, .trusted_file = a.trusted};
+    hiera_diff_options dopt = HIERA_DIFF_OPTIONS_INIT;
+    dopt.old_context = &ctx[0];
+    dopt.new_context = &ctx[1];
+    dopt.old_snapshot = snap[0];
+    dopt.new_snapshot = snap[1];
+    dopt.old_root = side[0].root;
+    dopt.new_root = side[1].root;
+    dopt.old_tree = side[0].tree;
+    dopt.new_tree = side[1].tree;
+    dopt.keys = explicit_keys ? (const char *const *)keys.v : NULL;
+    dopt.nkeys = keys.n;
+    dopt.full = a.full;
+    dopt.full_reason = unseen;
+    dopt.request = &req;
+    dopt.old_source = src[0];
+    dopt.new_source = src[1];
+    dopt.nodes = a.facts ? &single : NULL;
+    dopt.nnodes = a.facts ? 1 : 0;
+    dopt.trusted_dir = a.trusted_dir;
+    dopt.cache = facts_cache;
+    dopt.threads = jobs;
+    dopt.callback = gather;
+    dopt.userdata = &g;
+    dopt.diagnostics = run_diagnostic;
+    g.progress = isatty(STDERR_FILENO) != 0;
+    g.t0 = now_seconds();
+    g.nnodes = a.facts ? 1 : hiera_value_array_size(listed[0]) + hiera_value_array_size(listed[1]);
+    hiera_error derr = {0};
+    hiera_diff_stats stats;
     phase("plan", t0);
-    /* the lookups */
-    if (jobs > nnodes / 4 + 1)
-        jobs = nnodes / 4 + 1;
-    njobs = jobs;
-    workers = calloc(njobs, sizeof *workers);
-    if (!workers) {
-        fputs("hiera diff: out of memory\n", stderr);
+    plan = hiera_diff_run(&dopt, &stats, &derr);
+    free(unseen);
+    if (g.shown)
+        fputs("\r\033[K", stderr);
+    if (!plan) {
+        fprintf(stderr, "hiera diff: %s\n", derr.message ? derr.message : "the comparison could not run");
+        hiera_error_clear(&derr);
         goto out;
-    }
-    for (size_t i = 0; i < njobs; i++) {
-        workers[i].r = &r;
-        for (int s = 0; s < 2; s++)
-            workers[i].view[s] = hiera_cache_new_from_snapshot(snap[s]);
-    }
-    if (pdb_names)
-        pdb_pager = factsrc_pager_new(pdb_src, pdb_names, nnodes, NULL);
-    /* on a terminal the main thread shows the progress while the workers run; else it works too */
-    bool progress = isatty(STDERR_FILENO) != 0;
-    for (size_t i = progress ? 0 : 1; i < njobs; i++)
-        workers[i].started = pthread_create(&workers[i].th, NULL, worker_main, &workers[i]) == 0;
-    if (progress) {
-        bool any = false, shown = false;
-        for (size_t i = 0; i < njobs; i++)
-            any |= workers[i].started;
-        for (unsigned tick = 0; any && atomic_load(&r.done_nodes) < nnodes; tick++) {
-            nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
-            size_t done = atomic_load(&r.done_nodes);
-            if (tick >= 4 && done < nnodes) { /* (after 0.2 s: a quick run shows none) */
-                fprintf(stderr, "\rhiera diff: %zu/%zu nodes, %zu lookups\033[K", done, nnodes, atomic_load(&r.lookups));
-                shown = true;
-            }
-        }
-        if (shown)
-            fputs("\r\033[K", stderr);
-    } else {
-        worker_main(&workers[0]);
-    }
-    for (size_t i = progress ? 0 : 1; i < njobs; i++)
-        if (workers[i].started)
-            pthread_join(workers[i].th, NULL);
-        else
-            worker_main(&workers[i]); /* (a thread that could not start: its share is done here) */
-    for (size_t i = 0; i < njobs; i++) {
-        gt_merge(&groups, &workers[i].groups);
-        troubles = xrealloc_(troubles, (ntroubles + workers[i].ntroubles + 1) * sizeof *troubles);
-        if (workers[i].ntroubles)
-            memcpy(troubles + ntroubles, workers[i].troubles, workers[i].ntroubles * sizeof *troubles);
-        ntroubles += workers[i].ntroubles;
-        free(workers[i].troubles);
-        workers[i].troubles = NULL;
     }
     /* troubles in node order */
-    for (size_t i = 1; i < ntroubles; i++)
-        for (size_t j = i; j > 0 && troubles[j - 1].node > troubles[j].node; j--) {
-            trouble t = troubles[j];
-            troubles[j] = troubles[j - 1];
-            troubles[j - 1] = t;
+    for (size_t i = 1; i < g.ntroubles; i++)
+        for (size_t j = i; j > 0 && g.troubles[j - 1].node > g.troubles[j].node; j--) {
+            trouble t = g.troubles[j];
+            g.troubles[j] = g.troubles[j - 1];
+            g.troubles[j - 1] = t;
         }
     phase("lookups", t0);
     hiera_value *warnings = print_diagnostics(true);
 
+    const hiera_value *pk = hiera_value_hash_get(plan, "keys"), *pn = hiera_value_hash_get(plan, "nodes");
+    size_t nall = hiera_value_array_size(pk), nnodes = hiera_value_array_size(pn);
+    const char **all = xmalloc_((nall ? nall : 1) * sizeof *all);
+    for (size_t i = 0; i < nall; i++)
+        all[i] = hiera_value_string(hiera_value_array_get(pk, i));
     /* absolute data folders: one in Puppet's environmentpath is each side's own (said once); any
      * other outside both trees is read as it is on both sides: warned about on every run */
     strvec notes = {0};
@@ -1921,12 +1492,13 @@ int diff_main(int argc, char **argv)
     }
     const char **node_names = xmalloc_((nnodes ? nnodes : 1) * sizeof *node_names);
     for (size_t i = 0; i < nnodes; i++)
-        node_names[i] = nodes[i].name;
+        node_names[i] = hiera_value_string(hiera_value_array_get(pn, i));
     diff_report rep = {.format = fmt, .color = color, .all_nodes = a.all_nodes, .old = &side[0], .new_ = &side[1],
-                       .environment = a.environment, .plan = plan, .keys = all, .nkeys = nall, .nkeys_looked_up = ndirty,
-                       .nodes = node_names, .nnodes = nnodes, .only_old = only[0],
-                       .only_new = only[1], .nonly_old = nonly[0], .nonly_new = nonly[1], .troubles = troubles,
-                       .ntroubles = ntroubles, .groups = &groups, .lookups = atomic_load(&r.lookups),
+                       .environment = a.environment, .plan = plan, .keys = all, .nkeys = nall,
+                       .nkeys_looked_up = hiera_value_array_size(hiera_value_hash_get(plan, "dirty")),
+                       .nodes = node_names, .nnodes = nnodes, .only_old = g.only[0],
+                       .only_new = g.only[1], .nonly_old = g.nonly[0], .nonly_new = g.nonly[1], .troubles = g.troubles,
+                       .ntroubles = g.ntroubles, .groups = &g.groups, .lookups = stats.lookups,
                        .seconds = now_seconds() - t0, .setup_notes = (const char *const *)notes.v,
                        .nsetup_notes = notes.n, .warnings = warnings};
     report_counts c;
@@ -1936,60 +1508,43 @@ int diff_main(int argc, char **argv)
     if (!printed) {
         fprintf(stderr, "hiera diff: cannot write the report: %s\n", strerror(errno));
         rc = 2;
-    } else if (ntroubles) {
+    } else if (g.ntroubles) {
         rc = 2;
     } else if (fail_on_failures) {
         rc = c.now_failing ? 1 : 0;
     } else {
-        rc = c.changes || nonly[0] || nonly[1] ? 1 : 0;
+        rc = c.changes || g.nonly[0] || g.nonly[1] ? 1 : 0;
     }
     free(node_names);
+    free(all);
     sv_free(&notes);
     hiera_value_decref(warnings);
-    hiera_value_decref(r.reached);
 out:
     if (!free_at_exit()) {
-        /* the process ends: the caches, snapshots and groups go back with it at once (tearing
-         * them down value by value was a twentieth of a small run); kept reachable */
-        diff_kept[0] = workers;
+        /* the process ends: the snapshots and groups go back with it at once (tearing them down
+         * value by value was a twentieth of a small run); kept reachable */
         diff_kept[1] = snap[0];
         diff_kept[2] = snap[1];
-        diff_kept[3] = groups.buckets;
-        workers = NULL;
-        njobs = 0;
+        diff_kept[3] = g.groups.buckets;
         snap[0] = snap[1] = NULL;
-        memset(&groups, 0, sizeof groups);
+        memset(&g.groups, 0, sizeof g.groups);
     }
-    for (size_t i = 0; i < njobs; i++) {
-        for (int s = 0; s < 2; s++)
-            hiera_cache_free(workers[i].view[s]);
-        gt_free(&workers[i].groups);
-        free(workers[i].troubles);
-    }
-    free(workers);
-    gt_free(&groups);
-    for (size_t i = 0; i < ntroubles; i++)
-        free(troubles[i].msg);
-    free(troubles);
-    free(only[0]);
-    free(only[1]);
-    free(dirty);
-    free(all);
-    free(dirty_idx);
-    free(is_dirty);
+    gt_free(&g.groups);
+    for (size_t i = 0; i < g.ntroubles; i++)
+        free(g.troubles[i].msg);
+    free(g.troubles);
+    free(g.only[0]);
+    free(g.only[1]);
     hiera_value_decref(plan);
-    factsrc_pager_free(pdb_pager);
-    pdb_pager = NULL;
-    factsrc_free(pdb_src);
-    pdb_src = NULL;
-    free(pdb_names);
     for (int s = 0; s < 2; s++) {
         hiera_snapshot_release(snap[s]);
-        free_facts_files(lists[s], counts[s]);
+        hiera_value_decref(listed[s]);
+        if (s == 0 || src[1] != src[0])
+            hiera_facts_source_free(src[s]);
         diff_side_close(&side[s]);
     }
+    free(single_name);
     hiera_cache_free(facts_cache);
-    free_nodes(nodes, nnodes);
     sv_free(&keys);
     hiera_value_decref(merge);
     hiera_value_decref(dflt);

@@ -391,35 +391,18 @@ static bool scope_arg(const char *a, size_t *nlen, const char **val, size_t *vle
 
 static int output_answer(const hv *ans, int format)
 {
-    sbuf out = {0};
-    herr e = {0};
-    if (format == FMT_JSON) {
-        if (h3_json_dump(&out, ans, &e) < 0) {
-            fprintf(stderr, "hiera: %s\n", e.msg);
-            herr_clear(&e);
-            sb_free(&out);
-            return 1;
-        }
-        sb_addc(&out, '\n');
-    } else if (format == FMT_YAML) {
-        if (render_yaml(&out, ans, &e) < 0) {
-            fprintf(stderr, "hiera: %s\n", e.msg);
-            herr_clear(&e);
-            sb_free(&out);
-            return 1;
-        }
-        if (!out.len || out.s[out.len - 1] != '\n')
-            sb_addc(&out, '\n');
-    } else if (hv_is(ans, HV_STRING)) {
-        /* puts: a newline unless the string ends with one */
-        sb_addn(&out, hv_str_ptr(ans), hv_str_len(ans));
-        if (!out.len || out.s[out.len - 1] != '\n')
-            sb_addc(&out, '\n');
-    } else {
-        h3_pp(&out, ans, h3_pp_width(STDOUT_FILENO));
+    hiera_error e = {0};
+    long width = h3_pp_width(STDOUT_FILENO) + 1;
+    char *text = hiera3_render(ans, format == FMT_JSON ? HIERA3_FORMAT_JSON : format == FMT_YAML ? HIERA3_FORMAT_YAML
+                                                                                                   : HIERA3_FORMAT_RUBY,
+                               width, &e);
+    if (!text) {
+        fprintf(stderr, "hiera: %s\n", e.message ? e.message : "cannot render the answer");
+        hiera_error_clear(&e);
+        return 1;
     }
-    fwrite(out.s ? out.s : "", 1, out.len, stdout);
-    sb_free(&out);
+    fputs(text, stdout);
+    free(text);
     return fflush(stdout) == 0 ? 0 : 1;
 }
 

@@ -20,8 +20,7 @@
 #include "cli/keys_cmd.h"
 
 #include "cli/common.h"
-#include "cli/facts.h"
-#include "cli/factsrc.h"
+#include "cli/facts_opts.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -300,7 +299,7 @@ int keys_main(int argc, char **argv)
     cli_parsed p;
     int rc = 1;
     hiera_value *trusted = NULL, *listing = NULL, *doc = NULL;
-    cli_node_facts nf = {0};
+    hiera_node_facts nf = {0};
     hiera *h = NULL;
     hiera_cache *cache = NULL;
     hiera_error err = {0};
@@ -336,7 +335,7 @@ int keys_main(int argc, char **argv)
         goto out;
     }
     /* the node's facts, exactly as hiera lookup gathers them */
-    int gathered = cli_node_facts_get(settings, env, a.node, a.facts, &a.pdb, NULL, &nf);
+    int gathered = cli_node_facts(settings, env, a.node, a.facts, &a.pdb, NULL, &nf);
     if (gathered)
         goto out;
     if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
@@ -396,7 +395,7 @@ out:
     hiera_value_decref(doc);
     hiera_value_decref(listing);
     hiera_value_decref(trusted);
-    cli_node_facts_free(&nf);
+    hiera_node_facts_clear(&nf);
     hiera_free(h);
     cli_cache_release(cache);
     hiera_error_clear(&err);

@@ -4,8 +4,7 @@
  * (nothing on stdout), 1 with "Error: Could not run: <message>" for other errors; with
  * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
 #include "cli/common.h"
-#include "cli/facts.h"
-#include "cli/factsrc.h"
+#include "cli/facts_opts.h"
 #include "cli/lookup_cmd.h"
 
 #include <stdio.h>
@@ -129,7 +128,7 @@ int lookup_main(int argc, char **argv)
     cli_parsed p;
     int rc = 1;
     hiera_value *trusted = NULL, *merge = NULL, *dflt = NULL, *value = NULL;
-    cli_node_facts nf = {0};
+    hiera_node_facts nf = {0};
     hiera *h = NULL;
     hiera_result *result = NULL;
     hiera_cache *cache = NULL;
@@ -206,7 +205,7 @@ int lookup_main(int argc, char **argv)
                    "hiera lookup looks up --node");
         gathered = 1;
     } else {
-        gathered = cli_node_facts_get(settings, env, a.node, a.facts, &a.pdb, cache, &nf);
+        gathered = cli_node_facts(settings, env, a.node, a.facts, &a.pdb, cache, &nf);
     }
     if (gathered)
         goto out;
@@ -303,7 +302,7 @@ out:
     hiera_result_free(result);
     hiera_value_decref(value);
     hiera_value_decref(trusted);
-    cli_node_facts_free(&nf);
+    hiera_node_facts_clear(&nf);
     hiera_value_decref(merge);
     hiera_value_decref(dflt);
     hiera_free(h);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli/edit_effects.h"
-#include "cli/factsrc.h"
+#include "cli/facts_opts.h"
 #include "formats/diskcache.h"
 #include "serve/serve.h"
 
@@ -80,32 +80,48 @@ static bool number(const char *s, unsigned long max, unsigned long *out)
 /* PuppetDB's nodes for the server (serve_options.puppetdb): listed, then read a page at a time */
 static bool fetch_nodes(void *data, hv *facts, hv *errors, char **why)
 {
-    factsrc *src = data;
-    char **list = NULL;
-    size_t n = 0;
-    if (!factsrc_list(src, &list, &n, why))
+    hiera_facts_source *src = data;
+    hiera_error err = {0};
+    hiera_value *list = hiera_facts_source_nodes(src, &err);
+    if (!list) {
+        *why = err.message ? err.message : strdup("cannot list the nodes");
+        err.message = NULL;
+        hiera_error_clear(&err);
         return false;
-    factsrc_reader *r = factsrc_reader_new(src, (const char *const *)list, n, NULL);
-    for (size_t i = 0; i < n; i++) {
-        factsrc_node fn;
-        factsrc_reader_next(r, &fn);
-        if (fn.facts)
-            hv_hash_sets(facts, list[i], (hv *)fn.facts);
-        else
-            hv_hash_sets(errors, list[i], hv_str(fn.msg ? fn.msg : "no facts"));
-        fn.facts = NULL;
-        factsrc_node_free(&fn);
     }
-    factsrc_reader_free(r);
-    factsrc_names_free(list, n);
+    size_t n = hiera_value_array_size(list);
+    const char **names = malloc((n ? n : 1) * sizeof *names);
+    if (!names) {
+        fputs("hiera: out of memory\n", stderr);
+        abort();
+    }
+    for (size_t i = 0; i < n; i++)
+        names[i] = hiera_value_string(hiera_value_array_get(list, i));
+    hiera_facts_reader *r = hiera_facts_reader_new(src, names, n, NULL);
+    for (size_t i = 0; i < n; i++) {
+        hiera_node_facts nf;
+        hiera_status st;
+        hiera_facts_reader_next(r, &st, &nf, &err);
+        if (st == HIERA_OK) {
+            hv_hash_sets(facts, names[i], (hv *)nf.base);
+            nf.base = NULL;
+        } else {
+            hv_hash_sets(errors, names[i], hv_str(err.message ? err.message : "no facts"));
+        }
+        hiera_node_facts_clear(&nf);
+        hiera_error_clear(&err);
+    }
+    hiera_facts_reader_free(r);
+    free(names);
+    hiera_value_decref(list);
     return true;
 }
 
 /* PuppetDB's warnings (a server failed, the next one is asked) in the server's log */
-static void pdb_warning(const char *message, void *data)
+static void pdb_warning(const hiera_diagnostic *d, void *data)
 {
     (void)data;
-    fprintf(stderr, "hiera serve: warning: %s\n", message);
+    fprintf(stderr, "hiera serve: warning: %s\n", d->message);
 }
 
 /* ------------------------------------------------------------------ edits */
@@ -311,7 +327,7 @@ int serve_main(int argc, char **argv)
         o.codedir = codedir = hiera_settings_get(settings, "codedir", NULL);
     if (!o.environmentpath)
         o.environmentpath = envpath = hiera_settings_get(settings, "environmentpath", NULL);
-    factsrc *src = NULL;
+    hiera_facts_source *src = NULL;
     struct serve_nodes nodes = {fetch_nodes, NULL, NULL};
     if (cli_pdb_wanted(&pa)) {
         if (o.facts_dir) {
@@ -329,7 +345,7 @@ int serve_main(int argc, char **argv)
             return 2;
         }
         nodes.data = src;
-        nodes.what = factsrc_describe(src);
+        nodes.what = hiera_facts_source_describe(src);
         o.puppetdb = &nodes;
     }
     /* edits: the fleet of hiera diff is the served one */
@@ -340,7 +356,7 @@ int serve_main(int argc, char **argv)
     if ((audit_log || edits_commit) && !allow_edits) {
         fprintf(stderr, "Error: hiera serve: --audit-log and --edits-commit go with --allow-edits\n");
         hiera_settings_free(settings);
-        factsrc_free(src);
+        hiera_facts_source_free(src);
         free(codedir);
         free(envpath);
         return 2;
@@ -394,7 +410,7 @@ int serve_main(int argc, char **argv)
     for (size_t i = 0; i < CLI_PUPPET_SETTINGS_MAX; i++)
         free(owned[i]);
     hiera_settings_free(settings);
-    factsrc_free(src);
+    hiera_facts_source_free(src);
     free(codedir);
     free(envpath);
     return rc;

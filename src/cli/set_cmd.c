@@ -24,8 +24,7 @@
 
 #include "cli/common.h"
 #include "cli/edit_effects.h"
-#include "cli/facts.h"
-#include "cli/factsrc.h"
+#include "cli/facts_opts.h"
 
 typedef struct {
     const char *file, *level, *module, *node, *facts, *trusted, *format, *facts_dir, *trusted_dir;
@@ -231,7 +230,7 @@ int set_main(int argc, char **argv, bool unset)
     int rc = 2;
     hiera_settings *settings = NULL;
     hiera_environment *env = NULL;
-    cli_node_facts nf = {0};
+    hiera_node_facts nf = {0};
     hiera_value *trusted = NULL, *target = NULL, *levels = NULL, *value = NULL, *doc = NULL;
     hiera *h = NULL;
     hiera_cache *cache = NULL;
@@ -291,7 +290,7 @@ int set_main(int argc, char **argv, bool unset)
     /* the node (only to resolve a level's path: its facts as hiera lookup takes them) */
     if (a.node || a.facts) {
         cli_pdb_args none = {0};
-        if (cli_node_facts_get(settings, env, a.node, a.facts, a.node ? &a.pdb : &none, NULL, &nf))
+        if (cli_node_facts(settings, env, a.node, a.facts, a.node ? &a.pdb : &none, NULL, &nf))
             goto out;
     }
     if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
@@ -574,7 +573,7 @@ out:
     hiera_value_decref(target);
     hiera_value_decref(levels);
     hiera_value_decref(trusted);
-    cli_node_facts_free(&nf);
+    hiera_node_facts_clear(&nf);
     hiera_free(h);
     cli_cache_release(cache);
     hiera_error_clear(&err);

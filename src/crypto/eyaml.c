@@ -17,6 +17,7 @@
 #include "base/fileio.h"
 #include "formats/render.h"
 #include "base/fsjournal.h"
+#include "base/lazylib.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -154,6 +155,19 @@ static void fail(eyaml_ctx *e, herr *err, eyaml_errclass cls, const char *msg)
     if (e)
         e->last_class = cls;
     herr_set(err, cls == EYAML_ERR_LOAD ? HERR_ERROR : HERR_LOOKUP, "%s", msg);
+}
+
+/* OpenSSL usable: libhiera links it, the hiera command opens it on first use (a harmless call
+ * opens it here) and may find it missing; false with the reason as a LoadError (Ruby's
+ * `require 'openssl'` would fail so). Called before the first OpenSSL call of every entry. */
+static bool crypto_ready(eyaml_ctx *e, herr *err)
+{
+    ERR_clear_error();
+    const char *why = lazylib_failure(LAZYLIB_CRYPTO);
+    if (__builtin_expect(why == NULL, 1))
+        return true;
+    fail(e, err, EYAML_ERR_LOAD, why);
+    return false;
 }
 
 /* ------------------------------------------------------------------ Ruby-shaped messages */
@@ -944,6 +958,8 @@ char *eyaml_decrypt_block(eyaml_ctx *e, const char *scheme, size_t scheme_len, c
     keyslot *priv, *cert = NULL;
     if (e->v42) {
         /* hiera-eyaml 4.2: only the private key is read */
+        if (!crypto_ready(e, err))
+            return NULL;
         priv = load_private_key_42(e, options, err);
         if (!priv)
             return NULL;
@@ -957,6 +973,8 @@ char *eyaml_decrypt_block(eyaml_ctx *e, const char *scheme, size_t scheme_len, c
             fail(e, err, EYAML_ERR_STANDARD, "pkcs7_private_key is not defined");
             return NULL;
         }
+        if (!crypto_ready(e, err))
+            return NULL;
         priv = load_key(e, options, "pkcs7_private_key", false, err);
         if (!priv)
             return NULL;
@@ -1100,6 +1118,8 @@ char *eyaml_encrypt_text(eyaml_ctx *e, const char *plain, size_t len, const char
         fail(e, err, EYAML_ERR_STANDARD, "pkcs7_public_key is not defined");
         return NULL;
     }
+    if (!crypto_ready(e, err))
+        return NULL;
     keyslot *cert = slot_from_file(e, true, pubkey_path, err);
     return cert ? encrypt_with(e, cert, plain ? plain : "", plain ? len : 0, err) : NULL;
 }
@@ -1111,6 +1131,8 @@ char *eyaml_encrypt_options(eyaml_ctx *e, const char *plain, size_t len, const h
         fail(e, err, EYAML_ERR_STANDARD, "pkcs7_public_key is not defined");
         return NULL;
     }
+    if (!crypto_ready(e, err))
+        return NULL;
     keyslot *cert = load_key(e, options, "pkcs7_public_key", true, err);
     return cert ? encrypt_with(e, cert, plain ? plain : "", plain ? len : 0, err) : NULL;
 }
@@ -1215,7 +1237,8 @@ bool eyaml_createkeys(const char *private_key_path, const char *public_key_path,
     BIO *kmem = NULL, *cmem = NULL;
     OSSL_ENCODER_CTX *ectx = NULL;
     const EVP_MD *md = NULL;
-    ERR_clear_error();
+    if (!crypto_ready(NULL, err))
+        return false;
     if (keysize < 512 || keysize > 16384) {
         herr_set(err, HERR_ERROR, "invalid key size %d", keysize);
         goto out;

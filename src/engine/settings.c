@@ -1596,7 +1596,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
     const hiera_settings_options *o = &opts;
     hiera_settings *s = xcalloc(1, sizeof *s);
     pthread_mutex_init(&s->host_lock, NULL);
-    s->sink = (diag_sink){o->diagnostics ? settings_diag : NULL, s};
+    s->sink = (diag_sink){.fn = o->diagnostics ? settings_diag : NULL, .data = s};
     s->user_diag = o->diagnostics;
     s->user_diag_data = o->diagnostics_data;
     diag_sink saved;
@@ -1716,7 +1716,10 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
         hv_decref(v);
     }
     hv_decref(seen);
-    diag_leave(&saved);
+    if (herr_public_missing(err, diag_leave(&saved))) { /* (a library the command could not load) */
+        hiera_settings_free(s);
+        return NULL;
+    }
     return s;
 fail:
     hv_decref(seen);
@@ -2069,7 +2072,10 @@ hiera_environment *hiera_environment_load(const hiera_settings *s, const char *n
     free(configured);
     free(envpath);
     hv_decref(seen);
-    diag_leave(&saved);
+    if (herr_public_missing(err, diag_leave(&saved))) { /* (a library the command could not load) */
+        hiera_environment_free(env);
+        return NULL;
+    }
     return env;
 fail:
     free(configured);

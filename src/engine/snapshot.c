@@ -907,7 +907,7 @@ snapshot *snapshot_build_changed(const snapshot_spec *spec, const snapshot *prev
     builder b = {s, spec, prev, cache_new(), hv_hash(), hv_hash(), 0, changed, data};
     /* warnings met while parsing (a data file that is not a hash...) are kept as problems */
     diag_sink saved;
-    diag_enter((diag_sink){collect_warning, s}, &saved);
+    diag_enter((diag_sink){.fn = collect_warning, .data = s}, &saved);
     if (spec->disk_cache)
         cache_use_disk(b.cache, spec->disk_cache);
 

@@ -49,7 +49,8 @@ static size_t word_char(const char *s, size_t i, size_t n)
     size_t len = utf8_decode((const unsigned char *)s + i, &cp);
     if (i + len > n)
         return 0;
-    rregex_init(); /* Oniguruma's tables (the hiera command loads it on first use) */
+    if (!rregex_init()) /* Oniguruma's tables (the hiera command loads it on first use) */
+        return 0;       /* (it cannot: the thread is marked, the public call fails) */
     return ONIGENC_IS_CODE_WORD(ONIG_ENCODING_UTF8, cp) ? len : 0;
 }
 

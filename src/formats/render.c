@@ -133,7 +133,8 @@ static bool code_printable(uint32_t c)
         return c >= 0x20 && c < 0x7F;
     if (unassigned_in_ruby(c))
         return false;
-    rregex_init(); /* Oniguruma's tables (the hiera command loads it on first use) */
+    if (!rregex_init()) /* Oniguruma's tables (the hiera command loads it on first use) */
+        return true;    /* (it cannot: the thread is marked, the public call fails) */
     return ONIGENC_IS_CODE_PRINT(ONIG_ENCODING_UTF8, (OnigCodePoint)c) != 0;
 }
 
@@ -1108,7 +1109,10 @@ static void ptrmap_count(ptrmap *m, const hv *v, int depth)
 static bool re_match(yctx *y, int which, const char *s, size_t n)
 {
     if (!y->re[which]) {
-        rregex_init(); /* Oniguruma, once per process */
+        if (!rregex_ready(y->err)) { /* Oniguruma, once per process */
+            y->re_failed = true;
+            return false;
+        }
         OnigErrorInfo einfo;
         const char *pat = psych_res[which].pattern;
         OnigOptionType opt = ONIG_OPTION_DIGIT_IS_ASCII | ONIG_OPTION_SPACE_IS_ASCII |

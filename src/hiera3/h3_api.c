@@ -1,6 +1,9 @@
 /* h3_api.c - the Hiera 3 section of the public API (include/hiera.h: hiera3_new, hiera3_lookup,
  * ...) on top of the engine's h3_* functions. */
 #include "hiera3/hiera3_int.h"
+#include "base/diag.h"
+#include "base/error.h"
+#include "formats/render.h"
 
 #include <string.h>
 
@@ -120,9 +123,18 @@ hiera_status hiera3_lookup(hiera3 *h, const char *key, const hiera_value *defaul
     hv *ov = order_override ? hv_str(order_override) : NULL;
     herr e = {0};
     hv *out = NULL;
+    diag_sink saved; /* (a scope for a library the command could not load: base/lazylib.h) */
+    diag_enter(diag_current(), &saved);
     h3_result r = h3_lookup(h, key, default_value, scope, ov, &res, &out, &e);
+    const char *missing = diag_leave(&saved);
     hv_decref(ov);
     hv_decref(opts);
+    if (__builtin_expect(missing != NULL, 0)) {
+        hv_decref(out);
+        herr_clear(&e);
+        herr_public_missing(err, missing);
+        return HIERA_ERROR;
+    }
     if (r == H3_ERROR) {
         to_public(h, err, &e);
         return HIERA_ERROR;
@@ -131,6 +143,38 @@ hiera_status hiera3_lookup(hiera3 *h, const char *key, const hiera_value *defaul
         return HIERA_NOT_FOUND;
     *value = out;
     return HIERA_OK;
+}
+
+char *hiera3_render(const hiera_value *v, hiera3_format format, long width, hiera_error *err)
+{
+    hv *nil = v ? NULL : hv_undef();
+    const hv *x = v ? v : nil;
+    sbuf out = {0};
+    herr e = {0};
+    int rc = 0;
+    if (format == HIERA3_FORMAT_JSON) {
+        rc = h3_json_dump(&out, x, &e);
+        sb_addc(&out, '\n');
+    } else if (format == HIERA3_FORMAT_YAML) {
+        rc = render_yaml(&out, x, &e);
+        if (rc >= 0 && (!out.len || out.s[out.len - 1] != '\n'))
+            sb_addc(&out, '\n');
+    } else if (hv_is(x, HV_STRING)) {
+        /* puts: a newline unless the string ends with one */
+        sb_addn(&out, hv_str_ptr(x), hv_str_len(x));
+        if (!out.len || out.s[out.len - 1] != '\n')
+            sb_addc(&out, '\n');
+    } else {
+        h3_pp(&out, x, width > 0 ? width - 1 : h3_pp_width(-1));
+    }
+    hv_decref(nil);
+    if (rc < 0) {
+        sb_free(&out);
+        herr_to_public(err, &e);
+        return NULL;
+    }
+    sb_addc(&out, 0);
+    return out.s;
 }
 
 const char *hiera3_version(void) { return H3_HIERA_VERSION; }

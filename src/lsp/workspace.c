@@ -15,7 +15,7 @@
 
 #include "base/fileio.h"
 #include "base/pathname.h"
-#include "cli/puppetdb.h"
+#include "facts/puppetdb.h"
 #include "engine/config.h"
 #include "engine/tmplmatch.h"
 
@@ -421,7 +421,7 @@ static hv *facts_file(const char *dir, const char *node, char **problem)
     return NULL;
 }
 
-static void pdb_quiet(const char *message, void *data) { (void)message, (void)data; }
+static void pdb_quiet(const char *code, const char *message, void *data) { (void)code, (void)message, (void)data; }
 
 static void read_nodes(ws *w)
 {

@@ -29,7 +29,7 @@ typedef struct {
     const char *codedir, *confdir, *environmentpath, *hiera_config;
     const char *environment; /* the default environment of requests (production) */
     const char *facts_dir;   /* one facts file per node, or NULL */
-    /* or the nodes from elsewhere (PuppetDB: the command gives them through cli/factsrc.h), or
+    /* or the nodes from elsewhere (PuppetDB: the command gives them through include/hiera_fleet.h), or
      * NULL. fetch puts every node's facts into facts (name -> hash) and why it has none into
      * errors (name -> message); false with *why (malloc'ed) when the nodes cannot be listed.
      * Called by the thread that builds generations, one call at a time. */

@@ -234,7 +234,11 @@ bool pt_ascii_casecmp_eq(const char *a, size_t an, const char *b, size_t bn)
  * ("<reason>: /<source>/"). */
 regex_t *pt_re_compile(const char *src, size_t n, herr *err)
 {
-    rregex_init(); /* Oniguruma, once per process */
+    herr missing = {0};
+    if (!rregex_ready(err ? err : &missing)) { /* Oniguruma, once per process */
+        herr_clear(&missing);
+        return NULL;
+    }
     regex_t *re = NULL;
     OnigErrorInfo einfo;
     const OnigUChar *p = (const OnigUChar *)src;

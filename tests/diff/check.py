@@ -381,6 +381,26 @@ def main():
             "facts from Puppet's facts cache, $trusted from --trusted-dir", p.stdout[:800] + p.stderr)
     p, d = jdiff(to_, tn_, "--facts-dir", fc)
     c.check(d is not None and d["keys"] == [], "without --trusted-dir no node reads roles/db.yaml", p.stdout[:800])
+    # --explain reads the node's facts and $trusted as the comparison does
+    p = diff(to_, tn_, "--facts-dir", fc, "--trusted-dir", td, "--explain", "x", "--node", "c1.example.com",
+             "--format", "json")
+    try:
+        d = json.loads(p.stdout)
+        ok = p.returncode == 1 and d["old"]["value"] == "db one" and d["new"]["value"] == "db two"
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    c.check(ok, "--explain with facts from the facts cache and $trusted from --trusted-dir", p.stdout[:800] + p.stderr)
+    p = diff(to_, tn_, "--facts", os.path.join(fc, "c1.example.com.yaml"), "--trusted",
+             os.path.join(td, "c1.example.com.json"), "--explain", "x", "--node", "c1.example.com", "--format", "json")
+    try:
+        d = json.loads(p.stdout)
+        ok = p.returncode == 1 and d["new"]["value"] == "db two"
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    c.check(ok, "--explain with --facts (a facts cache file) and --trusted FILE", p.stdout[:800] + p.stderr)
+    p = diff(to_, tn_, "--facts-dir", fc, "--trusted-dir", fd, "--explain", "x", "--node", "c1.example.com")
+    c.check(p.stdout.count("Error: no trusted data for this node in " + fd) >= 2,
+            "--explain: a node without a file in --trusted-dir is said on both sides", p.stdout[:800] + p.stderr)
 
     # ---- git revisions
     repo = os.path.join(top, "repo")

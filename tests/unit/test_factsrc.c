@@ -1,15 +1,16 @@
-/* Unit tests for the facts sources of the hiera command (src/cli/factsrc.c) and the parts of its
- * PuppetDB client that need no server (src/cli/puppetdb.c): PuppetDB's answers split into their
+/* Unit tests for the facts sources (src/facts/factsrc.c, include/hiera_fleet.h) and the parts of
+ * the PuppetDB client that need no server (src/facts/puppetdb.c): PuppetDB's answers split into their
  * elements as they arrive, whatever the chunks (checked against parsing the whole answer, with
  * random cuts), the nesting limit Puppet's JSON.parse has, puppetdb.conf read as the terminus'
  * Config.load reads it, server URLs, CGI.escape, and facts folders (listing, a node with two
- * files, Puppet's facts cache, a reader over a list). The command's files are compiled in here
- * (they are not part of libhiera). */
+ * files, Puppet's facts cache, a reader and a pager over a list), Puppet's facts routes, and
+ * warnings handed to the caller's callback. The module's files are compiled in here (for their
+ * static parts). */
 #include "testutil.h"
 
-#include "../../src/cli/curl_lib.c"
-#include "../../src/cli/puppetdb.c"
-#include "../../src/cli/factsrc.c"
+#include "../../src/facts/curl_lib.c"
+#include "../../src/facts/puppetdb.c"
+#include "../../src/facts/factsrc.c"
 
 #include <unistd.h>
 
@@ -280,6 +281,17 @@ static void test_urls_and_escapes(void **state)
 
 /* ------------------------------------------------------------------ facts folders */
 
+/* one node's facts from a source: its status, the facts (base or given) and the message */
+static hiera_status get(hiera_facts_source *s, const char *name, hiera_node_facts *nf, char **msg)
+{
+    hiera_error err = {0};
+    hiera_status st = hiera_facts_source_get(s, name, NULL, nf, &err);
+    *msg = err.message;
+    err.message = NULL;
+    hiera_error_clear(&err);
+    return st;
+}
+
 static void test_folder(void **state)
 {
     (void)state;
@@ -292,79 +304,144 @@ static void test_folder(void **state)
     free(write_file("facts/c.txt", "x: 1\n"));
     free(write_file("facts/empty.json", "{}"));
     free(write_file("facts/list.json", "[1]"));
+    free(write_file("facts/half.json", "{\"hostname\": \"h\"}"));
     char *sub = xjoin(dir, "/folder.yaml", NULL);
     assert_int_equal(mkdir(sub, 0755), 0);
     free(sub);
-    factsrc *s = factsrc_open_dir(dir);
+    hiera_error err = {0};
+    hiera_facts_source *s = hiera_facts_source_dir(dir, &err);
     assert_non_null(s);
-    char **names = NULL, *err = NULL;
-    size_t n = 0;
-    assert_true(factsrc_list(s, &names, &n, &err));
-    assert_int_equal(n, 4);
-    assert_string_equal(names[0], "a");
-    assert_string_equal(names[1], "b");
-    assert_string_equal(names[2], "empty");
-    assert_string_equal(names[3], "list");
-    factsrc_node fn;
-    factsrc_get(s, "a", NULL, &fn);
-    assert_null(fn.facts);
-    assert_non_null(strstr(fn.msg, "more than one facts file for this node"));
-    factsrc_node_free(&fn);
-    factsrc_get(s, "b", NULL, &fn);
-    assert_non_null(fn.facts);
-    assert_true(fn.stored);
-    assert_value_json((hv *)fn.facts, "{\"role\": \"cache\"}");
-    factsrc_node_free(&fn);
-    factsrc_get(s, "../facts/b", NULL, &fn);
-    assert_null(fn.facts);
-    factsrc_node_free(&fn);
+    char *described = xjoin("the facts folder ", dir, NULL);
+    assert_string_equal(hiera_facts_source_describe(s), described);
+    free(described);
+    /* before a listing, a node is found by its files; after it, from the listing */
+    for (int listed = 0; listed < 2; listed++) {
+        hiera_node_facts nf;
+        char *msg = NULL;
+        assert_int_equal(get(s, "a", &nf, &msg), HIERA_ERROR);
+        assert_null(nf.base);
+        assert_null(nf.given);
+        /* (the two files in byte order of their paths) */
+        char *want = xasprintf("more than one facts file for this node: %s/a.json and %s/a.yaml", dir, dir);
+        assert_string_equal(msg, want);
+        free(want);
+        free(msg);
+        assert_int_equal(get(s, "b", &nf, &msg), HIERA_OK);
+        assert_non_null(nf.base); /* a file of Puppet's facts cache: stored facts */
+        assert_null(nf.given);
+        assert_string_equal(nf.node, "b");
+        assert_value_json((hv *)nf.base, "{\"role\": \"cache\"}");
+        hiera_node_facts_clear(&nf);
+        assert_int_equal(get(s, "../facts/b", &nf, &msg), HIERA_NOT_FOUND);
+        assert_string_equal(msg, "No facts available for target node: ../facts/b");
+        free(msg);
+        /* puppet lookup --facts's rule for the four facts that make the trusted information */
+        assert_int_equal(get(s, "half", &nf, &msg), HIERA_ERROR);
+        assert_non_null(strstr(msg, "they must all be overridden"));
+        free(msg);
+        if (!listed) {
+            hiera_value *names = hiera_facts_source_nodes(s, &err);
+            assert_non_null(names);
+            assert_value_json((hv *)names, "[\"a\", \"b\", \"empty\", \"half\", \"list\"]");
+            hiera_value_decref(names);
+        }
+    }
     /* a reader over a list, in its order, with a node the folder does not have */
     const char *list[] = {"list", "b", "zz", "empty"};
-    factsrc_reader *r = factsrc_reader_new(s, list, 4, NULL);
-    assert_true(factsrc_reader_next(r, &fn));
-    assert_non_null(strstr(fn.msg, "Incorrectly formatted data"));
-    factsrc_node_free(&fn);
-    assert_true(factsrc_reader_next(r, &fn));
-    assert_non_null(fn.facts);
-    factsrc_node_free(&fn);
-    assert_true(factsrc_reader_next(r, &fn));
-    assert_string_equal(fn.msg, "No facts available for target node: zz");
-    factsrc_node_free(&fn);
-    assert_true(factsrc_reader_next(r, &fn));
-    assert_string_equal(fn.msg, "No facts available for target node: empty");
-    factsrc_node_free(&fn);
-    assert_false(factsrc_reader_next(r, &fn));
-    factsrc_reader_free(r);
-    factsrc_names_free(names, n);
-    factsrc_free(s);
+    hiera_facts_reader *r = hiera_facts_reader_new(s, list, 4, NULL);
+    hiera_node_facts nf;
+    hiera_status st;
+    assert_true(hiera_facts_reader_next(r, &st, &nf, &err));
+    assert_int_equal(st, HIERA_ERROR);
+    assert_non_null(strstr(err.message, "Incorrectly formatted data"));
+    hiera_error_clear(&err);
+    assert_true(hiera_facts_reader_next(r, &st, &nf, &err));
+    assert_int_equal(st, HIERA_OK);
+    assert_non_null(nf.base);
+    hiera_node_facts_clear(&nf);
+    assert_true(hiera_facts_reader_next(r, &st, &nf, &err));
+    assert_int_equal(st, HIERA_NOT_FOUND);
+    assert_string_equal(err.message, "No facts available for target node: zz");
+    hiera_error_clear(&err);
+    assert_true(hiera_facts_reader_next(r, &st, &nf, &err));
+    assert_int_equal(st, HIERA_NOT_FOUND);
+    assert_string_equal(err.message, "No facts available for target node: empty");
+    hiera_error_clear(&err);
+    assert_false(hiera_facts_reader_next(r, &st, &nf, &err));
+    hiera_facts_reader_free(r);
+    /* a pager: any order, from threads */
+    hiera_facts_pager *p = hiera_facts_pager_new(s, list, 4, NULL);
+    assert_int_equal(hiera_facts_pager_get(p, 1, &nf, &err), HIERA_OK);
+    hiera_node_facts_clear(&nf);
+    assert_int_equal(hiera_facts_pager_get(p, 2, &nf, &err), HIERA_NOT_FOUND);
+    hiera_error_clear(&err);
+    assert_int_equal(hiera_facts_pager_get(p, 9, &nf, &err), HIERA_ERROR);
+    hiera_error_clear(&err);
+    hiera_facts_pager_free(p);
+    hiera_facts_source_free(s);
+    /* a folder that is not one */
+    assert_null(hiera_facts_source_dir("/nonexistent/facts", &err));
+    assert_non_null(strstr(err.message, "cannot read the facts folder /nonexistent/facts"));
+    hiera_error_clear(&err);
     free(dir);
+}
+
+/* Puppet's settings with these command-line settings (puppet.conf read from the confdir) */
+static hiera_settings *settings_with(const hiera_setting *cli, size_t n)
+{
+    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
+    so.cli = cli;
+    so.ncli = n;
+    hiera_error err = {0};
+    hiera_settings *hs = hiera_settings_load(&so, &err);
+    hiera_error_clear(&err);
+    return hs;
+}
+
+typedef struct {
+    int n;
+    char *last;
+} diags_seen;
+
+static void count_diag(const hiera_diagnostic *d, void *data)
+{
+    diags_seen *seen = data;
+    seen->n++;
+    free(seen->last);
+    seen->last = xasprintf("%s %s", d->code, d->message);
 }
 
 static void test_route(void **state)
 {
     (void)state;
-    char *routes = write_file("routes.yaml", "server:\n  facts: {terminus: puppetdb}\nlookup:\n  facts:\n    cache: :store_configs\n");
-    cli_puppet_settings_args a = {.confdir = scratch, .route_file = routes};
-    hiera_settings *hs = cli_puppet_settings_load(&a);
+    char *routes = write_file("routes.yaml", "server:\n  facts: {terminus: puppetdb}\nmaster: {}\nlookup:\n  facts:\n    cache: :store_configs\n");
+    hiera_setting a[] = {{"confdir", scratch}, {"route_file", routes}};
+    hiera_settings *hs = settings_with(a, 2);
     assert_non_null(hs);
-    cli_puppet_settings ps;
-    cli_puppet_settings_get(hs, &ps);
+    puppet_facts_settings ps;
+    herr e = {0};
+    assert_true(puppet_facts_settings_get(hs, &ps, &e));
     assert_string_equal(ps.facts_terminus, "yaml"); /* the lookup application's default, not facter */
-    cli_facts_route r;
-    assert_true(cli_facts_route_get(&ps, &r));
+    facts_route r;
+    diags_seen seen = {0};
+    assert_true(facts_route_get(&ps, &r, count_diag, &seen, &e));
     assert_string_equal(r.terminus, "yaml");
     assert_string_equal(r.cache, "puppetdb"); /* store_configs: storeconfigs_backend */
-    assert_true(cli_facts_route_uses_puppetdb(&r));
-    cli_facts_route_free(&r);
-    cli_puppet_settings_free(&ps);
+    assert_true(facts_route_uses_puppetdb(&r));
+    /* both server and master routes: Puppet's warning */
+    assert_int_equal(seen.n, 1);
+    assert_non_null(strstr(seen.last, "facts-route-both Route file"));
+    free(seen.last);
+    facts_route_free(&r);
+    puppet_facts_settings_free(&ps);
     hiera_settings_free(hs);
     /* puppet.conf's [server] section counts for puppet lookup, [agent] does not */
     free(write_file("puppet.conf", "[agent]\nfacts_terminus = json\n[server]\nstoreconfigs = true\n"));
-    cli_puppet_settings_args b = {.confdir = scratch, .route_file = "/nonexistent/routes.yaml",
-                                  .ssldir = "/x/ssl", .certname = "me.example.com"};
-    hs = cli_puppet_settings_load(&b);
+    hiera_setting b[] = {{"confdir", scratch}, {"route_file", "/nonexistent/routes.yaml"}, {"ssldir", "/x/ssl"},
+                         {"certname", "me.example.com"}};
+    hs = settings_with(b, 4);
     assert_non_null(hs);
-    cli_puppet_settings_get(hs, &ps);
+    assert_true(puppet_facts_settings_get(hs, &ps, &e));
     assert_string_equal(ps.facts_terminus, "yaml");
     assert_true(ps.storeconfigs);
     assert_string_equal(ps.localcacert, "/x/ssl/certs/ca.pem");
@@ -373,20 +450,71 @@ static void test_route(void **state)
     ssl_paths(&ps);
     assert_string_equal(ps.hostcert, "/x/ssl/certs/me.example.com.pem");
     assert_string_equal(ps.hostprivkey, "/x/ssl/private_keys/me.example.com.pem");
-    assert_true(cli_facts_route_get(&ps, &r));
+    assert_true(facts_route_get(&ps, &r, NULL, NULL, &e));
     assert_string_equal(r.terminus, "yaml");
     assert_string_equal(r.cache, "puppetdb");
-    cli_facts_route_free(&r);
-    cli_puppet_settings_free(&ps);
+    facts_route_free(&r);
+    puppet_facts_settings_free(&ps);
     hiera_settings_free(hs);
     free(write_file("puppet.conf", "[main]\nfacts_terminus = puppetdb\ncertificate_revocation = false\n"));
-    hs = cli_puppet_settings_load(&b);
-    cli_puppet_settings_get(hs, &ps);
+    hs = settings_with(b, 4);
+    assert_true(puppet_facts_settings_get(hs, &ps, &e));
     assert_string_equal(ps.facts_terminus, "puppetdb");
     assert_false(ps.crl_check);
-    cli_puppet_settings_free(&ps);
+    puppet_facts_settings_free(&ps);
     hiera_settings_free(hs);
+    /* a routes.yaml that cannot be read: Puppet's own set-up error */
+    free(write_file("routes.yaml", "lookup:\n  facts:\n    terminus: nosuch\n"));
+    hs = settings_with(a, 2);
+    assert_true(puppet_facts_settings_get(hs, &ps, &e));
+    assert_false(facts_route_get(&ps, &r, NULL, NULL, &e));
+    assert_int_equal(e.kind, HERR_PUPPET);
+    assert_non_null(strstr(e.msg, "Could not configure routes from"));
+    assert_non_null(strstr(e.msg, "Could not find terminus nosuch for indirection facts"));
+    herr_clear(&e);
+    puppet_facts_settings_free(&ps);
+    hiera_settings_free(hs);
+    free(write_file("puppet.conf", ""));
     free(routes);
+}
+
+/* The retired settings of puppetdb.conf are a warning for the caller's callback (the library
+ * never prints), with the PuppetDB handle of the public API. */
+static void test_public_puppetdb(void **state)
+{
+    (void)state;
+    char *conf = write_file("puppetdb.conf", "[main]\nserver = old\nserver_urls = https://z:2,https://y:3\n");
+    diags_seen seen = {0};
+    hiera_puppetdb_options o = HIERA_PUPPETDB_OPTIONS_INIT;
+    o.conf_file = conf;
+    o.diagnostics = count_diag;
+    o.diagnostics_data = &seen;
+    hiera_error err = {0};
+    hiera_puppetdb *db = hiera_puppetdb_open(&o, &err);
+    assert_non_null(db);
+    assert_string_equal(hiera_puppetdb_servers(db), "https://z:2, https://y:3");
+    assert_int_equal(seen.n, 1);
+    assert_non_null(strstr(seen.last, "puppetdb-conf Setting 'server = old' is retired"));
+    hiera_puppetdb_close(db);
+    free(seen.last);
+    /* options the library refuses */
+    o.cert = "/x/cert.pem";
+    assert_null(hiera_puppetdb_open(&o, &err));
+    assert_string_equal(err.message, "--cert and --key go together");
+    hiera_error_clear(&err);
+    o.cert = NULL;
+    o.urls = "ftp://x";
+    assert_null(hiera_puppetdb_open(&o, &err));
+    assert_non_null(err.message);
+    hiera_error_clear(&err);
+    /* a facts source over it */
+    o.urls = "http://127.0.0.1:9";
+    o.diagnostics = NULL;
+    hiera_facts_source *s = hiera_facts_source_puppetdb(&o, &err);
+    assert_non_null(s);
+    assert_string_equal(hiera_facts_source_describe(s), "PuppetDB at http://127.0.0.1:9");
+    hiera_facts_source_free(s);
+    free(conf);
 }
 
 static int setup(void **state)
@@ -418,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_urls_and_escapes),
         cmocka_unit_test(test_folder),
         cmocka_unit_test(test_route),
+        cmocka_unit_test(test_public_puppetdb),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

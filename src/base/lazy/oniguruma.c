@@ -12,8 +12,15 @@
  * copies of libonig's, made when it is loaded (every user of Oniguruma calls rregex_init, which
  * calls onig_initialize, before it uses them), and the functions below pass libonig its own
  * objects in their place: Oniguruma compares encodings by address. libhiera.a and .so link
- * libonig as usual; only the hiera executable links this file. */
+ * libonig as usual; only the hiera executable links this file.
+ *
+ * When libonig cannot be opened (or lacks a function), nothing is printed and the process goes
+ * on: the reason (with dlerror's text) is recorded once (lazylib_failed), every function below
+ * then fails as Oniguruma fails (an error code, NULL, nothing done), and rregex_init tells its
+ * callers, which return the reason as an error (base/lazylib.h). */
 #include <oniguruma.h>
+
+#include "base/lazylib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -25,58 +32,74 @@
 OnigEncodingType OnigEncodingUTF8;
 OnigSyntaxType OnigSyntaxRuby;
 
-static void *onig_handle;
+static void *onig_handle; /* NULL: libonig could not be opened (lazylib_failure says why) */
 static OnigEncoding real_utf8;
 static OnigSyntaxType *real_ruby;
 static pthread_once_t onig_load_once = PTHREAD_ONCE_INIT;
+
+/* the error code the functions return when libonig is missing (rregex_init reports the reason) */
+#define MISSING ONIGERR_INVALID_ARGUMENT
 
 static void *sym_in(void *h, const char *name)
 {
     void *f = dlsym(h, name);
     if (!f) {
-        fprintf(stderr, "hiera: Oniguruma's libonig has no %s\n", name);
-        exit(1);
+        char why[256];
+        snprintf(why, sizeof why, "cannot use Oniguruma's libonig: it has no %s", name);
+        lazylib_failed(LAZYLIB_ONIG, why);
     }
     return f;
 }
 
 static void onig_open(void)
 {
-    onig_handle = dlopen("libonig.so.5", RTLD_NOW | RTLD_LOCAL);
-    if (!onig_handle)
-        onig_handle = dlopen("libonig.so", RTLD_NOW | RTLD_LOCAL);
-    if (!onig_handle) {
-        fprintf(stderr, "hiera: cannot load Oniguruma's libonig: %s\n", dlerror());
-        exit(1);
+    char why[1024];
+    void *h = dlopen("libonig.so.5", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        /* (the reason is the first attempt's: libonig.so is only the development package's) */
+        const char *e = dlerror();
+        snprintf(why, sizeof why, "cannot load Oniguruma's libonig (libonig.so.5, Debian package libonig5): %s",
+                 e ? e : "unknown error");
+        h = dlopen("libonig.so", RTLD_NOW | RTLD_LOCAL);
     }
-    real_utf8 = sym_in(onig_handle, "OnigEncodingUTF8");
-    real_ruby = sym_in(onig_handle, "OnigSyntaxRuby");
+    if (!h) {
+        lazylib_failed(LAZYLIB_ONIG, why);
+        return;
+    }
+    real_utf8 = sym_in(h, "OnigEncodingUTF8");
+    real_ruby = sym_in(h, "OnigSyntaxRuby");
+    if (!real_utf8 || !real_ruby)
+        return;
     memcpy(&OnigEncodingUTF8, real_utf8, sizeof OnigEncodingUTF8);
     memcpy(&OnigSyntaxRuby, real_ruby, sizeof OnigSyntaxRuby);
+    onig_handle = h;
 }
 
+/* the real function, or NULL when libonig (or the function) is missing */
 static void *onig_sym(const char *name)
 {
     pthread_once(&onig_load_once, onig_open);
-    return sym_in(onig_handle, name);
+    return onig_handle ? sym_in(onig_handle, name) : NULL;
 }
 
 /* libonig's own object for one of the copies above */
 static OnigEncoding real_enc(OnigEncoding e) { return e == &OnigEncodingUTF8 ? real_utf8 : e; }
 static OnigSyntaxType *real_syntax(OnigSyntaxType *s) { return s == &OnigSyntaxRuby ? real_ruby : s; }
 
-/* the real function's address, looked up once */
-#define REAL(name)                                                                     \
+/* the real function's address, looked up once; `missing` is what the function gives without it */
+#define REAL(name, missing)                                                            \
     static void *slot;                                                                 \
     void *lazy_f = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);                           \
     if (!lazy_f) {                                                                     \
         lazy_f = onig_sym(#name);                                                      \
+        if (!lazy_f)                                                                   \
+            return missing;                                                            \
         __atomic_store_n(&slot, lazy_f, __ATOMIC_RELEASE);                             \
     }
 
 int onig_initialize(OnigEncoding encodings[], int n)
 {
-    REAL(onig_initialize)
+    REAL(onig_initialize, MISSING)
     int (*real)(OnigEncoding[], int);
     *(void **)&real = lazy_f;
     OnigEncoding mapped[8];
@@ -89,7 +112,7 @@ int onig_initialize(OnigEncoding encodings[], int n)
 
 int onig_set_retry_limit_in_match(unsigned long n)
 {
-    REAL(onig_set_retry_limit_in_match)
+    REAL(onig_set_retry_limit_in_match, MISSING)
     int (*real)(unsigned long);
     *(void **)&real = lazy_f;
     return real(n);
@@ -98,7 +121,9 @@ int onig_set_retry_limit_in_match(unsigned long n)
 int onig_new(OnigRegex *reg, const OnigUChar *pattern, const OnigUChar *pattern_end, OnigOptionType option,
              OnigEncoding enc, OnigSyntaxType *syntax, OnigErrorInfo *einfo)
 {
-    REAL(onig_new)
+    if (reg)
+        *reg = NULL;
+    REAL(onig_new, MISSING)
     int (*real)(OnigRegex *, const OnigUChar *, const OnigUChar *, OnigOptionType, OnigEncoding, OnigSyntaxType *,
                 OnigErrorInfo *);
     *(void **)&real = lazy_f;
@@ -107,7 +132,7 @@ int onig_new(OnigRegex *reg, const OnigUChar *pattern, const OnigUChar *pattern_
 
 void onig_free(OnigRegex reg)
 {
-    REAL(onig_free)
+    REAL(onig_free, )
     void (*real)(OnigRegex);
     *(void **)&real = lazy_f;
     real(reg);
@@ -116,7 +141,7 @@ void onig_free(OnigRegex reg)
 int onig_search(OnigRegex reg, const OnigUChar *str, const OnigUChar *end, const OnigUChar *start,
                 const OnigUChar *range, OnigRegion *region, OnigOptionType option)
 {
-    REAL(onig_search)
+    REAL(onig_search, MISSING)
     int (*real)(OnigRegex, const OnigUChar *, const OnigUChar *, const OnigUChar *, const OnigUChar *, OnigRegion *,
                 OnigOptionType);
     *(void **)&real = lazy_f;
@@ -125,7 +150,7 @@ int onig_search(OnigRegex reg, const OnigUChar *str, const OnigUChar *end, const
 
 OnigRegion *onig_region_new(void)
 {
-    REAL(onig_region_new)
+    REAL(onig_region_new, NULL)
     OnigRegion *(*real)(void);
     *(void **)&real = lazy_f;
     return real();
@@ -133,17 +158,26 @@ OnigRegion *onig_region_new(void)
 
 void onig_region_free(OnigRegion *region, int free_self)
 {
-    REAL(onig_region_free)
+    REAL(onig_region_free, )
     void (*real)(OnigRegion *, int);
     *(void **)&real = lazy_f;
     real(region, free_self);
+}
+
+/* onig_error_code_to_str without libonig: the reason it is missing, cut to the size of
+ * Oniguruma's messages (rregex_init has reported it whole) */
+static int missing_message(OnigUChar *s)
+{
+    const char *why = lazylib_failure(LAZYLIB_ONIG);
+    snprintf((char *)s, ONIG_MAX_ERROR_MESSAGE_LEN, "%s", why ? why : "Oniguruma is missing");
+    return (int)strlen((char *)s);
 }
 
 /* variadic: the codes below take the OnigErrorInfo of the failed onig_new (as Oniguruma's own
  * regerror.c reads it), the others nothing */
 int onig_error_code_to_str(OnigUChar *s, int err_code, ...)
 {
-    REAL(onig_error_code_to_str)
+    REAL(onig_error_code_to_str, missing_message(s))
     int (*real)(OnigUChar *, int, ...);
     *(void **)&real = lazy_f;
     switch (err_code) {

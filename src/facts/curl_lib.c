@@ -1,5 +1,5 @@
 /* curl_lib.c - libcurl opened with dlopen when the first PuppetDB request is made (curl_lib.h). */
-#include "cli/curl_lib.h"
+#include "facts/curl_lib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

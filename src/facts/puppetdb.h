@@ -19,18 +19,20 @@
  * when certificate_revocation asks for it (Puppet's hostcrl).
  *
  * libcurl is opened on the first request (curl_lib.h). A pdb object belongs to one thread at a
- * time; after a fork, the child opens its own connections (the parent's are left alone). */
-#ifndef HIERA_CLI_PUPPETDB_H
-#define HIERA_CLI_PUPPETDB_H
+ * time; after a fork, the child opens its own connections (the parent's are left alone). The
+ * public API over it is hiera_puppetdb_* (include/hiera_fleet.h, factsrc.c). */
+#ifndef HIERA_FACTS_PUPPETDB_H
+#define HIERA_FACTS_PUPPETDB_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "hiera.h"
 
-/* Where warnings go (a server failed and the next is tried): NULL prints "Warning: <message>" on
- * stderr, as Puppet prints them. */
-typedef void (*pdb_warn_fn)(const char *message, void *data);
+/* Where warnings go, as Puppet words them (what follows its "Warning: "): code
+ * "puppetdb-failover" (a server failed and the next is tried) or "puppetdb-conf" (a retired
+ * puppetdb.conf setting). NULL drops them (the library never prints). */
+typedef void (*pdb_warn_fn)(const char *code, const char *message, void *data);
 
 typedef struct {
     const char *urls;      /* comma-separated server URLs (--puppetdb URL,...), or NULL: conf_file's */

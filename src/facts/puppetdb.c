@@ -1,11 +1,11 @@
 /* puppetdb.c - PuppetDB's query API over libcurl, as Puppet's puppetdb terminus asks it
  * (puppetdb.h). */
-#include "cli/puppetdb.h"
+#include "facts/puppetdb.h"
 #include "base/fsjournal.h"
 
 #include "base/util.h"
 #include "base/value.h"
-#include "cli/curl_lib.h"
+#include "facts/curl_lib.h"
 #include "formats/json.h"
 #include "formats/render.h"
 
@@ -53,22 +53,21 @@ struct pdb {
 
 /* ------------------------------------------------------------------ small helpers */
 
-static void warn(pdb *db, const char *fmt, ...) HIERA_PRINTF(2, 3);
-static void warn(pdb *db, const char *fmt, ...)
+/* A warning for the caller's callback (none: dropped; the library never prints). */
+static void warn_code(pdb *db, const char *code, const char *fmt, ...) HIERA_PRINTF(3, 4);
+static void warn_code(pdb *db, const char *code, const char *fmt, ...)
 {
+    if (!db->warn)
+        return;
     va_list ap;
     va_start(ap, fmt);
     sbuf b = {0};
     sb_vaddf(&b, fmt, ap);
     va_end(ap);
-    if (db->warn) {
-        db->warn(sb_str(&b), db->warn_data);
-    } else {
-        fflush(stdout);
-        fprintf(stderr, "Warning: %s\n", sb_str(&b));
-    }
+    db->warn(code, sb_str(&b), db->warn_data);
     sb_free(&b);
 }
+#define warn(db, ...) warn_code(db, "puppetdb-failover", __VA_ARGS__)
 
 static bool readable_file(const char *path)
 {
@@ -290,7 +289,7 @@ static bool is_word(char c) { return isalnum((unsigned char)c) || c == '_'; }
  * the line, stripped at its end when it has no blank inside, as the terminus' regexp takes it),
  * comments (# or ;) and blank lines; anything else stops it. The [main] section's values are
  * kept. Returns false with *err. A file that does not exist is Puppet's defaults. */
-static bool read_conf(const char *path, conf_values *c, char **err)
+static bool read_conf(pdb *db, const char *path, conf_values *c, char **err)
 {
     memset(c, 0, sizeof *c);
     FILE *f = fopen(path, "r");
@@ -345,8 +344,9 @@ static bool read_conf(const char *path, conf_values *c, char **err)
             size_t nlen = (size_t)(n1 - n0);
             if ((nlen == 6 && !strncmp(n0, "server", 6)) || (nlen == 4 && !strncmp(n0, "port", 4))) {
                 /* retired settings: Puppet warns and goes on */
-                fprintf(stderr, "Warning: Setting '%s' is retired: use 'server_urls' instead. Defaulting to "
-                                "'server_urls=https://puppetdb:8081'.\n", body);
+                warn_code(db, "puppetdb-conf",
+                          "Setting '%s' is retired: use 'server_urls' instead. Defaulting to "
+                          "'server_urls=https://puppetdb:8081'.", body);
                 free(body);
                 continue;
             }
@@ -444,7 +444,7 @@ pdb *pdb_open(const pdb_config *c, char **err)
     } else {
         const char *path = c->conf_file ? c->conf_file : "/etc/puppet/puppetdb.conf";
         conf_values cv;
-        if (!read_conf(path, &cv, err))
+        if (!read_conf(db, path, &cv, err))
             goto fail;
         char *e = NULL;
         bool b;
