@@ -4,7 +4,9 @@
 # outside git) in OUT/src/hiera-c-VERSION, and leaves the .deb, .changes and .buildinfo files in
 # OUT (default build/deb). As root, installs what is missing first: dpkg-dev and debhelper, then
 # debian/control's Build-Depends (apt-get build-dep). DEB_BUILD_OPTIONS is passed on (default
-# parallel=2; nocheck skips the tests the build runs).
+# parallel=2; nocheck skips the tests the build runs, and then the build profile nocheck is set
+# too, unless DEB_BUILD_PROFILES is given: the build dependencies only the tests need, marked
+# <!nocheck> in debian/control, are neither required nor installed).
 set -e
 cd "$(dirname "$0")/.."
 out=${1:-build/deb}
@@ -26,10 +28,15 @@ if ! command -v dpkg-buildpackage >/dev/null 2>&1 || ! command -v dh >/dev/null 
     echo "make deb: installing dpkg-dev and debhelper" >&2
     apt_install dpkg-dev debhelper || { echo "make deb: dpkg-dev and debhelper are needed (apt-get install them as root)" >&2; exit 1; }
 fi
+export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-parallel=2}"
+case " $DEB_BUILD_OPTIONS " in
+    *" nocheck "*) export DEB_BUILD_PROFILES="${DEB_BUILD_PROFILES:-nocheck}" ;;
+esac
 if ! dpkg-checkbuilddeps debian/control 2>/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         echo "make deb: installing the build dependencies (apt-get build-dep)" >&2
-        DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq -o DPkg::Lock::Timeout=900 ./ >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq -o DPkg::Lock::Timeout=900 \
+            ${DEB_BUILD_PROFILES:+-P "$(echo "$DEB_BUILD_PROFILES" | tr ' ' ,)"} ./ >/dev/null
     else
         dpkg-checkbuilddeps debian/control # (says what is missing)
     fi
@@ -43,7 +50,6 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
     tar --exclude='./build' --exclude='./build-*' -cf - . | tar -C "$src" -xf -
 fi
-export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-parallel=2}"
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 || {
     tail -60 "$out/build.log"; echo "make deb: dpkg-buildpackage failed (the whole log: $out/build.log)" >&2; exit 1; }
 # (dpkg-buildpackage leaves its files beside the source folder)

@@ -35,7 +35,7 @@ if ! make deb; then
     echo "deb: $pass passed, $((fail + 1)) failed"
     exit 1
 fi
-echo "deb: make deb took $(( $(date +%s) - t0 )) s"
+echo "deb: make deb took $(( $(date +%s) - t0 )) s (DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-})"
 debs=$(ls build/deb/*.deb)
 for p in hiera-c libhiera1 libhiera-dev hiera-serve; do
     check "make deb built $p" sh -c "ls build/deb/${p}_*.deb >/dev/null"
@@ -53,13 +53,14 @@ check "lintian: no error and no warning (exit $lrc)" test "$lrc" = 0
 
 step "apt-get install ./*.deb"
 check "apt-get install ./build/deb/*.deb" apt install $(for d in $debs; do echo "./$d"; done)
-for p in hiera-c libhiera1 libhiera-dev hiera-serve; do
+for p in hiera-c libhiera1 libhiera-dev hiera-serve $([ -d python ] && echo python3-libhiera); do
     check "$p is installed" sh -c "dpkg-query -W -f='\${Status}' $p | grep -q 'install ok installed'"
 done
 
 step "the command"
+# (hiera version: the version, then a line saying which Puppet and Hiera 3 it answers as)
 check "/usr/bin/hiera is hiera-c's (hiera version: $(hiera version 2>&1))" \
-    test "$(hiera version)" = "$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)"
+    test "$(hiera version | head -1)" = "$(sed -n 's/^#define HIERA_VERSION "\(.*\)"/\1/p' include/hiera.h)"
 check "Ruby's hiera is diverted to /usr/bin/hiera.ruby and still runs ($ruby_version)" \
     sh -c "[ -n '$ruby_version' ] && [ \"\$(hiera.ruby --version)\" = '$ruby_version' ]"
 check "dpkg-divert lists hiera-c's diversions" sh -c 'dpkg-divert --list hiera-c | grep -q "/usr/bin/hiera to /usr/bin/hiera.ruby"'
@@ -78,9 +79,9 @@ for f in docs/*.[1-8]; do # every man page of the tree (hiera(1), hiera-lookup(1
 done
 check "hiera(1) is hiera-c's, Ruby's is hiera.ruby(1)" \
     sh -c 'man -w hiera.ruby >/dev/null && zcat /usr/share/man/man1/hiera.1.gz | grep -q hiera\\\\-serve'
-out=$(bash -c 'source /usr/share/bash-completion/completions/hiera; COMP_LINE="hiera se"; COMP_POINT=8;
+out=$(bash -c 'source /usr/share/bash-completion/completions/hiera; COMP_LINE="hiera ser"; COMP_POINT=9;
                _hiera; echo "${COMPREPLY[*]}"' 2>&1)
-check "bash completion (hiera se -> $out)" test "$out" = serve
+check "bash completion (hiera ser -> $out)" test "$out" = serve
 
 step "the dlopen'ed libraries are dependencies"
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
@@ -91,6 +92,10 @@ for so in $(grep -rhoE '"lib[a-z0-9_]+\.so\.[0-9]+"' src | tr -d '"' | sort -u);
     check "$so (dlopen'ed) comes from an installed package ($pkg)" test -n "$pkg"
     check "$so's package $pkg is a Depends or Recommends of hiera-c" sh -c "echo '$deps' | grep -qE '(^|, )$pkg( |,|\$)'"
 done
+# the library opens libcurl for PuppetDB's facts (src/facts), in any program that uses it
+lib_deps=$(dpkg-query -W -f='${Depends}, ${Recommends}' libhiera1)
+pkg=$(dpkg -S "/usr/lib/$multiarch/libcurl.so.4" 2>/dev/null | head -1 | cut -d: -f1)
+check "libcurl.so.4's package $pkg is a Depends or Recommends of libhiera1" sh -c "echo '$lib_deps' | grep -qE '(^|, )$pkg( |,|\$)'"
 for so in libmicrohttpd.so.12 libgnutls.so.30 libsystemd.so.0; do
     pkg=$(dpkg -S "/usr/lib/$multiarch/$so" 2>/dev/null | head -1 | cut -d: -f1)
     check "$so's package $pkg is a Depends of hiera-serve" sh -c "echo '$serve_deps' | grep -qE '(^|, )$pkg( |,|\$)'"
@@ -122,7 +127,28 @@ rm -rf "$work"
 
 if [ -d python ]; then
     step "python3-libhiera"
-    check "python3 -c 'import hiera'" python3 -c 'import hiera'
+    # (from /tmp: the module must come from the package, not from the tree's python/)
+    out=$(cd /tmp && python3 -c 'import hiera; print(hiera.__file__)' 2>&1)
+    check "python3 -c 'import hiera' imports the package's module ($out)" \
+        test "$out" = /usr/lib/python3/dist-packages/hiera/__init__.py
+    out=$(cd /tmp && python3 - /root/project/$repo 2>&1 <<'PY'
+import json, sys, hiera
+repo = sys.argv[1]
+h = hiera.Hiera(codedir=repo, environmentpath=repo + "/environments")
+print(json.dumps(h.lookup("profile::base::motd", node="web01.example.com",
+                          facts=repo + "/facts/web01.example.com.yaml")))
+PY
+)
+    check "a lookup through the Python module on the example: $out" test "$out" = '"Welcome to web01 (Debian)"'
+    so=$(ls /usr/lib/python3/dist-packages/hiera/_hiera*.so 2>/dev/null | head -1)
+    check "the extension ($so) uses the packaged library" \
+        sh -c "ldd '$so' | grep -qE 'libhiera.so.1 => (/usr)?/lib/$multiarch/libhiera.so.1'"
+    check "the extension has no run path" sh -c "! readelf -d '$so' | grep -qE 'RPATH|RUNPATH'"
+    # Debian's python3-hiera (hiera-py) installs another module hiera in the same folder
+    check "python3-libhiera conflicts with Debian's python3-hiera" \
+        sh -c "dpkg-query -W -f='\${Conflicts}' python3-libhiera | grep -qw python3-hiera"
+    check "apt would remove python3-libhiera to install python3-hiera" \
+        sh -c "apt-get -s install python3-hiera 2>&1 | grep -q '^Remv python3-libhiera'"
 fi
 
 step "the service"
