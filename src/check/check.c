@@ -1120,6 +1120,7 @@ static void read_manifests(ck_ctx *c)
 {
     ck_env *e = c->env;
     e->pp = pp_index_new();
+    e->resolved_pp = NULL;
     for (size_t r = 0; r < e->nmodroots; r++) {
         char **mods = list_names(e->modroots[r]);
         for (size_t i = 0; mods && mods[i]; i++) {

@@ -165,6 +165,8 @@ typedef struct {
     pp_program *prog;    /* the main manifest's top scope and node definitions */
     hv *functions;       /* function name -> pp_fn_kind (int): the modules' Ruby and Puppet functions */
     hv *dyn_lookups;     /* module -> "file:line" of a lookup($var) whose keys cannot be known */
+    const pp_index *resolved_pp; /* the pp whose lookup($var)s were resolved, its lookups read before */
+    size_t nlookups_read;
     ptype_aliases *aliases;
     hv *modules_present; /* module name -> true */
     /* a level whose data we cannot read (a function of its own: vault, a database...): keys may

@@ -319,6 +319,12 @@ void ck_resolve_lookups(ck_ctx *c)
 {
     ck_env *e = c->env;
     pp_index *pp = e->pp;
+    /* a session's next run: drop what the last one added */
+    if (e->resolved_pp == pp)
+        pp_lookups_truncate(pp, e->nlookups_read);
+    e->resolved_pp = pp;
+    e->nlookups_read = pp->nlookups;
+    hv_decref(e->dyn_lookups);
     e->dyn_lookups = hv_hash();
     /* keys data interpolates with lookup()/alias(), whichever file was read first */
     for (size_t i = 0; i < e->nrefs; i++) {

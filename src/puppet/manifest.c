@@ -553,6 +553,20 @@ static void lex(lexer *L)
 
 pp_index *pp_index_new(void) { return xcalloc(1, sizeof(pp_index)); }
 
+void pp_lookups_truncate(pp_index *x, size_t n)
+{
+    for (size_t i = n; i < x->nlookups; i++) {
+        free(x->lookups[i].key);
+        free(x->lookups[i].suffix);
+        free(x->lookups[i].file);
+        free(x->lookups[i].scope_class);
+        free(x->lookups[i].var);
+        free(x->lookups[i].owner);
+    }
+    if (n < x->nlookups)
+        x->nlookups = n;
+}
+
 void pp_index_free(pp_index *x)
 {
     if (!x)
@@ -576,14 +590,7 @@ void pp_index_free(pp_index *x)
         free(x->aliases[i].file);
     }
     free(x->aliases);
-    for (size_t i = 0; i < x->nlookups; i++) {
-        free(x->lookups[i].key);
-        free(x->lookups[i].suffix);
-        free(x->lookups[i].file);
-        free(x->lookups[i].scope_class);
-        free(x->lookups[i].var);
-        free(x->lookups[i].owner);
-    }
+    pp_lookups_truncate(x, 0);
     free(x->lookups);
     for (size_t i = 0; i < x->nassigns; i++) {
         free(x->assigns[i].owner);

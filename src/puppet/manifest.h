@@ -119,6 +119,8 @@ typedef struct pp_index {
 
 pp_index *pp_index_new(void);
 void pp_index_free(pp_index *x);
+/* Frees the lookups from the n-th on (those added after reading: see hiera check's lookup($var)). */
+void pp_lookups_truncate(pp_index *x, size_t n);
 /* Reads one manifest (path for messages and records) into x. */
 void pp_index_add_text(pp_index *x, const char *path, const char *text, size_t len);
 /* Reads a file; one that cannot be read is a problem. */
