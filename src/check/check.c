@@ -1957,6 +1957,8 @@ int ck_run_open(ck_run *r, const check_options *o, check_report *report, char **
         free(path);
     }
     if (!ok) {
+        free(report->root); /* (a configuration file that cannot be read fails after it is set) */
+        report->root = NULL;
         ck_run_close(r);
         return -1;
     }
