@@ -28,6 +28,7 @@
 #include "base/rregex.h"
 #include "base/pathname.h"
 #include "engine/engine.h"
+#include "engine/installed.h"
 #include "engine/overlay.h"
 #include "engine/providers.h"
 #include "engine/tmplmatch.h"
@@ -136,8 +137,8 @@ static void walk_files(const char *dir, int depth, hv *out)
 static void engine_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
 {
     ck_ctx *c = data;
-    if (!strcmp(code, "config-v3-ignored") && ck_as_puppet8())
-        return; /* Puppet 8 fails there: puppet8-v3-config (puppet8.c) */
+    if (!strcmp(code, "config-v3-ignored") && c->env && ck_strict_error(c->env))
+        return; /* strict = error fails there: puppet8-v3-config (puppet8.c) */
     if (!strcmp(code, "config-deprecated") || !strcmp(code, "config-v3-ignored") || !strcmp(code, "config-not-hash"))
         ck_add(c, "config-invalid", CHECK_WARNING, file, (uint32_t)(line > 0 ? line : 1), (uint32_t)(col > 0 ? col : 1),
                "%s", message);
@@ -224,8 +225,27 @@ static void add_root(ck_env *e, const char *dir)
     e->modroots[e->nmodroots++] = xstrdup(dir);
 }
 
+/* Puppet's strict setting for the environment's lookups: its puppet.conf's (under confdir; the
+ * lookups' own options read none), else the version's default (0 off, 1 warning, 2 error). */
+static int strict_of(const ck_env *e)
+{
+    hiera_setting cli[] = {{"codedir", e->codedir}, {"confdir", e->confdir}, {"environmentpath", e->envpath}};
+    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
+    so.cli = cli;
+    so.ncli = sizeof cli / sizeof *cli;
+    hiera_error err = {0};
+    hiera_settings *s = hiera_settings_load(&so, &err);
+    char *v = s ? hiera_settings_get(s, "strict", &err) : NULL;
+    int strict = !v ? (e->puppet8 ? 2 : 1) : !strcmp(v, "off") ? 0 : !strcmp(v, "error") ? 2 : 1;
+    free(v);
+    hiera_settings_free(s);
+    hiera_error_clear(&err);
+    return strict;
+}
+
 /* The module folders: the ones the lookups use (module_roots: the environment's modulepath as
- * Puppet's settings and environment.conf give it). */
+ * Puppet's settings and environment.conf give it); and which Puppet the lookups answer as, with
+ * the strict setting they read (the puppet8-* rules' severity). */
 static void module_roots_of(ck_env *e)
 {
     /* the folders the lookups use (module_roots: they follow the lookups' modulepath) */
@@ -238,6 +258,8 @@ static void module_roots_of(ck_env *e)
     hiera_error err = {0};
     hiera *h = hiera_new(&o, &err);
     hiera_error_clear(&err);
+    e->puppet8 = h ? h->version == HIERA_PUPPET_8 : puppet_version_resolve(HIERA_PUPPET_AUTO) == HIERA_PUPPET_8;
+    e->strict = strict_of(e);
     if (h) {
         e->engine_roots = module_roots(h);
         hiera_free(h);
@@ -1650,7 +1672,7 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
     e->name = xstrdup(envname);
     e->dir = xstrdup(envdir);
     e->codedir = xstrdup(code);
-    e->confdir = xstrdup(code);
+    e->confdir = xstrdup(c->o->confdir ? c->o->confdir : code); /* its puppet.conf: strict and the like */
     e->envpath = xstrdup(envs);
     e->hiera_config = c->o->hiera_config ? xstrdup(c->o->hiera_config) : check_hiera_config(code, code);
     e->real_dir = xstrdup(real);

@@ -131,6 +131,11 @@ typedef struct {
     char **modroots;     /* module folders, in modulepath order */
     size_t nmodroots;
     char **engine_roots; /* the folders the lookups take modules from (module_roots), NULL-terminated */
+    /* what the lookups answer as (module_roots_of): Puppet 8 or 7, and Puppet's strict setting
+     * as they read it (puppet.conf under confdir, else the version's default: 0 off, 1 warning,
+     * 2 error), which decides whether what Puppet 8's defaults refuse fails (puppet8.c) */
+    bool puppet8;
+    int strict;
     char *manifest;      /* the environment's main manifest (file or folder), or NULL */
     char **external;     /* module names the Puppetfile manages */
     size_t nexternal;
@@ -273,9 +278,11 @@ void ck_classes(ck_ctx *c);
 void ck_resolve_lookups(ck_ctx *c);
 /* what Puppet 8's defaults refuse (puppet8.c) */
 void ck_puppet8(ck_ctx *c);
-/* whether the code is checked as Puppet 8 answers (hiera_puppet_version): the puppet8-* rules then
- * say what the engine's Puppet 7 words would not (a v3 hiera.yaml fails, a list data file fails) */
-bool ck_as_puppet8(void);
+/* Whether the environment's lookups fail on a data file that is not a hash and on a version 3
+ * hiera.yaml in an environment or module (strict = error: Puppet 8's default, or puppet.conf's
+ * setting in either version) instead of warning and ignoring it: the puppet8-* rules then say so,
+ * and not-a-hash and config-invalid, which would say "ignored", leave those files to them. */
+bool ck_strict_error(const ck_env *e);
 /* nodes.c: --facts-dir */
 int ck_nodes(ck_ctx *c, char **error);
 struct ck_node_memo *ck_node_memo_new(void);

@@ -876,8 +876,8 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
         empty = hv_is(f->value, HV_UNDEF);
         what = hv_is(f->value, HV_ARRAY) ? "an array" : "a scalar";
     }
-    if (not_hash && !empty && f->fmt == FMT_YAML && ck_as_puppet8() && !(hv_is(f->value, HV_BOOL) && !hv_bool_val(f->value)))
-        not_hash = false; /* Puppet 8 fails, not ignores: puppet8-not-a-hash (puppet8.c) */
+    if (not_hash && !empty && f->fmt == FMT_YAML && ck_strict_error(c->env) && !(hv_is(f->value, HV_BOOL) && !hv_bool_val(f->value)))
+        not_hash = false; /* strict = error fails, not ignores: puppet8-not-a-hash (puppet8.c) */
     if (not_hash) {
         uint32_t line = root && !empty ? root->line : 1, col = root && !empty ? root->col : 1;
         if (empty)

@@ -585,6 +585,8 @@ static hv *eval_lookup(void *data, const hv *scope, const char *key, const char 
     if (!h)
         return NULL;
     h->opaque_unknown = true;
+    /* the strict setting of the environment's puppet.conf (hiera_new's options read none) */
+    h->strict = x->w->p->e->strict;
     hv_decref(h->scope);
     h->scope = hv_incref((hv *)scope);
     hiera_request rq = HIERA_REQUEST_INIT;
@@ -797,6 +799,7 @@ static void check_node(worker *w, size_t ni)
     }
     /* a level whose data function hiera cannot run gives an unknown answer, not a failure */
     h->opaque_unknown = true;
+    h->strict = e->strict; /* as eval_lookup */
     /* $server_facts, as a compile sets it */
     hv *sf = hv_hash();
     hv_hash_sets(sf, "environment", hv_str(e->name));

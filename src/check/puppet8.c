@@ -1,17 +1,22 @@
 /* puppet8.c - what Puppet 8's defaults refuse that Puppet 7's let through (`strict` is error, not
  * warning, and the agents send no legacy facts: include_legacy_facts is false), as findings of
- * their own rules: errors when the code is answered as Puppet 8 (hiera_puppet_version), warnings
- * under Puppet 7, where they work today and break on the upgrade.
+ * their own rules. Their severity follows what the environment's lookups do (ck_env's puppet8 and
+ * strict: the Puppet answered as, and the strict setting of its puppet.conf, else the version's
+ * default): an error where the lookups fail, a warning where they work today and break on the
+ * upgrade or under strict = error.
  *   puppet8-undefined-variable  data that interpolates a top-scope variable Puppet 8 leaves
  *                               undefined, a legacy fact (%{osfamily}, %{::hostname}): the lookup
- *                               fails ("Undefined variable 'osfamily'"); a version 5 hierarchy
- *                               path that does gets "" instead (a warning either way)
+ *                               fails ("Undefined variable 'osfamily'") as Puppet 8 with strict =
+ *                               error; a version 5 hierarchy path that does gets "" instead (a
+ *                               warning either way)
  *   puppet8-not-a-hash          a YAML data file whose document is a list or a scalar: the lookups
- *                               that read it fail ("file does not contain a valid yaml hash")
+ *                               that read it fail under strict = error ("file does not contain a
+ *                               valid yaml hash")
  *   puppet8-v3-config           a version 3 hiera.yaml in an environment or a module: every lookup
- *                               there fails ("hiera.yaml version 3 cannot be used in ...")
+ *                               there fails under strict = error ("hiera.yaml version 3 cannot be
+ *                               used in ...")
  *   puppet8-v4-path-variable    a version 4 hiera.yaml whose hierarchy interpolates a legacy fact:
- *                               every lookup through it fails
+ *                               every lookup through it fails as Puppet 8 with strict = error
  * Variables other than legacy facts (custom facts, node-classifier parameters) cannot be judged
  * without the nodes' facts: with --facts-dir the lookups themselves fail (lookup-error). */
 #include "check/ck_int.h"
@@ -100,9 +105,28 @@ static const char *top_variable(const ck_var *v)
     return strstr(root, "::") ? NULL : root;
 }
 
-static void undefined_variables(ck_ctx *c, int sev, bool puppet8)
+/* strict = X as the environment has it: "strict = error, its default" (Puppet 8's default) or
+ * "strict = warning, as puppet.conf sets it" */
+static void strict_words(const ck_env *e, char *buf, size_t n)
+{
+    static const char *const names[] = {"off", "warning", "error"};
+    int s = e->strict < 0 || e->strict > 2 ? 1 : e->strict;
+    snprintf(buf, n, "strict = %s, %s", names[s], s == (e->puppet8 ? 2 : 1) ? "its default" : "as puppet.conf sets it");
+}
+
+bool ck_strict_error(const ck_env *e)
+{
+    return e->strict == 2;
+}
+
+static void undefined_variables(ck_ctx *c)
 {
     ck_env *e = c->env;
+    /* a legacy fact is undefined as Puppet 8 only; the lookup fails only under strict = error */
+    bool fails = e->puppet8 && e->strict == 2;
+    int sev = fails ? CHECK_ERROR : CHECK_WARNING;
+    char setting[64];
+    strict_words(e, setting, sizeof setting);
     for (size_t i = 0; i < e->nvars; i++) {
         const ck_var *v = &e->vars[i];
         const char *name = top_variable(v);
@@ -113,10 +137,17 @@ static void undefined_variables(ck_ctx *c, int sev, bool puppet8)
         if (now)
             snprintf(hint, sizeof hint, " (%%{%s} gives it)", now);
         if (v->file != UINT32_MAX) {
-            ck_add(c, "puppet8-undefined-variable", sev, e->files[v->file].path, v->line, v->col,
-                   "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set (include_legacy_facts is false): "
-                   "with strict = error, its default, the lookup fails with \"Undefined variable '%s'\"%s%s",
-                   v->expr, name, name, hint, puppet8 ? "" : " once on Puppet 8");
+            if (!e->puppet8 || fails)
+                ck_add(c, "puppet8-undefined-variable", sev, e->files[v->file].path, v->line, v->col,
+                       "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set (include_legacy_facts is false): "
+                       "with strict = error, %s, the lookup fails with \"Undefined variable '%s'\"%s%s",
+                       v->expr, name, e->puppet8 ? "its default" : "Puppet 8's default", name, hint,
+                       e->puppet8 ? "" : " once on Puppet 8");
+            else
+                ck_add(c, "puppet8-undefined-variable", sev, e->files[v->file].path, v->line, v->col,
+                       "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set (include_legacy_facts is false): "
+                       "with %s, the value interpolates ''%s, and the lookup fails under strict = error%s",
+                       v->expr, name, setting, e->strict ? " with a warning" : "", hint);
             continue;
         }
         const ck_config *cf = v->cfg >= 0 && (size_t)v->cfg < e->nconfigs ? &e->configs[v->cfg] : NULL;
@@ -126,7 +157,8 @@ static void undefined_variables(ck_ctx *c, int sev, bool puppet8)
             ck_add(c, "puppet8-v4-path-variable", sev, cf->path, v->line, v->col,
                    "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set: an undefined variable in a version 4 "
                    "hierarchy fails every lookup through this hiera.yaml under strict = error%s (convert it to version 5%s)",
-                   v->expr, name, puppet8 ? "" : ", Puppet 8's default", now ? " and use the structured fact" : "");
+                   v->expr, name, fails ? "" : !e->puppet8 ? ", Puppet 8's default" : ", not the setting here",
+                   now ? " and use the structured fact" : "");
         else
             ck_add(c, "puppet8-undefined-variable", CHECK_WARNING, cf->path, v->line, v->col,
                    "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set: the location becomes '' for every "
@@ -135,9 +167,13 @@ static void undefined_variables(ck_ctx *c, int sev, bool puppet8)
     }
 }
 
-static void not_hashes(ck_ctx *c, int sev, bool puppet8)
+static void not_hashes(ck_ctx *c)
 {
     ck_env *e = c->env;
+    bool fails = ck_strict_error(e);
+    char setting[64], setting_c[66];
+    strict_words(e, setting, sizeof setting);
+    snprintf(setting_c, sizeof setting_c, "%s,", setting);
     for (size_t i = 0; i < e->nfiles; i++) {
         const ck_file *f = &e->files[i];
         if (f->fmt != FMT_YAML || !f->value || f->orphan || f->external)
@@ -147,16 +183,27 @@ static void not_hashes(ck_ctx *c, int sev, bool puppet8)
         if (hv_is(v, HV_HASH) || hv_is(v, HV_UNDEF) || (hv_is(v, HV_BOOL) && !hv_bool_val(v)))
             continue;
         const ysnode *root = f->ys && f->ys->ndocs ? f->ys->docs[0] : NULL;
-        ck_add(c, "puppet8-not-a-hash", sev, f->path, root ? root->line : 1, root ? root->col : 1,
-               "the document is %s, not a hash: with strict = error%s every lookup that reads the file fails "
-               "(\"file does not contain a valid yaml hash\")",
-               hv_is(v, HV_ARRAY) ? "an array" : "a scalar", puppet8 ? "" : " (Puppet 8's default)");
+        const char *what = hv_is(v, HV_ARRAY) ? "an array" : "a scalar";
+        if (fails || !e->puppet8)
+            ck_add(c, "puppet8-not-a-hash", fails ? CHECK_ERROR : CHECK_WARNING, f->path, root ? root->line : 1,
+                   root ? root->col : 1,
+                   "the document is %s, not a hash: with %s every lookup that reads the file fails "
+                   "(\"file does not contain a valid yaml hash\")",
+                   what, fails ? setting_c : "strict = error (Puppet 8's default)");
+        else
+            ck_add(c, "puppet8-not-a-hash", CHECK_WARNING, f->path, root ? root->line : 1, root ? root->col : 1,
+                   "the document is %s, not a hash: with %s, the lookups ignore the file with a warning, and they "
+                   "fail under strict = error (\"file does not contain a valid yaml hash\")",
+                   what, setting);
     }
 }
 
-static void v3_configs(ck_ctx *c, int sev, bool puppet8)
+static void v3_configs(ck_ctx *c)
 {
     ck_env *e = c->env;
+    bool fails = ck_strict_error(e);
+    char setting[64];
+    strict_words(e, setting, sizeof setting);
     for (size_t i = 0; i < e->nconfigs; i++) {
         const ck_config *cf = &e->configs[i];
         if (cf->layer == LAYER_GLOBAL || cf->cfg || !cf->path)
@@ -171,24 +218,23 @@ static void v3_configs(ck_ctx *c, int sev, bool puppet8)
         herr_clear(&err);
         if (!ignored)
             continue;
-        ck_add(c, "puppet8-v3-config", sev, cf->path, 1, 1,
-               "a version 3 hiera.yaml in %s: Puppet 7 ignores it with a warning, Puppet 8 (strict = error%s) fails "
-               "every lookup there (\"hiera.yaml version 3 cannot be used in %s\"); convert it to version 5",
-               cf->layer == LAYER_ENV ? "an environment" : "a module", puppet8 ? "" : ", its default",
-               cf->layer == LAYER_ENV ? "an environment" : "a module");
+        const char *where = cf->layer == LAYER_ENV ? "an environment" : "a module";
+        if (fails)
+            ck_add(c, "puppet8-v3-config", CHECK_ERROR, cf->path, 1, 1,
+                   "a version 3 hiera.yaml in %s: with %s, every lookup there fails (\"hiera.yaml version 3 cannot be "
+                   "used in %s\"); convert it to version 5",
+                   where, setting, where);
+        else
+            ck_add(c, "puppet8-v3-config", CHECK_WARNING, cf->path, 1, 1,
+                   "a version 3 hiera.yaml in %s: %s ignores it with a warning (%s), and every lookup there fails "
+                   "under strict = error%s (\"hiera.yaml version 3 cannot be used in %s\"); convert it to version 5",
+                   where, e->puppet8 ? "Puppet 8" : "Puppet 7", setting, e->puppet8 ? "" : ", Puppet 8's default", where);
     }
-}
-
-bool ck_as_puppet8(void)
-{
-    return puppet_version_resolve(HIERA_PUPPET_AUTO) == HIERA_PUPPET_8;
 }
 
 void ck_puppet8(ck_ctx *c)
 {
-    bool puppet8 = ck_as_puppet8();
-    int sev = puppet8 ? CHECK_ERROR : CHECK_WARNING;
-    undefined_variables(c, sev, puppet8);
-    not_hashes(c, sev, puppet8);
-    v3_configs(c, sev, puppet8);
+    undefined_variables(c);
+    not_hashes(c);
+    v3_configs(c);
 }

@@ -246,7 +246,8 @@ def test_layouts(hiera):
 def test_puppet8(hiera):
     """The puppet8-* rules: warnings as Puppet 7, errors as Puppet 8 (but a version 5 path, where
     Puppet 8 interpolates '' with a warning), and the rules that say what Puppet 7 does (not-a-hash,
-    config-invalid's 'was ignored') leave a list data file and a v3 hiera.yaml to them as Puppet 8."""
+    config-invalid's 'was ignored') leave a list data file and a v3 hiera.yaml to them as Puppet 8;
+    with a puppet.conf (--confdir) the severity follows its strict setting in either version."""
     import collections
     d = os.path.join(HERE, "puppet8")
     rules = set()
@@ -271,6 +272,37 @@ def test_puppet8(hiera):
             check(msgs and "%{facts.os.family} gives it" in msgs[0], "puppet8: the structured fact is named (%s)" % msgs)
     for n in ("puppet8-undefined-variable", "puppet8-not-a-hash", "puppet8-v3-config", "puppet8-v4-path-variable"):
         check(n in rules, "puppet8/ has a mistake for rule %s" % n)
+    # the severity follows the strict setting of the puppet.conf under --confdir (else the
+    # version's default): an error where the lookups fail, a warning where they do not
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="hiera-check-strict-") as tmp:
+        for v in (7, 8):
+            for strict in ("off", "warning", "error"):
+                conf = os.path.join(tmp, "%d-%s" % (v, strict))
+                os.makedirs(conf)
+                with open(os.path.join(conf, "puppet.conf"), "w") as fh:
+                    fh.write("[main]\nstrict = %s\n" % strict)
+                p, doc = findings(hiera, ["--puppet-version", str(v), "--confdir", conf, "."], d)
+                what = "puppet8 as Puppet %d with strict = %s" % (v, strict)
+                fails = strict == "error"  # a list data file and a v3 hiera.yaml fail, either version
+                undefined_fails = fails and v == 8  # a legacy fact is undefined as Puppet 8 only
+                sevs = collections.defaultdict(set)
+                for f in doc["findings"]:
+                    if f["rule"].startswith("puppet8-") and f["file"] != "hiera.yaml":
+                        sevs[f["rule"]].add(f["severity"])
+                want = {"puppet8-not-a-hash": {"error" if fails else "warning"},
+                        "puppet8-v3-config": {"error" if fails else "warning"},
+                        "puppet8-undefined-variable": {"error" if undefined_fails else "warning"},
+                        "puppet8-v4-path-variable": {"error" if undefined_fails else "warning"}}
+                check(dict(sevs) == want, "%s: severities %s, expected %s" % (what, dict(sevs), want))
+                check(p.returncode == (1 if fails else 0), "%s: exit status %d" % (what, p.returncode))
+                ignored = [f for f in doc["findings"] if f["rule"] in ("not-a-hash", "config-invalid")
+                           and ("was ignored" in f["message"] or "reads no data" in f["message"])]
+                check(bool(ignored) != fails, "%s: not-a-hash/config-invalid say 'ignored': %d" % (what, len(ignored)))
+                msgs = " ".join(f["message"] for f in doc["findings"] if f["rule"] == "puppet8-not-a-hash")
+                said = "strict = %s, %s" % (strict, "its default" if strict == ("error" if v == 8 else "warning")
+                                            else "as puppet.conf sets it")
+                check(said in msgs or (v == 7 and not fails), "%s: the message names the setting (%s)" % (what, msgs))
     # HIERA_PUPPET_VERSION chooses as --puppet-version does
     env = dict(os.environ, HIERA_CACHE_DIR="off", NO_COLOR="1", HIERA_PUPPET_VERSION="8")
     p = subprocess.run([hiera, "check", "--format", "json", "."], cwd=d, capture_output=True, text=True, env=env)
