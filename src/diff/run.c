@@ -186,10 +186,14 @@ static bool emit(run *r, hiera_diff_event *e)
         r->lookups += e->lookups;
     }
     bool go = !atomic_load(&r->stop);
+    /* events and diagnostics one call at a time, together (diag_mu is recursive: a callback may
+     * make a context speak) */
+    pthread_mutex_lock(&r->diag_mu);
     if (go && r->o.callback && r->o.callback(e, r->o.userdata) != 0) {
         atomic_store(&r->stop, true);
         go = false;
     }
+    pthread_mutex_unlock(&r->diag_mu);
     pthread_mutex_unlock(&r->mu);
     return go;
 }
@@ -636,7 +640,11 @@ hiera_value *hiera_diff_run(const hiera_diff_options *given, hiera_diff_stats *s
         r->req.size = sizeof r->req;
         r->req.explain = 0;
         pthread_mutex_init(&r->mu, NULL);
-        pthread_mutex_init(&r->diag_mu, NULL);
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&r->diag_mu, &ma);
+        pthread_mutexattr_destroy(&ma);
         atomic_init(&r->next, 0);
         atomic_init(&r->stop, false);
         plan = run_diff(r, stats, &e);
