@@ -43,6 +43,8 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 # gen_tree walks sets of names: the same seed makes the same trees only with the same string hashes
 if os.environ.get("PYTHONHASHSEED") != "0":
@@ -68,16 +70,8 @@ MERGES = [[], [], [], ["--merge", "first"], ["--merge", "unique"], ["--merge", "
           ["--merge", "deep", "--sort-merged-arrays", "--merge-hash-arrays"]]
 MISSING = ["nokey", "mod_a::missing", "k9.a", "mod_c::k"]
 
-passed = failed = 0
-
-
-def check(ok):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-    return ok
+T = Tally("result-cache random", fail_prefix="", print_limit=0)
+check = T.check
 
 
 def short(b, n=400):
@@ -748,8 +742,7 @@ def main():
         "".join(" (%s: %d)" % (k[len("not kept: "):], v) for k, v in sorted(reasons.items())), runner.runs,
         time.time() - started))
     print("changes: %s" % ", ".join("%s %d" % kv for kv in sorted(MADE.items())))
-    print("result-cache random: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return T.summary()
 
 
 if __name__ == "__main__":

@@ -17,18 +17,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "docs"))
 from check import subcommands_of_dispatcher  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL completion: " + what, flush=True)
-    return ok
+T = Tally("completion", fail_prefix="FAIL completion: ")
+check = T.check
 
 
 def complete(lines, cwd):
@@ -123,8 +116,7 @@ def main():
             check(not missing, f"`hiera {s} --` does not offer {missing}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"completion: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return T.summary()
 
 
 if __name__ == "__main__":

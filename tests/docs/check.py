@@ -16,21 +16,14 @@
 usage: tests/docs/check.py --hiera build/hiera     Prints "docs: N passed, N failed".
 """
 import argparse, glob, os, re, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 DOCS = os.path.join(ROOT, "docs")
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL docs: " + what, flush=True)
-    return ok
+T = Tally("docs", fail_prefix="FAIL docs: ")
+check = T.check
 
 
 def subcommands_of_dispatcher():
@@ -195,8 +188,7 @@ def main():
     for p in sorted(glob.glob(os.path.join(DOCS, "hiera-*.[1-8]"))):
         check(p in pages, f"{p}: no such subcommand in src/cli/main.c")
 
-    print(f"docs: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return T.summary()
 
 
 if __name__ == "__main__":

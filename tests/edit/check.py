@@ -18,20 +18,14 @@ When Ruby is installed, the edited files are also read with Ruby's YAML.load.
 usage: tests/edit/check.py --hiera build/hiera     Prints "edit: N passed, N failed".
 """
 import argparse, json, os, shutil, stat, subprocess, sys, tempfile, threading, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KEYS = os.path.join(HERE, "..", "fuzz", "keys")
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL: " + what, flush=True)
+T = Tally("edit")
+check = T.check
 
 
 def write(root, rel, text):
@@ -131,8 +125,7 @@ def main():
         run_all(hiera, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"edit: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(T.summary())
 
 
 def permissions(hiera, tmp):

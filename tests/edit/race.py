@@ -19,19 +19,13 @@ import argparse, os, re, shutil, sys, tempfile, threading, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "serve"))
 from check import Server, make_tree, write  # noqa: E402  (tests/serve/check.py: the tree, the server)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
-passed = failed = 0
+T = Tally("edit race")
+check = T.check
 TOKEN = "race-token-0123456789abcdef"
 AUTH = {"Authorization": "Bearer " + TOKEN}
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL: " + what, flush=True)
 
 
 def main():
@@ -198,8 +192,7 @@ def main():
         if s:
             s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"edit race: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(T.summary())
 
 
 if __name__ == "__main__":

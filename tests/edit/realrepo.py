@@ -26,25 +26,16 @@ usage: tests/edit/realrepo.py --hiera build/hiera [--puppet [--no-roundtrip]] [-
 Prints "N passed, N failed" and the refusals by reason.
 """
 import argparse, collections, concurrent.futures, json, os, re, shutil, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BULK = os.path.join(HERE, "..", "..", "..", "shared", "tools", "puppet-bulk-lookup")
 EXTS = (".yaml", ".yml", ".eyaml")
 
-passed = failed = 0
-failures = []
+T = Tally("", print_limit=40)
+check = T.check
 refusals = collections.Counter()
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        failures.append(what)
-        if len(failures) <= 40:
-            print("FAIL: " + what, flush=True)
 
 
 def data_files(tree):
@@ -350,8 +341,7 @@ def main():
     print("refusals by reason:")
     for reason, n in refusals.most_common():
         print("  %6d  %s" % (n, reason))
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(T.summary())
 
 
 if __name__ == "__main__":

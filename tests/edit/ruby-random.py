@@ -19,21 +19,14 @@ usage: tests/edit/ruby-random.py --hiera build/hiera [--count N] [--seed S] [--j
 Prints "edit ruby: N passed, N failed".
 """
 import argparse, collections, concurrent.futures, glob, json, re, os, random, shutil, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
 
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        if failed <= 30:
-            print("FAIL edit ruby: " + what, flush=True)
+T = Tally("edit ruby", fail_prefix="FAIL edit ruby: ", print_limit=30)
+check = T.check
 
 
 # ---------------------------------------------------------------- random documents and edits
@@ -284,8 +277,7 @@ def main():
             print("  refused %4d: %s" % (n, reason))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("edit ruby: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return T.summary()
 
 
 if __name__ == "__main__":

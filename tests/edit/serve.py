@@ -25,18 +25,12 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "serve"))
 from check import Server as ServeServer, make_tree  # noqa: E402  (tests/serve/check.py: the tree, the server)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
-passed = failed = 0
+T = Tally("edit serve")
+check = T.check
 TOKEN = "edit-token-0123456789abcdef"
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL: " + what, flush=True)
 
 
 class Server(ServeServer):
@@ -245,8 +239,7 @@ def main():
         for sv in servers:
             sv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"edit serve: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(T.summary())
 
 
 if __name__ == "__main__":

@@ -16,19 +16,12 @@ systemd's side of the protocols itself, so no service manager is needed:
 usage: tests/serve/systemd.py --hiera build/hiera     Prints "serve-systemd: N passed, N failed".
 """
 import argparse, http.client, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL serve-systemd: " + what, flush=True)
-    return ok
+T = Tally("serve-systemd", fail_prefix="FAIL serve-systemd: ")
+check = T.check
 
 
 def tree(scratch):
@@ -274,8 +267,7 @@ def main():
         check_not_loaded(hiera, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"serve-systemd: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return T.summary()
 
 
 if __name__ == "__main__":
