@@ -25,18 +25,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-failures = []
-passed = 0
-
-
-def check(cond, what):
-    global passed
-    if cond:
-        passed += 1
-    else:
-        failures.append(what)
+T = Tally("hiera check real-repository cases", print_limit=0)  # the failures are printed at the end
+check = T.check
+failures = T.failures
 
 
 def facts(certname, family="Debian", osname="Debian", major="12", ext=None, **extra):
@@ -592,7 +587,7 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
     for f in failures:
         print("FAIL", f)
-    print("hiera check real-repository cases: %d passed, %d failed" % (passed, len(failures)))
+    print("hiera check real-repository cases: %d passed, %d failed" % (T.passed, T.failed))
     sys.exit(1 if failures else 0)
 
 

@@ -24,18 +24,13 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-failures = []
-passed = 0
-
-
-def check(cond, what):
-    global passed
-    if cond:
-        passed += 1
-    else:
-        failures.append(what)
+T = Tally("hiera check tests", print_limit=0)  # the failures are printed at the end
+check = T.check
+failures = T.failures
 
 
 def run(hiera, args, cwd):
@@ -329,7 +324,7 @@ def main():
     test_puppet8(hiera)
     for f in failures:
         print("FAIL check: " + f)
-    print("hiera check tests: %d passed, %d failed" % (passed, len(failures)))
+    print("hiera check tests: %d passed, %d failed" % (T.passed, T.failed))
     return 1 if failures else 0
 
 

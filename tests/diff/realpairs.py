@@ -33,6 +33,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tally import Tally  # noqa: E402  (tests/lib/tally.py: the count of checks)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAIRS = os.path.join(HERE, "realpairs")
@@ -40,16 +42,9 @@ RECORD_RB = os.path.join(HERE, "..", "tools", "puppet-record.rb")
 # Puppet's own lookup asked many keys in one scope (../shared/tools, used when there: every key of
 # a node in a second rather than a fresh compiler per key)
 BULK = os.path.join(HERE, "..", "..", "..", "shared", "tools", "puppet-bulk-lookup")
-failures = []
-passed = 0
-
-
-def check(cond, what):
-    global passed
-    if cond:
-        passed += 1
-    else:
-        failures.append(what)
+T = Tally("hiera diff on real commit pairs", print_limit=0)  # the failures are printed at the end
+check = T.check
+failures = T.failures
 
 
 def git_dir(mirror, repo):
@@ -313,7 +308,7 @@ def main():
         n += replay(hiera, os.path.basename(path)[:-5], a.mirror)
     for f in failures:
         print("FAIL", f)
-    print("hiera diff on real commit pairs (%d replayed): %d passed, %d failed" % (n, passed, len(failures)))
+    print("hiera diff on real commit pairs (%d replayed): %d passed, %d failed" % (n, T.passed, T.failed))
     sys.exit(1 if failures else 0)
 
 
