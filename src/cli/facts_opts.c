@@ -51,25 +51,39 @@ static bool flag_eq(const char *given, size_t len, const char *name)
     return true;
 }
 
+/* arg as --NAME or --NAME=VALUE: false when it is not a long option */
+static bool long_option(const char *arg, const char **name, size_t *nlen, const char **eq)
+{
+    if (arg[0] != '-' || arg[1] != '-')
+        return false;
+    *name = arg + 2;
+    *eq = strchr(*name, '=');
+    *nlen = *eq ? (size_t)(*eq - *name) : strlen(*name);
+    return true;
+}
+
+/* The value of option --name (after its '=' eq, else the next argument, consumed) stored at off in
+ * a: 1, or -1 after printing that it is missing */
+static int take_value(void *a, size_t off, const char *name, const char *eq, int argc, char **argv, int *i)
+{
+    const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+    if (!val) {
+        fprintf(stderr, "Error: Could not run: option '--%s' needs a value\n", name);
+        return -1;
+    }
+    *(const char **)((char *)a + off) = val;
+    return 1;
+}
+
 int cli_puppet_settings_parse_arg(cli_puppet_settings_args *a, int argc, char **argv, int *i)
 {
-    const char *arg = argv[*i];
-    if (arg[0] != '-' || arg[1] != '-')
+    const char *name, *eq;
+    size_t nlen;
+    if (!long_option(argv[*i], &name, &nlen, &eq))
         return 0;
-    const char *name = arg + 2;
-    const char *eq = strchr(name, '=');
-    size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-    for (size_t f = 1; f < NPUPPET_SETTINGS; f++) { /* (confdir: the command's own) */
-        if (!flag_eq(name, nlen, PUPPET_SETTINGS[f].name))
-            continue;
-        const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
-        if (!val) {
-            fprintf(stderr, "Error: Could not run: option '--%s' needs a value\n", PUPPET_SETTINGS[f].name);
-            return -1;
-        }
-        *(const char **)((char *)a + PUPPET_SETTINGS[f].off) = val;
-        return 1;
-    }
+    for (size_t f = 1; f < NPUPPET_SETTINGS; f++) /* (confdir: the command's own) */
+        if (flag_eq(name, nlen, PUPPET_SETTINGS[f].name))
+            return take_value(a, PUPPET_SETTINGS[f].off, PUPPET_SETTINGS[f].name, eq, argc, argv, i);
     return 0;
 }
 
@@ -110,12 +124,10 @@ bool cli_pdb_wanted(const cli_pdb_args *a)
 
 int cli_pdb_parse_arg(cli_pdb_args *a, int argc, char **argv, int *i)
 {
-    const char *arg = argv[*i];
-    if (arg[0] != '-' || arg[1] != '-')
+    const char *name, *eq;
+    size_t nlen;
+    if (!long_option(argv[*i], &name, &nlen, &eq))
         return 0;
-    const char *name = arg + 2;
-    const char *eq = strchr(name, '=');
-    size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
     static const struct {
         const char *name;
         size_t off;
@@ -124,17 +136,9 @@ int cli_pdb_parse_arg(cli_pdb_args *a, int argc, char **argv, int *i)
         {"cert", offsetof(cli_pdb_args, cert)},           {"key", offsetof(cli_pdb_args, key)},
         {"cacert", offsetof(cli_pdb_args, cacert)},       {"puppetdb-timeout", offsetof(cli_pdb_args, timeout)},
     };
-    for (size_t f = 0; f < sizeof values / sizeof *values; f++) {
-        if (!flag_eq(name, nlen, values[f].name))
-            continue;
-        const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
-        if (!val) {
-            fprintf(stderr, "Error: Could not run: option '--%s' needs a value\n", values[f].name);
-            return -1;
-        }
-        *(const char **)((char *)a + values[f].off) = val;
-        return 1;
-    }
+    for (size_t f = 0; f < sizeof values / sizeof *values; f++)
+        if (flag_eq(name, nlen, values[f].name))
+            return take_value(a, values[f].off, values[f].name, eq, argc, argv, i);
     if (flag_eq(name, nlen, "from-puppetdb") && !eq) {
         a->from_puppetdb = true;
         return 1;
