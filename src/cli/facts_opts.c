@@ -115,7 +115,36 @@ hiera_settings *cli_puppet_settings_load(const cli_puppet_settings_args *a)
     return s;
 }
 
-/* ------------------------------------------------------------------ the PuppetDB options */
+/* ------------------------------------------------------------------ the facts and PuppetDB options */
+
+#define AT(field) offsetof(cli_facts_args, field)
+static const cli_option FACTS_OPTIONS[] = {
+    /* the node and its facts */
+    {"node", 0, CLI_VALUE, AT(node), NULL},
+    {"facts", 0, CLI_VALUE, AT(facts), NULL},
+    {"trusted", 0, CLI_VALUE, AT(trusted), NULL}, /* (puppet lookup's takes no file) */
+    {"unsafe-fact-paths", 0, CLI_FLAG, AT(unsafe_fact_paths), NULL},
+    /* PuppetDB: its servers */
+    {"puppetdb", 0, CLI_VALUE, AT(pdb.puppetdb), NULL},
+    {"from-puppetdb", 0, CLI_FLAG, AT(pdb.from_puppetdb), NULL},
+    {"cert", 0, CLI_VALUE, AT(pdb.cert), NULL},
+    {"key", 0, CLI_VALUE, AT(pdb.key), NULL},
+    {"cacert", 0, CLI_VALUE, AT(pdb.cacert), NULL}, /* (also Puppet's setting; no effect there) */
+    {"puppetdb-timeout", 0, CLI_VALUE, AT(pdb.timeout), NULL},
+    /* PuppetDB: its node set */
+    {"nodes-query", 0, CLI_VALUE, AT(pdb.nodes_query), NULL},
+    {"include-inactive", 0, CLI_FLAG, AT(pdb.include_inactive), NULL},
+    /* the facts folders */
+    {"facts-dir", 0, CLI_VALUE, AT(facts_dir), NULL},
+    {"trusted-dir", 0, CLI_VALUE, AT(trusted_dir), NULL},
+};
+#undef AT
+enum { PDB_FIRST = 4, NODE_END = 10, NODE_SET_END = 12, FLEET_END = sizeof FACTS_OPTIONS / sizeof *FACTS_OPTIONS };
+_Static_assert(FLEET_END == 14, "the facts options' groups as the counts say");
+
+const cli_options CLI_FACTS_NODE = {FACTS_OPTIONS, NODE_END};
+const cli_options CLI_FACTS_NODE_SET = {FACTS_OPTIONS, NODE_SET_END};
+const cli_options CLI_FACTS_FLEET = {FACTS_OPTIONS, FLEET_END};
 
 bool cli_pdb_wanted(const cli_pdb_args *a)
 {
@@ -128,23 +157,16 @@ int cli_pdb_parse_arg(cli_pdb_args *a, int argc, char **argv, int *i)
     size_t nlen;
     if (!long_option(argv[*i], &name, &nlen, &eq))
         return 0;
-    static const struct {
-        const char *name;
-        size_t off;
-    } values[] = {
-        {"puppetdb", offsetof(cli_pdb_args, puppetdb)},   {"nodes-query", offsetof(cli_pdb_args, nodes_query)},
-        {"cert", offsetof(cli_pdb_args, cert)},           {"key", offsetof(cli_pdb_args, key)},
-        {"cacert", offsetof(cli_pdb_args, cacert)},       {"puppetdb-timeout", offsetof(cli_pdb_args, timeout)},
-    };
-    for (size_t f = 0; f < sizeof values / sizeof *values; f++)
-        if (flag_eq(name, nlen, values[f].name))
-            return take_value(a, values[f].off, values[f].name, eq, argc, argv, i);
-    if (flag_eq(name, nlen, "from-puppetdb") && !eq) {
-        a->from_puppetdb = true;
-        return 1;
-    }
-    if (flag_eq(name, nlen, "include-inactive") && !eq) {
-        a->include_inactive = true;
+    for (size_t f = PDB_FIRST; f < NODE_SET_END; f++) { /* (FACTS_OPTIONS' PuppetDB options) */
+        const cli_option *o = &FACTS_OPTIONS[f];
+        if (!flag_eq(name, nlen, o->name))
+            continue;
+        size_t off = o->offset - offsetof(cli_facts_args, pdb);
+        if (o->kind == CLI_VALUE)
+            return take_value(a, off, o->name, eq, argc, argv, i);
+        if (eq)
+            return 0;
+        *(bool *)((char *)a + off) = true;
         return 1;
     }
     return 0;
