@@ -48,6 +48,16 @@ char *xstrndup(const char *s, size_t n)
 
 char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
 
+void options_take(void *out, size_t n, const void *given)
+{
+    memset(out, 0, n);
+    if (given) {
+        size_t size = *(const size_t *)given;
+        memcpy(out, given, size && size < n ? size : n);
+    }
+    *(size_t *)out = n;
+}
+
 char *xasprintf(const char *fmt, ...)
 {
     sbuf b = {0};

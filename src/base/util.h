@@ -25,6 +25,11 @@ char *xasprintf(const char *fmt, ...) HIERA_PRINTF(1, 2);
  * paths and names made for every node. */
 char *xjoin(const char *first, ...) __attribute__((sentinel));
 
+/* A caller's options struct (given, or NULL: none), whose first field is the size_t size it was
+ * built with (0: this version's), in this version's layout: out (n bytes) gets the bytes given
+ * has, zeros past them, and n as its size. */
+void options_take(void *out, size_t n, const void *given);
+
 /* A hash of n bytes, eight at a time, each word mixed in, then finished (murmur's fmix64): the
  * hash of hv strings (value.c) and of the work table's keys (memo.c). Codes of one build and
  * machine: never compare them across builds without a check (the disk cache's indexes check

@@ -119,12 +119,12 @@ static const char *BATCH_USAGE =
     "errors (summed up on stderr).\n";
 
 typedef struct {
-    const char *node, *facts, *facts_dir, *keys_file, *trusted, *trusted_dir;
+    const char *keys_file;
     const char *merge, *prefix, *default_value, *type, *render_as, *jobs;
-    bool sort_merged_arrays, merge_hash_arrays, unsafe_fact_paths, verbose;
+    bool sort_merged_arrays, merge_hash_arrays, verbose;
     const hiera_settings *settings;
     const hiera_environment *env;
-    cli_pdb_args pdb; /* PuppetDB as the node set */
+    cli_facts_args f; /* (PuppetDB as the node set) */
 } batch_args;
 
 #define EXPLAIN_WHY "there is no explanation in batch mode: use hiera lookup"
@@ -145,23 +145,9 @@ static const cli_option BATCH_OPTIONS[] = {
     {"explain", 0, CLI_REFUSED, 0, EXPLAIN_WHY},
     {"explain-options", 0, CLI_REFUSED, 0, EXPLAIN_WHY},
     {"default", 0, CLI_VALUE, offsetof(batch_args, default_value), NULL},
-    {"trusted", 0, CLI_VALUE, offsetof(batch_args, trusted), NULL}, /* puppet lookup's takes no file */
-    {"node", 0, CLI_VALUE, offsetof(batch_args, node), NULL},
-    {"facts", 0, CLI_VALUE, offsetof(batch_args, facts), NULL},
     /* hiera's */
-    {"unsafe-fact-paths", 0, CLI_FLAG, offsetof(batch_args, unsafe_fact_paths), NULL},
-    {"facts-dir", 0, CLI_VALUE, offsetof(batch_args, facts_dir), NULL},
     {"keys-file", 0, CLI_VALUE, offsetof(batch_args, keys_file), NULL},
     {"jobs", 0, CLI_VALUE, offsetof(batch_args, jobs), NULL},
-    {"trusted-dir", 0, CLI_VALUE, offsetof(batch_args, trusted_dir), NULL},
-    {"puppetdb", 0, CLI_VALUE, offsetof(batch_args, pdb.puppetdb), NULL},
-    {"from-puppetdb", 0, CLI_FLAG, offsetof(batch_args, pdb.from_puppetdb), NULL},
-    {"nodes-query", 0, CLI_VALUE, offsetof(batch_args, pdb.nodes_query), NULL},
-    {"include-inactive", 0, CLI_FLAG, offsetof(batch_args, pdb.include_inactive), NULL},
-    {"cert", 0, CLI_VALUE, offsetof(batch_args, pdb.cert), NULL},
-    {"key", 0, CLI_VALUE, offsetof(batch_args, pdb.key), NULL},
-    {"cacert", 0, CLI_VALUE, offsetof(batch_args, pdb.cacert), NULL}, /* (also Puppet's setting; no effect there) */
-    {"puppetdb-timeout", 0, CLI_VALUE, offsetof(batch_args, pdb.timeout), NULL},
 };
 
 
@@ -417,10 +403,10 @@ static int list_nodes(batch *b, strvec *out)
 /* The node name for --facts FILE: --node, else the file name without folder and extension. */
 static char *single_node_name(const batch_args *a)
 {
-    if (a->node)
-        return dupstr(a->node);
-    const char *base = strrchr(a->facts, '/');
-    base = base ? base + 1 : a->facts;
+    if (a->f.node)
+        return dupstr(a->f.node);
+    const char *base = strrchr(a->f.facts, '/');
+    base = base ? base + 1 : a->f.facts;
     size_t nl = facts_name_len(base);
     if (!nl)
         nl = strlen(base);
@@ -950,7 +936,8 @@ int batch_main(int argc, char **argv)
     cli_parsed p;
     hiera_settings *settings = NULL;
     hiera_environment *env = NULL;
-    if (cli_parse("hiera batch", argc, argv, BATCH_OPTIONS, sizeof BATCH_OPTIONS / sizeof *BATCH_OPTIONS, &a, BATCH_USAGE, &p) ||
+    if (cli_parse("hiera batch", argc, argv, BATCH_OPTIONS, sizeof BATCH_OPTIONS / sizeof *BATCH_OPTIONS,
+                  &CLI_FACTS_FLEET, offsetof(batch_args, f), &a, BATCH_USAGE, &p) ||
         cli_refuse_settings("hiera batch", &p))
         goto out;
     /* Puppet's settings and the environment, once for every node */
@@ -973,40 +960,40 @@ int batch_main(int argc, char **argv)
         fail("Unknown rendering format '%s' (hiera batch renders json or yaml)", format);
         goto out;
     }
-    bool from_pdb = cli_pdb_wanted(&a.pdb);
-    if (a.facts && a.facts_dir) {
+    bool from_pdb = cli_pdb_wanted(&a.f.pdb);
+    if (a.f.facts && a.f.facts_dir) {
         fail("%s", "Give either --facts or --facts-dir, not both");
         goto out;
     }
-    if (from_pdb && (a.facts || a.facts_dir)) {
+    if (from_pdb && (a.f.facts || a.f.facts_dir)) {
         fail("%s", "Give either facts files (--facts-dir, --facts) or PuppetDB (--from-puppetdb, --puppetdb, --nodes-query), not both");
         goto out;
     }
-    if (!a.facts && !a.facts_dir && !from_pdb) {
+    if (!a.f.facts && !a.f.facts_dir && !from_pdb) {
         fail("%s", "No facts given: use --facts-dir DIR (one file per node), --facts FILE, or PuppetDB (--from-puppetdb, --puppetdb URL)");
         goto out;
     }
-    if (a.node && (a.facts_dir || from_pdb)) {
+    if (a.f.node && (a.f.facts_dir || from_pdb)) {
         fail("%s", "--node goes with --facts; with --facts-dir the node names are the file names, with PuppetDB its certnames");
         goto out;
     }
-    if (a.trusted && from_pdb) {
+    if (a.f.trusted && from_pdb) {
         fail("%s", "--trusted goes with --facts (one node); with PuppetDB give --trusted-dir DIR (DIR/NAME.yaml for node NAME), or none: PuppetDB keeps each node's trusted data");
         goto out;
     }
-    if (a.trusted && a.facts_dir) {
+    if (a.f.trusted && a.f.facts_dir) {
         fail("%s", "--trusted goes with --facts (one node); with --facts-dir give --trusted-dir DIR (DIR/NAME.yaml for node NAME)");
         goto out;
     }
-    if (a.trusted && a.trusted_dir) {
+    if (a.f.trusted && a.f.trusted_dir) {
         fail("%s", "Give either --trusted or --trusted-dir, not both");
         goto out;
     }
-    if (a.trusted_dir) {
+    if (a.f.trusted_dir) {
         struct stat st;
-        int sr = stat(a.trusted_dir, &st);
+        int sr = stat(a.f.trusted_dir, &st);
         if (sr != 0 || !S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "Error: Could not run: cannot read the trusted data folder %s: %s\n", a.trusted_dir,
+            fprintf(stderr, "Error: Could not run: cannot read the trusted data folder %s: %s\n", a.f.trusted_dir,
                     sr != 0 ? strerror(errno) : "not a folder");
             goto out;
         }
@@ -1024,8 +1011,8 @@ int batch_main(int argc, char **argv)
     }
     /* (a key JSON cannot hold fails the run before anything is printed: hiera_fleet_run says so) */
     hiera_fleet_input single = {0};
-    if (from_pdb || a.facts_dir) {
-        b.src = cli_factsrc_open(a.facts_dir, &a.pdb, settings, NULL, NULL);
+    if (from_pdb || a.f.facts_dir) {
+        b.src = cli_factsrc_open(a.f.facts_dir, &a.f.pdb, settings, NULL, NULL);
         if (!b.src || list_nodes(&b, &names))
             goto out;
     } else {
@@ -1034,7 +1021,7 @@ int batch_main(int argc, char **argv)
             fail("the node name '%s' is reserved (names starting with '.' and the empty name)", names.v[0]);
             goto out;
         }
-        single = (hiera_fleet_input){.name = names.v[0], .facts_file = a.facts, .trusted_file = a.trusted};
+        single = (hiera_fleet_input){.name = names.v[0], .facts_file = a.f.facts, .trusted_file = a.f.trusted};
     }
     if (a.default_value)
         dflt = hiera_value_new_string(a.default_value);
@@ -1064,7 +1051,7 @@ int batch_main(int argc, char **argv)
     b.a = &a;
     b.cache = cli_cache();
     hiera_options ctx = HIERA_OPTIONS_INIT;
-    ctx.unsafe_fact_paths = a.unsafe_fact_paths;
+    ctx.unsafe_fact_paths = a.f.unsafe_fact_paths;
     ctx.diagnostics = print_diagnostic_once;
     ctx.settings = settings;
     ctx.env = env;
@@ -1082,7 +1069,7 @@ int batch_main(int argc, char **argv)
     fo.nnames = b.src ? names.n : 0;
     fo.nodes = b.src ? NULL : &single;
     fo.nnodes = b.src ? 0 : 1;
-    fo.trusted_dir = a.trusted_dir;
+    fo.trusted_dir = a.f.trusted_dir;
     fo.threads = jobs;
     fo.cache = b.cache;
     fo.render_json = b.rf == HIERA_RENDER_JSON;

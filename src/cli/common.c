@@ -484,8 +484,26 @@ static int settings_pass(int argc, char **argv, const setting_info *si, size_t n
     return rc;
 }
 
-int cli_parse(const char *command, int argc, char **argv, const cli_option *opts, size_t nopts, void *target,
-              const char *usage, cli_parsed *out)
+/* The command's own options and the shared ones after them, their offsets moved to where the
+ * command's arguments hold their struct (shared_at): *n of them (free) */
+static cli_option *all_options(const cli_option *own, size_t nown, const cli_options *shared, size_t shared_at,
+                               size_t *n)
+{
+    size_t ns = shared ? shared->n : 0;
+    cli_option *v = need(malloc((nown + ns ? nown + ns : 1) * sizeof *v));
+    memcpy(v, own, nown * sizeof *v);
+    for (size_t j = 0; j < ns; j++) {
+        cli_option *o = &v[nown + j];
+        *o = shared->v[j];
+        if (o->kind == CLI_VALUE || o->kind == CLI_FLAG)
+            o->offset += shared_at;
+    }
+    *n = nown + ns;
+    return v;
+}
+
+int cli_parse(const char *command, int argc, char **argv, const cli_option *own, size_t nown,
+              const cli_options *shared, size_t shared_at, void *target, const char *usage, cli_parsed *out)
 {
     memset(out, 0, sizeof *out);
     out->args = calloc((size_t)argc + 1, sizeof *out->args);
@@ -500,8 +518,9 @@ int cli_parse(const char *command, int argc, char **argv, const cli_option *opts
         free(used);
         return 1;
     }
-    size_t nsi;
+    size_t nsi, nopts;
     setting_info *si = all_settings(out->puppet_version, &nsi);
+    cli_option *opts = all_options(own, nown, shared, shared_at, &nopts);
     int rc = settings_pass(argc, argv, si, nsi, out, used);
     sw_list longs = {0}; /* every switch, made when an abbreviation is to be completed */
     sw_t found;           /* a switch found without the table */
@@ -647,6 +666,7 @@ done:
     for (size_t k = 0; k < longs.n; k++)
         free(longs.v[k].name);
     free(longs.v);
+    free(opts);
     free(si);
     free(used);
     return rc;

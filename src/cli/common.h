@@ -20,8 +20,6 @@ void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata);
  * string (free). env names the environment layer. */
 char *cli_listing_problem(const hiera_value *e, const char *env);
 
-#endif
-
 /* ------------------------------------------------------------------ puppet lookup's command line
  *
  * `hiera lookup` and `hiera batch` read their command line as `puppet lookup` reads it, in
@@ -50,6 +48,13 @@ typedef struct {
     const char *why;  /* CLI_REFUSED */
 } cli_option;
 
+/* Options several commands share: the first n of a table whose offsets are in a struct of their
+ * own (each command's arguments hold it) */
+typedef struct {
+    const cli_option *v;
+    size_t n;
+} cli_options;
+
 typedef struct {
     hiera_setting *settings; /* the Puppet settings given (first pass), in order */
     size_t nsettings;
@@ -63,9 +68,11 @@ typedef struct {
  * and out. `usage` is printed for --help. Returns 0, or 1 after printing the error as Puppet words
  * it ("Error: Could not parse application options: invalid option: --x", "Error: Could not
  * initialize global default settings: ..."). The Puppet chosen (cli_chosen_puppet_version: main.c
- * took --puppet-version away) decides whose settings the command line may name. */
-int cli_parse(const char *command, int argc, char **argv, const cli_option *opts, size_t nopts, void *target,
-              const char *usage, cli_parsed *out);
+ * took --puppet-version away) decides whose settings the command line may name. The command's
+ * options are its own (own, nown) and the shared ones (NULL: none), whose struct target holds at
+ * shared_at: read as if own listed them too. */
+int cli_parse(const char *command, int argc, char **argv, const cli_option *own, size_t nown,
+              const cli_options *shared, size_t shared_at, void *target, const char *usage, cli_parsed *out);
 void cli_parsed_free(cli_parsed *p);
 
 /* The Puppet a command answers as: --puppet-version 7|8 (or --puppet-version=N) when argv has it
@@ -94,3 +101,5 @@ hiera_environment *cli_environment(const hiera_settings *s);
 /* Puppet settings whose effect on `puppet lookup` hiera does not reproduce: when one is given on
  * the command line with a value that matters, prints why and returns 1. */
 int cli_refuse_settings(const char *command, const cli_parsed *p);
+
+#endif

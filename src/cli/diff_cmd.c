@@ -515,70 +515,6 @@ static hiera_value *print_diagnostics(bool with_nodes)
     return doc;
 }
 
-/* ------------------------------------------------------------------ facts (--explain) */
-
-/* What the node is looked up with on one side: its facts, as the diff run reads them (from the
- * side's facts source, or --facts FILE), and its trusted hash (--trusted FILE, --trusted-dir DIR). */
-typedef struct {
-    hiera_value *given, *base, *trusted;
-} node_facts;
-
-static void node_facts_clear(node_facts *nf)
-{
-    hiera_value_decref(nf->given);
-    hiera_value_decref(nf->base);
-    hiera_value_decref(nf->trusted);
-    memset(nf, 0, sizeof *nf);
-}
-
-/* A --trusted FILE, or --trusted-dir's file for the node (as the diff run reads it): false with
- * *msg */
-static bool load_trusted(hiera_cache *cache, const diff_args *a, const char *node, node_facts *nf, char **msg)
-{
-    if (a->trusted) {
-        hiera_error err = {0};
-        nf->trusted = hiera_cache_load_value_file(cache, a->trusted, &err);
-        if (!nf->trusted)
-            *msg = xstrdup_(err.message && *err.message ? err.message : "cannot read the trusted data file");
-        hiera_error_clear(&err);
-        return nf->trusted != NULL;
-    }
-    if (a->trusted_dir)
-        nf->trusted = fleet_load_trusted(cache, a->trusted_dir, node, msg);
-    return *msg == NULL;
-}
-
-/* The node's facts on a side: from its facts source (src), or the --facts FILE. false with *msg. */
-static bool load_facts(hiera_cache *cache, const diff_args *a, hiera_facts_source *src, const char *node,
-                       node_facts *nf, char **msg)
-{
-    memset(nf, 0, sizeof *nf);
-    *msg = NULL;
-    hiera_error err = {0};
-    if (src) {
-        hiera_node_facts f;
-        if (hiera_facts_source_get(src, node, cache, &f, &err) != HIERA_OK) {
-            *msg = err.message ? err.message : xstrdup_("no facts");
-            err.message = NULL;
-            hiera_error_clear(&err);
-            return false;
-        }
-        nf->given = f.given;
-        nf->base = f.base;
-        f.given = f.base = NULL;
-        hiera_node_facts_clear(&f);
-    } else {
-        fleet_load_facts_file(cache, a->facts, node, &nf->given, &nf->base, msg); /* (as the diff run reads it) */
-    }
-    if (!*msg)
-        load_trusted(cache, a, node, nf, msg);
-    if (*msg) {
-        node_facts_clear(nf);
-        return false;
-    }
-    return true;
-}
-
 static double now_seconds(void)
 {
     struct timespec t;
@@ -834,8 +770,12 @@ static void explain_side(const diff_args *a, const diff_side *s, hiera_puppet_ve
     *text = NULL;
     char *msg = NULL;
     hiera_cache *cache = hiera_cache_new();
-    node_facts nf;
-    if (!load_facts(cache, a, src, node, &nf, &msg)) {
+    /* the node's facts as the diff run reads them: from the side's facts source, or --facts FILE
+     * (--trusted FILE); --trusted-dir DIR */
+    hiera_fleet_input given = {.name = node, .facts_file = a->facts, .trusted_file = a->trusted};
+    diff_facts_from from = {.name = node, .in = src ? NULL : &given, .source = src, .trusted_dir = a->trusted_dir};
+    diff_node_facts nf;
+    if (!diff_load_node_facts(&from, cache, &nf, &msg)) {
         *o = (outcome){HIERA_ERROR, NULL, msg};
         hiera_cache_free(cache);
         return;
@@ -850,7 +790,7 @@ static void explain_side(const diff_args *a, const diff_side *s, hiera_puppet_ve
                           .remap_default_environmentpath = true, .puppet_version = version};
     hiera_error err = {0};
     hiera *h = hiera_new(&opts, &err);
-    node_facts_clear(&nf);
+    diff_node_facts_clear(&nf);
     if (!h) {
         *o = (outcome){HIERA_ERROR, NULL, normalize(s, err.message)};
         hiera_error_clear(&err);

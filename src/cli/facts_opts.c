@@ -51,25 +51,39 @@ static bool flag_eq(const char *given, size_t len, const char *name)
     return true;
 }
 
+/* arg as --NAME or --NAME=VALUE: false when it is not a long option */
+static bool long_option(const char *arg, const char **name, size_t *nlen, const char **eq)
+{
+    if (arg[0] != '-' || arg[1] != '-')
+        return false;
+    *name = arg + 2;
+    *eq = strchr(*name, '=');
+    *nlen = *eq ? (size_t)(*eq - *name) : strlen(*name);
+    return true;
+}
+
+/* The value of option --name (after its '=' eq, else the next argument, consumed) stored at off in
+ * a: 1, or -1 after printing that it is missing */
+static int take_value(void *a, size_t off, const char *name, const char *eq, int argc, char **argv, int *i)
+{
+    const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+    if (!val) {
+        fprintf(stderr, "Error: Could not run: option '--%s' needs a value\n", name);
+        return -1;
+    }
+    *(const char **)((char *)a + off) = val;
+    return 1;
+}
+
 int cli_puppet_settings_parse_arg(cli_puppet_settings_args *a, int argc, char **argv, int *i)
 {
-    const char *arg = argv[*i];
-    if (arg[0] != '-' || arg[1] != '-')
+    const char *name, *eq;
+    size_t nlen;
+    if (!long_option(argv[*i], &name, &nlen, &eq))
         return 0;
-    const char *name = arg + 2;
-    const char *eq = strchr(name, '=');
-    size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-    for (size_t f = 1; f < NPUPPET_SETTINGS; f++) { /* (confdir: the command's own) */
-        if (!flag_eq(name, nlen, PUPPET_SETTINGS[f].name))
-            continue;
-        const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
-        if (!val) {
-            fprintf(stderr, "Error: Could not run: option '--%s' needs a value\n", PUPPET_SETTINGS[f].name);
-            return -1;
-        }
-        *(const char **)((char *)a + PUPPET_SETTINGS[f].off) = val;
-        return 1;
-    }
+    for (size_t f = 1; f < NPUPPET_SETTINGS; f++) /* (confdir: the command's own) */
+        if (flag_eq(name, nlen, PUPPET_SETTINGS[f].name))
+            return take_value(a, PUPPET_SETTINGS[f].off, PUPPET_SETTINGS[f].name, eq, argc, argv, i);
     return 0;
 }
 
@@ -101,7 +115,36 @@ hiera_settings *cli_puppet_settings_load(const cli_puppet_settings_args *a)
     return s;
 }
 
-/* ------------------------------------------------------------------ the PuppetDB options */
+/* ------------------------------------------------------------------ the facts and PuppetDB options */
+
+#define AT(field) offsetof(cli_facts_args, field)
+static const cli_option FACTS_OPTIONS[] = {
+    /* the node and its facts */
+    {"node", 0, CLI_VALUE, AT(node), NULL},
+    {"facts", 0, CLI_VALUE, AT(facts), NULL},
+    {"trusted", 0, CLI_VALUE, AT(trusted), NULL}, /* (puppet lookup's takes no file) */
+    {"unsafe-fact-paths", 0, CLI_FLAG, AT(unsafe_fact_paths), NULL},
+    /* PuppetDB: its servers */
+    {"puppetdb", 0, CLI_VALUE, AT(pdb.puppetdb), NULL},
+    {"from-puppetdb", 0, CLI_FLAG, AT(pdb.from_puppetdb), NULL},
+    {"cert", 0, CLI_VALUE, AT(pdb.cert), NULL},
+    {"key", 0, CLI_VALUE, AT(pdb.key), NULL},
+    {"cacert", 0, CLI_VALUE, AT(pdb.cacert), NULL}, /* (also Puppet's setting; no effect there) */
+    {"puppetdb-timeout", 0, CLI_VALUE, AT(pdb.timeout), NULL},
+    /* PuppetDB: its node set */
+    {"nodes-query", 0, CLI_VALUE, AT(pdb.nodes_query), NULL},
+    {"include-inactive", 0, CLI_FLAG, AT(pdb.include_inactive), NULL},
+    /* the facts folders */
+    {"facts-dir", 0, CLI_VALUE, AT(facts_dir), NULL},
+    {"trusted-dir", 0, CLI_VALUE, AT(trusted_dir), NULL},
+};
+#undef AT
+enum { PDB_FIRST = 4, NODE_END = 10, NODE_SET_END = 12, FLEET_END = sizeof FACTS_OPTIONS / sizeof *FACTS_OPTIONS };
+_Static_assert(FLEET_END == 14, "the facts options' groups as the counts say");
+
+const cli_options CLI_FACTS_NODE = {FACTS_OPTIONS, NODE_END};
+const cli_options CLI_FACTS_NODE_SET = {FACTS_OPTIONS, NODE_SET_END};
+const cli_options CLI_FACTS_FLEET = {FACTS_OPTIONS, FLEET_END};
 
 bool cli_pdb_wanted(const cli_pdb_args *a)
 {
@@ -110,37 +153,20 @@ bool cli_pdb_wanted(const cli_pdb_args *a)
 
 int cli_pdb_parse_arg(cli_pdb_args *a, int argc, char **argv, int *i)
 {
-    const char *arg = argv[*i];
-    if (arg[0] != '-' || arg[1] != '-')
+    const char *name, *eq;
+    size_t nlen;
+    if (!long_option(argv[*i], &name, &nlen, &eq))
         return 0;
-    const char *name = arg + 2;
-    const char *eq = strchr(name, '=');
-    size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-    static const struct {
-        const char *name;
-        size_t off;
-    } values[] = {
-        {"puppetdb", offsetof(cli_pdb_args, puppetdb)},   {"nodes-query", offsetof(cli_pdb_args, nodes_query)},
-        {"cert", offsetof(cli_pdb_args, cert)},           {"key", offsetof(cli_pdb_args, key)},
-        {"cacert", offsetof(cli_pdb_args, cacert)},       {"puppetdb-timeout", offsetof(cli_pdb_args, timeout)},
-    };
-    for (size_t f = 0; f < sizeof values / sizeof *values; f++) {
-        if (!flag_eq(name, nlen, values[f].name))
+    for (size_t f = PDB_FIRST; f < NODE_SET_END; f++) { /* (FACTS_OPTIONS' PuppetDB options) */
+        const cli_option *o = &FACTS_OPTIONS[f];
+        if (!flag_eq(name, nlen, o->name))
             continue;
-        const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
-        if (!val) {
-            fprintf(stderr, "Error: Could not run: option '--%s' needs a value\n", values[f].name);
-            return -1;
-        }
-        *(const char **)((char *)a + values[f].off) = val;
-        return 1;
-    }
-    if (flag_eq(name, nlen, "from-puppetdb") && !eq) {
-        a->from_puppetdb = true;
-        return 1;
-    }
-    if (flag_eq(name, nlen, "include-inactive") && !eq) {
-        a->include_inactive = true;
+        size_t off = o->offset - offsetof(cli_facts_args, pdb);
+        if (o->kind == CLI_VALUE)
+            return take_value(a, off, o->name, eq, argc, argv, i);
+        if (eq)
+            return 0;
+        *(bool *)((char *)a + off) = true;
         return 1;
     }
     return 0;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cli/common.h"
 #include "hiera_fleet.h"
 
 /* ------------------------------------------------------------------ Puppet's settings for it */
@@ -43,6 +44,23 @@ typedef struct {
     const char *puppetdb, *nodes_query, *cert, *key, *cacert, *timeout;
     bool from_puppetdb, include_inactive;
 } cli_pdb_args;
+
+/* The options a command takes for its nodes' facts (cli_parse's shared options, their values in a
+ * cli_facts_args): the node and its facts (--node NAME, --facts FILE, --trusted FILE,
+ * --unsafe-fact-paths) and PuppetDB (above); the fleet's commands (set, batch) also take facts
+ * folders (--facts-dir DIR, --trusted-dir DIR). */
+typedef struct {
+    const char *node, *facts, *trusted, *facts_dir, *trusted_dir;
+    bool unsafe_fact_paths;
+    cli_pdb_args pdb;
+} cli_facts_args;
+/* keys: the node and its facts, PuppetDB's servers (not --nodes-query, --include-inactive) */
+extern const cli_options CLI_FACTS_NODE;
+/* lookup: those and PuppetDB's node set (--nodes-query, --include-inactive: lookup says why it
+ * does not take them) */
+extern const cli_options CLI_FACTS_NODE_SET;
+/* set, batch: those and the facts folders */
+extern const cli_options CLI_FACTS_FLEET;
 
 /* true when the options ask for PuppetDB */
 bool cli_pdb_wanted(const cli_pdb_args *a);

@@ -30,9 +30,9 @@
 #include <strings.h>
 
 typedef struct {
-    const char *node, *facts, *trusted, *render_as;
-    bool long_form, hierarchy, unsafe_fact_paths;
-    cli_pdb_args pdb; /* --node's facts from PuppetDB */
+    const char *render_as;
+    bool long_form, hierarchy;
+    cli_facts_args f; /* (--node's facts from PuppetDB) */
 } keys_args;
 
 #define COMPILE_WHY "it evaluates the environment's manifests (site.pp and what they include) to set top-scope " \
@@ -49,16 +49,6 @@ static const cli_option KEYS_OPTIONS[] = {
     {"long", 'l', CLI_FLAG, offsetof(keys_args, long_form), NULL},
     {"verbose", 'v', CLI_FLAG, offsetof(keys_args, long_form), NULL},
     {"hierarchy", 0, CLI_FLAG, offsetof(keys_args, hierarchy), NULL},
-    {"trusted", 0, CLI_VALUE, offsetof(keys_args, trusted), NULL},
-    {"node", 0, CLI_VALUE, offsetof(keys_args, node), NULL},
-    {"facts", 0, CLI_VALUE, offsetof(keys_args, facts), NULL},
-    {"unsafe-fact-paths", 0, CLI_FLAG, offsetof(keys_args, unsafe_fact_paths), NULL},
-    {"puppetdb", 0, CLI_VALUE, offsetof(keys_args, pdb.puppetdb), NULL},
-    {"from-puppetdb", 0, CLI_FLAG, offsetof(keys_args, pdb.from_puppetdb), NULL},
-    {"cert", 0, CLI_VALUE, offsetof(keys_args, pdb.cert), NULL},
-    {"key", 0, CLI_VALUE, offsetof(keys_args, pdb.key), NULL},
-    {"cacert", 0, CLI_VALUE, offsetof(keys_args, pdb.cacert), NULL},
-    {"puppetdb-timeout", 0, CLI_VALUE, offsetof(keys_args, pdb.timeout), NULL},
 };
 
 static const char *KEYS_USAGE =
@@ -308,7 +298,8 @@ int keys_main(int argc, char **argv)
     key_entry *entries = NULL;
     size_t nentries = 0;
 
-    if (cli_parse("hiera keys", argc, argv, KEYS_OPTIONS, sizeof KEYS_OPTIONS / sizeof *KEYS_OPTIONS, &a, KEYS_USAGE, &p))
+    if (cli_parse("hiera keys", argc, argv, KEYS_OPTIONS, sizeof KEYS_OPTIONS / sizeof *KEYS_OPTIONS,
+                  &CLI_FACTS_NODE, offsetof(keys_args, f), &a, KEYS_USAGE, &p))
         goto out;
     if (cli_refuse_settings("hiera keys", &p))
         goto out;
@@ -335,14 +326,14 @@ int keys_main(int argc, char **argv)
         goto out;
     }
     /* the node's facts, exactly as hiera lookup gathers them */
-    int gathered = cli_node_facts(settings, env, a.node, a.facts, &a.pdb, NULL, &nf);
+    int gathered = cli_node_facts(settings, env, a.f.node, a.f.facts, &a.f.pdb, NULL, &nf);
     if (gathered)
         goto out;
-    if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
+    if (a.f.trusted && !(trusted = cli_load_trusted(a.f.trusted)))
         goto out;
     cache = cli_cache();
     hiera_options o = {.size = sizeof o, .node = nf.node, .facts = nf.given, .cache = cache,
-                       .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
+                       .unsafe_fact_paths = a.f.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
                        .trusted = trusted, .base_facts = nf.base, .settings = settings, .env = env};
     h = hiera_new(&o, &err);
     if (!h) {

@@ -15,10 +15,10 @@
 #define RUN_HELP "Run 'puppet lookup --help' for more details"
 
 typedef struct {
-    const char *node, *facts, *trusted, *merge, *prefix, *default_value, *type, *render_as;
-    bool unsafe_fact_paths, sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
+    const char *merge, *prefix, *default_value, *type, *render_as;
+    bool sort_merged_arrays, merge_hash_arrays, explain, explain_options, provenance;
     bool verbose;
-    cli_pdb_args pdb; /* --node's facts from PuppetDB */
+    cli_facts_args f; /* (--node's facts from PuppetDB) */
 } lookup_args;
 
 #define COMPILE_WHY "it evaluates the environment's manifests (site.pp and what they include) to set top-scope " \
@@ -42,20 +42,8 @@ static const cli_option LOOKUP_OPTIONS[] = {
     {"explain", 0, CLI_FLAG, offsetof(lookup_args, explain), NULL},
     {"explain-options", 0, CLI_FLAG, offsetof(lookup_args, explain_options), NULL},
     {"default", 0, CLI_VALUE, offsetof(lookup_args, default_value), NULL},
-    {"trusted", 0, CLI_VALUE, offsetof(lookup_args, trusted), NULL}, /* puppet lookup's takes no file */
-    {"node", 0, CLI_VALUE, offsetof(lookup_args, node), NULL},
-    {"facts", 0, CLI_VALUE, offsetof(lookup_args, facts), NULL},
     /* hiera's */
     {"provenance", 0, CLI_FLAG, offsetof(lookup_args, provenance), NULL},
-    {"unsafe-fact-paths", 0, CLI_FLAG, offsetof(lookup_args, unsafe_fact_paths), NULL},
-    {"puppetdb", 0, CLI_VALUE, offsetof(lookup_args, pdb.puppetdb), NULL},
-    {"from-puppetdb", 0, CLI_FLAG, offsetof(lookup_args, pdb.from_puppetdb), NULL},
-    {"nodes-query", 0, CLI_VALUE, offsetof(lookup_args, pdb.nodes_query), NULL},
-    {"include-inactive", 0, CLI_FLAG, offsetof(lookup_args, pdb.include_inactive), NULL},
-    {"cert", 0, CLI_VALUE, offsetof(lookup_args, pdb.cert), NULL},
-    {"key", 0, CLI_VALUE, offsetof(lookup_args, pdb.key), NULL},
-    {"cacert", 0, CLI_VALUE, offsetof(lookup_args, pdb.cacert), NULL}, /* (also Puppet's setting; no effect there) */
-    {"puppetdb-timeout", 0, CLI_VALUE, offsetof(lookup_args, pdb.timeout), NULL},
 };
 
 static const char *LOOKUP_USAGE =
@@ -138,7 +126,8 @@ int lookup_main(int argc, char **argv)
     const char **keys = NULL;
     size_t nkeys = 0;
 
-    if (cli_parse("hiera lookup", argc, argv, LOOKUP_OPTIONS, sizeof LOOKUP_OPTIONS / sizeof *LOOKUP_OPTIONS, &a, LOOKUP_USAGE, &p))
+    if (cli_parse("hiera lookup", argc, argv, LOOKUP_OPTIONS, sizeof LOOKUP_OPTIONS / sizeof *LOOKUP_OPTIONS,
+                  &CLI_FACTS_NODE_SET, offsetof(lookup_args, f), &a, LOOKUP_USAGE, &p))
         goto out;
     if (cli_refuse_settings("hiera lookup", &p))
         goto out;
@@ -200,16 +189,16 @@ int lookup_main(int argc, char **argv)
      * facts terminus (and cache) decide, PuppetDB when Puppet would ask it */
     cache = cli_cache(); /* (the --facts file is read through its disk cache too) */
     int gathered;
-    if (a.pdb.nodes_query || a.pdb.include_inactive) {
+    if (a.f.pdb.nodes_query || a.f.pdb.include_inactive) {
         fail("%s", "--nodes-query and --include-inactive choose the nodes of hiera batch and hiera serve; "
                    "hiera lookup looks up --node");
         gathered = 1;
     } else {
-        gathered = cli_node_facts(settings, env, a.node, a.facts, &a.pdb, cache, &nf);
+        gathered = cli_node_facts(settings, env, a.f.node, a.f.facts, &a.f.pdb, cache, &nf);
     }
     if (gathered)
         goto out;
-    if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
+    if (a.f.trusted && !(trusted = cli_load_trusted(a.f.trusted)))
         goto out;
     /* the node's scope: Puppet runs the environment's config_version first */
     if (!hiera_environment_run_config_version(env, NULL, &err)) {
@@ -217,7 +206,7 @@ int lookup_main(int argc, char **argv)
         goto out;
     }
     hiera_options o = {.size = sizeof o, .node = nf.node, .facts = nf.given, .cache = cache,
-                       .unsafe_fact_paths = a.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
+                       .unsafe_fact_paths = a.f.unsafe_fact_paths, .diagnostics = cli_print_diagnostic,
                        .trusted = trusted, .base_facts = nf.base, .settings = settings, .env = env};
     h = hiera_new(&o, &err);
     if (!h) {

@@ -27,9 +27,9 @@
 #include "cli/facts_opts.h"
 
 typedef struct {
-    const char *file, *level, *module, *node, *facts, *trusted, *format, *facts_dir, *trusted_dir;
-    bool json, encrypt, dry_run, check, unsafe_fact_paths;
-    cli_pdb_args pdb;
+    const char *file, *level, *module, *format;
+    bool json, encrypt, dry_run, check;
+    cli_facts_args f;
 } set_args;
 
 static const cli_option SET_OPTIONS[] = {
@@ -38,25 +38,11 @@ static const cli_option SET_OPTIONS[] = {
     {"file", 'f', CLI_VALUE, offsetof(set_args, file), NULL},
     {"level", 'l', CLI_VALUE, offsetof(set_args, level), NULL},
     {"module", 'm', CLI_VALUE, offsetof(set_args, module), NULL},
-    {"node", 0, CLI_VALUE, offsetof(set_args, node), NULL},
-    {"facts", 0, CLI_VALUE, offsetof(set_args, facts), NULL},
-    {"trusted", 0, CLI_VALUE, offsetof(set_args, trusted), NULL},
     {"json", 0, CLI_FLAG, offsetof(set_args, json), NULL},
     {"encrypt", 0, CLI_FLAG, offsetof(set_args, encrypt), NULL},
     {"dry-run", 'n', CLI_FLAG, offsetof(set_args, dry_run), NULL},
     {"check", 0, CLI_FLAG, offsetof(set_args, check), NULL},
     {"format", 0, CLI_VALUE, offsetof(set_args, format), NULL},
-    {"facts-dir", 0, CLI_VALUE, offsetof(set_args, facts_dir), NULL},
-    {"trusted-dir", 0, CLI_VALUE, offsetof(set_args, trusted_dir), NULL},
-    {"unsafe-fact-paths", 0, CLI_FLAG, offsetof(set_args, unsafe_fact_paths), NULL},
-    {"puppetdb", 0, CLI_VALUE, offsetof(set_args, pdb.puppetdb), NULL},
-    {"from-puppetdb", 0, CLI_FLAG, offsetof(set_args, pdb.from_puppetdb), NULL},
-    {"nodes-query", 0, CLI_VALUE, offsetof(set_args, pdb.nodes_query), NULL},
-    {"include-inactive", 0, CLI_FLAG, offsetof(set_args, pdb.include_inactive), NULL},
-    {"cert", 0, CLI_VALUE, offsetof(set_args, pdb.cert), NULL},
-    {"key", 0, CLI_VALUE, offsetof(set_args, pdb.key), NULL},
-    {"cacert", 0, CLI_VALUE, offsetof(set_args, pdb.cacert), NULL},
-    {"puppetdb-timeout", 0, CLI_VALUE, offsetof(set_args, pdb.timeout), NULL},
 };
 
 static const char *SET_USAGE =
@@ -185,22 +171,22 @@ static const char **fleet_args(const set_args *a, const cli_parsed *p, size_t *n
     *n = 0;
     if (!v)
         return NULL;
-    if (a->facts_dir) {
+    if (a->f.facts_dir) {
         v[(*n)++] = "--facts-dir";
-        v[(*n)++] = owned[0] = absolute(a->facts_dir);
-    } else if (cli_pdb_wanted(&a->pdb)) {
-        if (a->pdb.from_puppetdb)
+        v[(*n)++] = owned[0] = absolute(a->f.facts_dir);
+    } else if (cli_pdb_wanted(&a->f.pdb)) {
+        if (a->f.pdb.from_puppetdb)
             v[(*n)++] = "--from-puppetdb";
         const struct {
             const char *flag, *value;
-        } pv[] = {{"--puppetdb", a->pdb.puppetdb}, {"--nodes-query", a->pdb.nodes_query}, {"--cert", a->pdb.cert},
-                  {"--key", a->pdb.key},           {"--cacert", a->pdb.cacert},           {"--puppetdb-timeout", a->pdb.timeout}};
+        } pv[] = {{"--puppetdb", a->f.pdb.puppetdb}, {"--nodes-query", a->f.pdb.nodes_query}, {"--cert", a->f.pdb.cert},
+                  {"--key", a->f.pdb.key},           {"--cacert", a->f.pdb.cacert},           {"--puppetdb-timeout", a->f.pdb.timeout}};
         for (size_t i = 0; i < sizeof pv / sizeof *pv; i++)
             if (pv[i].value) {
                 v[(*n)++] = pv[i].flag;
                 v[(*n)++] = pv[i].value;
             }
-        if (a->pdb.include_inactive)
+        if (a->f.pdb.include_inactive)
             v[(*n)++] = "--include-inactive";
         /* Puppet's settings its client reads */
         static const char *const pdb_settings[] = {"certname", "ssldir", "hostcert", "hostprivkey", "localcacert",
@@ -213,11 +199,11 @@ static const char **fleet_args(const set_args *a, const cli_parsed *p, size_t *n
     } else {
         return v;
     }
-    if (a->trusted_dir) {
+    if (a->f.trusted_dir) {
         v[(*n)++] = "--trusted-dir";
-        v[(*n)++] = a->trusted_dir;
+        v[(*n)++] = a->f.trusted_dir;
     }
-    if (a->unsafe_fact_paths)
+    if (a->f.unsafe_fact_paths)
         v[(*n)++] = "--unsafe-fact-paths";
     return v;
 }
@@ -245,7 +231,8 @@ int set_main(int argc, char **argv, bool unset)
     const char *error_text = NULL;
     char *error_owned = NULL;
 
-    if (cli_parse(cmd, argc, argv, SET_OPTIONS, sizeof SET_OPTIONS / sizeof *SET_OPTIONS, &a, SET_USAGE, &p)) {
+    if (cli_parse(cmd, argc, argv, SET_OPTIONS, sizeof SET_OPTIONS / sizeof *SET_OPTIONS,
+                  &CLI_FACTS_FLEET, offsetof(set_args, f), &a, SET_USAGE, &p)) {
         cli_parsed_free(&p);
         return 2;
     }
@@ -274,7 +261,7 @@ int set_main(int argc, char **argv, bool unset)
         fprintf(stderr, "Error: %s: --encrypt takes the value as plain text: not with --json\n", cmd);
         goto out;
     }
-    if (a.facts_dir && cli_pdb_wanted(&a.pdb)) {
+    if (a.f.facts_dir && cli_pdb_wanted(&a.f.pdb)) {
         fprintf(stderr, "Error: %s: give the fleet as --facts-dir or PuppetDB, not both\n", cmd);
         goto out;
     }
@@ -288,16 +275,16 @@ int set_main(int argc, char **argv, bool unset)
         goto out;
 
     /* the node (only to resolve a level's path: its facts as hiera lookup takes them) */
-    if (a.node || a.facts) {
+    if (a.f.node || a.f.facts) {
         cli_pdb_args none = {0};
-        if (cli_node_facts(settings, env, a.node, a.facts, a.node ? &a.pdb : &none, NULL, &nf))
+        if (cli_node_facts(settings, env, a.f.node, a.f.facts, a.f.node ? &a.f.pdb : &none, NULL, &nf))
             goto out;
     }
-    if (a.trusted && !(trusted = cli_load_trusted(a.trusted)))
+    if (a.f.trusted && !(trusted = cli_load_trusted(a.f.trusted)))
         goto out;
     cache = cli_cache();
     hiera_options o = {.size = sizeof o, .node = nf.node, .facts = nf.given, .base_facts = nf.base, .cache = cache,
-                       .trusted = trusted, .unsafe_fact_paths = a.unsafe_fact_paths,
+                       .trusted = trusted, .unsafe_fact_paths = a.f.unsafe_fact_paths,
                        .diagnostics = cli_print_diagnostic, .settings = settings, .env = env};
     h = hiera_new(&o, &err);
     if (!h) {
@@ -309,13 +296,13 @@ int set_main(int argc, char **argv, bool unset)
     if (a.level) {
         target = hiera_edit_target(h, a.module, a.level, &err);
         if (!target) {
-            bool hint = !nf.node && !a.facts && err.message && strstr(err.message, "variable");
+            bool hint = !nf.node && !a.f.facts && err.message && strstr(err.message, "variable");
             fprintf(stderr, "Error: %s: %s%s%s%s\n", cmd, err.file ? err.file : "", err.file ? ": " : "",
                     err.message ? err.message : "", hint ? " (give the node whose file it is: --node NAME)" : "");
             rc = 1;
             goto out;
         }
-        if (bool_of(target, "node_variables") && !nf.node && !a.facts) {
+        if (bool_of(target, "node_variables") && !nf.node && !a.f.facts) {
             fprintf(stderr, "Error: %s: level '%s' names its file with variables (%s): give the node (--node NAME) whose "
                             "file it is\n", cmd, a.level, str_of(target, "template"));
             rc = 1;

@@ -393,17 +393,6 @@ static hiera_value *local_facts(const facts_settings *fs, const char *vardir, ch
 
 /* ------------------------------------------------------------------ gathering */
 
-/* the caller's options in this version's layout (fields past its size are zero) */
-static hiera_node_facts_options node_facts_options(const hiera_node_facts_options *given)
-{
-    hiera_node_facts_options o;
-    memset(&o, 0, sizeof o);
-    if (given)
-        memcpy(&o, given, given->size && given->size < sizeof o ? given->size : sizeof o);
-    o.size = sizeof o;
-    return o;
-}
-
 typedef struct {
     hiera_diagnostic_fn fn;
     void *data;
@@ -428,10 +417,7 @@ typedef struct {
 static bool plan_prepare(const hiera_node_facts_options *o, facts_plan *p, herr *err)
 {
     memset(p, 0, sizeof *p);
-    p->pdb = (hiera_puppetdb_options)HIERA_PUPPETDB_OPTIONS_INIT;
-    if (o->puppetdb) /* (the caller's struct in this version's layout) */
-        memcpy(&p->pdb, o->puppetdb,
-               o->puppetdb->size && o->puppetdb->size < sizeof p->pdb ? o->puppetdb->size : sizeof p->pdb);
+    options_take(&p->pdb, sizeof p->pdb, o->puppetdb); /* (the caller's struct in this version's layout) */
     /* PuppetDB's warnings: to its options' callback, else to the call's */
     p->dt = (diag_to){p->pdb.diagnostics ? p->pdb.diagnostics : o->diagnostics,
                       p->pdb.diagnostics ? p->pdb.diagnostics_data : o->diagnostics_data};
@@ -542,7 +528,8 @@ out:
 
 hiera_status hiera_node_facts_find(const hiera_node_facts_options *given, hiera_node_facts *out, hiera_error *err)
 {
-    hiera_node_facts_options o = node_facts_options(given);
+    hiera_node_facts_options o;
+    options_take(&o, sizeof o, given);
     memset(out, 0, sizeof *out);
     herr e = {0};
     hiera_status st = gather(&o, out, &e);

@@ -184,17 +184,6 @@ void pdb_setup_free(pdb_setup *s)
 
 /* ------------------------------------------------------------------ PuppetDB handles */
 
-/* the caller's options in this version's layout (fields past its size are zero) */
-static hiera_puppetdb_options pdb_options(const hiera_puppetdb_options *given)
-{
-    hiera_puppetdb_options o;
-    memset(&o, 0, sizeof o);
-    if (given)
-        memcpy(&o, given, given->size && given->size < sizeof o ? given->size : sizeof o);
-    o.size = sizeof o;
-    return o;
-}
-
 struct hiera_puppetdb {
     pdb *db;
     hiera_diagnostic_fn diag;
@@ -236,7 +225,8 @@ static bool pdb_handle_open(hiera_puppetdb *h, const hiera_puppetdb_options *o, 
 
 hiera_puppetdb *hiera_puppetdb_open(const hiera_puppetdb_options *given, hiera_error *err)
 {
-    hiera_puppetdb_options o = pdb_options(given);
+    hiera_puppetdb_options o; /* (the caller's struct in this version's layout) */
+    options_take(&o, sizeof o, given);
     hiera_puppetdb *h = xcalloc(1, sizeof *h);
     herr e = {0};
     if (!pdb_handle_open(h, &o, &e)) {
@@ -367,7 +357,8 @@ hiera_facts_source *hiera_facts_source_dir(const char *dir, hiera_error *err)
 
 hiera_facts_source *hiera_facts_source_puppetdb(const hiera_puppetdb_options *given, hiera_error *err)
 {
-    hiera_puppetdb_options o = pdb_options(given);
+    hiera_puppetdb_options o; /* (the caller's struct in this version's layout) */
+    options_take(&o, sizeof o, given);
     hiera_facts_source *s = xcalloc(1, sizeof *s);
     herr e = {0};
     if (!pdb_handle_open(&s->pdb, &o, &e)) {
