@@ -412,20 +412,20 @@ static bool holds(char op, int arg, int err, const char *path, const uint64_t id
     return memcmp(now, id, sizeof now) == 0;
 }
 
-/* The same observation made in this run already (the journal is on, and the call was made a
- * moment ago): 1 when it saw what was recorded, 0 when it did not, -1 when this run has not made
- * it (the call must be made). */
-static int seen_now(char op, int arg, int err, const char *path, const uint64_t id[8], const char *text, size_t tlen)
+/* The record's observation number i made in this run already, as this run's observation i (the
+ * journal is on, and the call was made a moment ago; a record made by the same code starts with
+ * the same calls in the same order: main.c's search of PATH): 1 when it saw what was recorded, 0
+ * when it did not, -1 when this run's observation i is another (the call must be made). */
+static int seen_now(size_t i, char op, int arg, int err, const char *path, const uint64_t id[8], const char *text,
+                    size_t tlen)
 {
     if (!atomic_load_explicit(&active, memory_order_relaxed))
         return -1;
     int verdict = -1;
     pthread_mutex_lock(&lock);
-    if (nslots) {
-        for (size_t s = (size_t)obs_hash(op, arg, path) & (nslots - 1); slots[s]; s = (s + 1) & (nslots - 1)) {
-            const obs *o = &list[slots[s] - 1];
-            if (o->op != op || o->arg != arg || strcmp(o->path, path) != 0)
-                continue;
+    if (i < n) {
+        const obs *o = &list[i];
+        if (o->op == op && o->arg == arg && !strcmp(o->path, path)) {
             if (o->err != err)
                 verdict = 0;
             else if (err)
@@ -436,7 +436,6 @@ static int seen_now(char op, int arg, int err, const char *path, const uint64_t 
                 verdict = (o->text ? strlen(o->text) : 0) == tlen && (!tlen || memcmp(o->text, text, tlen) == 0);
             else
                 verdict = 1;
-            break;
         }
     }
     pthread_mutex_unlock(&lock);
@@ -466,7 +465,7 @@ bool fsj_check(byte_reader *r)
             if (!br_u32(r, &tlen) || !br_bytes(r, tlen, &text))
                 return false;
         }
-        int now = seen_now((char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen);
+        int now = seen_now(i, (char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen);
         if (now == 0 || (now < 0 && !holds((char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen)))
             return false;
     }
