@@ -58,15 +58,15 @@ static void identity(uint64_t id[8], const struct stat *st)
     id[7] = (uint64_t)st->st_ctim.tv_nsec;
 }
 
-static uint64_t obs_hash(char op, int arg, const char *path)
+/* the path's hash (hash_bytes, eight bytes at a time) with the call mixed in */
+static uint64_t path_hash(const char *path) { return hash_bytes(path, strlen(path)); }
+
+static uint64_t call_hash(uint64_t ph, char op, int arg)
 {
-    uint64_t h = 1469598103934665603ULL;
-    h = (h ^ (unsigned char)op) * 1099511628211ULL;
-    h = (h ^ (unsigned)arg) * 1099511628211ULL;
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-        h = (h ^ *p) * 1099511628211ULL;
-    return h;
+    return hash_mix(ph ^ ((uint64_t)(unsigned char)op << 32 | (uint32_t)arg));
 }
+
+static uint64_t obs_hash(const obs *o) { return call_hash(path_hash(o->path), o->op, o->arg); }
 
 static void rehash(void)
 {
@@ -74,7 +74,7 @@ static void rehash(void)
     nslots = nslots ? nslots * 2 : 64;
     slots = xcalloc(nslots, sizeof *slots);
     for (size_t i = 0; i < n; i++) {
-        size_t s = (size_t)obs_hash(list[i].op, list[i].arg, list[i].path) & (nslots - 1);
+        size_t s = (size_t)obs_hash(&list[i]) & (nslots - 1);
         while (slots[s])
             s = (s + 1) & (nslots - 1);
         slots[s] = i + 1;
@@ -91,7 +91,8 @@ static void note(char op, int arg, const char *path, int err, const struct stat 
     if (atomic_load_explicit(&active, memory_order_relaxed)) {
         if ((n + 1) * 2 > nslots)
             rehash();
-        size_t s = (size_t)obs_hash(op, arg, path) & (nslots - 1);
+        uint64_t ph = path_hash(path);
+        size_t s = (size_t)call_hash(ph, op, arg) & (nslots - 1);
         bool seen = false;
         for (; slots[s]; s = (s + 1) & (nslots - 1)) {
             const obs *o = &list[slots[s] - 1];
@@ -102,7 +103,7 @@ static void note(char op, int arg, const char *path, int err, const struct stat 
         }
         if (!seen && op == 'O' && !err) {
             /* opened after a stat() that saw the same file: the stat checks both */
-            size_t t = (size_t)obs_hash('S', 0, path) & (nslots - 1);
+            size_t t = (size_t)call_hash(ph, 'S', 0) & (nslots - 1);
             uint64_t id[8];
             identity(id, st);
             for (; slots[t]; t = (t + 1) & (nslots - 1)) {
