@@ -61,8 +61,9 @@ const char *fsj_end(void);
  * times as they are), with *why saying so. */
 bool fsj_serialise(sbuf *out, const char **why);
 /* Whether every observation of the record r is at (fsj_serialise's bytes) still holds (each
- * call made again); r is left after the record. False on the first that does not, or when the
- * record is malformed. */
+ * call made again; while the journal is on, one that this run made already, moments before, is
+ * compared with what it saw instead); r is left after the record. False on the first that does
+ * not, or when the record is malformed. */
 bool fsj_check(byte_reader *r);
 
 #endif

@@ -32,16 +32,21 @@ hiera_cache *cli_cache(void)
 #define FREE_AT_EXIT 1
 #endif
 #endif
+#if !defined(FREE_AT_EXIT) && defined(HIERA_FREE_ON_EXIT)
+#define FREE_AT_EXIT 1
+#endif
 #ifndef FREE_AT_EXIT
 #define FREE_AT_EXIT 0
 #endif
+
+bool cli_free_at_exit(void) { return FREE_AT_EXIT || getenv("HIERA_FREE_AT_EXIT"); }
 
 /* kept reachable so that leak checkers see it as such */
 hiera_cache *hiera_kept_cache; /* external: never optimised away */
 
 void cli_cache_release(hiera_cache *c)
 {
-    if (FREE_AT_EXIT || getenv("HIERA_FREE_AT_EXIT")) {
+    if (cli_free_at_exit()) {
         hiera_cache_free(c);
         return;
     }

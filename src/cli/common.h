@@ -11,6 +11,9 @@ hiera_cache *cli_cache(void);
  * to reclaim (tearing a large tree down costs more than the lookup), unless HIERA_FREE_AT_EXIT is
  * set or the build runs under a sanitizer. */
 void cli_cache_release(hiera_cache *c);
+/* Whether a one-shot command frees what it made before it returns (HIERA_FREE_AT_EXIT set, a
+ * build with HIERA_FREE_ON_EXIT or under a sanitizer); otherwise the process exit reclaims it. */
+bool cli_free_at_exit(void);
 /* The commands' diagnostics callback (hiera_options.diagnostics): "Warning: <message>" on stderr,
  * as Puppet prints its warnings. */
 void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata);

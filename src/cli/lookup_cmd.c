@@ -110,6 +110,17 @@ static void print_rendered(const char *text)
         fputc('\n', stdout);
 }
 
+/* what a lookup leaves to the process exit (cli_free_at_exit): external, never optimised away */
+struct lookup_kept {
+    hiera *h;
+    hiera_result *result;
+    hiera_environment *env;
+    hiera_settings *settings;
+    hiera_value *values[4];
+    hiera_node_facts nf;
+    cli_parsed p;
+} lookup_kept;
+
 int lookup_main(int argc, char **argv)
 {
     lookup_args a = {0};
@@ -288,6 +299,16 @@ int lookup_main(int argc, char **argv)
         fprintf(stderr, "Error: %s\n", err.message);
     }
 out:
+    if (!cli_free_at_exit()) {
+        /* the process ends now and its memory with it: the context, its layers and values are
+         * not torn down one by one (some 70,000 instructions, 4% of a one-shot lookup); kept
+         * reachable for leak checkers */
+        lookup_kept = (struct lookup_kept){h, result, env, settings, {value, trusted, merge, dflt}, nf, p};
+        cli_cache_release(cache);
+        hiera_error_clear(&err);
+        fflush(stdout);
+        return rc;
+    }
     hiera_result_free(result);
     hiera_value_decref(value);
     hiera_value_decref(trusted);

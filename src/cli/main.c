@@ -20,6 +20,7 @@
 #include "cli/serve_cmd.h"
 #include "cli/set_cmd.h"
 
+#include "base/fsjournal.h"
 #include "hiera.h"
 
 #include <stdbool.h>
@@ -140,17 +141,37 @@ static void oneshot_heap(void)
 #endif
 }
 
+/* Whether the command line is one result_cache_run answers (`hiera lookup`, Hiera 3's command
+ * line): the dispatch below. */
+static bool result_cached(int argc, char **argv)
+{
+    static const char *const own[] = {"batch", "keys", "check", "diff", "serve", "set", "unset", "lsp", "eyaml"};
+    if (argc < 2)
+        return true;
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (!strcmp(argv[1], own[i]))
+            return false;
+    return !(!strcmp(argv[1], "version") && (argc == 2 || (argc == 3 && !strcmp(argv[2], "--help"))));
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && (!strcmp(argv[1], "batch") || !strcmp(argv[1], "serve") || !strcmp(argv[1], "check") ||
                       !strcmp(argv[1], "diff")))
         long_run_allocator(argv);
+    /* a call the result cache may answer is recorded from here: the search of PATH for Puppet
+     * that follows is then made once, not again under the journal (result_cache.h) */
+    bool journal = result_cached(argc, argv) && result_cache_wanted();
+    if (journal)
+        fsj_begin();
     if (!(argc >= 2 && !strcmp(argv[1], "diff"))) {
         hiera_puppet_version v = cli_choose_puppet_version(&argc, argv);
         if (!v)
             return argc >= 2 && !strcmp(argv[1], "check") ? 2 : 1;
         hiera_thread_puppet_version(v); /* (the messages of what is read and written outside a context) */
     }
+    if (journal && !result_cached(argc, argv)) /* (--puppet-version came first) */
+        (void)fsj_end();
     bool oneshot = !(argc >= 2 && (!strcmp(argv[1], "batch") || !strcmp(argv[1], "serve") || !strcmp(argv[1], "check") ||
                                    !strcmp(argv[1], "diff") || !strcmp(argv[1], "keys") || !strcmp(argv[1], "lsp")));
     if (oneshot)

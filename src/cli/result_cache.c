@@ -204,17 +204,34 @@ static FILE *tee_open(tee_stream *t)
     return f;
 }
 
-int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
+bool result_cache_wanted(void)
 {
     const char *dir = getenv("HIERA_CACHE_DIR"), *onoff = getenv("HIERA_RESULT_CACHE");
-    if ((dir && !strcmp(dir, "off")) || (onoff && !strcmp(onoff, "off")) || isatty(STDOUT_FILENO))
-        return cmd(argc - skip, argv + skip);
-    char *folder = diskcache_folder(dir);
+    return !(dir && !strcmp(dir, "off")) && !(onoff && !strcmp(onoff, "off")) && !isatty(STDOUT_FILENO);
+}
+
+/* The command run without the cache (the journal main.c may have begun stopped: nothing keeps it). */
+static int uncached(int argc, char **argv, int skip, result_cache_cmd cmd)
+{
+    if (fsj_active())
+        (void)fsj_end();
+    return cmd(argc - skip, argv + skip);
+}
+
+int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
+{
+    if (!result_cache_wanted())
+        return uncached(argc, argv, skip, cmd);
+    /* main.c began the journal before it searched PATH for Puppet (result_cache_wanted): what it
+     * observed is recorded, and a kept answer's record is checked against it without making
+     * those calls again */
+    bool begun = fsj_active();
+    char *folder = diskcache_folder(getenv("HIERA_CACHE_DIR"));
     sbuf key = {0};
     if (!folder || !call_key(argc, argv, &key)) {
         free(folder);
         sb_free(&key);
-        return cmd(argc - skip, argv + skip);
+        return uncached(argc, argv, skip, cmd);
     }
     char name[20];
     entry_name(&key, name);
@@ -235,15 +252,15 @@ int result_cache_run(int argc, char **argv, int skip, result_cache_cmd cmd)
             fclose(out);
         free(folder);
         sb_free(&key);
-        return cmd(argc - skip, argv + skip);
+        return uncached(argc, argv, skip, cmd);
     }
     stdout = out;
     stderr = err;
-    fsj_begin();
-    {
-        /* which Puppet is installed was found before the journal began (main.c): found again
-         * under it, so that the files and variables that decided (PATH's puppet, its version.rb)
-         * are checked when the answer is given again */
+    if (!begun) {
+        fsj_begin();
+        /* which Puppet is installed was found before the journal began: found again under it,
+         * so that the files and variables that decided (PATH's puppet, its version.rb) are
+         * checked when the answer is given again */
         char *w = NULL;
         (void)hiera_puppet_version_find(&w);
         free(w);

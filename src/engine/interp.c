@@ -75,7 +75,7 @@ static hv *integer_segment(const char *s, size_t n)
         sb_addc(&b, '-');
     sb_addn(&b, d, dn);
     hv *r;
-    if (dn == 19 && strcmp(d, neg ? "9223372036854775808" : "9223372036854775807") <= 0)
+    if (dn == 19 && memcmp(d, neg ? "9223372036854775808" : "9223372036854775807", 19) <= 0) /* (d is not a C string) */
         r = hv_int(strtoll(sb_str(&b), NULL, 10));
     else
         r = hv_bigint(b.s, b.len);
@@ -85,13 +85,29 @@ static hv *integer_segment(const char *s, size_t n)
 
 hv *split_key(const char *key, size_t len)
 {
-    bool special = false;
-    for (size_t i = 0; i < len; i++)
-        if (key[i] == '\'' || key[i] == '"' || key[i] == '.')
+    bool special = false, plain = len > 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = key[i];
+        if (c == '\'' || c == '"' || c == '.')
             special = true;
+        /* plain: dotted segments, none empty, without quotes, blanks or NULs */
+        if (c == '\'' || c == '"' || is_space(c) || c == 0 || (c == '.' && (i == 0 || i + 1 == len || key[i + 1] == '.')))
+            plain = false;
+    }
     hv *out = hv_array();
     if (!special) {
         hv_array_push(out, hv_strn(key, len));
+        return out;
+    }
+    if (plain) {
+        /* what the split below makes of such a key: each segment as it is, or its integer */
+        for (size_t start = 0; start < len;) {
+            const char *dot = memchr(key + start, '.', len - start);
+            size_t end = dot ? (size_t)(dot - key) : len;
+            hv *v = integer_segment(key + start, end - start);
+            hv_array_push(out, v ? v : hv_strn(key + start, end - start));
+            start = end + 1;
+        }
         return out;
     }
     /* String#split with a capturing regexp: pieces between matches and the matches themselves */

@@ -208,6 +208,9 @@ struct hiera_settings {
     cli_value cli[NDEFS];
     ini_file conf;
     bool have_conf;
+    /* each setting's line in puppet.conf as lookup_raw takes it: [server]'s, else [master]'s, else
+     * [main]'s (the first of its name in the section), or NULL (index_conf) */
+    const ini_setting *conf_at[NDEFS];
     char *conf_path;
     diag_sink sink; /* the caller's diagnostics (hiera_settings_options.diagnostics): */
     hiera_diagnostic_fn user_diag;
@@ -824,15 +827,9 @@ static int lookup_raw(chain *ch, int idx, rawval *out, serr *err)
             return 0;
         to_default = true;
     }
-    if (!to_default && s->have_conf) {
-        static const char *const sections[] = {"server", "master", "main"};
-        for (size_t i = 0; i < 3; i++) {
-            const ini_setting *st = ini_setting_get(ini_section_get(&s->conf, sections[i]), d->name);
-            if (st) {
-                *out = rv_ini(st->kind, st->value);
-                return 0;
-            }
-        }
+    if (!to_default && s->conf_at[idx]) {
+        *out = rv_ini(s->conf_at[idx]->kind, s->conf_at[idx]->value);
+        return 0;
     }
     if (!to_default && (flags & DEF_APP_DEFAULT)) {
         char *owned = NULL;
@@ -1594,6 +1591,19 @@ static int read_file_text(const char *path, char **text, size_t *len, herr *err)
     return 0;
 }
 
+static void index_conf(hiera_settings *s)
+{
+    static const char *const sections[] = {"main", "master", "server"}; /* the last found wins */
+    for (size_t k = 0; k < 3; k++) {
+        const ini_section *sec = ini_section_get(&s->conf, sections[k]);
+        for (size_t i = sec ? sec->n : 0; i-- > 0;) { /* backwards: the first of a name wins */
+            int idx = def_index(sec->settings[i].name);
+            if (idx >= 0)
+                s->conf_at[idx] = &sec->settings[i];
+        }
+    }
+}
+
 hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_error *err)
 {
     /* the caller's struct in this version's layout: fields past its size are zero */
@@ -1674,6 +1684,7 @@ hiera_settings *hiera_settings_load(const hiera_settings_options *given, hiera_e
             herr pe = {0};
             if (ini_parse(text, len, path, allowed, &s->conf, &pe) == 0) {
                 s->have_conf = true;
+                index_conf(s);
             } else {
                 /* Puppet prints the error and goes on without the file */
                 char *m = pe.line ? xasprintf("Could not parse %s: %s (file: %s, line: %d)", path, pe.msg, pe.file, pe.line)
@@ -2162,15 +2173,7 @@ static bool default_is_constant(int idx, int vi)
 static bool constant_default(const chain *ch, int idx)
 {
     const hiera_settings *s = ch->s;
-    if (s->cli[idx].set || !default_is_constant(idx, s->vi))
-        return false;
-    if (s->have_conf) {
-        static const char *const sections[] = {"server", "master", "main"};
-        for (size_t i = 0; i < 3; i++)
-            if (ini_setting_get(ini_section_get(&s->conf, sections[i]), DEFS[idx].name))
-                return false;
-    }
-    return true;
+    return !s->cli[idx].set && default_is_constant(idx, s->vi) && !s->conf_at[idx];
 }
 
 bool settings_constant_defaults_convert(const char **failed)

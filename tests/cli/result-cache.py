@@ -310,6 +310,39 @@ def main():
         check("another binary: not from the entry", by_copy.trace != "hit", by_copy.trace)
         settle()
 
+        # the search of PATH for Puppet (made once, before the command, under the journal): a
+        # puppet installed in a folder of PATH before the one that held it is seen
+        early = os.path.join(work, "bin-early")
+        os.mkdir(early)
+        os.utime(early, (1, 1))
+        penv = {"PATH": early + os.pathsep + os.environ.get("PATH", "")}
+        for what, pcmd in (("lookup", lookup_cmd(hiera, root, "netonly")),
+                           ("hiera 3", [hiera, "-c", f"{root}/hiera3.yaml", "-y", f"{root}/facts.yaml", "netonly"])):
+            first = run(pcmd, cache, env=penv)
+            second = run(pcmd, cache, env=penv)
+            check(f"PATH search, {what}: kept, then from the entry", first.trace in ("kept", "hit") and
+                  second.trace == "hit", f"{first.trace!r} {second.trace!r}")
+            if shutil.which("strace") and subprocess.run(["strace", "-o", "/dev/null", "true"],
+                                                         capture_output=True).returncode == 0:
+                log = os.path.join(work, "path-strace.log")
+                s = run(["strace", "-f", "-o", log, "-e", "trace=%file"] + pcmd, cache, env=penv)
+                with open(log) as f:
+                    asked = sum(1 for line in f if f'"{early}/puppet"' in line)
+                check(f"PATH search, {what}: a kept answer searches PATH once", s.trace == "hit" and asked == 1,
+                      f"{s.trace!r}, {asked} calls on {early}/puppet")
+        fake = os.path.join(early, "puppet")
+        write(fake, "#!/bin/sh\nexit 0\n")
+        os.chmod(fake, 0o755)
+        for what, pcmd in (("lookup", lookup_cmd(hiera, root, "netonly")),
+                           ("hiera 3", [hiera, "-c", f"{root}/hiera3.yaml", "-y", f"{root}/facts.yaml", "netonly"])):
+            after = run(pcmd, cache, env=penv)
+            ref = run(pcmd, cache, env=penv, off=True)
+            check(f"PATH search, {what}: a puppet installed earlier on PATH: not from the entry",
+                  after.trace != "hit", after.trace)
+            check(f"PATH search, {what}: its answer", after.answer() == ref.answer(), f"{after.answer()!r} {ref.answer()!r}")
+        os.unlink(fake)
+        settle()
+
         # never kept
         eyaml_dir = os.path.join(work, "keys")
         subprocess.run([hiera, "eyaml", "createkeys", f"--pkcs7-private-key={eyaml_dir}/private_key.pkcs7.pem",

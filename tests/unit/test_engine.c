@@ -50,6 +50,7 @@ static void test_split_key(void **state)
         {" a . b ", "[\"a\",\"b\"]"},
         {"mod::key.x", "[\"mod::key\",\"x\"]"},
         {"a.12345678901234567890", "[\"a\",12345678901234567890]"},
+        {"a.9223372036854775807.b", "[\"a\",9223372036854775807,\"b\"]"},
         {"a..b", NULL},
         {"a.", NULL},
         {".a", NULL},
@@ -68,6 +69,33 @@ static void test_split_key(void **state)
         assert_non_null(segs);
         assert_value_json(segs, rows[i][1]);
         hv_decref(segs);
+    }
+    /* a key of plain dotted segments (split directly) is split as the same key with blanks
+     * around its segments (which takes the token scan) */
+    static const char *plain[] = {"a.b", "a.00.x", "a.-0", "a.1-2", "a.+", "a.-", "a.:", "a.::x", "x.+007.y",
+                                  "a.9223372036854775807", "a.-9223372036854775808", "a.9223372036854775808",
+                                  "a.-00000000000000000000000000012", "a.%{x}", "a.b:c.d/e", "1.2.3", "a.\x01",
+                                  "a.9223372036854775807.b", "a.-9223372036854775808.b", "9223372036854775807.x"};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
+        sbuf spaced = {0};
+        sb_addc(&spaced, ' ');
+        for (const char *c = plain[i]; *c; c++)
+            sb_adds(&spaced, *c == '.' ? " \t. " : (char[]){*c, 0});
+        sb_addc(&spaced, ' ');
+        hv *direct = split_key(plain[i], strlen(plain[i]));
+        hv *scanned = split_key(spaced.s, spaced.len);
+        assert_non_null(direct);
+        assert_non_null(scanned);
+        char *want = hjson_debug(scanned), *got = hjson_debug(direct);
+        bool same = hv_eql(direct, scanned) && !strcmp(want, got);
+        if (!same)
+            print_error("'%s': %s, the token scan %s\n", plain[i], got, want);
+        free(want);
+        free(got);
+        assert_true(same);
+        hv_decref(direct);
+        hv_decref(scanned);
+        sb_free(&spaced);
     }
 }
 

@@ -184,11 +184,54 @@ static void test_malformed(void **state)
     free(file);
 }
 
+/* While the journal is on, an observation this run made already is compared with what it saw
+ * then (moments before), not made again: what was seen decides, both ways. */
+static void test_checked_against_this_run(void **state)
+{
+    (void)state;
+    char *file = path_of("seen-now.yaml"), *other = path_of("other.yaml");
+    struct stat st;
+    fsj_begin();
+    assert_int_not_equal(fs_stat(file, &st), 0);
+    assert_int_not_equal(fs_stat(other, &st), 0);
+    size_t len;
+    const char *why;
+    char *rec = record(&len, &why); /* both missing */
+    assert_non_null(rec);
+
+    fsj_begin();
+    assert_int_not_equal(fs_stat(file, &st), 0); /* this run saw it missing... */
+    FILE *f = fopen(file, "w");                   /* ...and it appears after */
+    fclose(f);
+    assert_true(holds(rec, len)); /* what this run saw (missing) is the record's */
+    f = fopen(other, "w");        /* not seen by this run: the call is made */
+    fclose(f);
+    assert_false(holds(rec, len));
+    unlink(other);
+    assert_true(holds(rec, len));
+    assert_null(fsj_end());
+    assert_false(holds(rec, len)); /* the journal stopped: every call made again */
+
+    unlink(file);
+    fsj_begin();
+    f = fopen(file, "w");
+    fclose(f);
+    assert_int_equal(fs_stat(file, &st), 0); /* this run saw it there */
+    unlink(file);
+    assert_false(holds(rec, len)); /* though it is missing again, as the record says */
+    assert_null(fsj_end());
+    assert_true(holds(rec, len));
+    free(rec);
+    free(file);
+    free(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_things_appear), cmocka_unit_test(test_fresh_files_not_trusted),
         cmocka_unit_test(test_links), cmocka_unit_test(test_taint), cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_checked_against_this_run),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
