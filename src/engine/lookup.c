@@ -517,10 +517,10 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
             }
         }
         if (!answered && ms_is_first(ms) && !merge) {
-            int ff = first_found_plain(&I, &v);
-            if (ff >= 0) {
+            int ff = first_found_plain(&I, k.text, &v, err);
+            if (ff != -1) {
                 answered = true;
-                r = ff ? LR_FOUND : LR_NOT_FOUND;
+                r = ff == 1 ? LR_FOUND : ff == 0 ? LR_NOT_FOUND : LR_ERROR;
             }
         }
         if (!answered) {

@@ -1189,12 +1189,18 @@ static int layer_first_hit(inv *I, const layer *l, key_hit **hit)
     return 0;
 }
 
-int first_found_plain(inv *I, hv **out)
+int first_found_plain(inv *I, const char *key, hv **out, herr *err)
 {
     hiera_ctx *h = I->h;
     if (!cache_is_frozen(h->cache) || h->ex || h->prov || h->global_only || !h->global || !h->env_init ||
-        herr_isset(&h->env_provider_err) || h->nstack)
+        herr_isset(&h->env_provider_err))
         return -1;
+    /* a nested lookup (an interpolation's): what check_enter would refuse, the walk refuses */
+    if (h->nested_lookups + 3 > MAX_NESTED_LOOKUPS || h->nstack + 1 >= MAX_STACK)
+        return -1;
+    for (size_t i = 0; i < h->nstack; i++)
+        if (strcmp(h->stack[i], key) == 0)
+            return -1;
     const layer *ml = NULL;
     if (I->module_name) {
         const recent_name *known = recent_get(h->mod_recent, I->module_name, I->module_stable ? I->module_name : NULL);
@@ -1203,17 +1209,43 @@ int first_found_plain(inv *I, hv **out)
         ml = known->obj;
     }
     const layer *ls[3] = {h->global, h->env, ml};
+    size_t entered = 0; /* (the layers whose guard the walk passes: check_enter counts each) */
     for (size_t i = 0; i < 3; i++) {
         key_hit *hit = NULL;
         int r = layer_first_hit(I, ls[i], &hit);
         if (r < 0)
             return -1;
+        entered += ls[i] != NULL;
         if (r == 0)
             continue;
-        if (hit->flags != 0)
-            return -1; /* (to interpolate, not a valid value, or not yet known: the walk tells) */
-        *out = hv_incref(hit->value);
-        return 1;
+        if (hit->flags == 0) {
+            h->nested_lookups += entered;
+            *out = hv_incref(hit->value);
+            return 1;
+        }
+        /* a value to interpolate, as data_value does it, under the layer's guard; not in the
+         * global layer (lookup_global rewraps its errors), not an invalid value, not a value
+         * whose flags are not known yet: the walk tells */
+        memo *m = cache_work_memo(h->cache);
+        if (i == 0 || hit->flags != KEY_INTERP || !m)
+            return -1;
+        h->nested_lookups += entered - 1;
+        if (!check_enter(I, key, err))
+            return -2;
+        h->walk_interps++;
+        hv *res = NULL;
+        lr ir = interpolate_remembered(I, m, hit->value, &hit->deps, &hit->odds, &res, err);
+        h->global_only = false; /* (as layer_key_lookup restores it: false, tested above) */
+        check_leave(I, err);
+        if (ir == LR_FOUND) {
+            *out = res;
+            return 1;
+        }
+        hv_decref(res);
+        /* (interpolation answers found or an error: scope misses are undef, nested lookups '';
+         * were it not found, the walk would go on to the next file: the walk tells) */
+        return ir == LR_NOT_FOUND ? -1 : -2;
     }
+    h->nested_lookups += entered;
     return 0;
 }
