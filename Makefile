@@ -190,6 +190,7 @@ check: all test-deps
 	@python3 tests/batch/check.py --hiera $(B)/hiera
 	@python3 tests/facts/check.py --hiera $(B)/hiera
 	@python3 tests/batch/memo-compare.py --hiera $(B)/hiera
+	@python3 tests/batch/answer-memo.py --hiera $(B)/hiera
 	@python3 tests/keys/check.py --hiera $(B)/hiera
 	@python3 tests/cli/check.py --hiera $(B)/hiera
 	@python3 tests/cli/result-cache.py --hiera $(B)/hiera

@@ -237,6 +237,8 @@ typedef struct {
     const hv *segments;
     size_t root_len;
     uint64_t root_code;
+    /* answers remembered (lookup.c): lookups that looked for one, and found one */
+    uint32_t ans_tries, ans_found;
 } recent_key;
 /* The slot of key (len bytes, code its hash_bytes) or NULL (BORROWED; valid until the next
  * cache_recent_add). */

@@ -176,6 +176,9 @@ struct hiera_ctx {
     char **stack;
     size_t nstack, capstack;
     size_t nested_lookups;  /* guarded entries since the top-level lookup began (check_enter) */
+    /* values the walk interpolated (lookup_walk.c data_value): a remembered answer (lookup.c)
+     * is only kept for a walk that interpolated none */
+    uint64_t walk_interps;
     /* the merge strategies last found in the cache for a merge value (frozen cache only) */
     struct {
         const hv *merge;

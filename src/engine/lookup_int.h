@@ -118,6 +118,12 @@ lr lookup_global(inv *I, const char *key, const char *root_key, const merge_stra
 lr lookup_in_environment(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err);
 lr lookup_in_module(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err);
 lr provider_stack(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err);
+bool answer_signature(inv *I, unsigned char *buf, size_t *at, size_t cap);
+/* provider_stack for a first-found lookup of key told from the layers' plans alone (a frozen
+ * cache, every layer set up and planned, a key the recursion guard lets in): 1 with *out the
+ * value of the first file holding the key (interpolated when it must be, outside the global
+ * layer), 0 when no file holds it, -2 with err for an error, -1 when the walk must tell. */
+int first_found_plain(inv *I, const char *key, hv **out, herr *err);
 
 static inline bool check_enter(inv *I, const char *name, herr *err)
 {

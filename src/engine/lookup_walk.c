@@ -261,6 +261,7 @@ static inline const key_index *entry_kx(entry_arg *a)
 static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
 {
     if (a->p->lvl->fkind == FN_LOOKUP_KEY) {
+        a->I->h->walk_interps++; /* (a function's answer: never remembered by answer_signature) */
         lr r = lookup_key_value(a, loc, out, err);
         if (r == LR_FOUND && a->I->h->prov)
             *out = trace(a, loc, *out);
@@ -325,6 +326,7 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
         res = hv_incref(value); /* nothing to interpolate: the value as it is (stable when its
                                  * file is in a frozen cache's key index) */
     } else {
+        h->walk_interps++;
         lr r = m ? interpolate_remembered(a->I, m, value, hit ? &hit->deps : NULL, hit ? &hit->odds : NULL, &res, err)
                  : interpolate(a->I, value, true, &res, err);
         if (r != LR_FOUND)
@@ -1046,4 +1048,204 @@ lr provider_stack(inv *I, const char *key, const char *root_key, const merge_str
     }
     stack_arg a = {I, key, root_key, ms};
     return strategy_lookup(I->h, ms, 3, stack_variant, &a, out, err);
+}
+
+/* ---- what a lookup's walk depends on (lookup.c: answers remembered) ---- */
+
+/* The probes of a direct plan whose files hold the key of kx, in the walk's order, into ks (at
+ * most max); the count, or -1 when the plan is not direct or more probes hold it. From the key's
+ * bitmap when it has one, else from its few files' numbers. */
+static int plan_hits(const probe_plan *pl, const key_index *kx, uint8_t *ks, int max)
+{
+    if (!pl->direct)
+        return -1;
+    int nh = 0;
+    for (size_t i = 0; i < pl->nwords; i++) {
+        const struct plan_word *pw = &pl->words[i];
+        uint64_t m = 0;
+        if (kx->bits) {
+            if (pw->word < kx->nwords)
+                m = kx->bits[pw->word] & pw->bits;
+        } else {
+            for (uint32_t j = 0; j < kx->n; j++)
+                if (kx->kids[j] / 64 == pw->word)
+                    m |= 1ull << (kx->kids[j] % 64);
+            m &= pw->bits;
+        }
+        for (; m; m &= m - 1) {
+            if (nh == max)
+                return -1;
+            uint8_t k = pw->at[__builtin_ctzll(m)];
+            int at = nh++;
+            while (at && ks[at - 1] > k) {
+                ks[at] = ks[at - 1];
+                at--;
+            }
+            ks[at] = k;
+        }
+    }
+    return nh;
+}
+
+/* Appends to buf (at most cap bytes from *at) the probes of l's plan whose files hold I's root
+ * key, in the walk's order, as (file number, provider index) pairs after the tag byte; l NULL: no
+ * layer. false when the layer cannot be told this way: not set up yet (its configuration, its
+ * hierarchy, its plan: the walk makes them), a version 3 configuration, no room. */
+static bool layer_signature(inv *I, const layer *l, char tag, unsigned char *buf, size_t *at, size_t cap)
+{
+    size_t pos = *at;
+    if (pos >= cap)
+        return false;
+    buf[pos++] = (unsigned char)tag;
+    if (l) {
+        if (!l->cfg || l->cfg->version != 5 || !l->expanded || herr_isset(&l->cfg->lazy_err))
+            return false;
+        if (l->nprovs) {
+            const probe_plan *pl = &l->plan;
+            if (pl->state <= 0 || pl->provs != l->provs || pl->nprovs != l->nprovs)
+                return false;
+            const key_index *kx = kx_current(I->h->cache, I->root_key, I->root_len, I->root_code, &I->kx_gen, &I->kx);
+            uint8_t ks[WALK_HITS];
+            int nh = kx ? plan_hits(pl, kx, ks, WALK_HITS) : 0;
+            if (nh >= 0) {
+                if (pos + 8 * (size_t)nh > cap)
+                    return false;
+                for (int i = 0; i < nh; i++) {
+                    memcpy(buf + pos, &pl->probes[ks[i]].kid, 4);
+                    memcpy(buf + pos + 4, &pl->probes[ks[i]].prov, 4);
+                    pos += 8;
+                }
+            } else if (kx && (!kx->bits || plan_meets(pl, kx->bits, kx->nwords))) {
+                for (size_t k = 0; k < pl->nprobes; k++) {
+                    if (!key_index_has(kx, pl->probes[k].kid))
+                        continue;
+                    if (pos + 8 > cap)
+                        return false;
+                    memcpy(buf + pos, &pl->probes[k].kid, 4);
+                    memcpy(buf + pos + 4, &pl->probes[k].prov, 4);
+                    pos += 8;
+                }
+            }
+        }
+    }
+    *at = pos;
+    return true;
+}
+
+/* The signature of what provider_stack's answer for I's key depends on, when it can be told
+ * (appended to buf from *at; false otherwise): with a frozen cache, once the three layers are set
+ * up and planned, the walk reads only the files of the probes holding the key, in order, grouped
+ * by provider and layer; their values, when none is interpolated, and the merge strategy (the
+ * caller's part of the signature) make the answer. */
+bool answer_signature(inv *I, unsigned char *buf, size_t *at, size_t cap)
+{
+    hiera_ctx *h = I->h;
+    if (!cache_is_frozen(h->cache) || h->ex || h->prov || h->global_only || !h->global || !h->env_init ||
+        herr_isset(&h->env_provider_err))
+        return false;
+    if (!layer_signature(I, h->global, 'g', buf, at, cap) || !layer_signature(I, h->env, 'e', buf, at, cap))
+        return false;
+    const layer *ml = NULL;
+    if (I->module_name) {
+        const recent_name *known = recent_get(h->mod_recent, I->module_name, I->module_stable ? I->module_name : NULL);
+        if (!known)
+            return false;
+        ml = known->obj;
+    }
+    return layer_signature(I, ml, 'm', buf, at, cap);
+}
+
+/* The first value of a layer's walk for I's key, the layer planned (layer_signature's terms):
+ * 1 with *hit the key's entry in the first file holding it, 0 when none of the layer's files
+ * holds it, -1 when the layer cannot be told this way. */
+static int layer_first_hit(inv *I, const layer *l, key_hit **hit)
+{
+    if (!l)
+        return 0;
+    if (!l->cfg || l->cfg->version != 5 || !l->expanded || herr_isset(&l->cfg->lazy_err))
+        return -1;
+    if (!l->nprovs)
+        return 0;
+    const probe_plan *pl = &l->plan;
+    if (pl->state <= 0 || pl->provs != l->provs || pl->nprovs != l->nprovs)
+        return -1;
+    const key_index *kx = kx_current(I->h->cache, I->root_key, I->root_len, I->root_code, &I->kx_gen, &I->kx);
+    if (!kx)
+        return 0;
+    uint8_t ks[WALK_HITS];
+    int nh = plan_hits(pl, kx, ks, WALK_HITS);
+    if (nh == 0)
+        return 0;
+    if (nh > 0) {
+        *hit = key_index_find(kx, pl->probes[ks[0]].kid);
+        return *hit ? 1 : -1;
+    }
+    for (size_t k = 0; k < pl->nprobes; k++) {
+        if (!key_index_has(kx, pl->probes[k].kid))
+            continue;
+        *hit = key_index_find(kx, pl->probes[k].kid);
+        return *hit ? 1 : -1;
+    }
+    return 0;
+}
+
+int first_found_plain(inv *I, const char *key, hv **out, herr *err)
+{
+    hiera_ctx *h = I->h;
+    if (!cache_is_frozen(h->cache) || h->ex || h->prov || h->global_only || !h->global || !h->env_init ||
+        herr_isset(&h->env_provider_err))
+        return -1;
+    /* a nested lookup (an interpolation's): what check_enter would refuse, the walk refuses */
+    if (h->nested_lookups + 3 > MAX_NESTED_LOOKUPS || h->nstack + 1 >= MAX_STACK)
+        return -1;
+    for (size_t i = 0; i < h->nstack; i++)
+        if (strcmp(h->stack[i], key) == 0)
+            return -1;
+    const layer *ml = NULL;
+    if (I->module_name) {
+        const recent_name *known = recent_get(h->mod_recent, I->module_name, I->module_stable ? I->module_name : NULL);
+        if (!known)
+            return -1;
+        ml = known->obj;
+    }
+    const layer *ls[3] = {h->global, h->env, ml};
+    size_t entered = 0; /* (the layers whose guard the walk passes: check_enter counts each) */
+    for (size_t i = 0; i < 3; i++) {
+        key_hit *hit = NULL;
+        int r = layer_first_hit(I, ls[i], &hit);
+        if (r < 0)
+            return -1;
+        entered += ls[i] != NULL;
+        if (r == 0)
+            continue;
+        if (hit->flags == 0) {
+            h->nested_lookups += entered;
+            *out = hv_incref(hit->value);
+            return 1;
+        }
+        /* a value to interpolate, as data_value does it, under the layer's guard; not in the
+         * global layer (lookup_global rewraps its errors), not an invalid value, not a value
+         * whose flags are not known yet: the walk tells */
+        memo *m = cache_work_memo(h->cache);
+        if (i == 0 || hit->flags != KEY_INTERP || !m)
+            return -1;
+        h->nested_lookups += entered - 1;
+        if (!check_enter(I, key, err))
+            return -2;
+        h->walk_interps++;
+        hv *res = NULL;
+        lr ir = interpolate_remembered(I, m, hit->value, &hit->deps, &hit->odds, &res, err);
+        h->global_only = false; /* (as layer_key_lookup restores it: false, tested above) */
+        check_leave(I, err);
+        if (ir == LR_FOUND) {
+            *out = res;
+            return 1;
+        }
+        hv_decref(res);
+        /* (interpolation answers found or an error: scope misses are undef, nested lookups '';
+         * were it not found, the walk would go on to the next file: the walk tells) */
+        return ir == LR_NOT_FOUND ? -1 : -2;
+    }
+    h->nested_lookups += entered;
+    return 0;
 }

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Checks the answers `hiera batch` shares between nodes (src/engine/lookup.c: a merged key's answer
+remembered under the files its walk reads, lookup_walk.c answer_signature; a first-found value
+told from the layers' plans, first_found_plain).
+
+A hand-made tree whose nodes share some levels' facts and differ elsewhere, each kind of node
+given four times (a signature is remembered the second time it is made and found from the third
+node on):
+- the same role, a different datacenter: one datacenter's file holds the merged keys, the
+  other's does not;
+- the same files holding a key, but a node file (holding nothing else of the key) whose
+  lookup_options make one key first-found and another a hash merge instead of a deep one: other
+  options, another answer;
+- the same two files reached by two levels in the opposite order (a conflicting scalar in a
+  deep merge: the order decides);
+- one file reached by two levels (with the other level's file for the other nodes);
+- a merged value that interpolates a fact (never shared: each datacenter's own answer), a
+  first-found value that interpolates, an alias, nested lookups, a key that looks itself up (the
+  recursion guard's error), a module's keys.
+One `hiera batch` over every node must print, node by node, what one `hiera batch` per node
+prints (nothing to share), and the answers named below.
+
+usage: tests/batch/answer-memo.py --hiera build/hiera
+Prints "N passed, N failed"; exit status 1 when anything failed. Needs no Puppet.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ENV_HIERA = """version: 5
+defaults:
+  datadir: data
+  data_hash: yaml_data
+hierarchy:
+  - name: node
+    path: "nodes/%{trusted.certname}.yaml"
+  - name: first of two
+    path: "x/%{facts.p}.yaml"
+  - name: second of two
+    path: "x/%{facts.q}.yaml"
+  - name: role
+    path: "role/%{facts.role}.yaml"
+  - name: datacenter
+    path: "dc/%{facts.dc}.yaml"
+  - name: common
+    path: common.yaml
+"""
+
+MOD_HIERA = """version: 5
+defaults:
+  datadir: data
+  data_hash: yaml_data
+hierarchy:
+  - name: role
+    path: "role/%{facts.role}.yaml"
+  - name: common
+    path: common.yaml
+"""
+
+FILES = {
+    "hiera.yaml": "version: 5\nhierarchy:\n  - name: global\n    path: global.yaml\n",
+    "data/global.yaml": "g::unused: 1\n",
+    "environments/production/hiera.yaml": ENV_HIERA,
+    "environments/production/data/common.yaml": """lookup_options:
+  m::list:
+    merge: unique
+  m::hash:
+    merge: hash
+  m::deep:
+    merge: deep
+m::list: [common]
+m::hash:
+  where: "%{facts.dc}"
+  fixed: common
+m::deep:
+  conf:
+    level: common
+    only_common: true
+m::first: "first-%{facts.dc}"
+m::plain: common-plain
+m::alias: "%{alias('m::list')}"
+m::nested: "n-%{lookup('m::first')}-%{lookup('m::plain')}"
+m::self: "%{lookup('m::self')}"
+""",
+    "environments/production/data/role/web.yaml": """m::list: [web]
+m::plain: web-plain
+m::deep:
+  conf:
+    web: true
+""",
+    "environments/production/data/role/db.yaml": "m::first: db-first\n",
+    "environments/production/data/dc/a.yaml": "unrelated: 1\n",
+    "environments/production/data/dc/b.yaml": "m::list: [dc-b]\nm::hash:\n  dcb: yes\n",
+    "environments/production/data/x/left.yaml": "m::deep:\n  conf:\n    level: left\n    left: 1\n",
+    "environments/production/data/x/right.yaml": "m::deep:\n  conf:\n    level: right\n    right: 1\n",
+    "environments/production/data/x/mid.yaml": "m::list: [mid]\n",
+    "environments/production/modules/mod/hiera.yaml": MOD_HIERA,
+    "environments/production/modules/mod/data/common.yaml": """lookup_options:
+  mod::list:
+    merge: unique
+mod::list: [mod-common]
+mod::str: mod-plain
+""",
+    "environments/production/modules/mod/data/role/web.yaml": "mod::list: [mod-web]\n",
+}
+
+# kinds of node: facts, and the node file's text (None: no node file)
+KINDS = {
+    "weba": ({"role": "web", "dc": "a", "p": "left", "q": "right"}, None),
+    "webb": ({"role": "web", "dc": "b", "p": "left", "q": "right"}, None),
+    "webfirst": ({"role": "web", "dc": "a", "p": "left", "q": "right"},
+                 "lookup_options:\n  m::list:\n    merge: first\n  m::deep:\n    merge: hash\n"),
+    "rev": ({"role": "web", "dc": "a", "p": "right", "q": "left"}, None),
+    "twice": ({"role": "db", "dc": "b", "p": "mid", "q": "mid"}, None),
+    "once": ({"role": "db", "dc": "b", "p": "mid", "q": "none"}, None),
+    "db": ({"role": "db", "dc": "a", "p": "none", "q": "none"}, None),
+}
+KEYS = ["m::list", "m::hash", "m::deep", "m::first", "m::plain", "mod::list", "mod::str", "m::missing", "m::alias",
+        "m::nested", "m::self"]
+
+# what some nodes must answer (kind -> key -> value; None: not found)
+WANT = {
+    "weba": {"m::list": ["web", "common"], "m::plain": "web-plain", "m::first": "first-a",
+             "m::deep": {"conf": {"level": "left", "left": 1, "right": 1, "web": True, "only_common": True}},
+             "m::hash": {"where": "a", "fixed": "common"}, "mod::list": ["mod-web", "mod-common"],
+             "m::missing": None, "m::alias": ["web", "common"], "m::nested": "n-first-a-web-plain", "m::self": None},
+    "webb": {"m::list": ["web", "dc-b", "common"], "m::hash": {"where": "b", "fixed": "common", "dcb": True},
+             "m::first": "first-b"},
+    "webfirst": {"m::list": ["web"], "m::deep": {"conf": {"level": "left", "left": 1}}},
+    "rev": {"m::deep": {"conf": {"level": "right", "left": 1, "right": 1, "web": True, "only_common": True}},
+            "m::list": ["web", "common"]},
+    "twice": {"m::list": ["mid", "dc-b", "common"], "m::first": "db-first", "m::nested": "n-db-first-common-plain", "m::plain": "common-plain",
+              "mod::list": ["mod-common"]},
+    "once": {"m::list": ["mid", "dc-b", "common"]},
+    "db": {"m::list": ["common"], "m::deep": {"conf": {"level": "common", "only_common": True}}},
+}
+
+
+def batch(hiera, root, args, keys):
+    p = subprocess.run([hiera, "batch", "--codedir", root, "--environmentpath", root + "/environments",
+                        "--hiera_config", root + "/hiera.yaml", "--environment", "production", "--jobs", "1"]
+                       + args + keys, capture_output=True, text=True, cwd=root)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return {"<failed>": p.stderr[-400:]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hiera", required=True)
+    args = ap.parse_args()
+    hiera = os.path.abspath(args.hiera)
+    work = tempfile.mkdtemp(prefix="hiera-answer-memo-")
+    os.environ["HIERA_CACHE_DIR"] = os.path.join(work, "diskcache")  # scratch, removed with work
+    passed = failed = 0
+    try:
+        root = os.path.join(work, "tree")
+        for path, text in FILES.items():
+            full = os.path.join(root, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w") as fh:
+                fh.write(text)
+        fdir = os.path.join(work, "facts")
+        os.makedirs(fdir)
+        nodes = {}
+        for copy in range(4):
+            for kind, (facts, nodefile) in KINDS.items():
+                # (names sorted copy by copy: each kind comes back after the others)
+                name = "c%d-%s.example.com" % (copy, kind)
+                f = dict(facts, clientcert=name, fqdn=name, hostname=name.split(".")[0], domain="example.com")
+                with open(os.path.join(fdir, name + ".json"), "w") as fh:
+                    json.dump(f, fh)
+                if nodefile:
+                    nf = os.path.join(root, "environments/production/data/nodes", name + ".yaml")
+                    os.makedirs(os.path.dirname(nf), exist_ok=True)
+                    with open(nf, "w") as fh:
+                        fh.write(nodefile)
+                nodes[name] = kind
+        whole = batch(hiera, root, ["--facts-dir", fdir], KEYS)
+        if "<failed>" in whole:
+            print("FAIL batch over the fleet: %s" % whole["<failed>"])
+            failed += 1
+        for name, kind in sorted(nodes.items()):
+            one = batch(hiera, root, ["--facts", os.path.join(fdir, name + ".json"), "--node", name], KEYS)
+            got = whole.get(name, {})
+            # (m::self looks itself up: an error, the same for every node)
+            err_one = (one.get(".errors") or {}).get(name)
+            err_whole = (whole.get(".errors") or {}).get(name)
+            if "<failed>" not in one and json.dumps(one.get(name, {})) == json.dumps(got) and \
+                    err_one == err_whole and "m::self" in json.dumps(err_whole):
+                passed += 1
+            else:
+                failed += 1
+                print("DIFF node %s\n  alone: %s\n  batch: %s" % (name, json.dumps(one)[:500], json.dumps(got)[:500]))
+            for key, want in WANT.get(kind, {}).items():
+                value = got.get(key)
+                if (want is None and key not in got) or (want is not None and key in got and value == want and
+                                                         json.dumps(value, sort_keys=True) == json.dumps(want, sort_keys=True)):
+                    passed += 1
+                else:
+                    failed += 1
+                    print("WRONG node %s key %s: want %s, got %s" % (name, key, json.dumps(want), json.dumps(value)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("answers shared: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
