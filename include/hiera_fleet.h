@@ -191,7 +191,8 @@ typedef struct {
  * the node, or the certname for the local machine), or HIERA_ERROR with err. err->kind is
  * HIERA_ERR_CONFIG when Puppet's own set-up refuses (it prints these without "Could not run":
  * "Could not configure routes from FILE: ...", "Could not initialize global default settings:
- * Certificate names must be lower case"), else HIERA_ERR_FATAL ("Error: Could not run: ..."). */
+ * Certificate names must be lower case"), else HIERA_ERR_FATAL ("Error: Could not run: ...").
+ * Messages are worded as the settings' Puppet (hiera_settings_puppet_version), not the thread's. */
 HIERA_API hiera_status hiera_node_facts_find(const hiera_node_facts_options *o, hiera_node_facts *out,
                                              hiera_error *err);
 

@@ -60,13 +60,19 @@ hiera_cache *hiera_cache_new(void);
 void hiera_cache_free(hiera_cache *c);
 bool hiera_cache_use_disk(hiera_cache *c, const char *dir);
 
+typedef enum { HIERA_PUPPET_AUTO = 0, HIERA_PUPPET_7 = 7, HIERA_PUPPET_8 = 8 } hiera_puppet_version;
+hiera_puppet_version hiera_puppet_version_find(char **why);
+hiera_puppet_version hiera_thread_puppet_version(hiera_puppet_version v);
+
 typedef struct hiera_settings hiera_settings;
 typedef enum { HIERA_LAYOUT_AUTO = 0, HIERA_LAYOUT_DEBIAN, HIERA_LAYOUT_PUPPETLABS } hiera_layout;
 typedef struct { const char *name; const char *value; } hiera_setting;
 typedef struct { size_t size; const hiera_setting *cli; size_t ncli; hiera_layout layout; bool no_puppet_conf;
-                 hiera_diagnostic_fn diagnostics; void *diagnostics_data; ...; } hiera_settings_options;
+                 hiera_diagnostic_fn diagnostics; void *diagnostics_data; hiera_puppet_version puppet_version;
+                 ...; } hiera_settings_options;
 hiera_settings *hiera_settings_load(const hiera_settings_options *o, hiera_error *err);
 void hiera_settings_free(hiera_settings *s);
+hiera_puppet_version hiera_settings_puppet_version(const hiera_settings *s);
 typedef struct hiera_environment hiera_environment;
 hiera_environment *hiera_environment_load(const hiera_settings *s, const char *name, hiera_error *err);
 void hiera_environment_free(hiera_environment *e);

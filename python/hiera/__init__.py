@@ -1,4 +1,4 @@
-"""hiera: Hiera 5 lookups as Puppet 7 answers them (and Hiera 3 ones), in-process, over libhiera.
+"""hiera: Hiera 5 lookups as Puppet 7 or Puppet 8 answers them (and Hiera 3 ones), in-process, over libhiera.
 
     import hiera
     h = hiera.Hiera(codedir="/etc/puppetlabs/code", environment="production")
@@ -16,6 +16,12 @@ A key not found raises hiera.NotFound (a KeyError) unless default= is given; eve
 raises hiera.Error (hiera.LookupError for what Puppet calls a lookup error) with .file, .line
 and .column when the library knows them.
 
+Which Puppet: the installed one (the puppet on PATH, its library's puppet/version.rb; the
+environment variable HIERA_PUPPET_VERSION=7|8 over it; Puppet 7 when none is installed), or
+puppet_version=7|8 of Hiera, FactsDir and PuppetDB (Hiera.puppet_version says which is in force,
+installed_puppet_version() which is installed and why). Messages follow it too (a facts file
+that does not parse is worded by Puppet 8's json 2.7 as Puppet 8).
+
 Threads: one Hiera object may be used from any number of threads at once. Each thread gets its own
 cache and contexts (the library's rule: a context belongs to one thread at a time); the settings
 and environment are read once and shared. The GIL is released during every call into the library,
@@ -31,7 +37,7 @@ from collections import OrderedDict as _OrderedDict
 from ._hiera import ffi as _ffi, lib as _lib
 
 __all__ = ["Hiera", "Hiera3", "Error", "LookupError", "NotFound", "Sensitive", "Symbol", "FactsDir", "PuppetDB",
-           "Diagnostic", "BatchNode", "version"]
+           "Diagnostic", "BatchNode", "version", "installed_puppet_version"]
 
 _log = _logging.getLogger("hiera")
 _NOT_GIVEN = object()
@@ -40,6 +46,42 @@ _NOT_GIVEN = object()
 def version():
     """The library's version."""
     return _ffi.string(_lib.hiera_version()).decode()
+
+
+def installed_puppet_version():
+    """(7 or 8, why): the Puppet answered as when none is chosen, and where that comes from
+    ("HIERA_PUPPET_VERSION=8", "the installed Puppet 8.10.0: /usr/bin/puppet, ..."). Raises
+    hiera.Error when HIERA_PUPPET_VERSION is neither 7 nor 8."""
+    why = _ffi.new("char **")
+    v = int(_lib.hiera_puppet_version_find(why))
+    text = _take_string(why[0]) if why[0] != _ffi.NULL else None
+    if not v:
+        raise Error(text or "HIERA_PUPPET_VERSION must be 7 or 8")
+    return v, text
+
+
+def _version_arg(v):
+    """puppet_version= as the library takes it (None: the installed Puppet)"""
+    if v is None:
+        return _lib.HIERA_PUPPET_AUTO
+    if v in (7, 8) or v in ("7", "8"):
+        return int(v)
+    raise ValueError("puppet_version must be 7, 8 or None (the installed Puppet)")
+
+
+class _AsPuppet:
+    """The calling thread words what the library reads outside a context (facts files) as this
+    Puppet while it lasts (hiera_thread_puppet_version)."""
+    __slots__ = ("v", "was")
+
+    def __init__(self, v):
+        self.v = v
+
+    def __enter__(self):
+        self.was = _lib.hiera_thread_puppet_version(self.v)
+
+    def __exit__(self, *a):
+        _lib.hiera_thread_puppet_version(self.was)
 
 
 # ------------------------------------------------------------------ errors
@@ -238,15 +280,16 @@ def _py_diagnostic(d, userdata):
 class _Source:
     """A facts source (a library object of one thread at a time: guarded by a lock)."""
 
-    def __init__(self, ptr, what):
+    def __init__(self, ptr, what, puppet_version=None):
         self._ptr = ptr
         self._lock = _threading.Lock()
         self.what = what
+        self._version = _version_arg(puppet_version)
 
     def nodes(self):
         """The node names, sorted."""
         err = _ffi.new("hiera_error *")
-        with self._lock:
+        with self._lock, _AsPuppet(self._version):
             p = _lib.hiera_facts_source_nodes(self._ptr, err)
         if p == _ffi.NULL:
             _raise(err)
@@ -259,10 +302,11 @@ class _Source:
         out.update(given or {})
         return out
 
-    def _get(self, node):
+    def _get(self, node, puppet_version=None):
+        """(puppet_version: the Puppet whose words the messages take, a Hiera's; None: the source's)"""
         err = _ffi.new("hiera_error *")
         nf = _ffi.new("hiera_node_facts *")
-        with self._lock:
+        with self._lock, _AsPuppet(self._version if puppet_version is None else puppet_version):
             st = _lib.hiera_facts_source_get(self._ptr, node.encode(), _ffi.NULL, nf, err)
         if st != _lib.HIERA_OK:
             if st == _lib.HIERA_NOT_FOUND:
@@ -296,23 +340,25 @@ class _Source:
 
 class FactsDir(_Source):
     """A folder of facts files, one per node (NAME.yaml, NAME.yml or NAME.json: a hash of facts or
-    a file of Puppet's YAML facts cache), as `hiera batch --facts-dir` reads it."""
+    a file of Puppet's YAML facts cache), as `hiera batch --facts-dir` reads it. puppet_version:
+    whose words its errors take when it is used alone (7, 8; None: the installed Puppet); given
+    to a Hiera, the Hiera's."""
 
-    def __init__(self, path):
+    def __init__(self, path, puppet_version=None):
         err = _ffi.new("hiera_error *")
         p = _lib.hiera_facts_source_dir(_os.fsencode(path), err)
         if p == _ffi.NULL:
             _raise(err)
-        super().__init__(p, ("dir", _os.fspath(path)))
+        super().__init__(p, ("dir", _os.fspath(path)), puppet_version)
 
 
 class PuppetDB(_Source):
     """PuppetDB's nodes and facts, as Puppet's puppetdb terminus finds them: urls (comma-separated
     or a list; None: puppetdb.conf's), TLS files, timeout (seconds), a PQL query selecting the
-    nodes, page_size (nodes whose facts one request fetches)."""
+    nodes, page_size (nodes whose facts one request fetches), puppet_version (as FactsDir's)."""
 
     def __init__(self, urls=None, conf_file=None, cert=None, key=None, cacert=None, timeout=0, query=None,
-                 include_inactive=False, page_size=0, on_diagnostic=None):
+                 include_inactive=False, page_size=0, on_diagnostic=None, puppet_version=None):
         if isinstance(urls, (list, tuple)):
             urls = ",".join(urls)
         self._keep = []
@@ -336,7 +382,7 @@ class PuppetDB(_Source):
             _raise(err)
         self._options = o
         super().__init__(p, ("puppetdb", urls, conf_file, cert, key, cacert, timeout, query, include_inactive,
-                             page_size))
+                             page_size), puppet_version)
 
 
 # ------------------------------------------------------------------ Hiera 5
@@ -411,7 +457,7 @@ def _merge_json(merge):
 
 
 class Hiera:
-    """Hiera 5 lookups as `puppet lookup` (Puppet 7) makes them.
+    """Hiera 5 lookups as `puppet lookup` (Puppet 7 or 8) makes them.
 
     codedir, confdir, environmentpath, hiera_config and environment are Puppet's settings of the
     same names (None: Puppet's defaults; puppet.conf in confdir is read as `puppet lookup` reads
@@ -420,10 +466,13 @@ class Hiera:
     on_diagnostic: a callable given each hiera.Diagnostic (default: the "hiera" logger).
     cache_dir: keep parsed data files on disk between processes ("" for the default folder,
     ~/.cache/hiera; None: in memory only).
+    puppet_version: answer as Puppet 7 (7.23) or 8 (8.10); None: the installed Puppet (see
+    installed_puppet_version()). The attribute puppet_version says which is in force.
     """
 
     def __init__(self, codedir=None, environment=None, confdir=None, environmentpath=None, hiera_config=None,
-                 settings=None, unsafe_fact_paths=False, on_diagnostic=None, cache_dir=None, max_contexts=64):
+                 settings=None, unsafe_fact_paths=False, on_diagnostic=None, cache_dir=None, max_contexts=64,
+                 puppet_version=None):
         given = [("confdir", confdir), ("codedir", codedir), ("environmentpath", environmentpath),
                  ("hiera_config", hiera_config), ("environment", environment)]
         given += list((settings or {}).items())
@@ -439,10 +488,12 @@ class Hiera:
         so.size = _ffi.sizeof("hiera_settings_options")
         so.cli, so.ncli = arr, len(given)
         so.diagnostics, so.diagnostics_data = _lib._py_diagnostic, self._sink
+        so.puppet_version = _version_arg(puppet_version)
         err = _ffi.new("hiera_error *")
         s = _lib.hiera_settings_load(so, err)
         if s == _ffi.NULL:
             _raise(err, "the settings cannot be read")
+        self.puppet_version = int(_lib.hiera_settings_puppet_version(s))
         e = _lib.hiera_environment_load(s, _ffi.NULL, err)
         if e == _ffi.NULL:
             _lib.hiera_settings_free(s)
@@ -473,7 +524,7 @@ class Hiera:
         if isinstance(facts, _Source):
             if node is None:
                 raise TypeError("a facts source needs node=")
-            base, given, _ = facts._get(node)
+            base, given, _ = facts._get(node, self.puppet_version)
             return (_to_json(base) if base is not None else None, _to_json(given) if given is not None else None,
                     ("source", id(facts), node, _to_json([base, given])))
         if isinstance(facts, dict):

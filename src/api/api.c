@@ -340,7 +340,8 @@ static const char *call_leave(const call_saved *s)
 
 hiera_puppet_version hiera_thread_puppet_version(hiera_puppet_version v)
 {
-    hiera_puppet_version chosen = v ? puppet_version_resolve(v) : HIERA_PUPPET_7;
+    /* (AUTO: the installed Puppet, as a context's AUTO is; 7 when HIERA_PUPPET_VERSION is bad) */
+    hiera_puppet_version chosen = puppet_version_resolve(v);
     return rubyver_enter(chosen == HIERA_PUPPET_8 ? RUBY_33 : RUBY_31) == RUBY_33 ? HIERA_PUPPET_8 : HIERA_PUPPET_7;
 }
 

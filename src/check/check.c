@@ -1526,6 +1526,21 @@ static char *real_path(const char *p)
     return r ? r : xstrdup(p);
 }
 
+/* Puppet's default confdir, as hiera lookup finds it without --confdir (the installed Puppet's
+ * layout: /etc/puppet or /etc/puppetlabs/puppet as root, ~/.puppet/etc or
+ * ~/.puppetlabs/etc/puppet as another user), so that its puppet.conf (strict and the like) is
+ * read as the lookups read it; fallback when the settings cannot be made. */
+static char *default_confdir(const char *fallback)
+{
+    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
+    hiera_error err = {0};
+    hiera_settings *s = hiera_settings_load(&so, &err);
+    char *v = s ? hiera_settings_get(s, "confdir", &err) : NULL;
+    hiera_settings_free(s);
+    hiera_error_clear(&err);
+    return v ? v : xstrdup(fallback);
+}
+
 /* The temporary folder of a PATH that is an environment or a module: <tmp>/<n>/code (an empty
  * code directory and confdir, so that no global layer of this machine is read) and
  * <tmp>/<n>/envs/<env> (the environment: a link to PATH, or for a module a folder whose modules/
@@ -1630,9 +1645,11 @@ static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **
             e->dir = xstrdup(d);
             e->real_dir = xstrdup(d);
             e->codedir = xstrdup(codedir);
-            e->confdir = xstrdup(o->confdir ? o->confdir : codedir);
+            e->confdir = o->confdir ? xstrdup(o->confdir) : default_confdir(codedir);
             e->envpath = xstrdup(envpath);
-            e->hiera_config = o->hiera_config ? xstrdup(o->hiera_config) : check_hiera_config(codedir, e->confdir);
+            /* (the global hiera.yaml: the code directory's, else --confdir's; never the machine's) */
+            e->hiera_config = o->hiera_config ? xstrdup(o->hiera_config)
+                                              : check_hiera_config(codedir, o->confdir ? o->confdir : codedir);
             env_common(e);
         }
         free(d);
@@ -1672,7 +1689,8 @@ static bool envs_of_path(ck_ctx *c, env_list *l, const char *path, size_t n, cha
     e->name = xstrdup(envname);
     e->dir = xstrdup(envdir);
     e->codedir = xstrdup(code);
-    e->confdir = xstrdup(c->o->confdir ? c->o->confdir : code); /* its puppet.conf: strict and the like */
+    /* its puppet.conf: strict and the like (the default confdir's without --confdir, as hiera lookup) */
+    e->confdir = c->o->confdir ? xstrdup(c->o->confdir) : default_confdir(code);
     e->envpath = xstrdup(envs);
     e->hiera_config = c->o->hiera_config ? xstrdup(c->o->hiera_config) : check_hiera_config(code, code);
     e->real_dir = xstrdup(real);

@@ -42,7 +42,8 @@ static const char *CHECK_USAGE =
     "its line, for the next one); '# hiera-check: disable-file=RULE' for the whole file.\n"
     "--puppet-version (default: the installed Puppet): the puppet8-* rules, what Puppet 8's\n"
     "defaults refuse, are errors where the lookups fail (strict = error: Puppet 8's default, or\n"
-    "the puppet.conf of --confdir), warnings as Puppet 7 or with strict = warning or off.\n"
+    "puppet.conf's: of --confdir, else of Puppet's default confdir as hiera lookup reads it),\n"
+    "warnings as Puppet 7 or with strict = warning or off.\n"
     "Exit status: 0 no error (warnings and notes allowed), 1 errors found, 2 the check could not run.\n"
     "\n"
     "%s";

@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "base/fileio.h"
 #include "base/fsjournal.h"
+#include "base/rubyver.h"
 #include "base/util.h"
 
 #include <ctype.h>
@@ -532,7 +533,10 @@ hiera_status hiera_node_facts_find(const hiera_node_facts_options *given, hiera_
     options_take(&o, sizeof o, given);
     memset(out, 0, sizeof *out);
     herr e = {0};
+    /* (the files read word their errors as the settings' Puppet, as a context's calls do) */
+    ruby_ver was = rubyver_enter(o.settings && hiera_settings_puppet_version(o.settings) == HIERA_PUPPET_8 ? RUBY_33 : RUBY_31);
     hiera_status st = gather(&o, out, &e);
+    rubyver_leave(was);
     if (st == HIERA_OK)
         return st;
     hiera_node_facts_clear(out);

@@ -18,6 +18,7 @@
 #include "base/util.h"
 #include "base/value.h"
 #include "engine/cache.h"
+#include "engine/installed.h"
 #include "facts/factsrc.h"
 #include "formats/diskcache.h"
 
@@ -161,8 +162,9 @@ struct fleet {
     pthread_cond_t turn_cv;
     size_t turn;             /* ordered: the block whose nodes go next */
     pthread_mutex_t diag_mu;
-    /* the calling thread's Ruby (which Puppet's words the messages made outside a context take:
-     * facts files read, see hiera_thread_puppet_version), set on the run's threads too */
+    /* the context's Puppet's Ruby (whose words the messages made outside a context take: facts
+     * files read, see hiera_thread_puppet_version), set on the run's threads and the caller's for
+     * the run's duration */
     ruby_ver ruby;
 };
 
@@ -956,7 +958,6 @@ hiera_status hiera_fleet_run(const hiera_fleet_options *given, hiera_fleet_stats
     if (given)
         memcpy(&f->o, given, given->size && given->size < sizeof f->o ? given->size : sizeof f->o);
     f->o.size = sizeof f->o;
-    f->ruby = rubyver();
     herr e = {0};
     hiera_status rc = HIERA_ERROR;
     if (!f->o.context) {
@@ -965,6 +966,9 @@ hiera_status hiera_fleet_run(const hiera_fleet_options *given, hiera_fleet_stats
     }
     api_copy_options(&f->ctx, f->o.context);
     f->ctx.size = sizeof f->ctx;
+    /* (the contexts' Puppet, as hiera_new finds it: the settings', else the options') */
+    f->ruby = (f->ctx.settings ? hiera_settings_puppet_version(f->ctx.settings)
+                               : puppet_version_resolve(f->ctx.puppet_version)) == HIERA_PUPPET_8 ? RUBY_33 : RUBY_31;
     if (f->ctx.diagnostics) {
         f->user_diag = f->ctx.diagnostics;
         f->user_diag_data = f->ctx.diagnostics_data;
@@ -979,7 +983,9 @@ hiera_status hiera_fleet_run(const hiera_fleet_options *given, hiera_fleet_stats
     pthread_cond_init(&f->turn_cv, NULL);
     atomic_init(&f->next_block, 0);
     atomic_init(&f->stop, false);
+    ruby_ver was = rubyver_enter(f->ruby);
     rc = run(f, stats, &e);
+    rubyver_leave(was);
     pthread_cond_destroy(&f->turn_cv);
     pthread_mutex_destroy(&f->diag_mu);
     pthread_mutex_destroy(&f->mu);

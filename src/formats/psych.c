@@ -1741,7 +1741,9 @@ static int begin_node(fstack *st, uint32_t idx, hv **out)
             return ST_ERROR;
         }
         if (!s) {
-            fail_at(c, nd->line, nd->col, "Unknown alias: %s", name);
+            /* (Psych 5: AnchorNotDefined, a BadAlias of its own words) */
+            fail_at(c, nd->line, nd->col,
+                    rubyver() == RUBY_33 ? "An alias referenced an unknown anchor: %s" : "Unknown alias: %s", name);
             return ST_ERROR;
         }
         if (!s->val) {

@@ -60,6 +60,8 @@ const char *h3_psych_class(const char *msg)
         return "Psych::AliasesNotEnabled"; /* (Psych 5, a BadAlias) */
     if (strstr(msg, "Unknown alias"))
         return "Psych::BadAlias";
+    if (strstr(msg, "An alias referenced an unknown anchor"))
+        return "Psych::AnchorNotDefined"; /* (Psych 5, a BadAlias) */
     if (strstr(msg, "stack level too deep"))
         return "SystemStackError";
     if (strstr(msg, "@ rb_sysopen") || strstr(msg, "@ io_fread")) {

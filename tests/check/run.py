@@ -298,11 +298,67 @@ def test_puppet8(hiera):
                 said = "strict = %s, %s" % (strict, "its default" if strict == ("error" if v == 8 else "warning")
                                             else "as puppet.conf sets it")
                 check(said in msgs or (v == 7 and not fails), "%s: the message names the setting (%s)" % (what, msgs))
+    # without --confdir, the puppet.conf of Puppet's default confdir (as hiera lookup reads it): a
+    # user's ~/.puppet/etc (HOME, the Debian layout) when not root, run as nobody when root (the
+    # system's /etc/puppet is never written)
+    test_default_confdir(hiera, d)
     # HIERA_PUPPET_VERSION chooses as --puppet-version does
     env = dict(os.environ, HIERA_CACHE_DIR="off", NO_COLOR="1", HIERA_PUPPET_VERSION="8")
     p = subprocess.run([hiera, "check", "--format", "json", "."], cwd=d, capture_output=True, text=True, env=env)
     check(p.returncode == 1 and '"severity": "error", "rule": "puppet8-not-a-hash"' in p.stdout,
           "puppet8: HIERA_PUPPET_VERSION=8 makes the puppet8-* findings errors")
+
+
+def test_default_confdir(hiera, d):
+    """hiera check without --confdir reads the default confdir's puppet.conf (its strict setting),
+    not only --confdir's."""
+    import shutil, tempfile
+    user = None
+    if os.getuid() == 0:
+        gid = subprocess.run(["id", "-gn", "nobody"], capture_output=True, text=True)
+        if not shutil.which("setpriv") or gid.returncode != 0:
+            print("skip: no way to run as another user; the default confdir's puppet.conf not checked")
+            return
+        user = ["setpriv", "--reuid", "nobody", "--regid", gid.stdout.strip(), "--clear-groups"]
+    with tempfile.TemporaryDirectory(prefix="hiera-check-confdir-") as tmp:
+        tree = os.path.join(tmp, "tree")
+        shutil.copytree(d, tree)
+        home = os.path.join(tmp, "home")
+        conf = os.path.join(home, ".puppet", "etc")
+        os.makedirs(conf)
+        for top, dirs, files in os.walk(tmp):
+            os.chmod(top, 0o777)
+            for f in files:
+                os.chmod(os.path.join(top, f), 0o666)
+        os.chmod(tmp, 0o777)
+        env = dict(os.environ, HIERA_CACHE_DIR="off", NO_COLOR="1", HOME=home, HIERA_PUPPET_LAYOUT="debian", TMPDIR=tmp)
+        env.pop("HIERA_PUPPET_VERSION", None)
+        if user and subprocess.run(user + [hiera, "version"], capture_output=True, env=env).returncode != 0:
+            print("skip: the hiera binary cannot be run as nobody here; the default confdir's puppet.conf not checked")
+            return
+        for v in (7, 8):
+            for strict in (None, "warning", "error"):
+                path = os.path.join(conf, "puppet.conf")
+                if strict is None:
+                    if os.path.exists(path):
+                        os.unlink(path)
+                else:
+                    with open(path, "w") as fh:
+                        fh.write("[main]\nstrict = %s\n" % strict)
+                    os.chmod(path, 0o666)
+                effective = strict or ("error" if v == 8 else "warning")
+                p = subprocess.run((user or []) + [hiera, "check", "--format", "json", "--puppet-version", str(v), "."],
+                                   cwd=tree, capture_output=True, text=True, env=env)
+                what = "default confdir's puppet.conf (strict = %s) as Puppet %d" % (strict, v)
+                try:
+                    doc = json.loads(p.stdout)
+                except ValueError:
+                    check(False, "%s: not JSON: %s" % (what, (p.stdout + p.stderr)[:300]))
+                    continue
+                sev = {f["severity"] for f in doc["findings"] if f["rule"] == "puppet8-not-a-hash"}
+                check(sev == {"error" if effective == "error" else "warning"},
+                      "%s: puppet8-not-a-hash is %s" % (what, sev))
+                check(p.returncode == (1 if effective == "error" else 0), "%s: exit status %d" % (what, p.returncode))
 
 
 def main():

@@ -250,3 +250,68 @@ def test_hiera3_as_the_command(tmp_path):
     assert h3.lookup("h", scope={"fqdn": "web"}, resolution="hash") == {"x": 1, "y": 2}
     with pytest.raises(hiera.NotFound):
         h3.lookup("nope")
+
+
+def fake_puppet(prefix, version):
+    """A puppet on PATH whose Ruby library's puppet/version.rb says version (read as text)."""
+    write(os.path.join(prefix, "bin", "puppet"), "#!/bin/sh\nexit 3\n")
+    os.chmod(os.path.join(prefix, "bin", "puppet"), 0o755)
+    write(os.path.join(prefix, "lib", "ruby", "vendor_ruby", "puppet", "version.rb"),
+          "module Puppet\n  PUPPETVERSION = '%s'.freeze\nend\n" % version)
+    return os.path.join(prefix, "bin")
+
+
+def test_puppet_version(tmp_path, monkeypatch):
+    """puppet_version=7|8 chooses; None follows the installed Puppet (a fake one on PATH), as the
+    hiera command does; the messages of facts files read (json 2.6's '859: unexpected token' as
+    Puppet 7, json 2.7's without the number as 8) follow the Hiera's Puppet, a FactsDir's own
+    when used alone, on any thread (a batch's too)."""
+    root = tmp_path / "code"
+    write(str(root / "hiera.yaml"), "version: 5\ndefaults: {datadir: data, data_hash: yaml_data}\n"
+          "hierarchy: [{name: c, path: common.yaml}]\n")
+    write(str(root / "data" / "common.yaml"), "x: 'a%{nosuch}b'\nplain: 1\n")
+    folder = tmp_path / "facts"
+    write(str(folder / "n1.json"), "{\"a\": 1,\n \"b\": }\n")
+    bad = str(folder / "n1.json")
+    kw = dict(codedir=str(root), hiera_config=str(root / "hiera.yaml"), confdir=str(tmp_path))
+
+    def json_says(text, v):
+        assert "unexpected token at" in text, text
+        return ("): 859: unexpected token" in text) == (v == 7)
+
+    monkeypatch.delenv("HIERA_PUPPET_VERSION", raising=False)
+    for installed, major in (("8.10.0", 8), ("7.23.0", 7)):
+        monkeypatch.setenv("PATH", fake_puppet(str(tmp_path / ("p" + installed)), installed) + ":" + os.environ["PATH"])
+        v, why = hiera.installed_puppet_version()
+        assert v == major and "the installed Puppet " + installed in why, why
+        for chosen in (None, 7, 8):
+            want = chosen or major
+            h = hiera.Hiera(puppet_version=chosen, **kw)
+            assert h.puppet_version == want
+            if want == 8:
+                with pytest.raises(hiera.Error, match="Undefined variable 'nosuch'"):
+                    h.lookup("x", node="n1", facts={})
+            else:
+                assert h.lookup("x", node="n1", facts={}) == "ab"
+            # a facts file named, a FactsDir given, a batch over it (on the batch's own thread)
+            with pytest.raises(hiera.Error) as e:
+                h.lookup("plain", node="n1", facts=bad)
+            assert json_says(str(e.value), want)
+            with pytest.raises(hiera.Error) as e:
+                h.lookup("plain", node="n1", facts=hiera.FactsDir(str(folder), puppet_version=15 - want))
+            assert json_says(str(e.value), want)
+            nodes = list(h.batch(None, ["plain"], facts=hiera.FactsDir(str(folder))))
+            assert len(nodes) == 1 and nodes[0].error and json_says(nodes[0].error, want), nodes
+        # a FactsDir alone: its own puppet_version, else the installed one
+        for own in (None, 7, 8):
+            with pytest.raises(hiera.Error) as e:
+                hiera.FactsDir(str(folder), puppet_version=own).facts("n1")
+            assert json_says(str(e.value), own or major)
+    monkeypatch.setenv("HIERA_PUPPET_VERSION", "8")
+    assert hiera.installed_puppet_version() == (8, "HIERA_PUPPET_VERSION=8")
+    assert hiera.Hiera(**kw).puppet_version == 8
+    monkeypatch.setenv("HIERA_PUPPET_VERSION", "6")
+    with pytest.raises(hiera.Error, match="7 or 8"):
+        hiera.installed_puppet_version()
+    with pytest.raises(ValueError):
+        hiera.Hiera(puppet_version=6, **kw)

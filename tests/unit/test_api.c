@@ -4,6 +4,7 @@
 
 #include "hiera.h"
 
+#include <ctype.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -488,6 +489,72 @@ static void test_puppet_version(void **state)
     free(saved);
 }
 
+/* A fake Puppet on PATH: DIR/bin/puppet and its library's puppet/version.rb, read as text */
+static void fake_puppet(const char *dir, const char *version)
+{
+    char rel[160];
+    snprintf(rel, sizeof rel, "%s/bin/puppet", dir);
+    write_file(rel, "#!/bin/sh\nexit 3\n");
+    char *cmd = xasprintf("%s/%s", root, rel);
+    assert_int_equal(chmod(cmd, 0755), 0);
+    free(cmd);
+    snprintf(rel, sizeof rel, "%s/lib/ruby/vendor_ruby/puppet/version.rb", dir);
+    char *text = xasprintf("module Puppet\n  PUPPETVERSION = '%s'.freeze\nend\n", version);
+    write_file(rel, text);
+    free(text);
+}
+
+/* hiera_thread_puppet_version(HIERA_PUPPET_AUTO) is the installed Puppet (as a context's AUTO),
+ * not Puppet 7 whatever is installed: the messages of calls without a context follow it */
+static void test_thread_puppet_version_auto(void **state)
+{
+    (void)state;
+    const char *was_v = getenv("HIERA_PUPPET_VERSION"), *was_path = getenv("PATH");
+    char *saved_v = was_v ? strdup(was_v) : NULL, *saved_path = was_path ? strdup(was_path) : NULL;
+    unsetenv("HIERA_PUPPET_VERSION");
+    write_file("thread/bad.json", "{\"a\": 1,\n \"b\": }\n");
+    char *bad = xasprintf("%s/thread/bad.json", root);
+    struct { const char *dir, *installed; hiera_puppet_version want; } runs[] = {
+        {"thread/p8", "8.10.0", HIERA_PUPPET_8}, {"thread/p7", "7.23.0", HIERA_PUPPET_7},
+        {"thread/p9", "9.1.0", HIERA_PUPPET_8}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        fake_puppet(runs[i].dir, runs[i].installed);
+        char *path = xasprintf("%s/%s/bin:%s", root, runs[i].dir, saved_path ? saved_path : "/usr/bin:/bin");
+        setenv("PATH", path, 1);
+        free(path);
+        assert_int_equal(hiera_puppet_version_find(NULL), runs[i].want);
+        hiera_puppet_version before = hiera_thread_puppet_version(HIERA_PUPPET_AUTO);
+        assert_int_equal(before, HIERA_PUPPET_7); /* (a thread starts as Puppet 7) */
+        hiera_error err = {0};
+        assert_null(hiera_value_load_file(bad, &err));
+        assert_non_null(err.message);
+        /* json 2.6 (Puppet 7) prefixes the parser's message with a number, json 2.7 (Puppet 8) does not */
+        const char *at = strstr(err.message, "unexpected token at");
+        assert_non_null(at);
+        bool prefixed = at >= err.message + 3 && at[-1] == ' ' && at[-2] == ':' && isdigit((unsigned char)at[-3]);
+        assert_int_equal(prefixed, runs[i].want == HIERA_PUPPET_7);
+        hiera_error_clear(&err);
+        /* the one in effect is what AUTO found; back to Puppet 7 */
+        assert_int_equal(hiera_thread_puppet_version(HIERA_PUPPET_7), runs[i].want);
+    }
+    /* HIERA_PUPPET_VERSION over the installed one */
+    setenv("HIERA_PUPPET_VERSION", "7", 1);
+    hiera_thread_puppet_version(HIERA_PUPPET_AUTO);
+    assert_int_equal(hiera_thread_puppet_version(HIERA_PUPPET_7), HIERA_PUPPET_7);
+    setenv("HIERA_PUPPET_VERSION", "8", 1);
+    hiera_thread_puppet_version(HIERA_PUPPET_AUTO);
+    assert_int_equal(hiera_thread_puppet_version(HIERA_PUPPET_7), HIERA_PUPPET_8);
+    free(bad);
+    if (saved_v)
+        setenv("HIERA_PUPPET_VERSION", saved_v, 1);
+    else
+        unsetenv("HIERA_PUPPET_VERSION");
+    if (saved_path)
+        setenv("PATH", saved_path, 1);
+    free(saved_v);
+    free(saved_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_legacy_module_providers),
         cmocka_unit_test(test_diagnostics),
         cmocka_unit_test(test_puppet_version),
+        cmocka_unit_test(test_thread_puppet_version_auto),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

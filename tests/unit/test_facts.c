@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include "hiera.h"
+#include "hiera_fleet.h"
 
 #include "api/facts.h"
 #include "formats/psych.h"
@@ -443,6 +444,45 @@ static void test_facts_check_given(void **state)
     hv_decref(list);
 }
 
+/* hiera_node_facts_find words a facts file's errors as the settings' Puppet, whatever the
+ * calling thread's is (json 2.6's "859: unexpected token" as 7, json 2.7's without the number
+ * as 8) */
+static void test_node_facts_find_version(void **state)
+{
+    (void)state;
+    char *bad = testutil_write_under(root, "nfv/bad.json", "{\"a\": 1,\n \"b\": }\n");
+    char *codedir = xasprintf("%s/nfv/code", root);
+    free(testutil_write_under(root, "nfv/code/environments/production/.keep", ""));
+    hiera_setting cli[] = {{"confdir", codedir}, {"codedir", codedir}, {"vardir", codedir}};
+    hiera_puppet_version thread_was = hiera_thread_puppet_version(HIERA_PUPPET_7);
+    for (int ver = 7; ver <= 8; ver++) {
+        for (int thread = 7; thread <= 8; thread++) {
+            hiera_thread_puppet_version((hiera_puppet_version)thread);
+            hiera_settings_options so = {.size = sizeof so, .cli = cli, .ncli = 3, .no_puppet_conf = true,
+                                         .puppet_version = (hiera_puppet_version)ver};
+            hiera_error err = {0};
+            hiera_settings *s = hiera_settings_load(&so, &err);
+            assert_non_null(s);
+            hiera_environment *env = hiera_environment_load(s, NULL, &err);
+            assert_non_null(env);
+            hiera_node_facts_options o = {.size = sizeof o, .settings = s, .env = env, .node = "n1",
+                                          .facts_file = bad};
+            hiera_node_facts out;
+            assert_int_equal(hiera_node_facts_find(&o, &out, &err), HIERA_ERROR);
+            assert_non_null(err.message);
+            assert_non_null(strstr(err.message, ver == 8 ? "): unexpected token at" : "): 859: unexpected token at"));
+            hiera_error_clear(&err);
+            /* the thread's own is as it was */
+            assert_int_equal(hiera_thread_puppet_version((hiera_puppet_version)thread), (hiera_puppet_version)thread);
+            hiera_environment_free(env);
+            hiera_settings_free(s);
+        }
+    }
+    hiera_thread_puppet_version(thread_was);
+    free(codedir);
+    free(bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -455,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_sanitize),
         cmocka_unit_test(test_trusted),
         cmocka_unit_test(test_hiera_new),
+        cmocka_unit_test(test_node_facts_find_version),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
