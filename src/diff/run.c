@@ -567,9 +567,7 @@ hiera_value *hiera_diff_run(const hiera_diff_options *given, hiera_diff_stats *s
     if (stats)
         memset(stats, 0, sizeof *stats);
     run *r = xcalloc(1, sizeof *r);
-    if (given)
-        memcpy(&r->o, given, given->size && given->size < sizeof r->o ? given->size : sizeof r->o);
-    r->o.size = sizeof r->o;
+    options_take(&r->o, sizeof r->o, given);
     herr e = {0};
     hiera_value *plan = NULL;
     if (!r->o.old_context || !r->o.new_context) {

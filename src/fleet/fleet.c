@@ -996,9 +996,7 @@ hiera_status hiera_fleet_run(const hiera_fleet_options *given, hiera_fleet_stats
     if (stats)
         memset(stats, 0, sizeof *stats);
     fleet *f = xcalloc(1, sizeof *f);
-    if (given)
-        memcpy(&f->o, given, given->size && given->size < sizeof f->o ? given->size : sizeof f->o);
-    f->o.size = sizeof f->o;
+    options_take(&f->o, sizeof f->o, given);
     f->ruby = rubyver();
     herr e = {0};
     hiera_status rc = HIERA_ERROR;
