@@ -773,9 +773,9 @@ static void explain_side(const diff_args *a, const diff_side *s, hiera_puppet_ve
     /* the node's facts as the diff run reads them: from the side's facts source, or --facts FILE
      * (--trusted FILE); --trusted-dir DIR */
     hiera_fleet_input given = {.name = node, .facts_file = a->facts, .trusted_file = a->trusted};
-    diff_facts_from from = {.name = node, .in = src ? NULL : &given, .source = src, .trusted_dir = a->trusted_dir};
-    diff_node_facts nf;
-    if (!diff_load_node_facts(&from, cache, &nf, &msg)) {
+    fleet_facts_from from = {.name = node, .in = src ? NULL : &given, .source = src, .trusted_dir = a->trusted_dir};
+    fleet_node_facts nf;
+    if (!fleet_load_node_facts(&from, cache, &nf, &msg)) {
         *o = (outcome){HIERA_ERROR, NULL, msg};
         hiera_cache_free(cache);
         return;
@@ -790,7 +790,7 @@ static void explain_side(const diff_args *a, const diff_side *s, hiera_puppet_ve
                           .remap_default_environmentpath = true, .puppet_version = version};
     hiera_error err = {0};
     hiera *h = hiera_new(&opts, &err);
-    diff_node_facts_clear(&nf);
+    fleet_node_facts_clear(&nf);
     if (!h) {
         *o = (outcome){HIERA_ERROR, NULL, normalize(s, err.message)};
         hiera_error_clear(&err);

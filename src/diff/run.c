@@ -206,15 +206,7 @@ static void trouble(run *r, size_t ni, const char *msg)
 
 /* ------------------------------------------------------------------ a node's facts */
 
-void diff_node_facts_clear(diff_node_facts *nf)
-{
-    hiera_value_decref(nf->given);
-    hiera_value_decref(nf->base);
-    hiera_value_decref(nf->trusted);
-    memset(nf, 0, sizeof *nf);
-}
-
-static bool node_facts_same(const diff_node_facts *x, const diff_node_facts *y)
+static bool node_facts_same(const fleet_node_facts *x, const fleet_node_facts *y)
 {
     bool xs = x->base != NULL, ys = y->base != NULL;
     const hiera_value *xf = xs ? x->base : x->given, *yf = ys ? y->base : y->given;
@@ -222,81 +214,9 @@ static bool node_facts_same(const diff_node_facts *x, const diff_node_facts *y)
            (x->trusted == y->trusted || (x->trusted && y->trusted && hiera_value_same(x->trusted, y->trusted)));
 }
 
-/* The node given: its facts file over its facts, its trusted file over its trusted hash; *msg on
- * failure */
-static void load_given(const hiera_fleet_input *gi, const char *name, hiera_cache *cache, diff_node_facts *nf,
-                       char **msg)
-{
-    if (gi->facts_file && !fleet_load_facts_file(cache, gi->facts_file, name, &nf->given, &nf->base, msg))
-        return;
-    if (gi->facts && !nf->given)
-        nf->given = hiera_value_incref((hiera_value *)gi->facts);
-    if (gi->base_facts && !nf->base)
-        nf->base = hiera_value_incref((hiera_value *)gi->base_facts);
-    if (gi->trusted)
-        nf->trusted = hiera_value_incref((hiera_value *)gi->trusted);
-    if (gi->trusted_file) {
-        hiera_error err = {0};
-        hiera_value_decref(nf->trusted);
-        nf->trusted = hiera_cache_load_value_file(cache, gi->trusted_file, &err);
-        if (!nf->trusted)
-            *msg = xstrdup(err.message && *err.message ? err.message : "cannot read the trusted data file");
-        hiera_error_clear(&err);
-    }
-}
-
-/* From the side's facts source: its pager's node, or the source's node by name; *msg on failure */
-static void load_sourced(const diff_facts_from *from, hiera_cache *cache, diff_node_facts *nf, char **msg)
-{
-    hiera_node_facts f;
-    hiera_status st;
-    char *why;
-    if (from->pager) {
-        herr e = {0};
-        st = facts_pager_get_with(from->pager, from->index, cache, &f, &e);
-        why = e.msg;
-        e.msg = NULL;
-        herr_clear(&e);
-    } else {
-        hiera_error err = {0};
-        st = hiera_facts_source_get(from->source, from->name, cache, &f, &err);
-        why = err.message;
-        err.message = NULL;
-        hiera_error_clear(&err);
-    }
-    if (st != HIERA_OK) {
-        *msg = why ? why : xstrdup("no facts");
-        return;
-    }
-    free(why);
-    nf->given = f.given;
-    nf->base = f.base;
-    f.given = f.base = NULL;
-    hiera_node_facts_clear(&f);
-}
-
-bool diff_load_node_facts(const diff_facts_from *from, hiera_cache *cache, diff_node_facts *nf, char **msg)
-{
-    memset(nf, 0, sizeof *nf);
-    *msg = NULL;
-    if (from->in)
-        load_given(from->in, from->name, cache, nf, msg);
-    else
-        load_sourced(from, cache, nf, msg);
-    if (!*msg && from->trusted_dir) {
-        hiera_value_decref(nf->trusted);
-        nf->trusted = fleet_load_trusted(cache, from->trusted_dir, from->name, msg);
-    }
-    if (*msg) {
-        diff_node_facts_clear(nf);
-        return false;
-    }
-    return true;
-}
-
 /* Whether facts interpolate (when looked up) a key whose answer may differ: such a node's every
  * key is looked up again. */
-static bool facts_reach(const run *r, const diff_node_facts *nf)
+static bool facts_reach(const run *r, const fleet_node_facts *nf)
 {
     const hiera_value *facts = nf->base ? nf->base : nf->given;
     hiera_value *roots = hiera_value_lookups(facts);
@@ -327,23 +247,23 @@ static void node_open(worker *w, size_t ni, node_run *nr)
     nr->ni = ni;
     if (!d->on[0] || !d->on[1])
         return; /* on one side only: said once, not compared */
-    diff_node_facts nf[2] = {{0}, {0}};
+    fleet_node_facts nf[2] = {{0}, {0}};
     char *msg = NULL;
     for (int s = 0; s < 2 && !msg; s++) {
         if (s == 1 && r->shared) {
-            nf[1] = (diff_node_facts){hiera_value_incref(nf[0].given), hiera_value_incref(nf[0].base),
+            nf[1] = (fleet_node_facts){hiera_value_incref(nf[0].given), hiera_value_incref(nf[0].base),
                                       hiera_value_incref(nf[0].trusted)};
         } else {
-            diff_facts_from from = {.name = d->name, .in = r->o.nodes ? &r->o.nodes[ni] : NULL, .pager = r->pager[s],
+            fleet_facts_from from = {.name = d->name, .in = r->o.nodes ? &r->o.nodes[ni] : NULL, .pager = r->pager[s],
                                     .index = d->idx[s], .trusted_dir = r->o.trusted_dir};
-            diff_load_node_facts(&from, r->o.cache, &nf[s], &msg);
+            fleet_load_node_facts(&from, r->o.cache, &nf[s], &msg);
         }
     }
     if (msg) {
         trouble(r, ni, msg);
         free(msg);
-        diff_node_facts_clear(&nf[0]);
-        diff_node_facts_clear(&nf[1]);
+        fleet_node_facts_clear(&nf[0]);
+        fleet_node_facts_clear(&nf[1]);
         return;
     }
     /* which keys: every one when the facts differ or reach a changed key */
@@ -366,7 +286,7 @@ static void node_open(worker *w, size_t ni, node_run *nr)
         if (!nr->h[s])
             nr->fail[s] = diff_normalize(err.message, sd->root, sd->tree, sd->ctx.environmentpath, sd->ctx.codedir);
         hiera_error_clear(&err);
-        diff_node_facts_clear(&nf[s]);
+        fleet_node_facts_clear(&nf[s]);
     }
     if (!nr->h[0] && !nr->h[1] && strcmp(nr->fail[0], nr->fail[1]) == 0) {
         trouble(r, ni, nr->fail[0]); /* nothing to compare */
@@ -647,9 +567,7 @@ hiera_value *hiera_diff_run(const hiera_diff_options *given, hiera_diff_stats *s
     if (stats)
         memset(stats, 0, sizeof *stats);
     run *r = xcalloc(1, sizeof *r);
-    if (given)
-        memcpy(&r->o, given, given->size && given->size < sizeof r->o ? given->size : sizeof r->o);
-    r->o.size = sizeof r->o;
+    options_take(&r->o, sizeof r->o, given);
     herr e = {0};
     hiera_value *plan = NULL;
     if (!r->o.old_context || !r->o.new_context) {

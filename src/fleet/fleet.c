@@ -272,55 +272,98 @@ bool fleet_load_facts_file(hiera_cache *cache, const char *path, const char *nam
     return *msg == NULL;
 }
 
+void fleet_node_facts_clear(fleet_node_facts *nf)
+{
+    hiera_value_decref(nf->given);
+    hiera_value_decref(nf->base);
+    hiera_value_decref(nf->trusted);
+    memset(nf, 0, sizeof *nf);
+}
+
+/* The node given: its facts file over its facts, its trusted file over its trusted hash; *msg on
+ * failure */
+static void load_given(const hiera_fleet_input *gi, const char *name, hiera_cache *cache, fleet_node_facts *nf,
+                       char **msg)
+{
+    if (gi->facts_file && !fleet_load_facts_file(cache, gi->facts_file, name, &nf->given, &nf->base, msg))
+        return;
+    if (gi->facts && !nf->given)
+        nf->given = hiera_value_incref((hiera_value *)gi->facts);
+    if (gi->base_facts && !nf->base)
+        nf->base = hiera_value_incref((hiera_value *)gi->base_facts);
+    if (gi->trusted)
+        nf->trusted = hiera_value_incref((hiera_value *)gi->trusted);
+    if (gi->trusted_file) {
+        hiera_error err = {0};
+        hiera_value_decref(nf->trusted);
+        nf->trusted = hiera_cache_load_value_file(cache, gi->trusted_file, &err);
+        if (!nf->trusted)
+            *msg = xstrdup(err.message && *err.message ? err.message : "cannot read the trusted data file");
+        hiera_error_clear(&err);
+    }
+}
+
+/* From the facts source: its pager's node, or the source's node by name; *msg on failure */
+static void load_sourced(const fleet_facts_from *from, hiera_cache *cache, fleet_node_facts *nf, char **msg)
+{
+    hiera_node_facts f;
+    hiera_status st;
+    char *why;
+    if (from->pager) {
+        herr e = {0};
+        st = facts_pager_get_with(from->pager, from->index, cache, &f, &e);
+        why = e.msg;
+        e.msg = NULL;
+        herr_clear(&e);
+    } else {
+        hiera_error err = {0};
+        st = hiera_facts_source_get(from->source, from->name, cache, &f, &err);
+        why = err.message;
+        err.message = NULL;
+        hiera_error_clear(&err);
+    }
+    if (st != HIERA_OK) {
+        *msg = why ? why : xstrdup("no facts");
+        return;
+    }
+    free(why);
+    nf->given = f.given;
+    nf->base = f.base;
+    f.given = f.base = NULL;
+    hiera_node_facts_clear(&f);
+}
+
+bool fleet_load_node_facts(const fleet_facts_from *from, hiera_cache *cache, fleet_node_facts *nf, char **msg)
+{
+    memset(nf, 0, sizeof *nf);
+    *msg = NULL;
+    if (from->in)
+        load_given(from->in, from->name, cache, nf, msg);
+    else
+        load_sourced(from, cache, nf, msg);
+    if (!*msg && from->trusted_dir) {
+        hiera_value_decref(nf->trusted);
+        nf->trusted = fleet_load_trusted(cache, from->trusted_dir, from->name, msg);
+    }
+    if (*msg) {
+        fleet_node_facts_clear(nf);
+        return false;
+    }
+    return true;
+}
+
 /* Node i's input (its facts read through cache). Touches nothing the workers share but the
  * pager (thread-safe), so that the prefetch thread may call it. */
 static void load_input(fleet *f, hiera_cache *cache, size_t i, node_input *in)
 {
     memset(in, 0, sizeof *in);
-    const char *name = node_name(f, i);
-    if (f->o.source) {
-        hiera_node_facts nf;
-        herr e = {0};
-        if (facts_pager_get_with(f->pager, i, cache, &nf, &e) == HIERA_OK) {
-            in->facts = nf.given;
-            in->base = nf.base;
-            nf.given = nf.base = NULL;
-        } else {
-            in->msg = e.msg ? e.msg : xstrdup("no facts");
-            e.msg = NULL;
-        }
-        herr_clear(&e);
-        hiera_node_facts_clear(&nf);
-    } else {
-        const hiera_fleet_input *gi = &f->o.nodes[i];
-        if (gi->facts_file)
-            fleet_load_facts_file(cache, gi->facts_file, name, &in->facts, &in->base, &in->msg);
-        if (!in->msg) {
-            if (gi->facts && !in->facts)
-                in->facts = hiera_value_incref((hiera_value *)gi->facts);
-            if (gi->base_facts && !in->base)
-                in->base = hiera_value_incref((hiera_value *)gi->base_facts);
-            if (gi->trusted)
-                in->trusted = hiera_value_incref((hiera_value *)gi->trusted);
-        }
-        if (!in->msg && gi->trusted_file) {
-            hiera_error err = {0};
-            hiera_value_decref(in->trusted);
-            in->trusted = hiera_cache_load_value_file(cache, gi->trusted_file, &err);
-            if (!in->trusted)
-                in->msg = xstrdup(err.message && *err.message ? err.message : "cannot read the trusted data file");
-            hiera_error_clear(&err);
-        }
-    }
-    if (!in->msg && f->o.trusted_dir) {
-        hiera_value_decref(in->trusted);
-        in->trusted = fleet_load_trusted(cache, f->o.trusted_dir, name, &in->msg);
-    }
-    if (in->msg) {
-        char *msg = in->msg;
-        in->msg = NULL;
-        node_input_free(in);
-        in->msg = msg;
+    fleet_facts_from from = {.name = node_name(f, i), .in = f->o.source ? NULL : &f->o.nodes[i], .pager = f->pager,
+                             .index = i, .trusted_dir = f->o.trusted_dir};
+    fleet_node_facts nf;
+    if (fleet_load_node_facts(&from, cache, &nf, &in->msg)) {
+        in->facts = nf.given;
+        in->base = nf.base;
+        in->trusted = nf.trusted;
     }
 }
 
@@ -955,9 +998,7 @@ hiera_status hiera_fleet_run(const hiera_fleet_options *given, hiera_fleet_stats
     if (stats)
         memset(stats, 0, sizeof *stats);
     fleet *f = xcalloc(1, sizeof *f);
-    if (given)
-        memcpy(&f->o, given, given->size && given->size < sizeof f->o ? given->size : sizeof f->o);
-    f->o.size = sizeof f->o;
+    options_take(&f->o, sizeof f->o, given);
     herr e = {0};
     hiera_status rc = HIERA_ERROR;
     if (!f->o.context) {

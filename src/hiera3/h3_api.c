@@ -91,9 +91,7 @@ hiera_status hiera3_lookup(hiera3 *h, const char *key, const hiera_value *defaul
      * size of 0 reads the fields of version 0.2: all of today's) */
     hiera3_resolution given;
     if (resolution) {
-        memset(&given, 0, sizeof given);
-        size_t n = resolution->size && resolution->size < sizeof given ? resolution->size : sizeof given;
-        memcpy(&given, resolution, n);
+        options_take(&given, sizeof given, resolution);
         resolution = &given;
     }
     if (resolution) {

@@ -107,12 +107,8 @@ static hiera *context(const request *rq, generation *g, const char *env, const c
             return NULL;
         }
     }
-    int status = 422;
-    char *why = NULL;
-    env_build *b = state_env(rq->st, g, env, &status, &why);
+    env_build *b = serve_env_or_reply(rq, g, env, out);
     if (!b) {
-        serve_reply_error(out, status, "%s", why ? why : "no such environment");
-        free(why);
         hiera_value_decref(read_now);
         return NULL;
     }
@@ -181,12 +177,8 @@ static hiera_value *target_of(const request *rq, generation *g, const hiera_valu
             t = NULL;
         }
     } else {
-        int status = 422;
-        char *why = NULL;
-        env_build *b = state_env(rq->st, g, env, &status, &why);
+        env_build *b = serve_env_or_reply(rq, g, env, out);
         if (!b) { /* (gone since context() found it) */
-            serve_reply_error(out, status, "%s", why ? why : "no such environment");
-            free(why);
             hiera_free(h);
             return NULL;
         }

@@ -79,6 +79,18 @@ void serve_reply_error(response *out, int status, const char *fmt, ...)
 
 void serve_reply(response *out, int status, hiera_value *v) { reply_value(out, status, v); }
 
+env_build *serve_env_or_reply(const request *rq, generation *g, const char *env, response *out)
+{
+    int status = 422;
+    char *why = NULL;
+    env_build *b = state_env(rq->st, g, env, &status, &why);
+    if (!b) {
+        reply_error(out, status, "%s", why ? why : "no such environment");
+        free(why);
+    }
+    return b;
+}
+
 /* A copy of v with Sensitive values unwrapped (for a caller who may see them). */
 static hiera_value *unwrap(const hiera_value *v)
 {
@@ -340,12 +352,8 @@ static hiera *context_for(const request *rq, generation *g, const char *env, con
         reply_error(out, 400, "\"facts\" must be a hash");
         return NULL;
     }
-    int status = 422;
-    char *why = NULL;
-    env_build *b = state_env(rq->st, g, env, &status, &why);
+    env_build *b = serve_env_or_reply(rq, g, env, out);
     if (!b) {
-        reply_error(out, status, "%s", why ? why : "no such environment");
-        free(why);
         hiera_value_decref(read_now);
         return NULL;
     }

@@ -263,6 +263,9 @@ void route(const request *rq, response *out, const char **endpoint);
 void serve_reply(response *out, int status, hiera_value *v);
 /* An error answer: {"error": the message formatted from fmt} (routes.c). */
 void serve_reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
+/* Environment env of g as state_env gives it (retained), or NULL with the error answered (its
+ * status, 422 by default; routes.c). */
+env_build *serve_env_or_reply(const request *rq, generation *g, const char *env, response *out);
 /* Answers /v1/edit (edit.c), from generation g (BORROWED). */
 void serve_edit(const request *rq, generation *g, response *out);
 
