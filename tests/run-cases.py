@@ -159,9 +159,12 @@ def check(hiera, case, spec, q, exp):
                                                    "expected", "got", n=1))[:40])
             return "output differs:\n" + d
         return None
-    if "lookup_error" in exp:  # puppet lookup: exit 1, nothing printed (we explain on stderr)
+    if "lookup_error" in exp:  # puppet lookup: exit 1, not a word (warnings aside)
         if p.returncode != 1 or out.strip():
             return f"expected a lookup error (exit 1, no output), got exit {p.returncode}: {out.strip()[:300]}"
+        said = [l for l in err.splitlines() if l.startswith("Error:")]
+        if said:
+            return f"expected a lookup error without a word, as puppet lookup, got {said[0][:300]!r}"
         return None
     if "error" in exp:
         if p.returncode == 0:

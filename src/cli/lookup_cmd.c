@@ -1,7 +1,7 @@
 /* lookup_cmd.c - `hiera lookup`: the `puppet lookup` command line over libhiera. Flags, output
  * and exit status follow lib/puppet/application/lookup.rb: the value rendered as yaml (default),
  * json or s; exit 0 when found (or a default applies), 1 when not found or on a lookup error
- * (nothing on stdout), 1 with "Error: Could not run: <message>" for other errors; with
+ * (nothing on stdout or stderr), 1 with "Error: Could not run: <message>" for other errors; with
  * --explain the explanation is printed and the status is 0 unless a non-lookup error occurs. */
 #include "cli/common.h"
 #include "cli/facts_opts.h"
@@ -294,10 +294,10 @@ int lookup_main(int argc, char **argv)
         print_rendered(text);
         free(text);
         rc = 0;
-    } else if (st == HIERA_ERROR && err.message) {
-        /* puppet lookup says nothing about a lookup error; we say it on stderr */
-        fprintf(stderr, "Error: %s\n", err.message);
     }
+    /* a lookup error (Puppet's DataBinding::LookupError: a data file that does not parse, a type
+     * mismatch...) ends the run with status 1 and not a word, as puppet lookup does (Puppet 7 and
+     * 8: lookup.rb rescues it and exits 1); --explain tells it */
 out:
     if (!cli_free_at_exit()) {
         /* the process ends now and its memory with it: the context, its layers and values are

@@ -189,6 +189,20 @@ h5_err() {
     if [ $rc -eq 1 ] && [ ! -s out.txt ] && grep -qF -- "$2" err.txt && ! grep -qF -- "$3" err.txt; then ok
     else ko "hiera lookup $1: expected exit 1 with '$2' (and no '$3'), got exit $rc: $(head -c 400 out.txt err.txt)"; fi
 }
+# h5_lookup_err KEY FRAGMENT SECRET: a lookup error: exit 1 without a word (stdout empty, no
+# "Error:" on stderr), as puppet lookup; with --explain the explanation holds FRAGMENT, not SECRET
+h5_lookup_err() {
+    "$HIERA" lookup --codedir "$t" --environmentpath "$t/environments" --hiera_config "$t/hiera.yaml" \
+        --node vault1.example.com --facts "$t/facts.yaml" --render-as json "$1" > out.txt 2> err.txt
+    rc=$?
+    if [ $rc -eq 1 ] && [ ! -s out.txt ] && ! grep -q '^Error:' err.txt && ! grep -qF -- "$3" err.txt; then ok
+    else ko "hiera lookup $1: expected exit 1 without a word, got exit $rc: $(head -c 400 out.txt err.txt)"; fi
+    "$HIERA" lookup --codedir "$t" --environmentpath "$t/environments" --hiera_config "$t/hiera.yaml" \
+        --node vault1.example.com --facts "$t/facts.yaml" --explain "$1" > out.txt 2> err.txt
+    rc=$?
+    if [ $rc -eq 0 ] && grep -qF -- "$2" out.txt && ! grep -qF -- "$3" out.txt err.txt; then ok
+    else ko "hiera lookup --explain $1: expected exit 0 with '$2' (and no '$3'), got exit $rc: $(head -c 600 out.txt err.txt)"; fi
+}
 # h3 [FLAGS...] KEY EXPECTED: the Hiera 3 command (-f json) prints EXPECTED
 h3() {
     eval "want=\${$#}"
@@ -245,12 +259,12 @@ for tool in $tools; do
     if grep -qF "Path \"$data5\"" out.txt && grep -q 'Found key: "nested" value: {' out.txt &&
         grep -q 'Sub key: "level1.password"' out.txt && grep -q 'Found key: "password" value: "nested-pw"' out.txt; then ok
     else ko "--explain nested.level1.password: $(head -c 600 out.txt)"; fi
-    # errors: LookupErrors print "Error: <message>" on stderr (puppet lookup prints nothing) and
-    # exit 1; a LoadError stops the run as Puppet's "Error: Could not run:"
-    h5_err nokey_secret "Error was No such file or directory @ rb_sysopen - keys/missing.pem" unreachable
-    h5_err other_key "when looking up other_key in $data5. Error was bad decrypt" "for another key"
-    h5_err good_then_bad "hiera-eyaml backend error decrypting ok=ENC[PKCS7," good-secret
-    h5_err bad_payload "hiera-eyaml backend error decrypting ENC[PKCS7,QUJD] when looking up bad_payload in $data5. Error was Could not parse the PKCS7: no start line" "nothing"
+    # errors: a LookupError ends the run with exit 1 and not a word, as puppet lookup (--explain
+    # tells it); a LoadError stops the run as Puppet's "Error: Could not run:"
+    h5_lookup_err nokey_secret "Error was No such file or directory @ rb_sysopen - keys/missing.pem" unreachable
+    h5_lookup_err other_key "when looking up other_key in $data5. Error was bad decrypt" "for another key"
+    h5_lookup_err good_then_bad "hiera-eyaml backend error decrypting ok=ENC[PKCS7," good-secret
+    h5_lookup_err bad_payload "hiera-eyaml backend error decrypting ENC[PKCS7,QUJD] when looking up bad_payload in $data5. Error was Could not parse the PKCS7: no start line" "nothing"
     h5_err gpg "Error: Could not run: cannot load such file -- hiera/backend/eyaml/encryptors/gpg" "hello"
     # ---- Hiera 3 (:backends: [eyaml, yaml])
     h3 whole '"s3cr3t whole"'
