@@ -108,9 +108,19 @@ def parse_batch_lines(text):
 
 
 def hiera_lookup(hiera, base_flags, node, facts, key, extra):
+    """(status, stdout, stderr) of hiera lookup; a lookup error ends it with status 1 and not a
+    word, as puppet lookup, so when it says nothing, its --explain's last line (Puppet's report_text
+    of the error) is taken as stderr, unless that line says the key was not found"""
     cmd = [hiera, "lookup"] + base_flags + ["--node", node, "--facts", facts, "--render-as", "json"] + extra + [key]
     p = run(cmd)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    rc, out, err = p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    if rc == 1 and not out and not err.strip():
+        e = run([hiera, "lookup"] + base_flags + ["--node", node, "--facts", facts, "--explain"] + extra + [key])
+        text = e.stdout.decode("utf-8", "replace").rstrip("\n").split("\n")
+        last = text[-1] if text else ""
+        if last and not last.startswith((" ", "Function lookup() did not find a value")):
+            err = last
+    return rc, out, err
 
 
 def compare_variant(c, hiera, repo, base_flags, keys, nodes, extra, label, batch_extra=(), warning=None):
