@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from lookuperr import explained_error  # noqa: E402  (tests/lib/lookuperr.py)
 
 # The YAML that `hiera batch --render-as yaml` prints is read with PyYAML (Debian python3-yaml,
 # which scripts/deps.sh --test installs): a YAML 1.1 parser as Ruby's Psych, and not the project's
@@ -109,17 +111,12 @@ def parse_batch_lines(text):
 
 def hiera_lookup(hiera, base_flags, node, facts, key, extra):
     """(status, stdout, stderr) of hiera lookup; a lookup error ends it with status 1 and not a
-    word, as puppet lookup, so when it says nothing, its --explain's last line (Puppet's report_text
-    of the error) is taken as stderr, unless that line says the key was not found"""
+    word, as puppet lookup, so its text is taken from --explain (tests/lib/lookuperr.py) then"""
     cmd = [hiera, "lookup"] + base_flags + ["--node", node, "--facts", facts, "--render-as", "json"] + extra + [key]
     p = run(cmd)
     rc, out, err = p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
     if rc == 1 and not out and not err.strip():
-        e = run([hiera, "lookup"] + base_flags + ["--node", node, "--facts", facts, "--explain"] + extra + [key])
-        text = e.stdout.decode("utf-8", "replace").rstrip("\n").split("\n")
-        last = text[-1] if text else ""
-        if last and not last.startswith((" ", "Function lookup() did not find a value")):
-            err = last
+        err = explained_error(cmd) or ""
     return rc, out, err
 
 

@@ -24,6 +24,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from lookuperr import explained_error  # noqa: E402  (tests/lib/lookuperr.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("random_compare", os.path.join(HERE, "..", "tools", "random-compare.py"))
@@ -114,9 +116,8 @@ def main():
                 node = nodes[0]
                 errs = whole.get(".errors", {}).get(node) or {}
                 for k in keys:
-                    q = subprocess.run([hiera, "lookup"] + base + flags + ["--node", node, "--facts",
-                                       os.path.join(fdir, node + ".json"), "--render-as", "json", k],
-                                       capture_output=True, text=True, cwd=root)
+                    cmd = [hiera, "lookup"] + base + flags + ["--node", node, "--facts", os.path.join(fdir, node + ".json")]
+                    q = subprocess.run(cmd + ["--render-as", "json", k], capture_output=True, text=True, cwd=root)
                     got = whole.get(node, {}).get(k, None)
                     err = errs.get(k) if isinstance(errs, dict) else errs
                     # Puppet's warnings (an undefined variable...) do not make an error
@@ -124,7 +125,10 @@ def main():
                     if q.returncode == 0:
                         ok = err is None and k in whole.get(node, {}) and json.dumps(json.loads(q.stdout)) == json.dumps(got)
                     elif q.returncode == 1 and not stderr.strip():
-                        ok = err is None and k not in whole.get(node, {})
+                        # not found, or a lookup error (said by --explain only, as puppet lookup)
+                        said = explained_error(cmd + [k], cwd=root)
+                        ok = (err is None and k not in whole.get(node, {})) if said is None else \
+                            (err is not None and err.split("\n")[0] in said)
                     else:
                         ok = err is not None and err.split("\n")[0] in stderr
                     if ok:
