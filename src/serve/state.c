@@ -55,6 +55,8 @@
 #define WRITE_MAX 2.0  /* a file written and not closed this long is taken as it is */
 #define RECHECK 0.3    /* a file that fails to parse is read again this long after its last change */
 #define LAZY_WAIT 5.0  /* a request building its environment waits this long at most for quiet */
+#define FRESH 0.5      /* an environment watched only now: a file of it written less than this ago
+                        * may still be open for writing (its writes before the watch were not seen) */
 #define VIEWS_PER_THREAD 4
 
 static double now_seconds(void)
@@ -1151,6 +1153,31 @@ static void dirty_clear(dirty *d)
 
 static size_t dirty_count(const dirty *d) { return d->all ? 1 : d->paths ? hv_hash_len(d->paths) : 0; }
 
+/* The newest modification time (CLOCK_REALTIME seconds) of the files under dir, 0 when none. */
+static double newest_mtime(const char *dir, int depth)
+{
+    double newest = 0;
+    DIR *d = depth < 32 ? opendir(dir) : NULL;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char *p = xjoin(dir, "/", de->d_name, NULL);
+        struct stat sb;
+        if (lstat(p, &sb) == 0) {
+            double t = S_ISDIR(sb.st_mode) ? newest_mtime(p, depth + 1)
+                                           : (double)sb.st_mtim.tv_sec + (double)sb.st_mtim.tv_nsec / 1e9;
+            if (t > newest)
+                newest = t;
+        }
+        free(p);
+    }
+    closedir(d);
+    return newest;
+}
+
 /* Builds slot's environment while nothing it reads is being written (waiting for quiet, LAZY_WAIT
  * at most), again when something it reads changed meanwhile; publishes it. For a request that
  * finds it unbuilt. */
@@ -1158,17 +1185,29 @@ static env_build *build_now(serve_state *st, env_slot *slot)
 {
     watch *w = st->w;
     double deadline = now_seconds() + LAZY_WAIT;
-    /* its folders watched from now on, before anything of it is read */
+    /* its folders watched from now on, before anything of it is read; a file written just before
+     * may still be open for writing, unseen: not built before its files are FRESH seconds old */
+    double fresh_until = 0;
     pthread_mutex_lock(&w->lock);
     if (w->fd >= 0 && !hv_hash_gets(w->env_watched, slot->name)) {
         hv_hash_sets(w->env_watched, slot->name, hv_true());
+        double newest = 0;
         for (size_t i = 0; i < w->nenvpaths; i++) {
             char *dir = xjoin(w->envpaths[i], "/", slot->name, NULL);
             struct stat sb;
-            if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+            if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
                 watch_tree(w, dir, 0);
+                double t = newest_mtime(dir, 0);
+                if (t > newest)
+                    newest = t;
+            }
             free(dir);
         }
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        double age = (double)rt.tv_sec + (double)rt.tv_nsec / 1e9 - newest;
+        if (newest > 0 && age >= 0 && age < FRESH)
+            fresh_until = now_seconds() + (FRESH - age);
     }
     pthread_mutex_unlock(&w->lock);
     for (;;) {
@@ -1177,11 +1216,13 @@ static env_build *build_now(serve_state *st, env_slot *slot)
         for (;;) {
             double now = now_seconds(), until = now + WRITE_MAX;
             mark m = last_change(w, slot->name);
-            bool busy = writing_in(w, slot->name, now, &until) || now - m.t < SETTLE;
+            bool busy = writing_in(w, slot->name, now, &until) || now - m.t < SETTLE || now < fresh_until;
             if (!busy || now >= deadline)
                 break;
             if (m.t + SETTLE < until && now - m.t < SETTLE)
                 until = m.t + SETTLE;
+            if (now < fresh_until && fresh_until < until)
+                until = fresh_until;
             if (until > deadline)
                 until = deadline;
             double wait = until - now + 0.001;
