@@ -66,7 +66,11 @@ def run(cmd, cache, env=None, cwd=None, off=False):
     e.pop("HIERA_RESULT_CACHE", None)
     if off:
         e["HIERA_RESULT_CACHE"] = "off"
-    e.update(env or {})
+    for k, v in (env or {}).items():  # (None: not in the environment)
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
     return Run(subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=cwd, timeout=120))
 
 
@@ -315,7 +319,9 @@ def main():
         early = os.path.join(work, "bin-early")
         os.mkdir(early)
         os.utime(early, (1, 1))
-        penv = {"PATH": early + os.pathsep + os.environ.get("PATH", "")}
+        # (the Puppet to answer as left to the installed one, so that it is searched for: make
+        # check chooses Puppet 7 with HIERA_PUPPET_VERSION, and then Hiera 3 need not search)
+        penv = {"PATH": early + os.pathsep + os.environ.get("PATH", ""), "HIERA_PUPPET_VERSION": None}
         for what, pcmd in (("lookup", lookup_cmd(hiera, root, "netonly")),
                            ("hiera 3", [hiera, "-c", f"{root}/hiera3.yaml", "-y", f"{root}/facts.yaml", "netonly"])):
             first = run(pcmd, cache, env=penv)
