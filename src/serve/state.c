@@ -1153,7 +1153,8 @@ static void dirty_clear(dirty *d)
 
 static size_t dirty_count(const dirty *d) { return d->all ? 1 : d->paths ? hv_hash_len(d->paths) : 0; }
 
-/* The newest modification time (CLOCK_REALTIME seconds) of the files under dir, 0 when none. */
+/* The newest modification time (CLOCK_REALTIME seconds) of the files under dir, 0 when none: the
+ * folders watch_tree watches (.git left out, symbolic links followed, as there). */
 static double newest_mtime(const char *dir, int depth)
 {
     double newest = 0;
@@ -1162,11 +1163,11 @@ static double newest_mtime(const char *dir, int depth)
         return 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, ".git"))
             continue;
         char *p = xjoin(dir, "/", de->d_name, NULL);
         struct stat sb;
-        if (lstat(p, &sb) == 0) {
+        if (stat(p, &sb) == 0) {
             double t = S_ISDIR(sb.st_mode) ? newest_mtime(p, depth + 1)
                                            : (double)sb.st_mtim.tv_sec + (double)sb.st_mtim.tv_nsec / 1e9;
             if (t > newest)
