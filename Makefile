@@ -229,7 +229,8 @@ $(B)/python/hiera/__init__.py: $(PY_SRC) include/hiera.h include/hiera_fleet.h $
 	@touch $@
 
 # its tests (pytest): the recorded cases through the module, against `hiera lookup`, threads, errors
-# (PY_SAN_ENV: what the interpreter needs when the library is sanitized, given by check-asan)
+# (PY_SAN_ENV: what the interpreter needs when the library is sanitized, given by check-asan;
+# install-check passes it to its Python run as HIERA_PY_ENV)
 check-python: python $(B)/hiera
 	@PYTHONPATH=$(B)/python HIERA_BIN=$(B)/hiera $(PY_SAN_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
@@ -348,7 +349,7 @@ check-puppetdb: all
 
 # installs into a scratch DESTDIR and builds the README's example against it with pkg-config
 install-check: all
-	@sh tests/install/check.sh
+	@HIERA_PY_ENV="$(PY_SAN_ENV)" sh tests/install/check.sh
 
 # ---- Debian packages (debian/): hiera-c (the command, man pages, bash completion), libhiera1,
 # libhiera-dev and hiera-serve (the systemd service). `make deb` builds them with

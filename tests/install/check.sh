@@ -90,11 +90,12 @@ install_at() { # FOLDER [make variables...]: installs, then checks hiera.pc and 
   out=$(LD_LIBRARY_PATH="$libdir" "$at/example" "$repo" "$repo/facts/web01.example.com.yaml" web01.example.com profile::base::motd)
   check test "$out" = '"Welcome to web01 (Debian)"'
   # the Python module, in Python's site-packages of the prefix, on the library of this LIBDIR
+  # (HIERA_PY_ENV: variables the interpreter needs when the library is sanitized, from make check-asan)
   py=$(command -v /usr/bin/python3 || command -v python3)
   pydir=$("$py" -c "import sysconfig; print(sysconfig.get_path('platlib', 'posix_prefix', {'base': '$at', 'platbase': '$at'}))")
   if "$py" -c 'import cffi' 2>/dev/null; then
     abs=$(pwd)/$repo
-    out=$(cd / && PYTHONPATH="$pydir" "$py" -c "import hiera, sys; print(hiera.__file__); print(hiera.Hiera(codedir=sys.argv[1], confdir=sys.argv[1]).lookup('profile::base::motd', node='web01.example.com', facts=sys.argv[1] + '/facts/web01.example.com.yaml'))" "$abs" 2>&1 || true)
+    out=$(cd / && PYTHONPATH="$pydir" env $HIERA_PY_ENV "$py" -c "import hiera, sys; print(hiera.__file__); print(hiera.Hiera(codedir=sys.argv[1], confdir=sys.argv[1]).lookup('profile::base::motd', node='web01.example.com', facts=sys.argv[1] + '/facts/web01.example.com.yaml'))" "$abs" 2>&1 || true)
     check test "$out" = "$pydir/hiera/__init__.py
 Welcome to web01 (Debian)"
   fi
