@@ -396,8 +396,20 @@ static bool under_env_dir(const request *rq, generation *g, const char *env, con
     return in;
 }
 
+/* What each field of an edit's body must be: names without a control character (one would cut
+ * a node, file or key short and edit another), the flags booleans; "value" any JSON, "yaml" text. */
+static const serve_field EDIT_FIELDS[] = {
+    {"environment", SERVE_F_STRING, true}, {"node", SERVE_F_STRING, true},  {"level", SERVE_F_STRING, true},
+    {"module", SERVE_F_STRING, true},      {"file", SERVE_F_STRING, true},  {"key", SERVE_F_STRING, true},
+    {"base", SERVE_F_STRING, true},        {"yaml", SERVE_F_STRING, false}, {"value", SERVE_F_ANY, false},
+    {"unset", SERVE_F_BOOL, false},        {"encrypt", SERVE_F_BOOL, false}, {"dry_run", SERVE_F_BOOL, false},
+    {"effects", SERVE_F_BOOL, false},
+};
+
 static void post_edit(const request *rq, generation *g, const hiera_value *body, response *out)
 {
+    if (!serve_body_fields_ok(body, EDIT_FIELDS, sizeof EDIT_FIELDS / sizeof *EDIT_FIELDS, out))
+        return;
     const char *env = str_of(body, "environment");
     if (!env)
         env = rq->o->environment ? rq->o->environment : "production";

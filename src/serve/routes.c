@@ -146,15 +146,15 @@ typedef struct {
     hiera_value *body; /* a hash, or NULL */
 } params;
 
-/* What each field of a request body must be. A field of another type is refused (400, naming
- * it), so is a string with a control character (a NUL would cut a name short) in a name; fields
- * not listed are left to the endpoint (or ignored). */
-enum { F_STRING = 1, F_STRINGS = 2, F_HASH = 4, F_BOOL = 8, F_ANY = 16, F_INT = 32 };
-static const struct {
-    const char *name;
-    unsigned types;
-    bool name_like; /* a name: no control character */
-} BODY_FIELDS[] = {
+/* What each field of a lookup's request body must be (serve_field): a field of another type is
+ * refused (400, naming it), so is a string with a control character in a name. */
+#define F_STRING SERVE_F_STRING
+#define F_STRINGS SERVE_F_STRINGS
+#define F_HASH SERVE_F_HASH
+#define F_BOOL SERVE_F_BOOL
+#define F_ANY SERVE_F_ANY
+#define F_INT SERVE_F_INT
+static const serve_field BODY_FIELDS[] = {
     {"node", F_STRING, true},     {"environment", F_STRING, true}, {"key", F_STRING, true},
     {"keys", F_STRINGS, true},    {"nodes", F_STRINGS, true},      {"merge", F_STRING | F_HASH, true},
     {"type", F_STRING, false},    {"default", F_ANY, false},       {"explain", F_BOOL, false},
@@ -225,14 +225,13 @@ static bool bad_merge_hash(const hiera_value *m, response *out)
     return false;
 }
 
-/* Every field of body as BODY_FIELDS says; false with a 400 naming the first that is not. */
-static bool body_fields_ok(const hiera_value *body, response *out)
+bool serve_body_fields_ok(const hiera_value *body, const serve_field *fields, size_t n, response *out)
 {
-    for (size_t i = 0; i < sizeof BODY_FIELDS / sizeof *BODY_FIELDS; i++) {
-        const hiera_value *v = hiera_value_hash_get(body, BODY_FIELDS[i].name);
+    for (size_t i = 0; i < n; i++) {
+        const hiera_value *v = hiera_value_hash_get(body, fields[i].name);
         if (!v)
             continue;
-        unsigned t = BODY_FIELDS[i].types;
+        unsigned t = fields[i].types;
         hiera_kind k = hiera_value_kind(v);
         bool ok = (t & F_ANY) || ((t & F_STRING) && k == HIERA_STRING) || ((t & F_HASH) && k == HIERA_HASH) ||
                   ((t & F_BOOL) && k == HIERA_BOOLEAN) || ((t & F_INT) && k == HIERA_INTEGER);
@@ -242,20 +241,20 @@ static bool body_fields_ok(const hiera_value *body, response *out)
                 ok = hiera_value_kind(hiera_value_array_get(v, j)) == HIERA_STRING;
         }
         if (!ok) {
-            reply_error(out, 400, "\"%s\" must be %s, not %s", BODY_FIELDS[i].name, type_words(t),
+            reply_error(out, 400, "\"%s\" must be %s, not %s", fields[i].name, type_words(t),
                         k == HIERA_ARRAY && (t & F_STRINGS) ? "a list holding something else" : json_kind(v));
             return false;
         }
-        if (BODY_FIELDS[i].name_like) {
+        if (fields[i].name_like) {
             bool ctl = k == HIERA_STRING && has_control(v);
             for (size_t j = 0; k == HIERA_ARRAY && j < hiera_value_array_size(v) && !ctl; j++)
                 ctl = has_control(hiera_value_array_get(v, j));
             if (ctl) {
-                reply_error(out, 400, "\"%s\" holds a control character", BODY_FIELDS[i].name);
+                reply_error(out, 400, "\"%s\" holds a control character", fields[i].name);
                 return false;
             }
         }
-        if (k == HIERA_HASH && !strcmp(BODY_FIELDS[i].name, "merge") && bad_merge_hash(v, out))
+        if (k == HIERA_HASH && !strcmp(fields[i].name, "merge") && bad_merge_hash(v, out))
             return false;
     }
     return true;
@@ -433,7 +432,7 @@ static hiera_value *error_value(const hiera_error *err)
 static hiera_value *merge_param(const params *p, response *out, bool *bad)
 {
     *bad = false;
-    const hiera_value *given = param_value(p, "merge"); /* (types checked: body_fields_ok) */
+    const hiera_value *given = param_value(p, "merge"); /* (types checked: serve_body_fields_ok) */
     const hiera_value *hash = given && hiera_value_kind(given) == HIERA_HASH ? given : NULL;
     const char *strategy = hash ? hiera_value_string(hiera_value_hash_get(hash, "strategy")) : param_str(p, "merge");
     const char *ko = hash ? NULL : param_str(p, "knockout_prefix");
@@ -1087,7 +1086,7 @@ void route(const request *rq, response *out, const char **endpoint)
             return;
         }
     }
-    if (p.body && !body_fields_ok(p.body, out)) {
+    if (p.body && !serve_body_fields_ok(p.body, BODY_FIELDS, sizeof BODY_FIELDS / sizeof *BODY_FIELDS, out)) {
         *endpoint = "other";
         for (size_t i = 0; i < sizeof API / sizeof *API; i++)
             if (is(path, API[i].path))

@@ -263,6 +263,18 @@ void route(const request *rq, response *out, const char **endpoint);
 void serve_reply(response *out, int status, hiera_value *v);
 /* An error answer: {"error": the message formatted from fmt} (routes.c). */
 void serve_reply_error(response *out, int status, const char *fmt, ...) HIERA_PRINTF(3, 4);
+/* What a field of a request's JSON body must be: one of types (SERVE_F_*), and, when name_like,
+ * a string (or strings) without a control character (a NUL would cut a name short). */
+enum { SERVE_F_STRING = 1, SERVE_F_STRINGS = 2, SERVE_F_HASH = 4, SERVE_F_BOOL = 8, SERVE_F_ANY = 16, SERVE_F_INT = 32 };
+typedef struct {
+    const char *name;
+    unsigned types;
+    bool name_like;
+} serve_field;
+/* Whether every field of body (a hash, BORROWED) that fields[0..n) lists is as it says; false with
+ * a 400 answered naming the first that is not (a "merge" object's own fields checked too). Fields
+ * not listed are left to the endpoint (routes.c). */
+bool serve_body_fields_ok(const hiera_value *body, const serve_field *fields, size_t n, response *out);
 /* Environment env of g as state_env gives it (retained), or NULL with the error answered (its
  * status, 422 by default; routes.c). */
 env_build *serve_env_or_reply(const request *rq, generation *g, const char *env, response *out);

@@ -141,6 +141,24 @@ def main():
         check(st == 400, f"a file out of the tree: {st} {body}")
         st, body = s.req("POST", "/v1/edit", {"file": "data/common.yaml", "key": "k", "value": 1})
         check(st == 400 and "base" in body["error"], f"a save without base: {st} {body}")
+        # hostile bodies: a control character in a name (a NUL would cut it short and edit another
+        # node, file or key) and fields of the wrong type are refused, naming the field
+        for field, bad in (("node", "node1.example.com\x00../../etc/passwd"), ("key", "profile::port\x00x"),
+                           ("environment", "production\x00x"), ("level", "Common\x01"), ("base", "sha256:\x00")):
+            req = {"node": "node1.example.com", "level": "Common", "key": "profile::port", "value": 1, "dry_run": True}
+            req[field] = bad
+            st, body = s.req("POST", "/v1/edit", req)
+            check(st == 400 and f'"{field}" holds a control character' in body.get("error", ""), f"{field} with a control character: {st} {body}")
+        st, body = s.req("POST", "/v1/edit", {"file": "data/common.yaml\x00.x", "key": "k", "value": 1, "dry_run": True})
+        check(st == 400 and '"file" holds a control character' in body.get("error", ""), f"file with a NUL: {st} {body}")
+        for field, bad, words in (("environment", 5, "a string, not a number"), ("dry_run", "yes", "true or false, not a string"),
+                                  ("unset", 1, "true or false, not a number"), ("key", ["k"], "a string, not a list"),
+                                  ("yaml", {"a": 1}, "a string, not an object")):
+            req = {"file": "data/common.yaml", "key": "k", "value": 1, "dry_run": True}
+            req[field] = bad
+            st, body = s.req("POST", "/v1/edit", req)
+            check(st == 400 and body.get("error") == f'"{field}" must be {words}', f"{field} of the wrong type: {st} {body}")
+        check(open(common).read().count("profile::port: 81\n") == 1, "the hostile bodies changed nothing")
         # a Sensitive key: its values are not in the audit log
         cur = s.req("GET", "/v1/edit?node=node1.example.com&key=profile::token")[1]
         d = [l for l in cur["levels"] if l["level"] == "Common"][0]["digest"]
