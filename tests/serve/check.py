@@ -634,6 +634,41 @@ def check_reload(root, s):
             and re.search(r"^hiera_snapshot_age_seconds \d+", text, re.M), "metrics:\n" + text[:2000])
 
 
+def check_overflow(root, s):
+    """the kernel's queue of events overflowing (IN_Q_OVERFLOW) while the server is stopped: the
+    events after it are lost, a change among them too, and only the full walk that the overflow
+    starts finds it"""
+    try:
+        limit = int(open("/proc/sys/fs/inotify/max_queued_events").read())
+    except OSError:
+        limit = 16384
+    if limit > 200000:
+        print(f"serve: the inotify overflow not checked: max_queued_events is {limit}")
+        return
+    data = os.path.join(root, "environments/production/data")
+    common = os.path.join(data, "common.yaml")
+    text = open(common).read()
+    port = lambda: s.get("/v1/lookup" + q(node="node2.example.com", key="profile::port"))[1].get("value")
+    C.check(port() == 80, f"before the overflow: {port()}")
+    s.p.send_signal(signal.SIGSTOP)
+    flood = [os.path.join(data, f"flood-{i}.txt") for i in range(limit + 500)]
+    try:
+        for name in flood:  # (a distinct name each: the kernel merges only identical events)
+            open(name, "w").close()
+        with open(common, "w") as f:  # its events come after the queue is full: lost
+            f.write(text.replace("profile::port: 80\n", "profile::port: 84\n"))
+    finally:
+        for name in flood:
+            if os.path.exists(name):
+                os.unlink(name)
+        s.p.send_signal(signal.SIGCONT)
+    C.check(wait_for(lambda: port() == 84, 20), "a change made after the kernel's queue overflowed is not served")
+    C.check("events were lost" in s.output(), "the overflow is not in the log")
+    with open(common, "w") as f:
+        f.write(text)
+    C.check(wait_for(lambda: port() == 80), "the data file written back after the overflow is not served")
+
+
 def check_idle_connections(s):
     idle = []
     for _ in range(300):
@@ -708,6 +743,7 @@ def main():
             check_hostile(hiera, root, facts, s)
             check_idle_connections(s)
             check_reload(root, s)
+            check_overflow(root, s)
         finally:
             s.stop()
         s = Server(hiera, root, facts, ["--token-file", os.path.join(root, "token")])
