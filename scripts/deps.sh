@@ -41,6 +41,8 @@ if [ "${1:-}" = "--python" ] || [ "${1:-}" = "--test" ]; then
     inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null || true)
     [ -n "$inc" ] && [ -e "$inc/Python.h" ] || need="$need python3-dev"
     "$py" -c 'import pytest' >/dev/null 2>&1 || need="$need python3-pytest"
+    # (tests/python/test_api.py reads facts files with PyYAML, as debian/control's Build-Depends say)
+    "$py" -c 'import yaml' >/dev/null 2>&1 || need="$need python3-yaml"
 fi
 if [ "${1:-}" = "--test" ]; then
     have_pc cmocka || need="$need libcmocka-dev"
