@@ -235,6 +235,21 @@ def test_features(hiera, repo, tmp):
     l, ch = line_of(common, "lookup('profile::base::role_name')")
     defs = c.request("textDocument/definition", c.pos(u, l, ch + 10))
     check([d["uri"] for d in defs][:2] == [uri_of(web), uri_of(common)], "definition from %{lookup()}", defs)
+    # from %{alias('k')} and %{hiera('k')} (an unsaved document): k's levels, then its parameter
+    nu = uri_of(os.path.join(repo, "data/nodes/other.yaml"))
+    c.open(os.path.join(repo, "data/nodes/other.yaml"),
+           "---\nx: \"%{alias('profile::base::admins')}\"\ny: \"%{hiera('profile::base::port')}\"\n")
+    defs = c.request("textDocument/definition", c.pos(nu, 1, 14))
+    check([(d["uri"], d["range"]["start"]["line"]) for d in defs] == [(uri_of(web), line_of(web, "profile::base::admins:")[0])],
+          "definition from %{alias()}: the only level that defines it", defs)
+    defs = c.request("textDocument/definition", c.pos(nu, 2, 14))
+    check([d["uri"] for d in defs] == [uri_of(node), uri_of(common), uri_of(base_pp)]
+          and defs[0]["range"]["start"]["line"] == line_of(node, "profile::base::port:")[0]
+          and defs[1]["range"]["start"]["line"] == line_of(common, "profile::base::port:")[0],
+          "definition from %{hiera()}: the levels in hierarchy order, then the parameter", defs)
+    # from lookup('k') in a manifest, k defined in data only
+    ub_defs = c.request("textDocument/definition", c.pos(ub, *line_of(base_pp, "profile::base::admins")))
+    check([d["uri"] for d in ub_defs] == [uri_of(web)], "definition from lookup() in a manifest", ub_defs)
     # from a hiera.yaml path to the node's data file
     hy = os.path.join(repo, "hiera.yaml")
     uh = c.open(hy)
@@ -257,6 +272,11 @@ def test_features(hiera, repo, tmp):
           and "default: `22`" in by["profile::base::port"]["documentation"]["value"], "completion: a parameter", by.get("profile::base::port"))
     check("profile::base::ntp_servers" in by and "no default" in by["profile::base::ntp_servers"]["documentation"]["value"],
           "completion: a parameter without default")
+    # a key only data defines (no class parameter): offered with the files that define it
+    adm = by.get("profile::base::admins", {})
+    check(adm.get("detail") == "key (1 file)" and adm.get("insertText") == "profile::base::admins: "
+          and "Per-role data — %s" % web in adm.get("documentation", {}).get("value", ""),
+          "completion: a key defined at another level only (no parameter)", adm)
     c.change(cu, "---\nx: \"%{facts.networking.\"\n")
     items = c.request("textDocument/completion", c.pos(cu, 1, 25))["items"]
     check({"fqdn", "hostname", "ip"} <= {i["label"] for i in items}, "completion: facts", items)
