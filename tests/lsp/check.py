@@ -462,6 +462,24 @@ def test_settings(hiera, repo, tmp):
     same_as_lookup(c, "environment staging (initializationOptions)", args_st)
     check(c.shutdown() == 0, "shutdown (environment)")
 
+    # ---- environment of a control repository: the name it is read as (%{environment})
+    crepo = os.path.join(tmp, "settings-repo")
+    shutil.copytree(repo, crepo, ignore=shutil.ignore_patterns("huge.yaml"))
+    with open(os.path.join(crepo, "data/common.yaml"), "a") as f:
+        f.write('site::env_name: "in %{environment}"\n')
+    lk_env = os.path.join(tmp, "settings-lk-env")
+    os.makedirs(os.path.join(lk_env, "code"))
+    os.makedirs(os.path.join(lk_env, "envs"))
+    os.symlink(crepo, os.path.join(lk_env, "envs", "staging"))
+    c = start(hiera, crepo, {"node": NODE, "factsDir": facts, "environment": "staging"})
+    args_env = ["--codedir", os.path.join(lk_env, "code"), "--confdir", os.path.join(lk_env, "code"),
+                "--environmentpath", os.path.join(lk_env, "envs"), "--environment", "staging", "--facts", facts_file]
+    want = lookup_with(hiera, args_env, "site::env_name")
+    n = wait_lookup(c, "site::env_name", want)
+    check(want == "in staging" and n.get("value") == want, "environment of a control repository: %{environment} is its name", (n, want))
+    check(c.shutdown() == 0, "shutdown (environment of a control repository)")
+    shutil.rmtree(crepo, ignore_errors=True)
+
     # ---- codedir: the workspace folder is a control repository, the code directory given
     c = start(hiera, repo, {"node": NODE, "factsDir": facts, "codedir": code})
     same_as_lookup(c, "codedir", args)
