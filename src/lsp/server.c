@@ -131,7 +131,52 @@ typedef struct {
     ws *cs_w;
     const char *cs_paths[1];
     check_options cs_o;
+    /* with puppetdb (and no factsDir): check's per-node rules over the configured nodes that
+     * PuppetDB gave facts, names sorted; cs_nix[i] is the index in cs_w->nodes of cs_names[i] */
+    check_nodes cs_nodes;
+    const char **cs_names;
+    size_t *cs_nix;
 } server;
+
+/* check_nodes' facts: node i's PuppetDB facts, as the workspace read them (immortal) */
+static struct hv *cs_node_facts(void *data, size_t i, bool *stored, char **msg)
+{
+    const server *sv = data;
+    *stored = true;
+    *msg = NULL;
+    return hv_incref(sv->cs_w->nodes[sv->cs_nix[i]].base);
+}
+
+static int cmp_node_ix(const void *a, const void *b, void *data)
+{
+    const ws *w = data;
+    return strcmp(w->nodes[*(const size_t *)a].name, w->nodes[*(const size_t *)b].name);
+}
+
+/* The check's nodes of cs_w when its facts come from PuppetDB: sets cs_nodes; false when none. */
+static bool cs_puppetdb_nodes(server *sv)
+{
+    const ws *w = sv->cs_w;
+    free(sv->cs_names);
+    free(sv->cs_nix);
+    sv->cs_names = NULL;
+    sv->cs_nix = NULL;
+    if (w->set.facts_dir || !w->set.puppetdb)
+        return false;
+    size_t n = 0;
+    sv->cs_nix = xcalloc(w->nnodes + 1, sizeof *sv->cs_nix);
+    for (size_t i = 0; i < w->nnodes; i++)
+        if (w->nodes[i].name && w->nodes[i].base)
+            sv->cs_nix[n++] = i;
+    if (!n)
+        return false;
+    qsort_r(sv->cs_nix, n, sizeof *sv->cs_nix, cmp_node_ix, (void *)w);
+    sv->cs_names = xcalloc(n, sizeof *sv->cs_names);
+    for (size_t i = 0; i < n; i++)
+        sv->cs_names[i] = w->nodes[sv->cs_nix[i]].name;
+    sv->cs_nodes = (check_nodes){sv->cs_names, n, NULL, cs_node_facts, sv};
+    return true;
+}
 
 /* A new state from the documents and the workspace (lock held). */
 static void new_state(server *sv)
@@ -399,6 +444,8 @@ static void diagnose(server *sv, lstate *s)
             o->confdir = w->set.confdir;
             o->environment = w->env_name;
             o->facts_dir = w->set.facts_dir;
+            if (cs_puppetdb_nodes(sv))
+                o->nodes = &sv->cs_nodes;
             o->jobs = 1;
             sv->cs = check_session_new(o);
         }
@@ -846,6 +893,8 @@ int lsp_run(int in_fd, int out_fd, const lsp_options *o)
     }
     check_session_free(sv.cs);
     ws_release(sv.cs_w);
+    free(sv.cs_names);
+    free(sv.cs_nix);
     for (size_t i = 0; i < sv.ndocs; i++)
         doc_free(&sv.docs[i]);
     free(sv.docs);

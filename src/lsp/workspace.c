@@ -445,20 +445,27 @@ ws *ws_build(const ws_settings *s, const ws *prev)
     ws_settings_copy(&w->set, s);
     if (!locate(w))
         return w;
-    hiera_setting cli[4];
+    hiera_setting cli[3];
     size_t ncli = 0;
     cli[ncli++] = (hiera_setting){"codedir", w->codedir};
     cli[ncli++] = (hiera_setting){"confdir", w->confdir};
     cli[ncli++] = (hiera_setting){"environmentpath", w->envpath};
-    cli[ncli++] = (hiera_setting){"hiera_config", w->hiera_config};
     hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
     so.cli = cli;
     so.ncli = ncli;
     so.no_puppet_conf = !s->confdir;
     hiera_error err = {0};
     w->hs = hiera_settings_load(&so, &err);
-    if (w->hs)
+    if (w->hs) {
+        /* the global hiera.yaml as hiera lookup finds it: puppet.conf's hiera_config when the
+         * confdir's puppet.conf sets it, else $codedir/hiera.yaml or $confdir/hiera.yaml */
+        char *hc = hiera_settings_get(w->hs, "hiera_config", NULL);
+        if (hc) {
+            free(w->hiera_config);
+            w->hiera_config = hc;
+        }
         w->henv = hiera_environment_load(w->hs, w->env_name, &err);
+    }
     if (!w->henv) {
         w->error = xstrdup(err.message ? err.message : "cannot read Puppet's settings");
         hiera_error_clear(&err);

@@ -4,7 +4,7 @@
 folder), unsaved text, syntax errors, malformed input, unknown methods, cancellation, a huge file,
 a client that goes away, and the shutdown sequence.
 
-usage: check.py --hiera build/hiera
+usage: check.py --hiera build/hiera [--only GROUP ...]
 """
 import argparse
 import json
@@ -56,10 +56,18 @@ def hiera_lookup(hiera, repo, key, tmp):
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 
-def hiera_check(hiera, repo):
-    r = subprocess.run([hiera, "check", "--format", "json", "--facts-dir", os.path.join(repo, "facts"), repo],
+def hiera_check(hiera, repo, *args):
+    r = subprocess.run([hiera, "check", "--format", "json", "--facts-dir", os.path.join(repo, "facts"), *args, repo],
                        capture_output=True, text=True)
     return json.loads(r.stdout)
+
+
+def lookup_with(hiera, args, key, node=NODE):
+    """`hiera lookup` of key for node with the options args (a code directory, facts...), as JSON,
+    or None when it fails or finds nothing."""
+    r = subprocess.run([hiera, "lookup", *args, "--node", node, "--render-as", "json", key],
+                       capture_output=True, text=True, env=dict(os.environ, HIERA_CACHE_DIR="off"))
+    return json.loads(r.stdout) if r.returncode == 0 else None
 
 
 def line_of(path, needle):
@@ -227,6 +235,21 @@ def test_features(hiera, repo, tmp):
     l, ch = line_of(common, "lookup('profile::base::role_name')")
     defs = c.request("textDocument/definition", c.pos(u, l, ch + 10))
     check([d["uri"] for d in defs][:2] == [uri_of(web), uri_of(common)], "definition from %{lookup()}", defs)
+    # from %{alias('k')} and %{hiera('k')} (an unsaved document): k's levels, then its parameter
+    nu = uri_of(os.path.join(repo, "data/nodes/other.yaml"))
+    c.open(os.path.join(repo, "data/nodes/other.yaml"),
+           "---\nx: \"%{alias('profile::base::admins')}\"\ny: \"%{hiera('profile::base::port')}\"\n")
+    defs = c.request("textDocument/definition", c.pos(nu, 1, 14))
+    check([(d["uri"], d["range"]["start"]["line"]) for d in defs] == [(uri_of(web), line_of(web, "profile::base::admins:")[0])],
+          "definition from %{alias()}: the only level that defines it", defs)
+    defs = c.request("textDocument/definition", c.pos(nu, 2, 14))
+    check([d["uri"] for d in defs] == [uri_of(node), uri_of(common), uri_of(base_pp)]
+          and defs[0]["range"]["start"]["line"] == line_of(node, "profile::base::port:")[0]
+          and defs[1]["range"]["start"]["line"] == line_of(common, "profile::base::port:")[0],
+          "definition from %{hiera()}: the levels in hierarchy order, then the parameter", defs)
+    # from lookup('k') in a manifest, k defined in data only
+    ub_defs = c.request("textDocument/definition", c.pos(ub, *line_of(base_pp, "profile::base::admins")))
+    check([d["uri"] for d in ub_defs] == [uri_of(web)], "definition from lookup() in a manifest", ub_defs)
     # from a hiera.yaml path to the node's data file
     hy = os.path.join(repo, "hiera.yaml")
     uh = c.open(hy)
@@ -249,6 +272,11 @@ def test_features(hiera, repo, tmp):
           and "default: `22`" in by["profile::base::port"]["documentation"]["value"], "completion: a parameter", by.get("profile::base::port"))
     check("profile::base::ntp_servers" in by and "no default" in by["profile::base::ntp_servers"]["documentation"]["value"],
           "completion: a parameter without default")
+    # a key only data defines (no class parameter): offered with the files that define it
+    adm = by.get("profile::base::admins", {})
+    check(adm.get("detail") == "key (1 file)" and adm.get("insertText") == "profile::base::admins: "
+          and "Per-role data — %s" % web in adm.get("documentation", {}).get("value", ""),
+          "completion: a key defined at another level only (no parameter)", adm)
     c.change(cu, "---\nx: \"%{facts.networking.\"\n")
     items = c.request("textDocument/completion", c.pos(cu, 1, 25))["items"]
     check({"fqdn", "hostname", "ip"} <= {i["label"] for i in items}, "completion: facts", items)
@@ -313,6 +341,231 @@ def test_features(hiera, repo, tmp):
     _, m = c.wait_note(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uw, 10, since)
     check(m["params"]["diagnostics"] == [], "didClose clears the diagnostics")
     check(c.shutdown() == 0, "shutdown")
+
+
+def check_findings(hiera, args):
+    """hiera check's findings (JSON) with the options args, their files absolute."""
+    r = subprocess.run([hiera, "check", "--format", "json", *args], capture_output=True, text=True,
+                       env=dict(os.environ, HIERA_CACHE_DIR="off"), cwd="/")
+    if not r.stdout.startswith("{"):
+        return None
+    fs = json.loads(r.stdout)["findings"]
+    for f in fs:
+        f["file"] = os.path.join("/", f["file"])
+    return fs
+
+
+def wait_lookup(c, key, want, node=None, timeout=30):
+    """hiera/lookup of key (for node, or the first node) until it answers want (the workspace is
+    read again in the background after a change of settings): the last answer's node entry."""
+    end = time.monotonic() + timeout
+    while True:
+        res = c.request("hiera/lookup", dict({"key": key}, **({"node": node} if node else {})))
+        n = res["nodes"][0] if res.get("nodes") else {}
+        if n.get("value") == want or time.monotonic() > end:
+            return n
+        time.sleep(0.1)
+
+
+def replace_in(path, old, new):
+    with open(path) as f:
+        text = f.read()
+    assert old in text, (path, old)
+    with open(path, "w") as f:
+        f.write(text.replace(old, new))
+
+
+def test_settings(hiera, repo, tmp):
+    """The settings puppetdb, environment, codedir and confdir, and a workspace that is a code
+    directory: each changes hover, diagnostics and hiera/lookup as the same options change
+    `hiera lookup` and `hiera check`."""
+    facts = os.path.join(repo, "facts")
+    facts_file = os.path.join(facts, NODE + ".json")
+    # a code directory: production and staging, copies of the repository that differ from it and
+    # from each other (the node's port, the role's name, a trap in staging's common.yaml)
+    code = os.path.join(tmp, "settings-code")
+    envs = {}
+    for env, port, role in (("production", 2301, "web-prod"), ("staging", 2302, "web-staging")):
+        d = os.path.join(code, "environments", env)
+        shutil.copytree(repo, d, ignore=shutil.ignore_patterns("huge.yaml"))
+        replace_in(os.path.join(d, "data/nodes/%s.yaml" % NODE), "profile::base::port: 2222", "profile::base::port: %d" % port)
+        replace_in(os.path.join(d, "data/role/web.yaml"), "profile::base::role_name: web", "profile::base::role_name: " + role)
+        envs[env] = d
+    with open(os.path.join(envs["staging"], "data/common.yaml"), "a") as f:
+        f.write("profile::base::flag: yes\n")
+    keys = ("profile::base::port", "profile::base::role_name", "profile::base::motd", "profile::base::users")
+
+    def same_as_lookup(c, what, args, nodes=(NODE,)):
+        for node in nodes:
+            for key in keys:
+                want = lookup_with(hiera, args, key, node)
+                got = wait_lookup(c, key, want, node if len(nodes) > 1 else None)
+                check(want is not None and got.get("found") and got.get("value") == want,
+                      "%s: hiera/lookup %s for %s as hiera lookup %s" % (what, key, node, " ".join(args)), (got, want))
+
+    def hover_of(c, path, key):
+        u = c.open(path) if uri_of(path) not in c.versions else uri_of(path)
+        l, ch = line_of(path, key + ":")
+        h = c.request("textDocument/hover", c.pos(u, l, ch + 2))
+        return h["contents"]["value"] if h else ""
+
+    def same_diagnostics(c, what, path, args):
+        u = c.open(path) if uri_of(path) not in c.versions else uri_of(path)
+        got = sorted((d["range"]["start"]["line"] + 1, d["code"]) for d in c.diagnostics(u))
+        fs = check_findings(hiera, args)
+        want = sorted((f["line"], f["rule"]) for f in fs or [] if f["file"] == path)
+        check(fs is not None and got == want and got, "%s: diagnostics of %s as hiera check %s" % (what, os.path.relpath(path, tmp), " ".join(args)),
+              (got, want))
+        return got
+
+    # ---- the workspace folder is a code directory: its production environment
+    c = start(hiera, code, {"node": NODE, "factsDir": facts})
+    args = ["--codedir", code, "--confdir", code, "--facts", facts_file]
+    same_as_lookup(c, "a code directory", args)
+    prod_node = os.path.join(envs["production"], "data/nodes/%s.yaml" % NODE)
+    prod_common = os.path.join(envs["production"], "data/common.yaml")
+    md = hover_of(c, prod_common, "profile::base::port")
+    check("2301" in md and "Per-node data (Environment) — %s:" % prod_node in md, "a code directory: hover", md)
+    same_diagnostics(c, "a code directory", prod_common, ["--codedir", code, "--facts-dir", facts])
+    defs = c.request("textDocument/definition", c.pos(uri_of(prod_common), *line_of(prod_common, "profile::base::port")))
+    check([d["uri"] for d in defs] == [uri_of(prod_node), uri_of(prod_common),
+                                       uri_of(os.path.join(envs["production"], "site-modules/profile/manifests/base.pp"))],
+          "a code directory: definition in the environment's files", defs)
+
+    # ---- environment: another environment of the code directory (didChangeConfiguration, then back)
+    c.notify("workspace/didChangeConfiguration", {"settings": {"hiera": {"environment": "staging"}}})
+    args_st = args + ["--environment", "staging"]
+    same_as_lookup(c, "environment staging", args_st)
+    st_common = os.path.join(envs["staging"], "data/common.yaml")
+    md = hover_of(c, st_common, "profile::base::role_name")
+    check("web-staging" in md and "Per-role data (Environment) — %s:" % os.path.join(envs["staging"], "data/role/web.yaml") in md,
+          "environment staging: hover", md)
+    got = same_diagnostics(c, "environment staging", st_common, ["--codedir", code, "--environment", "staging", "--facts-dir", facts])
+    check(any(r == "yaml-boolean" for _, r in got), "environment staging: its own findings", got)
+    c.notify("workspace/didChangeConfiguration", {"settings": {"hiera": {"environment": None}}})
+    n = wait_lookup(c, "profile::base::port", 2301)
+    check(n.get("value") == 2301, "environment cleared: production again", n)
+    # an environment the code directory does not have: requests fail cleanly
+    c.notify("workspace/didChangeConfiguration", {"settings": {"hiera": {"environment": "nosuch"}}})
+    end = time.monotonic() + 30
+    while True:
+        r = c.response(c.request_async("hiera/lookup", {"key": "profile::base::port"}))
+        if "error" in r or time.monotonic() > end:
+            break
+        time.sleep(0.1)
+    check(r.get("error", {}).get("code") == -32803 and "nosuch" in r["error"].get("message", ""),
+          "an environment that does not exist: the request fails and says why", r)
+    check(c.shutdown() == 0, "shutdown (code directory)")
+
+    # ---- environment from initializationOptions
+    c = start(hiera, code, {"node": NODE, "factsDir": facts, "environment": "staging"})
+    same_as_lookup(c, "environment staging (initializationOptions)", args_st)
+    check(c.shutdown() == 0, "shutdown (environment)")
+
+    # ---- environment of a control repository: the name it is read as (%{environment})
+    crepo = os.path.join(tmp, "settings-repo")
+    shutil.copytree(repo, crepo, ignore=shutil.ignore_patterns("huge.yaml"))
+    with open(os.path.join(crepo, "data/common.yaml"), "a") as f:
+        f.write('site::env_name: "in %{environment}"\n')
+    lk_env = os.path.join(tmp, "settings-lk-env")
+    os.makedirs(os.path.join(lk_env, "code"))
+    os.makedirs(os.path.join(lk_env, "envs"))
+    os.symlink(crepo, os.path.join(lk_env, "envs", "staging"))
+    c = start(hiera, crepo, {"node": NODE, "factsDir": facts, "environment": "staging"})
+    args_env = ["--codedir", os.path.join(lk_env, "code"), "--confdir", os.path.join(lk_env, "code"),
+                "--environmentpath", os.path.join(lk_env, "envs"), "--environment", "staging", "--facts", facts_file]
+    want = lookup_with(hiera, args_env, "site::env_name")
+    n = wait_lookup(c, "site::env_name", want)
+    check(want == "in staging" and n.get("value") == want, "environment of a control repository: %{environment} is its name", (n, want))
+    check(c.shutdown() == 0, "shutdown (environment of a control repository)")
+    shutil.rmtree(crepo, ignore_errors=True)
+
+    # ---- codedir: the workspace folder is a control repository, the code directory given
+    c = start(hiera, repo, {"node": NODE, "factsDir": facts, "codedir": code})
+    same_as_lookup(c, "codedir", args)
+    md = hover_of(c, prod_common, "profile::base::port")
+    check("2301" in md and prod_node in md, "codedir: hover", md)
+    c.notify("workspace/didChangeConfiguration", {"settings": {"codedir": None}})
+    n = wait_lookup(c, "profile::base::port", 2222)
+    check(n.get("value") == 2222, "codedir cleared: the workspace folder's data again", n)
+    check(c.shutdown() == 0, "shutdown (codedir)")
+
+    # ---- confdir: its hiera.yaml (the global layer) and puppet.conf
+    conf = os.path.join(tmp, "settings-conf")
+    os.makedirs(os.path.join(conf, "data"))
+    with open(os.path.join(conf, "hiera.yaml"), "w") as f:
+        f.write('---\nversion: 5\nhierarchy:\n  - name: "Global data"\n    path: "global.yaml"\n')
+    global_data = os.path.join(conf, "data", "global.yaml")
+    with open(global_data, "w") as f:
+        f.write('---\nprofile::base::motd: "global motd on %{facts.networking.hostname}"\n'
+                "profile::base::users:\n  carol:\n    uid: 1003\n")
+    c = start(hiera, repo, {"node": NODE, "factsDir": facts, "confdir": conf})
+    # (hiera lookup of the repository linked as an environment, as hiera_lookup does)
+    lk = os.path.join(tmp, "settings-lk")
+    os.makedirs(os.path.join(lk, "code"))
+    os.makedirs(os.path.join(lk, "envs"))
+    os.symlink(repo, os.path.join(lk, "envs", "production"))
+    args_conf = ["--codedir", os.path.join(lk, "code"), "--environmentpath", os.path.join(lk, "envs"), "--confdir", conf,
+                 "--facts", facts_file]
+    same_as_lookup(c, "confdir", args_conf)
+    common = os.path.join(repo, "data/common.yaml")
+    md = hover_of(c, common, "profile::base::motd")
+    check("global motd on web01" in md and "Global data (Global) — %s:2" % global_data in md, "confdir: hover", md)
+    md = hover_of(c, common, "profile::base::users")
+    check("carol" in md and "alice" in md and "Global data (Global) — %s:4" % global_data in md,
+          "confdir: hover on a key merged across layers", md)
+    same_diagnostics(c, "confdir", common, ["--confdir", conf, "--facts-dir", facts, repo])
+    check(c.shutdown() == 0, "shutdown (confdir)")
+    # its puppet.conf naming another hiera_config
+    with open(os.path.join(conf, "puppet.conf"), "w") as f:
+        f.write("[main]\nhiera_config = $confdir/alt/hiera.yaml\n")
+    os.makedirs(os.path.join(conf, "alt", "data"))
+    with open(os.path.join(conf, "alt", "hiera.yaml"), "w") as f:
+        f.write('---\nversion: 5\nhierarchy:\n  - name: "Alternative global data"\n    path: "alt.yaml"\n')
+    alt_data = os.path.join(conf, "alt", "data", "alt.yaml")
+    with open(alt_data, "w") as f:
+        f.write("---\nprofile::base::port: 7777\n")
+    c = start(hiera, repo, {"node": NODE, "factsDir": facts, "confdir": conf})
+    same_as_lookup(c, "confdir with puppet.conf's hiera_config", args_conf)
+    md = hover_of(c, common, "profile::base::port")
+    check("7777" in md and "Alternative global data (Global) — %s:2" % alt_data in md, "confdir with puppet.conf's hiera_config: hover", md)
+    check(c.shutdown() == 0, "shutdown (confdir with puppet.conf)")
+
+    # ---- puppetdb: the nodes' facts from PuppetDB (tests/puppetdb/fake.py), no facts folder
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "puppetdb"))
+    from fake import FakePuppetDB
+    with open(facts_file) as f:
+        web = json.load(f)
+    web["networking"]["hostname"] = "web01-pdb"
+    web["networking"]["fqdn"] = "web01-pdb.example.com"
+    app = dict(web, clientcert="app01.example.com", fqdn="app01.example.com", hostname="app01", role="app",
+               networking={"fqdn": "app01.example.com", "hostname": "app01", "ip": "10.0.0.6"})
+    fake = FakePuppetDB({NODE: web, "app01.example.com": app}, misbehave=False)
+    try:
+        nodes = [NODE, "app01.example.com"]
+        c = start(hiera, repo, {"node": nodes, "puppetdb": fake.url()})
+        args_pdb = ["--codedir", os.path.join(lk, "code"), "--environmentpath", os.path.join(lk, "envs"),
+                    "--confdir", os.path.join(lk, "code"), "--puppetdb", fake.url()]
+        same_as_lookup(c, "puppetdb", args_pdb, nodes)
+        md = hover_of(c, common, "profile::base::motd")
+        check("Welcome to web01-pdb.example.com, role web" in md and "Welcome to app01.example.com, role generic" in md,
+              "puppetdb: hover shows each node's value from PuppetDB's facts", md)
+        l, ch = line_of(common, "facts.networking.fqdn")
+        h = c.request("textDocument/hover", c.pos(uri_of(common), l, ch + 3))
+        check(h and "web01-pdb.example.com" in h["contents"]["value"], "puppetdb: hover on a fact", h)
+        asked = [r for r in fake.requests if NODE in r]
+        check(asked, "puppetdb: PuppetDB was asked for the node's facts", fake.requests)
+        check(c.shutdown() == 0, "shutdown (puppetdb)")
+        # diagnostics: check's per-node rules over the node's PuppetDB facts (its role makes the
+        # role's value shadow common.yaml's), as hiera check --puppetdb over PuppetDB's one active node
+        fake.inactive.add("app01.example.com")
+        c = start(hiera, repo, {"node": NODE, "puppetdb": fake.url()})
+        got = same_diagnostics(c, "puppetdb", common, ["--puppetdb", fake.url(), repo])
+        check((12, "shadowed-key") in got, "puppetdb: a per-node finding from PuppetDB's facts", got)
+        check(c.shutdown() == 0, "shutdown (puppetdb diagnostics)")
+    finally:
+        fake.stop()
+    shutil.rmtree(code, ignore_errors=True)
 
 
 def test_cancel(hiera, repo):
@@ -495,6 +748,7 @@ def test_incremental(hiera, repo, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
+    ap.add_argument("--only", action="append", help="run only these groups of tests (protocol, features, ...)")
     a = ap.parse_args()
     hiera = os.path.abspath(a.hiera)
     tmp = tempfile.mkdtemp(prefix="hiera-lsp-test-")
@@ -504,9 +758,12 @@ def main():
         for name, t in (("protocol", lambda: test_protocol(hiera, repo)),
                         ("features", lambda: test_features(hiera, repo, tmp)),
                         ("incremental", lambda: test_incremental(hiera, repo, tmp)),
+                        ("settings", lambda: test_settings(hiera, repo, tmp)),
                         ("cancel", lambda: test_cancel(hiera, repo)),
                         ("huge and dying", lambda: test_huge_and_dying(hiera, repo, tmp)),
                         ("utf8", lambda: test_utf8(hiera, repo))):
+            if a.only and name not in a.only:
+                continue
             try:
                 t()
             except (Timeout, RuntimeError, KeyError, TypeError, IndexError) as e:

@@ -1,6 +1,7 @@
 // The page's edit flow in a real browser (Debian's chromium, headless, driven by playwright-core),
 // against a `hiera serve --allow-edits` over HTTPS with client certificates (tests/serve/certs):
-// an admin previews an edit (the diff, the nodes that change, hiera check's findings) and saves it
+// an admin previews an edit (the diff, the nodes that change, hiera check's new findings: none, then
+// an interpolation error) and saves it
 // (the served data shows it at once, only that line of the file changed, the audit log has it);
 // two admins editing the same file, the second gets a conflict and can reload; an edit the editor
 // refuses says why; a node's certificate sees no Edit control and gets 403 from the API.
@@ -75,6 +76,8 @@ try {
   check(/The nodes: 3 of \d+ change/.test(impact) && impact.includes("node1.example.com") && impact.includes("node3.example.com"),
         "the preview's nodes:\n" + impact);
   check(read("role/web.yaml").includes("profile::port: 8080"), "a preview wrote the file");
+  check(impact.includes("hiera check finds nothing new in the file.") && !(await admin.$(".edit-result ul.findings")),
+        "a preview without new findings says so:\n" + impact);
   await admin.screenshot({ path: path.join(artifacts, "edit-preview.png"), fullPage: true });
   const before = read("role/web.yaml");
   await admin.click(".editor button.save");
@@ -128,6 +131,23 @@ try {
   check(refusal.includes("defined twice") && /common\.yaml:\d+/.test(refusal), "the refusal: " + refusal);
   check(read("common.yaml") === dupBefore, "a refused edit wrote the file");
   await admin.screenshot({ path: path.join(artifacts, "edit-refused.png"), fullPage: true });
+
+  // ---- a preview whose value brings a finding (an interpolation without its closing brace):
+  // "New findings of hiera check" lists it, with its rule and line; the file stays as it is
+  await openEditor(admin, "profile::motd");
+  await admin.fill("#edit-value", '"hello %{facts.os"');
+  const motdBefore = read("common.yaml");
+  await admin.click(".editor button.preview");
+  await admin.waitForSelector(".edit-result pre.diff");
+  const heads = await admin.$$eval(".edit-result h3", (hs) => hs.map((h) => h.textContent));
+  const found = await admin.$$eval(".edit-result ul.findings li", (ls) => ls.map((l) => ({ cls: l.className, text: l.textContent })));
+  const motdLine = motdBefore.split("\n").findIndex((l) => l.startsWith("profile::motd:")) + 1;
+  check(heads.includes("New findings of hiera check") && found.length === 1 &&
+        found[0].text.includes("[interpolation-syntax]") && found[0].text.includes("without a closing '}'") &&
+        found[0].text.startsWith(found[0].cls + " line " + motdLine + ":") && ["warning", "error"].includes(found[0].cls),
+        "the preview's new findings:\n" + heads.join("\n") + "\n" + JSON.stringify(found));
+  check(read("common.yaml") === motdBefore, "a preview with findings wrote the file");
+  await admin.screenshot({ path: path.join(artifacts, "edit-findings.png"), fullPage: true });
 
   // ---- a node's certificate: no Edit control, 403 from the API
   const node = await as("node1");
