@@ -243,6 +243,22 @@ static int strict_of(const ck_env *e)
     return strict;
 }
 
+/* The global hiera.yaml when --confdir is given: as hiera lookup --confdir finds it, its
+ * puppet.conf's hiera_config when set, else $codedir/hiera.yaml or $confdir/hiera.yaml. */
+static char *confdir_hiera_config(const ck_env *e)
+{
+    hiera_setting cli[] = {{"codedir", e->codedir}, {"confdir", e->confdir}, {"environmentpath", e->envpath}};
+    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
+    so.cli = cli;
+    so.ncli = sizeof cli / sizeof *cli;
+    hiera_error err = {0};
+    hiera_settings *s = hiera_settings_load(&so, &err);
+    char *v = s ? hiera_settings_get(s, "hiera_config", &err) : NULL;
+    hiera_settings_free(s);
+    hiera_error_clear(&err);
+    return v ? v : check_hiera_config(e->codedir, e->confdir);
+}
+
 /* The module folders: the ones the lookups use (module_roots: the environment's modulepath as
  * Puppet's settings and environment.conf give it); and which Puppet the lookups answer as, with
  * the strict setting they read (the puppet8-* rules' severity). */
@@ -1647,9 +1663,11 @@ static bool envs_of_codedir(ck_ctx *c, env_list *l, const char *codedir, char **
             e->codedir = xstrdup(codedir);
             e->confdir = o->confdir ? xstrdup(o->confdir) : default_confdir(codedir);
             e->envpath = xstrdup(envpath);
-            /* (the global hiera.yaml: the code directory's, else --confdir's; never the machine's) */
+            /* (the global hiera.yaml: --confdir's puppet.conf's hiera_config, the code directory's,
+             * else --confdir's; never the machine's) */
             e->hiera_config = o->hiera_config ? xstrdup(o->hiera_config)
-                                              : check_hiera_config(codedir, o->confdir ? o->confdir : codedir);
+                              : o->confdir    ? confdir_hiera_config(e)
+                                              : check_hiera_config(codedir, codedir);
             env_common(e);
         }
         free(d);

@@ -229,6 +229,23 @@ def test_layouts(hiera):
               "--all-environments: the findings of both environments (%s)" % rules)
         p = run(hiera, ["--codedir", os.path.join(tmp, "code"), "--environment", "nosuch"], HERE)
         check(p.returncode == 2, "--environment of an environment that does not exist: exit status 2")
+        # --confdir's puppet.conf naming the global hiera.yaml (hiera_config), as hiera lookup
+        # --confdir reads it: its layer's data is checked
+        site = os.path.join(tmp, "site")
+        os.makedirs(os.path.join(site, "data"))
+        os.makedirs(os.path.join(tmp, "conf"))
+        with open(os.path.join(tmp, "conf", "puppet.conf"), "w") as fh:
+            fh.write("[main]\nhiera_config = %s\n" % os.path.join(site, "global.yaml"))
+        with open(os.path.join(site, "global.yaml"), "w") as fh:
+            fh.write("version: 5\ndefaults:\n  datadir: data\n  data_hash: yaml_data\nhierarchy:\n  - name: site\n    path: common.yaml\n")
+        with open(os.path.join(site, "data", "common.yaml"), "w") as fh:
+            fh.write("site::motd: hello\nsite::motd: again\n")
+        p, doc = findings(hiera, ["--codedir", os.path.join(tmp, "code"), "--confdir", os.path.join(tmp, "conf"),
+                                  "--environment", "production"], HERE)
+        got = ["%s %s:%d" % (f["rule"], os.path.relpath(f["file"], tmp) if os.path.isabs(f["file"]) else f["file"], f["line"])
+               for f in doc["findings"]]
+        check(any(g.startswith("duplicate-key") and "site/data/common.yaml:2" in g for g in got),
+              "--confdir's puppet.conf hiera_config: the global layer it names is checked (%s)" % got)
     # a module: its data, its classes, findings under the module's own paths
     d = os.path.join(HERE, "module")
     p, doc = findings(hiera, ["."], d)
