@@ -248,16 +248,22 @@ check-diff: all
 
 # hiera check and hiera diff on real public control repositories (issue 37), when their trees are
 # laid out (tests/check/realrepos/README.md: REALREPOS=DIR, default /tmp/hiera-realrepos; with
-# REALREPOS_MIRROR=M, a folder of the repositories' git dirs, they are laid out from M first when
-# DIR has none): the triaged findings, and hiera diff on real commit pairs against Puppet's
-# recorded answers
+# REALREPOS_MIRROR=M, a folder of the repositories' git dirs, build.sh lays out from M first what
+# DIR lacks, and says what it cannot): the triaged findings, hiera diff on real commit pairs against Puppet's
+# recorded answers, and hiera set / unset round trips on their data files (tests/edit/realrepo.py)
 REALREPOS ?= /tmp/hiera-realrepos
 REALREPOS_MIRROR ?=
+# REALREPOS_REQUIRE=1: a tree that cannot be checked is a failure; REALREPOS_EDIT_FILES: the data files of
+# each tree hiera set / unset is tried on (tests/edit/realrepo.py, 0: all of them)
+REALREPOS_REQUIRE ?=
+REALREPOS_EDIT_FILES ?= 20
 check-realrepos: all
-	@if [ -n "$(REALREPOS_MIRROR)" ] && [ ! -d "$(REALREPOS)/trees" ]; then \
-	  bash tests/check/realrepos/build.sh "$(REALREPOS)" "$(REALREPOS_MIRROR)"; fi
-	@python3 tests/check/realrepos.py --hiera $(B)/hiera --trees $(REALREPOS)
+	@if [ -n "$(REALREPOS_MIRROR)" ]; then \
+	  bash tests/check/realrepos/build.sh "$(REALREPOS)" "$(REALREPOS_MIRROR)"; rc=$$?; \
+	  [ $$rc = 0 ] || [ $$rc = 3 ] || exit $$rc; fi
+	@python3 tests/check/realrepos.py --hiera $(B)/hiera --trees $(REALREPOS) $(if $(REALREPOS_REQUIRE),--require-trees)
 	@python3 tests/diff/realpairs.py --hiera $(B)/hiera --mirror $(REALREPOS)/mirror
+	@python3 tests/edit/realrepo.py --hiera $(B)/hiera --max-files $(REALREPOS_EDIT_FILES) --realrepos $(REALREPOS)
 
 demo: all
 	@echo '$$ build/hiera lookup --codedir examples/control-repo --environmentpath examples/control-repo/environments --node web01.example.com --facts examples/control-repo/facts/web01.example.com.yaml --merge deep profile::base::users'

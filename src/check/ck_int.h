@@ -111,6 +111,9 @@ typedef struct {
     uint32_t file; /* a data file, or UINT32_MAX with cfg set: a hiera.yaml */
     int cfg;
     uint32_t line, col;
+    bool unshielded; /* in a hiera.yaml's datadir or options: interpolated without the shield Puppet gives
+                      * the locations (path, paths, glob(s), uri(s), mapped_paths), so that under strict =
+                      * error an undefined variable there fails every lookup through the hiera.yaml */
 } ck_var;
 
 typedef struct ck_finding_int {

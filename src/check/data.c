@@ -184,6 +184,7 @@ typedef struct {
     const char *top_key;
     uint32_t fi;        /* the data file's number, or UINT32_MAX */
     const char *mapped; /* in a mapped_paths template: the element's name (no variable), or NULL */
+    bool unshielded;    /* in a hiera.yaml's datadir or options (ck_var's) */
 } ictx;
 
 static void item_pos(ictx *ic, const ix_item *it, uint32_t *line, uint32_t *col)
@@ -220,13 +221,14 @@ static void add_ref(ck_env *e, const char *key, const char *from, uint32_t file,
         k->referenced = true;
 }
 
-static void add_var(ck_env *e, const char *expr, hv *segs, uint32_t file, int cfg, uint32_t line, uint32_t col)
+static void add_var(ck_env *e, const char *expr, hv *segs, uint32_t file, int cfg, uint32_t line, uint32_t col,
+                    bool unshielded)
 {
     if (e->nvars == e->capvars) {
         e->capvars = e->capvars ? e->capvars * 2 : 64;
         e->vars = xrealloc(e->vars, e->capvars * sizeof *e->vars);
     }
-    e->vars[e->nvars++] = (ck_var){xstrdup(expr), segs, file, cfg, line, col};
+    e->vars[e->nvars++] = (ck_var){xstrdup(expr), segs, file, cfg, line, col, unshielded};
 }
 
 static void on_interpolation(const ix_item *it, void *data)
@@ -294,7 +296,7 @@ static void on_interpolation(const ix_item *it, void *data)
         if (ic->mapped && !strcmp(rn[0] == ':' && rn[1] == ':' ? rn + 2 : rn, ic->mapped))
             hv_decref(segs); /* the mapped_paths element, not a variable */
         else
-            add_var(e, expr, segs, ic->fi, ic->cfg, line, col);
+            add_var(e, expr, segs, ic->fi, ic->cfg, line, col, ic->unshielded);
         break;
     }
     }
@@ -484,7 +486,7 @@ static bool scalar_string(const ysnode *n, bool json)
 static void string_value(fctx *x, const ysnode *n, uint32_t line, uint32_t col, const char *s, size_t len)
 {
     if (memmem(s, len, "%{", 2)) {
-        ictx ic = {x->c, x, n, line, col, s, len, 0, false, -1, x->f->path, x->top_key, x->fi, NULL};
+        ictx ic = {x->c, x, n, line, col, s, len, 0, false, -1, x->f->path, x->top_key, x->fi, NULL, false};
         ck_scan_interpolations(s, len, on_interpolation, &ic);
     }
     if (memmem(s, len, "ENC[", 4))
@@ -971,7 +973,23 @@ void ck_data_file(ck_ctx *c, uint32_t fi)
 
 /* ------------------------------------------------------------------ hiera.yaml */
 
-static void config_walk(ck_ctx *c, int ci, const ysnode *n, int depth, bool v5, const char *mapped)
+/* Where a hiera.yaml's scalar is: in a location (path, paths, glob, globs, uri, uris, mapped_paths,
+ * which Puppet interpolates shielded: an undefined variable gives '' with a warning under any
+ * strict setting), in a datadir or options (interpolated unshielded), or elsewhere. */
+enum { CFG_ELSEWHERE, CFG_LOCATION, CFG_UNSHIELDED };
+
+static int config_part(const ysnode *k, int part)
+{
+    static const char *const locations[] = {"path", "paths", "glob", "globs", "uri", "uris", "mapped_paths", NULL};
+    if (!k || k->kind != YS_SCALAR || part != CFG_ELSEWHERE)
+        return part;
+    for (size_t i = 0; locations[i]; i++)
+        if (!strcmp(k->text, locations[i]))
+            return CFG_LOCATION;
+    return !strcmp(k->text, "datadir") || !strcmp(k->text, "options") ? CFG_UNSHIELDED : CFG_ELSEWHERE;
+}
+
+static void config_walk(ck_ctx *c, int ci, const ysnode *n, int depth, bool v5, const char *mapped, int part)
 {
     if (!n || depth > 100)
         return;
@@ -981,20 +999,21 @@ static void config_walk(ck_ctx *c, int ci, const ysnode *n, int depth, bool v5, 
             /* mapped_paths: [source, name, template]: %{name} in the template is each element */
             bool mp = k && k->kind == YS_SCALAR && !strcmp(k->text, "mapped_paths") && v && v->kind == YS_SEQ &&
                       v->n == 3 && v->kids[1] && v->kids[1]->kind == YS_SCALAR;
-            config_walk(c, ci, k, depth + 1, v5, NULL);
-            config_walk(c, ci, v, depth + 1, v5, mp ? v->kids[1]->text : NULL);
+            config_walk(c, ci, k, depth + 1, v5, NULL, part);
+            config_walk(c, ci, v, depth + 1, v5, mp ? v->kids[1]->text : NULL, config_part(k, part));
         }
         return;
     }
     if (n->kind == YS_SEQ) {
         for (uint32_t i = 0; i < n->n; i++)
-            config_walk(c, ci, n->kids[i], depth + 1, v5, mapped && i == 2 ? mapped : NULL);
+            config_walk(c, ci, n->kids[i], depth + 1, v5, mapped && i == 2 ? mapped : NULL, part);
         return;
     }
     if (n->kind != YS_SCALAR || !memmem(n->text, n->len, "%{", 2))
         return;
     const ck_config *cf = &c->env->configs[ci];
-    ictx ic = {c, NULL, n, n->line, n->col, n->text, n->len, 0, v5, ci, cf->path, NULL, UINT32_MAX, mapped};
+    ictx ic = {c, NULL, n, n->line, n->col, n->text, n->len, 0, v5, ci, cf->path, NULL, UINT32_MAX, mapped,
+               part == CFG_UNSHIELDED};
     ck_scan_interpolations(n->text, n->len, on_interpolation, &ic);
 }
 
@@ -1004,7 +1023,7 @@ void ck_config_interpolations(ck_ctx *c, int ci)
     if (!cf->ys || cf->ys->failed || !cf->ys->ndocs || !cf->ys->docs[0])
         return;
     bool v5 = !cf->cfg || cf->cfg->version >= 4;
-    config_walk(c, ci, cf->ys->docs[0], 0, v5, NULL);
+    config_walk(c, ci, cf->ys->docs[0], 0, v5, NULL, CFG_ELSEWHERE);
 }
 
 /* ------------------------------------------------------------------ across files */

@@ -8,7 +8,9 @@
  *                               undefined, a legacy fact (%{osfamily}, %{::hostname}): the lookup
  *                               fails ("Undefined variable 'osfamily'") as Puppet 8 with strict =
  *                               error; a version 5 hierarchy path that does gets "" instead (a
- *                               warning either way)
+ *                               warning either way), while a level's datadir or options, which
+ *                               Puppet interpolates without the paths' shield, fail every lookup
+ *                               through the hiera.yaml as data does
  *   puppet8-not-a-hash          a YAML data file whose document is a list or a scalar: the lookups
  *                               that read it fail under strict = error ("file does not contain a
  *                               valid yaml hash")
@@ -159,6 +161,21 @@ static void undefined_variables(ck_ctx *c)
                    "hierarchy fails every lookup through this hiera.yaml under strict = error%s (convert it to version 5%s)",
                    v->expr, name, fails ? "" : !e->puppet8 ? ", Puppet 8's default" : ", not the setting here",
                    now ? " and use the structured fact" : "");
+        else if (v->unshielded && (!e->puppet8 || fails))
+            /* a datadir or options: Puppet 8.10 interpolates them when it builds the hierarchy, without
+             * the shield of the locations (hiera_config.rb), so every lookup through it fails */
+            ck_add(c, "puppet8-undefined-variable", sev, cf->path, v->line, v->col,
+                   "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set (include_legacy_facts is false): a "
+                   "level's datadir and options are not shielded as its paths are, so with strict = error, %s, every "
+                   "lookup through this hiera.yaml fails with \"Undefined variable '%s'\"%s%s",
+                   v->expr, name, e->puppet8 ? "its default" : "Puppet 8's default", name, hint,
+                   e->puppet8 ? "" : " once on Puppet 8");
+        else if (v->unshielded)
+            ck_add(c, "puppet8-undefined-variable", sev, cf->path, v->line, v->col,
+                   "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set (include_legacy_facts is false): with "
+                   "%s, this datadir or option interpolates ''%s, and every lookup through this hiera.yaml fails under "
+                   "strict = error (a level's datadir and options are not shielded as its paths are)%s",
+                   v->expr, name, setting, e->strict ? " with a warning" : "", hint);
         else
             ck_add(c, "puppet8-undefined-variable", CHECK_WARNING, cf->path, v->line, v->col,
                    "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set: the location becomes '' for every "

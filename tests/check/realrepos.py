@@ -15,7 +15,10 @@ what the check could not know. Runs without Puppet, the network or ../shared (ma
 
 With --trees, each repository of tests/check/realrepos/expected/*.txt is checked when DIR holds it:
 its findings must be exactly the lines triaged true there ("rule path:line"), and none of the lines
-triaged false ("# FALSE rule path:line  why") may come back.
+triaged false ("# FALSE rule path:line  why") may come back. A tree that is not laid out (build.sh's
+layout.txt says why), has no facts or lacks a file its "# needs:" line names is skipped, and the
+lines beside the closing count say so ("N of M real trees NOT CHECKED"); with --require-trees
+(make check-realrepos REALREPOS_REQUIRE=1) it is a failure.
 """
 import argparse
 import json
@@ -425,6 +428,41 @@ CASES["mapped-paths-name"] = {
     "expected": ["unreached-file data/team/qa.yaml:1"],
 }
 
+# wikimedia: a level's options interpolate a legacy fact (regex_data's node: "%{::fqdn}"), and a
+# level's datadir another: Puppet 8.10 interpolates options and datadir without the shield it gives
+# paths, so with strict = error every lookup fails ("Undefined variable '::fqdn'", checked with Puppet
+# 8.10), where a path only gets '' with a warning: an error as Puppet 8, the path a warning.
+LEGACY_OPTIONS_HIERA = """version: 5
+defaults: {datadir: data, data_hash: yaml_data}
+hierarchy:
+  - name: host
+    path: "hosts/%{::hostname}.yaml"
+  - name: site
+    datadir: "sites/%{::domain}"
+    path: common.yaml
+  - name: secrets
+    lookup_key: eyaml_lookup_key
+    path: secrets.eyaml
+    options:
+      pkcs7_private_key: "/etc/keys/%{::fqdn}.pem"
+      pkcs7_public_key: /etc/keys/public.pem
+  - name: common
+    path: common.yaml
+"""
+for _v, _sev in ((7, "warning"), (8, "error")):
+    CASES["legacy-fact-options-puppet%d" % _v] = {
+        "args": ["--puppet-version", str(_v)],
+        "files": {"hiera.yaml": LEGACY_OPTIONS_HIERA, "data/common.yaml": "x: 1\n", "data/hosts/a.yaml": "y: 2\n"},
+        "facts": {"a.example.com": facts("a.example.com")},
+        "expected": ["puppet8-undefined-variable hiera.yaml:5", "puppet8-undefined-variable hiera.yaml:7",
+                     "puppet8-undefined-variable hiera.yaml:13"],
+        "severities": {"puppet8-undefined-variable hiera.yaml:5": "warning",
+                       "puppet8-undefined-variable hiera.yaml:7": _sev,
+                       "puppet8-undefined-variable hiera.yaml:13": _sev},
+        "messages": {"puppet8-undefined-variable hiera.yaml:5": "the location becomes ''",
+                     "puppet8-undefined-variable hiera.yaml:13": "every lookup through this hiera.yaml fails"},
+    }
+
 # wikimedia: modules a Puppetfile.* lists (vendored by another tool) are reference, not reported.
 CASES["vendored-modules"] = {
     "files": {
@@ -524,7 +562,7 @@ def read_expected(path):
         for line in fh:
             line = line.rstrip("\n")
             m = re.match(r"^# (\w+): (.*)$", line)
-            if m and m.group(1) in ("tree", "facts", "args"):
+            if m and m.group(1) in ("tree", "facts", "args", "needs"):
                 meta[m.group(1)] = m.group(2)
                 continue
             m = re.match(r"^# FALSE (\S+ \S+)", line)
@@ -536,16 +574,52 @@ def read_expected(path):
     return meta, true, false
 
 
+def read_layout(trees):
+    """what build.sh laid out: tree -> its line of layout.txt ("ok ..." or "missing: why")"""
+    out = {}
+    try:
+        with open(os.path.join(trees, "layout.txt")) as fh:
+            for line in fh:
+                name, _, rest = line.strip().partition(" ")
+                out[name] = rest
+    except OSError:
+        pass
+    return out
+
+
+def not_checkable(trees, layout, meta, tree, fdir):
+    """why a real tree cannot be checked (None: it can)"""
+    name = meta["tree"].split("/")[0]
+    if not os.path.isdir(tree):
+        if layout.get(name, "").startswith("missing"):
+            return "not laid out: " + layout[name][len("missing: "):]
+        if not layout:
+            return "not laid out (nothing under %s: make check-realrepos REALREPOS_MIRROR=DIR lays the trees out)" % trees
+        return "not laid out (no %s%s)" % (tree, "" if name in layout else "; build.sh's layout.txt does not name it")
+    if not os.path.isdir(fdir) or not any(f.endswith((".json", ".yaml")) for f in os.listdir(fdir)):
+        return "no facts in %s" % fdir
+    # what "# needs:" names (jenkins: its global hiera.yaml), and the files the arguments name
+    for need in meta.get("needs", "").split() + [a for a in meta.get("args", "").split() if "{tree}/" in a]:
+        need = need.replace("{tree}", tree)
+        if not os.path.exists(need):
+            return "no %s" % need
+    return None
+
+
 def test_real(hiera, trees):
+    """checks every real tree laid out under trees; returns (the trees checked, [(tree, why not)])"""
     import glob
-    n = 0
+    n, skipped = 0, []
+    layout = read_layout(trees)
     for path in sorted(glob.glob(os.path.join(HERE, "realrepos", "expected", "*.txt"))):
         name = os.path.basename(path)[:-4]
         meta, true, false = read_expected(path)
         tree = os.path.join(trees, "trees", meta["tree"])
         fdir = os.path.join(trees, "facts", meta["facts"])
-        if not os.path.isdir(tree) or not os.path.isdir(fdir):
-            print("realrepos: %s skipped (no %s)" % (name, tree))
+        why = not_checkable(trees, layout, meta, tree, fdir)
+        if why:
+            print("realrepos: %s skipped: %s" % (name, why))
+            skipped.append((name, why))
             continue
         n += 1
         args = [a.replace("{tree}", tree) for a in meta.get("args", "").split()]
@@ -566,27 +640,37 @@ def test_real(hiera, trees):
             check(w not in got, "%s: a finding triaged false is back: %s" % (name, w))
         for g in got:
             check(g in true, "%s: not triaged: %s (%s)" % (name, g, got[g][0]["message"][:160]))
-    return n
+    return n, skipped
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
     ap.add_argument("--trees", help="the real trees (trees/, facts/) laid out by realrepos/build.sh")
+    ap.add_argument("--require-trees", action="store_true",
+                    help="a real tree that cannot be checked (not laid out, no facts) is a failure")
     a = ap.parse_args()
     hiera = os.path.abspath(a.hiera)
     scratch = tempfile.mkdtemp(prefix="hiera-check-realrepos-")
+    n, skipped = 0, []
     try:
         for name, case in CASES.items():
             test_case(hiera, name, case, scratch)
         test_sarif(hiera, scratch)
         if a.trees:
-            n = test_real(hiera, a.trees)
+            n, skipped = test_real(hiera, a.trees)
             print("realrepos: %d real trees checked" % n)
+            for name, why in skipped if a.require_trees else []:
+                check(False, "%s: not checked (--require-trees): %s" % (name, why))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     for f in failures:
         print("FAIL", f)
+    if skipped:
+        # said last, beside the count: a run that checked nothing must not look like one that passed
+        print("realrepos: %d of %d real trees NOT CHECKED (their findings are not compared):" % (len(skipped), n + len(skipped)))
+        for name, why in skipped:
+            print("  %s: %s" % (name, why))
     print("hiera check real-repository cases: %d passed, %d failed" % (T.passed, T.failed))
     sys.exit(1 if failures else 0)
 

@@ -18,11 +18,15 @@ With --puppet (Puppet installed), in a scratch copy of each tree: keys of the fi
 new values (and some removed) with `hiera set --level` (the level's first path) or `--file`, and Puppet's own lookup
 (../shared/tools/puppet-bulk-lookup) must answer the new values afterwards.
 
-The trees are control repositories laid out as r10k deploys them (../shared/real-repos/build-trees
+The trees are control repositories laid out as r10k deploys them (tests/check/realrepos/build.sh
 makes them: TREE/code/environments/production). Not part of make check (it needs the repositories,
-Ruby and, with --puppet, Puppet).
+Ruby and, with --puppet, Puppet): make check-realrepos runs it on every tree laid out, on
+--max-files files of each (REALREPOS_EDIT_FILES, 0 for all: evenly spread over the tree's sorted
+list, the same ones each run). A TREE that is not there, and Ruby missing, are said beside the
+closing count.
 
-usage: tests/edit/realrepo.py --hiera build/hiera [--puppet [--no-roundtrip]] [--jobs N] TREE...
+usage: tests/edit/realrepo.py --hiera build/hiera [--puppet [--no-roundtrip]] [--jobs N]
+                              [--max-files N] TREE...
 Prints "N passed, N failed" and the refusals by reason.
 """
 import argparse, collections, concurrent.futures, json, os, re, shutil, subprocess, sys, tempfile
@@ -33,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BULK = os.path.join(HERE, "..", "..", "..", "shared", "tools", "puppet-bulk-lookup")
 EXTS = (".yaml", ".yml", ".eyaml")
 
-T = Tally("", print_limit=40)
+T = Tally("hiera set on real trees", print_limit=40)
 check = T.check
 refusals = collections.Counter()
 
@@ -189,10 +193,22 @@ def edit_one(job):
     return results, verify
 
 
-def roundtrip(trees, hiera_bin, jobs):
+def sample(files, n):
+    """n files spread evenly over the sorted list (all when n is 0 or there are no more)"""
+    if not n or len(files) <= n:
+        return files
+    return [files[i * len(files) // n] for i in range(n)]
+
+
+def roundtrip(trees, hiera_bin, jobs, max_files=0):
     work = tempfile.mkdtemp(prefix="hiera-edit-realrepo-")
     try:
-        files = [f for t in trees for f in data_files(t)]
+        files = []
+        for t in trees:
+            every = data_files(t)
+            files += sample(every, max_files)
+            print("%s: %d of its %d data files" % (os.path.basename(t.rstrip("/")), min(len(every), max_files or len(every)),
+                                                   len(every)), flush=True)
         descs = ruby("describe", files, work)
         hashes = [d for d in descs if d.get("hash")]
         print("%d data files (%d hashes, %d others or unreadable by Ruby), %d top-level keys" %
@@ -331,16 +347,45 @@ def main():
     ap.add_argument("--puppet", action="store_true")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-roundtrip", action="store_true", help="only the --puppet stage")
-    ap.add_argument("trees", nargs="+")
+    ap.add_argument("--max-files", type=int, default=0, help="at most N data files of each tree (0: all)")
+    ap.add_argument("--realrepos", help="the trees build.sh laid out under DIR (DIR/trees/<tree>, DIR/layout.txt)")
+    ap.add_argument("trees", nargs="*")
     a = ap.parse_args()
     hiera_bin = os.path.abspath(a.hiera)
-    if not a.no_roundtrip:
-        roundtrip(a.trees, hiera_bin, a.jobs)
-    if a.puppet:
-        puppet_stage(a.trees, hiera_bin)
-    print("refusals by reason:")
-    for reason, n in refusals.most_common():
-        print("  %6d  %s" % (n, reason))
+    why = {}
+    if a.realrepos:
+        # every tree build.sh names, those it could not lay out with its reason
+        try:
+            with open(os.path.join(a.realrepos, "layout.txt")) as fh:
+                for line in fh:
+                    name, _, rest = line.strip().partition(" ")
+                    t = os.path.join(a.realrepos, "trees", name)
+                    a.trees.append(t)
+                    if rest.startswith("missing"):
+                        why[t] = rest
+        except OSError:
+            d = os.path.join(a.realrepos, "trees")
+            a.trees += [os.path.join(d, n) for n in sorted(os.listdir(d)) if not n.startswith(".")] if os.path.isdir(d) else []
+    missing = [t for t in a.trees if not os.path.isdir(os.path.join(t, "code"))]
+    trees = [t for t in a.trees if t not in missing]
+    noruby = shutil.which("ruby") is None
+    if trees and not noruby:
+        if not a.no_roundtrip:
+            roundtrip(trees, hiera_bin, a.jobs, a.max_files)
+        if a.puppet:
+            puppet_stage(trees, hiera_bin)
+        print("refusals by reason:")
+        for reason, n in refusals.most_common():
+            print("  %6d  %s" % (n, reason))
+    # said beside the count: a run that edited nothing must not look like one that passed
+    if noruby:
+        print("hiera set on real trees: NOT CHECKED: no ruby (Ruby's YAML.load is the reference)")
+    elif not a.trees or len(missing) == len(a.trees):
+        print("hiera set on real trees: NOT CHECKED: no tree laid out (make check-realrepos REALREPOS_MIRROR=DIR)")
+    elif missing:
+        print("hiera set on real trees: %d of %d trees NOT CHECKED (not laid out):" % (len(missing), len(a.trees)))
+        for t in missing:
+            print("  %s: %s" % (os.path.basename(t.rstrip("/")), why.get(t, "no %s" % os.path.join(t, "code"))))
     sys.exit(T.summary())
 
 
