@@ -36,6 +36,7 @@ typedef struct {
 } obs;
 
 static atomic_bool active;
+static atomic_uint session;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static obs *list;
 static size_t n, cap;
@@ -283,15 +284,19 @@ void fsj_begin(void)
 {
     pthread_mutex_lock(&lock);
     forget();
+    atomic_fetch_add(&session, 1);
     atomic_store(&active, true);
     pthread_mutex_unlock(&lock);
 }
 
 bool fsj_active(void) { return atomic_load_explicit(&active, memory_order_relaxed); }
 
+unsigned fsj_session(void) { return atomic_load(&session); }
+
 const char *fsj_end(void)
 {
     atomic_store(&active, false);
+    atomic_fetch_add(&session, 1);
     return tainted;
 }
 

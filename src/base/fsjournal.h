@@ -54,6 +54,10 @@ void fsj_taint(const char *why);
 void fsj_begin(void);
 /* Whether recording is on. */
 bool fsj_active(void);
+/* A number that changes whenever recording begins or ends: a result that a process keeps of
+ * calls it made is used again without making them only within the same number (made under this
+ * journal, the calls are in its record; made before it began, they are not). */
+unsigned fsj_session(void);
 /* Stops recording. NULL when nothing taints the record, else the first reason given. */
 const char *fsj_end(void);
 /* The record, serialised (appended to out); false when it cannot be kept: an observed file or
