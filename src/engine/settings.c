@@ -9,6 +9,7 @@
  * environment_data_provider, static_catalogs, rich_data), puppet.conf's [server], [master] and
  * [main] sections, the application's defaults (the run mode's directories), Puppet's default. */
 #include "engine/settings.h"
+#include "base/once.h"
 #include "base/error.h"
 #include "base/fsjournal.h"
 
@@ -80,7 +81,7 @@ static bool in_version(int idx, int vi) { return idx >= 0 && DEFS[idx].dk[vi] !=
  * about 20,000.) */
 #define BY_NAME_SLOTS 1024 /* a power of two, well above twice the settings */
 static short BY_NAME[BY_NAME_SLOTS]; /* index + 1, 0 empty */
-static pthread_once_t by_name_once = PTHREAD_ONCE_INIT;
+static hiera_once by_name_once = HIERA_ONCE_INIT;
 
 static uint32_t name_hash(const char *name)
 {
@@ -147,7 +148,7 @@ static void by_name_init(void)
 
 static int def_index(const char *name)
 {
-    pthread_once(&by_name_once, by_name_init);
+    hiera_once_run(&by_name_once, by_name_init);
     return find_index(name);
 }
 
@@ -169,7 +170,7 @@ static int version_def_index(const char *name, int vi)
 /* Each version's settings in its order, as indexes into DEFS (hiera_puppet_setting_info). */
 static short VERSION_ORDER[NVERSIONS][NDEFS];
 static size_t VERSION_COUNT[NVERSIONS];
-static pthread_once_t version_order_once = PTHREAD_ONCE_INIT;
+static hiera_once version_order_once = HIERA_ONCE_INIT;
 
 static void version_order_init(void)
 {
@@ -181,7 +182,7 @@ static void version_order_init(void)
 
 static unsigned def_flags(int idx)
 {
-    pthread_once(&by_name_once, by_name_init);
+    hiera_once_run(&by_name_once, by_name_init);
     return DEF_FLAGS[idx];
 }
 
@@ -1551,7 +1552,7 @@ static bool hooked(const hiera_settings *s, int idx)
 {
     /* (flags found once by name, by_name_init: the names compared for every setting were 8% of a
      * one-shot lookup's instructions) */
-    pthread_once(&by_name_once, by_name_init);
+    hiera_once_run(&by_name_once, by_name_init);
     return (DEF_FLAGS[idx] & DEF_HOOKED) || (s->version == HIERA_PUPPET_8 && (DEF_FLAGS[idx] & DEF_HOOKED_8));
 }
 
@@ -1844,7 +1845,7 @@ char *hiera_settings_given(const hiera_settings *s, const char *name, const char
 
 bool hiera_puppet_setting_info(hiera_puppet_version v, size_t i, const char **name, bool *boolean, char *short_option)
 {
-    pthread_once(&version_order_once, version_order_init);
+    hiera_once_run(&version_order_once, version_order_init);
     int vi = version_index(puppet_version_resolve(v));
     if (i >= VERSION_COUNT[vi])
         return false;
