@@ -965,7 +965,7 @@ void dc_map_free(dc_map *m)
 #define SWEEP_INTERVAL 86400      /* seconds: at least one sweep a day when entries are written */
 #define SWEEP_TMP_AGE 3600        /* seconds: a temporary file older than this was abandoned */
 #define ENTRY_NAME_LEN 19         /* 16 hex digits and ".hc" (a parsed file), ".hd" (one named by its
-                                     content) or ".hr" (a result) */
+                                     content), ".hr" (a result) or ".hk" (a kept verdict) */
 
 static void ignore_result(long r) { (void)r; }
 
