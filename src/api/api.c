@@ -414,7 +414,11 @@ static hiera *new_context(const hiera_options *given, hiera_error *err)
     const hiera_settings *s = o->settings ? o->settings : settings_of(env);
     /* Puppet converts every setting when it compiles the node's scope */
     char *codedir = NULL, *global = NULL;
-    if (hiera_environment_check(env, err)) {
+    size_t idlen = 0;
+    const void *id = o->cache ? cache_run_identity(o->cache, &idlen) : NULL;
+    bool checked = id && cache_disk(o->cache) ? settings_check_kept(env, cache_disk(o->cache), id, idlen, err)
+                                               : hiera_environment_check(env, err);
+    if (checked) {
         codedir = settings_string(s, NULL, "codedir", &e);
         global = codedir ? (o->hiera_config ? xstrdup(o->hiera_config) : settings_string(s, NULL, "hiera_config", &e)) : NULL;
         if (!global)

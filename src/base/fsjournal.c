@@ -33,9 +33,23 @@ typedef struct {
     char *path;
     uint64_t id[8]; /* mode, dev, ino, size, mtime s, ns, ctime s, ns */
     char *text;
+    struct stat st; /* S and L: what the call said, whole (fs_stat's answer the next time) */
 } obs;
 
 static atomic_bool active;
+static atomic_uint session;
+/* the sub-record (fsj_sub_begin): every observation made while it is on, whether or not the
+ * journal is, and recorded there even when the journal has it already */
+static atomic_bool sub_active;
+static obs *sub_list;
+static size_t sub_n, sub_cap;
+static const char *sub_tainted;
+
+/* whether anything records: the journal or a sub-record */
+static inline bool recording(void)
+{
+    return atomic_load_explicit(&active, memory_order_relaxed) || atomic_load_explicit(&sub_active, memory_order_relaxed);
+}
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static obs *list;
 static size_t n, cap;
@@ -81,17 +95,41 @@ static void rehash(void)
     }
 }
 
+/* Adds an observation to the sub-record (under the lock): the first of (op, arg, path) only. */
+static void sub_add(char op, int arg, const char *path, int err, const struct stat *st, const uint64_t *id,
+                    const char *text)
+{
+    for (size_t i = 0; i < sub_n; i++)
+        if (sub_list[i].op == op && sub_list[i].arg == arg && !strcmp(sub_list[i].path, path))
+            return;
+    if (sub_n == sub_cap) {
+        sub_cap = sub_cap ? sub_cap * 2 : 16;
+        sub_list = xrealloc(sub_list, sub_cap * sizeof *sub_list);
+    }
+    obs *o = &sub_list[sub_n++];
+    memset(o, 0, sizeof *o);
+    o->op = op;
+    o->arg = arg;
+    o->err = err;
+    o->path = xstrdup(path);
+    if (!err && st)
+        identity(o->id, st);
+    else if (!err && id)
+        memcpy(o->id, id, sizeof o->id);
+    if (!err && text)
+        o->text = xstrdup(text);
+}
+
 /* Records the first observation of (op, arg, path); a later one of the same is the same call
  * made again in the same run (the first is what the result was computed from). */
-static void note(char op, int arg, const char *path, int err, const struct stat *st, const char *text)
+static void note_h(uint64_t ph, char op, int arg, const char *path, int err, const struct stat *st, const char *text)
 {
-    if (!atomic_load_explicit(&active, memory_order_relaxed) || !path)
-        return;
     pthread_mutex_lock(&lock);
+    if (atomic_load_explicit(&sub_active, memory_order_relaxed))
+        sub_add(op, arg, path, err, st, NULL, text);
     if (atomic_load_explicit(&active, memory_order_relaxed)) {
         if ((n + 1) * 2 > nslots)
             rehash();
-        uint64_t ph = path_hash(path);
         size_t s = (size_t)call_hash(ph, op, arg) & (nslots - 1);
         bool seen = false;
         for (; slots[s]; s = (s + 1) & (nslots - 1)) {
@@ -125,8 +163,11 @@ static void note(char op, int arg, const char *path, int err, const struct stat 
             o->arg = arg;
             o->err = err;
             o->path = xstrdup(path);
-            if (!err && st)
+            if (!err && st) {
                 identity(o->id, st);
+                if (op == 'S' || op == 'L')
+                    o->st = *st;
+            }
             if (!err && text)
                 o->text = xstrdup(text);
             slots[s] = ++n;
@@ -135,19 +176,28 @@ static void note(char op, int arg, const char *path, int err, const struct stat 
     pthread_mutex_unlock(&lock);
 }
 
+static void note(char op, int arg, const char *path, int err, const struct stat *st, const char *text)
+{
+    if (!recording() || !path)
+        return;
+    note_h(path_hash(path), op, arg, path, err, st, text);
+}
+
 void fsj_taint(const char *why)
 {
-    if (!atomic_load_explicit(&active, memory_order_relaxed))
+    if (!recording())
         return;
     pthread_mutex_lock(&lock);
-    if (!tainted)
+    if (atomic_load_explicit(&sub_active, memory_order_relaxed) && !sub_tainted)
+        sub_tainted = why;
+    if (atomic_load_explicit(&active, memory_order_relaxed) && !tainted)
         tainted = why;
     pthread_mutex_unlock(&lock);
 }
 
 void fsj_note_open(const char *path, const struct stat *st, int err)
 {
-    if (!atomic_load_explicit(&active, memory_order_relaxed))
+    if (!recording())
         return;
     if (st && !S_ISREG(st->st_mode))
         fsj_taint("a file that is not a regular file was read");
@@ -157,7 +207,7 @@ void fsj_note_open(const char *path, const struct stat *st, int err)
 /* What a call that returned rc (0 or -1 with errno) saw, noted; errno kept for the caller. */
 static int noted(char op, int arg, const char *path, int rc, const struct stat *st)
 {
-    if (atomic_load_explicit(&active, memory_order_relaxed)) {
+    if (recording()) {
         int e = errno;
         note(op, arg, path, rc ? e : 0, st, NULL);
         errno = e;
@@ -165,9 +215,51 @@ static int noted(char op, int arg, const char *path, int rc, const struct stat *
     return rc;
 }
 
-int fs_stat(const char *path, struct stat *st) { return noted('S', 0, path, stat(path, st), st); }
+/* While the journal is on, a stat() or lstat() of a path this run made already: what it said
+ * then, as the call's answer (1: *st filled, 0: failed with errno set), else -1. The record
+ * holds the first answer, so the run computes from that one (a second call could see a file
+ * that changed since, and the answer kept would not be the one its record checks). */
+static int recall(uint64_t ph, char op, const char *path, struct stat *st)
+{
+    int r = -1;
+    pthread_mutex_lock(&lock);
+    if (atomic_load_explicit(&active, memory_order_relaxed) && nslots) {
+        for (size_t s = (size_t)call_hash(ph, op, 0) & (nslots - 1); slots[s]; s = (s + 1) & (nslots - 1)) {
+            const obs *o = &list[slots[s] - 1];
+            if (o->op == op && o->arg == 0 && !strcmp(o->path, path)) {
+                if (o->err)
+                    errno = o->err;
+                else
+                    *st = o->st;
+                r = !o->err;
+                if (atomic_load_explicit(&sub_active, memory_order_relaxed))
+                    sub_add(op, 0, path, o->err, o->err ? NULL : &o->st, NULL, NULL);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
 
-int fs_lstat(const char *path, struct stat *st) { return noted('L', 0, path, lstat(path, st), st); }
+static int stat_call(char op, const char *path, struct stat *st)
+{
+    if (!recording() || !path)
+        return op == 'S' ? stat(path, st) : lstat(path, st);
+    uint64_t ph = path_hash(path);
+    int r = atomic_load_explicit(&active, memory_order_relaxed) ? recall(ph, op, path, st) : -1;
+    if (r >= 0)
+        return r ? 0 : -1;
+    int rc = op == 'S' ? stat(path, st) : lstat(path, st);
+    int e = errno;
+    note_h(ph, op, 0, path, rc ? e : 0, st, NULL);
+    errno = e;
+    return rc;
+}
+
+int fs_stat(const char *path, struct stat *st) { return stat_call('S', path, st); }
+
+int fs_lstat(const char *path, struct stat *st) { return stat_call('L', path, st); }
 
 int fs_access(const char *path, int mode) { return noted('A', mode, path, access(path, mode), NULL); }
 
@@ -185,7 +277,7 @@ ssize_t fs_readlink(const char *path, char *buf, size_t size)
     }
     if (r >= 0)
         buf[r] = 0;
-    if (atomic_load_explicit(&active, memory_order_relaxed))
+    if (recording())
         note('K', 0, path, r < 0 ? e : 0, NULL, r < 0 ? NULL : buf);
     errno = e;
     return r;
@@ -195,7 +287,7 @@ char *fs_realpath(const char *path)
 {
     char *r = realpath(path, NULL);
     int e = errno;
-    if (atomic_load_explicit(&active, memory_order_relaxed))
+    if (recording())
         note('R', 0, path, r ? 0 : e, NULL, r);
     errno = e;
     return r;
@@ -205,7 +297,7 @@ DIR *fs_opendir(const char *path)
 {
     DIR *d = opendir(path);
     int e = errno;
-    if (atomic_load_explicit(&active, memory_order_relaxed)) {
+    if (recording()) {
         struct stat st;
         bool known = d && fstat(dirfd(d), &st) == 0;
         note('D', 0, path, d ? (known ? 0 : EIO) : e, known ? &st : NULL, NULL);
@@ -247,7 +339,7 @@ static void value_digest(const char *v, char out[33])
 const char *fs_getenv(const char *name)
 {
     const char *v = getenv(name);
-    if (atomic_load_explicit(&active, memory_order_relaxed)) {
+    if (recording()) {
         char digest[33];
         if (v)
             value_digest(v, digest);
@@ -258,7 +350,7 @@ const char *fs_getenv(const char *name)
 
 void fsj_note_environ(void)
 {
-    if (!atomic_load_explicit(&active, memory_order_relaxed))
+    if (!recording())
         return;
     char digest[33];
     environ_digest(digest);
@@ -283,15 +375,19 @@ void fsj_begin(void)
 {
     pthread_mutex_lock(&lock);
     forget();
+    atomic_fetch_add(&session, 1);
     atomic_store(&active, true);
     pthread_mutex_unlock(&lock);
 }
 
 bool fsj_active(void) { return atomic_load_explicit(&active, memory_order_relaxed); }
 
+unsigned fsj_session(void) { return atomic_load(&session); }
+
 const char *fsj_end(void)
 {
     atomic_store(&active, false);
+    atomic_fetch_add(&session, 1);
     return tainted;
 }
 
@@ -305,39 +401,79 @@ static bool racy(const obs *o, time_t now)
     return (int64_t)o->id[4] > (int64_t)now - RACY_SECONDS - 1 || (int64_t)o->id[6] > (int64_t)now - RACY_SECONDS - 1;
 }
 
-bool fsj_serialise(sbuf *out, const char **why)
+/* The observations l[0, count) serialised (under the lock), or false with *why */
+static bool serialise_list(const obs *l, size_t count, sbuf *out, const char **why)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    pthread_mutex_lock(&lock);
-    bool ok = n <= UINT32_MAX;
-    for (size_t i = 0; ok && i < n; i++)
-        if (has_identity(list[i].op) && !list[i].err && racy(&list[i], ts.tv_sec)) {
+    if (count > UINT32_MAX)
+        return false;
+    for (size_t i = 0; i < count; i++)
+        if (has_identity(l[i].op) && !l[i].err && racy(&l[i], ts.tv_sec)) {
             *why = "a file it read changed less than a second ago";
-            ok = false;
+            return false;
         }
-    if (ok) {
-        sb_add_u32(out, (uint32_t)n);
-        for (size_t i = 0; i < n; i++) {
-            const obs *o = &list[i];
-            sb_addc(out, o->op);
-            sb_add_u32(out, (uint32_t)o->arg);
-            sb_add_u32(out, (uint32_t)o->err);
-            size_t len = strlen(o->path);
-            sb_add_u32(out, (uint32_t)len);
-            sb_addn(out, o->path, len);
-            if (o->err)
-                continue;
-            if (has_identity(o->op)) {
-                for (int k = 0; k < 8; k++)
-                    sb_add_u64(out, o->id[k]);
-            } else if (has_text(o->op)) {
-                size_t tl = o->text ? strlen(o->text) : 0;
-                sb_add_u32(out, (uint32_t)tl);
-                sb_addn(out, o->text ? o->text : "", tl);
-            }
+    sb_add_u32(out, (uint32_t)count);
+    for (size_t i = 0; i < count; i++) {
+        const obs *o = &l[i];
+        sb_addc(out, o->op);
+        sb_add_u32(out, (uint32_t)o->arg);
+        sb_add_u32(out, (uint32_t)o->err);
+        size_t len = strlen(o->path);
+        sb_add_u32(out, (uint32_t)len);
+        sb_addn(out, o->path, len);
+        if (o->err)
+            continue;
+        if (has_identity(o->op)) {
+            for (int k = 0; k < 8; k++)
+                sb_add_u64(out, o->id[k]);
+        } else if (has_text(o->op)) {
+            size_t tl = o->text ? strlen(o->text) : 0;
+            sb_add_u32(out, (uint32_t)tl);
+            sb_addn(out, o->text ? o->text : "", tl);
         }
     }
+    return true;
+}
+
+bool fsj_serialise(sbuf *out, const char **why)
+{
+    pthread_mutex_lock(&lock);
+    bool ok = serialise_list(list, n, out, why);
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
+static void sub_forget(void)
+{
+    for (size_t i = 0; i < sub_n; i++) {
+        free(sub_list[i].path);
+        free(sub_list[i].text);
+    }
+    free(sub_list);
+    sub_list = NULL;
+    sub_n = sub_cap = 0;
+    sub_tainted = NULL;
+}
+
+void fsj_sub_begin(void)
+{
+    pthread_mutex_lock(&lock);
+    sub_forget();
+    atomic_store(&sub_active, true);
+    pthread_mutex_unlock(&lock);
+}
+
+bool fsj_sub_end(sbuf *out, const char **why)
+{
+    pthread_mutex_lock(&lock);
+    atomic_store(&sub_active, false);
+    bool ok = !sub_tainted;
+    if (!ok)
+        *why = sub_tainted;
+    else if (out)
+        ok = serialise_list(sub_list, sub_n, out, why);
+    sub_forget();
     pthread_mutex_unlock(&lock);
     return ok;
 }
@@ -468,6 +604,116 @@ bool fsj_check(byte_reader *r)
         }
         int now = seen_now(i, (char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen);
         if (now == 0 || (now < 0 && !holds((char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen)))
+            return false;
+    }
+    return true;
+}
+
+/* The same call made again through the fs_* calls (so that the journal, when on, records it),
+ * compared with what was recorded. */
+static bool holds_noted(char op, int arg, int err, const char *path, const uint64_t id[8], const char *text, size_t tlen)
+{
+    struct stat st;
+    uint64_t now[8];
+    int rc;
+    switch (op) {
+    case 'S':
+        rc = fs_stat(path, &st);
+        break;
+    case 'L':
+        rc = fs_lstat(path, &st);
+        break;
+    case 'D':
+    case 'O':
+        if (!err) {
+            rc = fs_stat(path, &st);
+            break;
+        }
+        if (op == 'D') {
+            DIR *d = fs_opendir(path);
+            int e = d ? 0 : errno;
+            if (d)
+                closedir(d);
+            return e == err;
+        } else {
+            int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+            int e = fd >= 0 ? 0 : errno;
+            if (fd >= 0) {
+                rc = fstat(fd, &st);
+                fsj_note_open(path, rc == 0 ? &st : NULL, rc == 0 ? 0 : errno);
+                close(fd);
+            } else {
+                fsj_note_open(path, NULL, e);
+            }
+            return e == err;
+        }
+    case 'A':
+        rc = fs_access(path, arg);
+        return (rc ? errno : 0) == err;
+    case 'K': {
+        char buf[PATH_MAX];
+        ssize_t r = fs_readlink(path, buf, sizeof buf);
+        if (r < 0)
+            return errno == err;
+        return !err && (size_t)r == tlen && memcmp(buf, text, tlen) == 0;
+    }
+    case 'V': {
+        const char *v = fs_getenv(path);
+        if (!v)
+            return err == ENOENT;
+        char digest[33];
+        value_digest(v, digest);
+        return !err && tlen == 32 && memcmp(digest, text, 32) == 0;
+    }
+    case 'W': {
+        fsj_note_environ();
+        char digest[33];
+        environ_digest(digest);
+        return !err && tlen == 32 && memcmp(digest, text, 32) == 0;
+    }
+    case 'R': {
+        char *r = fs_realpath(path);
+        if (!r)
+            return errno == err;
+        bool same = !err && strlen(r) == tlen && memcmp(r, text, tlen) == 0;
+        free(r);
+        return same;
+    }
+    default:
+        return false;
+    }
+    if (rc)
+        return errno == err;
+    if (err)
+        return false;
+    identity(now, &st);
+    return memcmp(now, id, sizeof now) == 0;
+}
+
+bool fsj_sub_check(byte_reader *r)
+{
+    uint32_t count;
+    if (!br_u32(r, &count))
+        return false;
+    char path[PATH_MAX];
+    for (uint32_t i = 0; i < count; i++) {
+        const unsigned char *op, *p, *text = NULL;
+        uint32_t arg, err, plen, tlen = 0;
+        if (!br_bytes(r, 1, &op) || !br_u32(r, &arg) || !br_u32(r, &err) || !br_u32(r, &plen) ||
+            plen >= sizeof path || !br_bytes(r, plen, &p))
+            return false;
+        memcpy(path, p, plen);
+        path[plen] = 0;
+        uint64_t id[8] = {0};
+        if (!err && has_identity((char)*op)) {
+            for (int k = 0; k < 8; k++)
+                if (!br_u64(r, &id[k]))
+                    return false;
+        } else if (!err && has_text((char)*op)) {
+            if (!br_u32(r, &tlen) || !br_bytes(r, tlen, &text))
+                return false;
+        }
+        if (!holds_noted((char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen))
             return false;
     }
     return true;

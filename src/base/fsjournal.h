@@ -29,7 +29,9 @@
 
 /* stat(2), lstat(2), access(2), readlink(2) (NUL-terminated into buf; -1 when it does not fit),
  * realpath(3) (malloc'ed, or NULL with errno set) and opendir(3) (the folder's stat recorded:
- * its times change when an entry is added, removed or renamed), recording what they saw. */
+ * its times change when an entry is added, removed or renamed), recording what they saw. While
+ * the journal is on, fs_stat and fs_lstat of a path asked already answer what the first call
+ * said without making it again: the run computes from what its record holds. */
 int fs_stat(const char *path, struct stat *st);
 int fs_lstat(const char *path, struct stat *st);
 int fs_access(const char *path, int mode);
@@ -54,6 +56,10 @@ void fsj_taint(const char *why);
 void fsj_begin(void);
 /* Whether recording is on. */
 bool fsj_active(void);
+/* A number that changes whenever recording begins or ends: a result that a process keeps of
+ * calls it made is used again without making them only within the same number (made under this
+ * journal, the calls are in its record; made before it began, they are not). */
+unsigned fsj_session(void);
 /* Stops recording. NULL when nothing taints the record, else the first reason given. */
 const char *fsj_end(void);
 /* The record, serialised (appended to out); false when it cannot be kept: an observed file or
@@ -65,5 +71,18 @@ bool fsj_serialise(sbuf *out, const char **why);
  * compared with what it saw instead); r is left after the record. False on the first that does
  * not, or when the record is malformed. */
 bool fsj_check(byte_reader *r);
+
+/* A sub-record: what one part of a computation observes, kept apart so that its result can be
+ * kept on its own (the settings check's verdict) and used again while it holds. fsj_sub_begin
+ * starts it (forgetting an earlier one); every fs_* call then records there too, whether or not
+ * the journal is on, and even when the journal has the same observation already. fsj_sub_end
+ * stops it and appends it to out in fsj_serialise's form: false (with *why) when it was tainted
+ * or cannot be kept (a file changed a moment ago). One at a time in a process. */
+void fsj_sub_begin(void);
+bool fsj_sub_end(sbuf *out, const char **why);
+/* Whether every observation of a sub-record (at r; r left after it) still holds: each call is
+ * made again through the fs_* calls, so that the journal, when on, records what the part that
+ * is not computed again depends on. */
+bool fsj_sub_check(byte_reader *r);
 
 #endif

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <limits.h>
+#include <sys/stat.h>
 
 hiera_cache *cli_cache(void)
 {
@@ -43,6 +46,35 @@ bool cli_free_at_exit(void) { return FREE_AT_EXIT || getenv("HIERA_FREE_AT_EXIT"
 
 /* kept reachable so that leak checkers see it as such */
 hiera_cache *hiera_kept_cache; /* external: never optimised away */
+
+const sbuf *cli_run_identity(void)
+{
+    static sbuf id;
+    static bool done, ok;
+    if (!done) {
+        struct stat st;
+        char cwd[PATH_MAX];
+        done = true;
+        ok = stat("/proc/self/exe", &st) == 0 && getcwd(cwd, sizeof cwd);
+        if (ok) {
+            sb_adds(&id, "hiera ");
+            sb_adds(&id, HIERA_VERSION);
+            sb_addc(&id, 0);
+            sb_add_u64(&id, (uint64_t)st.st_dev);
+            sb_add_u64(&id, (uint64_t)st.st_ino);
+            sb_add_u64(&id, (uint64_t)st.st_size);
+            sb_add_u64(&id, (uint64_t)st.st_mtim.tv_sec);
+            sb_add_u64(&id, (uint64_t)st.st_mtim.tv_nsec);
+            sb_add_u64(&id, (uint64_t)st.st_ctim.tv_sec);
+            sb_add_u64(&id, (uint64_t)st.st_ctim.tv_nsec);
+            sb_addn(&id, cwd, strlen(cwd) + 1);
+            sb_add_u32(&id, (uint32_t)getuid());
+            sb_add_u32(&id, (uint32_t)geteuid());
+            sb_add_u32(&id, (uint32_t)getegid());
+        }
+    }
+    return ok ? &id : NULL;
+}
 
 void cli_cache_release(hiera_cache *c)
 {

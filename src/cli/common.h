@@ -3,6 +3,7 @@
 #define HIERA_CLI_COMMON_H
 
 #include "hiera.h"
+#include "base/util.h"
 
 /* The file cache the commands use: kept on disk between runs (HIERA_CACHE_DIR names the folder;
  * "off" keeps it in memory only). Release with hiera_cache_free. */
@@ -14,6 +15,11 @@ void cli_cache_release(hiera_cache *c);
 /* Whether a one-shot command frees what it made before it returns (HIERA_FREE_AT_EXIT set, a
  * build with HIERA_FREE_ON_EXIT or under a sanitizer); otherwise the process exit reclaims it. */
 bool cli_free_at_exit(void);
+/* What identifies this run's program and where and as whom it runs: "hiera VERSION", NUL, the
+ * device, inode, size, modification and change times of /proc/self/exe, the working folder, the
+ * user, effective user and group ids (found once); NULL when they cannot be read. The result
+ * cache's call key and the settings check's kept verdict start with it. */
+const sbuf *cli_run_identity(void);
 /* The commands' diagnostics callback (hiera_options.diagnostics): "Warning: <message>" on stderr,
  * as Puppet prints its warnings. */
 void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata);

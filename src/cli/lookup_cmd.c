@@ -6,6 +6,7 @@
 #include "cli/common.h"
 #include "cli/facts_opts.h"
 #include "cli/lookup_cmd.h"
+#include "engine/cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,10 @@ int lookup_main(int argc, char **argv)
     /* the node's facts: its cache or Facter, the --facts file over them; with --node, Puppet's
      * facts terminus (and cache) decide, PuppetDB when Puppet would ask it */
     cache = cli_cache(); /* (the --facts file is read through its disk cache too) */
+    cache_stat_once(cache); /* (one process, one answer: a file is stat()ed once) */
+    const sbuf *id = cli_run_identity();
+    if (id) /* the settings check's verdict kept in the disk cache */
+        cache_set_run_identity(cache, id->s, id->len);
     int gathered;
     if (a.f.pdb.nodes_query || a.f.pdb.include_inactive) {
         fail("%s", "--nodes-query and --include-inactive choose the nodes of hiera batch and hiera serve; "

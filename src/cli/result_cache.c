@@ -54,24 +54,10 @@
  * be told (no working folder, no binary to stat). */
 static bool call_key(int argc, char **argv, sbuf *key)
 {
-    struct stat st;
-    char cwd[PATH_MAX];
-    if (stat("/proc/self/exe", &st) != 0 || !getcwd(cwd, sizeof cwd))
+    const sbuf *id = cli_run_identity(); /* (the program, the working folder, the user) */
+    if (!id)
         return false;
-    sb_adds(key, "hiera ");
-    sb_adds(key, HIERA_VERSION);
-    sb_addc(key, 0);
-    sb_add_u64(key, (uint64_t)st.st_dev);
-    sb_add_u64(key, (uint64_t)st.st_ino);
-    sb_add_u64(key, (uint64_t)st.st_size);
-    sb_add_u64(key, (uint64_t)st.st_mtim.tv_sec);
-    sb_add_u64(key, (uint64_t)st.st_mtim.tv_nsec);
-    sb_add_u64(key, (uint64_t)st.st_ctim.tv_sec);
-    sb_add_u64(key, (uint64_t)st.st_ctim.tv_nsec);
-    sb_addn(key, cwd, strlen(cwd) + 1);
-    sb_add_u32(key, (uint32_t)getuid());
-    sb_add_u32(key, (uint32_t)geteuid());
-    sb_add_u32(key, (uint32_t)getegid());
+    sb_addn(key, id->s, id->len);
     sb_add_u32(key, (uint32_t)argc);
     for (int i = 0; i < argc; i++)
         sb_addn(key, argv[i], strlen(argv[i]) + 1);

@@ -72,6 +72,9 @@ struct hiera_cache {
      * usually follows (a node's own file is asked once: one stat instead of two) */
     char *last_path;
     struct stat last_st;
+    bool stat_once; /* cache_stat_once: the same for a cache that is not frozen */
+    char *run_id;   /* cache_set_run_identity */
+    size_t run_id_len;
     hv *globs;  /* pattern -> array of paths */
     hv *memo;   /* interpolation expressions, parsed once (see interp.c) */
     hv *warned; /* the warnings given once (cache_warn_once) */
@@ -163,6 +166,7 @@ void cache_free(hiera_cache *c)
     eyaml_free(c->eyaml);
     hv_decref(c->exists);
     free(c->last_path);
+    free(c->run_id);
     hv_decref(c->globs);
     hv_decref(c->memo);
     memo_free(c->head.work);
@@ -314,6 +318,22 @@ recent_key *cache_recent_add(hiera_cache *c, const char *key, size_t len, uint64
     c->recent[i] = (recent_key){.text = xstrndup(key, len), .len = len, .code = code, .entry = entry};
     c->nrecent++;
     return &c->recent[i];
+}
+
+void cache_stat_once(hiera_cache *c) { c->stat_once = true; }
+
+void cache_set_run_identity(hiera_cache *c, const void *id, size_t len)
+{
+    free(c->run_id);
+    c->run_id = xmalloc(len ? len : 1);
+    memcpy(c->run_id, id, len);
+    c->run_id_len = len;
+}
+
+const void *cache_run_identity(const hiera_cache *c, size_t *len)
+{
+    *len = c->run_id_len;
+    return c->run_id;
 }
 
 void cache_freeze(hiera_cache *c)
@@ -716,7 +736,7 @@ static centry *load_entry(hiera_cache *c, const char *path, file_format fmt, boo
         return e;
     }
     struct stat st;
-    if (!seen && c->head.frozen && c->last_path && strcmp(c->last_path, path) == 0)
+    if (!seen && (c->head.frozen || c->stat_once) && c->last_path && strcmp(c->last_path, path) == 0)
         seen = &c->last_st; /* (path_state's stat of a moment ago: the file is not stat()ed twice) */
     if (seen) {
         st = *seen;
@@ -918,11 +938,13 @@ static int path_state(hiera_cache *c, const char *path)
         if (known)
             return (int)hv_int_val(known);
     }
+    if (c->stat_once && c->last_path && strcmp(c->last_path, path) == 0)
+        return 1; /* (the file found a moment ago: a configuration asked for twice) */
     int state = c->src_ops ? c->src_ops->path_state(c->src, path) : -1;
     if (state < 0) {
         struct stat st;
         state = fs_stat(path, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 2 : 1;
-        if (c->head.frozen && state == 1) {
+        if ((c->head.frozen || c->stat_once) && state == 1) {
             free(c->last_path);
             c->last_path = xstrdup(path);
             c->last_st = st;

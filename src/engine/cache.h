@@ -167,6 +167,17 @@ int cache_glob(hiera_cache *c, const char *pattern, size_t limit, glob_result *o
 /* Promises that files will not change while the cache lives: loaded files are not re-checked,
  * existence checks and glob expansions are remembered. */
 void cache_freeze(hiera_cache *c);
+/* A one-shot run (hiera lookup: one process, one answer): a file's stat() made by an existence
+ * check serves the load that follows it at once, as a frozen cache's does, without the rest of
+ * freezing (the data files are still read key by key). A file is then stat()ed once, as the
+ * journal of the result cache records it once (fsjournal.h: the first observation of a path is
+ * what the run saw). */
+void cache_stat_once(hiera_cache *c);
+/* What identifies the running program's code (id[0, len), copied; a one-shot command's: its
+ * executable's identity): the settings check's verdict is then kept in the disk cache
+ * (settings_check_kept) by contexts made with this cache. cache_run_identity: it, or NULL. */
+void cache_set_run_identity(hiera_cache *c, const void *id, size_t len);
+const void *cache_run_identity(const hiera_cache *c, size_t *len);
 /* The first member of every hiera_cache, read inline: the lookup asks for it several times a
  * key (a call each time cost 1.3% of a batch run's instructions). */
 typedef struct {

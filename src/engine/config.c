@@ -2,6 +2,7 @@
  * (lib/puppet/pops/lookup/hiera_config.rb): the structure is type-checked with Puppet's own type
  * (so the messages are Puppet's), then the semantic checks raise LookupErrors naming the file. */
 #include "engine/config.h"
+#include "base/once.h"
 #include "engine/providers.h"
 #include "base/diag.h"
 #include "base/fileio.h"
@@ -317,7 +318,7 @@ bool config_v5_quick_valid(const hv *config)
 /* The v4 and v5 schemas, parsed once per process and frozen: every thread shares them. NULL (not
  * expected) when one does not parse. */
 static ptype *v4_schema, *v5_schema;
-static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
+static hiera_once schemas_once = HIERA_ONCE_INIT;
 
 static ptype *parse_frozen(const char *type_text)
 {
@@ -342,7 +343,7 @@ static bool check_schema(const char *type_text, int version, const hv *config, c
 {
     ptype *t = NULL, *own = NULL;
     if (version) {
-        pthread_once(&schemas_once, parse_schemas);
+        hiera_once_run(&schemas_once, parse_schemas);
         t = version == 4 ? v4_schema : v5_schema;
         if (!t) {
             herr_set(err, HERR_ERROR, "internal: bad config type: version %d", version);

@@ -52,11 +52,38 @@ static void free_parts(char **v, size_t n)
     free(v);
 }
 
+static char *search_path(const char *path);
+
+/* The search made once for a value of PATH (the Puppet version and the file layout both ask),
+ * within one session of the file system journal: the calls it made are then in the journal's
+ * record (fsj_session) */
 char *installed_puppet_command(void)
 {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char *last_path, *last_found;
+    static unsigned last_session;
+    static bool known;
     const char *path = fs_getenv("PATH");
     if (!path)
         return NULL;
+    pthread_mutex_lock(&lock);
+    unsigned session = fsj_session();
+    if (!known || session != last_session || strcmp(path, last_path)) {
+        free(last_path);
+        free(last_found);
+        last_path = xstrdup(path);
+        last_found = search_path(path);
+        last_session = session;
+        known = true;
+    }
+    char *r = last_found ? xstrdup(last_found) : NULL;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* the first folder of path holding an executable puppet (its real path), or NULL */
+static char *search_path(const char *path)
+{
     size_t n;
     char **dirs = colon_parts(path, &n);
     char *found = NULL;

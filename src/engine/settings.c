@@ -9,6 +9,7 @@
  * environment_data_provider, static_catalogs, rich_data), puppet.conf's [server], [master] and
  * [main] sections, the application's defaults (the run mode's directories), Puppet's default. */
 #include "engine/settings.h"
+#include "base/once.h"
 #include "base/error.h"
 #include "base/fsjournal.h"
 
@@ -18,6 +19,7 @@
 #include "base/pathname.h"
 #include "engine/cache.h"
 #include "engine/installed.h"
+#include "formats/diskcache.h"
 #include "formats/ini.h"
 #include "formats/json.h"
 #include "formats/render.h"
@@ -79,7 +81,7 @@ static bool in_version(int idx, int vi) { return idx >= 0 && DEFS[idx].dk[vi] !=
  * about 20,000.) */
 #define BY_NAME_SLOTS 1024 /* a power of two, well above twice the settings */
 static short BY_NAME[BY_NAME_SLOTS]; /* index + 1, 0 empty */
-static pthread_once_t by_name_once = PTHREAD_ONCE_INIT;
+static hiera_once by_name_once = HIERA_ONCE_INIT;
 
 static uint32_t name_hash(const char *name)
 {
@@ -146,7 +148,7 @@ static void by_name_init(void)
 
 static int def_index(const char *name)
 {
-    pthread_once(&by_name_once, by_name_init);
+    hiera_once_run(&by_name_once, by_name_init);
     return find_index(name);
 }
 
@@ -168,7 +170,7 @@ static int version_def_index(const char *name, int vi)
 /* Each version's settings in its order, as indexes into DEFS (hiera_puppet_setting_info). */
 static short VERSION_ORDER[NVERSIONS][NDEFS];
 static size_t VERSION_COUNT[NVERSIONS];
-static pthread_once_t version_order_once = PTHREAD_ONCE_INIT;
+static hiera_once version_order_once = HIERA_ONCE_INIT;
 
 static void version_order_init(void)
 {
@@ -180,7 +182,7 @@ static void version_order_init(void)
 
 static unsigned def_flags(int idx)
 {
-    pthread_once(&by_name_once, by_name_init);
+    hiera_once_run(&by_name_once, by_name_init);
     return DEF_FLAGS[idx];
 }
 
@@ -1550,7 +1552,7 @@ static bool hooked(const hiera_settings *s, int idx)
 {
     /* (flags found once by name, by_name_init: the names compared for every setting were 8% of a
      * one-shot lookup's instructions) */
-    pthread_once(&by_name_once, by_name_init);
+    hiera_once_run(&by_name_once, by_name_init);
     return (DEF_FLAGS[idx] & DEF_HOOKED) || (s->version == HIERA_PUPPET_8 && (DEF_FLAGS[idx] & DEF_HOOKED_8));
 }
 
@@ -1843,7 +1845,7 @@ char *hiera_settings_given(const hiera_settings *s, const char *name, const char
 
 bool hiera_puppet_setting_info(hiera_puppet_version v, size_t i, const char **name, bool *boolean, char *short_option)
 {
-    pthread_once(&version_order_once, version_order_init);
+    hiera_once_run(&version_order_once, version_order_init);
     int vi = version_index(puppet_version_resolve(v));
     if (i >= VERSION_COUNT[vi])
         return false;
@@ -2230,25 +2232,194 @@ static hv *all_settings(const hiera_environment *env, bool checking, hv *seen, h
     return all;
 }
 
-bool hiera_environment_check(const hiera_environment *cenv, hiera_error *err)
+/* Counts what the check reports, passing it on to the sink in effect. */
+typedef struct {
+    diag_sink to;
+    int count;
+} counting_sink;
+
+static void count_diag(int severity, const char *code, const char *file, int line, int col, const char *message, void *data)
 {
-    hiera_environment *env = (hiera_environment *)cenv; /* its answer is kept, under its lock */
-    pthread_mutex_lock(&env->lock);
-    if (!env->check_done) {
-        diag_sink saved;
-        diag_enter(env->s->sink, &saved);
-        hv *seen = hv_hash();
-        hv *all = all_settings(env, true, seen, &env->check_err);
-        hv_decref(all);
-        hv_decref(seen);
-        diag_leave(&saved);
-        env->check_done = true;
-    }
+    counting_sink *c = data;
+    c->count++;
+    if (c->to.fn)
+        c->to.fn(severity, code, file, line, col, message, c->to.data);
+}
+
+/* The check made (env->lock held): its answer in env->check_err; how many diagnostics it gave
+ * in *reported. */
+static void run_check(hiera_environment *env, int *reported)
+{
+    counting_sink counter = {env->s->sink, 0};
+    diag_sink saved;
+    diag_enter((diag_sink){count_diag, &counter, NULL}, &saved);
+    hv *seen = hv_hash();
+    hv *all = all_settings(env, true, seen, &env->check_err);
+    hv_decref(all);
+    hv_decref(seen);
+    diag_leave(&saved);
+    env->check_done = true;
+    *reported = counter.count;
+}
+
+static bool check_answer(hiera_environment *env, hiera_error *err)
+{
     bool ok = !herr_isset(&env->check_err);
     if (!ok) {
         serr se = {{env->check_err.kind, xstrdup(env->check_err.msg), NULL, 0, 0}, false};
         serr_to_public(err, &se);
     }
+    return ok;
+}
+
+bool hiera_environment_check(const hiera_environment *cenv, hiera_error *err)
+{
+    hiera_environment *env = (hiera_environment *)cenv; /* its answer is kept, under its lock */
+    pthread_mutex_lock(&env->lock);
+    if (!env->check_done) {
+        int reported;
+        run_check(env, &reported);
+    }
+    bool ok = check_answer(env, err);
+    pthread_mutex_unlock(&env->lock);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ the check's verdict kept */
+
+static void key_str(sbuf *k, const char *s)
+{
+    if (!s) {
+        sb_add_u32(k, UINT32_MAX);
+        return;
+    }
+    size_t len = strlen(s);
+    sb_add_u32(k, (uint32_t)len);
+    sb_addn(k, s, len);
+}
+
+static void key_ini(sbuf *k, const ini_file *f)
+{
+    sb_add_u32(k, (uint32_t)f->n);
+    for (size_t i = 0; i < f->n; i++) {
+        const ini_section *sec = &f->sections[i];
+        key_str(k, sec->name);
+        sb_add_u32(k, (uint32_t)sec->n);
+        for (size_t j = 0; j < sec->n; j++) {
+            key_str(k, sec->settings[j].name);
+            sb_add_u32(k, (uint32_t)sec->settings[j].kind);
+            key_str(k, sec->settings[j].value);
+        }
+    }
+}
+
+/* Everything the check computes from but the file system and the environment variables (which
+ * its sub-record holds): the program, the working folder and the user (id: the caller's), and
+ * the settings' and the environment's every input. */
+static void check_key(const hiera_environment *env, const void *id, size_t idlen, sbuf *k)
+{
+    const hiera_settings *s = env->s;
+    sb_adds(k, "hiera settings check 1");
+    sb_addc(k, 0);
+    sb_add_u32(k, (uint32_t)idlen);
+    sb_addn(k, id, idlen);
+    sb_add_u32(k, (uint32_t)s->layout);
+    sb_add_u32(k, (uint32_t)s->version);
+    sb_add_u32(k, (uint32_t)s->vi);
+    sb_addc(k, (char)s->root);
+    sb_addc(k, (char)s->ssl_owned);
+    for (size_t i = 0; i < NDEFS; i++) {
+        sb_addc(k, (char)s->cli[i].set);
+        if (s->cli[i].set) {
+            sb_add_u32(k, (uint32_t)s->cli[i].kind);
+            key_str(k, s->cli[i].value);
+        }
+    }
+    sb_addc(k, (char)s->have_conf);
+    key_ini(k, &s->conf);
+    key_str(k, s->conf_path);
+    key_str(k, env->name);
+    key_str(k, env->dir);
+    key_ini(k, &env->conf);
+    sb_add_u32(k, (uint32_t)env->nmodulepath);
+    for (size_t i = 0; i < env->nmodulepath; i++)
+        key_str(k, env->modulepath[i]);
+    key_str(k, env->config_version);
+}
+
+static void check_entry_name(const sbuf *key, char name[20])
+{
+    uint64_t h = hash_bytes(key->s, key->len);
+    for (int i = 0; i < 16; i++)
+        name[i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    memcpy(name + 16, ".hk", 4);
+}
+
+/* Whether the verdict kept as the entry `name` of folder is for key, and every observation of
+ * its record still holds (made again through the journal) */
+static bool check_kept(const char *folder, const char *name, const sbuf *key)
+{
+    char *path = xjoin(folder, "/", name, NULL);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    free(path);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    unsigned char *data = NULL;
+    ssize_t got = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 8 &&
+        st.st_size <= (1 << 20)) {
+        data = xmalloc((size_t)st.st_size);
+        got = fd_read_full(fd, data, (size_t)st.st_size);
+    }
+    close(fd);
+    byte_reader r = {data, data + (got > 0 ? got : 0)};
+    const unsigned char *magic, *k;
+    uint32_t klen, verdict;
+    bool ok = got == st.st_size && br_bytes(&r, 8, &magic) && memcmp(magic, DISKCACHE_VERDICT_MAGIC, 8) == 0 &&
+              br_u32(&r, &klen) && klen == key->len && br_bytes(&r, klen, &k) && memcmp(k, key->s, klen) == 0 &&
+              fsj_sub_check(&r) && br_u32(&r, &verdict) && verdict == 0 && r.p == r.end;
+    free(data);
+    return ok;
+}
+
+bool settings_check_kept(const hiera_environment *cenv, diskcache *dc, const void *id, size_t idlen, hiera_error *err)
+{
+    hiera_environment *env = (hiera_environment *)cenv;
+    pthread_mutex_lock(&env->lock);
+    if (!env->check_done) {
+        sbuf key = {0};
+        const char *folder = dc ? diskcache_dir(dc) : NULL;
+        char name[20];
+        bool keyed = folder != NULL;
+        if (keyed) {
+            check_key(env, id, idlen, &key);
+            check_entry_name(&key, name);
+        }
+        if (keyed && check_kept(folder, name, &key)) {
+            env->check_done = true; /* (passed, as it did when kept: check_err stays clear) */
+        } else {
+            int reported;
+            if (keyed)
+                fsj_sub_begin();
+            run_check(env, &reported);
+            sbuf entry = {0};
+            const char *why = NULL;
+            if (keyed) {
+                sb_addn(&entry, DISKCACHE_VERDICT_MAGIC, 8);
+                sb_add_u32(&entry, (uint32_t)key.len);
+                sb_addn(&entry, key.s, key.len);
+            }
+            /* kept only when it passed without a word: nothing to say again */
+            if (keyed && fsj_sub_end(&entry, &why) && !reported && !herr_isset(&env->check_err)) {
+                sb_add_u32(&entry, 0);
+                diskcache_put_named(dc, name, entry.s, entry.len);
+            }
+            sb_free(&entry);
+        }
+        sb_free(&key);
+    }
+    bool ok = check_answer(env, err);
     pthread_mutex_unlock(&env->lock);
     return ok;
 }

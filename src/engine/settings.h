@@ -37,4 +37,16 @@ bool settings_constant_defaults_convert(const char **failed);
 /* The settings an environment was loaded with (BORROWED). */
 const hiera_settings *settings_of(const hiera_environment *env);
 
+/* hiera_environment_check, its verdict kept in the disk cache dc (as a named entry) when the
+ * check passed without a diagnostic, with the record of what it observed of the file system
+ * and the environment variables (fsj_sub_begin), and used again while every observation
+ * holds and every other input is the same: id[0, idlen) (the caller's: it must identify the
+ * running program's code, the working folder and the user, as cli_run_identity does), the
+ * settings' and the environment's (their command line values, puppet.conf, environment.conf).
+ * The observations checked are made through the journal: a result the run keeps depends on
+ * them. (A one-shot command's: the sub-record is one per process.) */
+struct diskcache;
+bool settings_check_kept(const hiera_environment *env, struct diskcache *dc, const void *id, size_t idlen,
+                         hiera_error *err);
+
 #endif

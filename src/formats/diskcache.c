@@ -965,7 +965,7 @@ void dc_map_free(dc_map *m)
 #define SWEEP_INTERVAL 86400      /* seconds: at least one sweep a day when entries are written */
 #define SWEEP_TMP_AGE 3600        /* seconds: a temporary file older than this was abandoned */
 #define ENTRY_NAME_LEN 19         /* 16 hex digits and ".hc" (a parsed file), ".hd" (one named by its
-                                     content) or ".hr" (a result) */
+                                     content), ".hr" (a result) or ".hk" (a kept verdict) */
 
 static void ignore_result(long r) { (void)r; }
 
@@ -1122,8 +1122,9 @@ static int sweep_locked(diskcache *c)
         bool hc = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hc", 3) == 0;
         bool hr = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hr", 3) == 0;
         bool hd = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hd", 3) == 0;
-        bool entry = (hc || hr || hd) && len == ENTRY_NAME_LEN;
-        bool tmp = (hc || hr || hd) && len == ENTRY_NAME_LEN + 7 && de->d_name[ENTRY_NAME_LEN] == '.';
+        bool hk = len >= ENTRY_NAME_LEN && is_hex16(de->d_name) && strncmp(de->d_name + 16, ".hk", 3) == 0;
+        bool entry = (hc || hr || hd || hk) && len == ENTRY_NAME_LEN;
+        bool tmp = (hc || hr || hd || hk) && len == ENTRY_NAME_LEN + 7 && de->d_name[ENTRY_NAME_LEN] == '.';
         if (!entry && !tmp)
             continue; /* last-sweep, written, and whatever else someone put here */
         struct stat st;
@@ -1135,7 +1136,9 @@ static int sweep_locked(diskcache *c)
             continue;
         }
         if (hc ? entry_useless(dfd, de->d_name)
-               : magic_useless(dfd, de->d_name, hr ? DISKCACHE_RESULT_MAGIC : DISKCACHE_DIGEST_MAGIC)) {
+               : magic_useless(dfd, de->d_name, hr   ? DISKCACHE_RESULT_MAGIC
+                                                : hk ? DISKCACHE_VERDICT_MAGIC
+                                                     : DISKCACHE_DIGEST_MAGIC)) {
             if (unlinkat(dfd, de->d_name, 0) == 0)
                 removed++;
             continue;

@@ -17,6 +17,9 @@ typedef struct diskcache diskcache;
 /* The first 8 bytes of a result entry (kept by the command's result cache, cli/result_cache.c):
  * "HIERAR", its version, 0. */
 #define DISKCACHE_RESULT_MAGIC "HIERAR\1\0"
+/* The first 8 bytes of a kept verdict (<16 hex digits>.hk: the settings check's, with the record
+ * of what it observed; engine/settings.c, settings_check_kept). */
+#define DISKCACHE_VERDICT_MAGIC "HIERAK\1\0"
 
 /* The bound of the entries' total size when HIERA_CACHE_MAX_SIZE does not give one. */
 #define DISKCACHE_DEFAULT_MAX_SIZE ((uint64_t)256 << 20)
@@ -79,9 +82,9 @@ char *diskcache_digest_entry_path(const diskcache *c, const unsigned char *diges
  * Starts a sweep when one is due (see diskcache_sweep). */
 void diskcache_put(diskcache *c, const char *path, int fmt, const struct stat *st, const hv *value, unsigned flags);
 
-/* Stores data[0, len) whole as the entry file `name` of the folder (<16 hex digits>.hr: the
- * sweep keeps such files by their use alone, and removes those not starting with
- * DISKCACHE_RESULT_MAGIC); silent on failure, like diskcache_put. */
+/* Stores data[0, len) whole as the entry file `name` of the folder (<16 hex digits>.hr or .hk:
+ * the sweep keeps such files by their use alone, and removes those not starting with
+ * DISKCACHE_RESULT_MAGIC, DISKCACHE_VERDICT_MAGIC); silent on failure, like diskcache_put. */
 void diskcache_put_named(diskcache *c, const char *name, const void *data, size_t len);
 
 /* Removes the entries that can never be used again (their source is gone or has changed, or

@@ -27,6 +27,7 @@
  * DEFAULT types.
  */
 #include "types/types_int.h"
+#include "base/once.h"
 #include "base/rregex.h"
 #include "formats/render.h"
 
@@ -714,7 +715,7 @@ void ptype_free(ptype *t) { pt_unref(t); }
 
 /* Built all at once, the first time one is needed: they are shared by every thread. */
 static ptype *defaults[K_COUNT];
-static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+static hiera_once defaults_once = HIERA_ONCE_INIT;
 
 static void make_defaults(void)
 {
@@ -726,7 +727,7 @@ static void make_defaults(void)
 
 const ptype *pt_D(tkind k)
 {
-    pthread_once(&defaults_once, make_defaults);
+    hiera_once_run(&defaults_once, make_defaults);
     return defaults[k];
 }
 
@@ -847,7 +848,7 @@ enum { AL_DATA, AL_RICHDATAKEY, AL_RICHDATA, AL_LOOKUPKEY, AL_LOOKUPVALUE, N_ALI
 static const char *const alias_names[N_ALIASES] = {"Data", "RichDataKey", "RichData", "Puppet::LookupKey",
                                                    "Puppet::LookupValue"};
 static ptype *builtin_alias_nodes[N_ALIASES];
-static pthread_once_t builtin_aliases_once = PTHREAD_ONCE_INIT;
+static hiera_once builtin_aliases_once = HIERA_ONCE_INIT;
 
 /* Variant[ks..., more...] as the parser makes it (Variant's parameters in order, then
  * pt_maybe_create); more is NULL-terminated and stolen */
@@ -889,7 +890,7 @@ static void make_builtin_aliases(void)
 
 ptype *pt_builtin_alias(const char *name, size_t n)
 {
-    pthread_once(&builtin_aliases_once, make_builtin_aliases);
+    hiera_once_run(&builtin_aliases_once, make_builtin_aliases);
     for (size_t i = 0; i < N_ALIASES; i++)
         if (pt_ascii_casecmp_eq(alias_names[i], strlen(alias_names[i]), name, n))
             return builtin_alias_nodes[i];

@@ -9,6 +9,8 @@
     another environment variable, another working folder, another hiera binary;
   - what is never kept: a decrypted eyaml value (and no entry holds its plaintext), an answer
     that needed the host's name, an answer over files changed a moment before;
+  - the settings check's verdict, kept apart (.hk) for calls the cache cannot answer, is not used
+    again once a variable the check read (HOME) or a setting (puppet.conf) changed;
   - HIERA_RESULT_CACHE=off and HIERA_CACHE_DIR=off keep nothing;
   - with strace installed: every file the command looks at during a run that is kept (every
     path of a file system call but the loader's and the cache folder's) is in the entry's record.
@@ -382,6 +384,44 @@ hierarchy:
         del nonode[i:i + 2]
         host = run(nonode, cache)
         check("no --node (the host's name, facter): not kept", host.trace.startswith("not kept: "), host.trace)
+
+        # the settings check's verdict, kept on its own (<16 hex digits>.hk) with what the check
+        # observed: used again by a call the result cache cannot answer only while the settings
+        # and every observation are the same
+        def verdicts():
+            return sorted(glob.glob(os.path.join(cache, "*.hk")))
+        home = os.path.join(work, "home")
+        os.makedirs(home)
+        rundir = lookup_cmd(hiera, root, "--rundir", "~/run", "plain")
+        hk = set(verdicts())
+        ok = run(rundir, cache, env={"HOME": home})
+        ref = run(rundir, "off", env={"HOME": home})
+        check("settings check: the verdict kept", ok.answer() == ref.answer() and len(set(verdicts()) - hk) == 1 and
+              "home" not in ref.stderr, f"{ok.answer()!r} {sorted(set(verdicts()) - hk)}\n      want {ref.answer()!r}")
+        again = run(lookup_cmd(hiera, root, "--rundir", "~/run", "list"), cache, env={"HOME": home})
+        ref = run(lookup_cmd(hiera, root, "--rundir", "~/run", "list"), "off", env={"HOME": home})
+        check("settings check: another key, the verdict used", again.answer() == ref.answer(),
+              f"{again.answer()!r}\n      want {ref.answer()!r}")
+        # HOME, read by the check alone (~ in rundir): another HOME, another verdict
+        rel = run(rundir, cache, env={"HOME": "relative/home"})
+        ref = run(rundir, "off", env={"HOME": "relative/home"})
+        check("settings check: a variable the check read changed", rel.answer() == ref.answer() and ref.rc != 0,
+              f"{rel.answer()!r}\n      want {ref.answer()!r}")
+        # puppet.conf, read before the check: a setting there changed, another verdict
+        confdir = os.path.join(work, "confdir")
+        write(f"{confdir}/puppet.conf", "[main]\nrundir = /nonexistent/run\n")
+        settle()
+        withconf = lookup_cmd(hiera, root, "--confdir", confdir, "plain")
+        first = run(withconf, cache, env={"HOME": "relative/home"})
+        ref = run(withconf, "off", env={"HOME": "relative/home"})
+        check("settings check (puppet.conf): passes", first.answer() == ref.answer() and "home" not in ref.stderr,
+              f"{first.answer()!r}\n      want {ref.answer()!r}")
+        write(f"{confdir}/puppet.conf", "[main]\nrundir = ~/run\n")
+        after = run(withconf, cache, env={"HOME": "relative/home"})
+        ref = run(withconf, "off", env={"HOME": "relative/home"})
+        check("settings check: a setting in puppet.conf changed", after.answer() == ref.answer() and ref.rc != 0,
+              f"{after.answer()!r}\n      want {ref.answer()!r}")
+        settle()
 
         # switched off
         n = len(entries(cache))

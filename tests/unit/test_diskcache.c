@@ -534,9 +534,9 @@ static void test_sweep_stale(void **state)
     free(cdir);
 }
 
-/* Result entries (<hex>.hr, cli/result_cache.c): written whole by diskcache_put_named; a sweep
- * keeps those of this version (what they depend on is checked when used) and removes those of
- * another version and abandoned temporary files. */
+/* Result entries (<hex>.hr, cli/result_cache.c) and kept verdicts (<hex>.hk): written whole by
+ * diskcache_put_named; a sweep keeps those of this version (what they depend on is checked when
+ * used) and removes those of another version and abandoned temporary files. */
 static void test_sweep_results(void **state)
 {
     (void)state;
@@ -569,7 +569,28 @@ static void test_sweep_results(void **state)
     diskcache_put_named(c, "00112233445566dd.hr", good, sizeof good - 1);
     char *big = xasprintf("%s/00112233445566dd.hr", cdir);
     assert_int_equal(access(big, F_OK), -1);
+    /* kept verdicts (<hex>.hk, engine/settings.c): the same, by their own magic */
+    diskcache_set_max_size(c, 1 << 20);
+    static const char verdict[] = DISKCACHE_VERDICT_MAGIC "a verdict";
+    diskcache_put_named(c, "00112233445566ee.hk", verdict, sizeof verdict - 1);
+    char *vkept = xasprintf("%s/00112233445566ee.hk", cdir), *vother = xasprintf("%s/00112233445566ff.hk", cdir);
+    char *vresult = xasprintf("%s/0011223344556600.hk", cdir);
+    FILE *f = fopen(vother, "w");
+    assert_non_null(f);
+    fputs("HIERAK\7\0 another version", f);
+    fclose(f);
+    f = fopen(vresult, "w"); /* (a result's magic is not a verdict's) */
+    assert_non_null(f);
+    fputs(good, f);
+    fclose(f);
+    assert_int_equal(diskcache_sweep(c, true), 2);
+    assert_int_equal(access(vkept, F_OK), 0);
+    assert_int_equal(access(vother, F_OK), -1);
+    assert_int_equal(access(vresult, F_OK), -1);
     diskcache_close(c);
+    free(vkept);
+    free(vother);
+    free(vresult);
     free(big);
     free(kept);
     free(other);

@@ -5,6 +5,7 @@
 
 #include "base/fileio.h"
 #include "base/fsjournal.h"
+#include "engine/installed.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -226,12 +227,48 @@ static void test_checked_against_this_run(void **state)
     free(other);
 }
 
+/* The search of PATH for puppet is made once a session of the journal: one made before the
+ * journal began is made again under it (its calls must be in the record), and one made under it
+ * is not made again (installed.c) */
+static void test_puppet_search_per_session(void **state)
+{
+    (void)state;
+    char *bin = path_of("bin"), *puppet = path_of("bin/puppet");
+    char *old = getenv("PATH") ? xstrdup(getenv("PATH")) : NULL;
+    assert_int_equal(mkdir(bin, 0755), 0);
+    setenv("PATH", bin, 1);
+    free(installed_puppet_command()); /* journal off: nothing recorded */
+    fsj_begin();
+    assert_null(installed_puppet_command()); /* searched again: bin/puppet seen missing */
+    assert_null(installed_puppet_command()); /* (the same session: not again) */
+    size_t len;
+    const char *why;
+    char *rec = record(&len, &why);
+    assert_non_null(rec);
+    assert_true(holds(rec, len));
+    FILE *f = fopen(puppet, "w");
+    fclose(f);
+    assert_int_equal(chmod(puppet, 0755), 0);
+    assert_false(holds(rec, len)); /* a puppet installed where the search looked */
+    unlink(puppet);
+    assert_true(holds(rec, len));
+    if (old)
+        setenv("PATH", old, 1);
+    else
+        unsetenv("PATH");
+    rmdir(bin);
+    free(old);
+    free(rec);
+    free(bin);
+    free(puppet);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_things_appear), cmocka_unit_test(test_fresh_files_not_trusted),
         cmocka_unit_test(test_links), cmocka_unit_test(test_taint), cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_checked_against_this_run),
+        cmocka_unit_test(test_checked_against_this_run), cmocka_unit_test(test_puppet_search_per_session),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
