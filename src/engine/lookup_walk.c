@@ -262,6 +262,7 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
 {
     if (a->p->lvl->fkind == FN_LOOKUP_KEY) {
         a->I->h->walk_interps++; /* (a function's answer: never remembered by answer_signature) */
+        a->I->h->walk_rec.ok = false;
         lr r = lookup_key_value(a, loc, out, err);
         if (r == LR_FOUND && a->I->h->prov)
             *out = trace(a, loc, *out);
@@ -329,6 +330,13 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
         h->walk_interps++;
         lr r = m ? interpolate_remembered(a->I, m, value, hit ? &hit->deps : NULL, hit ? &hit->odds : NULL, &res, err)
                  : interpolate(a->I, value, true, &res, err);
+        if (h->walk_rec.on) {
+            /* (what the value read: its variables, listed once for the file's entry) */
+            if (m && hit && hv_is(hit->deps, HV_ARRAY) && h->walk_rec.n < WALK_REC_MAX)
+                h->walk_rec.lists[h->walk_rec.n++] = hit->deps;
+            else
+                h->walk_rec.ok = false;
+        }
         if (r != LR_FOUND)
             return r;
     }
@@ -1233,6 +1241,7 @@ int first_found_plain(inv *I, const char *key, hv **out, herr *err)
         if (!check_enter(I, key, err))
             return -2;
         h->walk_interps++;
+        h->walk_rec.ok = false; /* (a nested lookup's: not a merged walk's own value) */
         hv *res = NULL;
         lr ir = interpolate_remembered(I, m, hit->value, &hit->deps, &hit->odds, &res, err);
         h->global_only = false; /* (as layer_key_lookup restores it: false, tested above) */

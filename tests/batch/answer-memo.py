@@ -14,8 +14,10 @@ node on):
 - the same two files reached by two levels in the opposite order (a conflicting scalar in a
   deep merge: the order decides);
 - one file reached by two levels (with the other level's file for the other nodes);
-- a merged value that interpolates a fact (never shared: each datacenter's own answer), a
-  first-found value that interpolates, an alias, nested lookups, a key that looks itself up (the
+- a merged value that interpolates a fact: shared under the values its walk's interpolations
+  read (a datacenter with no file of its own meets the same files as another: its own answer
+  all the same; a hash merged from two files, each interpolating another fact, for nodes that
+  differ in the second fact only); a first-found value that interpolates, an alias, nested lookups, a key that looks itself up (the
   recursion guard's error), a module's keys.
 One `hiera batch` over every node must print, node by node, what one `hiera batch` per node
 prints (nothing to share), and the answers named below.
@@ -72,7 +74,12 @@ FILES = {
     merge: hash
   m::deep:
     merge: deep
+  m::two:
+    merge: hash
 m::list: [common]
+m::two:
+  from_common: "%{facts.dc}"
+  nested: ["%{facts.tier.name}", "%{::dc}-top"]
 m::hash:
   where: "%{facts.dc}"
   fixed: common
@@ -88,6 +95,8 @@ m::self: "%{lookup('m::self')}"
 """,
     "environments/production/data/role/web.yaml": """m::list: [web]
 m::plain: web-plain
+m::two:
+  from_role: "%{facts.p}"
 m::deep:
   conf:
     web: true
@@ -112,6 +121,7 @@ mod::str: mod-plain
 KINDS = {
     "weba": ({"role": "web", "dc": "a", "p": "left", "q": "right"}, None),
     "webb": ({"role": "web", "dc": "b", "p": "left", "q": "right"}, None),
+    "webc": ({"role": "web", "dc": "c", "p": "left", "q": "right", "tier": {"name": "gold"}}, None),
     "webfirst": ({"role": "web", "dc": "a", "p": "left", "q": "right"},
                  "lookup_options:\n  m::list:\n    merge: first\n  m::deep:\n    merge: hash\n"),
     "rev": ({"role": "web", "dc": "a", "p": "right", "q": "left"}, None),
@@ -119,7 +129,7 @@ KINDS = {
     "once": ({"role": "db", "dc": "b", "p": "mid", "q": "none"}, None),
     "db": ({"role": "db", "dc": "a", "p": "none", "q": "none"}, None),
 }
-KEYS = ["m::list", "m::hash", "m::deep", "m::first", "m::plain", "mod::list", "mod::str", "m::missing", "m::alias",
+KEYS = ["m::list", "m::hash", "m::two", "m::deep", "m::first", "m::plain", "mod::list", "mod::str", "m::missing", "m::alias",
         "m::nested", "m::self"]
 
 # what some nodes must answer (kind -> key -> value; None: not found)
@@ -127,12 +137,15 @@ WANT = {
     "weba": {"m::list": ["web", "common"], "m::plain": "web-plain", "m::first": "first-a",
              "m::deep": {"conf": {"level": "left", "left": 1, "right": 1, "web": True, "only_common": True}},
              "m::hash": {"where": "a", "fixed": "common"}, "mod::list": ["mod-web", "mod-common"],
-             "m::missing": None, "m::alias": ["web", "common"], "m::nested": "n-first-a-web-plain", "m::self": None},
+             "m::missing": None, "m::alias": ["web", "common"], "m::nested": "n-first-a-web-plain", "m::self": None,
+             "m::two": {"from_common": "a", "nested": ["", "a-top"], "from_role": "left"}},
     "webb": {"m::list": ["web", "dc-b", "common"], "m::hash": {"where": "b", "fixed": "common", "dcb": True},
              "m::first": "first-b"},
+    "webc": {"m::hash": {"where": "c", "fixed": "common"}, "m::list": ["web", "common"],
+             "m::two": {"from_common": "c", "nested": ["gold", "c-top"], "from_role": "left"}},
     "webfirst": {"m::list": ["web"], "m::deep": {"conf": {"level": "left", "left": 1}}},
     "rev": {"m::deep": {"conf": {"level": "right", "left": 1, "right": 1, "web": True, "only_common": True}},
-            "m::list": ["web", "common"]},
+            "m::list": ["web", "common"], "m::two": {"from_common": "a", "nested": ["", "a-top"], "from_role": "right"}},
     "twice": {"m::list": ["mid", "dc-b", "common"], "m::first": "db-first", "m::nested": "n-db-first-common-plain", "m::plain": "common-plain",
               "mod::list": ["mod-common"]},
     "once": {"m::list": ["mid", "dc-b", "common"]},
