@@ -14,6 +14,8 @@ node on):
 - the same two files reached by two levels in the opposite order (a conflicting scalar in a
   deep merge: the order decides);
 - one file reached by two levels (with the other level's file for the other nodes);
+- first-found values of the global layer that interpolate (one that looks itself up: the error
+  as lookup_global rewraps it);
 - a merged value that interpolates a fact: shared under the values its walk's interpolations
   read (a datacenter with no file of its own meets the same files as another: its own answer
   all the same; a hash merged from two files, each interpolating another fact, for nodes that
@@ -65,7 +67,9 @@ hierarchy:
 
 FILES = {
     "hiera.yaml": "version: 5\nhierarchy:\n  - name: global\n    path: global.yaml\n",
-    "data/global.yaml": "g::unused: 1\n",
+    # (first-found values of the global layer that interpolate: lookup_global's rewrap of an
+    # error, kept when the value is taken from the plans)
+    "data/global.yaml": "g::unused: 1\ng::str: \"g-%{facts.dc}\"\ng::self: \"%{lookup('g::self')}\"\n",
     "environments/production/hiera.yaml": ENV_HIERA,
     "environments/production/data/common.yaml": """lookup_options:
   m::list:
@@ -130,7 +134,7 @@ KINDS = {
     "db": ({"role": "db", "dc": "a", "p": "none", "q": "none"}, None),
 }
 KEYS = ["m::list", "m::hash", "m::two", "m::deep", "m::first", "m::plain", "mod::list", "mod::str", "m::missing", "m::alias",
-        "m::nested", "m::self"]
+        "m::nested", "m::self", "g::str", "g::self"]
 
 # what some nodes must answer (kind -> key -> value; None: not found)
 WANT = {
@@ -138,7 +142,7 @@ WANT = {
              "m::deep": {"conf": {"level": "left", "left": 1, "right": 1, "web": True, "only_common": True}},
              "m::hash": {"where": "a", "fixed": "common"}, "mod::list": ["mod-web", "mod-common"],
              "m::missing": None, "m::alias": ["web", "common"], "m::nested": "n-first-a-web-plain", "m::self": None,
-             "m::two": {"from_common": "a", "nested": ["", "a-top"], "from_role": "left"}},
+             "m::two": {"from_common": "a", "nested": ["", "a-top"], "from_role": "left"}, "g::str": "g-a", "g::self": None},
     "webb": {"m::list": ["web", "dc-b", "common"], "m::hash": {"where": "b", "fixed": "common", "dcb": True},
              "m::first": "first-b"},
     "webc": {"m::hash": {"where": "c", "fixed": "common"}, "m::list": ["web", "common"],
