@@ -21,6 +21,8 @@ node on):
   all the same; a hash merged from two files, each interpolating another fact, for nodes that
   differ in the second fact only); a first-found value that interpolates, an alias, nested lookups, a key that looks itself up (the
   recursion guard's error), a module's keys.
+And a deep merge of two values a node meets twice, once 250 levels deeper (where it goes past
+deep_merge's 2000 levels: remembered, it must not be found there).
 One `hiera batch` over every node must print, node by node, what one `hiera batch` per node
 prints (nothing to share), and the answers named below.
 
@@ -167,6 +169,49 @@ def batch(hiera, root, args, keys):
         return {"<failed>": p.stderr[-400:]}
 
 
+def deep_nesting(hiera, work):
+    """A deep merge remembered (merge.c dm_remembered: two stable values under a key both hold)
+    is found again only where it would not go past deep_merge's 2000 levels: the same two values
+    (YAML anchors) merged near the top and 250 levels down, 1,800 levels deep each (a chain of
+    two anchors: the YAML nesting stays under 1000). Every node must fail as the first one does."""
+    root = os.path.join(work, "deep")
+
+    def nest(leaf, n):
+        return '{"d": ' * n + leaf + "}" * n
+
+    def body(tag):
+        return ("k:\n  p: &A1 " + nest('{"leaf_%s": "%s"}' % (tag, tag), 900) + "\n  a: &A2 " + nest("*A1", 900) +
+                "\n  b: " + nest('{"z": *A2}', 250) + "\n")
+    files = {
+        "hiera.yaml": "version: 5\nhierarchy:\n  - name: global\n    path: global.yaml\n",
+        "data/global.yaml": "g: 1\n",
+        "environments/production/hiera.yaml": "version: 5\nhierarchy:\n  - name: role\n    path: \"role/%{facts.role}.yaml\"\n"
+                                              "  - name: common\n    path: common.yaml\n",
+        "environments/production/data/role/web.yaml": body("hi"),
+        "environments/production/data/common.yaml": "lookup_options:\n  k:\n    merge: deep\n" + body("lo"),
+    }
+    for path, text in files.items():
+        full = os.path.join(root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as fh:
+            fh.write(text)
+    fdir = os.path.join(work, "deep-facts")
+    os.makedirs(fdir)
+    for i in range(4):
+        name = "n%d.example.com" % i
+        with open(os.path.join(fdir, name + ".json"), "w") as fh:
+            json.dump({"role": "web", "clientcert": name, "fqdn": name, "hostname": "n%d" % i, "domain": "example.com"}, fh)
+    out = batch(hiera, root, ["--facts-dir", fdir], ["k"])
+    errors = out.get(".errors") or {}
+    want = "deep_merge: values nested deeper than 2000 levels"
+    bad = ["%s: %s" % (n, json.dumps(errors.get(n))[:200]) for n in ("n%d.example.com" % i for i in range(4))
+           if (errors.get(n) or {}).get("k") != want]
+    if bad:
+        print("WRONG deep merge past 2000 levels: want %r on every node, got %s" % (want, "; ".join(bad)))
+        return 0, 1
+    return 1, 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -222,6 +267,9 @@ def main():
                 else:
                     failed += 1
                     print("WRONG node %s key %s: want %s, got %s" % (name, key, json.dumps(want), json.dumps(value)))
+        p, f = deep_nesting(hiera, work)
+        passed += p
+        failed += f
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("answers shared: %d passed, %d failed" % (passed, failed))
