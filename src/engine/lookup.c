@@ -400,6 +400,10 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         }
         return LR_NOT_FOUND;
     }
+    /* a lookup made inside a walk whose interpolations are recorded: the walk's answer depends on
+     * more than its files and variables (not remembered) */
+    if (h->walk_rec.on)
+        h->walk_rec.ok = false;
     lookup_key k;
     recent_key *rk;
     if (!lkey_parse_remembered(h, key, &k, &rk, err))
@@ -568,11 +572,15 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         }
         if (!answered) {
             uint64_t interps = h->walk_interps;
-            h->walk_rec.on = siglen != 0;
-            h->walk_rec.ok = true;
-            h->walk_rec.n = 0;
+            bool recording = siglen != 0; /* (a top-level lookup: no walk is being recorded) */
+            if (recording) {
+                h->walk_rec.on = true;
+                h->walk_rec.ok = true;
+                h->walk_rec.n = 0;
+            }
             r = provider_stack(&I, k.text, k.root, ms, &v, err);
-            h->walk_rec.on = false;
+            if (recording)
+                h->walk_rec.on = false;
             bool interpolated = h->walk_interps != interps;
             if (siglen && r != LR_ERROR && !interpolated && !rec) {
                 hv *e = hv_array_sized(1);
