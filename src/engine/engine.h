@@ -112,6 +112,8 @@ typedef struct {
 
 struct interp_hooks;
 
+#define WALK_REC_MAX 32
+
 struct hiera_ctx {
     hiera_cache *cache;
     const struct interp_hooks *hooks; /* the lookup's, for interpolation (lookup.c) */
@@ -179,6 +181,15 @@ struct hiera_ctx {
     /* values the walk interpolated (lookup_walk.c data_value): a remembered answer (lookup.c)
      * is only kept for a walk that interpolated none */
     uint64_t walk_interps;
+    /* a top-level merged walk's interpolations, recorded while `on` (lookup.c: its answer is then
+     * remembered under what they read): `ok` while each value interpolated was one whose reads
+     * are listed (data_value: a key index entry's deps, variables and literals only), `lists`
+     * those lists (kept by the cache), in the walk's order */
+    struct {
+        bool on, ok;
+        unsigned n;
+        const hv *lists[WALK_REC_MAX];
+    } walk_rec;
     /* the merge strategies last found in the cache for a merge value (frozen cache only) */
     struct {
         const hv *merge;

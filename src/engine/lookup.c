@@ -355,6 +355,38 @@ static lr convert_result(inv *I, const char *key, const hv *lo, const hv *const 
     return LR_FOUND;
 }
 
+/* The part of a remembered answer's key that tells what its walk's interpolations read (after
+ * the walk's signature in buf, from *at, at most cap bytes): for each of the n lists (rec's
+ * elements, or lists[]: one per value interpolated, in the walk's order), what each expression reads in this context, read under the
+ * recursion guard as the walk reads it (the key entered). false when that cannot stand for the
+ * interpolations (interp.c templates_key: a variable that is not a plain scalar, ...) or does not
+ * fit; nothing counted either way. */
+static bool answer_vars(inv *I, const char *key, const hv *rec, const hv *const *lists, size_t n, unsigned char *buf,
+                        size_t *at, size_t cap)
+{
+    hiera_ctx *h = I->h;
+    size_t counted = h->nested_lookups;
+    herr ignore = {0};
+    if (!check_enter(I, key, &ignore)) {
+        herr_clear(&ignore);
+        h->nested_lookups = counted;
+        return false;
+    }
+    sbuf *k = &h->vkey;
+    k->len = 0;
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = templates_key(I, rec ? hv_array_get(rec, i) : lists[i], k);
+    check_leave(I, NULL);
+    h->nested_lookups = counted;
+    if (!ok || *at + 1 + k->len > cap)
+        return false;
+    buf[(*at)++] = 'V';
+    memcpy(buf + *at, k->s, k->len);
+    *at += k->len;
+    return true;
+}
+
 /* LookupAdapter#lookup */
 static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out, herr *err)
 {
@@ -368,6 +400,10 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         }
         return LR_NOT_FOUND;
     }
+    /* a lookup made inside a walk whose interpolations are recorded: the walk's answer depends on
+     * more than its files and variables (not remembered) */
+    if (h->walk_rec.on)
+        h->walk_rec.ok = false;
     lookup_key k;
     recent_key *rk;
     if (!lkey_parse_remembered(h, key, &k, &rk, err))
@@ -479,8 +515,9 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
          * the same answer without the walk and its merges. A key whose signatures rarely come
          * again (one that interpolates, or held by the nodes' own files) stops looking after 64
          * tries with fewer than one in 8 found. */
-        unsigned char sig[512];
-        size_t siglen = 0;
+        unsigned char sig[1024];
+        size_t siglen = 0, walk_sig = 0;
+        const hv *rec = NULL; /* the lists of what the walk interpolated, when it did */
         memo *am = NULL;
         bool answered = false;
         if (!merge && h->nstack == 0 && lc && lc->shared && !ms_is_first(ms) && (!rk || rk->ans_tries < 64 || rk->ans_found * 8 >= rk->ans_tries) &&
@@ -501,6 +538,16 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
             }
             if (siglen) {
                 const hv *e = memo_get(am, sig, siglen);
+                walk_sig = siglen;
+                if (e && hv_array_len(e) == 2) {
+                    /* the walk interpolated variables: the answer is kept under what they read */
+                    rec = hv_array_get(e, 0);
+                    e = NULL;
+                    if (answer_vars(&I, k.text, rec, NULL, hv_array_len(rec), sig, &siglen, sizeof sig))
+                        e = memo_get(am, sig, siglen);
+                    else
+                        siglen = 0;
+                }
                 if (rk && rk->entry == rk_entry) {
                     rk->ans_tries++;
                     rk->ans_found += e != NULL;
@@ -525,13 +572,50 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
         }
         if (!answered) {
             uint64_t interps = h->walk_interps;
+            bool recording = siglen != 0; /* (a top-level lookup: no walk is being recorded) */
+            if (recording) {
+                h->walk_rec.on = true;
+                h->walk_rec.ok = true;
+                h->walk_rec.n = 0;
+            }
             r = provider_stack(&I, k.text, k.root, ms, &v, err);
-            if (siglen && r != LR_ERROR && h->walk_interps == interps) {
+            if (recording)
+                h->walk_rec.on = false;
+            bool interpolated = h->walk_interps != interps;
+            if (siglen && r != LR_ERROR && !interpolated && !rec) {
                 hv *e = hv_array_sized(1);
                 if (r == LR_FOUND)
                     hv_array_push(e, hv_incref(v));
                 memo_put(am, sig, siglen, e);
                 hv_decref(e);
+            } else if (siglen && r != LR_ERROR && interpolated && h->walk_rec.ok && h->walk_rec.n) {
+                /* interpolated variables only: the answer under what they read (the record of
+                 * them kept under the walk's signature, for the nodes that meet it next) */
+                bool same = !rec;
+                if (rec && hv_array_len(rec) == h->walk_rec.n) {
+                    same = true;
+                    for (unsigned i = 0; i < h->walk_rec.n && same; i++)
+                        same = hv_array_get(rec, i) == h->walk_rec.lists[i];
+                }
+                if (!rec) {
+                    hv *lists = hv_array_sized(h->walk_rec.n);
+                    for (unsigned i = 0; i < h->walk_rec.n; i++)
+                        hv_array_push(lists, hv_incref((hv *)h->walk_rec.lists[i]));
+                    hv *e = hv_array_sized(2);
+                    hv_array_push(e, lists);
+                    hv_array_push(e, hv_undef());
+                    memo_put(am, sig, walk_sig, e);
+                    hv_decref(e);
+                    if (!answer_vars(&I, k.text, NULL, h->walk_rec.lists, h->walk_rec.n, sig, &siglen, sizeof sig))
+                        same = false;
+                }
+                if (same) {
+                    hv *e = hv_array_sized(1);
+                    if (r == LR_FOUND)
+                        hv_array_push(e, hv_incref(v));
+                    memo_put(am, sig, siglen, e);
+                    hv_decref(e);
+                }
             }
         }
         if (rk && rk->entry == rk_entry) {

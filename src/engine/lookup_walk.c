@@ -262,6 +262,7 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
 {
     if (a->p->lvl->fkind == FN_LOOKUP_KEY) {
         a->I->h->walk_interps++; /* (a function's answer: never remembered by answer_signature) */
+        a->I->h->walk_rec.ok = false;
         lr r = lookup_key_value(a, loc, out, err);
         if (r == LR_FOUND && a->I->h->prov)
             *out = trace(a, loc, *out);
@@ -329,6 +330,13 @@ static lr data_value(entry_arg *a, location *loc, hv **out, herr *err)
         h->walk_interps++;
         lr r = m ? interpolate_remembered(a->I, m, value, hit ? &hit->deps : NULL, hit ? &hit->odds : NULL, &res, err)
                  : interpolate(a->I, value, true, &res, err);
+        if (h->walk_rec.on) {
+            /* (what the value read: its variables, listed once for the file's entry) */
+            if (m && hit && hv_is(hit->deps, HV_ARRAY) && h->walk_rec.n < WALK_REC_MAX)
+                h->walk_rec.lists[h->walk_rec.n++] = hit->deps;
+            else
+                h->walk_rec.ok = false;
+        }
         if (r != LR_FOUND)
             return r;
     }
@@ -983,17 +991,23 @@ typedef struct {
     const merge_strategy *ms;
 } stack_arg;
 
+/* LookupAdapter#lookup_global rewraps a LookupError without an issue code */
+static void global_rewrap(inv *I, const char *key, herr *err)
+{
+    if (err->kind != HERR_LOOKUP)
+        return;
+    char *msg = xasprintf("Lookup of key '%s' failed: %s", I->top_key ? I->top_key : key, err->msg);
+    free(err->msg);
+    err->msg = msg;
+    err->kind = HERR_PUPPET;
+}
+
 lr lookup_global(inv *I, const char *key, const char *root_key, const merge_strategy *ms, hv **out, herr *err)
 {
     layer *l = global_layer(I->h);
     lr r = layer_key_lookup(I, l, key, root_key, ms, out, err);
-    if (r == LR_ERROR && err->kind == HERR_LOOKUP) {
-        /* LookupAdapter#lookup_global rewraps a LookupError without an issue code */
-        char *msg = xasprintf("Lookup of key '%s' failed: %s", I->top_key ? I->top_key : key, err->msg);
-        free(err->msg);
-        err->msg = msg;
-        err->kind = HERR_PUPPET;
-    }
+    if (r == LR_ERROR)
+        global_rewrap(I, key, err);
     return r;
 }
 
@@ -1223,20 +1237,23 @@ int first_found_plain(inv *I, const char *key, hv **out, herr *err)
             *out = hv_incref(hit->value);
             return 1;
         }
-        /* a value to interpolate, as data_value does it, under the layer's guard; not in the
-         * global layer (lookup_global rewraps its errors), not an invalid value, not a value
-         * whose flags are not known yet: the walk tells */
+        /* a value to interpolate, as data_value does it, under the layer's guard (in the
+         * global layer, its errors rewrapped as lookup_global does); not an invalid value, not a
+         * value whose flags are not known yet: the walk tells */
         memo *m = cache_work_memo(h->cache);
-        if (i == 0 || hit->flags != KEY_INTERP || !m)
+        if (hit->flags != KEY_INTERP || !m)
             return -1;
         h->nested_lookups += entered - 1;
         if (!check_enter(I, key, err))
             return -2;
         h->walk_interps++;
+        h->walk_rec.ok = false; /* (a nested lookup's: not a merged walk's own value) */
         hv *res = NULL;
         lr ir = interpolate_remembered(I, m, hit->value, &hit->deps, &hit->odds, &res, err);
         h->global_only = false; /* (as layer_key_lookup restores it: false, tested above) */
         check_leave(I, err);
+        if (ir == LR_ERROR && i == 0)
+            global_rewrap(I, key, err);
         if (ir == LR_FOUND) {
             *out = res;
             return 1;

@@ -9,9 +9,9 @@
  * rendering are found by address again.
  *
  * Keys are bytes; each kind of key starts with its own letter ('i' interned values here, 'l' and
- * 's' merges, 'e'/'E' levels, 'k' parsed keys and 'M' module names in lookup*.c, 'm' self-merges
- * in merge.c, 'd'/'v' interpolations and 'D'/'L' locations in interp.c), so that keys of
- * different kinds never meet.
+ * 's' merges, 'e'/'E' levels, 'k' parsed keys, 'A' answers and 'M' module names in lookup*.c,
+ * 'm' self-merges and 'n' deep merges in merge.c, 'd'/'v' interpolations and 'D'/'L' locations
+ * in interp.c), so that keys of different kinds never meet.
  *
  * Values given to the table must never change afterwards (value.h: shared values are immutable).
  * A key is kept the second time it is put: most of a fleet's work is done once. Entries are

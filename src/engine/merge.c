@@ -315,11 +315,13 @@ typedef struct {
     /* inside deep_merge!(src_value, src_value.dup) (a key dest lacks): the dup is shallow, so
      * there a value met on both sides at the same address is one Ruby object */
     int alias_ctx;
+    int peak; /* the deepest depth reached (dm_remembered) */
 } dm_state;
 
 #define DM_MAX_DEPTH 2000
 
 static hv *dm(dm_state *s, hv *source, hv *dest);
+static hv *dm_remembered(dm_state *s, hv *source, hv *dest);
 
 /* Ruby's shallow dup of a value (arrays and hashes get a new container sharing the elements). */
 static hv *shallow_dup(hv *v)
@@ -404,10 +406,26 @@ static hv *self_merge_of(dm_state *s, hv *v)
         const void *options;
         const hv *value;
     } key;
-    if (s->cow && self_merge_plain(s, v, 0))
-        return hv_incref(v); /* (copy on write: whoever changes it copies it first) */
     memo *m = s->cow && s->o->memo && hv_is_stable(v) ? s->o->memo : NULL;
-    if (m) {
+    /* a stable container's answer is looked up first, the plain ones' too (v itself): a fold
+     * meets the same values of the levels above step after step, and self_merge_plain goes
+     * through the whole of each */
+    bool container = hv_is(v, HV_HASH) || hv_is(v, HV_ARRAY);
+    if (m && container) {
+        memset(&key, 0, sizeof key);
+        key.tag = 'm';
+        key.options = s->o->memo_id;
+        key.value = v;
+        hv *known = memo_get(m, &key, sizeof key);
+        if (known)
+            return hv_incref(known);
+    }
+    if (s->cow && self_merge_plain(s, v, 0)) {
+        if (m && container)
+            memo_put(m, &key, sizeof key, v);
+        return hv_incref(v); /* (copy on write: whoever changes it copies it first) */
+    }
+    if (m && !container) {
         memset(&key, 0, sizeof key);
         key.tag = 'm';
         key.options = s->o->memo_id;
@@ -743,7 +761,7 @@ static hv *merge_arrays(dm_state *s, hv *source, hv *dest)
         result = hv_array_sized(nd > ns ? nd : ns);
         for (size_t i = 0; i < nd; i++) {
             hv *si = i < ns ? hv_incref(hv_array_get(source, i)) : hv_hash();
-            hv *r = dm(s, si, hv_incref(hv_array_get(dest, i)));
+            hv *r = dm_remembered(s, si, hv_incref(hv_array_get(dest, i)));
             if (!r) {
                 hv_decref(result);
                 hv_decref(source);
@@ -853,9 +871,64 @@ static hv *dm_array(dm_state *s, hv *source, hv *dest)
     return dest;
 }
 
+static hv *dm(dm_state *s, hv *source, hv *dest);
+
+/* dm(source, dest) of two stable values met under a key both hold (copy on write, not inside a
+ * self-merge: then the result depends on the two values and the options alone), remembered in a
+ * frozen cache's table under their addresses with how much deeper the merge went: found again
+ * when it would not go past DM_MAX_DEPTH from here. A fold merges the same values of the levels
+ * for the keys they share node after node; the result, stable, is found again at the next
+ * level. Consumes source and dest. */
+static hv *dm_remembered(dm_state *s, hv *source, hv *dest)
+{
+    memo *m = s->cow && s->alias_ctx == 0 && s->o->memo && hv_is_stable(source) && hv_is_stable(dest) ? s->o->memo : NULL;
+    if (!m)
+        return dm(s, source, dest);
+    struct {
+        char tag;
+        const void *options;
+        const hv *source, *dest;
+    } key;
+    memset(&key, 0, sizeof key);
+    key.tag = 'n';
+    key.options = s->o->memo_id;
+    key.source = source;
+    key.dest = dest;
+    const hv *known = memo_get(m, &key, sizeof key);
+    if (known) {
+        int64_t deeper = hv_int_val(hv_array_get(known, 1));
+        if (s->depth + deeper <= DM_MAX_DEPTH) {
+            if (s->depth + deeper > s->peak)
+                s->peak = (int)(s->depth + deeper);
+            hv_decref(source);
+            hv_decref(dest);
+            return hv_incref((hv *)hv_array_get(known, 0));
+        }
+    }
+    int outer_peak = s->peak, at = s->depth;
+    s->peak = at;
+    hv *merged = dm(s, source, dest);
+    int deeper = s->peak - at;
+    if (outer_peak > s->peak)
+        s->peak = outer_peak;
+    if (merged && !known) {
+        hv *e = hv_array_sized(2);
+        hv_array_push(e, merged);
+        hv_array_push(e, hv_int(deeper));
+        if (memo_put(m, &key, sizeof key, e))
+            merged = hv_incref((hv *)hv_array_get(e, 0)); /* (stable now) */
+        else
+            hv_incref(merged);
+        hv_decref(e);
+    }
+    return merged;
+}
+
 static hv *dm(dm_state *s, hv *source, hv *dest)
 {
-    if (++s->depth > DM_MAX_DEPTH) {
+    if (++s->depth > s->peak)
+        s->peak = s->depth;
+    if (s->depth > DM_MAX_DEPTH) {
         herr_set(s->err, HERR_ERROR, "deep_merge: values nested deeper than %d levels", DM_MAX_DEPTH);
         hv_decref(source);
         hv_decref(dest);
@@ -888,7 +961,7 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
                 hv *merged;
                 if (hv_truthy(dv)) {
                     s->alias_ctx += self_merge;
-                    merged = dm(s, hv_incref(sv), hv_incref(dv));
+                    merged = dm_remembered(s, hv_incref(sv), hv_incref(dv));
                     s->alias_ctx -= self_merge;
                 } else {
                     merged = self_merge_of(s, sv);
@@ -916,7 +989,7 @@ static hv *dm(dm_state *s, hv *source, hv *dest)
 
 static hv *deep_merge_impl(hv *source, hv *dest, const dm_options *o, bool cow, herr *err)
 {
-    dm_state s = {o, NULL, NULL, 0, err, 0, cow, 0};
+    dm_state s = {o, NULL, NULL, 0, err, 0, cow, 0, 0};
     if (o->knockout_prefix) {
         if (!*o->knockout_prefix) {
             herr_set(err, HERR_ERROR, "knockout_prefix cannot be an empty string in deep_merge!");
@@ -946,7 +1019,7 @@ static hv *deep_merge_impl(hv *source, hv *dest, const dm_options *o, bool cow, 
             return NULL;
         }
     }
-    hv *r = dm(&s, source, dest);
+    hv *r = dm_remembered(&s, source, dest);
     rregex_free(s.ko_re);
     return r;
 }

@@ -14,9 +14,15 @@ node on):
 - the same two files reached by two levels in the opposite order (a conflicting scalar in a
   deep merge: the order decides);
 - one file reached by two levels (with the other level's file for the other nodes);
-- a merged value that interpolates a fact (never shared: each datacenter's own answer), a
-  first-found value that interpolates, an alias, nested lookups, a key that looks itself up (the
+- first-found values of the global layer that interpolate (one that looks itself up: the error
+  as lookup_global rewraps it);
+- a merged value that interpolates a fact: shared under the values its walk's interpolations
+  read (a datacenter with no file of its own meets the same files as another: its own answer
+  all the same; a hash merged from two files, each interpolating another fact, for nodes that
+  differ in the second fact only); a first-found value that interpolates, an alias, nested lookups, a key that looks itself up (the
   recursion guard's error), a module's keys.
+And a deep merge of two values a node meets twice, once 250 levels deeper (where it goes past
+deep_merge's 2000 levels: remembered, it must not be found there).
 One `hiera batch` over every node must print, node by node, what one `hiera batch` per node
 prints (nothing to share), and the answers named below.
 
@@ -63,7 +69,9 @@ hierarchy:
 
 FILES = {
     "hiera.yaml": "version: 5\nhierarchy:\n  - name: global\n    path: global.yaml\n",
-    "data/global.yaml": "g::unused: 1\n",
+    # (first-found values of the global layer that interpolate: lookup_global's rewrap of an
+    # error, kept when the value is taken from the plans)
+    "data/global.yaml": "g::unused: 1\ng::str: \"g-%{facts.dc}\"\ng::self: \"%{lookup('g::self')}\"\n",
     "environments/production/hiera.yaml": ENV_HIERA,
     "environments/production/data/common.yaml": """lookup_options:
   m::list:
@@ -72,7 +80,12 @@ FILES = {
     merge: hash
   m::deep:
     merge: deep
+  m::two:
+    merge: hash
 m::list: [common]
+m::two:
+  from_common: "%{facts.dc}"
+  nested: ["%{facts.tier.name}", "%{::dc}-top"]
 m::hash:
   where: "%{facts.dc}"
   fixed: common
@@ -88,6 +101,8 @@ m::self: "%{lookup('m::self')}"
 """,
     "environments/production/data/role/web.yaml": """m::list: [web]
 m::plain: web-plain
+m::two:
+  from_role: "%{facts.p}"
 m::deep:
   conf:
     web: true
@@ -112,6 +127,7 @@ mod::str: mod-plain
 KINDS = {
     "weba": ({"role": "web", "dc": "a", "p": "left", "q": "right"}, None),
     "webb": ({"role": "web", "dc": "b", "p": "left", "q": "right"}, None),
+    "webc": ({"role": "web", "dc": "c", "p": "left", "q": "right", "tier": {"name": "gold"}}, None),
     "webfirst": ({"role": "web", "dc": "a", "p": "left", "q": "right"},
                  "lookup_options:\n  m::list:\n    merge: first\n  m::deep:\n    merge: hash\n"),
     "rev": ({"role": "web", "dc": "a", "p": "right", "q": "left"}, None),
@@ -119,20 +135,23 @@ KINDS = {
     "once": ({"role": "db", "dc": "b", "p": "mid", "q": "none"}, None),
     "db": ({"role": "db", "dc": "a", "p": "none", "q": "none"}, None),
 }
-KEYS = ["m::list", "m::hash", "m::deep", "m::first", "m::plain", "mod::list", "mod::str", "m::missing", "m::alias",
-        "m::nested", "m::self"]
+KEYS = ["m::list", "m::hash", "m::two", "m::deep", "m::first", "m::plain", "mod::list", "mod::str", "m::missing", "m::alias",
+        "m::nested", "m::self", "g::str", "g::self"]
 
 # what some nodes must answer (kind -> key -> value; None: not found)
 WANT = {
     "weba": {"m::list": ["web", "common"], "m::plain": "web-plain", "m::first": "first-a",
              "m::deep": {"conf": {"level": "left", "left": 1, "right": 1, "web": True, "only_common": True}},
              "m::hash": {"where": "a", "fixed": "common"}, "mod::list": ["mod-web", "mod-common"],
-             "m::missing": None, "m::alias": ["web", "common"], "m::nested": "n-first-a-web-plain", "m::self": None},
+             "m::missing": None, "m::alias": ["web", "common"], "m::nested": "n-first-a-web-plain", "m::self": None,
+             "m::two": {"from_common": "a", "nested": ["", "a-top"], "from_role": "left"}, "g::str": "g-a", "g::self": None},
     "webb": {"m::list": ["web", "dc-b", "common"], "m::hash": {"where": "b", "fixed": "common", "dcb": True},
              "m::first": "first-b"},
+    "webc": {"m::hash": {"where": "c", "fixed": "common"}, "m::list": ["web", "common"],
+             "m::two": {"from_common": "c", "nested": ["gold", "c-top"], "from_role": "left"}},
     "webfirst": {"m::list": ["web"], "m::deep": {"conf": {"level": "left", "left": 1}}},
     "rev": {"m::deep": {"conf": {"level": "right", "left": 1, "right": 1, "web": True, "only_common": True}},
-            "m::list": ["web", "common"]},
+            "m::list": ["web", "common"], "m::two": {"from_common": "a", "nested": ["", "a-top"], "from_role": "right"}},
     "twice": {"m::list": ["mid", "dc-b", "common"], "m::first": "db-first", "m::nested": "n-db-first-common-plain", "m::plain": "common-plain",
               "mod::list": ["mod-common"]},
     "once": {"m::list": ["mid", "dc-b", "common"]},
@@ -148,6 +167,49 @@ def batch(hiera, root, args, keys):
         return json.loads(p.stdout)
     except ValueError:
         return {"<failed>": p.stderr[-400:]}
+
+
+def deep_nesting(hiera, work):
+    """A deep merge remembered (merge.c dm_remembered: two stable values under a key both hold)
+    is found again only where it would not go past deep_merge's 2000 levels: the same two values
+    (YAML anchors) merged near the top and 250 levels down, 1,800 levels deep each (a chain of
+    two anchors: the YAML nesting stays under 1000). Every node must fail as the first one does."""
+    root = os.path.join(work, "deep")
+
+    def nest(leaf, n):
+        return '{"d": ' * n + leaf + "}" * n
+
+    def body(tag):
+        return ("k:\n  p: &A1 " + nest('{"leaf_%s": "%s"}' % (tag, tag), 900) + "\n  a: &A2 " + nest("*A1", 900) +
+                "\n  b: " + nest('{"z": *A2}', 250) + "\n")
+    files = {
+        "hiera.yaml": "version: 5\nhierarchy:\n  - name: global\n    path: global.yaml\n",
+        "data/global.yaml": "g: 1\n",
+        "environments/production/hiera.yaml": "version: 5\nhierarchy:\n  - name: role\n    path: \"role/%{facts.role}.yaml\"\n"
+                                              "  - name: common\n    path: common.yaml\n",
+        "environments/production/data/role/web.yaml": body("hi"),
+        "environments/production/data/common.yaml": "lookup_options:\n  k:\n    merge: deep\n" + body("lo"),
+    }
+    for path, text in files.items():
+        full = os.path.join(root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as fh:
+            fh.write(text)
+    fdir = os.path.join(work, "deep-facts")
+    os.makedirs(fdir)
+    for i in range(4):
+        name = "n%d.example.com" % i
+        with open(os.path.join(fdir, name + ".json"), "w") as fh:
+            json.dump({"role": "web", "clientcert": name, "fqdn": name, "hostname": "n%d" % i, "domain": "example.com"}, fh)
+    out = batch(hiera, root, ["--facts-dir", fdir], ["k"])
+    errors = out.get(".errors") or {}
+    want = "deep_merge: values nested deeper than 2000 levels"
+    bad = ["%s: %s" % (n, json.dumps(errors.get(n))[:200]) for n in ("n%d.example.com" % i for i in range(4))
+           if (errors.get(n) or {}).get("k") != want]
+    if bad:
+        print("WRONG deep merge past 2000 levels: want %r on every node, got %s" % (want, "; ".join(bad)))
+        return 0, 1
+    return 1, 0
 
 
 def main():
@@ -205,6 +267,9 @@ def main():
                 else:
                     failed += 1
                     print("WRONG node %s key %s: want %s, got %s" % (name, key, json.dumps(want), json.dumps(value)))
+        p, f = deep_nesting(hiera, work)
+        passed += p
+        failed += f
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("answers shared: %d passed, %d failed" % (passed, failed))
