@@ -41,6 +41,9 @@ typedef struct {
     location *locs;
     size_t nlocs;
     bool nil_location; /* the entry declares no location: the function is called once without */
+    bool options_refused; /* a data_hash function of the table given options: Puppet's take
+                           * Struct[{path=>String[1]}], so a location that exists fails as if
+                           * the entry declared none */
     hv *recalled;      /* a remembered level's record (lookup_levels.c level_recall): the
                         * locations' path and original are BORROWED from its strings */
     bool fmt_set, fmt_known; /* the function's file format, once known */

@@ -144,7 +144,7 @@ bool location_load(hiera_ctx *h, provider *p, location *loc, herr *err)
         bool known;
         file_format fmt = provider_format(p, &known);
         hv *known_data = NULL, *flags = NULL;
-        if (p->nil_location || !loc->path || loc->is_uri) {
+        if (p->nil_location || !loc->path || loc->is_uri || p->options_refused) {
             herr_set(&loc->data_err, HERR_ERROR,
                      "'%s' one of 'path', 'paths' 'glob', 'globs' or 'mapped_paths' must be declared in hiera.yaml when using this data_hash function",
                      p->lvl->fname);

@@ -472,6 +472,10 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             }
             p->options = opts;
         }
+        if (cfg->version == 5 && p->options && hv_hash_len(p->options) > 0) {
+            const provider_def *pd = provider_find(lvl->fname);
+            p->options_refused = pd && pd->kind == FN_DATA_HASH;
+        }
         np++;
     }
     sb_free(&key);

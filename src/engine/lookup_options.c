@@ -446,7 +446,7 @@ static char *lo_signature(hiera_ctx *h, const char *module)
             provider *p = &provs[j];
             bool known;
             provider_format(p, &known);
-            if (p->lvl->fkind != FN_DATA_HASH || !known || p->nil_location) {
+            if (p->lvl->fkind != FN_DATA_HASH || !known || p->nil_location || p->options_refused) {
                 ok = false;
                 break;
             }

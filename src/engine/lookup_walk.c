@@ -640,7 +640,7 @@ static const probe_plan *layer_plan(layer *l, const provider *provs, size_t n)
     for (size_t i = 0; i < n; i++) {
         provider *p = (provider *)&provs[i];
         bool known = false;
-        if (p->nil_location || p->lvl->fkind != FN_DATA_HASH || (provider_format(p, &known), !known)) {
+        if (p->nil_location || p->options_refused || p->lvl->fkind != FN_DATA_HASH || (provider_format(p, &known), !known)) {
             pl->state = -1;
             return NULL;
         }
