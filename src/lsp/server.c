@@ -389,6 +389,8 @@ static void publish(server *sv, const ldoc *d, hv *diags)
     send(sv, rpc_notification("textDocument/publishDiagnostics", p));
 }
 
+static ldoc *find_doc(server *sv, const char *uri);
+
 /* Checks the open documents of s: a document that does not parse gets its syntax error alone;
  * the others hiera check's findings on their unsaved text. */
 static void diagnose(server *sv, lstate *s)
@@ -479,8 +481,16 @@ static void diagnose(server *sv, lstate *s)
         }
         free(texts);
     }
-    for (size_t i = 0; i < n; i++)
-        publish(sv, &s->docs[i], diags[i]);
+    /* only for the documents still open: one closed meanwhile keeps the empty diagnostics its
+     * didClose published (they were not cleared when a check of the text before ended after it) */
+    pthread_mutex_lock(&sv->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (find_doc(sv, s->docs[i].uri))
+            publish(sv, &s->docs[i], diags[i]);
+        else
+            hv_decref(diags[i]);
+    }
+    pthread_mutex_unlock(&sv->lock);
     free(diags);
     free(syntax_only);
 }

@@ -338,8 +338,17 @@ def test_features(hiera, repo, tmp):
     # didClose clears the document's diagnostics
     since = len(c.notes)
     c.notify("textDocument/didClose", {"textDocument": {"uri": uw}})
-    _, m = c.wait_note(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uw, 10, since)
-    check(m["params"]["diagnostics"] == [], "didClose clears the diagnostics")
+    _, m = c.wait_note(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uw
+                       and m["params"]["diagnostics"] == [], 10, since)
+    check(m is not None, "didClose clears the diagnostics")
+    # ... and none come back for it: a check of its text running when it closed does not publish
+    # (the configuration change above may have started one)
+    c.request("hiera/lookup", {"key": "profile::base::port"})
+    time.sleep(1.0)
+    later = [n for _, n in c.notes[since:] if n.get("method") == "textDocument/publishDiagnostics"
+             and n["params"]["uri"] == uw]
+    check(later and later[-1]["params"]["diagnostics"] == [], "a closed document's diagnostics stay cleared",
+          [len(n["params"]["diagnostics"]) for n in later])
     check(c.shutdown() == 0, "shutdown")
 
 
