@@ -225,9 +225,9 @@ static void add_root(ck_env *e, const char *dir)
     e->modroots[e->nmodroots++] = xstrdup(dir);
 }
 
-/* Puppet's strict setting for the environment's lookups: its puppet.conf's (under confdir; the
- * lookups' own options read none), else the version's default (0 off, 1 warning, 2 error). */
-static int strict_of(const ck_env *e)
+/* Puppet's settings as the environment's lookups read them (its codedir, confdir and
+ * environmentpath; the confdir's puppet.conf), or NULL. */
+static hiera_settings *env_settings(const ck_env *e)
 {
     hiera_setting cli[] = {{"codedir", e->codedir}, {"confdir", e->confdir}, {"environmentpath", e->envpath}};
     hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
@@ -235,11 +235,19 @@ static int strict_of(const ck_env *e)
     so.ncli = sizeof cli / sizeof *cli;
     hiera_error err = {0};
     hiera_settings *s = hiera_settings_load(&so, &err);
-    char *v = s ? hiera_settings_get(s, "strict", &err) : NULL;
+    hiera_error_clear(&err);
+    return s;
+}
+
+/* Puppet's strict setting for the environment's lookups: its puppet.conf's (under confdir; the
+ * lookups' own options read none), else the version's default (0 off, 1 warning, 2 error). */
+static int strict_of(const ck_env *e)
+{
+    hiera_settings *s = env_settings(e);
+    char *v = s ? hiera_settings_get(s, "strict", NULL) : NULL;
     int strict = !v ? (e->puppet8 ? 2 : 1) : !strcmp(v, "off") ? 0 : !strcmp(v, "error") ? 2 : 1;
     free(v);
     hiera_settings_free(s);
-    hiera_error_clear(&err);
     return strict;
 }
 
@@ -247,15 +255,9 @@ static int strict_of(const ck_env *e)
  * puppet.conf's hiera_config when set, else $codedir/hiera.yaml or $confdir/hiera.yaml. */
 static char *confdir_hiera_config(const ck_env *e)
 {
-    hiera_setting cli[] = {{"codedir", e->codedir}, {"confdir", e->confdir}, {"environmentpath", e->envpath}};
-    hiera_settings_options so = HIERA_SETTINGS_OPTIONS_INIT;
-    so.cli = cli;
-    so.ncli = sizeof cli / sizeof *cli;
-    hiera_error err = {0};
-    hiera_settings *s = hiera_settings_load(&so, &err);
-    char *v = s ? hiera_settings_get(s, "hiera_config", &err) : NULL;
+    hiera_settings *s = env_settings(e);
+    char *v = s ? hiera_settings_get(s, "hiera_config", NULL) : NULL;
     hiera_settings_free(s);
-    hiera_error_clear(&err);
     return v ? v : check_hiera_config(e->codedir, e->confdir);
 }
 
