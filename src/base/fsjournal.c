@@ -321,10 +321,8 @@ static void digest_of(char *const *strings, size_t count, char out[33])
             if (!*p)
                 break;
         }
-    for (int i = 0; i < 16; i++) {
-        out[i] = "0123456789abcdef"[(a >> (60 - 4 * i)) & 15];
-        out[16 + i] = "0123456789abcdef"[(b >> (60 - 4 * i)) & 15];
-    }
+    hex64(a, out);
+    hex64(b, out + 16);
     out[32] = 0;
 }
 
@@ -579,31 +577,54 @@ static int seen_now(size_t i, char op, int arg, int err, const char *path, const
     return verdict;
 }
 
+/* One observation of a record, read from r (path into the caller's PATH_MAX buffer; text points
+ * into r's bytes); false when the record ends or is malformed. */
+typedef struct {
+    char op;
+    int arg, err;
+    uint64_t id[8];
+    const char *text;
+    uint32_t tlen;
+} observation;
+
+static bool read_observation(byte_reader *r, char *path, observation *o)
+{
+    const unsigned char *op, *p, *text = NULL;
+    uint32_t arg, err, plen, tlen = 0;
+    if (!br_bytes(r, 1, &op) || !br_u32(r, &arg) || !br_u32(r, &err) || !br_u32(r, &plen) || plen >= PATH_MAX ||
+        !br_bytes(r, plen, &p))
+        return false;
+    memcpy(path, p, plen);
+    path[plen] = 0;
+    memset(o->id, 0, sizeof o->id);
+    if (!err && has_identity((char)*op)) {
+        for (int k = 0; k < 8; k++)
+            if (!br_u64(r, &o->id[k]))
+                return false;
+    } else if (!err && has_text((char)*op)) {
+        if (!br_u32(r, &tlen) || !br_bytes(r, tlen, &text))
+            return false;
+    }
+    o->op = (char)*op;
+    o->arg = (int)arg;
+    o->err = (int)err;
+    o->text = (const char *)text;
+    o->tlen = tlen;
+    return true;
+}
+
 bool fsj_check(byte_reader *r)
 {
     uint32_t count;
     if (!br_u32(r, &count))
         return false;
     char path[PATH_MAX];
+    observation o;
     for (uint32_t i = 0; i < count; i++) {
-        const unsigned char *op, *p, *text = NULL;
-        uint32_t arg, err, plen, tlen = 0;
-        if (!br_bytes(r, 1, &op) || !br_u32(r, &arg) || !br_u32(r, &err) || !br_u32(r, &plen) ||
-            plen >= sizeof path || !br_bytes(r, plen, &p))
+        if (!read_observation(r, path, &o))
             return false;
-        memcpy(path, p, plen);
-        path[plen] = 0;
-        uint64_t id[8] = {0};
-        if (!err && has_identity((char)*op)) {
-            for (int k = 0; k < 8; k++)
-                if (!br_u64(r, &id[k]))
-                    return false;
-        } else if (!err && has_text((char)*op)) {
-            if (!br_u32(r, &tlen) || !br_bytes(r, tlen, &text))
-                return false;
-        }
-        int now = seen_now(i, (char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen);
-        if (now == 0 || (now < 0 && !holds((char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen)))
+        int now = seen_now(i, o.op, o.arg, o.err, path, o.id, o.text, o.tlen);
+        if (now == 0 || (now < 0 && !holds(o.op, o.arg, o.err, path, o.id, o.text, o.tlen)))
             return false;
     }
     return true;
@@ -696,25 +717,9 @@ bool fsj_sub_check(byte_reader *r)
     if (!br_u32(r, &count))
         return false;
     char path[PATH_MAX];
-    for (uint32_t i = 0; i < count; i++) {
-        const unsigned char *op, *p, *text = NULL;
-        uint32_t arg, err, plen, tlen = 0;
-        if (!br_bytes(r, 1, &op) || !br_u32(r, &arg) || !br_u32(r, &err) || !br_u32(r, &plen) ||
-            plen >= sizeof path || !br_bytes(r, plen, &p))
+    observation o;
+    for (uint32_t i = 0; i < count; i++)
+        if (!read_observation(r, path, &o) || !holds_noted(o.op, o.arg, o.err, path, o.id, o.text, o.tlen))
             return false;
-        memcpy(path, p, plen);
-        path[plen] = 0;
-        uint64_t id[8] = {0};
-        if (!err && has_identity((char)*op)) {
-            for (int k = 0; k < 8; k++)
-                if (!br_u64(r, &id[k]))
-                    return false;
-        } else if (!err && has_text((char)*op)) {
-            if (!br_u32(r, &tlen) || !br_bytes(r, tlen, &text))
-                return false;
-        }
-        if (!holds_noted((char)*op, (int)arg, (int)err, path, id, (const char *)text, tlen))
-            return false;
-    }
     return true;
 }

@@ -407,33 +407,26 @@ static hv *self_merge_of(dm_state *s, hv *v)
         const hv *value;
     } key;
     memo *m = s->cow && s->o->memo && hv_is_stable(v) ? s->o->memo : NULL;
-    /* a stable container's answer is looked up first, the plain ones' too (v itself): a fold
-     * meets the same values of the levels above step after step, and self_merge_plain goes
-     * through the whole of each */
-    bool container = hv_is(v, HV_HASH) || hv_is(v, HV_ARRAY);
-    if (m && container) {
+    if (m) {
         memset(&key, 0, sizeof key);
         key.tag = 'm';
         key.options = s->o->memo_id;
         key.value = v;
-        hv *known = memo_get(m, &key, sizeof key);
-        if (known)
-            return hv_incref(known);
     }
+    /* a stable container's answer is looked up first, the plain ones' too (v itself): a fold
+     * meets the same values of the levels above step after step, and self_merge_plain goes
+     * through the whole of each */
+    bool container = hv_is(v, HV_HASH) || hv_is(v, HV_ARRAY);
+    hv *known;
+    if (m && container && (known = memo_get(m, &key, sizeof key)))
+        return hv_incref(known);
     if (s->cow && self_merge_plain(s, v, 0)) {
         if (m && container)
             memo_put(m, &key, sizeof key, v);
         return hv_incref(v); /* (copy on write: whoever changes it copies it first) */
     }
-    if (m && !container) {
-        memset(&key, 0, sizeof key);
-        key.tag = 'm';
-        key.options = s->o->memo_id;
-        key.value = v;
-        hv *known = memo_get(m, &key, sizeof key);
-        if (known)
-            return hv_incref(known);
-    }
+    if (m && !container && (known = memo_get(m, &key, sizeof key)))
+        return hv_incref(known);
     s->alias_ctx++;
     hv *merged = dm(s, hv_incref(v), shallow_dup(v));
     s->alias_ctx--;
