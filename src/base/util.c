@@ -154,6 +154,12 @@ void sb_free(sbuf *b)
 }
 
 void sb_add_u32(sbuf *b, uint32_t v) { sb_addn(b, (const char *)&v, sizeof v); }
+void hex64(uint64_t h, char out[16])
+{
+    for (int i = 0; i < 16; i++)
+        out[i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+}
+
 uint64_t hash_bytes(const void *p, size_t n)
 {
     const unsigned char *b = p;

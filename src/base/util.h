@@ -35,6 +35,9 @@ void options_take(void *out, size_t n, const void *given);
  * machine: never compare them across builds without a check (the disk cache's indexes check
  * the code of "lookup_options" before they use theirs). */
 uint64_t hash_bytes(const void *p, size_t n);
+/* h as 16 lower-case hexadecimal digits, most significant first, into out (no NUL): the names
+ * of the disk cache's entries. */
+void hex64(uint64_t h, char out[16]);
 /* A set of non-zero 64-bit codes met once (what a table admits on the second meeting): open
  * addressing, at most half full, growing from 1 << min_bits to 1 << max_bits places, and emptied
  * when full there (a mark lost then only delays an admission). Zero-initialise it with the two

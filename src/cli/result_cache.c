@@ -75,8 +75,7 @@ static void entry_name(const sbuf *key, char name[20])
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < key->len; i++)
         h = (h ^ (unsigned char)key->s[i]) * 1099511628211ULL;
-    for (int i = 0; i < 16; i++)
-        name[i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    hex64(h, name);
     memcpy(name + 16, ".hr", 4);
 }
 

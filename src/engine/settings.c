@@ -2349,9 +2349,7 @@ static void check_key(const hiera_environment *env, const void *id, size_t idlen
 
 static void check_entry_name(const sbuf *key, char name[20])
 {
-    uint64_t h = hash_bytes(key->s, key->len);
-    for (int i = 0; i < 16; i++)
-        name[i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    hex64(hash_bytes(key->s, key->len), name);
     memcpy(name + 16, ".hk", 4);
 }
 

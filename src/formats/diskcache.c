@@ -162,8 +162,7 @@ char *diskcache_entry_path(const diskcache *c, const char *path, int fmt)
     }
     char name[sizeof "/0123456789abcdef.hc"];
     name[0] = '/';
-    for (int i = 0; i < 16; i++)
-        name[1 + i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    hex64(h, name + 1);
     memcpy(name + 17, ".hc", 4);
     return xjoin(c->dir, name, NULL); /* (no printf: one per file and per node) */
 }
