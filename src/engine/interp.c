@@ -66,8 +66,10 @@ static hv *integer_segment(const char *s, size_t n)
         d++;
         dn--;
     }
-    if (dn < 19) {
-        long long v = strtoll(d, NULL, 10);
+    if (dn < 19) { /* fits: read the digits here (d is not a C string: strtoll would read past it) */
+        long long v = 0;
+        for (size_t k = 0; k < dn; k++)
+            v = v * 10 + (d[k] - '0');
         return hv_int(neg ? -v : v);
     }
     sbuf b = {0};
