@@ -721,6 +721,37 @@ static void add_plan_levels(ck_ctx *c, ck_config *cf)
     }
 }
 
+/* A version 5 level (or its defaults) giving options to yaml_data, json_data or hocon_data:
+ * Puppet's functions take Struct[{path=>String[1]}], so every lookup that reaches one of the
+ * level's files that exists fails (the engine's options_refused); pointed at the options. */
+static void refused_options(ck_ctx *c, const ck_config *cf, const hlevel *levels, size_t n, const char *list)
+{
+    if (cf->cfg->version != 5)
+        return;
+    const ysnode *root = cf->ys && cf->ys->ndocs ? cf->ys->docs[0] : NULL;
+    const ysnode *seq = root ? ys_map_get(root, list) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const hlevel *l = &levels[i];
+        const provider_def *pd = l->fname ? provider_find(l->fname) : NULL;
+        if (!pd || pd->kind != FN_DATA_HASH || !hv_is(l->options, HV_HASH) || hv_hash_len(l->options) == 0)
+            continue;
+        const ysnode *at = seq && seq->kind == YS_SEQ && i < seq->n ? ys_map_key(seq->kids[i], "options") : NULL;
+        bool from_defaults = false;
+        if (!at && root) { /* the defaults' options */
+            const ysnode *d = ys_map_get(root, "defaults");
+            at = d ? ys_map_key(d, "options") : NULL;
+            from_defaults = at != NULL;
+        }
+        if (!at && seq && seq->kind == YS_SEQ && i < seq->n)
+            at = seq->kids[i];
+        ck_add(c, "config-invalid", 0, cf->path, at ? at->line : 1, at ? at->col : 1,
+               "level '%s' gives options%s to %s, which takes none: Puppet calls it with Struct[{path=>String[1]}], "
+               "so every lookup that reaches one of the level's files fails (\"'%s' one of 'path', 'paths' 'glob', "
+               "'globs' or 'mapped_paths' must be declared in hiera.yaml when using this data_hash function\")",
+               l->name ? l->name : "", from_defaults ? " (from defaults)" : "", l->fname, l->fname);
+    }
+}
+
 static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char *module)
 {
     ck_env *e = c->env;
@@ -760,6 +791,9 @@ static void add_config(ck_ctx *c, const char *path, layer_kind kind, const char 
     if (cf->cfg->has_default_hierarchy)
         add_levels(c, cf, cf->cfg->dlevels, cf->cfg->ndlevels, true);
     add_plan_levels(c, cf);
+    refused_options(c, cf, cf->cfg->levels, cf->cfg->nlevels, "hierarchy");
+    if (cf->cfg->has_default_hierarchy)
+        refused_options(c, cf, cf->cfg->dlevels, cf->cfg->ndlevels, "default_hierarchy");
 }
 
 /* The extension of the file name at the end of path ("" when none). (A loop rather than strrchr:

@@ -387,6 +387,16 @@ static bool answer_vars(inv *I, const char *key, const hv *rec, const hv *const 
     return true;
 }
 
+/* A remembered answer's entry: an array of the value (found), or empty (not found). */
+static void remember_answer(memo *am, const unsigned char *sig, size_t siglen, lr r, hv *v)
+{
+    hv *e = hv_array_sized(1);
+    if (r == LR_FOUND)
+        hv_array_push(e, hv_incref(v));
+    memo_put(am, sig, siglen, e);
+    hv_decref(e);
+}
+
 /* LookupAdapter#lookup */
 static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out, herr *err)
 {
@@ -583,11 +593,7 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
                 h->walk_rec.on = false;
             bool interpolated = h->walk_interps != interps;
             if (siglen && r != LR_ERROR && !interpolated && !rec) {
-                hv *e = hv_array_sized(1);
-                if (r == LR_FOUND)
-                    hv_array_push(e, hv_incref(v));
-                memo_put(am, sig, siglen, e);
-                hv_decref(e);
+                remember_answer(am, sig, siglen, r, v);
             } else if (siglen && r != LR_ERROR && interpolated && h->walk_rec.ok && h->walk_rec.n) {
                 /* interpolated variables only: the answer under what they read (the record of
                  * them kept under the walk's signature, for the nodes that meet it next) */
@@ -609,13 +615,8 @@ static lr adapter_lookup(inv *parent, const char *key, const hv *merge, hv **out
                     if (!answer_vars(&I, k.text, NULL, h->walk_rec.lists, h->walk_rec.n, sig, &siglen, sizeof sig))
                         same = false;
                 }
-                if (same) {
-                    hv *e = hv_array_sized(1);
-                    if (r == LR_FOUND)
-                        hv_array_push(e, hv_incref(v));
-                    memo_put(am, sig, siglen, e);
-                    hv_decref(e);
-                }
+                if (same)
+                    remember_answer(am, sig, siglen, r, v);
             }
         }
         if (rk && rk->entry == rk_entry) {

@@ -36,6 +36,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from batchrun import batch_json  # noqa: E402  (tests/lib/batchrun.py)
 
 ENV_HIERA = """version: 5
 defaults:
@@ -160,13 +162,8 @@ WANT = {
 
 
 def batch(hiera, root, args, keys):
-    p = subprocess.run([hiera, "batch", "--codedir", root, "--environmentpath", root + "/environments",
-                        "--hiera_config", root + "/hiera.yaml", "--environment", "production", "--jobs", "1"]
-                       + args + keys, capture_output=True, text=True, cwd=root)
-    try:
-        return json.loads(p.stdout)
-    except ValueError:
-        return {"<failed>": p.stderr[-400:]}
+    return batch_json(hiera, ["--codedir", root, "--environmentpath", root + "/environments", "--hiera_config",
+                              root + "/hiera.yaml", "--environment", "production", "--jobs", "1"] + args + keys, root)
 
 
 def deep_nesting(hiera, work):

@@ -26,6 +26,7 @@ import sys
 import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from lookuperr import explained_error  # noqa: E402  (tests/lib/lookuperr.py)
+from batchrun import batch_json  # noqa: E402  (tests/lib/batchrun.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("random_compare", os.path.join(HERE, "..", "tools", "random-compare.py"))
@@ -52,12 +53,7 @@ def batch(hiera, root, base, flags, facts_args, keys, limit=None):
     env = dict(os.environ)
     if limit is not None:
         env["HIERA_MEMO_MAX_ENTRIES"] = str(limit)  # a table that fills up early
-    p = subprocess.run([hiera, "batch"] + base + flags + facts_args + ["--jobs", "1"] + keys,
-                       capture_output=True, text=True, cwd=root, env=env)
-    try:
-        return json.loads(p.stdout)
-    except ValueError:
-        return {"<failed>": p.stderr[-400:]}
+    return batch_json(hiera, base + flags + facts_args + ["--jobs", "1"] + keys, root, env)
 
 
 def main():
