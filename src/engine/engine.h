@@ -48,6 +48,10 @@ typedef struct {
                         * locations' path and original are BORROWED from its strings */
     bool fmt_set, fmt_known; /* the function's file format, once known */
     file_format fmt;
+    /* a version 3 backend of Hiera's own (hiera3_backend): whether Ruby could require its
+     * hiera/backend/<name>_backend.rb (lookup_data.c hiera3_backend_loadable): 0 not asked yet,
+     * 1 yes, -1 no */
+    signed char h3_loadable;
     location nil_loc;
 } provider;
 

@@ -2,7 +2,9 @@
  * URIs and mapped paths interpolated and checked (the facts rule), and with a frozen cache the
  * levels' expansions remembered. */
 #include "engine/lookup_int.h"
+#include "engine/installed.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -385,6 +387,16 @@ static void level_remember(hiera_cache *c, memo *m, const sbuf *key, provider *p
     hv_decref(rec);
 }
 
+/* installed_puppet8_has_hiera3, asked once per process (what is installed does not change) */
+static bool hiera3_p8;
+static void hiera3_p8_find(void) { hiera3_p8 = installed_puppet8_has_hiera3(); }
+static bool hiera3_for_puppet8(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, hiera3_p8_find);
+    return hiera3_p8;
+}
+
 static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
 {
     const hcfg *cfg = l->cfg;
@@ -475,6 +487,12 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
         if (cfg->version == 5 && p->options && hv_hash_len(p->options) > 0) {
             const provider_def *pd = provider_find(lvl->fname);
             p->options_refused = pd && pd->kind == FN_DATA_HASH;
+        }
+        if (lvl->fkind == FN_HIERA3_BACKEND && h->version == HIERA_PUPPET_8 && !hiera3_for_puppet8()) {
+            /* Puppet 8's create_hiera3_backend_provider: a LookupError (rewrapped by
+             * lookup_global) for every lookup that reaches the layer */
+            herr_set(err, HERR_LOOKUP, "Hiera 3 is not installed");
+            goto fail;
         }
         np++;
     }

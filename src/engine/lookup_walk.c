@@ -358,7 +358,9 @@ static lr entry_location(void *arg, size_t i, hv **out, herr *err)
     if (ex)
         ex_push_location(ex, loc->path, loc->original, loc->is_uri);
     lr r;
-    if (loc->exists) {
+    if (!a->I->h->opaque_unknown && hiera3_backend_unloadable(a->I->h, a->p)) {
+        r = LR_NOT_FOUND; /* (whether the file exists or not: Ruby cannot load the backend) */
+    } else if (loc->exists) {
         r = data_value(a, loc, out, err);
     } else {
         if (ex)
@@ -789,6 +791,8 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
     }
     for (; w->i < n; w->i++, w->j = 0) {
         provider *p = &provs[w->i];
+        if (p->lvl->fkind == FN_HIERA3_BACKEND && !a->I->h->opaque_unknown && hiera3_backend_unloadable(a->I->h, p))
+            continue; /* (not found at any of its locations) */
         if (p->nil_location) {
             if (w->j)
                 continue;
