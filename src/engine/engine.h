@@ -140,6 +140,9 @@ struct hiera_ctx {
     hiera_puppet_version version; /* the Puppet answered as (7 or 8; hiera_puppet_version) */
     bool shield_undefined;  /* Puppet 8 resolving a version 5 location: an undefined variable is a
                                warning under strict = error (avoid_hiera_interpolation_errors) */
+    bool hiera3_scope;      /* inside a version 3 global layer, whose lookups see the scope
+                               through Hiera::Scope: calling_class, calling_class_path and
+                               calling_module are its own (interp.c scope_get) */
     hv *warned_vars;        /* undefined variables warned about (once each) */
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */

@@ -273,6 +273,14 @@ static hv *server_scope_vars(hiera_ctx *h)
 /* A variable of the scope: the mapped_paths local first (unless the name is "::"-qualified). */
 static hv *scope_get(inv *I, const char *name, bool *exists)
 {
+    if (I->h->hiera3_scope && name[0] == 'c' &&
+        (!strcmp(name, "calling_class") || !strcmp(name, "calling_class_path") || !strcmp(name, "calling_module"))) {
+        /* Hiera::Scope#[]: the class of the scope (find_hostclass: main's name, '', at top
+         * scope) and the top scope's module_name (''), both given as nil; never a variable of
+         * that name, never undefined */
+        *exists = true;
+        return hv_undef();
+    }
     bool top = strncmp(name, "::", 2) == 0;
     if (top)
         name += 2;

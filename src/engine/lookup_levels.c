@@ -397,7 +397,8 @@ static bool hiera3_for_puppet8(void)
     return hiera3_p8;
 }
 
-static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
+static lr expand_levels_body(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout,
+                             herr *err)
 {
     const hcfg *cfg = l->cfg;
     inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0, 0, NULL, false};
@@ -505,6 +506,18 @@ fail:
     sb_free(&key);
     providers_free(provs, np + 1);
     return LR_ERROR;
+}
+
+/* The levels' providers; a version 3 configuration's (HieraConfigV3#create_configured_data_providers)
+ * see the scope through Hiera::Scope. */
+static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
+{
+    bool save = h->hiera3_scope;
+    if (l->cfg->version == 3)
+        h->hiera3_scope = true;
+    lr r = expand_levels_body(h, l, levels, n, out, nout, err);
+    h->hiera3_scope = save;
+    return r;
 }
 
 /* layer_providers the first time, or with the configuration's error. */

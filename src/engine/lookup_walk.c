@@ -968,6 +968,9 @@ static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *
         check_leave(I, err);
         return LR_ERROR;
     }
+    bool save_h3 = h->hiera3_scope;
+    if (l->kind == LAYER_GLOBAL && l->cfg->version == 3)
+        h->hiera3_scope = true; /* GlobalDataProvider: lookup_invocation.with_scope(Hiera::Scope.new(scope)) */
     lr r;
     if (h->ex) {
         r = explained_layer_lookup(I, l, key, root_key, ms, out, err);
@@ -982,6 +985,7 @@ static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *
                                                                  : LR_NOT_FOUND;
     }
     h->global_only = save_global_only;
+    h->hiera3_scope = save_h3;
     check_leave(I, err);
     return r;
 }
