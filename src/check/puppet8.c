@@ -134,6 +134,8 @@ static void undefined_variables(ck_ctx *c)
         const char *name = top_variable(v);
         if (!name || !legacy_fact(name))
             continue;
+        /* Puppet's messages name the variable as written: '::hostname' for %{::hostname} */
+        const char *written = hv_str_ptr(hv_array_get(v->segs, 0));
         const char *now = structured(name);
         char hint[128] = "";
         if (now)
@@ -143,7 +145,7 @@ static void undefined_variables(ck_ctx *c)
                 ck_add(c, "puppet8-undefined-variable", sev, e->files[v->file].path, v->line, v->col,
                        "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set (include_legacy_facts is false): "
                        "with strict = error, %s, the lookup fails with \"Undefined variable '%s'\"%s%s",
-                       v->expr, name, e->puppet8 ? "its default" : "Puppet 8's default", name, hint,
+                       v->expr, name, e->puppet8 ? "its default" : "Puppet 8's default", written, hint,
                        e->puppet8 ? "" : " once on Puppet 8");
             else
                 ck_add(c, "puppet8-undefined-variable", sev, e->files[v->file].path, v->line, v->col,
@@ -168,7 +170,7 @@ static void undefined_variables(ck_ctx *c)
                    "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set (include_legacy_facts is false): a "
                    "level's datadir and options are not shielded as its paths are, so with strict = error, %s, every "
                    "lookup through this hiera.yaml fails with \"Undefined variable '%s'\"%s%s",
-                   v->expr, name, e->puppet8 ? "its default" : "Puppet 8's default", name, hint,
+                   v->expr, name, e->puppet8 ? "its default" : "Puppet 8's default", written, hint,
                    e->puppet8 ? "" : " once on Puppet 8");
         else if (v->unshielded)
             ck_add(c, "puppet8-undefined-variable", sev, cf->path, v->line, v->col,
@@ -180,7 +182,7 @@ static void undefined_variables(ck_ctx *c)
             ck_add(c, "puppet8-undefined-variable", CHECK_WARNING, cf->path, v->line, v->col,
                    "%%{%s}: '%s' is a legacy fact, which Puppet 8 does not set: the location becomes '' for every "
                    "node (\"Interpolation failed with '%s', but compilation continuing\")%s",
-                   v->expr, name, name, hint);
+                   v->expr, name, written, hint);
     }
 }
 

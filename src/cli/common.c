@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 #include <limits.h>
@@ -88,6 +89,12 @@ void cli_cache_release(hiera_cache *c)
 void cli_print_diagnostic(const hiera_diagnostic *d, void *userdata)
 {
     (void)userdata;
+    /* Puppet.warn_once('deprecations', 'hiera.yaml', ...): the key is the same for every
+     * version 3 and 4 hiera.yaml, so a process says it of the first one it loads only (a v3
+     * global hiera.yaml and a v3 environment one: the global one's) */
+    static _Atomic bool deprecated_said;
+    if (d->code && !strcmp(d->code, "config-deprecated") && atomic_exchange(&deprecated_said, true))
+        return;
     fprintf(stderr, "%s: %s\n",
             d->severity == HIERA_DIAG_CRITICAL ? "Critical" : d->severity == HIERA_DIAG_ERROR ? "Error" : "Warning",
             d->message);

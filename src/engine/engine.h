@@ -48,6 +48,10 @@ typedef struct {
                         * locations' path and original are BORROWED from its strings */
     bool fmt_set, fmt_known; /* the function's file format, once known */
     file_format fmt;
+    /* a version 3 backend of Hiera's own (hiera3_backend): whether Ruby could require its
+     * hiera/backend/<name>_backend.rb (lookup_data.c hiera3_backend_loadable): 0 not asked yet,
+     * 1 yes, -1 no */
+    signed char h3_loadable;
     location nil_loc;
 } provider;
 
@@ -136,6 +140,9 @@ struct hiera_ctx {
     hiera_puppet_version version; /* the Puppet answered as (7 or 8; hiera_puppet_version) */
     bool shield_undefined;  /* Puppet 8 resolving a version 5 location: an undefined variable is a
                                warning under strict = error (avoid_hiera_interpolation_errors) */
+    bool hiera3_scope;      /* inside a version 3 global layer, whose lookups see the scope
+                               through Hiera::Scope: calling_class, calling_class_path and
+                               calling_module are its own (interp.c scope_get) */
     hv *warned_vars;        /* undefined variables warned about (once each) */
     char *global_config;    /* --hiera_config */
     hv *scope;              /* top-scope variables */

@@ -334,6 +334,30 @@ hiera_puppet_version hiera_puppet_version_find(char **why)
     return r;
 }
 
+bool installed_puppet8_has_hiera3(void)
+{
+    char *cmd = installed_puppet_command();
+    char *rb = cmd ? library_of(cmd) : NULL;
+    char *v = rb ? library_version(rb) : NULL;
+    bool r = false;
+    if (v && major_of(v) == HIERA_PUPPET_8) {
+        /* Hiera 3's hiera.rb in the same Ruby library as Puppet's (Debian's hiera package) */
+        char *lib = xstrdup(rb);
+        char *cut = strstr(lib, "/puppet/version.rb");
+        if (cut) {
+            *cut = 0;
+            char *h = xjoin(lib, "/hiera.rb", NULL);
+            r = path_is_file(h);
+            free(h);
+        }
+        free(lib);
+    }
+    free(v);
+    free(rb);
+    free(cmd);
+    return r;
+}
+
 hiera_puppet_version puppet_version_resolve(hiera_puppet_version v)
 {
     if (v == HIERA_PUPPET_7 || v == HIERA_PUPPET_8)

@@ -16,4 +16,10 @@ char *installed_puppet_command(void);
  * saying why). Thread-safe. */
 hiera_puppet_version puppet_version_resolve(hiera_puppet_version v);
 
+/* Whether Hiera 3's library is there for Puppet 8 (Puppet.features.hiera?, which a version 3
+ * backend of Hiera's own needs): only when the installed Puppet is 8 and hiera.rb is in its Ruby
+ * library (Debian 13's puppet-agent does not pull in the hiera package). Answering as Puppet 8
+ * while another Puppet is installed: false, as Debian 13's puppet-agent alone. */
+bool installed_puppet8_has_hiera3(void);
+
 #endif

@@ -271,8 +271,22 @@ static hv *server_scope_vars(hiera_ctx *h)
 }
 
 /* A variable of the scope: the mapped_paths local first (unless the name is "::"-qualified). */
+/* The names Hiera::Scope#[] answers itself (not '::calling_class': an ordinary variable). */
+static bool hiera3_scope_name(const char *name)
+{
+    return name[0] == 'c' &&
+           (!strcmp(name, "calling_class") || !strcmp(name, "calling_class_path") || !strcmp(name, "calling_module"));
+}
+
 static hv *scope_get(inv *I, const char *name, bool *exists)
 {
+    if (I->h->hiera3_scope && hiera3_scope_name(name)) {
+        /* Hiera::Scope#[]: the class of the scope (find_hostclass: main's name, '', at top
+         * scope) and the top scope's module_name (''), both given as nil; never a variable of
+         * that name, never undefined */
+        *exists = true;
+        return hv_undef();
+    }
     bool top = strncmp(name, "::", 2) == 0;
     if (top)
         name += 2;
@@ -606,6 +620,7 @@ struct var_read {
     char *bytes;
     ptrdiff_t len;
     hv *value; /* what it read (a reference), NULL when the scope lookup failed */
+    bool h3;   /* read through Hiera::Scope (calling_class... in a version 3 global layer) */
 };
 
 static const struct var_read *var_read(inv *I, const hv *x);
@@ -884,10 +899,18 @@ static const struct var_read *var_read(inv *I, const hv *x)
     hiera_ctx *h = I->h;
     /* (the product's high bits, moved down: an address's low bits are alike) */
     uint64_t code = (((uint64_t)(uintptr_t)x * 0x9e3779b97f4a7c15ull) >> 24) | 1;
+    /* calling_class, calling_class_path and calling_module read otherwise inside a version 3
+     * global layer (scope_get): such a read has an entry of its own */
+    bool h3 = false;
+    if (h->hiera3_scope) {
+        const hv *segs = hv_array_get(x, 2);
+        const hv *root = hv_is(segs, HV_ARRAY) ? hv_array_get(segs, 0) : NULL;
+        h3 = root && hv_is(root, HV_STRING) && hiera3_scope_name(hv_str_ptr(root));
+    }
     size_t mask = h->vars_cap - 1;
     if (h->vars_cap)
         for (size_t i = (size_t)code & mask; h->vars[i].code; i = (i + 1) & mask)
-            if (h->vars[i].x == x)
+            if (h->vars[i].x == x && h->vars[i].h3 == h3)
                 return &h->vars[i];
     sbuf b = {0};
     herr ignore = {0};
@@ -913,7 +936,7 @@ static const struct var_read *var_read(inv *I, const hv *x)
     while (h->vars[i].code)
         i = (i + 1) & mask;
     ptrdiff_t len = usable ? (ptrdiff_t)b.len : -1;
-    h->vars[i] = (struct var_read){code, x, usable ? sb_take(&b) : NULL, len, value};
+    h->vars[i] = (struct var_read){code, x, usable ? sb_take(&b) : NULL, len, value, h3};
     sb_free(&b);
     h->nvars++;
     return &h->vars[i];

@@ -110,6 +110,78 @@ void function_not_found(hiera_ctx *h, const layer *l, const provider *p, herr *e
     herr_at(err, l->cfg->path, 0, 0);
 }
 
+/* The folders Ruby's require searches for a version 3 backend's file on this machine: the load
+ * path of Debian's Ruby and of Puppet's own packages, and the lib folders of installed gems
+ * (RubyGems' require activates them), as glob patterns. */
+static const char *const RUBY_LIB_DIRS[] = {
+    "/usr/local/lib/site_ruby", "/usr/local/lib/site_ruby/*", "/usr/local/lib/*/site_ruby",
+    "/usr/lib/ruby/vendor_ruby", "/usr/lib/ruby/vendor_ruby/*", "/usr/lib/*/ruby/vendor_ruby/*", "/usr/lib/ruby/*",
+    "/usr/lib/*/ruby/*", "/usr/share/rubygems-integration/*/gems/*/lib", "/var/lib/gems/*/gems/*/lib",
+    "/usr/lib/ruby/gems/*/gems/*/lib", "/usr/local/lib/ruby/gems/*/gems/*/lib",
+    "/opt/puppetlabs/puppet/lib/ruby/vendor_ruby", "/opt/puppetlabs/puppet/lib/ruby/*",
+    "/opt/puppetlabs/puppet/lib/ruby/gems/*/gems/*/lib",
+};
+
+/* Whether `require "hiera/backend/<name>_backend"` (name downcased) would find a file, as
+ * V3BackendFunctionProvider#instantiate_backend asks: in Ruby's library folders, or in the lib
+ * folder of a module of the environment (`puppet lookup` puts each module's lib on the load
+ * path). A name that is not a plain word is taken as loadable (hiera cannot tell). */
+static bool hiera3_backend_loadable(hiera_ctx *h, const char *name)
+{
+    char *lower = xstrdup(name);
+    for (char *q = lower; *q; q++) {
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_' || *q == '-' ||
+              (*q >= 'A' && *q <= 'Z'))) {
+            free(lower);
+            return true;
+        }
+        if (*q >= 'A' && *q <= 'Z')
+            *q = (char)(*q - 'A' + 'a');
+    }
+    char *rel = xjoin("/hiera/backend/", lower, "_backend.rb", NULL);
+    free(lower);
+    bool found = false;
+    size_t nmp = h->environment ? hiera_environment_modulepath_count(h->environment) : 0;
+    size_t n = sizeof RUBY_LIB_DIRS / sizeof *RUBY_LIB_DIRS;
+    for (size_t i = 0; i < n + nmp && !found; i++) {
+        char *pattern = i < n ? xjoin(RUBY_LIB_DIRS[i], rel, NULL)
+                              : xjoin(hiera_environment_modulepath(h->environment, i - n), "/*/lib", rel, NULL);
+        glob_result g = {0};
+        if (cache_glob(h->cache, pattern, 1, &g) != 0 || g.n > 0)
+            found = true; /* (a folder that cannot be read: taken as holding it) */
+        glob_free(&g);
+        free(pattern);
+    }
+    free(rel);
+    return found;
+}
+
+/* V3BackendFunctionProvider#instantiate_backend failing with a LoadError, as it does for a
+ * version 3 backend that neither Ruby nor the environment's modules have: every location of the
+ * level is then "not found", whether its file exists or not, and says why when explained. False
+ * when the backend could be loaded (a lookup reaching it fails: hiera runs no Ruby). */
+bool hiera3_backend_unloadable(hiera_ctx *h, provider *p)
+{
+    if (p->lvl->fkind != FN_HIERA3_BACKEND)
+        return false;
+    if (!p->h3_loadable)
+        p->h3_loadable = hiera3_backend_loadable(h, p->lvl->fname) ? 1 : -1;
+    if (p->h3_loadable > 0)
+        return false;
+    if (h->ex) {
+        char *lower = xstrdup(p->lvl->fname);
+        for (char *q = lower; *q; q++)
+            if (*q >= 'A' && *q <= 'Z')
+                *q = (char)(*q - 'A' + 'a');
+        char *t = xasprintf("Unable to load backend '%s': cannot load such file -- hiera/backend/%s_backend",
+                            p->lvl->fname, lower);
+        ex_text(h->ex, t);
+        free(t);
+        free(lower);
+    }
+    return true;
+}
+
 /* Whether a lookup can run the provider's function here (a data_hash this engine reads, or a
  * lookup_key it has); false with the error a lookup reaching the level fails with. */
 bool provider_usable(hiera_ctx *h, const layer *l, provider *p, herr *err)

@@ -86,6 +86,7 @@ static inline layer *inv_module_layer(inv *I, mod_state *state, herr *err)
 /* ---- lookup_data.c ---- */
 
 void function_not_found(hiera_ctx *h, const layer *l, const provider *p, herr *err);
+bool hiera3_backend_unloadable(hiera_ctx *h, provider *p);
 char *infer_type_name(const hv *v);
 file_format data_hash_format(const char *fname, bool *known);
 bool location_load(hiera_ctx *h, provider *p, location *loc, herr *err);

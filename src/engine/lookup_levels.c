@@ -2,7 +2,9 @@
  * URIs and mapped paths interpolated and checked (the facts rule), and with a frozen cache the
  * levels' expansions remembered. */
 #include "engine/lookup_int.h"
+#include "engine/installed.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -385,7 +387,18 @@ static void level_remember(hiera_cache *c, memo *m, const sbuf *key, provider *p
     hv_decref(rec);
 }
 
-static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
+/* installed_puppet8_has_hiera3, asked once per process (what is installed does not change) */
+static bool hiera3_p8;
+static void hiera3_p8_find(void) { hiera3_p8 = installed_puppet8_has_hiera3(); }
+static bool hiera3_for_puppet8(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, hiera3_p8_find);
+    return hiera3_p8;
+}
+
+static lr expand_levels_body(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout,
+                             herr *err)
 {
     const hcfg *cfg = l->cfg;
     inv I = {h, NULL, NULL, NULL, cfg, NULL, 0, 0, 0, NULL, false};
@@ -476,6 +489,12 @@ static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, 
             const provider_def *pd = provider_find(lvl->fname);
             p->options_refused = pd && pd->kind == FN_DATA_HASH;
         }
+        if (lvl->fkind == FN_HIERA3_BACKEND && h->version == HIERA_PUPPET_8 && !hiera3_for_puppet8()) {
+            /* Puppet 8's create_hiera3_backend_provider: a LookupError (rewrapped by
+             * lookup_global) for every lookup that reaches the layer */
+            herr_set(err, HERR_LOOKUP, "Hiera 3 is not installed");
+            goto fail;
+        }
         np++;
     }
     sb_free(&key);
@@ -487,6 +506,18 @@ fail:
     sb_free(&key);
     providers_free(provs, np + 1);
     return LR_ERROR;
+}
+
+/* The levels' providers; a version 3 configuration's (HieraConfigV3#create_configured_data_providers)
+ * see the scope through Hiera::Scope. */
+static lr expand_levels(hiera_ctx *h, layer *l, const hlevel *levels, size_t n, provider **out, size_t *nout, herr *err)
+{
+    bool save = h->hiera3_scope;
+    if (l->cfg->version == 3)
+        h->hiera3_scope = true;
+    lr r = expand_levels_body(h, l, levels, n, out, nout, err);
+    h->hiera3_scope = save;
+    return r;
 }
 
 /* layer_providers the first time, or with the configuration's error. */

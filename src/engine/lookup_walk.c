@@ -358,7 +358,9 @@ static lr entry_location(void *arg, size_t i, hv **out, herr *err)
     if (ex)
         ex_push_location(ex, loc->path, loc->original, loc->is_uri);
     lr r;
-    if (loc->exists) {
+    if (!a->I->h->opaque_unknown && hiera3_backend_unloadable(a->I->h, a->p)) {
+        r = LR_NOT_FOUND; /* (whether the file exists or not: Ruby cannot load the backend) */
+    } else if (loc->exists) {
         r = data_value(a, loc, out, err);
     } else {
         if (ex)
@@ -789,6 +791,8 @@ static inline bool walk_next(entry_arg *a, provider *provs, size_t n, const prob
     }
     for (; w->i < n; w->i++, w->j = 0) {
         provider *p = &provs[w->i];
+        if (p->lvl->fkind == FN_HIERA3_BACKEND && !a->I->h->opaque_unknown && hiera3_backend_unloadable(a->I->h, p))
+            continue; /* (not found at any of its locations) */
         if (p->nil_location) {
             if (w->j)
                 continue;
@@ -964,6 +968,9 @@ static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *
         check_leave(I, err);
         return LR_ERROR;
     }
+    bool save_h3 = h->hiera3_scope;
+    if (l->kind == LAYER_GLOBAL && l->cfg->version == 3)
+        h->hiera3_scope = true; /* GlobalDataProvider: lookup_invocation.with_scope(Hiera::Scope.new(scope)) */
     lr r;
     if (h->ex) {
         r = explained_layer_lookup(I, l, key, root_key, ms, out, err);
@@ -978,6 +985,7 @@ static inline __attribute__((always_inline)) lr layer_key_lookup(inv *I, layer *
                                                                  : LR_NOT_FOUND;
     }
     h->global_only = save_global_only;
+    h->hiera3_scope = save_h3;
     check_leave(I, err);
     return r;
 }

@@ -1382,6 +1382,34 @@ static void scan_text_lookups(pp_index *x, const char *path, const char *s, size
                 continue;
             while (j < len && (s[j] == ' ' || s[j] == '(' || s[j] == '[' || s[j] == ','))
                 j++;
+            if (j < len && s[j] >= 'a' && s[j] <= 'z' && s[j - 1] == '(') {
+                /* a bare word, as Puppet code takes it (a name is a string): lookup(ntp::servers)
+                 * in a string's "${...}" or an EPP template; in ERB (Ruby) only a qualified
+                 * name, which no Ruby variable is */
+                size_t we = j;
+                bool qualified = false;
+                while (we < len && (is_word(s[we]) || (s[we] == ':' && we + 2 < len && s[we + 1] == ':' &&
+                                                      s[we + 2] >= 'a' && s[we + 2] <= 'z'))) {
+                    if (s[we] == ':') {
+                        qualified = true;
+                        we += 2;
+                    } else {
+                        we++;
+                    }
+                }
+                size_t after = we;
+                while (after < len && s[after] == ' ')
+                    after++;
+                size_t pl = strlen(path);
+                bool erb = pl >= 4 && !strcmp(path + pl - 4, ".erb");
+                if (after < len && (s[after] == ')' || s[after] == ',') && (qualified || !erb)) {
+                    GROW(x->lookups, x->nlookups, x->caplookups);
+                    x->lookups[x->nlookups++] = (pp_lookup){xstrndup(s + j, we - j), false, xstrdup(""), k >= 2,
+                                                            xstrdup(path), line, (uint32_t)(i - line_start + 1),
+                                                            false, NULL, -1, false, NULL, NULL};
+                }
+                continue;
+            }
             if (j >= len || (s[j] != '\'' && s[j] != '"'))
                 continue;
             char q = s[j];

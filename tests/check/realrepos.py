@@ -278,7 +278,8 @@ hierarchy:
     "notes": ["reads its data with 'secrets::vault_lookup', which hiera check cannot read"],
 }
 
-# Every form of key use Puppet accepts: lookup(bare::word), lookup($var) (a parameter's default, a
+# Every form of key use Puppet accepts: lookup(bare::word) (in code, in a string's "${...}" as
+# ocf/puppet's ocf_docker does, in an EPP template), lookup($var) (a parameter's default, a
 # value a resource-like declaration passes, a parameter's data), hiera_include(classes) and
 # hiera_array/hash, a lookup with a merge (every level is read: none shadows another), alias() in a
 # file read before the key's own.
@@ -299,8 +300,11 @@ CASES["key-use"] = {
   $b = lookup($key_name)
   $c = hiera_array('app::servers')
   $d = lookup('app::users', Hash, 'deep', {})
+  $e = "user:${lookup(app::interp_key)}\n"
+  $f = epp('app/t.epp')
 }
 """,
+        "modules/app/templates/t.epp": "<%= lookup(app::epp_key) %>\n",
         "modules/other/manifests/init.pp": "class other (String $which) {\n  $v = lookup($which)\n}\n",
         "modules/app/manifests/client.pp": "class app::client (String $conf_key) {\n  $v = lookup($conf_key)\n}\n",
         "modules/dns/manifests/init.pp": "class dns (Array $servers = []) {\n}\n",
@@ -312,6 +316,8 @@ other::thing: 1
 """,
         "data/common.yaml": """classes: [dns]
 app::bare_key: 1
+app::interp_key: hash
+app::epp_key: 2
 app::extra_settings: {}
 app::servers: [a, b]
 app::users: {alice: {uid: 1}}

@@ -282,6 +282,11 @@ def test_puppet8(hiera):
         else:
             msgs = [f["message"] for f in doc["findings"] if f["rule"] == "puppet8-undefined-variable" and f["line"] == 2]
             check(msgs and "%{facts.os.family} gives it" in msgs[0], "puppet8: the structured fact is named (%s)" % msgs)
+            # Puppet's own words name the variable as written (Puppet 8.10 on ocf/puppet's
+            # "%{::ipaddress}": "Undefined variable '::ipaddress'")
+            top = [f["message"] for f in doc["findings"] if f["rule"] == "puppet8-undefined-variable" and f["line"] == 3]
+            check(top and "Undefined variable '::hostname'" in top[0] and "Undefined variable 'osfamily'" in msgs[0],
+                  "puppet8: Puppet's message names '::hostname' as written (%s)" % top)
     for n in ("puppet8-undefined-variable", "puppet8-not-a-hash", "puppet8-v3-config", "puppet8-v4-path-variable"):
         check(n in rules, "puppet8/ has a mistake for rule %s" % n)
     # the severity follows the strict setting of the puppet.conf under --confdir (else the

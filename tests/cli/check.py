@@ -360,6 +360,30 @@ def check_hiera3_disk_cache(hiera, root):
     check("hiera3 disk cache: off writes nothing", not os.path.exists(off))
 
 
+def check_deprecation_once(hiera, root):
+    """Puppet.warn_once('deprecations', 'hiera.yaml', ...) keys every version 3 and 4 deprecation
+    the same: with a v3 global hiera.yaml and a v3 one at the environment's root (as
+    puppetinabox/controlrepo ships it, its global one copied out), Puppet 7.23's puppet lookup
+    says it of the global one only, then that the environment's was ignored (its standard
+    error, recorded on 2 December 2026)."""
+    code = os.path.join(root, "code")
+    write(os.path.join(root, "etc", "hiera.yaml"),
+          "---\n:backends:\n  - yaml\n:hierarchy:\n  - global\n:yaml:\n  :datadir: %s/data\n" % root)
+    write(os.path.join(root, "data", "global.yaml"), "k: v\n")
+    write(os.path.join(code, "environments", "production", "hiera.yaml"),
+          "---\n:backends:\n  - yaml\n:hierarchy:\n  - common\n")
+    write(os.path.join(root, "facts.yaml"),
+          "hostname: n1\ndomain: example.com\nfqdn: n1.example.com\nclientcert: n1.example.com\n")
+    g, e = os.path.join(root, "etc", "hiera.yaml"), os.path.join(code, "environments", "production", "hiera.yaml")
+    want = ("Warning: %s: Use of 'hiera.yaml' version 3 is deprecated. It should be converted to version 5\n"
+            "   (file: %s)\n"
+            "Warning: hiera.yaml version 3 found at the environment root was ignored\n"
+            "   (file: %s)\n" % (g, g, e))
+    r = lookup(hiera, root, ["--confdir", os.path.join(root, "etc"), "--codedir", code, "--hiera_config", g, "k"])
+    check("deprecation said once: the global hiera.yaml's only", r.returncode == 0 and r.stdout.strip() == '"v"'
+          and r.stderr == want, r.stdout + r.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hiera", required=True)
@@ -374,6 +398,7 @@ def main():
         check_versions_and_help(hiera)
         check_puppet_version(hiera, os.path.join(scratch, "puppet-version"))
         check_hiera3_disk_cache(hiera, os.path.join(scratch, "hiera3-cache"))
+        check_deprecation_once(hiera, os.path.join(scratch, "deprecation-once"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"cli: {passed} passed, {failed} failed")

@@ -280,13 +280,16 @@ def main():
             # a hierarchy path: the location Puppet 8 names without the fact, and the warning
             value = facts_of(node, extra, False)[0].get(name)
             warn = "Interpolation failed with '%s', but compilation continuing" % name
+            # (Puppet names the variable as written: '::hostname' for %{::hostname})
+            warn_top = "Interpolation failed with '::%s', but compilation continuing" % name
 
             def located(out):
                 """the locations of the levels whose path interpolates the variable"""
                 pairs = re.findall(r'Path "([^"]*)"\n\s*Original path: "([^"]*)"', out or "")
                 return sorted({p for p, orig in pairs if re.search(r"%%\{(::)?%s\}" % re.escape(name), orig)})
             hit7, hit8 = located(c.get("explain")), located(e.get("explain"))
-            w8, w7 = any(warn in w for w in e["warnings"]), any(warn in w for w in c["warnings"])
+            w8 = any(warn in w or warn_top in w for w in e["warnings"])
+            w7 = any(warn in w or warn_top in w for w in c["warnings"])
             w8, _ = w8 or name in warned, warned.add(name) if w8 else None
             named = bool(hit7) and all(str(value) in h for h in hit7) and not any(str(value) in h for h in hit8)
             print("%s  %s node %s: Puppet 8.10 with the legacy facts reads %s; without them (a Puppet 8 agent's) %s, "

@@ -39,3 +39,15 @@ nodes = [node(b(p) + '.ad.piccola.us', 'windows', 'windows', '2016', {'pp_role':
          for p in sorted(glob.glob(E + '/role/*.yaml'))]
 nodes.append(node('jenkins.ad.piccola.us', 'windows', 'windows', '2016', {}, role='base'))
 write('joeypiccola', nodes)
+# ocf: a node per hieradata/nodes file (hostname NAME, as its level reads %{::hostname}), Debian 12
+# bookworm or 11 bullseye (os/<codename>), type desktop or staffvm (a custom fact), one physical
+# machine in four (is_virtual/false)
+E = T + '/ocf/code/environments/production/hieradata'
+nodes = []
+for i, p in enumerate(sorted(glob.glob(E + '/nodes/*.yaml'))):
+    major, codename = ('12', 'bookworm') if i % 2 == 0 else ('11', 'bullseye')
+    name, f = node(b(p) + '.ocf.berkeley.edu', 'Debian', 'Debian', major, type=('desktop', 'staffvm')[i % 3 == 0],
+                   is_virtual=i % 4 != 0, lsbdistcodename=codename)
+    f['os']['distro'] = {'codename': codename}
+    nodes.append((name, f))
+write('ocf', nodes)
