@@ -579,12 +579,36 @@ static void *build_snapshot(void *arg)
  * (manifests, templates, a module's files without data) change no answer. The folders walked are
  * the environment's and the modules'; a file both sides have with the same device and inode (a
  * checkout's hard link) is not read. */
+#define WALK_DEPTH 32
+
 typedef struct {
     const char *root[2];
     hiera_value *known; /* relative paths the snapshots read -> true */
     char *reason;       /* the first change that needs every key, or NULL */
     size_t entries;
+    /* the folders on the path walked, per side (a symbolic link to a folder above, such as a
+     * module that is the environment itself, modules/NAME -> .., is walked once more under its
+     * own name, as Puppet reads it, and no deeper) */
+    struct { dev_t dev; ino_t ino; bool set; } up[2][WALK_DEPTH + 4];
+    int nup;
 } tree_walk;
+
+/* Whether the folder st (side s) is already twice on the path walked. */
+static bool walk_loops(const tree_walk *w, int s, const struct stat *st)
+{
+    int seen = 0;
+    for (int i = 0; i < w->nup; i++)
+        seen += w->up[s][i].set && w->up[s][i].dev == st->st_dev && w->up[s][i].ino == st->st_ino;
+    return seen >= 2;
+}
+
+static void walk_push(tree_walk *w, const bool dir[2], const struct stat st[2])
+{
+    for (int s = 0; s < 2; s++)
+        w->up[s][w->nup].set = dir[s], w->up[s][w->nup].dev = dir[s] ? st[s].st_dev : 0,
+        w->up[s][w->nup].ino = dir[s] ? st[s].st_ino : 0;
+    w->nup++;
+}
 
 static bool is_data_name(const char *name)
 {
@@ -605,8 +629,28 @@ static bool same_file_bytes(const char *a, const char *b, const struct stat *sa,
     return sa->st_size == sb->st_size && file_same_bytes(a, b);
 }
 
+/* Whether a metadata.json's text names a data provider as Puppet reads it (Module#metadata's
+ * ['data_provider'] not nil): a JSON object whose "data_provider" is not null, or a JSON string
+ * holding the words (Ruby's String#[]). Text that is not JSON, or another kind of document, is
+ * taken to name one (the fast path then gives way: Puppet fails or warns over such metadata). */
+static bool metadata_names_provider(const char *text)
+{
+    hiera_error e = {0};
+    hiera_value *md = hiera_value_from_json(text, &e);
+    hiera_error_clear(&e);
+    bool names = true;
+    if (md && hiera_value_kind(md) == HIERA_HASH) {
+        const hiera_value *v = hiera_value_hash_get(md, "data_provider");
+        names = v && hiera_value_kind(v) != HIERA_UNDEF;
+    } else if (md && hiera_value_kind(md) == HIERA_STRING) {
+        names = strstr(hiera_value_string(md), "data_provider") != NULL;
+    }
+    hiera_value_decref(md);
+    return names;
+}
+
 /* Whether a file of the layer folder (rel's first layer_len bytes; 0: the tree itself) holds text
- * on either side. */
+ * on either side (a metadata.json asked about "data_provider": names a data provider). */
 static bool layer_file_has(const tree_walk *w, const char *rel, size_t layer_len, const char *file, const char *text)
 {
     for (int s = 0; s < 2; s++) {
@@ -618,6 +662,8 @@ static bool layer_file_has(const tree_walk *w, const char *rel, size_t layer_len
         bool opened = file_read(p, &b, NULL, &fe) || fe.failed != FILE_READ_OPEN;
         free(p);
         bool hit = opened && (!text || memmem(sb_str(&b), b.len, text, strlen(text)) != NULL);
+        if (hit && text && !strcmp(file, "metadata.json") && !strcmp(text, "data_provider"))
+            hit = metadata_names_provider(sb_str(&b));
         sb_free(&b);
         if (hit)
             return true;
@@ -670,7 +716,7 @@ static void note_change(tree_walk *w, const char *rel, const char *env_prefix)
 
 static void walk_trees(tree_walk *w, const char *rel, const char *env_prefix, int depth)
 {
-    if (w->reason || depth > 32 || w->entries > 2000000)
+    if (w->reason || depth > WALK_DEPTH || w->entries > 2000000 || w->nup > WALK_DEPTH + 2)
         return;
     /* the names on both sides */
     strvec names = {0};
@@ -708,7 +754,16 @@ static void walk_trees(tree_walk *w, const char *rel, const char *env_prefix, in
         }
         bool dir0 = there[0] && S_ISDIR(st[0].st_mode), dir1 = there[1] && S_ISDIR(st[1].st_mode);
         if (dir0 || dir1) {
+            bool dir[2] = {dir0, dir1};
+            if ((dir0 && walk_loops(w, 0, &st[0])) || (dir1 && walk_loops(w, 1, &st[1]))) {
+                free(p[0]);
+                free(p[1]);
+                free(sub);
+                continue; /* a link back up, walked already */
+            }
+            walk_push(w, dir, st);
             walk_trees(w, sub, env_prefix, depth + 1); /* (a side without it: all its files differ) */
+            w->nup--;
             if (!(dir0 && dir1))
                 note_change(w, sub, env_prefix);
         } else if (there[0] != there[1] || (there[0] && !same_file_bytes(p[0], p[1], &st[0], &st[1]))) {
@@ -722,11 +777,27 @@ static void walk_trees(tree_walk *w, const char *rel, const char *env_prefix, in
     hiera_value_decref(seen);
 }
 
+/* Walks the folder rel of both trees, the folder itself on the path walked. */
+static void walk_from(tree_walk *w, const char *rel, const char *env_prefix, int depth)
+{
+    struct stat st[2];
+    bool dir[2];
+    for (int s = 0; s < 2; s++) {
+        char *p = NULL;
+        dir[s] = asprintf(&p, "%s%s%s", w->root[s], *rel ? "/" : "", rel) >= 0 && stat(p, &st[s]) == 0 &&
+                 S_ISDIR(st[s].st_mode);
+        free(p);
+    }
+    walk_push(w, dir, st);
+    walk_trees(w, rel, env_prefix, depth);
+    w->nup--;
+}
+
 /* The reason every key must be looked up again because of a file the snapshots do not read, or
  * NULL (malloc'ed). */
 static char *unseen_changes(diff_side side[2], hiera_snapshot *snap[2], const char *environment)
 {
-    tree_walk w = {{side[0].tree, side[1].tree}, hiera_value_new_hash(), NULL, 0};
+    tree_walk w = {{side[0].tree, side[1].tree}, hiera_value_new_hash(), NULL, 0, {{{0}}}, 0};
     for (int s = 0; s < 2; s++) {
         hiera_value *d = hiera_snapshot_describe(snap[s]);
         const char *lists[] = {"files", "configs"};
@@ -742,17 +813,17 @@ static char *unseen_changes(diff_side side[2], hiera_snapshot *snap[2], const ch
         hiera_value_decref(d);
     }
     if (side[0].env_kind && side[1].env_kind) {
-        walk_trees(&w, "", "", 0);
+        walk_from(&w, "", "", 0);
     } else {
         char *env = NULL;
         if (asprintf(&env, "environments/%s", environment) >= 0) {
             char *prefix = NULL;
             if (asprintf(&prefix, "%s/", env) >= 0)
-                walk_trees(&w, env, prefix, 1);
+                walk_from(&w, env, prefix, 1);
             free(prefix);
         }
         free(env);
-        walk_trees(&w, "modules", "", 1);
+        walk_from(&w, "modules", "", 1);
     }
     hiera_value_decref(w.known);
     return w.reason;

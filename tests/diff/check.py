@@ -11,6 +11,7 @@ usage: tests/diff/check.py --hiera build/hiera
 Prints "N passed, N failed"; exit status 1 when anything failed.
 """
 import argparse
+import re
 import hashlib
 import json
 import os
@@ -362,6 +363,32 @@ def main():
     p, d = jdiff(lo_, ln_, "--facts-dir", fd, "m::a", "x")
     c.check(d is not None and not d["fast_path"]["full"] and d["keys"] == [],
             "a module's template that changed changes nothing", p.stdout[:800] + p.stderr)
+    # "data_provider": null (as PDK writes it) names no provider: Puppet 7.23 does not read the module's
+    # data (`puppet lookup n::a`: not found on both sides), so its change is one the fast path follows
+    meta_null = json.loads(meta)
+    meta_null.update(name="me-n", data_provider=None)
+    for d_, v_ in ((lo_, 1), (ln_, 2)):
+        write(d_, {"environments/production/modules/n/metadata.json": json.dumps(meta_null),
+                   "environments/production/modules/n/data/common.yaml": {"n::a": v_}})
+    p, d = jdiff(lo_, ln_, "--facts-dir", fd, "n::a", "x")
+    c.check(d is not None and not d["fast_path"]["full"] and d["keys"] == [],
+            "a module whose data_provider is null: its data is not read (no legacy provider)", p.stdout[:800] + p.stderr)
+    # a module that is the environment itself (modules/m -> .., as jameslikeslinux/puppet-nest had it):
+    # its data is read once through the link (Puppet 7.23: m::a is 1, with a deprecation warning), and the
+    # walk goes no deeper than that (it went on through modules/m/modules/m/... 15 times)
+    ko_, kn_ = os.path.join(top, "selfmod-old"), os.path.join(top, "selfmod-new")
+    for d_, v_ in ((ko_, 1), (kn_, 2)):
+        write(d_, {"environments/production/metadata.json": meta, "environments/production/data/common.yaml": {"m::a": v_},
+                   "environments/production/manifests/site.pp": "node default {}\n"})
+        os.makedirs(os.path.join(d_, "environments/production/modules"), exist_ok=True)
+        os.symlink("..", os.path.join(d_, "environments/production/modules/m"))
+    p, d = jdiff(ko_, kn_, "--facts-dir", fd, "m::a")
+    c.check(d is not None and d["fast_path"]["full"] and
+            re.match(r"(environments/production/)?modules/m/data/common\.yaml changed in a layer that a legacy",
+                     d["fast_path"]["reasons"][0]) is not None and
+            [e["key"] for e in d["keys"]] == ["m::a"] and d["keys"][0]["changes"][0]["old"] == 1 and
+            d["keys"][0]["changes"][0]["new"] == 2,
+            "a module linked to the environment: its data read through the link, named once", p.stdout[:800] + p.stderr)
 
     # ---- facts from Puppet's YAML facts cache, $trusted from --trusted-dir (as hiera batch reads them)
     to_, tn_ = os.path.join(top, "trusted-old"), os.path.join(top, "trusted-new")

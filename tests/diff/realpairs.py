@@ -74,7 +74,8 @@ def node_facts(certname, family, osname, major, **extra):
 
 def gen_facts(kind, tree, out, limit):
     """kind "lsst": a node per role file at each of the four sites (AlmaLinux 9, the role and site
-    facts the hierarchy reads); "jenkins": a node per hieradata/clients file (Ubuntu 22.04)."""
+    facts the hierarchy reads); "jenkins": a node per hieradata/clients file (Ubuntu 22.04); "swh": a
+    node per data/hostname file (Debian 11)."""
     os.makedirs(out, exist_ok=True)
     nodes = {}
     if kind == "lsst":
@@ -87,6 +88,21 @@ def gen_facts(kind, tree, out, limit):
         for p in sorted(glob.glob(tree + "/hieradata/clients/*.yaml")):
             name = os.path.basename(p)[:-5]
             nodes[name] = node_facts(name, "Debian", "Ubuntu", "22.04")
+    elif kind == "swh":
+        # SoftwareHeritage/puppet-swh-site: a node per data/hostname file, its deployment and subnet (facts
+        # of theirs) from its domain, as the hostname files' own settings say
+        for p in sorted(glob.glob(tree + "/data/hostname/*.yaml")):
+            name = os.path.basename(p)[:-5]
+            if ".euwest.azure." in name:
+                dep, sub = "production", "azure_euwest"
+            elif ".staging.swh.network" in name:
+                dep, sub = "staging", "sesi_rocquencourt_staging"
+            elif ".admin.swh.network" in name:
+                dep, sub = "admin", "sesi_rocquencourt_admin"
+            else:
+                dep, sub = "production", "sesi_rocquencourt"
+            nodes[name] = node_facts(name, "Debian", "Debian", 11, deployment=dep, subnet=sub, location=sub,
+                                     swh_hostname={"internal_fqdn": name, "short": name.split(".")[0]})
     names = sorted(nodes)[:limit]
     for n in names:
         with open(os.path.join(out, n + ".json"), "w") as fh:
@@ -190,7 +206,7 @@ def record(hiera, pair_name, mirror):
         nodes = gen_facts(pair["facts"], trees["new"], fdir, pair.get("nodes", 30))
         keys = sorted(set(data_keys(trees["old"])) | set(data_keys(trees["new"])))
         answers = {"old": {}, "new": {}}
-        deploy = pair["layout"] == "environment"
+        deploy = pair["layout"] == "environment" and pair.get("deploy", True)  # (a datadir in the tree: no need)
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
             jobs = [(s, n, ex.submit(ask_puppet, codes[s], n, os.path.join(fdir, n + ".json"), keys, deploy, work))
                     for s in ("old", "new") for n in nodes]
