@@ -650,8 +650,9 @@ static bool metadata_names_provider(const char *text)
 }
 
 /* Whether a file of the layer folder (rel's first layer_len bytes; 0: the tree itself) holds text
- * on either side (a metadata.json asked about "data_provider": names a data provider). */
-static bool layer_file_has(const tree_walk *w, const char *rel, size_t layer_len, const char *file, const char *text)
+ * on either side, and, when confirm is given, the file's text satisfies it. */
+static bool layer_file_has(const tree_walk *w, const char *rel, size_t layer_len, const char *file, const char *text,
+                           bool (*confirm)(const char *text))
 {
     for (int s = 0; s < 2; s++) {
         char *p = NULL;
@@ -662,8 +663,8 @@ static bool layer_file_has(const tree_walk *w, const char *rel, size_t layer_len
         bool opened = file_read(p, &b, NULL, &fe) || fe.failed != FILE_READ_OPEN;
         free(p);
         bool hit = opened && (!text || memmem(sb_str(&b), b.len, text, strlen(text)) != NULL);
-        if (hit && text && !strcmp(file, "metadata.json") && !strcmp(text, "data_provider"))
-            hit = metadata_names_provider(sb_str(&b));
+        if (hit && confirm)
+            hit = confirm(sb_str(&b));
         sb_free(&b);
         if (hit)
             return true;
@@ -698,16 +699,16 @@ static void note_change(tree_walk *w, const char *rel, const char *env_prefix)
     size_t layer = layer_of(rel, env_prefix);
     const char *setting = NULL;
     char *m = NULL;
-    if (!strcmp(base, "environment.conf") && layer_file_has(w, rel, layer, "environment.conf", "environment_data_provider"))
+    if (!strcmp(base, "environment.conf") && layer_file_has(w, rel, layer, "environment.conf", "environment_data_provider", NULL))
         setting = "environment_data_provider";
-    else if (!strcmp(base, "metadata.json") && layer_file_has(w, rel, layer, "metadata.json", "data_provider"))
+    else if (!strcmp(base, "metadata.json") && layer_file_has(w, rel, layer, "metadata.json", "data_provider", metadata_names_provider))
         setting = "data_provider";
     if (setting) {
         if (asprintf(&m, "%s changed (its %s names a legacy data provider)", rel, setting) < 0)
             m = NULL;
-    } else if (is_data_name(base) && !layer_file_has(w, rel, layer, "hiera.yaml", NULL) &&
-               (layer_file_has(w, rel, layer, "metadata.json", "data_provider") ||
-                layer_file_has(w, rel, layer, "environment.conf", "environment_data_provider"))) {
+    } else if (is_data_name(base) && !layer_file_has(w, rel, layer, "hiera.yaml", NULL, NULL) &&
+               (layer_file_has(w, rel, layer, "metadata.json", "data_provider", metadata_names_provider) ||
+                layer_file_has(w, rel, layer, "environment.conf", "environment_data_provider", NULL))) {
         if (asprintf(&m, "%s changed in a layer that a legacy data provider reads (no hiera.yaml)", rel) < 0)
             m = NULL;
     }
