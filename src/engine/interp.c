@@ -270,7 +270,6 @@ static hv *server_scope_vars(hiera_ctx *h)
     return vars;
 }
 
-/* A variable of the scope: the mapped_paths local first (unless the name is "::"-qualified). */
 /* The names Hiera::Scope#[] answers itself (not '::calling_class': an ordinary variable). */
 static bool hiera3_scope_name(const char *name)
 {
@@ -278,6 +277,7 @@ static bool hiera3_scope_name(const char *name)
            (!strcmp(name, "calling_class") || !strcmp(name, "calling_class_path") || !strcmp(name, "calling_module"));
 }
 
+/* A variable of the scope: the mapped_paths local first (unless the name is "::"-qualified). */
 static hv *scope_get(inv *I, const char *name, bool *exists)
 {
     if (I->h->hiera3_scope && hiera3_scope_name(name)) {

@@ -3,8 +3,8 @@
  * levels' expansions remembered. */
 #include "engine/lookup_int.h"
 #include "engine/installed.h"
+#include "base/once.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -392,8 +392,8 @@ static bool hiera3_p8;
 static void hiera3_p8_find(void) { hiera3_p8 = installed_puppet8_has_hiera3(); }
 static bool hiera3_for_puppet8(void)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, hiera3_p8_find);
+    static hiera_once once = HIERA_ONCE_INIT;
+    hiera_once_run(&once, hiera3_p8_find);
     return hiera3_p8;
 }
 
