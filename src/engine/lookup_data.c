@@ -126,18 +126,28 @@ static const char *const RUBY_LIB_DIRS[] = {
  * V3BackendFunctionProvider#instantiate_backend asks: in Ruby's library folders, or in the lib
  * folder of a module of the environment (`puppet lookup` puts each module's lib on the load
  * path). A name that is not a plain word is taken as loadable (hiera cannot tell). */
-static bool hiera3_backend_loadable(hiera_ctx *h, const char *name)
+/* A version 3 backend's name downcased, as its file name under hiera/backend/ (malloc'ed), or
+ * NULL when the name is not a plain word. */
+static char *backend_file_word(const char *name)
 {
     char *lower = xstrdup(name);
     for (char *q = lower; *q; q++) {
         if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_' || *q == '-' ||
               (*q >= 'A' && *q <= 'Z'))) {
             free(lower);
-            return true;
+            return NULL;
         }
         if (*q >= 'A' && *q <= 'Z')
             *q = (char)(*q - 'A' + 'a');
     }
+    return lower;
+}
+
+static bool hiera3_backend_loadable(hiera_ctx *h, const char *name)
+{
+    char *lower = backend_file_word(name);
+    if (!lower)
+        return true;
     char *rel = xjoin("/hiera/backend/", lower, "_backend.rb", NULL);
     free(lower);
     bool found = false;
@@ -169,10 +179,7 @@ bool hiera3_backend_unloadable(hiera_ctx *h, provider *p)
     if (p->h3_loadable > 0)
         return false;
     if (h->ex) {
-        char *lower = xstrdup(p->lvl->fname);
-        for (char *q = lower; *q; q++)
-            if (*q >= 'A' && *q <= 'Z')
-                *q = (char)(*q - 'A' + 'a');
+        char *lower = backend_file_word(p->lvl->fname); /* (a plain word: loadable otherwise) */
         char *t = xasprintf("Unable to load backend '%s': cannot load such file -- hiera/backend/%s_backend",
                             p->lvl->fname, lower);
         ex_text(h->ex, t);
