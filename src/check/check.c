@@ -726,14 +726,11 @@ static void add_plan_levels(ck_ctx *c, ck_config *cf)
  * level's files that exists fails (the engine's options_refused); pointed at the options. */
 static void refused_options(ck_ctx *c, const ck_config *cf, const hlevel *levels, size_t n, const char *list)
 {
-    if (cf->cfg->version != 5)
-        return;
     const ysnode *root = cf->ys && cf->ys->ndocs ? cf->ys->docs[0] : NULL;
     const ysnode *seq = root ? ys_map_get(root, list) : NULL;
     for (size_t i = 0; i < n; i++) {
         const hlevel *l = &levels[i];
-        const provider_def *pd = l->fname ? provider_find(l->fname) : NULL;
-        if (!pd || pd->kind != FN_DATA_HASH || !hv_is(l->options, HV_HASH) || hv_hash_len(l->options) == 0)
+        if (!provider_options_refused(cf->cfg->version, l->fname, l->options))
             continue;
         const ysnode *at = seq && seq->kind == YS_SEQ && i < seq->n ? ys_map_key(seq->kids[i], "options") : NULL;
         bool from_defaults = false;

@@ -485,10 +485,7 @@ static lr expand_levels_body(hiera_ctx *h, layer *l, const hlevel *levels, size_
             }
             p->options = opts;
         }
-        if (cfg->version == 5 && p->options && hv_hash_len(p->options) > 0) {
-            const provider_def *pd = provider_find(lvl->fname);
-            p->options_refused = pd && pd->kind == FN_DATA_HASH;
-        }
+        p->options_refused = provider_options_refused(cfg->version, lvl->fname, p->options);
         if (lvl->fkind == FN_HIERA3_BACKEND && h->version == HIERA_PUPPET_8 && !hiera3_for_puppet8()) {
             /* Puppet 8's create_hiera3_backend_provider: a LookupError (rewrapped by
              * lookup_global) for every lookup that reaches the layer */

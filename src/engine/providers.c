@@ -25,3 +25,11 @@ const provider_def *provider_for_backend(const char *backend)
             return &PROVIDERS[i];
     return NULL;
 }
+
+bool provider_options_refused(int version, const char *fname, const hv *options)
+{
+    if (version != 5 || !fname || !hv_is(options, HV_HASH) || hv_hash_len(options) == 0)
+        return false;
+    const provider_def *pd = provider_find(fname);
+    return pd && pd->kind == FN_DATA_HASH;
+}

@@ -34,6 +34,10 @@ typedef struct {
 const provider_def *provider_find(const char *name);
 /* The provider a version 3 or 4 backend name stands for ("yaml" -> yaml_data), or NULL. */
 const provider_def *provider_for_backend(const char *backend);
+/* Whether a version 5 level (options being its own or its defaults', interpolated or not) gives
+ * options to a data_hash function of the table (yaml_data, json_data, hocon_data): Puppet's take
+ * Struct[{path=>String[1]}], so every lookup reaching one of the level's files fails. */
+bool provider_options_refused(int version, const char *fname, const hv *options);
 
 /* eyaml_lookup_key (provider_eyaml.c) */
 lr eyaml_key_value(const provider_call *c, hv *raw, hv **out, herr *err);
