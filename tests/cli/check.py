@@ -168,7 +168,10 @@ def batch_tree(root):
     write(os.path.join(probe, "environment.conf"), f"config_version = bin/probe.sh {os.path.join(root, 'probe.out')}\n")
     write(os.path.join(probe, "bin", "probe.sh"),
           "#!/bin/sh\necho \"preload=${LD_PRELOAD-unset} saved=${HIERA_PRELOAD_SAVED-unset}\" > \"$1\"\n"
-          "echo \"mimalloc=$(grep -c libmimalloc /proc/$PPID/maps)\" >> \"$1\"\n", 0o755)
+          "echo \"large=${MIMALLOC_LARGE_OS_PAGES-unset} set=${HIERA_LARGE_PAGES_SET-unset}\" >> \"$1\"\n"
+          "echo \"mimalloc=$(grep -c libmimalloc /proc/$PPID/maps)\" >> \"$1\"\n"
+          "echo \"started-with=$(tr '\\000' '\\n' < /proc/$PPID/environ | grep '^MIMALLOC_LARGE_OS_PAGES=')\" >> \"$1\"\n",
+          0o755)
     counting = os.path.join(root, "code", "environments", "counting")
     write(os.path.join(counting, "environment.conf"), f"config_version = bin/count.sh {os.path.join(root, 'count')}\n")
     write(os.path.join(counting, "bin", "count.sh"), "#!/bin/sh\necho run >> \"$1\"\n", 0o755)
@@ -200,15 +203,18 @@ def check_batch(hiera, root):
     flags = os.path.join(os.path.dirname(hiera), "flags")
     with_mi = open(flags).read().count("HIERA_MIMALLOC_SO") > 0 if os.path.exists(flags) else None
     out = os.path.join(root, "probe.out")
-    for name, env, preload, mi in (("no LD_PRELOAD", {}, "unset", with_mi),
-                                   ("an empty LD_PRELOAD", {"LD_PRELOAD": ""}, "", with_mi),
-                                   ("HIERA_NO_MIMALLOC", {"HIERA_NO_MIMALLOC": "1"}, "unset", False)):
+    # (and mimalloc takes 2 MiB pages in the runs over many nodes, unless the user said otherwise;
+    # what they run gets MIMALLOC_LARGE_OS_PAGES as given too)
+    for name, env, preload, mi, large in (("no LD_PRELOAD", {}, "unset", with_mi, "unset"),
+                                          ("an empty LD_PRELOAD", {"LD_PRELOAD": ""}, "", with_mi, "unset"),
+                                          ("MIMALLOC_LARGE_OS_PAGES=0", {"MIMALLOC_LARGE_OS_PAGES": "0"}, "unset", with_mi, "0"),
+                                          ("HIERA_NO_MIMALLOC", {"HIERA_NO_MIMALLOC": "1"}, "unset", False, "unset")):
         if os.path.exists(out):
             os.unlink(out)
         e = dict(env)
         if "LD_PRELOAD" not in e:
             e["LD_PRELOAD"] = None
-        full = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        full = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "MIMALLOC_LARGE_OS_PAGES")}
         full.update({k: v for k, v in e.items() if v is not None})
         full["HIERA_CACHE_DIR"] = "off"
         p = subprocess.run([hiera, "batch"] + confdir + ["--environment", "probe", "--facts-dir", os.path.join(root, "facts"),
@@ -217,9 +223,14 @@ def check_batch(hiera, root):
         got = open(out).read() if os.path.exists(out) else ""
         check(f"batch with {name}: its commands get LD_PRELOAD as given", p.returncode == 0 and
               f"preload={preload} saved=unset\n" in got, got + p.stderr)
+        check(f"batch with {name}: its commands get MIMALLOC_LARGE_OS_PAGES as given",
+              f"large={large} set=unset\n" in got, got)
         if mi is not None:
             check(f"batch with {name}: mimalloc {'loaded' if mi else 'not loaded'}",
                   ("mimalloc=0" not in got) == mi and "mimalloc=" in got, got)
+            want = "1" if mi and large == "unset" else large if large != "unset" else None
+            check(f"batch with {name}: mimalloc {'told to take 2 MiB pages' if want == '1' else 'left as it is'}",
+                  (f"started-with=MIMALLOC_LARGE_OS_PAGES={want}\n" if want else "started-with=\n") in got, got)
     for flag in ("--explain", "--compile", "--debug"):
         p = run([hiera, "batch"] + confdir + ["--facts-dir", os.path.join(root, "facts"), flag, "who"])
         check(f"batch refuses {flag}", p.returncode == 1 and "not supported" in p.stderr, p.stderr)
