@@ -105,6 +105,26 @@ static void preload_restore(const char *saved)
     }
 }
 
+/* Whether mimalloc may be told to take 2 MiB pages: transparent huge pages are not switched off,
+ * and the system keeps no pool of huge pages (vm.nr_hugepages is 0). mimalloc asks for such pages
+ * first (MAP_HUGETLB) and falls back to transparent ones; a pool is kept for a program that
+ * needs it (a database), and a run of hiera must not take part of it. Anything unreadable: no. */
+static bool large_pages_fit(void)
+{
+    char buf[128];
+    FILE *f = fopen("/proc/sys/vm/nr_hugepages", "re");
+    bool none = f && fgets(buf, sizeof buf, f) && strcmp(buf, "0\n") == 0;
+    if (f)
+        fclose(f);
+    if (!none)
+        return false;
+    f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+    bool thp = f && fgets(buf, sizeof buf, f) && !strstr(buf, "[never]");
+    if (f)
+        fclose(f);
+    return thp;
+}
+
 /* hiera batch, serve, check and diff allocate and free millions of small values, where mimalloc
  * spends less CPU than glibc's malloc; a one-shot lookup is faster without it (loading it, and
  * its first page of every size class). The command is linked without it, and a long run starts
@@ -130,8 +150,8 @@ static void long_run_allocator(char **argv)
      * with madvise): 3,300 faults become 500, `hiera batch --jobs 1` takes 10% less CPU, check
      * 19% and diff 25% less, for 3-5 MB more peak RSS (bench/README.md, "Large pages"). Not
      * `hiera serve`, which lives long and holds many trees: its faults are paid once. The user's
-     * own MIMALLOC_LARGE_OS_PAGES wins. */
-    if (strcmp(argv[1], "serve") != 0 && !getenv("MIMALLOC_LARGE_OS_PAGES") &&
+     * own MIMALLOC_LARGE_OS_PAGES wins; not where large_pages_fit says no. */
+    if (strcmp(argv[1], "serve") != 0 && !getenv("MIMALLOC_LARGE_OS_PAGES") && large_pages_fit() &&
         setenv("MIMALLOC_LARGE_OS_PAGES", "1", 1) == 0)
         setenv(LARGE_PAGES_SET, "1", 1);
     if (setenv("LD_PRELOAD", HIERA_MIMALLOC_SO, 1) == 0)

@@ -177,6 +177,18 @@ def batch_tree(root):
     write(os.path.join(counting, "bin", "count.sh"), "#!/bin/sh\necho run >> \"$1\"\n", 0o755)
 
 
+def large_pages_fit():
+    """what src/cli/main.c's large_pages_fit decides: no huge page pool, transparent ones not off"""
+    try:
+        with open("/proc/sys/vm/nr_hugepages") as f:
+            pool = f.read()
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            thp = f.readline()
+    except OSError:
+        return False
+    return pool == "0\n" and "[never]" not in thp
+
+
 def check_batch(hiera, root):
     batch_tree(root)
     keys = ["profile::x", "ntp::x", "base::x", "who"]
@@ -228,7 +240,7 @@ def check_batch(hiera, root):
         if mi is not None:
             check(f"batch with {name}: mimalloc {'loaded' if mi else 'not loaded'}",
                   ("mimalloc=0" not in got) == mi and "mimalloc=" in got, got)
-            want = "1" if mi and large == "unset" else large if large != "unset" else None
+            want = "1" if mi and large == "unset" and large_pages_fit() else large if large != "unset" else None
             check(f"batch with {name}: mimalloc {'told to take 2 MiB pages' if want == '1' else 'left as it is'}",
                   (f"started-with=MIMALLOC_LARGE_OS_PAGES={want}\n" if want else "started-with=\n") in got, got)
     for flag in ("--explain", "--compile", "--debug"):
