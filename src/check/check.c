@@ -1129,6 +1129,93 @@ static void read_functions(ck_env *e)
     free(d);
 }
 
+/* Whether file is the main manifest or one of the files of its folder. */
+static bool in_main_manifest(const ck_env *e, const char *file)
+{
+    if (!e->manifest)
+        return false;
+    size_t n = strlen(e->manifest);
+    return !strncmp(file, e->manifest, n) && (file[n] == 0 || file[n] == '/');
+}
+
+/* The rank of file among the files Puppet's autoloader reads for the class name, or -1: for
+ * a::b::c, the module a (the first on the modulepath) gives manifests/b/c.pp (0), manifests/b.pp
+ * (1), then manifests/init.pp (2), and the first of them that defines the class is loaded. */
+static int autoload_rank(const ck_env *e, const char *name, const char *file)
+{
+    const char *sep = strstr(name, "::");
+    size_t ml = sep ? (size_t)(sep - name) : strlen(name);
+    char *mod = xstrndup(name, ml);
+    const hv *dir = hv_hash_gets(e->modules_present, mod);
+    free(mod);
+    if (!dir)
+        return -1;
+    char *rest = xstrdup(sep ? sep + 2 : "");
+    int rank = -1;
+    for (int r = 0; rank < 0; r++) {
+        char *cand;
+        if (!*rest) {
+            cand = xjoin(hv_str_ptr(dir), "/manifests/init.pp", NULL);
+        } else {
+            char *rel = xstrdup(rest);
+            for (char *q; (q = strstr(rel, "::"));)
+                memmove(q + 1, q + 2, strlen(q + 2) + 1), *q = '/';
+            cand = xjoin(hv_str_ptr(dir), "/manifests/", rel, ".pp", NULL);
+            free(rel);
+        }
+        if (!strcmp(cand, file))
+            rank = r;
+        free(cand);
+        if (!*rest)
+            break;
+        char *last = NULL;
+        for (char *q = rest; (q = strstr(q, "::")); q += 2)
+            last = q;
+        if (last)
+            *last = 0;
+        else
+            *rest = 0;
+    }
+    free(rest);
+    return rank;
+}
+
+/* A class defined in several files (two modules that both define `rsyslog`, a copy kept under
+ * another module's name): the definition Puppet uses is the main manifest's, which is read before
+ * anything is autoloaded, else the one of the file its autoloader reads first; the others are
+ * shadowed. When neither says, the last one read stays the one found. */
+static void shadow_duplicate_classes(ck_env *e)
+{
+    pp_index *x = e->pp;
+    hv *seen = hv_hash(); /* name -> count */
+    bool dup = false;
+    for (size_t i = 0; i < x->nclasses; i++) {
+        const hv *n = hv_hash_gets(seen, x->classes[i].name);
+        if (n)
+            dup = true;
+        hv_hash_sets(seen, x->classes[i].name, hv_int(n ? hv_int_val(n) + 1 : 1));
+    }
+    for (size_t i = 0; dup && i < x->nclasses; i++) {
+        pp_class *c = &x->classes[i];
+        if (hv_int_val(hv_hash_gets(seen, c->name)) < 2)
+            continue;
+        long best = -1;
+        int best_rank = 1000;
+        for (size_t j = 0; j < x->nclasses; j++) {
+            if (strcmp(x->classes[j].name, c->name))
+                continue;
+            int rank = in_main_manifest(e, x->classes[j].file) ? -1 : autoload_rank(e, c->name, x->classes[j].file);
+            if (rank == -1 && !in_main_manifest(e, x->classes[j].file))
+                continue;
+            if (rank <= best_rank) /* the main manifest's last definition, else the lowest rank */
+                best = (long)j, best_rank = rank;
+        }
+        if (best >= 0)
+            c->shadowed = (size_t)best != i;
+    }
+    hv_decref(seen);
+}
+
 /* Every module's manifests/ and types/ on the modulepath (the first folder that has a module
  * wins, as for Puppet), and the environment's own manifests. */
 static void read_manifests(ck_ctx *c)
@@ -1192,6 +1279,7 @@ static void read_manifests(ck_ctx *c)
             program_add(c, e->manifest);
         }
     }
+    shadow_duplicate_classes(e);
     read_functions(e);
     c->report->manifests += e->pp->files;
     /* the type aliases of every module (type Name = ...), for parameter types and convert_to */
