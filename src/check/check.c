@@ -575,6 +575,16 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         L->env_tmpls[L->ntmpls] = strcmp(t, loc) != 0 ? pn_plus(datadir, loc) : NULL;
         L->tmpls[L->ntmpls++] = pn_plus(datadir, t);
         free(t);
+        /* a file of the environment's hierarchy named outright (no interpolation) that the tree
+         * does not hold is made where the code is deployed (terraform_data.yaml, a bootstrap's
+         * output): what it defines cannot be known, as for a level read by a function hiera
+         * check cannot run (a module's own hierarchy names the files the module ships) */
+        const char *abs = L->tmpls[L->ntmpls - 1];
+        if (cf->layer == LAYER_ENV && !f.glob && !e->opaque_level && !strstr(abs, "%{") && !path_is_file(abs) && !L->outside) {
+            e->opaque_level = xasprintf("level '%s' of %s reads %s, absent from the tree checked (made where the code "
+                                        "is deployed?)",
+                                        L->name, cf->path, loc);
+        }
     }
     config_level_files_free(&f);
 }
