@@ -549,13 +549,22 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         ck_note(c, xasprintf("%s: level '%s' reads '%s', in Puppet's environmentpath %s: read here as %s (the "
                              "environment checked)",
                              cf->path, L->name, f.unmapped, f.remapped_from, datadir));
+    /* a data folder interpolated (../../hiera-data/%{x}) is judged by its literal part */
+    const char *interp = strstr(datadir, "%{");
+    char *probe = interp ? xstrndup(datadir, (size_t)(interp - datadir)) : xstrdup(datadir);
+    if (interp) {
+        char *slash = strrchr(probe, '/');
+        if (slash)
+            slash[slash == probe ? 1 : 0] = 0;
+    }
     const char *roots[] = {e->dir, e->real_dir, e->codedir, e->only_module, e->envpath};
-    bool inside = false;
+    bool inside = !*probe || probe[0] != '/'; /* nothing literal before the interpolation: unknown */
     for (size_t i = 0; i < sizeof roots / sizeof *roots && !inside; i++)
-        inside = under(datadir, roots[i]);
+        inside = under(probe, roots[i]) || (interp && roots[i] && under(roots[i], probe));
     for (size_t r = 0; r < e->nmodroots && !inside; r++)
-        inside = under(datadir, e->modroots[r]);
-    if (!inside && !strstr(datadir, "%{")) {
+        inside = under(probe, e->modroots[r]);
+    free(probe);
+    if (!inside) {
         L->outside = true;
         if (!e->opaque_level)
             e->opaque_level = xasprintf("level '%s' of %s reads data outside what is checked (%s)", L->name, cf->path,
