@@ -844,12 +844,31 @@ static bool doc_file(const char *path)
     return !strncasecmp(base, "README", 6) || !strncasecmp(base, "LICENSE", 7) || !strncasecmp(base, "CHANGELOG", 9);
 }
 
+/* Files kept in a data folder beside the data that no level is meant to read: the recipients
+ * lists of hiera-eyaml-gpg (hiera-eyaml-gpg.recipients, looked for in the data folders), keys and
+ * certificates, scripts, an editor's backups. */
+static bool companion_file(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n && (base[n - 1] == '~' || base[0] == '#'))
+        return true;
+    const char *ext = extension_of(base);
+    static const char *const exts[] = {".recipients", ".gpg", ".asc", ".pem", ".key", ".crt", ".p7", ".pkcs7",
+                                       ".sh", ".bak", ".orig", ".rej", ".swp", ".tmp", NULL};
+    for (size_t i = 0; exts[i]; i++)
+        if (!strcasecmp(ext, exts[i]))
+            return true;
+    return false;
+}
+
 /* A file without a data extension in a level's data folder that a location of the configuration
  * would name if it had the level's extension (nodes/web1 where the level reads
  * nodes/%{trusted.certname}.yaml): no level can ever read it. */
 static void misnamed_file(ck_ctx *c, const ck_config *cf, const char *path)
 {
-    if (doc_file(path))
+    if (doc_file(path) || companion_file(path))
         return;
     for (size_t li = 0; li < cf->nlevels; li++) {
         const ck_level *L = &cf->levels[li];
