@@ -589,7 +589,7 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
          * output): what it defines cannot be known, as for a level read by a function hiera
          * check cannot run (a module's own hierarchy names the files the module ships) */
         const char *abs = L->tmpls[L->ntmpls - 1];
-        if (cf->layer == LAYER_ENV && !f.glob && !e->opaque_level && !strstr(abs, "%{") && !path_is_file(abs) && !L->outside) {
+        if (cf->layer == LAYER_ENV && !L->plan && !f.glob && !e->opaque_level && !strstr(abs, "%{") && !path_is_file(abs) && !L->outside) {
             e->opaque_level = xasprintf("level '%s' of %s reads %s, absent from the tree checked (made where the code "
                                         "is deployed?)",
                                         L->name, cf->path, loc);
