@@ -549,13 +549,22 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         ck_note(c, xasprintf("%s: level '%s' reads '%s', in Puppet's environmentpath %s: read here as %s (the "
                              "environment checked)",
                              cf->path, L->name, f.unmapped, f.remapped_from, datadir));
+    /* a data folder interpolated (../../hiera-data/%{x}) is judged by its literal part */
+    const char *interp = strstr(datadir, "%{");
+    char *probe = interp ? xstrndup(datadir, (size_t)(interp - datadir)) : xstrdup(datadir);
+    if (interp) {
+        char *slash = strrchr(probe, '/');
+        if (slash)
+            slash[slash == probe ? 1 : 0] = 0;
+    }
     const char *roots[] = {e->dir, e->real_dir, e->codedir, e->only_module, e->envpath};
-    bool inside = false;
+    bool inside = !*probe || probe[0] != '/'; /* nothing literal before the interpolation: unknown */
     for (size_t i = 0; i < sizeof roots / sizeof *roots && !inside; i++)
-        inside = under(datadir, roots[i]);
+        inside = under(probe, roots[i]) || (interp && roots[i] && under(roots[i], probe));
     for (size_t r = 0; r < e->nmodroots && !inside; r++)
-        inside = under(datadir, e->modroots[r]);
-    if (!inside && !strstr(datadir, "%{")) {
+        inside = under(probe, e->modroots[r]);
+    free(probe);
+    if (!inside) {
         L->outside = true;
         if (!e->opaque_level)
             e->opaque_level = xasprintf("level '%s' of %s reads data outside what is checked (%s)", L->name, cf->path,
@@ -575,6 +584,16 @@ static void level_templates(ck_ctx *c, const ck_config *cf, ck_level *L)
         L->env_tmpls[L->ntmpls] = strcmp(t, loc) != 0 ? pn_plus(datadir, loc) : NULL;
         L->tmpls[L->ntmpls++] = pn_plus(datadir, t);
         free(t);
+        /* a file of the environment's hierarchy named outright (no interpolation) that the tree
+         * does not hold is made where the code is deployed (terraform_data.yaml, a bootstrap's
+         * output): what it defines cannot be known, as for a level read by a function hiera
+         * check cannot run (a module's own hierarchy names the files the module ships) */
+        const char *abs = L->tmpls[L->ntmpls - 1];
+        if (cf->layer == LAYER_ENV && !L->plan && !f.glob && !e->opaque_level && !strstr(abs, "%{") && !path_is_file(abs) && !L->outside) {
+            e->opaque_level = xasprintf("level '%s' of %s reads %s, absent from the tree checked (made where the code "
+                                        "is deployed?)",
+                                        L->name, cf->path, loc);
+        }
     }
     config_level_files_free(&f);
 }
@@ -825,12 +844,31 @@ static bool doc_file(const char *path)
     return !strncasecmp(base, "README", 6) || !strncasecmp(base, "LICENSE", 7) || !strncasecmp(base, "CHANGELOG", 9);
 }
 
+/* Files kept in a data folder beside the data that no level is meant to read: the recipients
+ * lists of hiera-eyaml-gpg (hiera-eyaml-gpg.recipients, looked for in the data folders), keys and
+ * certificates, scripts, an editor's backups. */
+static bool companion_file(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n && (base[n - 1] == '~' || base[0] == '#'))
+        return true;
+    const char *ext = extension_of(base);
+    static const char *const exts[] = {".recipients", ".gpg", ".asc", ".pem", ".key", ".crt", ".p7", ".pkcs7",
+                                       ".sh", ".bak", ".orig", ".rej", ".swp", ".tmp", NULL};
+    for (size_t i = 0; exts[i]; i++)
+        if (!strcasecmp(ext, exts[i]))
+            return true;
+    return false;
+}
+
 /* A file without a data extension in a level's data folder that a location of the configuration
  * would name if it had the level's extension (nodes/web1 where the level reads
  * nodes/%{trusted.certname}.yaml): no level can ever read it. */
 static void misnamed_file(ck_ctx *c, const ck_config *cf, const char *path)
 {
-    if (doc_file(path))
+    if (doc_file(path) || companion_file(path))
         return;
     for (size_t li = 0; li < cf->nlevels; li++) {
         const ck_level *L = &cf->levels[li];
@@ -1129,6 +1167,93 @@ static void read_functions(ck_env *e)
     free(d);
 }
 
+/* Whether file is the main manifest or one of the files of its folder. */
+static bool in_main_manifest(const ck_env *e, const char *file)
+{
+    if (!e->manifest)
+        return false;
+    size_t n = strlen(e->manifest);
+    return !strncmp(file, e->manifest, n) && (file[n] == 0 || file[n] == '/');
+}
+
+/* The rank of file among the files Puppet's autoloader reads for the class name, or -1: for
+ * a::b::c, the module a (the first on the modulepath) gives manifests/b/c.pp (0), manifests/b.pp
+ * (1), then manifests/init.pp (2), and the first of them that defines the class is loaded. */
+static int autoload_rank(const ck_env *e, const char *name, const char *file)
+{
+    const char *sep = strstr(name, "::");
+    size_t ml = sep ? (size_t)(sep - name) : strlen(name);
+    char *mod = xstrndup(name, ml);
+    const hv *dir = hv_hash_gets(e->modules_present, mod);
+    free(mod);
+    if (!dir)
+        return -1;
+    char *rest = xstrdup(sep ? sep + 2 : "");
+    int rank = -1;
+    for (int r = 0; rank < 0; r++) {
+        char *cand;
+        if (!*rest) {
+            cand = xjoin(hv_str_ptr(dir), "/manifests/init.pp", NULL);
+        } else {
+            char *rel = xstrdup(rest);
+            for (char *q; (q = strstr(rel, "::"));)
+                memmove(q + 1, q + 2, strlen(q + 2) + 1), *q = '/';
+            cand = xjoin(hv_str_ptr(dir), "/manifests/", rel, ".pp", NULL);
+            free(rel);
+        }
+        if (!strcmp(cand, file))
+            rank = r;
+        free(cand);
+        if (!*rest)
+            break;
+        char *last = NULL;
+        for (char *q = rest; (q = strstr(q, "::")); q += 2)
+            last = q;
+        if (last)
+            *last = 0;
+        else
+            *rest = 0;
+    }
+    free(rest);
+    return rank;
+}
+
+/* A class defined in several files (two modules that both define `rsyslog`, a copy kept under
+ * another module's name): the definition Puppet uses is the main manifest's, which is read before
+ * anything is autoloaded, else the one of the file its autoloader reads first; the others are
+ * shadowed. When neither says, the last one read stays the one found. */
+static void shadow_duplicate_classes(ck_env *e)
+{
+    pp_index *x = e->pp;
+    hv *seen = hv_hash(); /* name -> count */
+    bool dup = false;
+    for (size_t i = 0; i < x->nclasses; i++) {
+        const hv *n = hv_hash_gets(seen, x->classes[i].name);
+        if (n)
+            dup = true;
+        hv_hash_sets(seen, x->classes[i].name, hv_int(n ? hv_int_val(n) + 1 : 1));
+    }
+    for (size_t i = 0; dup && i < x->nclasses; i++) {
+        pp_class *c = &x->classes[i];
+        if (hv_int_val(hv_hash_gets(seen, c->name)) < 2)
+            continue;
+        long best = -1;
+        int best_rank = 1000;
+        for (size_t j = 0; j < x->nclasses; j++) {
+            if (strcmp(x->classes[j].name, c->name))
+                continue;
+            int rank = in_main_manifest(e, x->classes[j].file) ? -1 : autoload_rank(e, c->name, x->classes[j].file);
+            if (rank == -1 && !in_main_manifest(e, x->classes[j].file))
+                continue;
+            if (rank <= best_rank) /* the main manifest's last definition, else the lowest rank */
+                best = (long)j, best_rank = rank;
+        }
+        if (best >= 0)
+            c->shadowed = (size_t)best != i;
+    }
+    hv_decref(seen);
+}
+
 /* Every module's manifests/ and types/ on the modulepath (the first folder that has a module
  * wins, as for Puppet), and the environment's own manifests. */
 static void read_manifests(ck_ctx *c)
@@ -1192,6 +1317,7 @@ static void read_manifests(ck_ctx *c)
             program_add(c, e->manifest);
         }
     }
+    shadow_duplicate_classes(e);
     read_functions(e);
     c->report->manifests += e->pp->files;
     /* the type aliases of every module (type Name = ...), for parameter types and convert_to */

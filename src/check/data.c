@@ -1022,6 +1022,14 @@ void ck_config_interpolations(ck_ctx *c, int ci)
     const ck_config *cf = &c->env->configs[ci];
     if (!cf->ys || cf->ys->failed || !cf->ys->ndocs || !cf->ys->docs[0])
         return;
+    if (cf->layer != LAYER_GLOBAL && cf->ys->docs[0]->kind == YS_MAP) {
+        /* a version 3 hiera.yaml (version: 3, or none) of an environment or a module: Puppet
+         * ignores it (strict = warning) or fails every lookup there (strict = error), and never
+         * interpolates it (config-v3-ignored, puppet8-v3-config say so) */
+        const ysnode *v = ys_map_get(cf->ys->docs[0], "version");
+        if (!v || (v->kind == YS_SCALAR && v->len == 1 && v->text[0] == '3'))
+            return;
+    }
     bool v5 = !cf->cfg || cf->cfg->version >= 4;
     config_walk(c, ci, cf->ys->docs[0], 0, v5, NULL, CFG_ELSEWHERE);
 }

@@ -645,7 +645,7 @@ bool pp_is_define(const pp_index *x, const char *name)
 const pp_class *pp_find_class(const pp_index *x, const char *name)
 {
     for (size_t i = x->nclasses; i-- > 0;)
-        if (strcmp(x->classes[i].name, name) == 0)
+        if (!x->classes[i].shadowed && strcmp(x->classes[i].name, name) == 0)
             return &x->classes[i];
     return NULL;
 }

@@ -31,6 +31,8 @@ typedef struct {
     size_t nparams;
     bool header_ok; /* false: its parameter list could not be read (unknown parameters are then not reported) */
     char *parent;   /* inherits, or NULL */
+    bool shadowed;  /* another definition of the name is the one Puppet loads (set by the reader's
+                     * caller, who knows the modulepath: see hiera check's read_manifests) */
 } pp_class;
 
 typedef struct {
@@ -133,7 +135,8 @@ void pp_index_add_template(pp_index *x, const char *path);
 bool pp_lookup_matches(const pp_lookup *l, const char *key);
 /* Whether a defined type of that name (lower case) was read. */
 bool pp_is_define(const pp_index *x, const char *name);
-/* The class named (lower case), or NULL (the last one read when defined twice). */
+/* The class named (lower case), or NULL (of several definitions, the last one read that is not
+ * shadowed). */
 const pp_class *pp_find_class(const pp_index *x, const char *name);
 
 #endif

@@ -10,6 +10,9 @@
             exactly these (node, class, message) triples.
   clean/    a repository without mistakes: no finding at all, exit status 0.
   config/   .hiera-check.yaml and inline comments: expected.txt as for seeded.
+  deployed/ a level naming a file the tree does not hold (made where the code is deployed):
+            lookup()/alias() of keys no file defines are not reported, and a note says why.
+  deployed2/ the same for a data folder outside the tree reached through an interpolation.
   puppet8/  what Puppet 8's defaults refuse (the puppet8-* rules): expected-puppet7.txt and
             expected-puppet8.txt, with --puppet-version 7 (warnings) and 8 (errors).
 and the command's interface over seeded/: the output formats (text, json, junit, sarif,
@@ -391,6 +394,12 @@ def main():
     test_expected(hiera, "seeded", ["--facts-dir", "facts", "."], "expected.txt", 1)
     test_expected(hiera, "seeded", ["."], "expected-nofacts.txt", 1)
     test_expected(hiera, "clean", ["--facts-dir", "facts", "."], "expected.txt", 0)
+    doc = test_expected(hiera, "deployed", ["."], "expected.txt", 0)
+    check(any("'Written at deployment'" in n and "deployed.yaml, absent from the tree" in n for n in doc["notes"]),
+          "deployed: a note names the level whose file is absent (%s)" % doc["notes"])
+    doc = test_expected(hiera, "deployed2", ["."], "expected.txt", 0)
+    check(any("'Customer data'" in n and "hiera-data/%{hiera_datapath}), which hiera check cannot read" in n
+              for n in doc["notes"]), "deployed2: a note names the level outside the tree (%s)" % doc["notes"])
     doc = test_expected(hiera, "config", ["."], "expected.txt", 1)
     check(all(f["severity"] == "error" for f in doc["findings"] if f["rule"] == "duplicate-key"),
           "config: rules: {duplicate-key: error} in .hiera-check.yaml")
