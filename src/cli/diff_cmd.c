@@ -1329,6 +1329,9 @@ int diff_main(int argc, char **argv)
             free(err);
             goto out;
         }
+        if (side[s].left_out)
+            fprintf(stderr, "hiera diff: %s: left out, the repository does not have their objects (not files Hiera "
+                    "reads): %s\n", side[s].label, side[s].left_out);
         side[s].puppet = a.versions[s] == HIERA_PUPPET_8 ? "8.10" : "7.23";
         if (a.versions[0] != a.versions[1]) { /* (the report names each side's Puppet) */
             char *l = NULL;

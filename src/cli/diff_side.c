@@ -356,8 +356,108 @@ static int link_entry(const char *path, const struct stat *st, int flag, struct 
     return 0;
 }
 
+/* Whether Hiera could read a file of this name: a hiera.yaml, a data file of the built-in backends
+ * (YAML, JSON, eyaml, HOCON) or a settings file (puppet.conf, environment.conf). */
+static bool hiera_reads(const char *path)
+{
+    static const char *const ext[] = {".yaml", ".yml", ".json", ".eyaml", ".conf", NULL};
+    size_t n = strlen(path);
+    for (size_t i = 0; ext[i]; i++) {
+        size_t e = strlen(ext[i]);
+        if (n >= e && strcmp(path + n - e, ext[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The files of the index (of the revision read) whose blobs the repository does not have: a
+ * snapshot or a copy made without its large files. Those Hiera never reads are taken out of the
+ * index (*left_out: their paths, ", " between them, the first few); one Hiera could read is an
+ * error (its answers would not be the revision's). Returns false when there were none to take
+ * out (then the failure stands as git gave it) or on such an error. */
+static bool drop_missing_blobs(const char *gd, const char *dest, const char *index, char **left_out, char **err)
+{
+    cmd_result ls, cat, rm;
+    const char *lsv[] = {"git", gd, "ls-files", "-s", "-z", NULL};
+    run_git(lsv, dest, index, NULL, 0, &ls);
+    if (ls.status != 0) {
+        cmd_free(&ls);
+        return false;
+    }
+    /* "mode sha stage\tpath" NUL-separated: the blobs' ids, one a line, to git cat-file */
+    size_t n = 0, cap = 16, in_len = 0;
+    char **paths = malloc(cap * sizeof *paths), *in = NULL;
+    for (char *e = ls.out; paths && e < ls.out + ls.out_len && *e; e += strlen(e) + 1) {
+        char *tab = strchr(e, '\t'), *sha = strchr(e, ' ');
+        if (!tab || !sha || strncmp(e, "160000", 6) == 0) /* (a submodule: no blob to check out) */
+            continue;
+        sha++;
+        char *end = strchr(sha, ' ');
+        if (!end || end > tab)
+            continue;
+        if (n == cap) {
+            char **more = realloc(paths, (cap *= 2) * sizeof *paths);
+            if (!more)
+                break;
+            paths = more;
+        }
+        paths[n++] = tab + 1;
+        append(&in, &in_len, sha, (size_t)(end - sha));
+        append(&in, &in_len, "\n", 1);
+    }
+    const char *catv[] = {"git", gd, "cat-file", "--batch-check", NULL};
+    run_git(catv, dest, index, in, in_len, &cat);
+    free(in);
+    bool dropped = false;
+    size_t nmissing = 0, line = 0, rm_len = 0;
+    char *rm_in = NULL, *shown = NULL;
+    size_t shown_len = 0;
+    for (char *l = cat.out; cat.status == 0 && paths && l && *l && line < n; line++) {
+        char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        if (len >= 8 && strncmp(l + len - 8, " missing", 8) == 0) {
+            const char *path = paths[line];
+            if (hiera_reads(path)) {
+                *err = xprintf_("the repository does not have %s (object %.*s): a file Hiera reads", path,
+                                (int)(len - 8), l);
+                nmissing = 0;
+                break;
+            }
+            append(&rm_in, &rm_len, path, strlen(path) + 1);
+            if (nmissing < 3) {
+                if (shown_len)
+                    append(&shown, &shown_len, ", ", 2);
+                append(&shown, &shown_len, path, strlen(path));
+            }
+            nmissing++;
+        }
+        l = nl ? nl + 1 : NULL;
+    }
+    if (nmissing && !*err) {
+        const char *rmv[] = {"git", gd, "update-index", "--force-remove", "-z", "--stdin", NULL};
+        run_git(rmv, dest, index, rm_in, rm_len, &rm);
+        dropped = rm.status == 0;
+        cmd_free(&rm);
+        if (dropped) {
+            if (nmissing > 3) {
+                char *more = xprintf_(" and %zu more", nmissing - 3);
+                append(&shown, &shown_len, more, strlen(more));
+                free(more);
+            }
+            *left_out = shown;
+            shown = NULL;
+        }
+    }
+    free(shown);
+    free(rm_in);
+    free(paths);
+    cmd_free(&cat);
+    cmd_free(&ls);
+    return dropped;
+}
+
 static bool checkout(const char *git_dir, const char *tree_id, const char *dest, const char *index, const diff_side *base,
-                     char **err)
+                     char **left_out, char **err)
 {
     char *gd = xprintf_("--git-dir=%s", git_dir);
     char *wt = xprintf_("--work-tree=%s", dest);
@@ -436,14 +536,28 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
         }
         const char *co[] = {"git", gd, wt, "checkout-index", "-a", "-f", NULL};
         run_git(co, dest, index, NULL, 0, &r);
+        if (r.status != 0 && drop_missing_blobs(gd, dest, index, left_out, err)) {
+            /* again without the files whose objects the repository lacks */
+            cmd_free(&r);
+            path_remove_tree(dest);
+            if (!make_dir(dest, err)) {
+                free(ch.paths);
+                free(ch.wanted);
+                free(ch.buf);
+                goto out;
+            }
+            run_git(co, dest, index, NULL, 0, &r);
+        }
     }
     free(ch.paths);
     free(ch.wanted);
     free(ch.buf);
     if (r.status != 0) {
-        char *m = git_message(&r);
-        *err = xprintf_("git checkout-index failed: %s", m);
-        free(m);
+        if (!*err) {
+            char *m = git_message(&r);
+            *err = xprintf_("git checkout-index failed: %s", m);
+            free(m);
+        }
         goto out;
     }
     ok = true;
@@ -534,7 +648,7 @@ bool diff_side_open(diff_side *s, const char *spec, const char *git_dir, const c
         s->tree = xprintf_("%s/tree", top);
         bool made = make_dir(top, err) && make_dir(s->tree, err);
         const diff_side *b = base && base->is_git ? base : NULL;
-        made = made && checkout(gd, tree_id, s->tree, index, b, err);
+        made = made && checkout(gd, tree_id, s->tree, index, b, &s->left_out, err);
         unlink(index);
         free(index);
         free(top);
@@ -566,5 +680,6 @@ void diff_side_close(diff_side *s)
     free(s->environmentpath);
     free(s->root);
     free(s->hiera_config);
+    free(s->left_out);
     memset(s, 0, sizeof *s);
 }

@@ -17,6 +17,8 @@ typedef struct {
     char *root;            /* where the lookups find the tree's files (codedir, or <envpath>/<env>) */
     char *hiera_config;    /* the global hiera.yaml given (set by the caller; freed with the side) */
     const char *puppet;    /* the Puppet the side answers as, "7.23" or "8.10" (static; set by the caller) */
+    char *left_out;        /* git: the files of the revision whose objects the repository lacks (a
+                            * snapshot without its large files), left out: none Hiera reads; or NULL */
 } diff_side;
 
 /* The private scratch folder (created on first use under $TMPDIR or /tmp, mode 0700) and its
@@ -33,7 +35,8 @@ void diff_scratch_cleanup(void);
  * or index: git read-tree into a private index file, then git checkout-index into the scratch
  * folder. When base (the other side, already open and from the same repository) is given, only
  * the files that differ between the two revisions are checked out; the others are hard links to
- * base's copies. */
+ * base's copies. Files whose objects the repository lacks are left out when Hiera never reads
+ * them (left_out says which, for a warning); one it reads is an error. */
 bool diff_side_open(diff_side *s, const char *spec, const char *git_dir, const char *environment, const char *tree_kind,
                     const char *name, const diff_side *base, char **err);
 void diff_side_close(diff_side *s);

@@ -472,6 +472,36 @@ def main():
     c.check(p.returncode == 1 and "./old" in p.stdout, "a folder against a revision (./NAME is a folder)", p.stdout + p.stderr)
     c.check(os.listdir(scratch_tmp) == [], "the scratch folders are removed", repr(os.listdir(scratch_tmp)))
 
+    # a copy of the repository without some objects (a snapshot without its large files): a file
+    # Hiera never reads is left out (said), one it reads is an error
+    lean = os.path.join(top, "lean")
+    shutil.copytree(repo, lean)
+
+    def lgit(*a):
+        return subprocess.run(["git"] + list(a), cwd=lean, capture_output=True, text=True, env=genv)
+
+    lgit("checkout", "-q", "-f", "main")
+    write(lean, {"files/big.tar.gz": "not really a tarball\n", "files/other.bin": "x\n"})
+    lgit("add", "-A")
+    lgit("commit", "-q", "-m", "big files")
+    lgit("checkout", "-q", "-b", "lean-feature")
+    write(lean, {"environments/production/data/common.yaml": common})
+    lgit("add", "-A")
+    lgit("commit", "-q", "-m", "data")
+    for f in ("files/big.tar.gz", "files/other.bin"):
+        oid = lgit("rev-parse", "HEAD:" + f).stdout.strip()
+        os.unlink(os.path.join(lean, ".git", "objects", oid[:2], oid[2:]))
+    p, d = jdiff("lean-feature~1", "lean-feature", "--git-dir", lean, "--facts-dir", fd)
+    c.check(p.returncode == 1 and d is not None and d["keys"] and "left out" in p.stderr and
+            "files/big.tar.gz" in p.stderr and "files/other.bin" in p.stderr,
+            "revisions whose repository lacks objects of files Hiera does not read", p.stdout[:400] + p.stderr)
+    oid = lgit("rev-parse", "HEAD:environments/production/data/common.yaml").stdout.strip()
+    os.unlink(os.path.join(lean, ".git", "objects", oid[:2], oid[2:]))
+    p = diff("lean-feature~1", "lean-feature", "--git-dir", lean, "--facts-dir", fd)
+    c.check(p.returncode == 2 and "environments/production/data/common.yaml" in p.stderr and "Hiera reads" in p.stderr,
+            "a revision whose repository lacks a data file's object", p.stderr)
+    c.check(os.listdir(scratch_tmp) == [], "the scratch folders are removed", repr(os.listdir(scratch_tmp)))
+
     # ---- errors
     p = diff("main", "feature", "--git-dir", top, "--facts-dir", fd)
     c.check(p.returncode == 2 and "is not a git repository" in p.stderr, "--git-dir that is not a repository", p.stderr)

@@ -19,6 +19,13 @@ sides as git revisions, or as code directories laid out as Puppet deploys them) 
 exactly those changes for those nodes: no answer Puppet says changed may be missing, none it says
 did not change may be there.
 
+Pairs of kind "files" (the held-out pairs: nyudlts, CoderDojoRotselaar, garrettrowell, rgbank) make
+their nodes from the pair's own settings (node_files, node_domain, extra_nodes, os, facts_extra,
+node_facts with trusted_extensions) and record, beside the changes, the answers failing on both sides
+("failing"): they are replayed with --keys-file naming the keys Puppet was asked, and a reported
+failure_changed must be one of those. A snapshot without some objects (large files) is laid out
+without them.
+
 Puppet reads a datadir under /etc/puppetlabs/code/environments as the environment deployed there:
 when recording, each commit is deployed there in a private mount namespace (an overlay over /etc,
 never the machine's own /etc), as a Puppet server would have it.
@@ -43,19 +50,40 @@ RECORD_RB = os.path.join(HERE, "..", "tools", "puppet-record.rb")
 # a node in a second rather than a fresh compiler per key)
 BULK = os.path.join(HERE, "..", "..", "..", "shared", "tools", "puppet-bulk-lookup")
 T = Tally("hiera diff on real commit pairs", print_limit=0)  # the failures are printed at the end
+PAIR_SPEC = {}  # the pair being recorded or replayed (gen_facts "files" reads its node settings)
 check = T.check
 failures = T.failures
 
 
 def git_dir(mirror, repo):
     d = os.path.join(mirror, repo.replace("/", "+"), "repo")
+    if os.path.isdir(os.path.join(d, ".git")):
+        d = os.path.join(d, ".git")  # (a snapshot laid out with a work tree)
     return d if os.path.isdir(d) else None
 
 
 def checkout(gd, commit, dest):
     os.makedirs(dest, exist_ok=True)
-    a = subprocess.run(["git", "--git-dir", gd, "archive", commit], capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", dest], input=a.stdout, check=True)
+    a = subprocess.run(["git", "--git-dir", gd, "archive", commit], capture_output=True)
+    if a.returncode == 0:
+        subprocess.run(["tar", "-x", "-C", dest], input=a.stdout, check=True)
+        return
+    # a snapshot without some of its objects (large files left out): the files it has
+    ls = subprocess.run(["git", "--git-dir", gd, "ls-tree", "-r", "-z", commit], capture_output=True, check=True).stdout
+    entries = [e.split(b"\t", 1) for e in ls.split(b"\0") if e]
+    check_in = b"".join(m.split()[2] + b"\n" for m, _ in entries if m.split()[1] == b"blob")
+    out = subprocess.run(["git", "--git-dir", gd, "cat-file", "--batch-check"], input=check_in, capture_output=True,
+                         check=True).stdout
+    missing = {l.split()[0] for l in out.splitlines() if l.endswith(b" missing")}
+    index = os.path.join(os.path.dirname(os.path.abspath(dest)), ".realpairs-index")
+    env = dict(os.environ, GIT_INDEX_FILE=index)
+    subprocess.run(["git", "--git-dir", gd, "read-tree", commit], env=env, check=True)
+    gone = b"".join(p + b"\0" for m, p in entries if m.split()[2] in missing)
+    subprocess.run(["git", "--git-dir", gd, "update-index", "--force-remove", "-z", "--stdin"], input=gone, env=env,
+                   check=True)
+    subprocess.run(["git", "--git-dir", gd, "checkout-index", "-a", "-f", "--prefix=" + os.path.abspath(dest) + "/"],
+                   env=env, check=True)
+    os.unlink(index)
 
 
 # ------------------------------------------------------------------ nodes (made up, as stated)
@@ -68,6 +96,7 @@ def node_facts(certname, family, osname, major, **extra):
                 "release": {"major": str(major), "full": str(major)}},
          "trusted": {"authenticated": "remote", "certname": certname, "hostname": host, "domain": dom,
                      "extensions": {}, "external": {}}}
+    f["trusted"]["extensions"] = extra.pop("trusted_extensions", {})
     f.update(extra)
     return f
 
@@ -103,6 +132,21 @@ def gen_facts(kind, tree, out, limit):
                 dep, sub = "production", "sesi_rocquencourt"
             nodes[name] = node_facts(name, "Debian", "Debian", 11, deployment=dep, subnet=sub, location=sub,
                                      swh_hostname={"internal_fqdn": name, "short": name.split(".")[0]})
+    elif kind == "files":
+        # a node per file of the pair's node_files globs (its name the certname, or the hostname
+        # with node_domain added), and the pair's extra_nodes; the os facts cycle through the pair's
+        # os list ([family, name, major]) and the pair's facts are added to every node
+        spec = PAIR_SPEC
+        names = []
+        for g in spec.get("node_files", []):
+            names += [os.path.basename(p).rsplit(".", 1)[0] for p in sorted(glob.glob(os.path.join(tree, g)))]
+        names = [n + spec.get("node_domain", "") for n in names] + spec.get("extra_nodes", [])
+        oses = spec.get("os", [["RedHat", "CentOS", 7]])
+        for i, name in enumerate(sorted(set(names))):
+            fam, osname, major = oses[i % len(oses)]
+            extra = dict(spec.get("facts_extra", {}))
+            extra.update(spec.get("node_facts", {}).get(name, {}))
+            nodes[name] = node_facts(name, fam, osname, major, **extra)
     names = sorted(nodes)[:limit]
     for n in names:
         with open(os.path.join(out, n + ".json"), "w") as fh:
@@ -157,6 +201,13 @@ def ask_puppet(code, node, facts_file, keys, deploy, work):
         ov = tempfile.mkdtemp(prefix="overlay-", dir=work)
         os.makedirs(ov + "/up")
         os.makedirs(ov + "/work")
+        if PAIR_SPEC.get("hosts"):
+            # hosts the data's own functions would ask (a repository's HTTP backend): loopback, in
+            # the namespace's /etc/hosts only, so that they fail at once and nothing leaves the machine
+            with open("/etc/hosts") as fh:
+                hosts = fh.read()
+            with open(ov + "/up/hosts", "w") as fh:
+                fh.write(hosts + "".join("%s %s\n" % (ip, h) for h, ip in sorted(PAIR_SPEC["hosts"].items())))
         script = ("mount -t overlay overlay -o lowerdir=/etc,upperdir=%s/up,workdir=%s/work /etc && "
                   "mkdir -p /etc/puppetlabs/code && mount --bind %s /etc/puppetlabs/code && exec \"$@\"" % (ov, ov, code))
         args = ["unshare", "-m", "sh", "-c", script, "sh"] + [a.replace(code, "/etc/puppetlabs/code") for a in args]
@@ -195,6 +246,8 @@ def record(hiera, pair_name, mirror):
     path = os.path.join(PAIRS, pair_name + ".json")
     with open(path) as fh:
         pair = json.load(fh)
+    PAIR_SPEC.clear()
+    PAIR_SPEC.update(pair)
     gd = git_dir(mirror, pair["repo"])
     work = tempfile.mkdtemp(prefix="realpairs-")
     try:
@@ -202,6 +255,14 @@ def record(hiera, pair_name, mirror):
         for side in ("old", "new"):
             _, codes[side] = layout(pair, gd, pair[side], os.path.join(work, side))
             trees[side] = os.path.join(codes[side], "environments", "production")
+            # (Puppet runs an environment's config_version script when it loads it: a control
+            # repository's asks git about the deployed folder, which is no clone here)
+            conf = os.path.join(trees[side], "environment.conf")
+            if os.path.isfile(conf):
+                with open(conf) as fh:
+                    lines = fh.readlines()
+                with open(conf, "w") as fh:
+                    fh.writelines("#" + l if re.match(r"\s*config_version\s*=", l) else l for l in lines)
         fdir = os.path.join(work, "facts")
         nodes = gen_facts(pair["facts"], trees["new"], fdir, pair.get("nodes", 30))
         keys = sorted(set(data_keys(trees["old"])) | set(data_keys(trees["new"])))
@@ -212,14 +273,16 @@ def record(hiera, pair_name, mirror):
                     for s in ("old", "new") for n in nodes]
             for s, n, fut in jobs:
                 answers[s][n] = fut.result()
-        changes = []
+        changes, failing = [], []
         for n in nodes:
             for k in keys:
                 o, w = answers["old"][n][k], answers["new"][n][k]
                 if canon(o) != canon(w):
                     changes.append([n, k, o, w])
+                elif "error" in o:
+                    failing.append([n, k])  # (failing on both sides: hiera diff may say the failure changed)
         pair["puppet"] = {"nodes": nodes, "keys": len(keys), "answers": len(nodes) * len(keys) * 2,
-                          "changes": changes}
+                          "changes": changes, "failing": failing}
         with open(path, "w") as fh:
             json.dump(pair, fh, indent=1, sort_keys=True)
             fh.write("\n")
@@ -254,6 +317,8 @@ SKIPPED = []  # (pair, why): said beside the closing count
 def replay(hiera, pair_name, mirror):
     with open(os.path.join(PAIRS, pair_name + ".json")) as fh:
         pair = json.load(fh)
+    PAIR_SPEC.clear()
+    PAIR_SPEC.update(pair)
     gd = git_dir(mirror, pair["repo"])
     if not gd:
         SKIPPED.append((pair_name, "no %s in %s" % (pair["repo"], mirror)))
@@ -274,13 +339,24 @@ def replay(hiera, pair_name, mirror):
         nodes = gen_facts(pair["facts"], trees["new"], fdir, pair.get("nodes", 30))
         check(nodes == rec["nodes"], "%s: the nodes made are not the recorded ones" % pair_name)
         env = dict(os.environ, HIERA_CACHE_DIR="off")
+        extra = []
+        if "failing" in rec:
+            # (pairs recorded with the failing list: the keys Puppet was asked, also those no data
+            # file hiera reads defines, whose answers change when a whole hierarchy starts or stops
+            # failing)
+            keys = sorted(set(data_keys(trees["old"])) | set(data_keys(trees["new"])))
+            check(len(keys) == rec["keys"], "%s: %d keys, %d recorded" % (pair_name, len(keys), rec["keys"]))
+            kfile = os.path.join(work, "keys")
+            with open(kfile, "w") as fh:
+                fh.write("".join(k + "\n" for k in keys))
+            extra = ["--keys-file", kfile]
         if pair["layout"] == "environment":
             # as a user runs it: the two revisions of the repository
             cmd = [hiera, "diff", "--git-dir", gd, pair["old"], pair["new"]]
         else:
             cmd = [hiera, "diff", sides["old"], sides["new"]]
-        p = subprocess.run(cmd + ["--facts-dir", fdir, "--format", "json", "--nodes"], capture_output=True, text=True,
-                           env=env)
+        p = subprocess.run(cmd + ["--facts-dir", fdir, "--format", "json", "--nodes"] + extra, capture_output=True,
+                           text=True, env=env)
         try:
             doc = json.loads(p.stdout)
         except ValueError:
@@ -300,7 +376,12 @@ def replay(hiera, pair_name, mirror):
             check(same, "%s: %s %s: Puppet %s -> %s, hiera diff %s -> %s" % (pair_name, nk[0], nk[1], json.dumps(o)[:80],
                                                                            json.dumps(w)[:80], json.dumps(go)[:80],
                                                                            json.dumps(gw)[:80]))
+        failing = {tuple(x) for x in rec.get("failing", [])}
         for nk in sorted(got):
+            if nk not in want and got[nk][2] == "failure_changed" and "failing" in rec:
+                check(nk in failing, "%s: hiera diff says a failure changed, Puppet answers: %s %s" % (pair_name, nk[0],
+                                                                                                   nk[1]))
+                continue
             check(nk in want or nk[0] not in rec["nodes"],
                   "%s: hiera diff reports a change Puppet does not: %s %s" % (pair_name, nk[0], nk[1]))
         kinds = {d["kind"] for d in doc.get("datadirs", [])}
@@ -308,7 +389,9 @@ def replay(hiera, pair_name, mirror):
             check(kind in kinds, "%s: no %s datadir in the JSON (%s)" % (pair_name, kind, doc.get("datadirs")))
         check(("outside" in kinds) == ("is outside both trees" in p.stderr),
               "%s: a datadir outside both trees is warned about" % pair_name)
-        check(p.returncode == (1 if want else 0), "%s: exit status %d" % (pair_name, p.returncode))
+        # (a failure whose message changed is a change too)
+        changed = want or any(g[2] == "failure_changed" for g in got.values())
+        check(p.returncode == (1 if changed else 0), "%s: exit status %d" % (pair_name, p.returncode))
         return True
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -319,6 +402,7 @@ def main():
     ap.add_argument("--hiera", required=True)
     ap.add_argument("--mirror", required=True, help="the repositories: DIR/<owner>+<name>/repo")
     ap.add_argument("--record", help="ask Puppet about this pair (tests/diff/realpairs/NAME.json)")
+    ap.add_argument("--pair", action="append", help="replay only this pair (NAME; again for more)")
     a = ap.parse_args()
     hiera = os.path.abspath(a.hiera)
     if a.record:
@@ -326,6 +410,8 @@ def main():
         return
     n = 0
     for path in sorted(glob.glob(os.path.join(PAIRS, "*.json"))):
+        if a.pair and os.path.basename(path)[:-5] not in a.pair:
+            continue
         n += replay(hiera, os.path.basename(path)[:-5], a.mirror)
     for f in failures:
         print("FAIL", f)
