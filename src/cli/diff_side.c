@@ -463,6 +463,7 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
     char *wt = xprintf_("--work-tree=%s", dest);
     cmd_result r;
     bool ok = false;
+    changed_paths ch = {0};
     const char *rt[] = {"git", gd, wt, "read-tree", tree_id, NULL};
     run_git(rt, dest, index, NULL, 0, &r);
     if (r.status != 0) {
@@ -472,7 +473,6 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
         goto out;
     }
     cmd_free(&r);
-    changed_paths ch = {0};
     bool linked = false, tried = false;
     char *base_tree = base && base->is_git ? rev_parse(git_dir, base->commit, "tree") : NULL;
     if (base_tree) {
@@ -527,12 +527,8 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
         if (tried) {
             /* start again from an empty folder */
             path_remove_tree(dest);
-            if (!make_dir(dest, err)) {
-                free(ch.paths);
-                free(ch.wanted);
-                free(ch.buf);
+            if (!make_dir(dest, err))
                 goto out;
-            }
         }
         const char *co[] = {"git", gd, wt, "checkout-index", "-a", "-f", NULL};
         run_git(co, dest, index, NULL, 0, &r);
@@ -540,18 +536,11 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
             /* again without the files whose objects the repository lacks */
             cmd_free(&r);
             path_remove_tree(dest);
-            if (!make_dir(dest, err)) {
-                free(ch.paths);
-                free(ch.wanted);
-                free(ch.buf);
+            if (!make_dir(dest, err))
                 goto out;
-            }
             run_git(co, dest, index, NULL, 0, &r);
         }
     }
-    free(ch.paths);
-    free(ch.wanted);
-    free(ch.buf);
     if (r.status != 0) {
         if (!*err) {
             char *m = git_message(&r);
@@ -563,6 +552,9 @@ static bool checkout(const char *git_dir, const char *tree_id, const char *dest,
     ok = true;
 out:
     cmd_free(&r);
+    free(ch.paths);
+    free(ch.wanted);
+    free(ch.buf);
     free(gd);
     free(wt);
     return ok;
