@@ -610,18 +610,6 @@ static void walk_push(tree_walk *w, const bool dir[2], const struct stat st[2])
     w->nup++;
 }
 
-static bool is_data_name(const char *name)
-{
-    static const char *exts[] = {".yaml", ".yml", ".json", ".conf", ".eyaml"};
-    size_t n = strlen(name);
-    for (size_t i = 0; i < sizeof exts / sizeof *exts; i++) {
-        size_t e = strlen(exts[i]);
-        if (n > e && strcmp(name + n - e, exts[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
 static bool same_file_bytes(const char *a, const char *b, const struct stat *sa, const struct stat *sb)
 {
     if (sa->st_dev == sb->st_dev && sa->st_ino == sb->st_ino)
@@ -706,7 +694,7 @@ static void note_change(tree_walk *w, const char *rel, const char *env_prefix)
     if (setting) {
         if (asprintf(&m, "%s changed (its %s names a legacy data provider)", rel, setting) < 0)
             m = NULL;
-    } else if (is_data_name(base) && !layer_file_has(w, rel, layer, "hiera.yaml", NULL, NULL) &&
+    } else if (diff_hiera_reads(base) && !layer_file_has(w, rel, layer, "hiera.yaml", NULL, NULL) &&
                (layer_file_has(w, rel, layer, "metadata.json", "data_provider", metadata_names_provider) ||
                 layer_file_has(w, rel, layer, "environment.conf", "environment_data_provider", NULL))) {
         if (asprintf(&m, "%s changed in a layer that a legacy data provider reads (no hiera.yaml)", rel) < 0)

@@ -356,9 +356,7 @@ static int link_entry(const char *path, const struct stat *st, int flag, struct 
     return 0;
 }
 
-/* Whether Hiera could read a file of this name: a hiera.yaml, a data file of the built-in backends
- * (YAML, JSON, eyaml, HOCON) or a settings file (puppet.conf, environment.conf). */
-static bool hiera_reads(const char *path)
+bool diff_hiera_reads(const char *path)
 {
     static const char *const ext[] = {".yaml", ".yml", ".json", ".eyaml", ".conf", NULL};
     size_t n = strlen(path);
@@ -417,7 +415,7 @@ static bool drop_missing_blobs(const char *gd, const char *dest, const char *ind
         size_t len = nl ? (size_t)(nl - l) : strlen(l);
         if (len >= 8 && strncmp(l + len - 8, " missing", 8) == 0) {
             const char *path = paths[line];
-            if (hiera_reads(path)) {
+            if (diff_hiera_reads(path)) {
                 *err = xprintf_("the repository does not have %s (object %.*s): a file Hiera reads", path,
                                 (int)(len - 8), l);
                 nmissing = 0;

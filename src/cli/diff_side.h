@@ -41,4 +41,9 @@ bool diff_side_open(diff_side *s, const char *spec, const char *git_dir, const c
                     const char *name, const diff_side *base, char **err);
 void diff_side_close(diff_side *s);
 
+/* Whether Hiera could read a file of this name or path: a hiera.yaml, a data file of the built-in
+ * backends (YAML, JSON, eyaml, HOCON) or a settings file (puppet.conf, environment.conf); a name
+ * that is the extension alone (".yaml", what "%{x}.yaml" names when x is empty) is one. */
+bool diff_hiera_reads(const char *path);
+
 #endif
