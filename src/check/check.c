@@ -1242,8 +1242,9 @@ static void shadow_duplicate_classes(ck_env *e)
         for (size_t j = 0; j < x->nclasses; j++) {
             if (strcmp(x->classes[j].name, c->name))
                 continue;
-            int rank = in_main_manifest(e, x->classes[j].file) ? -1 : autoload_rank(e, c->name, x->classes[j].file);
-            if (rank == -1 && !in_main_manifest(e, x->classes[j].file))
+            bool main = in_main_manifest(e, x->classes[j].file);
+            int rank = main ? -1 : autoload_rank(e, c->name, x->classes[j].file);
+            if (rank == -1 && !main)
                 continue;
             if (rank <= best_rank) /* the main manifest's last definition, else the lowest rank */
                 best = (long)j, best_rank = rank;
